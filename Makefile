@@ -1,0 +1,59 @@
+# Herald: `make run` sets up, builds and starts Herald; `make test` sets up and runs every test.
+# Both install what a fresh Debian machine lacks (as root, or through sudo), idempotently.
+
+SWIFT        ?= swift
+PYTHON       ?= python3
+HERALD       := .build/debug/herald
+APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client
+PY_PACKAGES  := pynacl pytest
+SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test setup system-deps python-deps build keys lint format unit interop bench clean
+
+run: setup build keys
+	$(HERALD) envelope demo
+
+test: setup build lint unit interop
+
+setup: system-deps python-deps
+
+# Installs only what is missing, so a second run is quiet and quick.
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing system packages:$$missing"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+python-deps:
+	@$(PYTHON) -c "import nacl, pytest" 2>/dev/null || \
+		$(PYTHON) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
+
+build:
+	$(SWIFT) build
+
+# Development keys under keys/ (never committed): the master key and an APNs-style auth key.
+keys: build
+	@[ -f keys/master.key ] || $(HERALD) keys master --out keys/master.key
+	@ls keys/AuthKey_*.p8 >/dev/null 2>&1 || $(HERALD) keys apns --out keys
+
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
+
+format:
+	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests
+
+unit:
+	$(SWIFT) test
+
+interop: build
+	HERALD_BIN=$(HERALD) $(PYTHON) -m pytest -q Tests/interop
+
+bench: setup
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+clean:
+	rm -rf .build Benchmarks/.build

@@ -1,0 +1,89 @@
+import HeraldCrypto
+
+/// One entry of docs/test-vectors/envelope-v1.json, and the input of `herald envelope open`.
+///
+/// Byte fields are lowercase hex; `envelope` is the text form (base64url, no padding).
+struct EnvelopeVector: Codable, Equatable {
+    var name: String
+    var description: String?
+    var kind: PushKind
+    var pushID: String
+    var deviceID: String
+    var deviceSeed: String?
+    var devicePublicKey: String?
+    var deviceSecretKey: String
+    var relaySeed: String?
+    var relayPublicKey: String
+    var relaySecretKey: String?
+    var keyID: String?
+    var deviceReceiveKey: String?
+    var deviceTransmitKey: String?
+    var nonce: String?
+    var content: PushContent?
+    var plaintext: String?
+    var additionalData: String?
+    var envelope: String
+
+    enum CodingKeys: String, CodingKey {
+        case name, description, kind, nonce, content, plaintext, envelope
+        case pushID = "push_id"
+        case deviceID = "device_id"
+        case deviceSeed = "device_seed"
+        case devicePublicKey = "device_public_key"
+        case deviceSecretKey = "device_secret_key"
+        case relaySeed = "relay_seed"
+        case relayPublicKey = "relay_public_key"
+        case relaySecretKey = "relay_secret_key"
+        case keyID = "key_id"
+        case deviceReceiveKey = "device_rx"
+        case deviceTransmitKey = "device_tx"
+        case additionalData = "additional_data"
+    }
+
+    var context: EnvelopeContext {
+        EnvelopeContext(kind: kind, pushID: pushID, deviceID: deviceID)
+    }
+
+    /// The device's session keys, agreed from the device's secret key and the relay's public key.
+    func deviceSessionKeys() throws -> SessionKeys {
+        guard let secret = ByteEncoding.bytes(hex: deviceSecretKey) else {
+            throw HeraldCryptoError.invalidKey.with(detail: "device_secret_key is not hex")
+        }
+        guard let relay = ByteEncoding.bytes(hex: relayPublicKey) else {
+            throw HeraldCryptoError.invalidKey.with(detail: "relay_public_key is not hex")
+        }
+        let device = try KeyPair(secretKey: SecureBytes(copying: secret))
+        return try KeyExchange.deviceSessionKeys(device: device, relay: PublicKey(bytes: relay))
+    }
+
+    /// Opens `envelope` as the device would.
+    func open() throws -> PushContent {
+        let opener = EnvelopeOpener(sessionKeys: [try deviceSessionKeys()])
+        return try opener.openContent(Envelope(text: envelope), context: context)
+    }
+}
+
+/// The file docs/test-vectors/envelope-v1.json.
+struct EnvelopeVectorFile: Codable, Equatable {
+    /// A tampered envelope that must not open, and the error the Swift core reports.
+    struct Negative: Codable, Equatable {
+        var name: String
+        var base: String
+        var kind: PushKind
+        var pushID: String
+        var deviceID: String
+        var envelope: String
+        var error: String
+
+        enum CodingKeys: String, CodingKey {
+            case name, base, kind, envelope, error
+            case pushID = "push_id"
+            case deviceID = "device_id"
+        }
+    }
+
+    var format: String
+    var notes: [String]
+    var vectors: [EnvelopeVector]
+    var negative: [Negative]
+}

@@ -1,0 +1,134 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldCrypto
+
+/// `herald keys`: development keys.
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "Make development keys: the master key and APNs-style auth keys.",
+        subcommands: [Master.self, APNs.self]
+    )
+}
+
+extension KeysCommand {
+    /// `herald keys master`: the master key that seals device keys at rest.
+    struct Master: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "master",
+            abstract: "Make a master key file (32 random bytes, mode 0600).",
+            discussion: """
+                The master key seals the relay's stored device keys. Losing it makes every \
+                activated device unreadable, so an existing file is never replaced without --force. \
+                Instead of a file, the relay also reads HERALD_MASTER_KEY (base64).
+                """
+        )
+
+        @Option(name: .shortAndLong, help: "Where to write the key.")
+        var out: String = "keys/master.key"
+
+        @Flag(help: "Replace an existing key file (every device key sealed with it is lost).")
+        var force = false
+
+        func run() async throws {
+            try KeyFiles.makeParentDirectory(of: out)
+            let key = MasterKey.generate()
+            try key.write(to: out, overwrite: force)
+            print("wrote master key \(out) (mode 0600)")
+        }
+    }
+
+    /// `herald keys apns`: an ES256 key in the form of Apple's `AuthKey_<KEYID>.p8`.
+    struct APNs: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "apns",
+            abstract: "Make an APNs-style ES256 auth key (AuthKey_<KEYID>.p8) for the sandbox and tests.",
+            discussion: """
+                Writes AuthKey_<KEYID>.p8 (a P-256 private key, PKCS#8 PEM, mode 0600), \
+                AuthKey_<KEYID>.pub.pem (its public key, to register with the sandbox) and \
+                AuthKey_<KEYID>.json (key id, team id and public key).
+                """
+        )
+
+        @Option(name: .shortAndLong, help: "The directory to write into.")
+        var out: String = "keys"
+
+        @Option(name: .customLong("key-id"), help: "The 10-character key id (A–Z, 0–9); random when omitted.")
+        var keyID: String?
+
+        @Option(name: .customLong("team-id"), help: "The 10-character team id (A–Z, 0–9); random when omitted.")
+        var teamID: String?
+
+        @Flag(help: "Replace existing files with the same key id.")
+        var force = false
+
+        func validate() throws {
+            for (name, value) in [("--key-id", keyID), ("--team-id", teamID)] {
+                if let value, !AppleIdentifier.isValid(value) {
+                    throw ValidationError(
+                        "\(name) must be 10 characters from A–Z and 0–9, like Apple's (got '\(value)')"
+                    )
+                }
+            }
+        }
+
+        func run() async throws {
+            let keyID = keyID ?? AppleIdentifier.random()
+            let teamID = teamID ?? AppleIdentifier.random()
+            try KeyFiles.makeDirectory(out)
+            let key = P256.Signing.PrivateKey()
+            let base = (out as NSString).appendingPathComponent("AuthKey_\(keyID)")
+            let metadata = APNsKeyMetadata(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            try KeyFiles.write(
+                Array((key.pemRepresentation + "\n").utf8),
+                to: base + ".p8",
+                mode: 0o600,
+                overwrite: force
+            )
+            try KeyFiles.write(
+                Array((metadata.publicKeyPEM + "\n").utf8),
+                to: base + ".pub.pem",
+                mode: 0o644,
+                overwrite: force
+            )
+            try KeyFiles.write(
+                Array(try encoder.encode(metadata)) + [0x0A],
+                to: base + ".json",
+                mode: 0o644,
+                overwrite: force
+            )
+            print("wrote \(base).p8 (mode 0600), \(base).pub.pem and \(base).json")
+            print("key id \(keyID), team id \(teamID)")
+        }
+    }
+}
+
+/// What `herald keys apns` records beside the key, for registering it with the sandbox.
+struct APNsKeyMetadata: Codable, Equatable {
+    var keyID: String
+    var teamID: String
+    var publicKeyPEM: String
+
+    enum CodingKeys: String, CodingKey {
+        case keyID = "key_id"
+        case teamID = "team_id"
+        case publicKeyPEM = "public_key_pem"
+    }
+}
+
+/// Apple's key and team identifiers: 10 characters from A–Z and 0–9.
+enum AppleIdentifier {
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+    static func isValid(_ value: String) -> Bool {
+        value.count == 10 && value.allSatisfy { alphabet.contains($0) }
+    }
+
+    static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<10).map { _ in alphabet.randomElement(using: &generator)! })
+    }
+}

@@ -1,0 +1,108 @@
+/// A sealed push content, envelope format v1.
+///
+/// Binary layout (docs/envelope.md):
+///
+/// | offset | length | field |
+/// |---|---|---|
+/// | 0 | 1 | version, `0x01` |
+/// | 1 | 8 | key id |
+/// | 9 | 24 | nonce |
+/// | 33 | n + 16 | ciphertext and Poly1305 tag |
+///
+/// The text form, used inside JSON payloads, is the binary form in base64url without padding.
+public struct Envelope: Sendable, Hashable {
+    /// The format version this build writes and reads.
+    public static let version: UInt8 = 1
+    /// XChaCha20-Poly1305 nonce length.
+    public static let nonceLength = 24
+    /// Poly1305 tag length.
+    public static let tagLength = 16
+    /// Version, key id and nonce.
+    public static let headerLength = 1 + KeyID.length + nonceLength
+    /// Bytes an envelope adds to its plaintext (header and tag): 49.
+    public static let overhead = headerLength + tagLength
+
+    /// The key id of the agreement whose key sealed this envelope.
+    public let keyID: KeyID
+    /// The random 24-byte nonce.
+    public let nonce: [UInt8]
+    /// The ciphertext followed by the 16-byte tag.
+    public let ciphertext: [UInt8]
+
+    init(keyID: KeyID, nonce: [UInt8], ciphertext: [UInt8]) {
+        self.keyID = keyID
+        self.nonce = nonce
+        self.ciphertext = ciphertext
+    }
+
+    /// Parses the binary form. Checks the shape only; authenticity is checked when opening.
+    public init(bytes: some Collection<UInt8>) throws(HeraldCryptoError) {
+        let bytes = Array(bytes)
+        guard !bytes.isEmpty else { throw .emptyInput }
+        guard bytes[0] == Self.version else {
+            throw HeraldCryptoError.unknownVersion.with(
+                detail: "the envelope has format version \(bytes[0]); this build reads version \(Self.version)"
+            )
+        }
+        guard bytes.count >= Self.overhead else { throw .tooShort }
+        keyID = KeyID(bytes: bytes[1..<(1 + KeyID.length)])!
+        nonce = Array(bytes[(1 + KeyID.length)..<Self.headerLength])
+        ciphertext = Array(bytes[Self.headerLength...])
+    }
+
+    /// Parses the text form (base64url without padding).
+    public init(text: String) throws(HeraldCryptoError) {
+        guard !text.isEmpty else { throw .emptyInput }
+        guard let bytes = ByteEncoding.bytes(base64URL: text) else { throw .badFormat }
+        try self.init(bytes: bytes)
+    }
+
+    /// The binary form.
+    public var bytes: [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(Self.headerLength + ciphertext.count)
+        out.append(Self.version)
+        out.append(contentsOf: keyID.bytes)
+        out.append(contentsOf: nonce)
+        out.append(contentsOf: ciphertext)
+        return out
+    }
+
+    /// The text form: base64url of `bytes`, no padding.
+    public var text: String { ByteEncoding.base64URL(bytes) }
+
+    /// The length of the plaintext inside.
+    public var plaintextLength: Int { ciphertext.count - Self.tagLength }
+}
+
+/// What an envelope is bound to, besides its key: the additional data of the AEAD.
+///
+/// Opening with any field different from the one used to seal fails with `authenticationFailed`.
+public struct EnvelopeContext: Sendable, Hashable {
+    /// Message or call.
+    public var kind: PushKind
+    /// The message id (for a message) or the call id (for a call).
+    public var pushID: String
+    /// The relay's id of the device the envelope was sealed for.
+    public var deviceID: String
+
+    public init(kind: PushKind, pushID: String, deviceID: String) {
+        self.kind = kind
+        self.pushID = pushID
+        self.deviceID = deviceID
+    }
+
+    static let magic: [UInt8] = Array("HRLD".utf8)
+
+    /// `"HRLD" ‖ version ‖ keyID(8) ‖ kind(1) ‖ u16be len ‖ pushID ‖ u16be len ‖ deviceID`.
+    func additionalData(keyID: KeyID) throws(HeraldCryptoError) -> [UInt8] {
+        var writer = ByteWriter(capacity: 16 + pushID.utf8.count + deviceID.utf8.count)
+        writer.append(Self.magic)
+        writer.append(Envelope.version)
+        writer.append(keyID.bytes)
+        writer.append(kind.rawValue)
+        try writer.appendString(pushID)
+        try writer.appendString(deviceID)
+        return writer.bytes
+    }
+}

@@ -1,0 +1,15 @@
+/// What a push carries. The kind is bound into every envelope's additional data, so a sealed
+/// message cannot be opened as a call.
+public enum PushKind: UInt8, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// A messaging push: APNs `alert`, priority 5, opened by the Notification Service Extension.
+    case message = 1
+    /// A call push: APNs `voip`, priority 10, handed to PushKit and reported to CallKit.
+    case call = 2
+
+    public var description: String {
+        switch self {
+        case .message: "message"
+        case .call: "call"
+        }
+    }
+}
