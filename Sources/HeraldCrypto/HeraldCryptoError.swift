@@ -35,6 +35,10 @@ public struct HeraldCryptoError: Error, Sendable, Hashable, CustomStringConverti
 
     public var description: String { detail }
 
+    /// A stable name for the kind of failure (`"authenticationFailed"`), for JSON error bodies
+    /// and test vectors.
+    public var identifier: String { "\(code)" }
+
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 

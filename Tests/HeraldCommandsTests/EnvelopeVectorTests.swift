@@ -1,0 +1,277 @@
+import Foundation
+import Testing
+
+@testable import HeraldCommands
+@testable import HeraldCrypto
+
+/// docs/test-vectors/envelope-v1.json: Herald must reproduce every vector byte for byte, open it,
+/// and refuse every negative one with the recorded error.
+///
+/// Set HERALD_WRITE_VECTORS=1 to rewrite the file after a deliberate format change.
+@Suite struct EnvelopeVectorTests {
+    static let vectorURL = URL(filePath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appending(path: "docs/test-vectors/envelope-v1.json")
+
+    static func committedFile() throws -> EnvelopeVectorFile {
+        let data = try Data(contentsOf: vectorURL)
+        return try JSONDecoder().decode(EnvelopeVectorFile.self, from: data)
+    }
+
+    @Test func generatedVectorsEqualTheCommittedFile() throws {
+        let generated = try VectorGenerator.file()
+        if ProcessInfo.processInfo.environment["HERALD_WRITE_VECTORS"] == "1" {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            try (encoder.encode(generated) + Data([0x0A])).write(to: Self.vectorURL)
+        }
+        let committed = try Self.committedFile()
+        #expect(committed.vectors.count == generated.vectors.count)
+        for (lhs, rhs) in zip(committed.vectors, generated.vectors) {
+            #expect(lhs == rhs, "vector \(lhs.name) differs from what this build seals")
+        }
+        #expect(committed.negative == generated.negative)
+    }
+
+    @Test func everyCommittedVectorOpens() throws {
+        let file = try Self.committedFile()
+        #expect(file.vectors.count >= 6)
+        for vector in file.vectors {
+            let keys = try vector.deviceSessionKeys()
+            #expect(keys.keyID.hex == vector.keyID)
+            #expect(ByteEncoding.hex(keys.receive.copyBytes()) == vector.deviceReceiveKey)
+            let content = try vector.open()
+            #expect(content == vector.content, "vector \(vector.name)")
+            #expect(try ByteEncoding.hex(content.encoded()) == vector.plaintext)
+        }
+    }
+
+    @Test func everyNegativeVectorFailsWithItsError() throws {
+        let file = try Self.committedFile()
+        #expect(file.negative.count >= 8)
+        let bases = Dictionary(uniqueKeysWithValues: file.vectors.map { ($0.name, $0) })
+        for negative in file.negative {
+            var vector = try #require(bases[negative.base])
+            vector.kind = negative.kind
+            vector.pushID = negative.pushID
+            vector.deviceID = negative.deviceID
+            vector.envelope = negative.envelope
+            let error = #expect(throws: HeraldCryptoError.self) { try vector.open() }
+            #expect(error?.identifier == negative.error, "negative vector \(negative.name)")
+        }
+    }
+}
+
+/// Builds the vector file from fixed seeds, nonces and contents.
+enum VectorGenerator {
+    struct Spec {
+        var name: String
+        var description: String
+        var content: PushContent
+        var deviceID: String
+    }
+
+    static let specs: [Spec] = [
+        Spec(
+            name: "message-ascii",
+            description: "A short message with full content.",
+            content: .message(
+                MessageContent(
+                    messageID: "msg-0001",
+                    conversationID: "conv-42",
+                    senderID: "agent-7",
+                    senderName: "Ada (Support)",
+                    text: "Your order #1234 has shipped.",
+                    sentAt: 1_763_726_400_000
+                )
+            ),
+            deviceID: "dev-a1"
+        ),
+        Spec(
+            name: "message-multibyte",
+            description: "Multi-byte text: accents, CJK, an emoji with a skin tone and a ZWJ family.",
+            content: .message(
+                MessageContent(
+                    messageID: "msg-0002",
+                    conversationID: "conv-42",
+                    senderID: "agent-7",
+                    senderName: "Zoë Ångström",
+                    text: "Grüße! 你好 👋🏽 👨‍👩‍👧 ça va?",
+                    sentAt: 1_763_726_460_000
+                )
+            ),
+            deviceID: "dev-a1"
+        ),
+        Spec(
+            name: "message-truncated",
+            description: "A message whose text was cut to fit; the truncated flag is set.",
+            content: .message(
+                MessageContent(
+                    messageID: "msg-0003",
+                    conversationID: "conv-43",
+                    senderID: "agent-9",
+                    senderName: "Grace",
+                    text: "The first part of a long answer",
+                    sentAt: 1_763_726_520_000,
+                    truncated: true
+                )
+            ),
+            deviceID: "dev-b2"
+        ),
+        Spec(
+            name: "message-sender-only",
+            description: "The 'sender only' content policy: the text is empty.",
+            content: .message(
+                MessageContent(
+                    messageID: "msg-0004",
+                    conversationID: "conv-44",
+                    senderID: "agent-7",
+                    senderName: "Ada (Support)",
+                    text: "",
+                    sentAt: 1_763_726_580_000
+                )
+            ),
+            deviceID: "dev-b2"
+        ),
+        Spec(
+            name: "call-audio",
+            description: "An audio call.",
+            content: .call(
+                CallContent(
+                    callID: "call-0001",
+                    callerID: "agent-7",
+                    callerName: "Ada (Support)",
+                    media: .audio,
+                    startedAt: 1_763_726_640_000
+                )
+            ),
+            deviceID: "dev-a1"
+        ),
+        Spec(
+            name: "call-video",
+            description: "A video call with a non-ASCII caller name.",
+            content: .call(
+                CallContent(
+                    callID: "call-0002",
+                    callerID: "agent-11",
+                    callerName: "José Núñez",
+                    media: .video,
+                    startedAt: 1_763_726_700_000
+                )
+            ),
+            deviceID: "dev-c3"
+        ),
+    ]
+
+    static func bytes(startingAt start: Int, count: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: start + $0) }
+    }
+
+    static func vector(_ spec: Spec, index: Int) throws -> EnvelopeVector {
+        let deviceSeed = bytes(startingAt: index * 3, count: 32)
+        let relaySeed = bytes(startingAt: 0x80 + index * 5, count: 32)
+        let nonce = bytes(startingAt: 0x40 + index * 7, count: Envelope.nonceLength)
+        let device = try KeyPair(seed: SecureBytes(copying: deviceSeed))
+        let relay = try KeyPair(seed: SecureBytes(copying: relaySeed))
+        let relayKeys = try KeyExchange.relaySessionKeys(relay: relay, device: device.publicKey)
+        let deviceKeys = try KeyExchange.deviceSessionKeys(device: device, relay: relay.publicKey)
+        let context = EnvelopeContext(kind: spec.content.kind, pushID: spec.content.pushID, deviceID: spec.deviceID)
+        let plaintext = try spec.content.encoded()
+        let envelope = try EnvelopeSealer(sessionKeys: relayKeys).seal(
+            plaintext: plaintext,
+            context: context,
+            nonce: nonce
+        )
+        return EnvelopeVector(
+            name: spec.name,
+            description: spec.description,
+            kind: spec.content.kind,
+            pushID: spec.content.pushID,
+            deviceID: spec.deviceID,
+            deviceSeed: ByteEncoding.hex(deviceSeed),
+            devicePublicKey: ByteEncoding.hex(device.publicKey.bytes),
+            deviceSecretKey: ByteEncoding.hex(device.secretKey.copyBytes()),
+            relaySeed: ByteEncoding.hex(relaySeed),
+            relayPublicKey: ByteEncoding.hex(relay.publicKey.bytes),
+            relaySecretKey: ByteEncoding.hex(relay.secretKey.copyBytes()),
+            keyID: relayKeys.keyID.hex,
+            deviceReceiveKey: ByteEncoding.hex(deviceKeys.receive.copyBytes()),
+            deviceTransmitKey: ByteEncoding.hex(deviceKeys.transmit.copyBytes()),
+            nonce: ByteEncoding.hex(nonce),
+            content: spec.content,
+            plaintext: ByteEncoding.hex(plaintext),
+            additionalData: ByteEncoding.hex(try context.additionalData(keyID: relayKeys.keyID)),
+            envelope: envelope.text
+        )
+    }
+
+    static func negatives(base: EnvelopeVector, call: EnvelopeVector) -> [EnvelopeVectorFile.Negative] {
+        let bytes = ByteEncoding.bytes(base64URL: base.envelope)!
+        func flipped(_ index: Int) -> String {
+            var copy = bytes
+            copy[index] ^= 0x01
+            return ByteEncoding.base64URL(copy)
+        }
+        func negative(
+            _ name: String,
+            envelope: String,
+            kind: PushKind? = nil,
+            pushID: String? = nil,
+            deviceID: String? = nil,
+            error: HeraldCryptoError,
+            from vector: EnvelopeVector? = nil
+        ) -> EnvelopeVectorFile.Negative {
+            let vector = vector ?? base
+            return .init(
+                name: name,
+                base: vector.name,
+                kind: kind ?? vector.kind,
+                pushID: pushID ?? vector.pushID,
+                deviceID: deviceID ?? vector.deviceID,
+                envelope: envelope,
+                error: error.identifier
+            )
+        }
+        let last = bytes.count - 1
+        return [
+            negative("flipped-version", envelope: flipped(0), error: .unknownVersion),
+            negative("flipped-key-id", envelope: flipped(1), error: .unknownKeyID),
+            negative("flipped-nonce", envelope: flipped(9), error: .authenticationFailed),
+            negative("flipped-ciphertext", envelope: flipped(Envelope.headerLength), error: .authenticationFailed),
+            negative("flipped-tag", envelope: flipped(last), error: .authenticationFailed),
+            negative("other-device", envelope: base.envelope, deviceID: "dev-zz", error: .authenticationFailed),
+            negative("other-message-id", envelope: base.envelope, pushID: "msg-9999", error: .authenticationFailed),
+            negative("message-opened-as-call", envelope: base.envelope, kind: .call, error: .authenticationFailed),
+            negative(
+                "call-opened-as-message",
+                envelope: call.envelope,
+                kind: .message,
+                error: .authenticationFailed,
+                from: call
+            ),
+            negative(
+                "truncated-below-overhead",
+                envelope: ByteEncoding.base64URL(bytes[0..<(Envelope.overhead - 1)]),
+                error: .tooShort
+            ),
+            negative("truncated-tag", envelope: ByteEncoding.base64URL(bytes.dropLast()), error: .authenticationFailed),
+            negative("empty", envelope: "", error: .emptyInput),
+            negative("not-base64url", envelope: "AQ+/" + base.envelope.dropFirst(4), error: .badFormat),
+        ]
+    }
+
+    static func file() throws -> EnvelopeVectorFile {
+        let vectors = try specs.enumerated().map { try vector($1, index: $0) }
+        return EnvelopeVectorFile(
+            format: "herald-envelope-v1",
+            notes: [
+                "Specification: docs/envelope.md. Byte fields are lowercase hex; envelope is base64url without padding.",
+                "Key pairs come from crypto_kx_seed_keypair(seed); the device is the kx client, the relay the kx server.",
+                "The relay seals with its tx key (= device_rx); nonces here are fixed, in production they are random.",
+                "Each negative entry must fail to open; error is the name Herald reports.",
+            ],
+            vectors: vectors,
+            negative: negatives(base: vectors[0], call: vectors[4])
+        )
+    }
+}
