@@ -90,7 +90,7 @@ extension EnvelopeCommand {
             discussion: """
                 The input is one entry in the format of docs/test-vectors/envelope-v1.json; only \
                 kind, push_id, device_id, device_secret_key, relay_public_key and envelope are read. \
-                Exits 1 with the reason when the envelope does not open.
+                Exits non-zero with the reason when the input is malformed or the envelope does not open.
                 """
         )
 

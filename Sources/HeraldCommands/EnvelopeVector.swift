@@ -4,7 +4,7 @@ import HeraldCrypto
 ///
 /// Byte fields are lowercase hex; `envelope` is the text form (base64url, no padding).
 struct EnvelopeVector: Codable, Equatable {
-    var name: String
+    var name: String?
     var description: String?
     var kind: PushKind
     var pushID: String

@@ -35,7 +35,7 @@ import Testing
 
     @Test func everyCommittedVectorOpens() throws {
         let file = try Self.committedFile()
-        #expect(file.vectors.count >= 6)
+        #expect(file.vectors.count >= 7)
         for vector in file.vectors {
             let keys = try vector.deviceSessionKeys()
             #expect(keys.keyID.hex == vector.keyID)
@@ -49,7 +49,7 @@ import Testing
     @Test func everyNegativeVectorFailsWithItsError() throws {
         let file = try Self.committedFile()
         #expect(file.negative.count >= 8)
-        let bases = Dictionary(uniqueKeysWithValues: file.vectors.map { ($0.name, $0) })
+        let bases = Dictionary(uniqueKeysWithValues: file.vectors.map { ($0.name ?? "", $0) })
         for negative in file.negative {
             var vector = try #require(bases[negative.base])
             vector.kind = negative.kind
@@ -161,6 +161,21 @@ enum VectorGenerator {
             ),
             deviceID: "dev-c3"
         ),
+        Spec(
+            name: "message-non-ascii-ids",
+            description: "Ids and device id outside ASCII (lengths in the AD count UTF-8 bytes) and a time before 1970.",
+            content: .message(
+                MessageContent(
+                    messageID: "msg-ü-名",
+                    conversationID: "conv-ñ",
+                    senderID: "agent-é",
+                    senderName: "Łukasz",
+                    text: "Dzień dobry",
+                    sentAt: -86_400_000
+                )
+            ),
+            deviceID: "dev-ß-端末"
+        ),
     ]
 
     static func bytes(startingAt start: Int, count: Int) -> [UInt8] {
@@ -224,7 +239,7 @@ enum VectorGenerator {
             let vector = vector ?? base
             return .init(
                 name: name,
-                base: vector.name,
+                base: vector.name ?? "",
                 kind: kind ?? vector.kind,
                 pushID: pushID ?? vector.pushID,
                 deviceID: deviceID ?? vector.deviceID,
