@@ -13,11 +13,23 @@ let package = Package(
     products: [
         .executable(name: "herald", targets: ["herald"]),
         .library(name: "HeraldCrypto", targets: ["HeraldCrypto"]),
+        .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
+        .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "4.1.0"..<"5.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // libsodium from the system (Debian: libsodium-dev), found through pkg-config.
@@ -33,13 +45,44 @@ let package = Package(
             dependencies: ["CSodium"],
             swiftSettings: swiftSettings
         ),
+        // APNs protocol facts shared by the sandbox and the provider: reasons, push types,
+        // priorities, headers, ES256 provider tokens. No transport.
+        .target(
+            name: "HeraldAPNsCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // The local APNs look-alike: HTTP/2 + TLS listener, device connections, faults, inspection.
+        .target(
+            name: "HeraldSandbox",
+            dependencies: [
+                "HeraldAPNsCore",
+                "HeraldCrypto",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `herald` subcommands, as a library so tests can run them in-process.
         .target(
             name: "HeraldCommands",
             dependencies: [
                 "HeraldCrypto",
+                "HeraldAPNsCore",
+                "HeraldSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -53,6 +96,23 @@ let package = Package(
             dependencies: [
                 "HeraldCrypto",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldSandboxTests",
+            dependencies: [
+                "HeraldSandbox",
+                "HeraldAPNsCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -10,7 +10,7 @@ public struct HeraldCommand: AsyncParsableCommand {
             the device activated push. See README.md and docs/.
             """,
         version: HeraldVersion.current,
-        subcommands: [KeysCommand.self, EnvelopeCommand.self]
+        subcommands: [KeysCommand.self, EnvelopeCommand.self, SandboxCommand.self]
     )
 
     public init() {}

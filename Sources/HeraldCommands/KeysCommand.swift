@@ -82,19 +82,19 @@ extension KeysCommand {
             let metadata = APNsKeyMetadata(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            try KeyFiles.write(
+            try SecretFile.write(
                 Array((key.pemRepresentation + "\n").utf8),
                 to: base + ".p8",
                 mode: 0o600,
                 overwrite: force
             )
-            try KeyFiles.write(
+            try SecretFile.write(
                 Array((metadata.publicKeyPEM + "\n").utf8),
                 to: base + ".pub.pem",
                 mode: 0o644,
                 overwrite: force
             )
-            try KeyFiles.write(
+            try SecretFile.write(
                 Array(try encoder.encode(metadata)) + [0x0A],
                 to: base + ".json",
                 mode: 0o644,

@@ -60,10 +60,13 @@ struct ByteReader {
         index += 2
         guard bytes.count - index >= count else { throw .malformedContent }
         defer { index += count }
-        // Strict: invalid UTF-8 is an error, not silently repaired.
-        guard let string = String(validating: bytes[index..<(index + count)], as: UTF8.self) else {
-            throw .malformedContent
+        // Strict: invalid UTF-8 is an error, not silently repaired. Validating a contiguous
+        // buffer takes the standard library's fast path; an ArraySlice does not.
+        let start = index
+        let string = bytes.withUnsafeBufferPointer { buffer in
+            String(validating: UnsafeBufferPointer(rebasing: buffer[start..<(start + count)]), as: UTF8.self)
         }
+        guard let string else { throw .malformedContent }
         return string
     }
 }

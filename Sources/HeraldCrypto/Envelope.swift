@@ -24,20 +24,21 @@ public struct Envelope: Sendable, Hashable {
 
     /// The key id of the agreement whose key sealed this envelope.
     public let keyID: KeyID
-    /// The random 24-byte nonce.
-    public let nonce: [UInt8]
-    /// The ciphertext followed by the 16-byte tag.
-    public let ciphertext: [UInt8]
+    /// The binary form: version, key id, nonce, ciphertext and tag.
+    public let bytes: [UInt8]
 
-    init(keyID: KeyID, nonce: [UInt8], ciphertext: [UInt8]) {
+    /// Wraps a binary form whose shape is already known to be right.
+    init(keyID: KeyID, checkedBytes: [UInt8]) {
         self.keyID = keyID
-        self.nonce = nonce
-        self.ciphertext = ciphertext
+        self.bytes = checkedBytes
     }
 
     /// Parses the binary form. Checks the shape only; authenticity is checked when opening.
     public init(bytes: some Collection<UInt8>) throws(HeraldCryptoError) {
-        let bytes = Array(bytes)
+        try self.init(validating: Array(bytes))
+    }
+
+    private init(validating bytes: [UInt8]) throws(HeraldCryptoError) {
         guard !bytes.isEmpty else { throw .emptyInput }
         guard bytes[0] == Self.version else {
             throw HeraldCryptoError.unknownVersion.with(
@@ -46,33 +47,30 @@ public struct Envelope: Sendable, Hashable {
         }
         guard bytes.count >= Self.overhead else { throw .tooShort }
         keyID = KeyID(bytes: bytes[1..<(1 + KeyID.length)])!
-        nonce = Array(bytes[(1 + KeyID.length)..<Self.headerLength])
-        ciphertext = Array(bytes[Self.headerLength...])
+        self.bytes = bytes
     }
 
     /// Parses the text form (base64url without padding).
     public init(text: String) throws(HeraldCryptoError) {
         guard !text.isEmpty else { throw .emptyInput }
         guard let bytes = ByteEncoding.bytes(base64URL: text) else { throw .badFormat }
-        try self.init(bytes: bytes)
+        try self.init(validating: bytes)
     }
 
-    /// The binary form.
-    public var bytes: [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity(Self.headerLength + ciphertext.count)
-        out.append(Self.version)
-        out.append(contentsOf: keyID.bytes)
-        out.append(contentsOf: nonce)
-        out.append(contentsOf: ciphertext)
-        return out
-    }
+    /// The random 24-byte nonce.
+    public var nonce: [UInt8] { Array(bytes[(1 + KeyID.length)..<Self.headerLength]) }
+
+    /// The ciphertext followed by the 16-byte tag.
+    public var ciphertext: [UInt8] { Array(bytes[Self.headerLength...]) }
 
     /// The text form: base64url of `bytes`, no padding.
     public var text: String { ByteEncoding.base64URL(bytes) }
 
     /// The length of the plaintext inside.
-    public var plaintextLength: Int { ciphertext.count - Self.tagLength }
+    public var plaintextLength: Int { bytes.count - Self.overhead }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.bytes == rhs.bytes }
+    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }
 
 /// What an envelope is bound to, besides its key: the additional data of the AEAD.

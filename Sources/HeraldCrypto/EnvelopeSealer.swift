@@ -29,12 +29,17 @@ public struct EnvelopeSealer: Sendable {
     func seal(plaintext: [UInt8], context: EnvelopeContext, nonce: [UInt8]) throws(HeraldCryptoError) -> Envelope {
         precondition(nonce.count == Envelope.nonceLength)
         let ad = try context.additionalData(keyID: keyID)
-        let length = plaintext.count + Envelope.tagLength
-        let ciphertext = [UInt8](unsafeUninitializedCapacity: length) { out, initialized in
+        // Header and ciphertext in one buffer, so the binary form is never copied again.
+        let length = Envelope.headerLength + plaintext.count + Envelope.tagLength
+        let bytes = [UInt8](unsafeUninitializedCapacity: length) { out, initialized in
+            out[0] = Envelope.version
+            keyID.write(to: UnsafeMutableBufferPointer(rebasing: out[1..<(1 + KeyID.length)]))
+            _ = UnsafeMutableBufferPointer(rebasing: out[(1 + KeyID.length)..<Envelope.headerLength])
+                .initialize(from: nonce)
             var written: UInt64 = 0
             key.withUnsafeBytes { key in
                 _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    out.baseAddress!,
+                    out.baseAddress! + Envelope.headerLength,
                     &written,
                     plaintext,
                     UInt64(plaintext.count),
@@ -45,9 +50,9 @@ public struct EnvelopeSealer: Sendable {
                     key.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 )
             }
-            initialized = Int(written)
+            initialized = Envelope.headerLength + Int(written)
         }
-        return Envelope(keyID: keyID, nonce: nonce, ciphertext: ciphertext)
+        return Envelope(keyID: keyID, checkedBytes: bytes)
     }
 }
 
@@ -73,23 +78,25 @@ public struct EnvelopeOpener: Sendable {
         guard let key = keys[envelope.keyID] else {
             throw HeraldCryptoError.unknownKeyID.with(detail: "no key is known for key id \(envelope.keyID)")
         }
-        guard envelope.ciphertext.count >= Envelope.tagLength else { throw .tooShort }
+        guard envelope.bytes.count >= Envelope.overhead else { throw .tooShort }
         let ad = try context.additionalData(keyID: envelope.keyID)
         var status: Int32 = -1
         let plaintext = [UInt8](unsafeUninitializedCapacity: max(1, envelope.plaintextLength)) { out, initialized in
             var written: UInt64 = 0
-            key.withUnsafeBytes { key in
-                status = crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    out.baseAddress,
-                    &written,
-                    nil,
-                    envelope.ciphertext,
-                    UInt64(envelope.ciphertext.count),
-                    ad,
-                    UInt64(ad.count),
-                    envelope.nonce,
-                    key.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                )
+            envelope.bytes.withUnsafeBufferPointer { bytes in
+                key.withUnsafeBytes { key in
+                    status = crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        out.baseAddress!,
+                        &written,
+                        nil,
+                        bytes.baseAddress! + Envelope.headerLength,
+                        UInt64(bytes.count - Envelope.headerLength),
+                        ad,
+                        UInt64(ad.count),
+                        bytes.baseAddress! + 1 + KeyID.length,
+                        key.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                    )
+                }
             }
             initialized = status == 0 ? Int(written) : 0
         }

@@ -115,7 +115,17 @@ public struct KeyID: Sendable, Hashable, CustomStringConvertible, Codable {
 
     /// The 8 bytes, big-endian.
     public var bytes: [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: rawValue >> (56 - 8 * UInt64($0))) }
+        [UInt8](unsafeUninitializedCapacity: Self.length) { buffer, initialized in
+            write(to: buffer)
+            initialized = Self.length
+        }
+    }
+
+    /// Writes the 8 bytes, big-endian, into `buffer` (at least 8 bytes long).
+    func write(to buffer: UnsafeMutableBufferPointer<UInt8>) {
+        for index in 0..<Self.length {
+            buffer[index] = UInt8(truncatingIfNeeded: rawValue >> (56 - 8 * UInt64(index)))
+        }
     }
 
     /// 16 lowercase hex characters: the form used in JSON and logs.

@@ -77,36 +77,14 @@ extension MasterKey {
     /// Never replaces an existing key unless `overwrite` is set: losing the master key makes
     /// every stored device key unreadable.
     public func write(to path: String, overwrite: Bool = false) throws(HeraldCryptoError) {
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (overwrite ? O_TRUNC : O_EXCL)
-        let fd = systemOpen(path, flags, 0o600)
-        guard fd >= 0 else {
-            if errno == EEXIST {
-                throw HeraldCryptoError.keyFileExists.with(
-                    detail: "\(path) already exists; refusing to replace a master key (use --force)"
-                )
-            }
-            throw HeraldCryptoError.keyFileIO.with(detail: "cannot create \(path): \(errnoText())")
-        }
-        defer { close(fd) }
-        // O_CREAT's mode is filtered by the umask and ignored for an existing file.
-        guard fchmod(fd, 0o600) == 0 else {
-            throw HeraldCryptoError.keyFileIO.with(detail: "cannot chmod \(path): \(errnoText())")
-        }
-        let written = key.withUnsafeBytes { systemWrite(fd, $0.baseAddress!, $0.count) }
-        guard written == MasterKey.length, fsync(fd) == 0 else {
-            throw HeraldCryptoError.keyFileIO.with(detail: "cannot write \(path): \(errnoText())")
+        var bytes = key.copyBytes()
+        defer { sodium_memzero(&bytes, bytes.count) }
+        do {
+            try SecretFile.write(bytes, to: path, mode: 0o600, overwrite: overwrite)
+        } catch  where error == .keyFileExists {
+            throw HeraldCryptoError.keyFileExists.with(
+                detail: "\(path) already exists; refusing to replace a master key (use --force)"
+            )
         }
     }
-}
-
-func errnoText() -> String {
-    String(cString: strerror(errno))
-}
-
-private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    write(fd, buffer, count)
-}
-
-private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
-    open(path, flags, mode)
 }

@@ -163,7 +163,8 @@ enum VectorGenerator {
         ),
         Spec(
             name: "message-non-ascii-ids",
-            description: "Ids and device id outside ASCII (lengths in the AD count UTF-8 bytes) and a time before 1970.",
+            description:
+                "Ids and device id outside ASCII (lengths in the AD count UTF-8 bytes) and a time before 1970.",
             content: .message(
                 MessageContent(
                     messageID: "msg-ü-名",

@@ -1,0 +1,29 @@
+extension APNsUUID {
+    /// A random (version 4) UUID in lowercase canonical form, without Foundation's formatting.
+    public static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<8 {
+            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(index)))
+            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(index)))
+        }
+        bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
+        bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 36) { out in
+            var o = 0
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    out[o] = UInt8(ascii: "-")
+                    o += 1
+                }
+                out[o] = digits.utf8Start[Int(byte >> 4)]
+                out[o + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                o += 2
+            }
+            return 36
+        }
+    }
+}

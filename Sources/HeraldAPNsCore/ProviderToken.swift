@@ -1,0 +1,107 @@
+public import Crypto
+import Foundation
+
+/// An APNs provider authentication token: an ES256-signed JWT with `kid`, `iss` and `iat`.
+public struct ProviderToken: Sendable, Hashable, CustomStringConvertible {
+    /// The 10-character key id (`kid`) of the signing key.
+    public let keyID: String
+    /// The 10-character team id (`iss`).
+    public let teamID: String
+    /// When the token was signed (`iat`), in seconds since the Unix epoch.
+    public let issuedAt: Int64
+    /// The compact JWT, as sent in `authorization: bearer <token>`.
+    public let text: String
+
+    /// Shows whose token it is, never the token itself (it authenticates as the team).
+    public var description: String { "ProviderToken(kid: \(keyID), iss: \(teamID), iat: \(issuedAt))" }
+}
+
+/// Signs provider tokens with a team's ES256 key (Apple's `AuthKey_<KEYID>.p8`).
+public struct ProviderTokenSigner: Sendable {
+    public let keyID: String
+    public let teamID: String
+    private let key: P256.Signing.PrivateKey
+
+    /// A signer for the PKCS#8 PEM text of a `.p8` key.
+    public init(privateKeyPEM: String, keyID: String, teamID: String) throws {
+        key = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
+        self.keyID = keyID
+        self.teamID = teamID
+    }
+
+    /// A signer for an in-memory key.
+    public init(privateKey: P256.Signing.PrivateKey, keyID: String, teamID: String) {
+        key = privateKey
+        self.keyID = keyID
+        self.teamID = teamID
+    }
+
+    /// Signs a token issued at `issuedAt` (seconds since the Unix epoch).
+    public func makeToken(issuedAt: Int64) throws -> ProviderToken {
+        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
+        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
+        let signingInput = header + "." + claims
+        let signature = try key.signature(for: Array(signingInput.utf8))
+        let text = signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
+        return ProviderToken(keyID: keyID, teamID: teamID, issuedAt: issuedAt, text: text)
+    }
+}
+
+/// A provider token taken apart, before its signature is checked.
+public struct ParsedProviderToken: Sendable {
+    public let keyID: String
+    public let teamID: String
+    public let issuedAt: Int64
+    let signingInput: [UInt8]
+    let signature: [UInt8]
+
+    /// Parses a compact JWS; nil unless it has an ES256 header with `kid`, and `iss` and `iat` claims.
+    public init?(_ text: Substring) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+            let headerBytes = Base64URL.decode(parts[0]),
+            let claimBytes = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2]),
+            signature.count == 64,
+            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: Data(claimBytes)) as? [String: Any],
+            header["alg"] as? String == "ES256",
+            let keyID = header["kid"] as? String,
+            let teamID = claims["iss"] as? String,
+            let issuedAt = (claims["iat"] as? NSNumber)?.int64Value
+        else { return nil }
+        self.keyID = keyID
+        self.teamID = teamID
+        self.issuedAt = issuedAt
+        self.signingInput = Array(text.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        self.signature = signature
+    }
+
+    /// Whether the signature verifies with `publicKey`.
+    public func isSigned(by publicKey: P256.Signing.PublicKey) -> Bool {
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+        return publicKey.isValidSignature(signature, for: signingInput)
+    }
+}
+
+/// base64url without padding, as JWTs use it.
+enum Base64URL {
+    static func encode(_ bytes: [UInt8]) -> String {
+        var text = Data(bytes).base64EncodedString()
+        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
+    }
+
+    static func decode(_ text: Substring) -> [UInt8]? {
+        guard !text.contains("="), !text.contains("+"), !text.contains("/") else { return nil }
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        switch standard.utf8.count % 4 {
+        case 2: standard += "=="
+        case 3: standard += "="
+        case 1: return nil
+        default: break
+        }
+        return Data(base64Encoded: standard).map(Array.init)
+    }
+}

@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import HeraldSandbox
+import Logging
+import ServiceLifecycle
+
+/// `herald sandbox`: the local APNs look-alike as its own service.
+struct SandboxCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sandbox",
+        abstract: "Run the APNs sandbox: HTTP/2 + TLS like Apple's servers, delivering to emulated devices.",
+        discussion: """
+            The APNs listener speaks HTTP/2 over TLS with ALPN h2 and answers as Apple documents. \
+            The control API (HTTP/1.1 and WebSocket) registers apps, keys and devices, injects \
+            faults and shows what was received; see docs/sandbox.md. The development CA and server \
+            certificate are made under --keys-dir on first start; clients trust sandbox-ca.pem. \
+            Every AuthKey_*.json in --keys-dir (from `herald keys apns`) is registered, with an \
+            app per --app. SIGTERM or SIGINT shuts down gracefully (GOAWAY Shutdown).
+            """
+    )
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(name: .customLong("apns-port"), help: "The APNs port (HTTP/2 + TLS); 0 picks one.")
+    var apnsPort: Int = 2197
+
+    @Option(name: .customLong("control-port"), help: "The control and device port (HTTP/1.1, WebSocket); 0 picks one.")
+    var controlPort: Int = 2198
+
+    @Option(
+        name: .customLong("keys-dir"),
+        help: "Where the TLS files live (made when missing) and AuthKey_*.json are read."
+    )
+    var keysDirectory: String = "keys"
+
+    @Option(
+        name: .customLong("config"),
+        help: "A JSON file with {\"apps\": [...], \"keys\": [...]} to register at start."
+    )
+    var configurationFile: String?
+
+    @Option(name: .customLong("app"), help: "Register an app, as BUNDLE_ID:TEAM_ID (repeatable).")
+    var apps: [String] = []
+
+    @Option(name: .customLong("max-concurrent-streams"), help: "Streams per connection after a valid provider token.")
+    var maxConcurrentStreams: Int = 1000
+
+    @Option(
+        name: .customLong("token-update-interval"),
+        help: "Seconds a team must wait before using a new provider token (Apple: 1200)."
+    )
+    var tokenUpdateInterval: Int = 1200
+
+    @Option(name: .customLong("token-max-age"), help: "Seconds after which a provider token is expired (Apple: 3600).")
+    var tokenMaxAge: Int = 3600
+
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: "Seconds before an idle APNs connection gets GOAWAY IdleTimeout; 0 for never."
+    )
+    var idleTimeout: Int = 3600
+
+    @Option(name: .customLong("inspection-capacity"), help: "Requests the inspection log keeps.")
+    var inspectionCapacity: Int = 10_000
+
+    @Option(
+        name: .customLong("rate-limit"),
+        help: "Pushes per second per device token before 429 TooManyRequests; 0 for none."
+    )
+    var rateLimit: Int = 0
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        for port in [apnsPort, controlPort] where !(0...65_535).contains(port) {
+            throw ValidationError("ports must be between 0 and 65535")
+        }
+        guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
+        guard tokenUpdateInterval >= 0, tokenMaxAge > 0, idleTimeout >= 0, rateLimit >= 0 else {
+            throw ValidationError("intervals and limits must not be negative")
+        }
+        guard inspectionCapacity >= 1 else { throw ValidationError("--inspection-capacity must be at least 1") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("unknown --log-level '\(logLevel)'")
+        }
+        for app in apps where Self.parseApp(app) == nil {
+            throw ValidationError("--app must be BUNDLE_ID:TEAM_ID (got '\(app)')")
+        }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "herald.sandbox")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let configuration = try makeConfiguration()
+        let sandbox = try Sandbox(configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: sandbox)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let endpoints = try await sandbox.endpoints()
+            print("herald sandbox")
+            print("  APNs         \(endpoints.apnsURL)   (HTTP/2 + TLS, trust \(endpoints.caCertificatePath))")
+            print("  control API  \(endpoints.controlURL)/sandbox   (docs/sandbox.md)")
+            print(
+                "  apps         \(configuration.apps.map { "\($0.bundleID) (team \($0.teamID))" }.joined(separator: ", "))"
+            )
+            print(
+                "  keys         \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))"
+            )
+            fflush(nil)
+            try await tasks.next()
+        }
+    }
+
+    func makeConfiguration() throws -> SandboxConfiguration {
+        let tls = try SandboxCertificateAuthority.ensure(directory: keysDirectory)
+        var configuration = SandboxConfiguration(tls: tls)
+        configuration.host = host
+        configuration.apnsPort = apnsPort
+        configuration.controlPort = controlPort
+        configuration.maxConcurrentStreams = maxConcurrentStreams
+        configuration.providerTokenUpdateInterval = .seconds(tokenUpdateInterval)
+        configuration.providerTokenMaxAge = .seconds(tokenMaxAge)
+        configuration.idleTimeout = idleTimeout == 0 ? nil : .seconds(idleTimeout)
+        configuration.inspectionCapacity = inspectionCapacity
+        configuration.perTokenRateLimit = rateLimit == 0 ? nil : rateLimit
+
+        if let configurationFile {
+            let file = try SandboxConfigurationFile.load(path: configurationFile)
+            configuration.apps += file.apps ?? []
+            configuration.keys += file.keys ?? []
+        }
+        let keyFiles = (try? FileManager.default.contentsOfDirectory(atPath: keysDirectory)) ?? []
+        for name in keyFiles.sorted() where name.hasPrefix("AuthKey_") && name.hasSuffix(".json") {
+            let data = try Data(contentsOf: URL(filePath: keysDirectory + "/" + name))
+            do {
+                configuration.keys.append(try JSONDecoder().decode(SandboxKey.self, from: data))
+            } catch {
+                throw ValidationError("\(keysDirectory)/\(name) is not a key description from `herald keys apns`")
+            }
+        }
+        configuration.apps += apps.compactMap(Self.parseApp)
+        return configuration
+    }
+
+    static func parseApp(_ text: String) -> SandboxApp? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return nil }
+        return SandboxApp(bundleID: String(parts[0]), teamID: String(parts[1]))
+    }
+}

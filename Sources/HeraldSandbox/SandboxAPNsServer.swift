@@ -1,0 +1,394 @@
+public import HeraldAPNsCore
+public import Logging
+import NIOConcurrencyHelpers
+public import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// The APNs listener: HTTP/2 over TLS (ALPN `h2`), `POST /3/device/<token>`.
+///
+/// Built on swift-nio-http2 at the frame level rather than on an HTTP framework, because APNs
+/// behaviour lives at that level: the stream limit that rises after the first valid provider
+/// token, GOAWAY frames with a JSON reason, and connections dropped on purpose for fault
+/// injection. Frame-level handling also avoids a child channel per stream, which matters for the
+/// 30,000 requests per second the sandbox must sustain.
+public final class SandboxAPNsServer: Sendable {
+    private let core: SandboxCore
+    private let sslContext: NIOSSLContext
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    private let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
+
+    /// A listener for `core`, with the TLS identity of `core`'s configuration.
+    public init(core: SandboxCore, group: any EventLoopGroup, logger: Logger) throws {
+        self.core = core
+        self.group = group
+        self.logger = logger
+        let tls = core.configuration.tls
+        var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem))
+        )
+        tlsConfiguration.applicationProtocols = ["h2"]
+        sslContext = try NIOSSLContext(configuration: tlsConfiguration)
+    }
+
+    /// Binds and starts accepting connections; returns the bound port.
+    public func start() async throws -> Int {
+        let configuration = core.configuration
+        let sslContext = sslContext
+        let core = core
+        let connections = connections
+        let logger = logger
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    if let idle = configuration.idleTimeout {
+                        try sync.addHandler(IdleStateHandler(allTimeout: TimeAmount(idle)))
+                    }
+                    try sync.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .server,
+                            initialSettings: [
+                                // One stream until a valid provider token arrives, as Apple does.
+                                HTTP2Setting(parameter: .maxConcurrentStreams, value: 1),
+                                HTTP2Setting(parameter: .maxHeaderListSize, value: 8192),
+                                HTTP2Setting(parameter: .initialWindowSize, value: 65_535),
+                            ]
+                        )
+                    )
+                    try sync.addHandler(
+                        APNsConnectionHandler(
+                            core: core,
+                            maxConcurrentStreams: configuration.maxConcurrentStreams,
+                            connections: connections,
+                            logger: logger
+                        )
+                    )
+                }
+            }
+            .bind(host: configuration.host, port: configuration.apnsPort)
+            .get()
+        serverChannel.withLockedValue { $0 = channel }
+        return channel.localAddress?.port ?? configuration.apnsPort
+    }
+
+    /// The number of open connections.
+    public var connectionCount: Int { connections.withLockedValue { $0.count } }
+
+    /// Sends GOAWAY (with `reason` as JSON debug data) on every open connection and closes them.
+    public func goAwayAll(reason: APNsReason?) {
+        for channel in connections.withLockedValue({ Array($0.values) }) {
+            channel.triggerUserOutboundEvent(GoAwayRequest(reason: reason), promise: nil)
+        }
+    }
+
+    /// Closes every open connection at once, without GOAWAY: a lost connection.
+    public func dropAll() {
+        for channel in connections.withLockedValue({ Array($0.values) }) {
+            channel.close(promise: nil)
+        }
+    }
+
+    /// Stops accepting, answers new requests 503 Shutdown, sends GOAWAY `Shutdown`, closes.
+    public func shutdown() async {
+        core.beginShutdown()
+        let server = serverChannel.withLockedValue { channel in
+            defer { channel = nil }
+            return channel
+        }
+        try? await server?.close()
+        goAwayAll(reason: .shutdown)
+    }
+}
+
+/// Asks a connection's handler to send GOAWAY and close.
+struct GoAwayRequest: Sendable {
+    let reason: APNsReason?
+}
+
+/// One APNs connection: assembles requests from HEADERS and DATA frames, asks the core, and
+/// answers on the stream.
+final class APNsConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// The connection window the sandbox keeps open: requests are small, so a large window
+    /// lets a provider keep hundreds of streams in flight without waiting on WINDOW_UPDATE.
+    private static let connectionWindow = 1 << 24
+
+    private let core: SandboxCore
+    private let maxConcurrentStreams: Int
+    private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
+    private let logger: Logger
+    private var state = SandboxConnectionState()
+    private var requests: [HTTP2StreamID: SandboxAPNsRequest] = [:]
+    private var raisedStreamLimit = false
+    private var lastStreamID = HTTP2StreamID.rootStream
+    private var needsFlush = false
+    private var closing = false
+
+    init(
+        core: SandboxCore,
+        maxConcurrentStreams: Int,
+        connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>,
+        logger: Logger
+    ) {
+        self.core = core
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.connections = connections
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        connections.withLockedValue { $0[ObjectIdentifier(channel)] = channel }
+        if context.channel.isActive { openConnectionWindow(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        openConnectionWindow(context: context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let channel = context.channel
+        connections.withLockedValue { $0[ObjectIdentifier(channel)] = nil }
+        requests.removeAll()
+        context.fireChannelInactive()
+    }
+
+    private func openConnectionWindow(context: ChannelHandlerContext) {
+        let increment = Self.connectionWindow - 65_535
+        context.writeAndFlush(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil
+        )
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let streamID = frame.streamID
+        switch frame.payload {
+        case .headers(let headers):
+            if requests[streamID] != nil {
+                // Trailers: nothing in them matters to APNs.
+                if headers.endStream, let request = requests.removeValue(forKey: streamID) {
+                    process(request, on: streamID, context: context)
+                }
+                return
+            }
+            if streamID > lastStreamID { lastStreamID = streamID }
+            let request = Self.request(from: headers.headers)
+            if headers.endStream {
+                process(request, on: streamID, context: context)
+            } else {
+                requests[streamID] = request
+            }
+        case .data(let data):
+            guard requests[streamID] != nil else { return }
+            if case .byteBuffer(let buffer) = data.data {
+                requests[streamID]!.append(buffer)
+            }
+            if data.endStream, let request = requests.removeValue(forKey: streamID) {
+                process(request, on: streamID, context: context)
+            } else if requests[streamID]!.bodyTruncated {
+                // Too large: nothing more is kept, but the stream window is reopened so the client
+                // can finish sending and then read the 413. (Answering early with RST_STREAM is
+                // allowed by RFC 9113, but common clients report it as an error, not as the 413.)
+                let size = data.data.readableBytes + (data.paddingBytes ?? 0)
+                if size > 0 {
+                    let update = HTTP2Frame(streamID: streamID, payload: .windowUpdate(windowSizeIncrement: size))
+                    context.write(wrapOutboundOut(update), promise: nil)
+                    needsFlush = true
+                }
+            }
+        case .rstStream:
+            requests[streamID] = nil
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case let event as NIOHTTP2WindowUpdatedEvent where event.streamID == .rootStream:
+            if let inbound = event.inboundWindowSize, inbound < Self.connectionWindow / 2 {
+                let frame = HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - inbound)
+                )
+                context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+            }
+        case let event as StreamClosedEvent:
+            requests[event.streamID] = nil
+        case let event as IdleStateHandler.IdleStateEvent where event == .all:
+            goAway(context: context, lastStreamID: lastStreamID, reason: .idleTimeout)
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        if let request = event as? GoAwayRequest {
+            goAway(context: context, lastStreamID: lastStreamID, reason: request.reason)
+            promise?.succeed()
+        } else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Garbage TLS, malformed HTTP/2, protocol violations: the connection goes, the process stays.
+        logger.debug("closing APNs connection after error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    private func process(_ request: SandboxAPNsRequest, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard !closing else { return }
+        let outcome = core.handle(request, connection: &state)
+        if state.authenticated, !raisedStreamLimit {
+            raisedStreamLimit = true
+            let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings)))),
+                promise: nil
+            )
+            needsFlush = true
+        }
+        switch outcome {
+        case .respond(let response, let delay):
+            if delay == .zero {
+                write(response, on: streamID, context: context)
+                needsFlush = true
+            } else {
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: TimeAmount(delay)) {
+                    let (handler, context) = loopBound.value
+                    guard context.channel.isActive else { return }
+                    handler.write(response, on: streamID, context: context)
+                    context.flush()
+                }
+            }
+        case .drop:
+            context.close(promise: nil)
+        case .goaway(let reason):
+            // Tell the client this stream was not processed: the last stream id is the one before.
+            let previous = HTTP2StreamID(max(0, Int(streamID) - 2))
+            goAway(context: context, lastStreamID: previous, reason: reason)
+        case .stall:
+            break
+        }
+    }
+
+    private func write(_ response: SandboxAPNsResponse, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(4)
+        headers.add(name: ":status", value: String(response.status))
+        headers.add(name: APNsHeader.id, value: response.apnsID)
+        if let uniqueID = response.uniqueID { headers.add(name: APNsHeader.uniqueID, value: uniqueID) }
+        let body = response.body
+        if body != nil { headers.add(name: "content-type", value: "application/json") }
+        let head = HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: body == nil))
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: head)), promise: nil)
+        if let body {
+            var buffer = context.channel.allocator.buffer(capacity: body.count)
+            buffer.writeBytes(body)
+            let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true))
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: data)), promise: nil)
+        }
+    }
+
+    private func goAway(context: ChannelHandlerContext, lastStreamID: HTTP2StreamID, reason: APNsReason?) {
+        guard !closing else { return }
+        closing = true
+        var debugData: ByteBuffer?
+        if let reason {
+            debugData = context.channel.allocator.buffer(string: #"{"reason":"\#(reason.rawValue)"}"#)
+        }
+        let frame = HTTP2Frame(
+            streamID: .rootStream,
+            payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: debugData)
+        )
+        // Close once the GOAWAY is out, or after a second if it cannot be written (a client that
+        // never finished the TLS handshake).
+        let channel = context.channel
+        let deadline = context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
+            deadline.cancel()
+            channel.close(promise: nil)
+        }
+    }
+
+    private static func request(from headers: HPACKHeaders) -> SandboxAPNsRequest {
+        var request = SandboxAPNsRequest()
+        var seen: UInt16 = 0
+        func note(_ bit: UInt16) {
+            if seen & bit != 0 { request.duplicateHeaders = true }
+            seen |= bit
+        }
+        for (name, value, _) in headers {
+            switch name {
+            case ":method": request.method = value
+            case ":path": request.path = value
+            case APNsHeader.authorization:
+                note(1)
+                request.authorization = value
+            case APNsHeader.topic:
+                note(2)
+                request.topic = value
+            case APNsHeader.pushType:
+                note(4)
+                request.pushType = value
+            case APNsHeader.priority:
+                note(8)
+                request.priority = value
+            case APNsHeader.expiration:
+                note(16)
+                request.expiration = value
+            case APNsHeader.collapseID:
+                note(32)
+                request.collapseID = value
+            case APNsHeader.id:
+                note(64)
+                request.apnsID = value
+            default:
+                break
+            }
+        }
+        return request
+    }
+}
+
+extension SandboxAPNsRequest {
+    mutating func append(_ buffer: ByteBuffer) {
+        let room = Self.bodyCapacity - body.count
+        if buffer.readableBytes > room { bodyTruncated = true }
+        if room > 0 { body.append(contentsOf: buffer.readableBytesView.prefix(room)) }
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,120 @@
+public import Foundation
+
+/// Everything the sandbox can be told at start; every field has a working default.
+public struct SandboxConfiguration: Sendable {
+    /// The address both listeners bind to. Loopback by default: the sandbox is a development tool.
+    public var host: String = "127.0.0.1"
+    /// The APNs port (HTTP/2 over TLS). Apple uses 443 and 2197; 0 picks a free port.
+    public var apnsPort: Int = 2197
+    /// The control and device port (HTTP/1.1 and WebSocket); 0 picks a free port.
+    public var controlPort: Int = 2198
+    /// The TLS identity of the APNs listener.
+    public var tls: SandboxTLS
+    /// Streams a connection may open once it has sent a valid provider token; before that, 1.
+    public var maxConcurrentStreams: Int = 1000
+    /// A team (and key) that starts using a new provider token sooner than this after its
+    /// previous one gets 429 TooManyProviderTokenUpdates. Apple's is 20 minutes.
+    public var providerTokenUpdateInterval: Duration = .seconds(20 * 60)
+    /// A provider token older than this gets 403 ExpiredProviderToken. Apple's is one hour.
+    public var providerTokenMaxAge: Duration = .seconds(60 * 60)
+    /// A connection that sends nothing for this long is closed with GOAWAY `IdleTimeout`;
+    /// nil never closes idle connections.
+    public var idleTimeout: Duration? = .seconds(60 * 60)
+    /// How many requests the inspection log keeps (oldest dropped first).
+    public var inspectionCapacity: Int = 10_000
+    /// Pushes per second one device token may receive before 429 TooManyRequests; nil for no limit.
+    public var perTokenRateLimit: Int? = nil
+    /// Storage for a notification with no `apns-expiration` while its device is offline.
+    public var defaultStorage: Duration = .seconds(30 * 24 * 60 * 60)
+    /// Apps (bundle ids and their teams) known at start.
+    public var apps: [SandboxApp] = []
+    /// Provider keys known at start.
+    public var keys: [SandboxKey] = []
+
+    public init(tls: SandboxTLS) {
+        self.tls = tls
+    }
+}
+
+/// The PEM files the APNs listener presents.
+public struct SandboxTLS: Sendable {
+    /// The server certificate chain (leaf first), PEM.
+    public var certificateChainPath: String
+    /// The server private key, PEM.
+    public var privateKeyPath: String
+    /// The CA that issued the chain: what clients trust.
+    public var caCertificatePath: String
+
+    public init(certificateChainPath: String, privateKeyPath: String, caCertificatePath: String) {
+        self.certificateChainPath = certificateChainPath
+        self.privateKeyPath = privateKeyPath
+        self.caCertificatePath = caCertificatePath
+    }
+}
+
+/// An app the sandbox accepts pushes for: its bundle id (the `apns-topic`) and its team.
+public struct SandboxApp: Sendable, Hashable, Codable {
+    public var bundleID: String
+    public var teamID: String
+
+    public init(bundleID: String, teamID: String) {
+        self.bundleID = bundleID
+        self.teamID = teamID
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case bundleID = "bundle_id"
+        case teamID = "team_id"
+    }
+}
+
+/// A provider key: what `herald keys apns` writes to `AuthKey_<KEYID>.json`.
+public struct SandboxKey: Sendable, Hashable, Codable {
+    /// The environments a key may be used in, as Apple lets you restrict a key.
+    public enum Environment: String, Sendable, Hashable, Codable {
+        case sandbox
+        case production
+        case both
+    }
+
+    public var keyID: String
+    public var teamID: String
+    public var publicKeyPEM: String
+    /// Where the key is valid; the sandbox is a development environment, so a production-only
+    /// key gets 403 BadEnvironmentKeyInToken.
+    public var environment: Environment
+
+    public init(keyID: String, teamID: String, publicKeyPEM: String, environment: Environment = .both) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.publicKeyPEM = publicKeyPEM
+        self.environment = environment
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case keyID = "key_id"
+        case teamID = "team_id"
+        case publicKeyPEM = "public_key_pem"
+        case environment
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        keyID = try container.decode(String.self, forKey: .keyID)
+        teamID = try container.decode(String.self, forKey: .teamID)
+        publicKeyPEM = try container.decode(String.self, forKey: .publicKeyPEM)
+        environment = try container.decodeIfPresent(Environment.self, forKey: .environment) ?? .both
+    }
+}
+
+/// The sandbox's configuration file: apps and keys to register at start.
+public struct SandboxConfigurationFile: Sendable, Codable {
+    public var apps: [SandboxApp]?
+    public var keys: [SandboxKey]?
+
+    /// Reads a JSON configuration file.
+    public static func load(path: String) throws -> SandboxConfigurationFile {
+        let data = try Data(contentsOf: URL(filePath: path))
+        return try JSONDecoder().decode(SandboxConfigurationFile.self, from: data)
+    }
+}

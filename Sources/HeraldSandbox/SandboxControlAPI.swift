@@ -1,0 +1,259 @@
+import Foundation
+import HTTPTypes
+import HeraldAPNsCore
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+/// The sandbox's control and device API over HTTP/1.1 and WebSocket (docs/sandbox.md): apps,
+/// keys, devices and their tokens, device connections, faults and inspection.
+enum SandboxControlAPI {
+    typealias Context = BasicWebSocketRequestContext
+
+    static func router(core: SandboxCore, apns: SandboxAPNsServer) -> Router<Context> {
+        let router = Router(context: Context.self)
+        router.middlewares.add(ControlErrorMiddleware())
+
+        router.get("/sandbox/health") { _, _ in
+            JSON(Status(status: "ok", apnsConnections: apns.connectionCount))
+        }
+
+        router.get("/sandbox/apps") { _, _ in JSON(AppList(apps: core.apps)) }
+        router.post("/sandbox/apps") { request, context -> JSON<SandboxApp> in
+            let app = try await request.decodeJSON(as: SandboxApp.self, context: context)
+            try core.register(app: app)
+            return JSON(app, status: .created)
+        }
+
+        router.post("/sandbox/keys") { request, context -> HTTPResponse.Status in
+            let key = try await request.decodeJSON(as: SandboxKey.self, context: context)
+            try core.register(key: key)
+            return .created
+        }
+        router.post("/sandbox/keys/:keyID/revoke") { _, context -> HTTPResponse.Status in
+            try core.revoke(keyID: try context.parameters.require("keyID"))
+            return .noContent
+        }
+
+        router.post("/sandbox/devices") { request, context -> JSON<SandboxDevice> in
+            let registration = try await request.decodeJSON(as: DeviceRegistration.self, context: context)
+            let device = try core.registerDevice(
+                bundleID: registration.bundleID,
+                messagingTokenDelay: .milliseconds(
+                    try registration.delay(\.messagingTokenDelayMs, "messaging_token_delay_ms")
+                ),
+                voipTokenDelay: .milliseconds(try registration.delay(\.voipTokenDelayMs, "voip_token_delay_ms"))
+            )
+            return JSON(device, status: .created)
+        }
+        router.get("/sandbox/devices/:deviceID") { _, context in
+            JSON(try core.device(id: try context.parameters.require("deviceID")))
+        }
+        router.post("/sandbox/devices/:deviceID/uninstall") { _, context -> HTTPResponse.Status in
+            try core.uninstall(deviceID: try context.parameters.require("deviceID"))
+            return .noContent
+        }
+        router.post("/sandbox/tokens/:token/expire") { _, context -> HTTPResponse.Status in
+            try core.expire(token: try context.parameters.require("token"))
+            return .noContent
+        }
+        router.ws("/sandbox/devices/:deviceID/connect") { _, context in
+            // Refuse before upgrading, so a wrong id is a 404 and not a socket that closes.
+            _ = try core.device(id: try context.parameters.require("deviceID"))
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            let deviceID = try context.requestContext.parameters.require("deviceID")
+            let events = try core.connect(deviceID: deviceID)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await _ in inbound {}
+                }
+                group.addTask {
+                    for await event in events {
+                        let text = String(decoding: try encoder.encode(event), as: UTF8.self)
+                        try await outbound.write(.text(text))
+                    }
+                }
+                // Whichever ends first (the device hangs up, or the sandbox ends the connection
+                // because the app was uninstalled or replaced) ends the other.
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+
+        router.post("/sandbox/faults") { request, context -> JSON<SandboxFault> in
+            let fault = try await request.decodeJSON(as: SandboxFault.self, context: context)
+            try core.inject(fault)
+            return JSON(fault, status: .created)
+        }
+        router.delete("/sandbox/faults") { _, _ -> HTTPResponse.Status in
+            core.clearFaults()
+            return .noContent
+        }
+        router.put("/sandbox/faults/latency") { request, context -> HTTPResponse.Status in
+            let latency = try await request.decodeJSON(as: Latency.self, context: context)
+            guard (0...600_000).contains(latency.ms) else {
+                throw SandboxError.invalidRequest("ms must be between 0 and 600000")
+            }
+            core.setLatency(.milliseconds(latency.ms))
+            return .noContent
+        }
+        router.post("/sandbox/connections/goaway") { request, context -> HTTPResponse.Status in
+            let body = try await request.decodeJSONIfPresent(as: GoAway.self, context: context)
+            apns.goAwayAll(reason: body?.reason)
+            return .noContent
+        }
+        router.post("/sandbox/connections/drop") { _, _ -> HTTPResponse.Status in
+            apns.dropAll()
+            return .noContent
+        }
+
+        router.get("/sandbox/inspection") { request, _ in
+            let limit = request.uri.queryParameters["limit"].flatMap { Int(String($0)) }
+            let token = request.uri.queryParameters["token"].map { String($0) }
+            return JSON(Inspection(records: core.inspection(token: token, limit: limit)))
+        }
+        router.delete("/sandbox/inspection") { _, _ -> HTTPResponse.Status in
+            core.clearInspection()
+            return .noContent
+        }
+        return router
+    }
+
+    struct Status: Encodable {
+        let status: String
+        let apnsConnections: Int
+
+        enum CodingKeys: String, CodingKey {
+            case status
+            case apnsConnections = "apns_connections"
+        }
+    }
+
+    struct AppList: Encodable {
+        let apps: [SandboxApp]
+    }
+
+    struct Inspection: Encodable {
+        let records: [SandboxInspectionRecord]
+    }
+
+    struct DeviceRegistration: Decodable {
+        let bundleID: String
+        let messagingTokenDelayMs: Int?
+        let voipTokenDelayMs: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case bundleID = "bundle_id"
+            case messagingTokenDelayMs = "messaging_token_delay_ms"
+            case voipTokenDelayMs = "voip_token_delay_ms"
+        }
+
+        func delay(_ field: KeyPath<Self, Int?>, _ name: String) throws -> Int {
+            let value = self[keyPath: field] ?? 0
+            guard (0...3_600_000).contains(value) else {
+                throw SandboxError.invalidRequest("\(name) must be between 0 and 3600000")
+            }
+            return value
+        }
+    }
+
+    struct Latency: Decodable {
+        let ms: Int
+    }
+
+    struct GoAway: Decodable {
+        let reason: APNsReason?
+    }
+}
+
+/// Any Codable value as a JSON response.
+struct JSON<Value: Encodable>: ResponseGenerator {
+    var status: HTTPResponse.Status = .ok
+    let value: Value
+
+    init(_ value: Value, status: HTTPResponse.Status = .ok) {
+        self.value = value
+        self.status = status
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(
+            status: status,
+            headers: headers,
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
+        )
+    }
+}
+
+extension Request {
+    /// Decodes a JSON body, turning every failure into a 400 that names what is wrong.
+    func decodeJSON<T: Decodable>(as type: T.Type, context: some RequestContext) async throws -> T {
+        let buffer = try await body.collect(upTo: 64 * 1024)
+        guard buffer.readableBytes > 0 else { throw SandboxError.invalidRequest("the request needs a JSON body") }
+        return try Self.decode(type, from: buffer)
+    }
+
+    /// Like `decodeJSON`, but an empty body is nil.
+    func decodeJSONIfPresent<T: Decodable>(as type: T.Type, context: some RequestContext) async throws -> T? {
+        let buffer = try await body.collect(upTo: 64 * 1024)
+        guard buffer.readableBytes > 0 else { return nil }
+        return try Self.decode(type, from: buffer)
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
+        do {
+            return try JSONDecoder().decode(type, from: Data(buffer.readableBytesView))
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw SandboxError.invalidRequest("the field '\(key.stringValue)' is missing")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw SandboxError.invalidRequest("the field '\(field)' has the wrong type")
+        } catch let DecodingError.dataCorrupted(context) {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw SandboxError.invalidRequest(
+                field.isEmpty
+                    ? "the body is not valid JSON" : "the field '\(field)' is invalid: \(context.debugDescription)"
+            )
+        }
+    }
+}
+
+/// Turns every error into `{"error": "..."}` with the right status, so a client always gets a
+/// reason it can read.
+struct ControlErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as SandboxError {
+            return Self.response(status: .init(code: error.status), message: error.message)
+        } catch let error as HTTPError {
+            return Self.response(status: error.status, message: error.body ?? error.status.reasonPhrase)
+        } catch let error as any HTTPResponseError {
+            return Self.response(status: error.status, message: error.status.reasonPhrase)
+        } catch {
+            context.logger.error("control request failed", metadata: ["error": "\(error)"])
+            return Self.response(status: .internalServerError, message: "internal error")
+        }
+    }
+
+    static func response(status: HTTPResponse.Status, message: String) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        let body = (try? encoder.encode(["error": message])) ?? Data(#"{"error":"internal error"}"#.utf8)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}

@@ -1,0 +1,55 @@
+/// Why the sandbox refused a control request (registering an app, a device, a fault...).
+public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case unknownApp
+        case unknownDevice
+        case unknownToken
+        case unknownKey
+        case invalidKey
+        case invalidRequest
+    }
+
+    private let code: Code
+    /// A sentence for the person who sent the request.
+    public let message: String
+
+    private init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// The HTTP status the control API answers with.
+    public var status: Int {
+        switch code {
+        case .unknownDevice, .unknownToken, .unknownKey: 404
+        case .unknownApp, .invalidKey, .invalidRequest: 400
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    public static func unknownApp(_ bundleID: String) -> Self {
+        Self(.unknownApp, "no app with bundle id '\(bundleID)' is registered; register it first (POST /sandbox/apps)")
+    }
+    public static func unknownDevice(_ deviceID: String) -> Self {
+        Self(.unknownDevice, "no device with id '\(deviceID)'")
+    }
+    public static func unknownToken(_ token: String) -> Self {
+        Self(.unknownToken, "no device token '\(token)' was issued by this sandbox")
+    }
+    public static func unknownKey(_ keyID: String) -> Self {
+        Self(.unknownKey, "no provider key with id '\(keyID)'")
+    }
+    public static func invalidKey(_ detail: String) -> Self {
+        Self(.invalidKey, "the provider key is invalid: \(detail)")
+    }
+    public static func invalidRequest(_ detail: String) -> Self {
+        Self(.invalidRequest, detail)
+    }
+
+    /// Matching helpers for tests: compare with `SandboxError.unknownDevice("")`.
+    public var isUnknownDevice: Bool { code == .unknownDevice }
+}

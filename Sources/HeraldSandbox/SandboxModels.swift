@@ -1,0 +1,204 @@
+public import HeraldAPNsCore
+
+/// A device the sandbox has issued tokens to, as the control API shows it.
+public struct SandboxDevice: Sendable, Hashable, Codable {
+    public var deviceID: String
+    public var bundleID: String
+    /// The messaging (alert) token, once its retrieval delay has passed; nil before.
+    public var messagingToken: String?
+    /// The VoIP (PushKit) token, once its retrieval delay has passed; nil before.
+    public var voipToken: String?
+    /// Milliseconds until the messaging token is handed out; 0 when it has been.
+    public var messagingTokenReadyInMs: Int64
+    /// Milliseconds until the VoIP token is handed out; 0 when it has been.
+    public var voipTokenReadyInMs: Int64
+    /// Whether a device connection is open.
+    public var connected: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case bundleID = "bundle_id"
+        case messagingToken = "messaging_token"
+        case voipToken = "voip_token"
+        case messagingTokenReadyInMs = "messaging_token_ready_in_ms"
+        case voipTokenReadyInMs = "voip_token_ready_in_ms"
+        case connected
+    }
+}
+
+/// Which of a device's two tokens.
+public enum SandboxTokenKind: String, Sendable, Hashable, Codable {
+    case messaging
+    case voip
+}
+
+/// A notification as the sandbox delivers it to a device.
+public struct SandboxNotification: Sendable, Hashable, Codable {
+    public var apnsID: String
+    public var token: String
+    public var topic: String
+    public var pushType: APNsPushType
+    public var priority: Int
+    /// `apns-expiration` in seconds since the epoch; nil when absent, 0 for "try once".
+    public var expiration: Int64?
+    public var collapseID: String?
+    /// The JSON body exactly as the provider sent it.
+    public var payload: String
+    /// When the sandbox accepted it, in milliseconds since the epoch.
+    public var acceptedAt: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case apnsID = "apns_id"
+        case token, topic
+        case pushType = "push_type"
+        case priority, expiration
+        case collapseID = "collapse_id"
+        case payload
+        case acceptedAt = "accepted_at"
+    }
+}
+
+/// What the device connection carries to an emulated device.
+public enum SandboxDeviceEvent: Sendable, Hashable {
+    /// A token became available to the device (after its retrieval delay).
+    case token(kind: SandboxTokenKind, token: String)
+    /// A notification was delivered.
+    case notification(SandboxNotification)
+}
+
+extension SandboxDeviceEvent: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case type, kind, token, notification
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.decode(String.self, forKey: .type) {
+        case "token":
+            self = .token(
+                kind: try container.decode(SandboxTokenKind.self, forKey: .kind),
+                token: try container.decode(String.self, forKey: .token)
+            )
+        case "notification":
+            self = .notification(try container.decode(SandboxNotification.self, forKey: .notification))
+        case let other:
+            throw DecodingError.dataCorruptedError(
+                forKey: .type,
+                in: container,
+                debugDescription: "unknown device event type \(other)"
+            )
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .token(let kind, let token):
+            try container.encode("token", forKey: .type)
+            try container.encode(kind, forKey: .kind)
+            try container.encode(token, forKey: .token)
+        case .notification(let notification):
+            try container.encode("notification", forKey: .type)
+            try container.encode(notification, forKey: .notification)
+        }
+    }
+}
+
+/// One request the APNs listener answered, for tests and `herald simulate` to assert on.
+public struct SandboxInspectionRecord: Sendable, Hashable, Codable {
+    /// Increases by one per request; survives the log dropping old records.
+    public var sequence: Int
+    /// Milliseconds since the epoch.
+    public var receivedAt: Int64
+    public var method: String
+    public var path: String
+    public var token: String?
+    public var topic: String?
+    public var pushType: String?
+    public var priority: String?
+    public var expiration: String?
+    public var collapseID: String?
+    /// The apns-id answered (the request's, or the one the sandbox made).
+    public var apnsID: String
+    /// The provider token's key id and team, when one was sent and parsed.
+    public var keyID: String?
+    public var teamID: String?
+    /// The body as text (the APNs payload), as the provider sent it.
+    public var payload: String
+    /// The answered status; 0 when the connection was dropped or stalled instead.
+    public var status: Int
+    public var reason: String?
+    /// What the sandbox did: `accepted`, `rejected`, `injected`, `dropped`, `goaway`, `stalled`.
+    public var outcome: String
+    /// Whether an accepted notification went straight to a connected device, was stored, or discarded.
+    public var delivery: String?
+
+    enum CodingKeys: String, CodingKey {
+        case sequence
+        case receivedAt = "received_at"
+        case method, path, token, topic
+        case pushType = "push_type"
+        case priority, expiration
+        case collapseID = "collapse_id"
+        case apnsID = "apns_id"
+        case keyID = "key_id"
+        case teamID = "team_id"
+        case payload, status, reason, outcome, delivery
+    }
+}
+
+/// An injected fault: what the next matching requests get instead of the normal answer.
+public struct SandboxFault: Sendable, Hashable, Codable {
+    public enum Action: String, Sendable, Hashable, Codable {
+        /// Answer with `status` and `reason`.
+        case respond
+        /// Close the TCP connection without answering.
+        case drop
+        /// Send GOAWAY (with `reason` in its debug data) below this stream, then close.
+        case goaway
+        /// Never answer; the stream stays open until the client gives up or disconnects.
+        case stall
+    }
+
+    public var action: Action
+    /// For `respond`: the status; defaults to the reason's documented status.
+    public var status: Int?
+    /// For `respond` and `goaway`: an APNs reason.
+    public var reason: APNsReason?
+    /// How many matching requests get the fault.
+    public var count: Int
+    /// Only requests to this device token.
+    public var token: String?
+    /// Only requests with this `apns-topic`.
+    public var topic: String?
+
+    public init(
+        action: Action = .respond,
+        status: Int? = nil,
+        reason: APNsReason? = nil,
+        count: Int = 1,
+        token: String? = nil,
+        topic: String? = nil
+    ) {
+        self.action = action
+        self.status = status
+        self.reason = reason
+        self.count = count
+        self.token = token
+        self.topic = topic
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        action = try container.decodeIfPresent(Action.self, forKey: .action) ?? .respond
+        status = try container.decodeIfPresent(Int.self, forKey: .status)
+        reason = try container.decodeIfPresent(APNsReason.self, forKey: .reason)
+        count = try container.decodeIfPresent(Int.self, forKey: .count) ?? 1
+        token = try container.decodeIfPresent(String.self, forKey: .token)
+        topic = try container.decodeIfPresent(String.self, forKey: .topic)
+    }
+
+    func matches(token: String?, topic: String?) -> Bool {
+        (self.token == nil || self.token == token) && (self.topic == nil || self.topic == topic)
+    }
+}

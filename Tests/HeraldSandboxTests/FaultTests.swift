@@ -1,0 +1,142 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldAPNsCore
+import HeraldSandbox
+import NIOCore
+import NIOHTTP2
+import Testing
+
+@Suite struct FaultTests {
+    @Test func respondFaultsHitTheNextMatchingRequestsThenStop() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            try sandbox.core.inject(SandboxFault(reason: .tooManyRequests, count: 2))
+            let statuses = try await [sandbox.push(to: token), sandbox.push(to: token), sandbox.push(to: token)]
+            #expect(statuses.map(\.status) == [429, 429, 200])
+            #expect(statuses[0].reason == "TooManyRequests")
+            #expect(sandbox.core.inspection().map(\.outcome) == ["injected", "injected", "accepted"])
+        }
+    }
+
+    @Test(arguments: [APNsReason.internalServerError, .serviceUnavailable, .shutdown])
+    func serverSideReasonsComeFromFaults(reason: APNsReason) async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            try sandbox.core.inject(SandboxFault(reason: reason))
+            let reply = try await sandbox.push(to: token)
+            #expect(reply.status == reason.status)
+            #expect(reply.reason == reason.rawValue)
+        }
+    }
+
+    @Test func faultsCanTargetOneToken() async throws {
+        try await SandboxHarness.with { sandbox in
+            let first = try #require(try sandbox.device().messagingToken)
+            let second = try #require(try sandbox.device().messagingToken)
+            try sandbox.core.inject(SandboxFault(status: 500, reason: .internalServerError, token: second))
+            #expect(try await sandbox.push(to: first).status == 200)
+            #expect(try await sandbox.push(to: second).status == 500)
+            #expect(try await sandbox.push(to: second).status == 200)
+        }
+    }
+
+    @Test func aDroppedConnectionFailsTheRequestAndTheNextConnectionWorks() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            try sandbox.core.inject(SandboxFault(action: .drop))
+            await #expect(throws: (any Error).self) { try await sandbox.push(to: token) }
+            #expect(try await sandbox.push(to: token).status == 200)
+            #expect(sandbox.core.inspection().map(\.outcome) == ["drop", "accepted"])
+        }
+    }
+
+    @Test func aGoAwayFaultNamesTheStreamsThatWereNotProcessed() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            try sandbox.core.inject(SandboxFault(action: .goaway, reason: .shutdown))
+            let raw = try await RawHTTP2Client.connect(
+                port: sandbox.endpoints.apnsPort,
+                caPath: sandbox.endpoints.caCertificatePath
+            )
+            try await raw.send(
+                streamID: 1,
+                headers: RawHTTP2Client.requestHeaders(path: "/3/device/\(token)", token: sandbox.token.text),
+                body: #"{"aps":{}}"#
+            )
+            var goAway: (HTTP2StreamID, String)?
+            for await frame in raw.frames {
+                if case .goAway(let lastStreamID, let code, let data) = frame.payload {
+                    #expect(code == .noError)
+                    goAway = (lastStreamID, data.map { String(buffer: $0) } ?? "")
+                }
+            }
+            let (lastStreamID, reason) = try #require(goAway)
+            #expect(lastStreamID == .rootStream)
+            #expect(reason == #"{"reason":"Shutdown"}"#)
+        }
+    }
+
+    @Test func goAwayToEveryConnectionCarriesTheReason() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            let raw = try await RawHTTP2Client.connect(
+                port: sandbox.endpoints.apnsPort,
+                caPath: sandbox.endpoints.caCertificatePath
+            )
+            try await raw.send(
+                streamID: 1,
+                headers: RawHTTP2Client.requestHeaders(path: "/3/device/\(token)", token: sandbox.token.text),
+                body: #"{"aps":{}}"#
+            )
+            var frames = raw.frames.makeAsyncIterator()
+            while let frame = await frames.next() {
+                if frame.streamID == 1, frame.payload.status != nil { break }
+            }
+            sandbox.sandbox.apnsServer.goAwayAll(reason: .shutdown)
+            var reason: String?
+            while let frame = await frames.next() {
+                if case .goAway(let lastStreamID, _, let data) = frame.payload {
+                    #expect(lastStreamID == HTTP2StreamID(1))
+                    reason = data.map { String(buffer: $0) }
+                }
+            }
+            #expect(reason == #"{"reason":"Shutdown"}"#)
+        }
+    }
+
+    @Test func aStalledRequestTimesOutAtTheClientAndOthersStillWork() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            try sandbox.core.inject(SandboxFault(action: .stall))
+            var request = HTTPClientRequest(url: sandbox.endpoints.apnsURL + "/3/device/\(token)")
+            request.method = .POST
+            request.headers.add(name: "authorization", value: "bearer \(sandbox.token.text)")
+            request.headers.add(name: "apns-topic", value: SandboxHarness.bundleID)
+            request.body = .bytes(ByteBuffer(string: #"{"aps":{}}"#))
+            await #expect(throws: (any Error).self) {
+                _ = try await sandbox.client.execute(request, timeout: .milliseconds(300))
+            }
+            #expect(try await sandbox.push(to: token).status == 200)
+        }
+    }
+
+    @Test func latencyDelaysEveryAnswer() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            sandbox.core.setLatency(.milliseconds(250))
+            let clock = ContinuousClock()
+            let start = clock.now
+            #expect(try await sandbox.push(to: token).status == 200)
+            #expect(clock.now - start >= .milliseconds(250))
+            sandbox.core.clearFaults()
+        }
+    }
+
+    @Test func malformedFaultsAreRefused() async throws {
+        try await SandboxHarness.with { sandbox in
+            #expect(throws: SandboxError.self) { try sandbox.core.inject(SandboxFault(count: 0)) }
+            #expect(throws: SandboxError.self) { try sandbox.core.inject(SandboxFault(action: .respond)) }
+            #expect(throws: SandboxError.self) { try sandbox.core.inject(SandboxFault(status: 999)) }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import HeraldAPNsCore
+import HeraldSandbox
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import ServiceLifecycle
+import Testing
+
+/// One sandbox on loopback (ephemeral ports, real TLS), with a registered app, team and key, and
+/// an HTTP/2 client that trusts its CA: what every end-to-end test starts from.
+final class SandboxHarness: Sendable {
+    static let bundleID = "com.example.chat"
+    static let teamID = "TEAM123456"
+    static let keyID = "KEY1234567"
+
+    /// The TLS files, made once per test process.
+    static let tls: SandboxTLS = {
+        let directory = NSTemporaryDirectory() + "herald-sandbox-tests-\(getpid())"
+        return try! SandboxCertificateAuthority.ensure(directory: directory)
+    }()
+
+    let sandbox: Sandbox
+    let endpoints: SandboxEndpoints
+    let signer: ProviderTokenSigner
+    let client: HTTPClient
+    let token: ProviderToken
+
+    private init(sandbox: Sandbox, endpoints: SandboxEndpoints, signer: ProviderTokenSigner, client: HTTPClient) throws
+    {
+        self.sandbox = sandbox
+        self.endpoints = endpoints
+        self.signer = signer
+        self.client = client
+        token = try signer.makeToken(issuedAt: Self.now())
+    }
+
+    var core: SandboxCore { sandbox.core }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    static func key() -> (P256.Signing.PrivateKey, SandboxKey) {
+        let key = P256.Signing.PrivateKey()
+        return (key, SandboxKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation))
+    }
+
+    /// Runs `body` against a fresh sandbox, then shuts it down gracefully.
+    /// A change to the default test configuration.
+    struct Setup {
+        let apply: (inout SandboxConfiguration) -> Void
+
+        init(_ apply: @escaping (inout SandboxConfiguration) -> Void) {
+            self.apply = apply
+        }
+    }
+
+    static func with(
+        _ setup: Setup = Setup { _ in },
+        _ body: (SandboxHarness) async throws -> Void
+    ) async throws {
+        let (privateKey, key) = Self.key()
+        var configuration = SandboxConfiguration(tls: tls)
+        configuration.apnsPort = 0
+        configuration.controlPort = 0
+        configuration.apps = [SandboxApp(bundleID: bundleID, teamID: teamID)]
+        configuration.keys = [key]
+        setup.apply(&configuration)
+        var logger = Logger(label: "test.sandbox")
+        logger.logLevel = .critical
+        let sandbox = try Sandbox(configuration: configuration, logger: logger)
+        let group = ServiceGroup(services: [sandbox], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let endpoints = try await sandbox.endpoints()
+            var clientConfiguration = HTTPClient.Configuration()
+            var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+            tlsConfiguration.trustRoots = .file(endpoints.caCertificatePath)
+            clientConfiguration.tlsConfiguration = tlsConfiguration
+            clientConfiguration.httpVersion = .automatic
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+            let harness = try SandboxHarness(
+                sandbox: sandbox,
+                endpoints: endpoints,
+                signer: ProviderTokenSigner(privateKey: privateKey, keyID: keyID, teamID: teamID),
+                client: client
+            )
+            do {
+                try await body(harness)
+            } catch {
+                try? await client.shutdown()
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            try await client.shutdown()
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// A device registered for the test app, with both tokens available at once.
+    func device() throws -> SandboxDevice {
+        try core.registerDevice(bundleID: Self.bundleID)
+    }
+
+    struct Reply {
+        let status: Int
+        let headers: HTTPHeaders
+        let body: String
+
+        var reason: String? {
+            (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["reason"] as? String
+        }
+
+        var timestamp: Int64? {
+            ((try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["timestamp"] as? NSNumber)?
+                .int64Value
+        }
+    }
+
+    /// Sends a push; `headers` replace the defaults (a valid token, the app's topic, an alert).
+    func push(
+        to deviceToken: String,
+        payload: String = #"{"aps":{"alert":"hello"}}"#,
+        headers: [(String, String?)] = [],
+        method: HTTPMethod = .POST,
+        path: String? = nil,
+        client: HTTPClient? = nil
+    ) async throws -> Reply {
+        var request = HTTPClientRequest(url: endpoints.apnsURL + (path ?? "/3/device/\(deviceToken)"))
+        request.method = method
+        var fields: [(String, String?)] = [
+            ("authorization", "bearer \(token.text)"),
+            ("apns-topic", Self.bundleID),
+            ("apns-push-type", "alert"),
+        ]
+        for (name, value) in headers {
+            fields.removeAll { $0.0 == name }
+            fields.append((name, value))
+        }
+        for case (let name, let value?) in fields { request.headers.add(name: name, value: value) }
+        if !payload.isEmpty { request.body = .bytes(ByteBuffer(string: payload)) }
+        let response = try await (client ?? self.client).execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 16)
+        return Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: body))
+    }
+
+    /// A second HTTP/2 client (a second connection) that trusts the sandbox.
+    func makeClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(endpoints.caCertificatePath)
+        configuration.tlsConfiguration = tls
+        configuration.httpVersion = .automatic
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+}
+
+extension AsyncStream<SandboxDeviceEvent>.Iterator {
+    /// The next notification, skipping token events. (One iterator per stream: dropping an
+    /// iterator ends an AsyncStream, so tests keep theirs.)
+    mutating func nextNotification() async -> SandboxNotification? {
+        while let event = await next() {
+            if case .notification(let notification) = event { return notification }
+        }
+        return nil
+    }
+}
