@@ -5,7 +5,7 @@ SWIFT        ?= swift
 PYTHON       ?= python3
 HERALD       := .build/debug/herald
 APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client
-PY_PACKAGES  := pynacl pytest
+PY_PACKAGES  := pynacl pytest aioapns==4.0
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test setup system-deps python-deps build keys lint format unit interop bench clean
@@ -29,7 +29,7 @@ system-deps:
 	fi
 
 python-deps:
-	@$(PYTHON) -c "import nacl, pytest" 2>/dev/null || \
+	@$(PYTHON) -c "import nacl, pytest, aioapns" 2>/dev/null || \
 		$(PYTHON) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
 
 build:

@@ -2,6 +2,11 @@ extension APNsUUID {
     /// A random (version 4) UUID in lowercase canonical form, without Foundation's formatting.
     public static func random() -> String {
         var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
+
+    /// A version 4 UUID from `generator`, in lowercase canonical form.
+    public static func random(using generator: inout some RandomNumberGenerator) -> String {
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64
         var bytes = [UInt8](repeating: 0, count: 16)

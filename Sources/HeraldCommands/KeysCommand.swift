@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import HeraldAPNsCore
 import HeraldCrypto
 
 /// `herald keys`: development keys.
@@ -8,7 +9,7 @@ struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Make development keys: the master key and APNs-style auth keys.",
-        subcommands: [Master.self, APNs.self]
+        subcommands: [Master.self, APNs.self, Token.self]
     )
 }
 
@@ -102,6 +103,46 @@ extension KeysCommand {
             )
             print("wrote \(base).p8 (mode 0600), \(base).pub.pem and \(base).json")
             print("key id \(keyID), team id \(teamID)")
+        }
+    }
+}
+
+extension KeysCommand {
+    /// `herald keys token`: a provider token for curl, h2load and other hand-made requests.
+    struct Token: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "token",
+            abstract: "Print an APNs provider token (ES256 JWT) signed with a .p8 key.",
+            discussion: "For requests made by hand; the provider stage makes and refreshes its own tokens."
+        )
+
+        @Option(help: "The AuthKey_<KEYID>.p8 file.")
+        var key: String
+
+        @Option(name: .customLong("key-id"), help: "The key id; read from the file name when omitted.")
+        var keyID: String?
+
+        @Option(name: .customLong("team-id"), help: "The team id.")
+        var teamID: String
+
+        func run() async throws {
+            let name = (key as NSString).lastPathComponent
+            let derived =
+                name.hasPrefix("AuthKey_") && name.hasSuffix(".p8")
+                ? String(name.dropFirst("AuthKey_".count).dropLast(".p8".count)) : nil
+            guard let keyID = keyID ?? derived else {
+                throw ValidationError("--key-id is needed when the file is not named AuthKey_<KEYID>.p8")
+            }
+            guard let pem = try? String(contentsOfFile: key, encoding: .utf8) else {
+                throw ValidationError("cannot read \(key)")
+            }
+            let signer: ProviderTokenSigner
+            do {
+                signer = try ProviderTokenSigner(privateKeyPEM: pem, keyID: keyID, teamID: teamID)
+            } catch {
+                throw ValidationError("\(key) is not a P-256 private key in PEM form")
+            }
+            print(try signer.makeToken(issuedAt: Int64(Date().timeIntervalSince1970)).text)
         }
     }
 }

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import HeraldSandbox
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 
 /// `herald sandbox`: the local APNs look-alike as its own service.
@@ -70,6 +72,9 @@ struct SandboxCommand: AsyncParsableCommand {
     )
     var rateLimit: Int = 0
 
+    @Option(help: "Event-loop threads; defaults to the number of cores.")
+    var threads: Int = System.coreCount
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -78,9 +83,11 @@ struct SandboxCommand: AsyncParsableCommand {
             throw ValidationError("ports must be between 0 and 65535")
         }
         guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
-        guard tokenUpdateInterval >= 0, tokenMaxAge > 0, idleTimeout >= 0, rateLimit >= 0 else {
+        guard tokenUpdateInterval >= 0, idleTimeout >= 0, rateLimit >= 0 else {
             throw ValidationError("intervals and limits must not be negative")
         }
+        guard tokenMaxAge > 0 else { throw ValidationError("--token-max-age must be at least 1 second") }
+        guard (1...64).contains(threads) else { throw ValidationError("--threads must be between 1 and 64") }
         guard inspectionCapacity >= 1 else { throw ValidationError("--inspection-capacity must be at least 1") }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown --log-level '\(logLevel)'")
@@ -94,8 +101,9 @@ struct SandboxCommand: AsyncParsableCommand {
         var logger = Logger(label: "herald.sandbox")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let configuration = try makeConfiguration()
-        let sandbox = try Sandbox(configuration: configuration, logger: logger)
-        let group = ServiceGroup(
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let sandbox = try Sandbox(configuration: configuration, logger: logger, group: group)
+        let services = ServiceGroup(
             configuration: .init(
                 services: [.init(service: sandbox)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
@@ -103,7 +111,7 @@ struct SandboxCommand: AsyncParsableCommand {
             )
         )
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
+            tasks.addTask { try await services.run() }
             let endpoints = try await sandbox.endpoints()
             print("herald sandbox")
             print("  APNs         \(endpoints.apnsURL)   (HTTP/2 + TLS, trust \(endpoints.caCertificatePath))")

@@ -136,7 +136,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var raisedStreamLimit = false
     private var lastStreamID = HTTP2StreamID.rootStream
     private var needsFlush = false
+    /// Set once GOAWAY is sent: streams up to `goAwayLastStreamID` are still answered, then the
+    /// connection closes.
     private var closing = false
+    private var goAwayLastStreamID = HTTP2StreamID.rootStream
+    /// Answers waiting on injected latency.
+    private var delayedResponses = 0
 
     init(
         core: SandboxCore,
@@ -263,7 +268,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     }
 
     private func process(_ request: SandboxAPNsRequest, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
-        guard !closing else { return }
+        guard !closing || streamID <= goAwayLastStreamID else { return }
+        defer { if closing { closeIfDrained(context: context) } }
         let outcome = core.handle(request, connection: &state)
         if state.authenticated, !raisedStreamLimit {
             raisedStreamLimit = true
@@ -280,12 +286,15 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
                 write(response, on: streamID, context: context)
                 needsFlush = true
             } else {
+                delayedResponses += 1
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 context.eventLoop.scheduleTask(in: TimeAmount(delay)) {
                     let (handler, context) = loopBound.value
+                    handler.delayedResponses -= 1
                     guard context.channel.isActive else { return }
                     handler.write(response, on: streamID, context: context)
                     context.flush()
+                    if handler.closing { handler.closeIfDrained(context: context) }
                 }
             }
         case .drop:
@@ -320,6 +329,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private func goAway(context: ChannelHandlerContext, lastStreamID: HTTP2StreamID, reason: APNsReason?) {
         guard !closing else { return }
         closing = true
+        goAwayLastStreamID = lastStreamID
         var debugData: ByteBuffer?
         if let reason {
             debugData = context.channel.allocator.buffer(string: #"{"reason":"\#(reason.rawValue)"}"#)
@@ -328,14 +338,24 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             streamID: .rootStream,
             payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: debugData)
         )
-        // Close once the GOAWAY is out, or after a second if it cannot be written (a client that
-        // never finished the TLS handshake).
+        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        // Whatever happens to the streams still owed an answer (a stalled one, a client that never
+        // finished its request or its TLS handshake), the connection goes: within ten seconds
+        // when answers are pending, one second otherwise.
+        let owed = delayedResponses > 0 || !requests.isEmpty
         let channel = context.channel
-        let deadline = context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
-            deadline.cancel()
-            channel.close(promise: nil)
-        }
+        context.eventLoop.scheduleTask(in: .seconds(owed ? 10 : 1)) { channel.close(promise: nil) }
+        closeIfDrained(context: context)
+    }
+
+    /// After GOAWAY: closes once every stream up to the GOAWAY's last stream id has its answer.
+    private func closeIfDrained(context: ChannelHandlerContext) {
+        guard delayedResponses == 0, !requests.keys.contains(where: { $0 <= goAwayLastStreamID }) else { return }
+        // A PING is written last only to learn when everything before it has left: closing at
+        // once would discard answers still queued behind a slow socket.
+        let channel = context.channel
+        let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(), ack: false))
+        context.writeAndFlush(wrapOutboundOut(ping)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     private static func request(from headers: HPACKHeaders) -> SandboxAPNsRequest {

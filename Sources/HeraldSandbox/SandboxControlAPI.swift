@@ -60,7 +60,7 @@ enum SandboxControlAPI {
         }
         router.ws("/sandbox/devices/:deviceID/connect") { _, context in
             // Refuse before upgrading, so a wrong id is a 404 and not a socket that closes.
-            _ = try core.device(id: try context.parameters.require("deviceID"))
+            try core.checkConnectable(deviceID: try context.parameters.require("deviceID"))
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let deviceID = try context.requestContext.parameters.require("deviceID")
@@ -112,7 +112,13 @@ enum SandboxControlAPI {
         }
 
         router.get("/sandbox/inspection") { request, _ in
-            let limit = request.uri.queryParameters["limit"].flatMap { Int(String($0)) }
+            var limit: Int?
+            if let text = request.uri.queryParameters["limit"] {
+                guard let value = Int(String(text)), value >= 0 else {
+                    throw SandboxError.invalidRequest("limit must be a whole number, 0 or more")
+                }
+                limit = value
+            }
             let token = request.uri.queryParameters["token"].map { String($0) }
             return JSON(Inspection(records: core.inspection(token: token, limit: limit)))
         }

@@ -75,14 +75,18 @@ extension SandboxCore {
     ) -> SandboxAPNsOutcome {
         let now = clock.now
         let nowMilliseconds = Self.epochMilliseconds()
-        let apnsID = request.apnsID.flatMap { APNsUUID.isCanonical($0[...]) ? $0 : nil } ?? APNsUUID.random()
+        let givenID = request.apnsID.flatMap { APNsUUID.isCanonical($0[...]) ? $0 : nil }
         let token = Self.token(inPath: request.path)
 
         // The inspection entry keeps the request as read; records are built only when asked for.
-        var entry = InspectionEntry(request: request, receivedAt: nowMilliseconds, apnsID: apnsID)
         var delivery: (SandboxNotification, Subscriber)?
+        var record: SandboxInspectionRecord?
         let (outcome, observers) = state.withLock {
             state -> (SandboxAPNsOutcome, [AsyncStream<SandboxInspectionRecord>.Continuation]) in
+            // IDs need to be unique, not secret: a fast generator under the lock already held
+            // beats a getrandom system call per ID.
+            let apnsID = givenID ?? APNsUUID.random(using: &state.random)
+            var entry = InspectionEntry(request: request, receivedAt: nowMilliseconds, apnsID: apnsID)
             let result = evaluate(
                 request,
                 token: token,
@@ -96,7 +100,11 @@ extension SandboxCore {
             var outcome: SandboxAPNsOutcome
             switch result {
             case .accepted(let notification, let deviceID):
-                let response = SandboxAPNsResponse(status: 200, apnsID: apnsID, uniqueID: APNsUUID.random())
+                let response = SandboxAPNsResponse(
+                    status: 200,
+                    apnsID: apnsID,
+                    uniqueID: APNsUUID.random(using: &state.random)
+                )
                 outcome = .respond(response, delay: state.latency)
                 entry.status = 200
                 if let subscriber = state.subscribers[deviceID] {
@@ -134,7 +142,13 @@ extension SandboxCore {
                     let status = fault.status ?? fault.reason?.status ?? 500
                     entry.status = status
                     outcome = .respond(
-                        SandboxAPNsResponse(status: status, apnsID: apnsID, reason: fault.reason),
+                        SandboxAPNsResponse(
+                            status: status,
+                            apnsID: apnsID,
+                            reason: fault.reason,
+                            // Apple sends a timestamp with every 410.
+                            timestamp: status == 410 ? nowMilliseconds : nil
+                        ),
                         delay: state.latency
                     )
                 case .drop: outcome = .drop
@@ -145,13 +159,14 @@ extension SandboxCore {
             state.sequence += 1
             entry.sequence = state.sequence
             state.inspection.append(entry)
-            return (outcome, state.inspectionObservers.isEmpty ? [] : Array(state.inspectionObservers.values))
+            if state.inspectionObservers.isEmpty { return (outcome, []) }
+            record = entry.record
+            return (outcome, Array(state.inspectionObservers.values))
         }
         if let (notification, subscriber) = delivery {
             subscriber.continuation.yield(.notification(notification))
         }
-        if !observers.isEmpty {
-            let record = entry.record
+        if let record {
             for observer in observers { observer.yield(record) }
         }
         return outcome
@@ -164,8 +179,8 @@ extension SandboxCore {
     }
 
     static func token(inPath path: String?) -> String? {
-        guard let path, path.hasPrefix("/3/device/") else { return nil }
-        return String(path.dropFirst("/3/device/".count))
+        guard let path, path.utf8.starts(with: "/3/device/".utf8) else { return nil }
+        return String(Substring(path.utf8.dropFirst(10)))
     }
 
     // The order follows what Apple checks first: the request line, the connection's credentials,
@@ -184,15 +199,17 @@ extension SandboxCore {
         guard request.method == "POST" else { return .rejected(.methodNotAllowed) }
         guard let token else { return .rejected(.badPath) }
         guard !token.isEmpty else { return .rejected(.missingDeviceToken) }
-        guard !token.contains("/") else { return .rejected(.badPath) }
+        guard !token.utf8.contains(UInt8(ascii: "/")) else { return .rejected(.badPath) }
         if request.duplicateHeaders { return .rejected(.duplicateHeaders) }
 
         // Provider token.
         guard let authorization = request.authorization else { return .rejected(.missingProviderToken) }
-        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+        guard authorization.utf8.count > 7,
+            authorization.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
+        else {
             return .rejected(.invalidProviderToken)
         }
-        let jwt = String(authorization.dropFirst(7))
+        let jwt = String(Substring(authorization.utf8.dropFirst(7)))
         let verdict = verify(providerToken: jwt, state: &state, now: now)
         switch verdict {
         case .invalid(let reason, let keyID, let teamID):
@@ -215,9 +232,11 @@ extension SandboxCore {
             // Injected faults hit authenticated requests, as Apple's own failures do; the
             // connection's stream limit has been raised by then, so a stalled stream does not
             // block the next request.
-            if let index = state.faults.firstIndex(where: {
-                $0.matches(token: token.lowercased(), topic: request.topic)
-            }) {
+            if !state.faults.isEmpty,
+                let index = state.faults.firstIndex(where: {
+                    $0.matches(token: token.lowercased(), topic: request.topic)
+                })
+            {
                 let fault = state.faults[index]
                 if fault.count <= 1 {
                     state.faults.remove(at: index)
@@ -280,7 +299,7 @@ extension SandboxCore {
 
             // The device token.
             guard APNsDeviceToken.isWellFormed(token) else { return .rejected(.badDeviceToken) }
-            let normalized = token.lowercased()
+            let normalized = token.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } ? token.lowercased() : token
             guard let tokenRecord = state.tokens[normalized] else { return .rejected(.badDeviceToken) }
             guard tokenRecord.topic == topic else { return .rejected(.deviceTokenNotForTopic) }
             switch tokenRecord.state {
@@ -326,33 +345,41 @@ extension SandboxCore {
             state.providerTokens[jwt] = verdict
             return verdict
         }
+        let invalid = { (reason: APNsReason) in
+            ProviderTokenVerdict.invalid(reason, keyID: parsed.keyID, teamID: parsed.teamID)
+        }
+        guard let key = state.keys[parsed.keyID] else {
+            state.providerTokens[jwt] = invalid(.invalidProviderToken)
+            return invalid(.invalidProviderToken)
+        }
         let verdict: ProviderTokenVerdict
-        if let key = state.keys[parsed.keyID] {
-            if key.revoked {
-                verdict = .invalid(.forbidden, keyID: parsed.keyID, teamID: parsed.teamID)
-            } else if key.environment == .production {
-                verdict = .invalid(.badEnvironmentKeyInToken, keyID: parsed.keyID, teamID: parsed.teamID)
-            } else if key.teamID != parsed.teamID || !parsed.isSigned(by: key.publicKey) {
-                verdict = .invalid(.invalidProviderToken, keyID: parsed.keyID, teamID: parsed.teamID)
-            } else if parsed.issuedAt > Self.epochMilliseconds() / 1000 + 300 {
-                // Issued more than five minutes in the future: the provider's clock is wrong.
-                verdict = .invalid(.invalidProviderToken, keyID: parsed.keyID, teamID: parsed.teamID)
-            } else {
-                // A new valid token: the team's previous one must be old enough to be replaced.
-                let generationKey = parsed.teamID + "/" + parsed.keyID
-                if let previous = state.tokenGenerations[generationKey], previous.token != jwt,
-                    now - previous.since < configuration.providerTokenUpdateInterval
-                {
-                    // Not cached: once the interval has passed the same token is welcome.
-                    return .invalid(.tooManyProviderTokenUpdates, keyID: parsed.keyID, teamID: parsed.teamID)
-                }
-                if state.tokenGenerations[generationKey]?.token != jwt {
-                    state.tokenGenerations[generationKey] = TokenGeneration(token: jwt, since: now)
-                }
-                verdict = .valid(keyID: parsed.keyID, teamID: parsed.teamID, issuedAt: parsed.issuedAt)
-            }
+        let nowSeconds = Self.epochMilliseconds() / 1000
+        if key.revoked {
+            verdict = invalid(.forbidden)
+        } else if key.environment == .production {
+            verdict = invalid(.badEnvironmentKeyInToken)
+        } else if key.teamID != parsed.teamID || !parsed.isSigned(by: key.publicKey) {
+            verdict = invalid(.invalidProviderToken)
+        } else if parsed.issuedAt > nowSeconds + 300 {
+            // Issued more than five minutes in the future: the provider's clock is wrong. Not
+            // cached, since the same token becomes acceptable once the clocks agree.
+            return invalid(.invalidProviderToken)
+        } else if nowSeconds - parsed.issuedAt > Int64(configuration.providerTokenMaxAge / .seconds(1)) {
+            // Checked before the update rule: an expired token must not count as the team's new one.
+            verdict = invalid(.expiredProviderToken)
         } else {
-            verdict = .invalid(.invalidProviderToken, keyID: parsed.keyID, teamID: parsed.teamID)
+            // A new valid token: the team's previous one must be old enough to be replaced.
+            let generationKey = parsed.teamID + "/" + parsed.keyID
+            if let previous = state.tokenGenerations[generationKey], previous.token != jwt,
+                now - previous.since < configuration.providerTokenUpdateInterval
+            {
+                // Not cached: once the interval has passed the same token is welcome.
+                return invalid(.tooManyProviderTokenUpdates)
+            }
+            if state.tokenGenerations[generationKey]?.token != jwt {
+                state.tokenGenerations[generationKey] = TokenGeneration(token: jwt, since: now)
+            }
+            verdict = .valid(keyID: parsed.keyID, teamID: parsed.teamID, issuedAt: parsed.issuedAt)
         }
         state.providerTokens[jwt] = verdict
         return verdict

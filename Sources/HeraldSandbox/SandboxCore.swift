@@ -101,7 +101,7 @@ public final class SandboxCore: Sendable {
         let timestamp = Self.epochMilliseconds()
         let subscriber = try state.withLock { (state) throws(SandboxError) -> Subscriber? in
             guard let device = state.devices[deviceID] else { throw .unknownDevice(deviceID) }
-            for token in [device.messagingToken, device.voipToken] {
+            for token in [device.messagingToken, device.voipToken] where state.tokens[token]?.state == .active {
                 state.tokens[token]?.state = .unregistered(at: timestamp)
             }
             state.pending = state.pending.filter { $0.key.deviceID != deviceID }
@@ -119,6 +119,12 @@ public final class SandboxCore: Sendable {
         }
     }
 
+    /// Throws unless the device exists and its app is installed: checked before a WebSocket
+    /// upgrade, so a refusal is an HTTP answer and not a socket that closes at once.
+    public func checkConnectable(deviceID: String) throws(SandboxError) {
+        try state.withLock { (state) throws(SandboxError) in try state.checkConnectable(deviceID) }
+    }
+
     /// Opens the device's connection: the returned stream yields its tokens as they become
     /// available, the notification stored while it was offline, then every new one, in order.
     /// A second connection for the same device replaces the first.
@@ -131,10 +137,8 @@ public final class SandboxCore: Sendable {
         )
         let (replaced, later) = try state.withLock {
             (state) throws(SandboxError) -> (Subscriber?, [(SandboxTokenKind, String, ContinuousClock.Instant)]) in
-            guard let device = state.devices[deviceID] else { throw .unknownDevice(deviceID) }
-            guard state.tokens[device.messagingToken]?.state == .active else {
-                throw .invalidRequest("the app was uninstalled from device '\(deviceID)'")
-            }
+            try state.checkConnectable(deviceID)
+            let device = state.devices[deviceID]!
             state.nextSubscriberID += 1
             let replaced = state.subscribers.updateValue(
                 Subscriber(id: state.nextSubscriberID, continuation: continuation),
@@ -191,10 +195,12 @@ public final class SandboxCore: Sendable {
         if fault.action == .respond, fault.reason == nil, fault.status == nil {
             throw .invalidRequest("a respond fault needs a reason, a status, or both")
         }
-        if let status = fault.status, !(200...599).contains(status) {
-            throw .invalidRequest("status must be an HTTP status between 200 and 599")
+        if let status = fault.status, !(400...599).contains(status) {
+            throw .invalidRequest("status must be an error status, between 400 and 599")
         }
-        state.withLock { $0.faults.append(fault) }
+        var fault = fault
+        fault.token = fault.token?.lowercased()
+        state.withLock { [fault] in $0.faults.append(fault) }
     }
 
     /// Adds latency to every answer from now on; `.zero` removes it.
@@ -214,6 +220,7 @@ public final class SandboxCore: Sendable {
 
     /// The inspection log, oldest first, optionally only for one device token.
     public func inspection(token: String? = nil, limit: Int? = nil) -> [SandboxInspectionRecord] {
+        let limit = limit.map { max(0, $0) }
         let records = state.withLock { $0.inspection.elements }.map(\.record)
         let filtered = token.map { token in records.filter { $0.token == token.lowercased() } } ?? records
         return limit.map { Array(filtered.suffix($0)) } ?? filtered
@@ -430,6 +437,18 @@ extension SandboxCore {
         var sequence = 0
         var shuttingDown = false
         var signatureVerifications = 0
+        var random: SplitMix64 = {
+            var system = SystemRandomNumberGenerator()
+            return SplitMix64(seed: system.next())
+        }()
+
+        /// Throws unless `deviceID` exists and its app is installed.
+        func checkConnectable(_ deviceID: String) throws(SandboxError) {
+            guard let device = devices[deviceID] else { throw .unknownDevice(deviceID) }
+            if case .unregistered = tokens[device.messagingToken]?.state {
+                throw .appUninstalled(deviceID)
+            }
+        }
 
         func view(of device: DeviceRecord, now: ContinuousClock.Instant) -> SandboxDevice {
             func remaining(_ instant: ContinuousClock.Instant) -> Int64 {
@@ -447,4 +466,22 @@ extension SandboxCore {
         }
     }
 
+}
+
+/// SplitMix64 (Steele, Lea and Flood): a small, fast generator for identifiers that must be
+/// unique but need not be unpredictable. Seeded from the system's CSPRNG.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }

@@ -7,6 +7,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
         case unknownKey
         case invalidKey
         case invalidRequest
+        case appUninstalled
     }
 
     private let code: Code
@@ -25,6 +26,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
         switch code {
         case .unknownDevice, .unknownToken, .unknownKey: 404
         case .unknownApp, .invalidKey, .invalidRequest: 400
+        case .appUninstalled: 410
         }
     }
 
@@ -45,6 +47,9 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
     }
     public static func invalidKey(_ detail: String) -> Self {
         Self(.invalidKey, "the provider key is invalid: \(detail)")
+    }
+    public static func appUninstalled(_ deviceID: String) -> Self {
+        Self(.appUninstalled, "the app was uninstalled from device '\(deviceID)'")
     }
     public static func invalidRequest(_ detail: String) -> Self {
         Self(.invalidRequest, detail)

@@ -128,7 +128,7 @@ public struct SandboxInspectionRecord: Sendable, Hashable, Codable {
     /// The answered status; 0 when the connection was dropped or stalled instead.
     public var status: Int
     public var reason: String?
-    /// What the sandbox did: `accepted`, `rejected`, `injected`, `dropped`, `goaway`, `stalled`.
+    /// What the sandbox did: `accepted`, `rejected`, `injected` (a respond fault), `drop`, `goaway`, `stall`.
     public var outcome: String
     /// Whether an accepted notification went straight to a connected device, was stored, or discarded.
     public var delivery: String?

@@ -151,6 +151,7 @@ import Testing
                 (.PUT, "/sandbox/faults/latency", #"{"ms":-3}"#, 400, "ms must be between"),
                 (.POST, "/sandbox/tokens/abc/expire", nil, 404, "no device token 'abc'"),
                 (.GET, "/sandbox/nothing-here", nil, 404, "Not Found"),
+                (.GET, "/sandbox/inspection?limit=-1", nil, 400, "limit must be a whole number"),
             ]
             for (method, path, body, status, message) in cases {
                 let reply = try await call(sandbox, method, path, body: body)

@@ -33,7 +33,8 @@ import Testing
         try await SandboxHarness.with { sandbox in
             let first = try #require(try sandbox.device().messagingToken)
             let second = try #require(try sandbox.device().messagingToken)
-            try sandbox.core.inject(SandboxFault(status: 500, reason: .internalServerError, token: second))
+            // Tokens match whatever their case.
+            try sandbox.core.inject(SandboxFault(status: 500, reason: .internalServerError, token: second.uppercased()))
             #expect(try await sandbox.push(to: first).status == 200)
             #expect(try await sandbox.push(to: second).status == 500)
             #expect(try await sandbox.push(to: second).status == 200)
@@ -104,19 +105,62 @@ import Testing
         }
     }
 
+    @Test func anInjected410CarriesATimestampAndSuccessIsNotAFault() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            try sandbox.core.inject(SandboxFault(reason: .unregistered))
+            let reply = try await sandbox.push(to: token)
+            #expect(reply.status == 410)
+            #expect(reply.timestamp != nil)
+            #expect(throws: SandboxError.self) { try sandbox.core.inject(SandboxFault(status: 200, reason: .badTopic)) }
+        }
+    }
+
+    @Test func aGoAwayStillDeliversTheAnswersItOwes() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            let raw = try await RawHTTP2Client.connect(
+                port: sandbox.endpoints.apnsPort,
+                caPath: sandbox.endpoints.caCertificatePath
+            )
+            var updates = sandbox.core.inspectionUpdates().makeAsyncIterator()
+            sandbox.core.setLatency(.milliseconds(300))
+            try await raw.send(
+                streamID: 1,
+                headers: RawHTTP2Client.requestHeaders(path: "/3/device/\(token)", token: sandbox.token.text),
+                body: #"{"aps":{}}"#
+            )
+            // Once the sandbox has accepted the push (its answer waits on the latency), GOAWAY.
+            _ = await updates.next()
+            sandbox.sandbox.apnsServer.goAwayAll(reason: .shutdown)
+            var events: [String] = []
+            for await frame in raw.frames {
+                if case .goAway = frame.payload { events.append("goaway") }
+                if frame.streamID == 1, let status = frame.payload.status { events.append(status) }
+            }
+            #expect(events == ["goaway", "200"])
+        }
+    }
+
     @Test func aStalledRequestTimesOutAtTheClientAndOthersStillWork() async throws {
         try await SandboxHarness.with { sandbox in
             let token = try #require(try sandbox.device().messagingToken)
-            try sandbox.core.inject(SandboxFault(action: .stall))
-            var request = HTTPClientRequest(url: sandbox.endpoints.apnsURL + "/3/device/\(token)")
-            request.method = .POST
-            request.headers.add(name: "authorization", value: "bearer \(sandbox.token.text)")
-            request.headers.add(name: "apns-topic", value: SandboxHarness.bundleID)
-            request.body = .bytes(ByteBuffer(string: #"{"aps":{}}"#))
-            await #expect(throws: (any Error).self) {
-                _ = try await sandbox.client.execute(request, timeout: .milliseconds(300))
-            }
+            // An authenticated connection first, so the stalled stream is not the only one allowed.
             #expect(try await sandbox.push(to: token).status == 200)
+            try sandbox.core.inject(SandboxFault(action: .stall))
+            var updates = sandbox.core.inspectionUpdates().makeAsyncIterator()
+            let stalled = Task {
+                var request = HTTPClientRequest(url: sandbox.endpoints.apnsURL + "/3/device/\(token)")
+                request.method = .POST
+                request.headers.add(name: "authorization", value: "bearer \(sandbox.token.text)")
+                request.headers.add(name: "apns-topic", value: SandboxHarness.bundleID)
+                request.body = .bytes(ByteBuffer(string: #"{"aps":{}}"#))
+                _ = try await sandbox.client.execute(request, timeout: .seconds(2))
+            }
+            // Wait until the sandbox has taken the request and is holding it.
+            while let record = await updates.next(), record.outcome != "stall" {}
+            #expect(try await sandbox.push(to: token).status == 200)
+            await #expect(throws: (any Error).self) { try await stalled.value }
         }
     }
 

@@ -40,6 +40,17 @@ import Testing
         }
     }
 
+    @Test func anExpiredTokenDoesNotCountAsTheTeamsNewToken() async throws {
+        try await SandboxHarness.with { sandbox in
+            let device = try #require(try sandbox.device().messagingToken)
+            let old = try sandbox.signer.makeToken(issuedAt: SandboxHarness.now() - 4000).text
+            let expired = try await sandbox.push(to: device, headers: [("authorization", "bearer \(old)")])
+            #expect(expired.reason == "ExpiredProviderToken")
+            // The fresh token right after is the first real one: accepted, not TooManyProviderTokenUpdates.
+            #expect(try await sandbox.push(to: device).status == 200)
+        }
+    }
+
     @Test func badSignaturesUnknownKeysAndWrongTeamsAreInvalid() async throws {
         try await SandboxHarness.with { sandbox in
             let device = try #require(try sandbox.device().messagingToken)
