@@ -10,7 +10,9 @@ public struct HeraldCommand: AsyncParsableCommand {
             the device activated push. See README.md and docs/.
             """,
         version: HeraldVersion.current,
-        subcommands: [KeysCommand.self, EnvelopeCommand.self, SandboxCommand.self]
+        subcommands: [
+            KeysCommand.self, EnvelopeCommand.self, SandboxCommand.self, ProviderCommand.self, BenchCommand.self,
+        ]
     )
 
     public init() {}

@@ -127,16 +127,18 @@ import Testing
         try await SandboxHarness.with(SandboxHarness.Setup { $0.providerTokenUpdateInterval = .milliseconds(400) }) {
             sandbox in
             let device = try #require(try sandbox.device().messagingToken)
-            #expect(try await sandbox.push(to: device).status == 200)
+            var connection = SandboxConnectionState()
+            #expect(sandbox.handle(to: device, connection: &connection)?.status == 200)
             let newer = try sandbox.signer.makeToken(issuedAt: sandbox.token.issuedAt + 1).text
-            let refused = try await sandbox.push(to: device, headers: [("authorization", "bearer \(newer)")])
-            #expect(refused.status == 429)
-            #expect(refused.reason == "TooManyProviderTokenUpdates")
+            var other = SandboxConnectionState()
+            let refused = sandbox.handle(to: device, token: newer, connection: &other)
+            #expect(refused?.status == 429)
+            #expect(refused?.reason == .tooManyProviderTokenUpdates)
             // The current token keeps working meanwhile.
-            #expect(try await sandbox.push(to: device).status == 200)
+            #expect(sandbox.handle(to: device, connection: &connection)?.status == 200)
             // Time is the thing under test here: wait out the interval, then the new token is welcome.
             try await Task.sleep(for: .milliseconds(450))
-            #expect(try await sandbox.push(to: device, headers: [("authorization", "bearer \(newer)")]).status == 200)
+            #expect(sandbox.handle(to: device, token: newer, connection: &other)?.status == 200)
         }
     }
 

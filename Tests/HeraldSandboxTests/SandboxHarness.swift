@@ -148,6 +148,23 @@ final class SandboxHarness: Sendable {
         return Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: body))
     }
 
+    /// One push handled in-process (no network): for rules about time, where the network's
+    /// jitter under a loaded test run would blur what is measured.
+    func handle(
+        to deviceToken: String,
+        token: String? = nil,
+        connection: inout SandboxConnectionState
+    ) -> SandboxAPNsResponse? {
+        var request = SandboxAPNsRequest()
+        request.method = "POST"
+        request.path = "/3/device/\(deviceToken)"
+        request.authorization = "bearer \(token ?? self.token.text)"
+        request.topic = Self.bundleID
+        request.body = Array(#"{"aps":{}}"#.utf8)
+        guard case .respond(let response, _) = core.handle(request, connection: &connection) else { return nil }
+        return response
+    }
+
     /// A second HTTP/2 client (a second connection) that trusts the sandbox.
     func makeClient() -> HTTPClient {
         var configuration = HTTPClient.Configuration()

@@ -1,0 +1,321 @@
+import Foundation
+import HeraldAPNsCore
+public import Logging
+import Metrics
+public import NIOCore
+public import NIOPosix
+import NIOSSL
+public import ServiceLifecycle
+import Synchronization
+
+/// The provider's APNs client: validates, sends over a pool of HTTP/2 connections with one shared
+/// provider token, follows Apple's answer rules, and reports dead tokens.
+///
+/// Run it under a `ServiceGroup` (it connects on `run()` and drains on graceful shutdown), then
+/// call `send(_:)` from any task.
+public final class APNsClient: Service, Sendable {
+    private let configuration: APNsClientConfiguration
+    private let tokens: ProviderTokenManager
+    private let pool: APNsConnectionPool
+    private let logger: Logger
+    private let feedback: @Sendable (APNsTokenFeedback) async -> Void
+    private let metrics: ClientMetrics
+    private let warnings = RateLimitedWarning(interval: .seconds(60))
+
+    /// - Parameters:
+    ///   - feedback: Called once per push whose token APNs declared dead, before `send` returns.
+    public init(
+        configuration: APNsClientConfiguration,
+        tokens: ProviderTokenManager,
+        logger: Logger,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
+    ) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
+        if let ca = configuration.caCertificatePath {
+            tls.trustRoots = .file(ca)
+        }
+        let sslContext = try NIOSSLContext(configuration: tls)
+        self.configuration = configuration
+        self.tokens = tokens
+        self.logger = logger
+        self.feedback = feedback
+        pool = APNsConnectionPool(configuration: configuration, sslContext: sslContext, group: group, logger: logger)
+        metrics = ClientMetrics()
+    }
+
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.pool.start() }
+            try? await gracefulShutdown()
+            pool.shutdown()
+            group.cancelAll()
+        }
+    }
+
+    /// Pushes in flight, and waiting for a stream.
+    public var load: (inFlight: Int, queued: Int) { (pool.inFlight, pool.queued) }
+
+    /// Sends one push and follows APNs' answer: retries what may be retried (same apns-id,
+    /// exponential backoff with jitter, never past the push's expiration), refreshes the provider
+    /// token once on ExpiredProviderToken, and reports dead tokens to the feedback handler.
+    public func send(_ notification: APNsNotification) async -> APNsResult {
+        do {
+            try notification.validate()
+        } catch {
+            metrics.failed(reason: "invalid")
+            return .failed(reason: nil, status: 400)
+        }
+        let path = "/3/device/" + notification.deviceToken
+        var attempt = 0
+        var refreshed = false
+        var lastProblem = ""
+        while attempt < configuration.maximumAttempts {
+            attempt += 1
+            var delay = Duration.zero
+            if attempt > 1 {
+                metrics.retries.increment()
+                delay = backoff(attempt: attempt - 1)
+            }
+            // A push is never sent after its expiration: a call that could not ring in time must
+            // not ring later. (0 means "now or never", not a time.)
+            if let expiration = notification.expiration, expiration > 0,
+                Date().timeIntervalSince1970 + Double(delay.nanoseconds) / 1e9 >= Double(expiration)
+            {
+                metrics.failed(reason: "expired")
+                return .expired
+            }
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            let token: ProviderToken
+            do {
+                token = try tokens.current()
+            } catch {
+                logger.error("cannot sign the APNs provider token", metadata: ["error": "\(error)"])
+                metrics.failed(reason: "signing")
+                return .failed(reason: nil, status: 0)
+            }
+            let started = ContinuousClock.now
+            let response: APNsWireResponse
+            do {
+                let lease = try await pool.lease(timeout: configuration.requestTimeout)
+                metrics.sent.increment()
+                metrics.inFlight.increment()
+                defer {
+                    metrics.inFlight.decrement()
+                    pool.release(lease)
+                }
+                response = try await lease.connection.send(
+                    APNsWireRequest(path: path, authorization: "bearer " + token.text, notification: notification),
+                    timeout: configuration.requestTimeout
+                ).get()
+            } catch let error as APNsClientError {
+                lastProblem = error.message
+                guard error.isRetryable else {
+                    metrics.failed(reason: "shutdown")
+                    return .retryLater(reason: error.message)
+                }
+                logger.debug(
+                    "APNs attempt failed",
+                    metadata: ["apns-id": "\(notification.apnsID)", "error": "\(error)"]
+                )
+                continue
+            } catch {
+                lastProblem = "\(error)"
+                continue
+            }
+            metrics.latency.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+
+            let reason = Self.reason(in: response.body)
+            switch APNsClassification(status: response.status, reason: reason) {
+            case .delivered:
+                metrics.delivered.increment()
+                return .delivered(apnsID: response.apnsID ?? notification.apnsID, uniqueID: response.uniqueID)
+            case .tokenDead:
+                let timestamp = Self.timestamp(in: response.body)
+                let dead = reason ?? .unregistered
+                metrics.failed(reason: dead.rawValue)
+                await feedback(
+                    APNsTokenFeedback(
+                        deviceToken: notification.deviceToken,
+                        topic: notification.topic,
+                        reason: dead,
+                        timestamp: timestamp
+                    )
+                )
+                return .tokenDead(reason: dead, timestamp: timestamp)
+            case .refreshTokenAndRetry where !refreshed:
+                refreshed = true
+                _ = try? tokens.refresh(expired: token)
+                attempt -= 1  // the refresh is not a failed delivery attempt
+                continue
+            case .refreshTokenAndRetry, .configuration:
+                if warnings.shouldWarn() {
+                    logger.error(
+                        "APNs refused the provider's credentials or configuration",
+                        metadata: ["status": "\(response.status)", "reason": "\(reason?.rawValue ?? "none")"]
+                    )
+                }
+                metrics.failed(reason: reason?.rawValue ?? String(response.status))
+                return .failed(reason: reason, status: response.status)
+            case .permanent:
+                metrics.failed(reason: reason?.rawValue ?? String(response.status))
+                return .failed(reason: reason, status: response.status)
+            case .retry:
+                if reason == .tooManyProviderTokenUpdates, warnings.shouldWarn() {
+                    logger.error("APNs says the provider token changes too often: is another process using this key?")
+                }
+                lastProblem = reason?.rawValue ?? "HTTP \(response.status)"
+                continue
+            }
+        }
+        metrics.failed(reason: "retry-later")
+        return .retryLater(reason: lastProblem)
+    }
+
+    /// Sends many pushes at once: the first attempt of each goes out in one submission per
+    /// connection and is awaited together; pushes that need more (a retry, a token refresh) then
+    /// take the one-by-one path of `send(_:)`. Results are in the order of `notifications`.
+    public func send(batch notifications: [APNsNotification]) async -> [APNsResult] {
+        var results = [APNsResult?](repeating: nil, count: notifications.count)
+        let token: ProviderToken
+        do {
+            token = try tokens.current()
+        } catch {
+            return await withTaskGroup(of: (Int, APNsResult).self) { group in
+                for (index, push) in notifications.enumerated() { group.addTask { (index, await self.send(push)) } }
+                for await (index, result) in group { results[index] = result }
+                return results.map { $0 ?? .retryLater(reason: "not sent") }
+            }
+        }
+        // Lease a stream for every valid push; group the pushes by connection.
+        var groups: [ObjectIdentifier: (APNsConnection, [(Int, APNsConnectionPool.Lease)])] = [:]
+        var later: [Int] = []
+        for (index, push) in notifications.enumerated() {
+            guard (try? push.validate()) != nil else {
+                metrics.failed(reason: "invalid")
+                results[index] = .failed(reason: nil, status: 400)
+                continue
+            }
+            // Only streams free now: waiting here for a stream that this same batch holds would
+            // wait for nothing. The rest go the one-by-one way, which waits properly.
+            guard let lease = pool.tryLease() else {
+                later.append(index)
+                continue
+            }
+            groups[ObjectIdentifier(lease.connection), default: (lease.connection, [])].1.append((index, lease))
+        }
+        let authorization = "bearer " + token.text
+        var retry: [Int] = later
+        for (connection, members) in groups.values {
+            metrics.sent.increment(by: members.count)
+            let requests = members.map { index, _ in
+                APNsWireRequest(
+                    path: "/3/device/" + notifications[index].deviceToken,
+                    authorization: authorization,
+                    notification: notifications[index]
+                )
+            }
+            let answers =
+                (try? await connection.send(batch: requests, timeout: configuration.requestTimeout).get()) ?? []
+            for (position, (index, lease)) in members.enumerated() {
+                pool.release(lease)
+                guard position < answers.count, case .success(let response) = answers[position] else {
+                    retry.append(index)
+                    continue
+                }
+                let reason = Self.reason(in: response.body)
+                switch APNsClassification(status: response.status, reason: reason) {
+                case .delivered:
+                    metrics.delivered.increment()
+                    results[index] = .delivered(
+                        apnsID: response.apnsID ?? notifications[index].apnsID,
+                        uniqueID: response.uniqueID
+                    )
+                case .tokenDead:
+                    let dead = reason ?? .unregistered
+                    let timestamp = Self.timestamp(in: response.body)
+                    metrics.failed(reason: dead.rawValue)
+                    await feedback(
+                        APNsTokenFeedback(
+                            deviceToken: notifications[index].deviceToken,
+                            topic: notifications[index].topic,
+                            reason: dead,
+                            timestamp: timestamp
+                        )
+                    )
+                    results[index] = .tokenDead(reason: dead, timestamp: timestamp)
+                case .permanent:
+                    metrics.failed(reason: reason?.rawValue ?? String(response.status))
+                    results[index] = .failed(reason: reason, status: response.status)
+                case .retry, .refreshTokenAndRetry, .configuration:
+                    // The single-push path has the rules for these (backoff, one refresh, errors).
+                    retry.append(index)
+                }
+            }
+        }
+        if !retry.isEmpty {
+            await withTaskGroup(of: (Int, APNsResult).self) { group in
+                for index in retry { group.addTask { (index, await self.send(notifications[index])) } }
+                for await (index, result) in group { results[index] = result }
+            }
+        }
+        return results.map { $0 ?? .retryLater(reason: "not sent") }
+    }
+
+    /// Full jitter: a random wait up to base × 2^(n-1), capped.
+    private func backoff(attempt: Int) -> Duration {
+        let ceiling = min(
+            configuration.retryMaximumDelay,
+            configuration.retryBaseDelay * (1 << min(attempt - 1, 20))
+        )
+        return .nanoseconds(Int64.random(in: 0...max(0, ceiling.nanoseconds)))
+    }
+
+    private static func reason(in body: ByteBuffer?) -> APNsReason? {
+        guard let body, let object = json(body) else { return nil }
+        return (object["reason"] as? String).flatMap(APNsReason.init(rawValue:))
+    }
+
+    private static func timestamp(in body: ByteBuffer?) -> Int64? {
+        guard let body, let object = json(body) else { return nil }
+        return (object["timestamp"] as? NSNumber)?.int64Value
+    }
+
+    private static func json(_ body: ByteBuffer) -> [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+    }
+}
+
+/// The client's swift-metrics instruments.
+struct ClientMetrics: Sendable {
+    let sent = Counter(label: "herald_apns_sent_total")
+    let delivered = Counter(label: "herald_apns_delivered_total")
+    let retries = Counter(label: "herald_apns_retries_total")
+    let inFlight = Meter(label: "herald_apns_in_flight")
+    let latency = Timer(label: "herald_apns_request_duration_seconds", preferredDisplayUnit: .milliseconds)
+
+    func failed(reason: String) {
+        Counter(label: "herald_apns_failed_total", dimensions: [("reason", reason)]).increment()
+    }
+}
+
+/// Lets an operator-visible error through at most once per interval, so a condition that hits
+/// every push does not flood the log.
+final class RateLimitedWarning: Sendable {
+    private let interval: Duration
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(interval: Duration) {
+        self.interval = interval
+    }
+
+    func shouldWarn() -> Bool {
+        let now = ContinuousClock.now
+        return last.withLock { last in
+            if let previous = last, now - previous < interval { return false }
+            last = now
+            return true
+        }
+    }
+}

@@ -1,0 +1,281 @@
+import DequeModule
+import Logging
+import NIOCore
+import NIOSSL
+import Synchronization
+
+/// N connections to APNs, each used up to the stream limit the server advertises, and a bounded
+/// queue of requests waiting for a free stream.
+///
+/// The queue is the provider's backpressure: when APNs is slow or stalled, callers wait (up to
+/// their timeout) while the queue has room, and are refused at once with `queueFull` when it does
+/// not, so memory stays bounded however much the relay offers.
+final class APNsConnectionPool: Sendable {
+    struct Lease: Sendable {
+        let slot: Int
+        let generation: Int
+        let connection: APNsConnection
+    }
+
+    private enum SlotStatus {
+        /// No connection; one is being made (or will be, after `retryAt`).
+        case connecting
+        case ready(APNsConnection)
+        /// GOAWAY received: in-flight streams finish, nothing new is sent.
+        case draining
+    }
+
+    private struct Slot {
+        var status: SlotStatus = .connecting
+        /// Bumped for every new connection, so a release for an old one is ignored.
+        var generation = 0
+        var inFlight = 0
+        var limit = 1
+        var failures = 0
+    }
+
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Lease, any Error>
+        let timeout: Scheduled<Void>
+    }
+
+    private struct State {
+        var slots: [Slot]
+        var waiters = Deque<Waiter>()
+        var nextWaiterID: UInt64 = 0
+        var shutdown = false
+        var lastConnectError: String?
+    }
+
+    private let configuration: APNsClientConfiguration
+    private let sslContext: NIOSSLContext
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let state: Mutex<State>
+
+    init(configuration: APNsClientConfiguration, sslContext: NIOSSLContext, group: any EventLoopGroup, logger: Logger) {
+        self.configuration = configuration
+        self.sslContext = sslContext
+        self.group = group
+        self.logger = logger
+        state = Mutex(State(slots: Array(repeating: Slot(), count: configuration.connections)))
+    }
+
+    /// Opens every connection; returns once each has been tried once.
+    func start() async {
+        await withTaskGroup(of: Void.self) { group in
+            for slot in 0..<configuration.connections {
+                group.addTask { await self.connect(slot: slot) }
+            }
+        }
+    }
+
+    /// Requests in flight across all connections.
+    var inFlight: Int { state.withLock { $0.slots.reduce(0) { $0 + $1.inFlight } } }
+
+    /// Requests waiting for a stream.
+    var queued: Int { state.withLock { $0.waiters.count } }
+
+    /// A stream if one is free right now; nil otherwise (never waits).
+    func tryLease() -> Lease? {
+        state.withLock { state in state.shutdown ? nil : Self.take(&state) }
+    }
+
+    /// A stream on some ready connection, waiting up to `timeout` for one to free up.
+    func lease(timeout: TimeAmount) async throws -> Lease {
+        enum Attempt {
+            case leased(Lease)
+            case wait
+            case refused(APNsClientError)
+        }
+        let attempt = state.withLock { state -> Attempt in
+            if state.shutdown { return .refused(.shutdown) }
+            if let lease = Self.take(&state) { return .leased(lease) }
+            if let error = state.lastConnectError, state.slots.allSatisfy({ $0.failures >= 3 }) {
+                // APNs has been unreachable for a while: say so now instead of at the timeout.
+                return .refused(.connectFailed(error))
+            }
+            if state.waiters.count >= configuration.maxQueuedRequests { return .refused(.queueFull) }
+            return .wait
+        }
+        switch attempt {
+        case .leased(let lease): return lease
+        case .refused(let error): throw error
+        case .wait: break
+        }
+        let eventLoop = group.any()
+        return try await withCheckedThrowingContinuation { continuation in
+            let immediate = state.withLock { state -> Result<Lease, any Error>? in
+                if state.shutdown { return .failure(APNsClientError.shutdown) }
+                if let lease = Self.take(&state) { return .success(lease) }
+                state.nextWaiterID += 1
+                let id = state.nextWaiterID
+                let timeoutTask = eventLoop.scheduleTask(in: timeout) { [weak self] () -> Void in
+                    self?.expireWaiter(id)
+                }
+                state.waiters.append(Waiter(id: id, continuation: continuation, timeout: timeoutTask))
+                return nil
+            }
+            if let immediate { continuation.resume(with: immediate) }
+        }
+    }
+
+    /// Gives the stream back, and hands it to the longest waiter.
+    func release(_ lease: Lease) {
+        let resumed = state.withLock { state -> [(Waiter, Lease)] in
+            if state.slots[lease.slot].generation == lease.generation {
+                state.slots[lease.slot].inFlight -= 1
+            }
+            return Self.dispatch(&state)
+        }
+        resume(resumed)
+    }
+
+    func shutdown() {
+        let (waiters, connections) = state.withLock { state -> ([Waiter], [APNsConnection]) in
+            state.shutdown = true
+            let waiters = Array(state.waiters)
+            state.waiters.removeAll()
+            var connections: [APNsConnection] = []
+            for slot in state.slots.indices {
+                if case .ready(let connection) = state.slots[slot].status { connections.append(connection) }
+            }
+            return (waiters, connections)
+        }
+        for waiter in waiters {
+            waiter.timeout.cancel()
+            waiter.continuation.resume(throwing: APNsClientError.shutdown)
+        }
+        for connection in connections { connection.close() }
+    }
+
+    // MARK: - Internals
+
+    private static func take(_ state: inout State) -> Lease? {
+        var best: Int?
+        var bestFree = 0
+        for index in state.slots.indices {
+            guard case .ready = state.slots[index].status else { continue }
+            let free = state.slots[index].limit - state.slots[index].inFlight
+            if free > bestFree {
+                best = index
+                bestFree = free
+            }
+        }
+        guard let index = best, case .ready(let connection) = state.slots[index].status else { return nil }
+        state.slots[index].inFlight += 1
+        return Lease(slot: index, generation: state.slots[index].generation, connection: connection)
+    }
+
+    private static func dispatch(_ state: inout State) -> [(Waiter, Lease)] {
+        var resumed: [(Waiter, Lease)] = []
+        while !state.waiters.isEmpty, let lease = take(&state) {
+            resumed.append((state.waiters.removeFirst(), lease))
+        }
+        return resumed
+    }
+
+    private func resume(_ resumed: [(Waiter, Lease)]) {
+        for (waiter, lease) in resumed {
+            waiter.timeout.cancel()
+            waiter.continuation.resume(returning: lease)
+        }
+    }
+
+    private func expireWaiter(_ id: UInt64) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index)
+        }
+        waiter?.continuation.resume(throwing: APNsClientError.timeout)
+    }
+
+    private func connect(slot: Int) async {
+        while !Task.isCancelled {
+            let (shutdown, failures) = state.withLock { ($0.shutdown, $0.slots[slot].failures) }
+            if shutdown { return }
+            if failures > 0 {
+                // Exponential backoff with full jitter, capped, between attempts to reconnect.
+                let cap = min(
+                    configuration.reconnectMaximumDelay,
+                    configuration.reconnectBaseDelay * (1 << min(failures, 16))
+                )
+                try? await Task.sleep(for: .nanoseconds(Int64.random(in: 0...Int64(cap.nanoseconds))))
+            }
+            do {
+                let generation = state.withLock { state -> Int in
+                    state.slots[slot].generation += 1
+                    return state.slots[slot].generation
+                }
+                let connection = try await APNsConnection.connect(
+                    host: configuration.host,
+                    port: configuration.port,
+                    sslContext: sslContext,
+                    serverHostname: configuration.serverHostname,
+                    group: group,
+                    connectTimeout: configuration.connectTimeout,
+                    pingInterval: configuration.pingInterval,
+                    logger: logger
+                ) { [weak self] event in
+                    self?.handle(event, slot: slot, generation: generation)
+                }
+                let (resumed, stale) = state.withLock { state -> ([(Waiter, Lease)], Bool) in
+                    guard !state.shutdown, state.slots[slot].generation == generation else { return ([], true) }
+                    // Until the server's SETTINGS say otherwise, one stream (APNs starts there).
+                    state.slots[slot].status = .ready(connection)
+                    state.slots[slot].inFlight = 0
+                    state.slots[slot].limit = 1
+                    state.slots[slot].failures = 0
+                    state.lastConnectError = nil
+                    return (Self.dispatch(&state), false)
+                }
+                if stale {
+                    connection.close()
+                    return
+                }
+                logger.debug("APNs connection ready", metadata: ["slot": "\(slot)"])
+                resume(resumed)
+                return
+            } catch {
+                let failed = state.withLock { state -> [Waiter] in
+                    state.slots[slot].failures += 1
+                    state.lastConnectError = "\(error)"
+                    // Nothing can connect: waiters fail now rather than at their timeout.
+                    let anyReady = state.slots.contains { if case .ready = $0.status { true } else { false } }
+                    guard !anyReady, state.slots[slot].failures >= 3 else { return [] }
+                    defer { state.waiters.removeAll() }
+                    return Array(state.waiters)
+                }
+                for waiter in failed {
+                    waiter.timeout.cancel()
+                    waiter.continuation.resume(throwing: APNsClientError.connectFailed("\(error)"))
+                }
+                logger.warning("cannot connect to APNs", metadata: ["slot": "\(slot)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func handle(_ event: APNsConnectionEvent, slot: Int, generation: Int) {
+        switch event {
+        case .streamLimit(let limit):
+            let resumed = state.withLock { state -> [(Waiter, Lease)] in
+                guard state.slots[slot].generation == generation else { return [] }
+                state.slots[slot].limit = max(1, min(limit, configuration.maximumStreamsPerConnection))
+                return Self.dispatch(&state)
+            }
+            resume(resumed)
+        case .goingAway, .closed:
+            let reconnect = state.withLock { state -> Bool in
+                guard state.slots[slot].generation == generation, !state.shutdown else { return false }
+                if case .connecting = state.slots[slot].status { return false }
+                state.slots[slot].status = event == .closed ? .connecting : .draining
+                return true
+            }
+            if reconnect {
+                // A replacement is made now; the draining connection finishes on its own.
+                Task { await self.connect(slot: slot) }
+            }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+public import HeraldAPNsCore
+
+/// What became of a push, after the client's own retries.
+public enum APNsResult: Sendable, Equatable {
+    /// APNs accepted it (200).
+    case delivered(apnsID: String, uniqueID: String?)
+    /// The device token is dead: 410 Unregistered or ExpiredToken (with Apple's timestamp in
+    /// milliseconds), BadDeviceToken, DeviceTokenNotForTopic. The token should be dropped; the
+    /// feedback handler has been told.
+    case tokenDead(reason: APNsReason, timestamp: Int64?)
+    /// APNs refused it and will refuse it again: a 400 or 413 reason, or a 403 configuration
+    /// error (the latter also logged as an error for the operator).
+    case failed(reason: APNsReason?, status: Int)
+    /// Not delivered yet, but worth sending again later (429, 500, 503, connection trouble)
+    /// once the client's own attempts ran out.
+    case retryLater(reason: String)
+    /// The push's expiration passed before it could be delivered.
+    case expired
+
+    /// Whether APNs has it.
+    public var isDelivered: Bool {
+        if case .delivered = self { return true }
+        return false
+    }
+}
+
+/// Told to the feedback handler when APNs says a device token is dead.
+public struct APNsTokenFeedback: Sendable, Hashable {
+    public var deviceToken: String
+    public var topic: String
+    public var reason: APNsReason
+    /// For 410: when APNs learned the token was no longer valid, in milliseconds since the epoch.
+    public var timestamp: Int64?
+
+    public init(deviceToken: String, topic: String, reason: APNsReason, timestamp: Int64?) {
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.reason = reason
+        self.timestamp = timestamp
+    }
+}
+
+/// How an APNs answer is handled.
+enum APNsClassification: Equatable {
+    case delivered
+    case tokenDead
+    case refreshTokenAndRetry
+    case retry
+    case permanent
+    case configuration
+
+    init(status: Int, reason: APNsReason?) {
+        switch (status, reason) {
+        case (200, _): self = .delivered
+        case (410, _), (_, .badDeviceToken?), (_, .deviceTokenNotForTopic?), (_, .unregistered?), (_, .expiredToken?):
+            self = .tokenDead
+        case (403, .expiredProviderToken?): self = .refreshTokenAndRetry
+        case (403, _): self = .configuration
+        case (429, _), (500, _), (503, _): self = .retry
+        case (500...599, _): self = .retry
+        default: self = .permanent
+        }
+    }
+}

@@ -1,0 +1,85 @@
+public import HeraldAPNsCore
+import Synchronization
+
+/// The one provider token of a (team, key), shared by every connection and request.
+///
+/// Signing a token per connection or per worker is the classic cause of 429
+/// TooManyProviderTokenUpdates; here a token is made once and replaced only when it is old enough
+/// (`refreshAfter`, Apple allows 20 to 60 minutes) or when APNs says it expired, and never more
+/// often than `minimumInterval`.
+public final class ProviderTokenManager: Sendable {
+    /// When to replace a token on its own: 50 minutes, inside Apple's 20–60 minute window.
+    public static let defaultRefreshAfter: Duration = .seconds(50 * 60)
+    /// Apple's limit: no more than one new token per 20 minutes.
+    public static let defaultMinimumInterval: Duration = .seconds(20 * 60)
+
+    private struct State {
+        var token: ProviderToken?
+        var madeAt: ContinuousClock.Instant?
+        var generation = 0
+    }
+
+    private let signer: ProviderTokenSigner
+    private let refreshAfter: Duration
+    private let minimumInterval: Duration
+    private let clock = ContinuousClock()
+    private let wallClock: @Sendable () -> Int64
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - refreshAfter: Age at which a token is replaced before use.
+    ///   - minimumInterval: The least time between two new tokens, even after ExpiredProviderToken.
+    ///   - now: Seconds since the epoch, for `iat`.
+    public init(
+        signer: ProviderTokenSigner,
+        refreshAfter: Duration = defaultRefreshAfter,
+        minimumInterval: Duration = defaultMinimumInterval,
+        now: @escaping @Sendable () -> Int64
+    ) {
+        self.signer = signer
+        self.refreshAfter = refreshAfter
+        self.minimumInterval = minimumInterval
+        self.wallClock = now
+    }
+
+    /// How many tokens have been signed: a test checks this stays at one per refresh window.
+    public var tokensMade: Int { state.withLock { $0.generation } }
+
+    /// The token to use now, signing a new one only when there is none or it is due.
+    public func current() throws(APNsClientError) -> ProviderToken {
+        let now = clock.now
+        return try state.withLock { (state) throws(APNsClientError) -> ProviderToken in
+            if let token = state.token, let madeAt = state.madeAt, now - madeAt < refreshAfter {
+                return token
+            }
+            return try make(&state, now: now)
+        }
+    }
+
+    /// APNs answered ExpiredProviderToken for `token`: replace it, once. Concurrent requests that
+    /// all saw the same expired token cause one new token, not one each; a replacement sooner than
+    /// `minimumInterval` after the last one is refused (the expired token is returned and the
+    /// caller retries later).
+    public func refresh(expired token: ProviderToken) throws(APNsClientError) -> ProviderToken {
+        let now = clock.now
+        return try state.withLock { (state) throws(APNsClientError) -> ProviderToken in
+            if let current = state.token, current != token { return current }
+            if let madeAt = state.madeAt, now - madeAt < minimumInterval, let current = state.token {
+                return current
+            }
+            return try make(&state, now: now)
+        }
+    }
+
+    private func make(_ state: inout State, now: ContinuousClock.Instant) throws(APNsClientError) -> ProviderToken {
+        do {
+            let token = try signer.makeToken(issuedAt: wallClock())
+            state.token = token
+            state.madeAt = now
+            state.generation += 1
+            return token
+        } catch {
+            throw .signing("\(error)")
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+public import HeraldAPNs
+import HeraldAPNsCore
+public import Hummingbird
+import NIOCore
+
+/// `herald provider` over HTTP: relays post batches of pushes, authenticated with a bearer
+/// secret, and get each push's outcome back. The same `APNsClient` runs in-process when the relay
+/// uses it directly.
+public enum ProviderHTTPService {
+    /// The most pushes in one batch.
+    public static let maximumBatch = 1_000
+
+    /// The routes, under `/v1`, plus `/health`.
+    public static func router(client: APNsClient, secret: String) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("/health") { _, _ -> Response in
+            let load = client.load
+            return json(["status": "ok", "in_flight": "\(load.inFlight)", "queued": "\(load.queued)"])
+        }
+        router.post("/v1/push/batch") { request, context -> Response in
+            guard authorized(request, secret: secret) else {
+                return error(.unauthorized, "a valid bearer secret is required (authorization: bearer <secret>)")
+            }
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: 16 * 1024 * 1024)
+            } catch {
+                return Self.error(.contentTooLarge, "the batch is larger than 16 MiB")
+            }
+            let batch: ProviderBatch
+            do {
+                batch = try JSONDecoder().decode(ProviderBatch.self, from: Data(body.readableBytesView))
+            } catch let DecodingError.keyNotFound(key, context) {
+                let path = (context.codingPath.map(\.stringValue) + [key.stringValue]).joined(separator: ".")
+                return error(.badRequest, "the field '\(path)' is missing")
+            } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+                return error(
+                    .badRequest,
+                    "the field '\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type"
+                )
+            } catch let DecodingError.dataCorrupted(context) {
+                let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+                return error(
+                    .badRequest,
+                    path.isEmpty ? "the body is not valid JSON" : "the field '\(path)' is invalid"
+                )
+            } catch {
+                return Self.error(.badRequest, "the body is not a batch")
+            }
+            guard !batch.pushes.isEmpty, batch.pushes.count <= maximumBatch else {
+                return error(.badRequest, "a batch holds 1 to \(maximumBatch) pushes")
+            }
+            let results = await withTaskGroup(of: (Int, ProviderPushResult).self) { group in
+                for (index, push) in batch.pushes.enumerated() {
+                    group.addTask { (index, await send(push, with: client)) }
+                }
+                var results = [ProviderPushResult?](repeating: nil, count: batch.pushes.count)
+                for await (index, result) in group { results[index] = result }
+                return results.compactMap { $0 }
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .withoutEscapingSlashes
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(
+                status: .ok,
+                headers: headers,
+                body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(ProviderBatchResult(results: results))))
+            )
+        }
+        return router
+    }
+
+    static func send(_ push: ProviderPush, with client: APNsClient) async -> ProviderPushResult {
+        guard let priority = APNsPriority(rawValue: push.priority) else {
+            return ProviderPushResult(outcome: "failed", id: push.id, reason: "BadPriority", status: 400)
+        }
+        let apnsID = push.apnsID ?? APNsUUID.random()
+        let notification = APNsNotification(
+            deviceToken: push.deviceToken,
+            topic: push.topic,
+            pushType: push.pushType,
+            priority: priority,
+            expiration: push.expiration,
+            collapseID: push.collapseID,
+            apnsID: apnsID,
+            payload: ByteBuffer(string: push.payload)
+        )
+        do {
+            try notification.validate()
+        } catch {
+            return ProviderPushResult(
+                outcome: "failed",
+                id: push.id,
+                apnsID: apnsID,
+                reason: error.message,
+                status: 400
+            )
+        }
+        return ProviderPushResult(id: push.id, apnsID: apnsID, result: await client.send(notification))
+    }
+
+    /// Constant-time comparison of the bearer secret.
+    static func authorized(_ request: Request, secret: String) -> Bool {
+        guard let header = request.headers[.authorization], header.utf8.count > 7,
+            header.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
+        else { return false }
+        let given = Array(header.utf8.dropFirst(7))
+        let expected = Array(secret.utf8)
+        guard given.count == expected.count else { return false }
+        return zip(given, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    static func json(_ object: [String: String], status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        let body = (try? encoder.encode(object)) ?? Data("{}".utf8)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        json(["error": message], status: status)
+    }
+}
