@@ -51,14 +51,7 @@ public enum ProviderHTTPService {
             guard !batch.pushes.isEmpty, batch.pushes.count <= maximumBatch else {
                 return error(.badRequest, "a batch holds 1 to \(maximumBatch) pushes")
             }
-            let results = await withTaskGroup(of: (Int, ProviderPushResult).self) { group in
-                for (index, push) in batch.pushes.enumerated() {
-                    group.addTask { (index, await send(push, with: client)) }
-                }
-                var results = [ProviderPushResult?](repeating: nil, count: batch.pushes.count)
-                for await (index, result) in group { results[index] = result }
-                return results.compactMap { $0 }
-            }
+            let results = await send(batch.pushes, with: client)
             let encoder = JSONEncoder()
             encoder.outputFormatting = .withoutEscapingSlashes
             var headers = HTTPFields()
@@ -72,33 +65,38 @@ public enum ProviderHTTPService {
         return router
     }
 
-    static func send(_ push: ProviderPush, with client: APNsClient) async -> ProviderPushResult {
-        guard let priority = APNsPriority(rawValue: push.priority) else {
-            return ProviderPushResult(outcome: "failed", id: push.id, reason: "BadPriority", status: 400)
-        }
-        let apnsID = push.apnsID ?? APNsUUID.random()
-        let notification = APNsNotification(
-            deviceToken: push.deviceToken,
-            topic: push.topic,
-            pushType: push.pushType,
-            priority: priority,
-            expiration: push.expiration,
-            collapseID: push.collapseID,
-            apnsID: apnsID,
-            payload: ByteBuffer(string: push.payload)
-        )
-        do {
-            try notification.validate()
-        } catch {
-            return ProviderPushResult(
-                outcome: "failed",
-                id: push.id,
+    /// Checks each push, then hands the valid ones to the client as one batch.
+    static func send(_ pushes: [ProviderPush], with client: APNsClient) async -> [ProviderPushResult] {
+        var results = [ProviderPushResult?](repeating: nil, count: pushes.count)
+        var valid: [(Int, String, APNsNotification)] = []
+        for (index, push) in pushes.enumerated() {
+            let apnsID = push.apnsID ?? APNsUUID.random()
+            guard let priority = APNsPriority(rawValue: push.priority) else {
+                results[index] = ProviderPushResult(outcome: "failed", id: push.id, apnsID: apnsID, reason: "BadPriority", status: 400)
+                continue
+            }
+            let notification = APNsNotification(
+                deviceToken: push.deviceToken,
+                topic: push.topic,
+                pushType: push.pushType,
+                priority: priority,
+                expiration: push.expiration,
+                collapseID: push.collapseID,
                 apnsID: apnsID,
-                reason: error.message,
-                status: 400
+                payload: ByteBuffer(string: push.payload)
             )
+            do {
+                try notification.validate()
+                valid.append((index, apnsID, notification))
+            } catch {
+                results[index] = ProviderPushResult(outcome: "failed", id: push.id, apnsID: apnsID, reason: error.message, status: 400)
+            }
         }
-        return ProviderPushResult(id: push.id, apnsID: apnsID, result: await client.send(notification))
+        let answers = await client.send(batch: valid.map(\.2))
+        for ((index, apnsID, _), answer) in zip(valid, answers) {
+            results[index] = ProviderPushResult(id: pushes[index].id, apnsID: apnsID, result: answer)
+        }
+        return results.map { $0! }
     }
 
     /// Constant-time comparison of the bearer secret.
