@@ -126,24 +126,12 @@ public final class APNsClient: Service, Sendable {
             }
             metrics.latency.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
 
-            let reason = Self.reason(in: response.body)
+            let answer = ErrorBody(response.body)
+            let reason = answer.reason
+            if let final = await settle(response, answer, for: notification) { return final }
             switch APNsClassification(status: response.status, reason: reason) {
-            case .delivered:
-                metrics.delivered.increment()
-                return .delivered(apnsID: response.apnsID ?? notification.apnsID, uniqueID: response.uniqueID)
-            case .tokenDead:
-                let timestamp = Self.timestamp(in: response.body)
-                let dead = reason ?? .unregistered
-                metrics.failed(reason: dead.rawValue)
-                await feedback(
-                    APNsTokenFeedback(
-                        deviceToken: notification.deviceToken,
-                        topic: notification.topic,
-                        reason: dead,
-                        timestamp: timestamp
-                    )
-                )
-                return .tokenDead(reason: dead, timestamp: timestamp)
+            case .delivered, .tokenDead, .permanent:
+                continue  // settled above
             case .refreshTokenAndRetry where !refreshed:
                 refreshed = true
                 _ = try? tokens.refresh(expired: token)
@@ -156,9 +144,6 @@ public final class APNsClient: Service, Sendable {
                         metadata: ["status": "\(response.status)", "reason": "\(reason?.rawValue ?? "none")"]
                     )
                 }
-                metrics.failed(reason: reason?.rawValue ?? String(response.status))
-                return .failed(reason: reason, status: response.status)
-            case .permanent:
                 metrics.failed(reason: reason?.rawValue ?? String(response.status))
                 return .failed(reason: reason, status: response.status)
             case .retry:
@@ -224,32 +209,10 @@ public final class APNsClient: Service, Sendable {
                     retry.append(index)
                     continue
                 }
-                let reason = Self.reason(in: response.body)
-                switch APNsClassification(status: response.status, reason: reason) {
-                case .delivered:
-                    metrics.delivered.increment()
-                    results[index] = .delivered(
-                        apnsID: response.apnsID ?? notifications[index].apnsID,
-                        uniqueID: response.uniqueID
-                    )
-                case .tokenDead:
-                    let dead = reason ?? .unregistered
-                    let timestamp = Self.timestamp(in: response.body)
-                    metrics.failed(reason: dead.rawValue)
-                    await feedback(
-                        APNsTokenFeedback(
-                            deviceToken: notifications[index].deviceToken,
-                            topic: notifications[index].topic,
-                            reason: dead,
-                            timestamp: timestamp
-                        )
-                    )
-                    results[index] = .tokenDead(reason: dead, timestamp: timestamp)
-                case .permanent:
-                    metrics.failed(reason: reason?.rawValue ?? String(response.status))
-                    results[index] = .failed(reason: reason, status: response.status)
-                case .retry, .refreshTokenAndRetry, .configuration:
-                    // The single-push path has the rules for these (backoff, one refresh, errors).
+                if let final = await settle(response, ErrorBody(response.body), for: notifications[index]) {
+                    results[index] = final
+                } else {
+                    // The single-push path has the rules for the rest (backoff, one refresh, errors).
                     retry.append(index)
                 }
             }
@@ -272,18 +235,51 @@ public final class APNsClient: Service, Sendable {
         return .nanoseconds(Int64.random(in: 0...max(0, ceiling.nanoseconds)))
     }
 
-    private static func reason(in body: ByteBuffer?) -> APNsReason? {
-        guard let body, let object = json(body) else { return nil }
-        return (object["reason"] as? String).flatMap(APNsReason.init(rawValue:))
+    /// The final result for an answer that settles the push (delivered, token dead, refused for
+    /// good), telling the feedback handler about dead tokens; nil when the push needs more.
+    private func settle(
+        _ response: APNsWireResponse,
+        _ answer: ErrorBody,
+        for notification: APNsNotification
+    ) async
+        -> APNsResult?
+    {
+        switch APNsClassification(status: response.status, reason: answer.reason) {
+        case .delivered:
+            metrics.delivered.increment()
+            return .delivered(apnsID: response.apnsID ?? notification.apnsID, uniqueID: response.uniqueID)
+        case .tokenDead:
+            let dead = answer.reason ?? .unregistered
+            metrics.failed(reason: dead.rawValue)
+            await feedback(
+                APNsTokenFeedback(
+                    deviceToken: notification.deviceToken,
+                    topic: notification.topic,
+                    reason: dead,
+                    timestamp: answer.timestamp
+                )
+            )
+            return .tokenDead(reason: dead, timestamp: answer.timestamp)
+        case .permanent:
+            metrics.failed(reason: answer.reason?.rawValue ?? String(response.status))
+            return .failed(reason: answer.reason, status: response.status)
+        case .retry, .refreshTokenAndRetry, .configuration:
+            return nil
+        }
     }
+}
 
-    private static func timestamp(in body: ByteBuffer?) -> Int64? {
-        guard let body, let object = json(body) else { return nil }
-        return (object["timestamp"] as? NSNumber)?.int64Value
-    }
+/// APNs' JSON error body: `{"reason": "…", "timestamp": …}`, read once.
+struct ErrorBody {
+    var reason: APNsReason?
+    var timestamp: Int64?
 
-    private static func json(_ body: ByteBuffer) -> [String: Any]? {
-        try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+    init(_ body: ByteBuffer?) {
+        guard let body,
+            let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        else { return }
+        reason = (object["reason"] as? String).flatMap(APNsReason.init(rawValue:))
+        timestamp = (object["timestamp"] as? NSNumber)?.int64Value
     }
 }
 

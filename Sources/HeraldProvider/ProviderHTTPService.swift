@@ -72,7 +72,13 @@ public enum ProviderHTTPService {
         for (index, push) in pushes.enumerated() {
             let apnsID = push.apnsID ?? APNsUUID.random()
             guard let priority = APNsPriority(rawValue: push.priority) else {
-                results[index] = ProviderPushResult(outcome: "failed", id: push.id, apnsID: apnsID, reason: "BadPriority", status: 400)
+                results[index] = ProviderPushResult(
+                    outcome: "failed",
+                    id: push.id,
+                    apnsID: apnsID,
+                    reason: "BadPriority",
+                    status: 400
+                )
                 continue
             }
             let notification = APNsNotification(
@@ -89,7 +95,13 @@ public enum ProviderHTTPService {
                 try notification.validate()
                 valid.append((index, apnsID, notification))
             } catch {
-                results[index] = ProviderPushResult(outcome: "failed", id: push.id, apnsID: apnsID, reason: error.message, status: 400)
+                results[index] = ProviderPushResult(
+                    outcome: "failed",
+                    id: push.id,
+                    apnsID: apnsID,
+                    reason: error.message,
+                    status: 400
+                )
             }
         }
         let answers = await client.send(batch: valid.map(\.2))

@@ -100,7 +100,11 @@ import Testing
                 #expect(status == 200)
                 let results = try #require(json["results"] as? [[String: Any]])
                 #expect(results.map { $0["id"] as? String } == ["a", "b", "c", "d", "e"])
-                #expect(results.map { $0["outcome"] as? String } == ["delivered", "delivered", "token_dead", "failed", "failed"])
+                #expect(
+                    results.map { $0["outcome"] as? String } == [
+                        "delivered", "delivered", "token_dead", "failed", "failed",
+                    ]
+                )
                 #expect(results[2]["reason"] as? String == "Unregistered")
                 #expect(results[2]["timestamp"] is NSNumber)
                 #expect(results[3]["reason"] as? String == "BadPriority")
@@ -113,12 +117,17 @@ import Testing
         try await ProviderHarness.with { harness in
             try await withService(harness) { url in
                 #expect(try await post(url, body: #"{"pushes":[]}"#, secret: nil).0 == 401)
-                #expect(try await post(url, body: #"{"pushes":[]}"#, secret: "wrong-secret-of-the-same-len!!!!").0 == 401)
+                #expect(
+                    try await post(url, body: #"{"pushes":[]}"#, secret: "wrong-secret-of-the-same-len!!!!").0 == 401
+                )
                 let cases: [(String, String)] = [
                     ("not json", "not valid JSON"),
                     (#"{"pushes":[]}"#, "1 to 1000 pushes"),
                     (#"{"pushes":[{"id":"a"}]}"#, "the field 'pushes.Index 0.device_token' is missing"),
-                    (#"{"pushes":[{"id":"a","device_token":"x","topic":"t","push_type":"banner","priority":5,"payload":"{}"}]}"#, "push_type"),
+                    (
+                        #"{"pushes":[{"id":"a","device_token":"x","topic":"t","push_type":"banner","priority":5,"payload":"{}"}]}"#,
+                        "push_type"
+                    ),
                 ]
                 for (body, message) in cases {
                     let (status, json) = try await post(url, body: body)
