@@ -73,20 +73,21 @@ public final class APNsClient: Service, Sendable {
         var lastProblem = ""
         while attempt < configuration.maximumAttempts {
             attempt += 1
-            var delay = Duration.zero
             if attempt > 1 {
                 metrics.retries.increment()
-                delay = backoff(attempt: attempt - 1)
+                let delay = backoff(attempt: attempt - 1)
+                if notification.isExpired(after: delay) {
+                    metrics.failed(reason: "expired")
+                    return .expired
+                }
+                try? await Task.sleep(for: delay)
             }
             // A push is never sent after its expiration: a call that could not ring in time must
-            // not ring later. (0 means "now or never", not a time.)
-            if let expiration = notification.expiration, expiration > 0,
-                Date().timeIntervalSince1970 + Double(delay.nanoseconds) / 1e9 >= Double(expiration)
-            {
+            // not ring later. Checked again after the backoff, which a busy machine can stretch.
+            if notification.isExpired(after: .zero) {
                 metrics.failed(reason: "expired")
                 return .expired
             }
-            if delay > .zero { try? await Task.sleep(for: delay) }
             let token: ProviderToken
             do {
                 token = try tokens.current()

@@ -1,3 +1,4 @@
+import Foundation
 public import HeraldAPNsCore
 public import NIOCore
 
@@ -81,6 +82,14 @@ public struct APNsNotification: Sendable {
             apnsID: apnsID,
             payload: payload
         )
+    }
+
+    /// Whether the expiration will have passed `delay` from now. `0` ("now or never") is never
+    /// expired before the first attempt.
+    func isExpired(after delay: Duration) -> Bool {
+        guard let expiration, expiration > 0 else { return false }
+        let (seconds, attoseconds) = delay.components
+        return Date().timeIntervalSince1970 + Double(seconds) + Double(attoseconds) / 1e18 >= Double(expiration)
     }
 
     /// Checks what APNs would refuse for the request's shape.
