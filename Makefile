@@ -47,7 +47,7 @@ format:
 	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests
 
 unit:
-	$(SWIFT) test
+	$(SWIFT) test --no-parallel
 
 interop: build
 	HERALD_BIN=$(HERALD) $(PYTHON) -m pytest -q Tests/interop

@@ -141,6 +141,7 @@ let package = Package(
             dependencies: [
                 "HeraldSandbox",
                 "HeraldAPNsCore",
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

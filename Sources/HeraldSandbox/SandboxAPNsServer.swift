@@ -6,6 +6,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import X509
 
 /// The APNs listener: HTTP/2 over TLS (ALPN `h2`), `POST /3/device/<token>`.
 ///
@@ -17,6 +18,8 @@ import NIOSSL
 public final class SandboxAPNsServer: Sendable {
     private let core: SandboxCore
     private let sslContext: NIOSSLContext
+    /// The CA client certificates are checked against (certificate-based connections).
+    private let clientCA: Certificate?
     private let group: any EventLoopGroup
     private let logger: Logger
     private let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
@@ -33,13 +36,19 @@ public final class SandboxAPNsServer: Sendable {
             privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem))
         )
         tlsConfiguration.applicationProtocols = ["h2"]
+        // Ask for a client certificate without requiring one: providers use either a provider
+        // token or a certificate, as with Apple. The sandbox judges certificates itself, so that
+        // a bad one is answered 403 BadCertificate rather than a failed handshake.
+        tlsConfiguration.certificateVerification = .optionalVerification
         sslContext = try NIOSSLContext(configuration: tlsConfiguration)
+        clientCA = try? Certificate(pemEncoded: String(contentsOfFile: tls.caCertificatePath, encoding: .utf8))
     }
 
     /// Binds and starts accepting connections; returns the bound port.
     public func start() async throws -> Int {
         let configuration = core.configuration
         let sslContext = sslContext
+        let clientCA = clientCA
         let core = core
         let connections = connections
         let logger = logger
@@ -51,7 +60,14 @@ public final class SandboxAPNsServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    let identity = ClientCertificateBox()
+                    try sync.addHandler(
+                        NIOSSLServerHandler(context: sslContext) { certificates, promise in
+                            let chain = certificates.compactMap { try? $0.toDERBytes() }
+                            identity.value = SandboxCertificateAuthority.classify(chainDER: chain, ca: clientCA)
+                            promise.succeed(.certificateVerified)
+                        }
+                    )
                     if let idle = configuration.idleTimeout {
                         try sync.addHandler(IdleStateHandler(allTimeout: TimeAmount(idle)))
                     }
@@ -71,6 +87,7 @@ public final class SandboxAPNsServer: Sendable {
                             core: core,
                             maxConcurrentStreams: configuration.maxConcurrentStreams,
                             connections: connections,
+                            identity: identity,
                             logger: logger
                         )
                     )
@@ -111,6 +128,12 @@ public final class SandboxAPNsServer: Sendable {
     }
 }
 
+/// The client certificate verdict of one connection: written by the TLS handler's verification
+/// callback and read by the connection handler, both on the connection's event loop.
+final class ClientCertificateBox: @unchecked Sendable {
+    var value: SandboxClientCertificate?
+}
+
 /// Asks a connection's handler to send GOAWAY and close.
 struct GoAwayRequest: Sendable {
     let reason: APNsReason?
@@ -130,6 +153,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private let core: SandboxCore
     private let maxConcurrentStreams: Int
     private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
+    private let identity: ClientCertificateBox
     private let logger: Logger
     private var state = SandboxConnectionState()
     private var requests: [HTTP2StreamID: SandboxAPNsRequest] = [:]
@@ -147,11 +171,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         core: SandboxCore,
         maxConcurrentStreams: Int,
         connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>,
+        identity: ClientCertificateBox,
         logger: Logger
     ) {
         self.core = core
         self.maxConcurrentStreams = maxConcurrentStreams
         self.connections = connections
+        self.identity = identity
         self.logger = logger
     }
 
@@ -270,6 +296,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private func process(_ request: SandboxAPNsRequest, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard !closing || streamID <= goAwayLastStreamID else { return }
         defer { if closing { closeIfDrained(context: context) } }
+        if state.clientCertificate == nil { state.clientCertificate = identity.value }
         let outcome = core.handle(request, connection: &state)
         if state.authenticated, !raisedStreamLimit {
             raisedStreamLimit = true

@@ -86,3 +86,78 @@ public enum SandboxCertificateAuthority {
         try SecretFile.write(Array((text + "\n").utf8), to: path, mode: mode, overwrite: true)
     }
 }
+
+extension SandboxCertificateAuthority {
+    /// A client certificate for certificate-based connections, as Apple issues per app and
+    /// environment: PEM texts of the certificate and its private key.
+    public struct ClientIdentity: Sendable, Codable {
+        public var certificatePEM: String
+        public var privateKeyPEM: String
+
+        enum CodingKeys: String, CodingKey {
+            case certificatePEM = "certificate_pem"
+            case privateKeyPEM = "private_key_pem"
+        }
+    }
+
+    /// Issues a client certificate for `bundleID` in `environment` (`sandbox` or `production`),
+    /// signed by the CA in `tls`. The bundle id is the subject's common name and the environment
+    /// its organizational unit.
+    public static func issueClientCertificate(
+        bundleID: String,
+        environment: SandboxKey.Environment,
+        tls: SandboxTLS
+    ) throws -> ClientIdentity {
+        let caKeyPath = (tls.caCertificatePath as NSString).deletingLastPathComponent + "/" + caKeyFile
+        let caKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: caKeyPath, encoding: .utf8))
+        let ca = try Certificate(pemEncoded: String(contentsOfFile: tls.caCertificatePath, encoding: .utf8))
+        let key = P256.Signing.PrivateKey()
+        let now = Date()
+        let certificate = try Certificate(
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(365 * 24 * 3600),
+            issuer: ca.subject,
+            subject: try DistinguishedName {
+                OrganizationName("Herald")
+                OrganizationalUnitName(environment.rawValue)
+                CommonName(bundleID)
+            },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.clientAuth])
+            },
+            issuerPrivateKey: .init(caKey)
+        )
+        return ClientIdentity(
+            certificatePEM: try certificate.serializeAsPEM().pemString,
+            privateKeyPEM: key.pemRepresentation
+        )
+    }
+
+    /// What a presented client certificate chain is worth, checked against the CA at `caPath`.
+    static func classify(chainDER: [[UInt8]], ca: Certificate?) -> SandboxClientCertificate {
+        guard let ca, let leafBytes = chainDER.first,
+            let leaf = try? Certificate(derEncoded: leafBytes),
+            leaf.issuer == ca.subject,
+            ca.publicKey.isValidSignature(leaf.signature, for: leaf),
+            leaf.notValidBefore <= Date(), Date() <= leaf.notValidAfter
+        else { return .untrusted }
+        var bundleID: String?
+        var unit: String?
+        for relative in leaf.subject {
+            for attribute in relative {
+                if attribute.type == .RDNAttributeType.commonName { bundleID = "\(attribute.value)" }
+                if attribute.type == .RDNAttributeType.organizationalUnitName { unit = "\(attribute.value)" }
+            }
+        }
+        guard let bundleID, let unit, let environment = SandboxKey.Environment(rawValue: unit) else {
+            return .untrusted
+        }
+        return .trusted(bundleID: bundleID, environment: environment)
+    }
+}

@@ -35,6 +35,19 @@ enum SandboxControlAPI {
             return .noContent
         }
 
+        router.post("/sandbox/certificates") { request, context -> JSON<SandboxCertificateAuthority.ClientIdentity> in
+            let body = try await request.decodeJSON(as: CertificateRequest.self, context: context)
+            guard core.apps.contains(where: { $0.bundleID == body.bundleID }) else {
+                throw SandboxError.unknownApp(body.bundleID)
+            }
+            let identity = try SandboxCertificateAuthority.issueClientCertificate(
+                bundleID: body.bundleID,
+                environment: body.environment ?? .sandbox,
+                tls: core.configuration.tls
+            )
+            return JSON(identity, status: .created)
+        }
+
         router.post("/sandbox/devices") { request, context -> JSON<SandboxDevice> in
             let registration = try await request.decodeJSON(as: DeviceRegistration.self, context: context)
             let device = try core.registerDevice(
@@ -163,6 +176,16 @@ enum SandboxControlAPI {
                 throw SandboxError.invalidRequest("\(name) must be between 0 and 3600000")
             }
             return value
+        }
+    }
+
+    struct CertificateRequest: Decodable {
+        let bundleID: String
+        let environment: SandboxKey.Environment?
+
+        enum CodingKeys: String, CodingKey {
+            case bundleID = "bundle_id"
+            case environment
         }
     }
 

@@ -28,10 +28,21 @@ public struct SandboxAPNsRequest: Sendable {
 public struct SandboxConnectionState: Sendable {
     /// The key id of the first provider token sent on this connection.
     public var keyID: String?
+    /// The TLS client certificate the connection presented, if any: such a connection is
+    /// certificate-based and needs no provider token.
+    public var clientCertificate: SandboxClientCertificate?
     /// Whether a valid provider token has been seen (the stream limit is raised after it).
     public var authenticated = false
 
     public init() {}
+}
+
+/// A TLS client certificate a connection presented.
+public enum SandboxClientCertificate: Sendable, Hashable {
+    /// Issued by the sandbox's CA for an app, for an environment.
+    case trusted(bundleID: String, environment: SandboxKey.Environment)
+    /// Not issued by the sandbox's CA, expired, or unreadable: 403 BadCertificate.
+    case untrusted
 }
 
 /// What the listener must do with a request.
@@ -202,131 +213,148 @@ extension SandboxCore {
         guard !token.utf8.contains(UInt8(ascii: "/")) else { return .rejected(.badPath) }
         if request.duplicateHeaders { return .rejected(.duplicateHeaders) }
 
-        // Provider token.
-        guard let authorization = request.authorization else { return .rejected(.missingProviderToken) }
-        guard authorization.utf8.count > 7,
-            authorization.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
-        else {
-            return .rejected(.invalidProviderToken)
-        }
-        let jwt = String(Substring(authorization.utf8.dropFirst(7)))
-        let verdict = verify(providerToken: jwt, state: &state, now: now)
-        switch verdict {
-        case .invalid(let reason, let keyID, let teamID):
-            entry.keyID = keyID
-            entry.teamID = teamID
-            return .rejected(reason)
-        case .valid(let keyID, let teamID, let issuedAt):
-            entry.keyID = keyID
-            entry.teamID = teamID
-            let ageSeconds = nowMilliseconds / 1000 - issuedAt
-            if ageSeconds > Int64(configuration.providerTokenMaxAge / .seconds(1)) {
-                return .rejected(.expiredProviderToken)
+        // Credentials: a client certificate (a certificate-based connection) or a provider token.
+        let teamID: String
+        if let certificate = connection.clientCertificate {
+            switch certificate {
+            case .untrusted:
+                return .rejected(.badCertificate)
+            case .trusted(let bundleID, let environment):
+                guard environment == .sandbox else { return .rejected(.badCertificateEnvironment) }
+                guard let team = state.apps[bundleID] else { return .rejected(.badCertificate) }
+                teamID = team
+                entry.teamID = team
             }
-            if let connectionKey = connection.keyID, connectionKey != keyID {
-                return .rejected(.unrelatedKeyIdInToken)
+        } else {
+            guard let authorization = request.authorization else { return .rejected(.missingProviderToken) }
+            guard authorization.utf8.count > 7,
+                authorization.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
+            else {
+                return .rejected(.invalidProviderToken)
             }
-            connection.keyID = keyID
-            connection.authenticated = true
-
-            // Injected faults hit authenticated requests, as Apple's own failures do; the
-            // connection's stream limit has been raised by then, so a stalled stream does not
-            // block the next request.
-            if !state.faults.isEmpty,
-                let index = state.faults.firstIndex(where: {
-                    $0.matches(token: token.lowercased(), topic: request.topic)
-                })
-            {
-                let fault = state.faults[index]
-                if fault.count <= 1 {
-                    state.faults.remove(at: index)
-                } else {
-                    state.faults[index].count -= 1
+            let jwt = String(Substring(authorization.utf8.dropFirst(7)))
+            switch verify(providerToken: jwt, state: &state, now: now) {
+            case .invalid(let reason, let keyID, let team):
+                entry.keyID = keyID
+                entry.teamID = team
+                return .rejected(reason)
+            case .valid(let keyID, let team, let issuedAt):
+                entry.keyID = keyID
+                entry.teamID = team
+                let ageSeconds = nowMilliseconds / 1000 - issuedAt
+                if ageSeconds > Int64(configuration.providerTokenMaxAge / .seconds(1)) {
+                    return .rejected(.expiredProviderToken)
                 }
-                return .injected(fault)
-            }
-
-            // Headers.
-            guard let topic = request.topic, !topic.isEmpty else { return .rejected(.missingTopic) }
-            let pushType: APNsPushType
-            if let value = request.pushType {
-                guard let parsed = APNsPushType(rawValue: value) else { return .rejected(.invalidPushType) }
-                pushType = parsed
-            } else {
-                pushType = topic.hasSuffix(".voip") ? .voip : .alert
-            }
-            let bundleID: String
-            if let suffix = pushType.topicSuffix {
-                guard topic.hasSuffix(suffix) else { return .rejected(.topicDisallowed) }
-                bundleID = String(topic.dropLast(suffix.count))
-            } else {
-                bundleID = topic
-            }
-            guard let appTeam = state.apps[bundleID] else { return .rejected(.badTopic) }
-            guard appTeam == teamID else { return .rejected(.topicDisallowed) }
-
-            let priority: APNsPriority
-            if let value = request.priority {
-                guard let number = Int(value), let parsed = APNsPriority(rawValue: number) else {
-                    return .rejected(.badPriority)
+                if let connectionKey = connection.keyID, connectionKey != keyID {
+                    return .rejected(.unrelatedKeyIdInToken)
                 }
-                priority = parsed
-            } else {
-                priority = pushType == .background ? .conserve : .immediate
+                connection.keyID = keyID
+                teamID = team
             }
-            guard pushType.allows(priority) else { return .rejected(.badPriority) }
-
-            var expiration: Int64?
-            if let value = request.expiration {
-                guard let seconds = Int64(value), seconds >= 0 else { return .rejected(.badExpirationDate) }
-                expiration = seconds
-            }
-            if let collapseID = request.collapseID, collapseID.utf8.count > 64 {
-                return .rejected(.badCollapseId)
-            }
-            if let id = request.apnsID, !APNsUUID.isCanonical(id[...]) { return .rejected(.badMessageId) }
-
-            // Payload.
-            if request.body.isEmpty { return .rejected(.payloadEmpty) }
-            if request.bodyTruncated || request.body.count > pushType.payloadLimit {
-                return .rejected(.payloadTooLarge)
-            }
-            guard JSONSyntax.isObject(request.body) else {
-                // Apple documents no reason for a body that is not a JSON dictionary; it is
-                // treated as carrying no payload.
-                return .rejected(.payloadEmpty)
-            }
-
-            // The device token.
-            guard APNsDeviceToken.isWellFormed(token) else { return .rejected(.badDeviceToken) }
-            let normalized = token.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } ? token.lowercased() : token
-            guard let tokenRecord = state.tokens[normalized] else { return .rejected(.badDeviceToken) }
-            guard tokenRecord.topic == topic else { return .rejected(.deviceTokenNotForTopic) }
-            switch tokenRecord.state {
-            case .active: break
-            case .unregistered(let at): return .rejected(.unregistered, timestamp: at)
-            case .expired(let at): return .rejected(.expiredToken, timestamp: at)
-            }
-            if let limit = configuration.perTokenRateLimit {
-                var window = state.rateWindows[normalized] ?? RateWindow(start: now, count: 0)
-                if now - window.start >= .seconds(1) { window = RateWindow(start: now, count: 0) }
-                window.count += 1
-                state.rateWindows[normalized] = window
-                if window.count > limit { return .rejected(.tooManyRequests) }
-            }
-            let notification = SandboxNotification(
-                apnsID: apnsID,
-                token: normalized,
-                topic: topic,
-                pushType: pushType,
-                priority: priority.rawValue,
-                expiration: expiration,
-                collapseID: request.collapseID,
-                payload: String(decoding: request.body, as: UTF8.self),
-                acceptedAt: nowMilliseconds
-            )
-            return .accepted(notification, deviceID: tokenRecord.deviceID)
         }
+        connection.authenticated = true
+
+        // Injected faults hit authenticated requests, as Apple's own failures do; the
+        // connection's stream limit has been raised by then, so a stalled stream does not
+        // block the next request.
+        if !state.faults.isEmpty,
+            let index = state.faults.firstIndex(where: {
+                $0.matches(token: token.lowercased(), topic: request.topic)
+            })
+        {
+            let fault = state.faults[index]
+            if fault.count <= 1 {
+                state.faults.remove(at: index)
+            } else {
+                state.faults[index].count -= 1
+            }
+            return .injected(fault)
+        }
+
+        // Headers.
+        guard let topic = request.topic, !topic.isEmpty else { return .rejected(.missingTopic) }
+        let pushType: APNsPushType
+        if let value = request.pushType {
+            guard let parsed = APNsPushType(rawValue: value) else { return .rejected(.invalidPushType) }
+            pushType = parsed
+        } else {
+            pushType = topic.hasSuffix(".voip") ? .voip : .alert
+        }
+        let bundleID: String
+        if let suffix = pushType.topicSuffix {
+            guard topic.hasSuffix(suffix) else { return .rejected(.topicDisallowed) }
+            bundleID = String(topic.dropLast(suffix.count))
+        } else {
+            bundleID = topic
+        }
+        guard let appTeam = state.apps[bundleID] else { return .rejected(.badTopic) }
+        guard appTeam == teamID else { return .rejected(.topicDisallowed) }
+        if case .trusted(let certificateBundle, _) = connection.clientCertificate, certificateBundle != bundleID {
+            // A certificate is for one app (its topic and its VoIP topic), not for its team's others.
+            return .rejected(.topicDisallowed)
+        }
+
+        let priority: APNsPriority
+        if let value = request.priority {
+            guard let number = Int(value), let parsed = APNsPriority(rawValue: number) else {
+                return .rejected(.badPriority)
+            }
+            priority = parsed
+        } else {
+            priority = pushType == .background ? .conserve : .immediate
+        }
+        guard pushType.allows(priority) else { return .rejected(.badPriority) }
+
+        var expiration: Int64?
+        if let value = request.expiration {
+            guard let seconds = Int64(value), seconds >= 0 else { return .rejected(.badExpirationDate) }
+            expiration = seconds
+        }
+        if let collapseID = request.collapseID, collapseID.utf8.count > 64 {
+            return .rejected(.badCollapseId)
+        }
+        if let id = request.apnsID, !APNsUUID.isCanonical(id[...]) { return .rejected(.badMessageId) }
+
+        // Payload.
+        if request.body.isEmpty { return .rejected(.payloadEmpty) }
+        if request.bodyTruncated || request.body.count > pushType.payloadLimit {
+            return .rejected(.payloadTooLarge)
+        }
+        guard JSONSyntax.isObject(request.body) else {
+            // Apple documents no reason for a body that is not a JSON dictionary; it is
+            // treated as carrying no payload.
+            return .rejected(.payloadEmpty)
+        }
+
+        // The device token.
+        guard APNsDeviceToken.isWellFormed(token) else { return .rejected(.badDeviceToken) }
+        let normalized = token.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } ? token.lowercased() : token
+        guard let tokenRecord = state.tokens[normalized] else { return .rejected(.badDeviceToken) }
+        guard tokenRecord.topic == topic else { return .rejected(.deviceTokenNotForTopic) }
+        switch tokenRecord.state {
+        case .active: break
+        case .unregistered(let at): return .rejected(.unregistered, timestamp: at)
+        case .expired(let at): return .rejected(.expiredToken, timestamp: at)
+        }
+        if let limit = configuration.perTokenRateLimit {
+            var window = state.rateWindows[normalized] ?? RateWindow(start: now, count: 0)
+            if now - window.start >= .seconds(1) { window = RateWindow(start: now, count: 0) }
+            window.count += 1
+            state.rateWindows[normalized] = window
+            if window.count > limit { return .rejected(.tooManyRequests) }
+        }
+        let notification = SandboxNotification(
+            apnsID: apnsID,
+            token: normalized,
+            topic: topic,
+            pushType: pushType,
+            priority: priority.rawValue,
+            expiration: expiration,
+            collapseID: request.collapseID,
+            payload: String(decoding: request.body, as: UTF8.self),
+            acceptedAt: nowMilliseconds
+        )
+        return .accepted(notification, deviceID: tokenRecord.deviceID)
     }
 
     /// Verifies a provider token once per distinct token text and caches the verdict; signature

@@ -219,11 +219,10 @@ import Testing
     @Test func tooManyPushesToOneTokenAnswer429() async throws {
         try await SandboxHarness.with(SandboxHarness.Setup { $0.perTokenRateLimit = 2 }) { sandbox in
             let token = try #require(try sandbox.device().messagingToken)
-            #expect(try await sandbox.push(to: token).status == 200)
-            // The next two in-process, microseconds apart: well inside the same second.
+            // In-process, microseconds apart: well inside one second however busy the machine.
             var connection = SandboxConnectionState()
-            let statuses = (0..<2).map { _ in sandbox.handle(to: token, connection: &connection)?.status }
-            #expect(statuses == [200, 429])
+            let statuses = (0..<3).map { _ in sandbox.handle(to: token, connection: &connection)?.status }
+            #expect(statuses == [200, 200, 429])
             #expect(sandbox.core.inspection().last?.reason == "TooManyRequests")
         }
     }

@@ -122,7 +122,7 @@ import Testing
     }
 
     @Test func aClientThatNeverSendsIsClosedAfterTheIdleTimeout() async throws {
-        try await SandboxHarness.with(SandboxHarness.Setup { $0.idleTimeout = .milliseconds(300) }) { sandbox in
+        try await SandboxHarness.with(SandboxHarness.Setup { $0.idleTimeout = .seconds(1) }) { sandbox in
             let silent = try await RawSocket.connect(port: sandbox.endpoints.apnsPort)
             try await silent.waitUntilClosedByServer()
             #expect(!silent.channel.isActive)

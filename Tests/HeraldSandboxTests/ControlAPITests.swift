@@ -83,7 +83,6 @@ import Testing
                 client: client
             )
             #expect(push.status == 200)
-            try await client.shutdown()
 
             let inspection = try await call(sandbox, .GET, "/sandbox/inspection?token=\(voip)")
             let records = try #require(inspection.json["records"] as? [[String: Any]])

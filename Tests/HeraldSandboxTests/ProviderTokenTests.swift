@@ -26,7 +26,6 @@ import Testing
                 #expect(try await sandbox.push(to: token, client: client).status == 200)
             }
             #expect(sandbox.core.providerTokenVerifications == 1)
-            try await second.shutdown()
         }
     }
 
@@ -119,7 +118,6 @@ import Testing
                 try await sandbox.push(to: device, headers: [("authorization", "bearer \(otherToken)")], client: client)
                     .status == 200
             )
-            try await client.shutdown()
         }
     }
 

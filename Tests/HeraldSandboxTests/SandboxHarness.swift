@@ -9,6 +9,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// One sandbox on loopback (ephemeral ports, real TLS), with a registered app, team and key, and
@@ -29,6 +30,9 @@ final class SandboxHarness: Sendable {
     let signer: ProviderTokenSigner
     let client: HTTPClient
     let token: ProviderToken
+    /// Clients a test made; all are shut down when the test ends, even when it fails (a client
+    /// dropped without shutdown stops the whole test process).
+    private let extraClients = Mutex<[HTTPClient]>([])
 
     private init(sandbox: Sandbox, endpoints: SandboxEndpoints, signer: ProviderTokenSigner, client: HTTPClient) throws
     {
@@ -91,10 +95,12 @@ final class SandboxHarness: Sendable {
             do {
                 try await body(harness)
             } catch {
+                await harness.shutDownExtraClients()
                 try? await client.shutdown()
                 await group.triggerGracefulShutdown()
                 throw error
             }
+            await harness.shutDownExtraClients()
             try await client.shutdown()
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
@@ -153,9 +159,11 @@ final class SandboxHarness: Sendable {
     func handle(
         to deviceToken: String,
         token: String? = nil,
+        expiration: Int64? = nil,
         connection: inout SandboxConnectionState
     ) -> SandboxAPNsResponse? {
         var request = SandboxAPNsRequest()
+        request.expiration = expiration.map(String.init)
         request.method = "POST"
         request.path = "/3/device/\(deviceToken)"
         request.authorization = "bearer \(token ?? self.token.text)"
@@ -172,7 +180,17 @@ final class SandboxHarness: Sendable {
         tls.trustRoots = .file(endpoints.caCertificatePath)
         configuration.tlsConfiguration = tls
         configuration.httpVersion = .automatic
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        return track(HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration))
+    }
+
+    /// Shuts `client` down when the test ends.
+    func track(_ client: HTTPClient) -> HTTPClient {
+        extraClients.withLock { $0.append(client) }
+        return client
+    }
+
+    private func shutDownExtraClients() async {
+        for client in extraClients.withLock({ $0 }) { try? await client.shutdown() }
     }
 }
 
