@@ -72,7 +72,11 @@ final class APNsConnection: Sendable {
                                 HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
                                 HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                                 HTTP2Setting(parameter: .enablePush, value: 0),
-                            ]
+                            ],
+                            // The handler builds every header block itself from validated parts;
+                            // checking them again per push is pure cost.
+                            headerBlockValidation: .disabled,
+                            contentLengthValidation: .disabled
                         )
                     )
                     try sync.addHandler(

@@ -1,9 +1,18 @@
+import Synchronization
+
 extension APNsUUID {
     /// A random (version 4) UUID in lowercase canonical form, without Foundation's formatting.
+    ///
+    /// apns-ids must be unique, not unpredictable: they come from a fast generator seeded once
+    /// from the system's CSPRNG, instead of two `getrandom` system calls per push.
     public static func random() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return random(using: &generator)
+        shared.withLock { random(using: &$0) }
     }
+
+    private static let shared: Mutex<SplitMix64> = {
+        var system = SystemRandomNumberGenerator()
+        return Mutex(SplitMix64(seed: system.next()))
+    }()
 
     /// A version 4 UUID from `generator`, in lowercase canonical form.
     public static func random(using generator: inout some RandomNumberGenerator) -> String {
@@ -30,5 +39,23 @@ extension APNsUUID {
             }
             return 36
         }
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood): a small, fast generator for identifiers that must be
+/// unique but need not be unpredictable.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) {
+        state = seed
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -131,8 +131,9 @@ struct ProviderCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "herald.provider")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let secret = try loadOrMakeSecret()
+        // The key first: a wrong key path should not leave a new secret file behind.
         let (client, _) = try apns.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+        let secret = try loadOrMakeSecret()
         let ready = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: ProviderHTTPService.router(client: client, secret: secret),
