@@ -1,3 +1,4 @@
+import HeraldAPNsCore
 public import NIOCore
 
 /// How the provider reaches APNs and how hard it tries.
@@ -65,12 +66,5 @@ public struct APNsClientConfiguration: Sendable {
         self.port = port
         let isIPLiteral = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
         serverHostname = isIPLiteral ? nil : host
-    }
-}
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

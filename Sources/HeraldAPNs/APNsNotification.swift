@@ -88,8 +88,7 @@ public struct APNsNotification: Sendable {
     /// expired before the first attempt.
     func isExpired(after delay: Duration) -> Bool {
         guard let expiration, expiration > 0 else { return false }
-        let (seconds, attoseconds) = delay.components
-        return Date().timeIntervalSince1970 + Double(seconds) + Double(attoseconds) / 1e18 >= Double(expiration)
+        return Date().timeIntervalSince1970 + Double(delay.nanoseconds) / 1e9 >= Double(expiration)
     }
 
     /// Checks what APNs would refuse for the request's shape.

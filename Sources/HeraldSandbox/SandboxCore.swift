@@ -135,8 +135,8 @@ public final class SandboxCore: Sendable {
             of: SandboxDeviceEvent.self,
             bufferingPolicy: .bufferingOldest(10_000)
         )
-        let (replaced, later) = try state.withLock {
-            (state) throws(SandboxError) -> (Subscriber?, [(SandboxTokenKind, String, ContinuousClock.Instant)]) in
+        let (id, replaced, later) = try state.withLock {
+            (state) throws(SandboxError) -> (UInt64, Subscriber?, [TokenReveal]) in
             try state.checkConnectable(deviceID)
             let device = state.devices[deviceID]!
             state.nextSubscriberID += 1
@@ -144,7 +144,7 @@ public final class SandboxCore: Sendable {
                 Subscriber(id: state.nextSubscriberID, continuation: continuation),
                 forKey: deviceID
             )
-            var later: [(SandboxTokenKind, String, ContinuousClock.Instant)] = []
+            var later: [TokenReveal] = []
             for (kind, token, readyAt) in [
                 (SandboxTokenKind.messaging, device.messagingToken, device.messagingReadyAt),
                 (.voip, device.voipToken, device.voipReadyAt),
@@ -160,13 +160,12 @@ public final class SandboxCore: Sendable {
                     continuation.yield(.notification(stored.notification))
                 }
             }
-            return (replaced, later)
+            return (state.nextSubscriberID, replaced, later)
         }
         replaced?.continuation.finish()
-        let id = state.withLock { $0.subscribers[deviceID]?.id }
         continuation.onTermination = { [weak self] _ in
             self?.state.withLock { state in
-                if let id, state.subscribers[deviceID]?.id == id { state.subscribers[deviceID] = nil }
+                if state.subscribers[deviceID]?.id == id { state.subscribers[deviceID] = nil }
             }
         }
         if !later.isEmpty {
@@ -337,6 +336,9 @@ extension SandboxCore {
         let kind: SandboxTokenKind
         var state: Status = .active
     }
+
+    /// A token handed to a device later, at its retrieval delay.
+    typealias TokenReveal = (kind: SandboxTokenKind, token: String, readyAt: ContinuousClock.Instant)
 
     struct PendingKey: Hashable {
         let deviceID: String
