@@ -17,6 +17,10 @@ let package = Package(
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
+        .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
+        .library(name: "HeraldRelay", targets: ["HeraldRelay"]),
+        .library(name: "HeraldRelayHTTP", targets: ["HeraldRelayHTTP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -33,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // libsodium from the system (Debian: libsodium-dev), found through pkg-config.
@@ -104,6 +110,62 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the relay keeps: the records and the `HeraldStore` protocol. No storage engine.
+        .target(
+            name: "HeraldStore",
+            swiftSettings: swiftSettings
+        ),
+        // `HeraldStore` on embedded SQLite (GRDB): WAL, migrations, group commit, leased claims.
+        .target(
+            name: "HeraldStoreSQLite",
+            dependencies: [
+                "HeraldStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The relay's logic: activation and key agreement, presence, sealing, ingest, the
+        // dispatcher. Knows a store and a push sender only through protocols.
+        .target(
+            name: "HeraldRelay",
+            dependencies: [
+                "HeraldStore",
+                "HeraldCrypto",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The relay's `/v1` HTTP API (Hummingbird), `/health` and `/metrics`.
+        .target(
+            name: "HeraldRelayHTTP",
+            dependencies: [
+                "HeraldRelay",
+                "HeraldStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Push senders for the relay's dispatcher: the APNs client in-process, or a remote
+        // `herald provider` over HTTP.
+        .target(
+            name: "HeraldRelayProvider",
+            dependencies: [
+                "HeraldRelay",
+                "HeraldAPNs",
+                "HeraldAPNsCore",
+                "HeraldProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `herald` subcommands, as a library so tests can run them in-process.
         .target(
             name: "HeraldCommands",
@@ -113,7 +175,14 @@ let package = Package(
                 "HeraldSandbox",
                 "HeraldAPNs",
                 "HeraldProvider",
+                "HeraldStore",
+                "HeraldStoreSQLite",
+                "HeraldRelay",
+                "HeraldRelayHTTP",
+                "HeraldRelayProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -176,6 +245,27 @@ let package = Package(
                 "HeraldCommands",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+            .testTarget(
+            name: "HeraldRelayTests",
+            dependencies: [
+                "HeraldRelay",
+                "HeraldRelayHTTP",
+                "HeraldRelayProvider",
+                "HeraldStore",
+                "HeraldStoreSQLite",
+                "HeraldCrypto",
+                "HeraldAPNs",
+                "HeraldAPNsCore",
+                "HeraldSandbox",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -66,7 +66,8 @@ public enum ProviderHTTPService {
     }
 
     /// Checks each push, then hands the valid ones to the client as one batch.
-    static func send(_ pushes: [ProviderPush], with client: APNsClient) async -> [ProviderPushResult] {
+    /// The same path in-process: the relay's dispatcher calls it when the provider runs inside it.
+    public static func send(_ pushes: [ProviderPush], with client: APNsClient) async -> [ProviderPushResult] {
         var results = [ProviderPushResult?](repeating: nil, count: pushes.count)
         var valid: [(Int, String, APNsNotification)] = []
         for (index, push) in pushes.enumerated() {

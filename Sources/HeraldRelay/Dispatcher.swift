@@ -1,0 +1,270 @@
+import Foundation
+public import HeraldStore
+public import Logging
+import Metrics
+public import ServiceLifecycle
+import Synchronization
+
+/// How the dispatcher drains the outbox.
+public struct DispatcherConfiguration: Sendable {
+    /// Who claims (unique per relay node); claims left by an earlier run of the same owner are
+    /// released at start.
+    public var owner: String = "local"
+    /// Concurrent claim-send-complete loops.
+    public var workers: Int = 4
+    /// The most pushes one loop claims at a time.
+    public var batchSize: Int = 256
+    /// How long a claim holds before another worker may take the push again.
+    public var lease: Duration = .seconds(60)
+    /// How long an idle loop sleeps when nothing wakes it.
+    public var idlePoll: Duration = .seconds(1)
+    /// The first retry delay after `retry later`; doubled per attempt, with jitter.
+    public var retryBase: Duration = .seconds(1)
+    public var retryMaximum: Duration = .seconds(300)
+
+    public init() {}
+}
+
+/// Drains the outbox into a `PushSender`: calls first, then messages by longest wait; follows the
+/// provider's classification (retry until expiration, dead tokens cleared from their devices).
+///
+/// Run it under a `ServiceGroup`. On graceful shutdown it stops claiming, finishes the batches in
+/// flight, and returns.
+public final class Dispatcher: Service, Sendable {
+    private let store: any HeraldStore
+    private let sender: any PushSender
+    private let configuration: DispatcherConfiguration
+    private let logger: Logger
+    private let now: @Sendable () -> Int64
+    private let signal = WakeSignal()
+    private let latency = Metrics.Timer(label: "herald_relay_push_latency_seconds")
+    private let inFlightGauge = Gauge(label: "herald_relay_pushes_in_flight")
+    private let inFlight = Atomic<Int>(0)
+
+    public init(
+        store: any HeraldStore,
+        sender: any PushSender,
+        configuration: DispatcherConfiguration = DispatcherConfiguration(),
+        logger: Logger,
+        now: @escaping @Sendable () -> Int64 = RelayClock.now
+    ) {
+        self.store = store
+        self.sender = sender
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Tells idle loops that new pushes are queued.
+    public func wake() { signal.signal() }
+
+    /// Pushes handed to the sender and not yet completed.
+    public var pushesInFlight: Int { inFlight.load(ordering: .relaxed) }
+
+    public func run() async throws {
+        do {
+            let released = try await store.releaseClaims(owner: configuration.owner, now: now())
+            if released > 0 {
+                logger.notice("re-queued pushes claimed before a restart", metadata: ["count": "\(released)"])
+            }
+        } catch {
+            logger.error("cannot release earlier claims", metadata: ["error": "\(error)"])
+        }
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<max(1, self.configuration.workers) {
+                    group.addTask { await self.loop() }
+                }
+            }
+        }
+    }
+
+    private func loop() async {
+        while !Task.isCancelled {
+            let claimed: [ClaimedPush]
+            do {
+                let time = now()
+                claimed = try await store.claim(
+                    limit: configuration.batchSize,
+                    owner: configuration.owner,
+                    now: time,
+                    leaseUntil: time + configuration.lease.milliseconds
+                )
+            } catch {
+                logger.error("cannot claim pushes", metadata: ["error": "\(error)"])
+                await signal.wait(timeout: configuration.idlePoll)
+                continue
+            }
+            if claimed.isEmpty {
+                await signal.wait(timeout: await idleWait())
+                continue
+            }
+            // Once claimed, a batch is sent and completed even if shutdown begins meanwhile.
+            await Task { await self.deliver(claimed) }.value
+        }
+    }
+
+    /// Until the next retry is due, within the idle poll.
+    private func idleWait() async -> Duration {
+        guard let due = try? await store.nextDueTime() else { return configuration.idlePoll }
+        let wait = Duration.milliseconds(max(1, due - now()))
+        return min(wait, configuration.idlePoll)
+    }
+
+    private func deliver(_ claimed: [ClaimedPush]) async {
+        let pushes = claimed.map { item in
+            OutgoingPush(
+                pushID: item.entry.pushID,
+                deviceToken: item.deviceToken,
+                topic: item.entry.topic,
+                pushType: item.entry.pushType,
+                priority: item.entry.priority,
+                expiration: item.entry.expiresAt / 1000,
+                collapseID: item.entry.collapseID,
+                apnsID: item.entry.apnsID,
+                payload: item.entry.payload
+            )
+        }
+        inFlightGauge.record(inFlight.add(claimed.count, ordering: .relaxed).newValue)
+        let outcomes = await sender.send(pushes)
+        inFlightGauge.record(inFlight.subtract(claimed.count, ordering: .relaxed).newValue)
+        let time = now()
+        var completions: [PushCompletion] = []
+        completions.reserveCapacity(claimed.count)
+        for (index, item) in claimed.enumerated() {
+            let outcome = index < outcomes.count ? outcomes[index] : .retryLater(reason: "no answer from the provider")
+            completions.append(completion(for: item, outcome: outcome, at: time))
+            if case .delivered = outcome {
+                latency.recordMilliseconds(time - item.entry.createdAt)
+            }
+        }
+        // The outcome must reach the store; a failed write is retried rather than lost (the
+        // lease would otherwise send the push again).
+        var attempt = 0
+        while true {
+            do {
+                try await store.complete(completions, now: time)
+                break
+            } catch {
+                attempt += 1
+                logger.error("cannot record push outcomes", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
+                if attempt >= 5 { break }
+                try? await Task.sleep(for: .milliseconds(100 << attempt))
+            }
+        }
+    }
+
+    func completion(for item: ClaimedPush, outcome: PushOutcome, at time: Int64) -> PushCompletion {
+        let id = item.entry.pushID
+        switch outcome {
+        case .delivered:
+            Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "delivered")]).increment()
+            return PushCompletion(pushID: id, disposition: .finish(.delivered), reason: nil, deadToken: nil)
+        case .tokenDead(let reason):
+            Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "token_dead")]).increment()
+            logger.notice("device token dead", metadata: ["device": "\(item.entry.deviceID)", "reason": "\(reason)"])
+            return PushCompletion(
+                pushID: id,
+                disposition: .finish(.tokenDead),
+                reason: reason,
+                deadToken: (item.entry.deviceID, item.deviceToken)
+            )
+        case .failed(let reason):
+            Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "failed")]).increment()
+            return PushCompletion(pushID: id, disposition: .finish(.failed), reason: reason, deadToken: nil)
+        case .expired:
+            Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "expired")]).increment()
+            return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
+        case .retryLater(let reason):
+            let next = time + retryDelay(attempts: item.entry.attempts)
+            if next >= item.entry.expiresAt {
+                Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "expired")]).increment()
+                return PushCompletion(
+                    pushID: id,
+                    disposition: .finish(.expired),
+                    reason: "expired while retrying: " + reason,
+                    deadToken: nil
+                )
+            }
+            Counter(label: "herald_relay_push_retries_total").increment()
+            return PushCompletion(pushID: id, disposition: .retry(at: next), reason: reason, deadToken: nil)
+        }
+    }
+
+    /// Exponential backoff with full jitter, in milliseconds.
+    func retryDelay(attempts: Int) -> Int64 {
+        let base = configuration.retryBase.milliseconds
+        let ceiling = min(configuration.retryMaximum.milliseconds, base << min(max(attempts - 1, 0), 20))
+        return Int64.random(in: (ceiling / 2)...max(ceiling / 2, ceiling))
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds.
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
+
+/// Wakes every waiting loop; a signal with no waiter is kept for the next one.
+final class WakeSignal: Sendable {
+    private struct State {
+        var pending = false
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    func signal() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            if state.waiters.isEmpty {
+                state.pending = true
+                return []
+            }
+            let all = Array(state.waiters.values)
+            state.waiters.removeAll()
+            return all
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns on a signal, after `timeout`, or on cancellation.
+    func wait(timeout: Duration) async {
+        let consumed = state.withLock { state -> Bool in
+            defer { state.pending = false }
+            return state.pending
+        }
+        if consumed { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: timeout) }
+            group.addTask { await self.waitForSignal() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func waitForSignal() async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.pending || Task.isCancelled {
+                        state.pending = false
+                        return true
+                    }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume()
+        }
+    }
+}

@@ -1,0 +1,91 @@
+public import HeraldCrypto
+public import HeraldStore
+
+/// Builds the APNs JSON bodies the relay sends, with the sealed content inside the budget.
+///
+/// The lock-screen text is always the app's generic one: the sender and the text travel only in
+/// the `herald.sealed` envelope, which the Notification Service Extension (messages) or the
+/// PushKit handler (calls) opens with the device's session key.
+public enum PushPayload {
+    /// The body of a messaging push for one device.
+    ///
+    /// - Returns: the JSON body and whether the text had to be cut to fit (the app then fetches
+    ///   the whole message by id).
+    public static func message(
+        _ content: MessageContent,
+        app: AppRecord,
+        deviceID: String,
+        sealer: EnvelopeSealer
+    ) throws(HeraldCryptoError) -> (body: String, truncated: Bool) {
+        var content = content
+        switch app.contentPolicy {
+        case .full: break
+        case .senderOnly: content.text = ""
+        case .none:
+            return (messageBody(app: app, content: content, sealed: nil), false)
+        }
+        let surrounding = messageBody(app: app, content: content, sealed: "").utf8.count
+        let capacity = PayloadBudget.apnsAlert.plaintextCapacity(surroundingBytes: surrounding)
+        let fitted = try content.fitted(toPlaintextCapacity: capacity)
+        let envelope = try sealer.seal(.message(fitted), deviceID: deviceID)
+        return (messageBody(app: app, content: content, sealed: envelope.text), fitted.truncated)
+    }
+
+    /// The body of a call push for one device.
+    public static func call(_ content: CallContent, deviceID: String, sealer: EnvelopeSealer) throws(HeraldCryptoError)
+        -> String
+    {
+        let surrounding = callBody(callID: content.callID, sealed: "").utf8.count
+        guard content.encodedLength <= PayloadBudget.apnsVoIP.plaintextCapacity(surroundingBytes: surrounding) else {
+            throw HeraldCryptoError.doesNotFit
+        }
+        let envelope = try sealer.seal(.call(content), deviceID: deviceID)
+        return callBody(callID: content.callID, sealed: envelope.text)
+    }
+
+    static func messageBody(app: AppRecord, content: MessageContent, sealed: String?) -> String {
+        var json = "{\"aps\":{\"alert\":{\"title\":"
+        json += quoted(app.alertTitle)
+        json += ",\"body\":"
+        json += quoted(app.alertBody)
+        json += "},\"mutable-content\":1,\"sound\":\"default\",\"thread-id\":"
+        json += quoted(content.conversationID)
+        json += "},\"herald\":{\"v\":1,\"kind\":\"message\",\"message_id\":"
+        json += quoted(content.messageID)
+        json += ",\"conversation_id\":"
+        json += quoted(content.conversationID)
+        json += ",\"policy\":"
+        json += quoted(app.contentPolicy.rawValue)
+        if let sealed {
+            json += ",\"sealed\":"
+            json += quoted(sealed)
+        }
+        json += "}}"
+        return json
+    }
+
+    static func callBody(callID: String, sealed: String) -> String {
+        "{\"herald\":{\"v\":1,\"kind\":\"call\",\"call_id\":" + quoted(callID) + ",\"sealed\":" + quoted(sealed) + "}}"
+    }
+
+    /// A JSON string literal.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        out.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+        return out
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import HeraldCrypto
+public import HeraldStore
+
+extension Relay {
+    /// Accepts a message: stores it, seals one messaging push per device that is not looking at
+    /// the conversation, and commits both before returning.
+    public func send(message request: MessageRequest) async throws(RelayError) -> IngestReceipt {
+        try check(request.to, "to", pattern: .identifier)
+        try check(request.from.id, "from.id", pattern: .identifier)
+        try checkText(request.from.name, "from.name")
+        try check(request.conversation, "conversation", pattern: .identifier)
+        guard !request.text.isEmpty else { throw .invalidField("text", "must not be empty") }
+        guard request.text.utf8.count <= configuration.maximumTextBytes else {
+            throw .invalidField("text", "is longer than \(configuration.maximumTextBytes) bytes")
+        }
+        if let key = request.idempotencyKey { try check(key, "idempotency_key", pattern: .identifier) }
+
+        let time = now()
+        let messageID = UUID().uuidString.lowercased()
+        let devices = try await storing { try await self.store.devices(userID: request.to) }
+        let presence = try await storing { try await self.store.presence(deviceIDs: devices.map(\.id)) }
+        let content = MessageContent(
+            messageID: messageID,
+            conversationID: request.conversation,
+            senderID: request.from.id,
+            senderName: request.from.name,
+            text: request.text,
+            sentAt: time
+        )
+
+        var pushes: [OutboxEntry] = []
+        var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
+        for device in devices {
+            if let reason = try await skipReason(for: device, kind: .message) {
+                receipt.skipped.append(.init(deviceID: device.id, reason: reason))
+                continue
+            }
+            if presence[device.id]?.isActive(in: request.conversation, at: time) == true {
+                receipt.skipped.append(.init(deviceID: device.id, reason: "active_in_conversation"))
+                continue
+            }
+            guard let app = try await app(id: device.appID) else {
+                receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
+                continue
+            }
+            let pushID = UUID().uuidString.lowercased()
+            let body: String
+            do {
+                body = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer(for: device)).body
+            } catch let error as RelayError {
+                throw error
+            } catch {
+                throw RelayError.invalidField("from.name", "leaves no room for the message in the push")
+            }
+            pushes.append(
+                OutboxEntry(
+                    pushID: pushID,
+                    deviceID: device.id,
+                    kind: .message,
+                    subjectID: messageID,
+                    priority: 5,
+                    payload: body,
+                    apnsID: pushID,
+                    topic: app.id,
+                    pushType: "alert",
+                    nextAttemptAt: time,
+                    expiresAt: time + app.messageTTL * 1000,
+                    createdAt: time,
+                    updatedAt: time
+                )
+            )
+            receipt.pushes.append(.init(pushID: pushID, deviceID: device.id))
+        }
+
+        let message = MessageRecord(
+            id: messageID,
+            userID: request.to,
+            conversation: request.conversation,
+            senderID: request.from.id,
+            senderName: request.from.name,
+            sealedText: masterKey.seal(
+                SecureBytes(copying: Array(request.text.utf8)),
+                context: Self.messageContext(messageID)
+            ),
+            createdAt: time,
+            expiresAt: time + configuration.messageRetention * 1000
+        )
+        let outcome = try await commit(
+            receipt: receipt,
+            key: request.idempotencyKey.map { "message:" + $0 },
+            message: message,
+            pushes: pushes
+        )
+        if !outcome.duplicate { relayMetrics.messages.increment() }
+        return outcome
+    }
+
+    /// Accepts a call: one VoIP push (priority 10, `<bundle>.voip`, short expiration) per iOS
+    /// device of the user with a VoIP token. The same call id never rings twice.
+    public func send(call request: CallRequest) async throws(RelayError) -> IngestReceipt {
+        try check(request.to, "to", pattern: .identifier)
+        try check(request.from.id, "from.id", pattern: .identifier)
+        try checkText(request.from.name, "from.name")
+        try check(request.callID, "call_id", pattern: .identifier)
+        let media: CallMedia
+        if let name = request.media {
+            guard let parsed = CallMedia(rawValue: name) else {
+                throw .invalidField("media", "must be 'audio' or 'video'")
+            }
+            media = parsed
+        } else {
+            media = .audio
+        }
+
+        let time = now()
+        let devices = try await storing { try await self.store.devices(userID: request.to) }
+        let content = CallContent(
+            callID: request.callID,
+            callerID: request.from.id,
+            callerName: request.from.name,
+            media: media,
+            startedAt: time
+        )
+        var pushes: [OutboxEntry] = []
+        var receipt = IngestReceipt(id: request.callID, pushes: [], skipped: [])
+        for device in devices {
+            if let reason = try await skipReason(for: device, kind: .call) {
+                receipt.skipped.append(.init(deviceID: device.id, reason: reason))
+                continue
+            }
+            guard let app = try await app(id: device.appID) else {
+                receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
+                continue
+            }
+            let pushID = UUID().uuidString.lowercased()
+            let body: String
+            do {
+                body = try PushPayload.call(content, deviceID: device.id, sealer: sealer(for: device))
+            } catch let error as RelayError {
+                throw error
+            } catch {
+                throw RelayError.invalidField("from.name", "does not fit in a VoIP push")
+            }
+            pushes.append(
+                OutboxEntry(
+                    pushID: pushID,
+                    deviceID: device.id,
+                    kind: .call,
+                    subjectID: request.callID,
+                    priority: 10,
+                    payload: body,
+                    apnsID: pushID,
+                    topic: app.id + ".voip",
+                    pushType: "voip",
+                    nextAttemptAt: time,
+                    expiresAt: time + app.callTTL * 1000,
+                    createdAt: time,
+                    updatedAt: time
+                )
+            )
+            receipt.pushes.append(.init(pushID: pushID, deviceID: device.id))
+        }
+        let outcome = try await commit(receipt: receipt, key: "call:" + request.callID, message: nil, pushes: pushes)
+        if !outcome.duplicate { relayMetrics.calls.increment() }
+        return outcome
+    }
+
+    /// Why a device gets no push of this kind, or `nil` if it gets one.
+    private func skipReason(for device: DeviceRecord, kind: OutboxKind) async throws(RelayError) -> String? {
+        guard device.platform == .ios else { return "platform_not_supported" }
+        let token = kind == .call ? device.voipToken : device.messagingToken
+        if token != nil { return nil }
+        if let dead = device.tokenDeadReason { return "token_dead: " + dead }
+        return kind == .call ? "no_voip_token" : "no_token"
+    }
+
+    /// Commits an ingest once per key; a repeated key answers the first receipt.
+    private func commit(
+        receipt: IngestReceipt,
+        key: String?,
+        message: MessageRecord?,
+        pushes: [OutboxEntry]
+    ) async throws(RelayError) -> IngestReceipt {
+        let encoded: [UInt8]
+        do {
+            encoded = Array(try JSONEncoder().encode(receipt))
+        } catch {
+            throw RelayError.unavailable.with(detail: "cannot encode the receipt")
+        }
+        let ingest = Ingest(idempotencyKey: key, message: message, pushes: pushes, receipt: encoded)
+        switch try await storing({ try await self.store.accept(ingest) }) {
+        case .accepted:
+            relayMetrics.queued.increment(by: pushes.count)
+            relayMetrics.skipped.increment(by: receipt.skipped.count)
+            if !pushes.isEmpty { accepted() }
+            return receipt
+        case .duplicate(let stored):
+            relayMetrics.duplicates.increment()
+            guard var first = try? JSONDecoder().decode(IngestReceipt.self, from: Data(stored)) else {
+                throw RelayError.unavailable.with(detail: "the first answer for this key is unreadable")
+            }
+            first.duplicate = true
+            return first
+        }
+    }
+
+    // MARK: Reading back
+
+    /// A message, for a device of its recipient (content-free policy, cut texts).
+    public func message(id: String, for device: DeviceRecord) async throws(RelayError) -> MessageView {
+        guard let message = try await storing({ try await self.store.message(id: id) }),
+            message.userID == device.userID
+        else { throw RelayError.notFound.with(detail: "no message \(id) for this device") }
+        let text: String
+        do {
+            let bytes = try masterKey.open(message.sealedText, context: Self.messageContext(message.id)).copyBytes()
+            text = String(decoding: bytes, as: UTF8.self)
+        } catch {
+            logger.error("cannot open a stored message", metadata: ["message": "\(id)"])
+            throw RelayError.unavailable.with(detail: "the relay cannot read this message")
+        }
+        return MessageView(
+            messageID: message.id,
+            conversation: message.conversation,
+            from: Party(id: message.senderID, name: message.senderName),
+            text: text,
+            sentAt: message.createdAt
+        )
+    }
+
+    /// A push's state and history.
+    public func pushStatus(id: String) async throws(RelayError) -> PushStatusView {
+        guard let entry = try await storing({ try await self.store.push(id: id) }) else {
+            throw RelayError.notFound.with(detail: "no push \(id)")
+        }
+        let history = try await storing { try await self.store.deliveryLog(pushID: id) }
+        return PushStatusView(entry, history: history)
+    }
+
+    /// Deletes messages past retention and forgets old idempotency keys.
+    public func purgeExpired() async throws(RelayError) -> Int {
+        let time = now()
+        return try await storing {
+            try await self.store.deleteExpired(
+                now: time,
+                idempotencyKeysBefore: time - self.configuration.messageRetention * 1000
+            )
+        }
+    }
+}

@@ -1,0 +1,64 @@
+/// Why the relay refused a request; each maps to one HTTP status and a JSON reason.
+public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: String, Hashable, Sendable {
+        case invalidField = "invalid_field"
+        case unauthorized
+        case forbidden
+        case notFound = "not_found"
+        case conflict
+        case unavailable
+    }
+
+    private let code: Code
+    /// What went wrong, for the caller. Never holds secrets or message text.
+    public let detail: String
+    /// The request field at fault, for `invalidField`.
+    public let field: String?
+
+    private init(_ code: Code, _ detail: String, field: String? = nil) {
+        self.code = code
+        self.detail = detail
+        self.field = field
+    }
+
+    public var description: String { detail }
+
+    /// A stable name for the kind of failure (`"invalid_field"`), for JSON error bodies.
+    public var identifier: String { code.rawValue }
+
+    /// The HTTP status that carries this error.
+    public var status: Int {
+        switch code {
+        case .invalidField: 400
+        case .unauthorized: 401
+        case .forbidden: 403
+        case .notFound: 404
+        case .conflict: 409
+        case .unavailable: 503
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// A request field is missing or malformed.
+    public static func invalidField(_ field: String, _ reason: String) -> Self {
+        Self(.invalidField, "'\(field)' \(reason)", field: field)
+    }
+    /// No credential, or one that is not valid.
+    public static let unauthorized = Self(.unauthorized, "a valid credential is required")
+    /// A valid credential that does not grant this request.
+    public static let forbidden = Self(.forbidden, "the credential does not grant this request")
+    /// The thing asked for does not exist.
+    public static let notFound = Self(.notFound, "not found")
+    /// The request conflicts with the relay's state.
+    public static let conflict = Self(.conflict, "the request conflicts with the relay's state")
+    /// The store cannot be reached; nothing was accepted.
+    public static let unavailable = Self(.unavailable, "the relay cannot store the request right now")
+
+    /// The same kind of failure with a more precise message.
+    public func with(detail: String) -> Self { Self(code, detail, field: field) }
+
+    /// Whether two errors are the same kind (`==` ignores the detail).
+    public var isInvalidField: Bool { code == .invalidField }
+}

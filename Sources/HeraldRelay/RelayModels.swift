@@ -1,0 +1,357 @@
+public import HeraldStore
+
+/// `POST /v1/activations`: a device asks for push, with its half of the key agreement.
+public struct ActivationRequest: Sendable, Codable, Hashable {
+    public var userID: String
+    /// The app's bundle id.
+    public var app: String
+    public var platform: DevicePlatform
+    /// The device's `crypto_kx` public key, base64 (32 bytes).
+    public var publicKey: String
+    public var messagingToken: String?
+    public var voipToken: String?
+    /// Set to re-activate (rotate the keys of) an existing device.
+    public var deviceID: String?
+
+    public init(
+        userID: String,
+        app: String,
+        platform: DevicePlatform,
+        publicKey: String,
+        messagingToken: String? = nil,
+        voipToken: String? = nil,
+        deviceID: String? = nil
+    ) {
+        self.userID = userID
+        self.app = app
+        self.platform = platform
+        self.publicKey = publicKey
+        self.messagingToken = messagingToken
+        self.voipToken = voipToken
+        self.deviceID = deviceID
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case app, platform
+        case publicKey = "public_key"
+        case messagingToken = "messaging_token"
+        case voipToken = "voip_token"
+        case deviceID = "device_id"
+    }
+}
+
+/// The answer to an activation: the relay's half, and the device's credential (shown once).
+public struct ActivationResponse: Sendable, Codable, Hashable {
+    public var deviceID: String
+    public var userID: String
+    public var app: String
+    /// The relay's `crypto_kx` public key for this device, base64.
+    public var relayPublicKey: String
+    /// The key id every push sealed for this device carries, hex.
+    public var keyID: String
+    /// The key id before this re-activation; pushes in flight may still carry it.
+    public var previousKeyID: String?
+    /// The bearer credential for this device's endpoints. Stored by the relay only as a hash.
+    public var deviceCredential: String
+    public var contentPolicy: ContentPolicy
+
+    public init(
+        deviceID: String,
+        userID: String,
+        app: String,
+        relayPublicKey: String,
+        keyID: String,
+        previousKeyID: String?,
+        deviceCredential: String,
+        contentPolicy: ContentPolicy
+    ) {
+        self.deviceID = deviceID
+        self.userID = userID
+        self.app = app
+        self.relayPublicKey = relayPublicKey
+        self.keyID = keyID
+        self.previousKeyID = previousKeyID
+        self.deviceCredential = deviceCredential
+        self.contentPolicy = contentPolicy
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case userID = "user_id"
+        case app
+        case relayPublicKey = "relay_public_key"
+        case keyID = "key_id"
+        case previousKeyID = "previous_key_id"
+        case deviceCredential = "device_credential"
+        case contentPolicy = "content_policy"
+    }
+}
+
+/// `PUT /v1/devices/{id}/tokens`: late or refreshed tokens. An absent field is left as it is; an
+/// empty string removes the token.
+public struct TokenUpdateRequest: Sendable, Codable, Hashable {
+    public var messagingToken: String?
+    public var voipToken: String?
+
+    public init(messagingToken: String? = nil, voipToken: String? = nil) {
+        self.messagingToken = messagingToken
+        self.voipToken = voipToken
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messagingToken = "messaging_token"
+        case voipToken = "voip_token"
+    }
+}
+
+/// A device as the API shows it (no key material).
+public struct DeviceView: Sendable, Codable, Hashable {
+    public var deviceID: String
+    public var userID: String
+    public var app: String
+    public var platform: DevicePlatform
+    public var messagingToken: String?
+    public var voipToken: String?
+    public var keyID: String
+    /// Why the last token was dropped, while the device has none.
+    public var tokenDeadReason: String?
+
+    public init(_ device: DeviceRecord) {
+        deviceID = device.id
+        userID = device.userID
+        app = device.appID
+        platform = device.platform
+        messagingToken = device.messagingToken
+        voipToken = device.voipToken
+        keyID = device.keyID
+        tokenDeadReason = device.tokenDeadReason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case userID = "user_id"
+        case app, platform
+        case messagingToken = "messaging_token"
+        case voipToken = "voip_token"
+        case keyID = "key_id"
+        case tokenDeadReason = "token_dead_reason"
+    }
+}
+
+/// `PUT /v1/devices/{id}/presence`: a heartbeat.
+public struct HeartbeatRequest: Sendable, Codable, Hashable {
+    /// The conversation on screen, if any.
+    public var conversation: String?
+    public var state: PresenceState
+    /// Seconds until an `active` heartbeat counts as background (default 60).
+    public var ttl: Int?
+
+    public init(conversation: String? = nil, state: PresenceState, ttl: Int? = nil) {
+        self.conversation = conversation
+        self.state = state
+        self.ttl = ttl
+    }
+}
+
+/// The answer to a heartbeat.
+public struct PresenceView: Sendable, Codable, Hashable {
+    public var deviceID: String
+    public var state: PresenceState
+    public var conversation: String?
+    /// Milliseconds since the epoch.
+    public var expiresAt: Int64
+
+    public init(deviceID: String, state: PresenceState, conversation: String?, expiresAt: Int64) {
+        self.deviceID = deviceID
+        self.state = state
+        self.conversation = conversation
+        self.expiresAt = expiresAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case state, conversation
+        case expiresAt = "expires_at"
+    }
+}
+
+/// Who sent a message or places a call.
+public struct Party: Sendable, Codable, Hashable {
+    public var id: String
+    public var name: String
+
+    public init(id: String, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// `POST /v1/messages`.
+public struct MessageRequest: Sendable, Codable, Hashable {
+    /// The recipient user.
+    public var to: String
+    public var from: Party
+    public var conversation: String
+    public var text: String
+    /// The same key never makes a second push; the first answer is returned again.
+    public var idempotencyKey: String?
+
+    public init(to: String, from: Party, conversation: String, text: String, idempotencyKey: String? = nil) {
+        self.to = to
+        self.from = from
+        self.conversation = conversation
+        self.text = text
+        self.idempotencyKey = idempotencyKey
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case to, from, conversation, text
+        case idempotencyKey = "idempotency_key"
+    }
+}
+
+/// `POST /v1/calls`.
+public struct CallRequest: Sendable, Codable, Hashable {
+    /// The called user.
+    public var to: String
+    public var from: Party
+    /// The backend's call id; a second request with the same id rings nobody again.
+    public var callID: String
+    /// `audio` (default) or `video`.
+    public var media: String?
+
+    public init(to: String, from: Party, callID: String, media: String? = nil) {
+        self.to = to
+        self.from = from
+        self.callID = callID
+        self.media = media
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case to, from
+        case callID = "call_id"
+        case media
+    }
+}
+
+/// What an ingest made: one push per reachable device, and why others got none.
+public struct IngestReceipt: Sendable, Codable, Hashable {
+    public struct Push: Sendable, Codable, Hashable {
+        public var pushID: String
+        public var deviceID: String
+
+        public init(pushID: String, deviceID: String) {
+            self.pushID = pushID
+            self.deviceID = deviceID
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case pushID = "push_id"
+            case deviceID = "device_id"
+        }
+    }
+
+    public struct Skipped: Sendable, Codable, Hashable {
+        public var deviceID: String
+        /// `active_in_conversation`, `no_token`, `token_dead: <reason>`, `platform_not_supported`.
+        public var reason: String
+
+        public init(deviceID: String, reason: String) {
+            self.deviceID = deviceID
+            self.reason = reason
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case deviceID = "device_id"
+            case reason
+        }
+    }
+
+    /// The message id (messages) or the call id (calls).
+    public var id: String
+    public var pushes: [Push]
+    public var skipped: [Skipped]
+    /// This answer repeats an earlier request's (same idempotency key or call id).
+    public var duplicate: Bool
+
+    public init(id: String, pushes: [Push], skipped: [Skipped], duplicate: Bool = false) {
+        self.id = id
+        self.pushes = pushes
+        self.skipped = skipped
+        self.duplicate = duplicate
+    }
+}
+
+/// `GET /v1/messages/{id}` for the recipient's devices.
+public struct MessageView: Sendable, Codable, Hashable {
+    public var messageID: String
+    public var conversation: String
+    public var from: Party
+    public var text: String
+    /// Milliseconds since the epoch.
+    public var sentAt: Int64
+
+    public init(messageID: String, conversation: String, from: Party, text: String, sentAt: Int64) {
+        self.messageID = messageID
+        self.conversation = conversation
+        self.from = from
+        self.text = text
+        self.sentAt = sentAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageID = "message_id"
+        case conversation, from, text
+        case sentAt = "sent_at"
+    }
+}
+
+/// `GET /v1/pushes/{id}`.
+public struct PushStatusView: Sendable, Codable, Hashable {
+    public struct Event: Sendable, Codable, Hashable {
+        public var at: Int64
+        public var state: PushState
+        public var reason: String?
+    }
+
+    public var pushID: String
+    public var deviceID: String
+    public var kind: OutboxKind
+    public var state: PushState
+    public var reason: String?
+    public var attempts: Int
+    public var apnsID: String
+    public var priority: Int
+    public var createdAt: Int64
+    public var updatedAt: Int64
+    public var expiresAt: Int64
+    public var history: [Event]
+
+    public init(_ entry: OutboxEntry, history: [DeliveryEvent]) {
+        pushID = entry.pushID
+        deviceID = entry.deviceID
+        kind = entry.kind
+        state = entry.state
+        reason = entry.lastReason
+        attempts = entry.attempts
+        apnsID = entry.apnsID
+        priority = entry.priority
+        createdAt = entry.createdAt
+        updatedAt = entry.updatedAt
+        expiresAt = entry.expiresAt
+        self.history = history.map { Event(at: $0.at, state: $0.state, reason: $0.reason) }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case pushID = "push_id"
+        case deviceID = "device_id"
+        case kind, state, reason, attempts
+        case apnsID = "apns_id"
+        case priority
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case expiresAt = "expires_at"
+        case history
+    }
+}

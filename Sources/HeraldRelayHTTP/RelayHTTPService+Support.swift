@@ -1,0 +1,142 @@
+import Foundation
+import HeraldRelay
+import HeraldStore
+import Hummingbird
+import NIOCore
+
+/// Authentication, body decoding and error answers shared by the routes.
+struct API: Sendable {
+    let relay: Relay
+    let configuration: RelayHTTPConfiguration
+
+    /// Runs a route; every `RelayError` becomes its JSON answer, anything else a 500 without details.
+    func handle(_ body: () async throws -> Response) async throws -> Response {
+        do {
+            return try await body()
+        } catch let error as RelayError {
+            return try Self.answer(error)
+        } catch let error as TooLargeError {
+            return try json(
+                .contentTooLarge,
+                ErrorBody(error: "body_too_large", reason: error.error.detail, field: "body")
+            )
+        } catch {
+            relay.logger.error("unexpected failure in a route", metadata: ["error": "\(type(of: error))"])
+            return try json(.internalServerError, ErrorBody(error: "internal", reason: "the relay failed", field: nil))
+        }
+    }
+
+    static func answer(_ error: RelayError) throws -> Response {
+        var response = try json(
+            HTTPResponse.Status(code: error.status),
+            ErrorBody(error: error.identifier, reason: error.detail, field: error.field)
+        )
+        if error.status == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
+        return response
+    }
+
+    // MARK: Authentication
+
+    func bearer(_ request: Request) -> String? {
+        guard let value = request.headers[.authorization] else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    func isBackend(_ request: Request) -> Bool {
+        guard let token = bearer(request) else { return false }
+        return Self.constantTimeEqual(Array(token.utf8), Array(configuration.apiKey.utf8))
+    }
+
+    func requireBackend(_ request: Request) throws(RelayError) {
+        guard bearer(request) != nil else {
+            throw RelayError.unauthorized.with(detail: "this endpoint needs the API key (authorization: Bearer <key>)")
+        }
+        guard isBackend(request) else {
+            throw RelayError.forbidden.with(detail: "this endpoint needs the API key, not a device credential")
+        }
+    }
+
+    func requireDevice(_ request: Request) async throws(RelayError) -> DeviceRecord {
+        guard let token = bearer(request) else {
+            throw RelayError.unauthorized.with(
+                detail: "this endpoint needs the device credential (authorization: Bearer <credential>)"
+            )
+        }
+        return try await relay.authenticateDevice(credential: token)
+    }
+
+    /// The API key, or the credential of device `id` itself.
+    func requireBackendOrDevice(_ request: Request, id: String) async throws(RelayError) {
+        if isBackend(request) { return }
+        let device = try await requireDevice(request)
+        guard device.id == id else { throw RelayError.forbidden.with(detail: "the credential is for another device") }
+    }
+
+    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        var difference: UInt8 = 0
+        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
+        return difference == 0
+    }
+
+    // MARK: Bodies
+
+    /// Reads and decodes a JSON body; a 413 past the size limit, a 400 naming the field at fault.
+    func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maximumBodyBytes)
+        } catch {
+            throw RelayError.invalidField("body", "is larger than \(configuration.maximumBodyBytes) bytes")
+                .tooLarge
+        }
+        guard buffer.readableBytes > 0 else { throw RelayError.invalidField("body", "must be a JSON object") }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw RelayError.invalidField(Self.path(context.codingPath + [key]), "is missing")
+        } catch let DecodingError.typeMismatch(expected, context) {
+            throw RelayError.invalidField(Self.path(context.codingPath), "must be \(Self.name(of: expected))")
+        } catch let DecodingError.valueNotFound(expected, context) {
+            throw RelayError.invalidField(Self.path(context.codingPath), "must be \(Self.name(of: expected))")
+        } catch let DecodingError.dataCorrupted(context) {
+            if context.codingPath.isEmpty { throw RelayError.invalidField("body", "is not valid JSON") }
+            throw RelayError.invalidField(Self.path(context.codingPath), "has a value that is not allowed")
+        } catch {
+            throw RelayError.invalidField("body", "is not valid JSON")
+        }
+    }
+
+    static func path(_ keys: [any CodingKey]) -> String {
+        let path = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        return path.isEmpty ? "body" : path.replacingOccurrences(of: ".[", with: "[")
+    }
+
+    static func name(of type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type: "an integer"
+        case is Bool.Type: "true or false"
+        default: "a JSON value of another type"
+        }
+    }
+}
+
+/// A refusal, as JSON.
+struct ErrorBody: Codable {
+    var error: String
+    var reason: String
+    var field: String?
+}
+
+extension RelayError {
+    /// Marks a body-size refusal, answered as 413.
+    var tooLarge: TooLargeError { TooLargeError(error: self) }
+}
+
+/// A body over the size limit: 413 with the usual JSON.
+struct TooLargeError: Error {
+    let error: RelayError
+}

@@ -1,0 +1,212 @@
+import Foundation
+public import HeraldRelay
+public import HeraldStore
+public import Hummingbird
+import NIOCore
+public import Prometheus
+
+/// Settings of the relay's HTTP API.
+public struct RelayHTTPConfiguration: Sendable {
+    /// The bearer secret of backend endpoints (messages, calls, apps, push status, activation).
+    public var apiKey: String
+    /// The largest request body accepted, in bytes.
+    public var maximumBodyBytes: Int = 256 * 1024
+
+    public init(apiKey: String) {
+        self.apiKey = apiKey
+    }
+}
+
+/// The relay's HTTP API: JSON under `/v1`, `/health` and `/metrics` (docs/openapi.yaml).
+///
+/// Backend endpoints take the API key, device endpoints the device's own credential, both as
+/// `authorization: Bearer <secret>`. Every refusal is a JSON body `{"error", "reason", "field"?}`.
+public enum RelayHTTPService {
+    /// The routes.
+    ///
+    /// - Parameters:
+    ///   - registry: where `/metrics` reads from; `nil` leaves `/metrics` out.
+    ///   - health: extra facts for `/health` (say, the dispatcher's load).
+    public static func router(
+        relay: Relay,
+        configuration: RelayHTTPConfiguration,
+        registry: PrometheusCollectorRegistry? = nil,
+        health: @escaping @Sendable () async -> [String: Int] = { [:] }
+    ) -> Router<BasicRequestContext> {
+        let router = Router()
+        let api = API(relay: relay, configuration: configuration)
+
+        router.get("/health") { _, _ -> Response in
+            var body: [String: Int] = [:]
+            do {
+                let counts = try await relay.store.outboxCounts()
+                for state in PushState.allCases { body["outbox_" + state.rawValue] = counts[state] }
+                body["devices"] = try await relay.store.deviceCount()
+            } catch {
+                return try json(.serviceUnavailable, ["status": "store unavailable"])
+            }
+            for (key, value) in await health() { body[key] = value }
+            return try json(.ok, HealthView(status: "ok", counts: body))
+        }
+        if let registry {
+            router.get("/metrics") { _, _ -> Response in
+                var headers = HTTPFields()
+                headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+            }
+        }
+
+        let v1 = router.group("v1")
+        v1.put("apps/:id") { request, context in
+            try await api.handle {
+                try api.requireBackend(request)
+                let id = try context.parameters.require("id")
+                var app = try await api.decode(AppBody.self, request)
+                app.id = id
+                let record = try app.record()
+                try await relay.saveApp(record)
+                return try json(.ok, record)
+            }
+        }
+        v1.get("apps") { request, _ in
+            try await api.handle {
+                try api.requireBackend(request)
+                let apps = try await relay.store.apps()
+                return try json(.ok, ["apps": apps])
+            }
+        }
+        v1.post("activations") { request, _ in
+            try await api.handle {
+                let body = try await api.decode(ActivationRequest.self, request)
+                if let deviceID = body.deviceID, !api.isBackend(request) {
+                    // Re-activation by the device itself, with its current credential.
+                    let device = try await api.requireDevice(request)
+                    guard device.id == deviceID else { throw RelayError.forbidden }
+                } else {
+                    try api.requireBackend(request)
+                }
+                return try json(.created, try await relay.activate(body))
+            }
+        }
+        v1.get("devices/:id") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                try await api.requireBackendOrDevice(request, id: id)
+                return try json(.ok, try await relay.device(id: id))
+            }
+        }
+        v1.put("devices/:id/tokens") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                try await api.requireBackendOrDevice(request, id: id)
+                let body = try await api.decode(TokenUpdateRequest.self, request)
+                return try json(.ok, try await relay.updateTokens(deviceID: id, body))
+            }
+        }
+        v1.delete("devices/:id") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                try await api.requireBackendOrDevice(request, id: id)
+                try await relay.deactivate(deviceID: id)
+                return Response(status: .noContent)
+            }
+        }
+        v1.put("devices/:id/presence") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                let device = try await api.requireDevice(request)
+                guard device.id == id else { throw RelayError.forbidden.with(detail: "the credential is for another device") }
+                let body = try await api.decode(HeartbeatRequest.self, request)
+                return try json(.ok, try await relay.heartbeat(device: device, body))
+            }
+        }
+        v1.post("messages") { request, _ in
+            try await api.handle {
+                try api.requireBackend(request)
+                let body = try await api.decode(MessageRequest.self, request)
+                return try json(.accepted, try await relay.send(message: body))
+            }
+        }
+        v1.get("messages/:id") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                let device = try await api.requireDevice(request)
+                return try json(.ok, try await relay.message(id: id, for: device))
+            }
+        }
+        v1.post("calls") { request, _ in
+            try await api.handle {
+                try api.requireBackend(request)
+                let body = try await api.decode(CallRequest.self, request)
+                return try json(.accepted, try await relay.send(call: body))
+            }
+        }
+        v1.get("pushes/:id") { request, context in
+            try await api.handle {
+                try api.requireBackend(request)
+                let id = try context.parameters.require("id")
+                return try json(.ok, try await relay.pushStatus(id: id))
+            }
+        }
+        return router
+    }
+}
+
+struct HealthView: Encodable {
+    var status: String
+    var counts: [String: Int]
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: DynamicKey.self)
+        try container.encode(status, forKey: DynamicKey("status"))
+        for (key, value) in counts.sorted(by: { $0.key < $1.key }) {
+            try container.encode(value, forKey: DynamicKey(key))
+        }
+    }
+}
+
+struct DynamicKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+/// `PUT /v1/apps/{id}`: the id comes from the path.
+struct AppBody: Decodable {
+    var id: String = ""
+    var teamID: String
+    var contentPolicy: ContentPolicy?
+    var alertTitle: String?
+    var alertBody: String?
+    var messageTTL: Int64?
+    var callTTL: Int64?
+
+    enum CodingKeys: String, CodingKey {
+        case teamID = "team_id"
+        case contentPolicy = "content_policy"
+        case alertTitle = "alert_title"
+        case alertBody = "alert_body"
+        case messageTTL = "message_ttl"
+        case callTTL = "call_ttl"
+    }
+
+    func record() throws -> AppRecord {
+        var app = AppRecord(id: id, teamID: teamID)
+        if let contentPolicy { app.contentPolicy = contentPolicy }
+        if let alertTitle { app.alertTitle = alertTitle }
+        if let alertBody { app.alertBody = alertBody }
+        if let messageTTL { app.messageTTL = messageTTL }
+        if let callTTL { app.callTTL = callTTL }
+        return app
+    }
+}
+
+func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+    var headers = HTTPFields()
+    headers[.contentType] = "application/json"
+    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+}

@@ -1,0 +1,194 @@
+/// Which push a device gets: a notification, or a call.
+public enum OutboxKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case message
+    case call
+}
+
+/// Where a push is in its life.
+public enum PushState: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Accepted and durable; waiting for the dispatcher (or for its next attempt).
+    case queued
+    /// Claimed by a dispatcher and handed to the provider.
+    case sending
+    /// The push network accepted it.
+    case delivered
+    /// Refused for good (the reason says why).
+    case failed
+    /// Its expiration passed before it could be delivered.
+    case expired
+    /// The device token is dead; the token was dropped.
+    case tokenDead = "token_dead"
+    /// Never sent: the device had no usable token or was deactivated.
+    case skipped
+
+    /// No further attempt will be made.
+    public var isFinal: Bool {
+        switch self {
+        case .queued, .sending: false
+        case .delivered, .failed, .expired, .tokenDead, .skipped: true
+        }
+    }
+}
+
+/// One accepted push, as the outbox keeps it.
+public struct OutboxEntry: Sendable, Hashable {
+    public var pushID: String
+    public var deviceID: String
+    public var kind: OutboxKind
+    /// The message id or the call id.
+    public var subjectID: String
+    /// 10 for calls, 5 for messages; the dispatcher takes higher first.
+    public var priority: Int
+    /// The push network's JSON body.
+    public var payload: String
+    /// The APNs request id, the same across every attempt and restart.
+    public var apnsID: String
+    public var topic: String
+    /// `alert` or `voip`.
+    public var pushType: String
+    public var collapseID: String?
+    public var attempts: Int
+    /// Milliseconds since the epoch.
+    public var nextAttemptAt: Int64
+    /// Milliseconds since the epoch; the push is not sent after this.
+    public var expiresAt: Int64
+    public var state: PushState
+    public var lastReason: String?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+
+    public init(
+        pushID: String,
+        deviceID: String,
+        kind: OutboxKind,
+        subjectID: String,
+        priority: Int,
+        payload: String,
+        apnsID: String,
+        topic: String,
+        pushType: String,
+        collapseID: String? = nil,
+        attempts: Int = 0,
+        nextAttemptAt: Int64,
+        expiresAt: Int64,
+        state: PushState = .queued,
+        lastReason: String? = nil,
+        createdAt: Int64,
+        updatedAt: Int64
+    ) {
+        self.pushID = pushID
+        self.deviceID = deviceID
+        self.kind = kind
+        self.subjectID = subjectID
+        self.priority = priority
+        self.payload = payload
+        self.apnsID = apnsID
+        self.topic = topic
+        self.pushType = pushType
+        self.collapseID = collapseID
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.expiresAt = expiresAt
+        self.state = state
+        self.lastReason = lastReason
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One line of a push's history.
+public struct DeliveryEvent: Sendable, Hashable {
+    public var pushID: String
+    public var at: Int64
+    public var state: PushState
+    public var reason: String?
+
+    public init(pushID: String, at: Int64, state: PushState, reason: String?) {
+        self.pushID = pushID
+        self.at = at
+        self.state = state
+        self.reason = reason
+    }
+}
+
+/// A claimed push with the token to send it to, read when it was claimed.
+public struct ClaimedPush: Sendable, Hashable {
+    public var entry: OutboxEntry
+    /// The device's current token for the push's kind.
+    public var deviceToken: String
+
+    public init(entry: OutboxEntry, deviceToken: String) {
+        self.entry = entry
+        self.deviceToken = deviceToken
+    }
+}
+
+/// What the dispatcher learned about a claimed push.
+public struct PushCompletion: Sendable, Hashable {
+    /// What to do with the push.
+    public enum Disposition: Sendable, Hashable {
+        /// A final state (delivered, failed, expired, token dead).
+        case finish(PushState)
+        /// Back to the queue, to be tried again at the given time (milliseconds since the epoch).
+        case retry(at: Int64)
+    }
+
+    public var pushID: String
+    public var disposition: Disposition
+    public var reason: String?
+    /// For a dead token: the device and token to clear (only if the device still has it).
+    public var deadToken: (deviceID: String, token: String)?
+
+    public init(pushID: String, disposition: Disposition, reason: String?, deadToken: (deviceID: String, token: String)?) {
+        self.pushID = pushID
+        self.disposition = disposition
+        self.reason = reason
+        self.deadToken = deadToken
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.pushID == rhs.pushID && lhs.disposition == rhs.disposition && lhs.reason == rhs.reason
+            && lhs.deadToken?.deviceID == rhs.deadToken?.deviceID && lhs.deadToken?.token == rhs.deadToken?.token
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(pushID)
+    }
+}
+
+/// An ingest call's writes, committed together or not at all.
+public struct Ingest: Sendable {
+    /// Makes the ingest happen at most once; a second ingest with the same key returns the first
+    /// one's receipt and writes nothing.
+    public var idempotencyKey: String?
+    public var message: MessageRecord?
+    public var pushes: [OutboxEntry]
+    /// The answer to give again for a repeated key (opaque to the store).
+    public var receipt: [UInt8]
+
+    public init(idempotencyKey: String?, message: MessageRecord?, pushes: [OutboxEntry], receipt: [UInt8]) {
+        self.idempotencyKey = idempotencyKey
+        self.message = message
+        self.pushes = pushes
+        self.receipt = receipt
+    }
+}
+
+/// What became of an ingest.
+public enum IngestOutcome: Sendable, Hashable {
+    /// Written and durable.
+    case accepted
+    /// The key was seen before; nothing was written. Holds the first ingest's receipt.
+    case duplicate(receipt: [UInt8])
+}
+
+/// How many pushes are in each state; for health and metrics.
+public struct OutboxCounts: Sendable, Hashable {
+    public var byState: [PushState: Int]
+
+    public init(byState: [PushState: Int]) {
+        self.byState = byState
+    }
+
+    public subscript(state: PushState) -> Int { byState[state] ?? 0 }
+}

@@ -1,0 +1,32 @@
+/// A store failure the relay can act on.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case unavailable
+        case corrupt
+        case conflict
+    }
+
+    private let code: Code
+    /// What went wrong, for the operator; never holds secrets or message text.
+    public let detail: String
+
+    private init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { detail }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// The database cannot be opened, read or written.
+    public static let unavailable = Self(.unavailable, "the store is not available")
+    /// A stored row does not have the shape this build expects.
+    public static let corrupt = Self(.corrupt, "a stored record is not readable")
+    /// A write conflicts with stored data (a duplicate id).
+    public static let conflict = Self(.conflict, "the record conflicts with a stored one")
+
+    /// The same kind of failure with a more precise message.
+    public func with(detail: String) -> Self { Self(code, detail) }
+}

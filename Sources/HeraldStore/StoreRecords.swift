@@ -1,0 +1,198 @@
+/// What the lock screen may learn from a messaging push, per app.
+public enum ContentPolicy: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Sender and text sealed in the push.
+    case full
+    /// Only the sender sealed; the app fetches the text by id.
+    case senderOnly = "sender_only"
+    /// Nothing but ids; the app fetches the message by id after a tap.
+    case none
+}
+
+/// The phone's operating system, which decides the push network.
+public enum DevicePlatform: String, Sendable, Hashable, Codable, CaseIterable {
+    case ios
+    case android
+}
+
+/// An app the relay pushes for.
+public struct AppRecord: Sendable, Hashable, Codable {
+    /// The bundle id (iOS) or package name (Android); also the APNs topic.
+    public var id: String
+    /// The Apple team the app belongs to.
+    public var teamID: String
+    public var contentPolicy: ContentPolicy
+    /// The lock-screen title APNs sees, never the message's.
+    public var alertTitle: String
+    /// The lock-screen body APNs sees, never the message's.
+    public var alertBody: String
+    /// How long APNs may keep a messaging push for an offline device, in seconds.
+    public var messageTTL: Int64
+    /// How long a call push may wait before it must not ring any more, in seconds.
+    public var callTTL: Int64
+
+    public init(
+        id: String,
+        teamID: String,
+        contentPolicy: ContentPolicy = .full,
+        alertTitle: String = "New message",
+        alertBody: String = "You have a new message",
+        messageTTL: Int64 = 24 * 60 * 60,
+        callTTL: Int64 = 30
+    ) {
+        self.id = id
+        self.teamID = teamID
+        self.contentPolicy = contentPolicy
+        self.alertTitle = alertTitle
+        self.alertBody = alertBody
+        self.messageTTL = messageTTL
+        self.callTTL = callTTL
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case teamID = "team_id"
+        case contentPolicy = "content_policy"
+        case alertTitle = "alert_title"
+        case alertBody = "alert_body"
+        case messageTTL = "message_ttl"
+        case callTTL = "call_ttl"
+    }
+}
+
+/// One activated device: its tokens and the relay's half of its key agreement.
+///
+/// Secrets are stored sealed by the caller (with the master key); the store never sees them in
+/// the clear.
+public struct DeviceRecord: Sendable, Hashable {
+    public var id: String
+    public var userID: String
+    public var appID: String
+    public var platform: DevicePlatform
+    public var messagingToken: String?
+    public var voipToken: String?
+    /// The key id of the current agreement, hex.
+    public var keyID: String
+    /// The key id before the last re-activation, which pushes in flight may still carry.
+    public var previousKeyID: String?
+    public var devicePublicKey: [UInt8]
+    public var relayPublicKey: [UInt8]
+    /// The relay's secret key for this device, sealed with the master key.
+    public var sealedRelaySecretKey: [UInt8]
+    /// The relay's session keys (receive ‖ transmit), sealed with the master key.
+    public var sealedSessionKeys: [UInt8]
+    /// A hash of the device credential; the credential itself is never stored.
+    public var credentialHash: [UInt8]
+    /// Why the last token was dropped (APNs' reason), while the device has none.
+    public var tokenDeadReason: String?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+
+    public init(
+        id: String,
+        userID: String,
+        appID: String,
+        platform: DevicePlatform,
+        messagingToken: String?,
+        voipToken: String?,
+        keyID: String,
+        previousKeyID: String?,
+        devicePublicKey: [UInt8],
+        relayPublicKey: [UInt8],
+        sealedRelaySecretKey: [UInt8],
+        sealedSessionKeys: [UInt8],
+        credentialHash: [UInt8],
+        tokenDeadReason: String? = nil,
+        createdAt: Int64,
+        updatedAt: Int64
+    ) {
+        self.id = id
+        self.userID = userID
+        self.appID = appID
+        self.platform = platform
+        self.messagingToken = messagingToken
+        self.voipToken = voipToken
+        self.keyID = keyID
+        self.previousKeyID = previousKeyID
+        self.devicePublicKey = devicePublicKey
+        self.relayPublicKey = relayPublicKey
+        self.sealedRelaySecretKey = sealedRelaySecretKey
+        self.sealedSessionKeys = sealedSessionKeys
+        self.credentialHash = credentialHash
+        self.tokenDeadReason = tokenDeadReason
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// Whether an app is on screen.
+public enum PresenceState: String, Sendable, Hashable, Codable, CaseIterable {
+    case active
+    case background
+}
+
+/// A device's last heartbeat.
+public struct PresenceRecord: Sendable, Hashable {
+    public var deviceID: String
+    public var userID: String
+    /// The conversation on screen, if any.
+    public var conversation: String?
+    public var state: PresenceState
+    public var updatedAt: Int64
+    /// After this (milliseconds since the epoch) an `active` record counts as background.
+    public var expiresAt: Int64
+
+    public init(
+        deviceID: String,
+        userID: String,
+        conversation: String?,
+        state: PresenceState,
+        updatedAt: Int64,
+        expiresAt: Int64
+    ) {
+        self.deviceID = deviceID
+        self.userID = userID
+        self.conversation = conversation
+        self.state = state
+        self.updatedAt = updatedAt
+        self.expiresAt = expiresAt
+    }
+
+    /// Whether the user is looking at `conversation` at `now`: active, fresh, and in it.
+    public func isActive(in conversation: String, at now: Int64) -> Bool {
+        state == .active && now < expiresAt && self.conversation == conversation
+    }
+}
+
+/// A message kept for fetch-by-id.
+public struct MessageRecord: Sendable, Hashable {
+    public var id: String
+    public var userID: String
+    public var conversation: String
+    public var senderID: String
+    public var senderName: String
+    /// The text, sealed with the master key.
+    public var sealedText: [UInt8]
+    public var createdAt: Int64
+    /// After this (milliseconds since the epoch) the message is deleted.
+    public var expiresAt: Int64
+
+    public init(
+        id: String,
+        userID: String,
+        conversation: String,
+        senderID: String,
+        senderName: String,
+        sealedText: [UInt8],
+        createdAt: Int64,
+        expiresAt: Int64
+    ) {
+        self.id = id
+        self.userID = userID
+        self.conversation = conversation
+        self.senderID = senderID
+        self.senderName = senderName
+        self.sealedText = sealedText
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import GRDB
+public import HeraldStore
+
+extension SQLiteStore {
+    // MARK: Apps
+
+    public func saveApp(_ app: AppRecord) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO apps
+                        (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
+                    app.callTTL,
+                ]
+            )
+        }
+    }
+
+    public func app(id: String) async throws -> AppRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM apps WHERE id = ?", arguments: [id]).map(Self.app(from:))
+        }
+    }
+
+    public func apps() async throws -> [AppRecord] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM apps ORDER BY id").map(Self.app(from:))
+        }
+    }
+
+    static func app(from row: Row) throws -> AppRecord {
+        guard let policy = ContentPolicy(rawValue: row["content_policy"]) else {
+            throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown content policy")
+        }
+        return AppRecord(
+            id: row["id"],
+            teamID: row["team_id"],
+            contentPolicy: policy,
+            alertTitle: row["alert_title"],
+            alertBody: row["alert_body"],
+            messageTTL: row["message_ttl"],
+            callTTL: row["call_ttl"]
+        )
+    }
+
+    // MARK: Devices
+
+    public func saveDevice(_ device: DeviceRecord) async throws {
+        try await write { db in
+            try Self.takeTokens(db, messaging: device.messagingToken, voip: device.voipToken, from: device.id)
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO devices
+                        (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
+                         device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
+                         credential_hash, token_dead_reason, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
+                    device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
+                    Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
+                    Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
+                ]
+            )
+        }
+    }
+
+    /// A token belongs to one device: whoever had it loses it.
+    private static func takeTokens(_ db: Database, messaging: String?, voip: String?, from deviceID: String) throws {
+        if let messaging, !messaging.isEmpty {
+            try db.execute(
+                sql: "UPDATE devices SET messaging_token = NULL WHERE messaging_token = ? AND id != ?",
+                arguments: [messaging, deviceID]
+            )
+        }
+        if let voip, !voip.isEmpty {
+            try db.execute(
+                sql: "UPDATE devices SET voip_token = NULL WHERE voip_token = ? AND id != ?",
+                arguments: [voip, deviceID]
+            )
+        }
+    }
+
+    public func device(id: String) async throws -> DeviceRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id]).map(Self.device(from:))
+        }
+    }
+
+    public func devices(userID: String) async throws -> [DeviceRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY created_at, id",
+                arguments: [userID]
+            ).map(Self.device(from:))
+        }
+    }
+
+    public func updateTokens(deviceID: String, messaging: String?, voip: String?, now: Int64) async throws
+        -> DeviceRecord?
+    {
+        try await write { db in
+            guard try Row.fetchOne(db, sql: "SELECT id FROM devices WHERE id = ?", arguments: [deviceID]) != nil else {
+                return nil
+            }
+            try Self.takeTokens(db, messaging: messaging, voip: voip, from: deviceID)
+            if let messaging {
+                try db.execute(
+                    sql: """
+                        UPDATE devices SET messaging_token = ?, token_dead_reason = NULL, updated_at = ? WHERE id = ?
+                        """,
+                    arguments: [messaging.isEmpty ? nil : messaging, now, deviceID]
+                )
+            }
+            if let voip {
+                try db.execute(
+                    sql: "UPDATE devices SET voip_token = ?, token_dead_reason = NULL, updated_at = ? WHERE id = ?",
+                    arguments: [voip.isEmpty ? nil : voip, now, deviceID]
+                )
+            }
+            return try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [deviceID])
+                .map(Self.device(from:))
+        }
+    }
+
+    public func deleteDevice(id: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM presence WHERE device_id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
+    }
+
+    public func deviceCount() async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM devices") ?? 0 }
+    }
+
+    static func device(from row: Row) throws -> DeviceRecord {
+        guard let platform = DevicePlatform(rawValue: row["platform"]) else {
+            throw StoreError.corrupt.with(detail: "device \(row["id"] as String? ?? "?") has an unknown platform")
+        }
+        return DeviceRecord(
+            id: row["id"],
+            userID: row["user_id"],
+            appID: row["app_id"],
+            platform: platform,
+            messagingToken: row["messaging_token"],
+            voipToken: row["voip_token"],
+            keyID: row["key_id"],
+            previousKeyID: row["previous_key_id"],
+            devicePublicKey: [UInt8](row["device_public_key"] as Data),
+            relayPublicKey: [UInt8](row["relay_public_key"] as Data),
+            sealedRelaySecretKey: [UInt8](row["sealed_relay_secret_key"] as Data),
+            sealedSessionKeys: [UInt8](row["sealed_session_keys"] as Data),
+            credentialHash: [UInt8](row["credential_hash"] as Data),
+            tokenDeadReason: row["token_dead_reason"],
+            createdAt: row["created_at"],
+            updatedAt: row["updated_at"]
+        )
+    }
+
+    // MARK: Presence
+
+    public func savePresence(_ presence: PresenceRecord) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    presence.deviceID, presence.userID, presence.conversation, presence.state.rawValue,
+                    presence.updatedAt, presence.expiresAt,
+                ]
+            )
+        }
+    }
+
+    public func presence(deviceIDs: [String]) async throws -> [String: PresenceRecord] {
+        if deviceIDs.isEmpty { return [:] }
+        return try await read { db in
+            let marks = Array(repeating: "?", count: deviceIDs.count).joined(separator: ",")
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM presence WHERE device_id IN (\(marks))",
+                arguments: StatementArguments(deviceIDs)
+            )
+            var result: [String: PresenceRecord] = [:]
+            for row in rows {
+                guard let state = PresenceState(rawValue: row["state"]) else { continue }
+                let record = PresenceRecord(
+                    deviceID: row["device_id"],
+                    userID: row["user_id"],
+                    conversation: row["conversation"],
+                    state: state,
+                    updatedAt: row["updated_at"],
+                    expiresAt: row["expires_at"]
+                )
+                result[record.deviceID] = record
+            }
+            return result
+        }
+    }
+
+    // MARK: Messages
+
+    public func message(id: String) async throws -> MessageRecord? {
+        try await read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id]) else {
+                return nil
+            }
+            return MessageRecord(
+                id: row["id"],
+                userID: row["user_id"],
+                conversation: row["conversation"],
+                senderID: row["sender_id"],
+                senderName: row["sender_name"],
+                sealedText: [UInt8](row["sealed_text"] as Data),
+                createdAt: row["created_at"],
+                expiresAt: row["expires_at"]
+            )
+        }
+    }
+
+    public func deleteExpired(now: Int64, idempotencyKeysBefore: Int64) async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM messages WHERE expires_at <= ?", arguments: [now])
+            let messages = db.changesCount
+            try db.execute(sql: "DELETE FROM ingests WHERE created_at < ?", arguments: [idempotencyKeysBefore])
+            return messages
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import GRDB
+public import HeraldStore
+public import Logging
+
+/// `HeraldStore` on an embedded SQLite database (WAL, one file).
+///
+/// Reads run concurrently on reader connections; writes are grouped into shared transactions
+/// (`GroupCommit`). With `durable` (the default) SQLite syncs each transaction to disk before the
+/// writers hear back (`synchronous = FULL`), so an accepted push survives a crash or a power cut.
+public final class SQLiteStore: HeraldStore {
+    /// How the store opens its database.
+    public struct Configuration: Sendable {
+        /// The database file; its directory is created if missing.
+        public var path: String
+        /// Sync every commit to disk (`synchronous = FULL`); otherwise only survive process
+        /// crashes (`NORMAL`).
+        public var durable: Bool = true
+        /// Reader connections.
+        public var readers: Int = 4
+        /// The most writes one transaction groups.
+        public var maximumGroup: Int = 512
+
+        public init(path: String) {
+            self.path = path
+        }
+    }
+
+    let pool: DatabasePool
+    let writer: GroupCommit
+    private let logger: Logger
+
+    /// Opens (or creates) the database and brings its schema up to date.
+    public init(configuration: Configuration, logger: Logger) throws {
+        let directory = (configuration.path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        var config = GRDB.Configuration()
+        config.maximumReaderCount = max(1, configuration.readers)
+        config.busyMode = .timeout(10)
+        let synchronous = configuration.durable ? "FULL" : "NORMAL"
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        }
+        do {
+            pool = try DatabasePool(path: configuration.path, configuration: config)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw StoreError.unavailable.with(detail: "cannot open the database \(configuration.path): \(error)")
+        }
+        writer = GroupCommit(pool: pool, maximumBatch: configuration.maximumGroup)
+        self.logger = logger
+    }
+
+    /// The schema, one migration per released change.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE apps (
+                        id TEXT PRIMARY KEY,
+                        team_id TEXT NOT NULL,
+                        content_policy TEXT NOT NULL,
+                        alert_title TEXT NOT NULL,
+                        alert_body TEXT NOT NULL,
+                        message_ttl INTEGER NOT NULL,
+                        call_ttl INTEGER NOT NULL
+                    );
+                    CREATE TABLE devices (
+                        id TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        app_id TEXT NOT NULL,
+                        platform TEXT NOT NULL,
+                        messaging_token TEXT UNIQUE,
+                        voip_token TEXT UNIQUE,
+                        key_id TEXT NOT NULL,
+                        previous_key_id TEXT,
+                        device_public_key BLOB NOT NULL,
+                        relay_public_key BLOB NOT NULL,
+                        sealed_relay_secret_key BLOB NOT NULL,
+                        sealed_session_keys BLOB NOT NULL,
+                        credential_hash BLOB NOT NULL,
+                        token_dead_reason TEXT,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX devices_by_user ON devices(user_id);
+                    CREATE TABLE presence (
+                        device_id TEXT PRIMARY KEY REFERENCES devices(id) ON DELETE CASCADE,
+                        user_id TEXT NOT NULL,
+                        conversation TEXT,
+                        state TEXT NOT NULL,
+                        updated_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE messages (
+                        id TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        conversation TEXT NOT NULL,
+                        sender_id TEXT NOT NULL,
+                        sender_name TEXT NOT NULL,
+                        sealed_text BLOB NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX messages_by_expiry ON messages(expires_at);
+                    CREATE TABLE ingests (
+                        idempotency_key TEXT PRIMARY KEY,
+                        receipt BLOB NOT NULL,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE outbox (
+                        push_id TEXT PRIMARY KEY,
+                        device_id TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        subject_id TEXT NOT NULL,
+                        priority INTEGER NOT NULL,
+                        payload TEXT NOT NULL,
+                        apns_id TEXT NOT NULL,
+                        topic TEXT NOT NULL,
+                        push_type TEXT NOT NULL,
+                        collapse_id TEXT,
+                        attempts INTEGER NOT NULL,
+                        next_attempt_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        last_reason TEXT,
+                        claim_owner TEXT,
+                        claim_until INTEGER,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX outbox_due ON outbox(state, priority DESC, created_at ASC);
+                    CREATE TABLE delivery_log (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        push_id TEXT NOT NULL,
+                        at INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        reason TEXT
+                    );
+                    CREATE INDEX delivery_log_by_push ON delivery_log(push_id);
+                    """
+            )
+        }
+        return migrator
+    }
+
+    func read<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(work)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.unavailable.with(detail: "a read failed: \(error)")
+        }
+    }
+
+    func write<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await writer.write(work)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.unavailable.with(detail: "a write failed: \(error)")
+        }
+    }
+}
