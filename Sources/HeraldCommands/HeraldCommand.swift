@@ -11,7 +11,8 @@ public struct HeraldCommand: AsyncParsableCommand {
             """,
         version: HeraldVersion.current,
         subcommands: [
-            KeysCommand.self, EnvelopeCommand.self, SandboxCommand.self, ProviderCommand.self, BenchCommand.self,
+            ServeCommand.self, RelayCommand.self, ProviderCommand.self, SandboxCommand.self, KeysCommand.self,
+            EnvelopeCommand.self, BenchCommand.self,
         ]
     )
 

@@ -75,11 +75,21 @@ extension KeysCommand {
         }
 
         func run() async throws {
+            let metadata = try Self.make(in: out, keyID: keyID, teamID: teamID, overwrite: force)
+            let base = (out as NSString).appendingPathComponent("AuthKey_\(metadata.keyID)")
+            print("wrote \(base).p8 (mode 0600), \(base).pub.pem and \(base).json")
+            print("key id \(metadata.keyID), team id \(metadata.teamID)")
+        }
+
+        /// Writes AuthKey_<KEYID>.p8 (0600), .pub.pem and .json into `directory`.
+        static func make(in directory: String, keyID: String?, teamID: String?, overwrite: Bool) throws
+            -> APNsKeyMetadata
+        {
             let keyID = keyID ?? AppleIdentifier.random()
             let teamID = teamID ?? AppleIdentifier.random()
-            try KeyFiles.makeDirectory(out)
+            try KeyFiles.makeDirectory(directory)
             let key = P256.Signing.PrivateKey()
-            let base = (out as NSString).appendingPathComponent("AuthKey_\(keyID)")
+            let base = (directory as NSString).appendingPathComponent("AuthKey_\(keyID)")
             let metadata = APNsKeyMetadata(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -87,22 +97,21 @@ extension KeysCommand {
                 Array((key.pemRepresentation + "\n").utf8),
                 to: base + ".p8",
                 mode: 0o600,
-                overwrite: force
+                overwrite: overwrite
             )
             try SecretFile.write(
                 Array((metadata.publicKeyPEM + "\n").utf8),
                 to: base + ".pub.pem",
                 mode: 0o644,
-                overwrite: force
+                overwrite: overwrite
             )
             try SecretFile.write(
                 Array(try encoder.encode(metadata)) + [0x0A],
                 to: base + ".json",
                 mode: 0o644,
-                overwrite: force
+                overwrite: overwrite
             )
-            print("wrote \(base).p8 (mode 0600), \(base).pub.pem and \(base).json")
-            print("key id \(keyID), team id \(teamID)")
+            return metadata
         }
     }
 }

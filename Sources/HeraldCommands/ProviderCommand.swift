@@ -54,11 +54,46 @@ struct APNsOptions: ParsableArguments {
     )
         throws -> (APNsClient, ProviderTokenManager)
     {
+        let url =
+            apnsURL
+            ?? (environment == "production" ? APNsClientConfiguration.production : APNsClientConfiguration.development)
+        let settings = APNsSettings(
+            key: key,
+            keyID: keyID,
+            teamID: teamID,
+            url: url,
+            caFile: caFile,
+            connections: connections,
+            requestTimeout: requestTimeout
+        )
+        return try settings.makeClient(logger: logger, group: group, feedback: feedback)
+    }
+}
+
+/// What an APNs client needs, from whichever options or files named it.
+struct APNsSettings: Sendable {
+    var key: String
+    var keyID: String?
+    var teamID: String
+    var url: String
+    var caFile: String?
+    var connections: Int = 2
+    var requestTimeout: Int = 10
+
+    /// The key id given, or read from an AuthKey_<KEYID>.p8 file name.
+    var resolvedKeyID: String? {
+        if let keyID { return keyID }
         let name = (key as NSString).lastPathComponent
-        let derived =
-            name.hasPrefix("AuthKey_") && name.hasSuffix(".p8")
-            ? String(name.dropFirst("AuthKey_".count).dropLast(".p8".count)) : nil
-        guard let keyID = keyID ?? derived else {
+        guard name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") else { return nil }
+        return String(name.dropFirst("AuthKey_".count).dropLast(".p8".count))
+    }
+
+    func makeClient(
+        logger: Logger,
+        group: any EventLoopGroup,
+        feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
+    ) throws -> (APNsClient, ProviderTokenManager) {
+        guard let keyID = resolvedKeyID else {
             throw ValidationError("--key-id is needed when the key file is not named AuthKey_<KEYID>.p8")
         }
         guard let pem = try? String(contentsOfFile: key, encoding: .utf8) else {
@@ -70,10 +105,12 @@ struct APNsOptions: ParsableArguments {
         } catch {
             throw ValidationError("\(key) is not a P-256 private key in PEM form")
         }
-        let url =
-            apnsURL
-            ?? (environment == "production" ? APNsClientConfiguration.production : APNsClientConfiguration.development)
-        var configuration = try APNsClientConfiguration(url: url)
+        var configuration: APNsClientConfiguration
+        do {
+            configuration = try APNsClientConfiguration(url: url)
+        } catch {
+            throw ValidationError("'\(url)' is not an APNs URL (https://host[:port])")
+        }
         configuration.caCertificatePath = caFile
         if configuration.serverHostname == nil, caFile != nil {
             // The sandbox's certificate names localhost and the loopback addresses.

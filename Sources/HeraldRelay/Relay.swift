@@ -17,20 +17,24 @@ public final class Relay: Sendable {
     public let logger: Logger
     let now: @Sendable () -> Int64
     private let onAccepted: @Sendable () -> Void
+    private let onAppSaved: @Sendable (AppRecord) -> Void
     private let appCache = Mutex<[String: AppRecord]>([:])
     private let metrics = RelayMetrics()
 
     /// - Parameters:
     ///   - now: the clock, in milliseconds since the epoch.
     ///   - onAccepted: called after each ingest that queued pushes (wakes the dispatcher).
+    ///   - onAppSaved: called after an app was added or changed (say, to register it with a sandbox).
     public init(
         configuration: RelayConfiguration = RelayConfiguration(),
         store: any HeraldStore,
         masterKey: MasterKey,
         logger: Logger,
         now: @escaping @Sendable () -> Int64 = RelayClock.now,
-        onAccepted: @escaping @Sendable () -> Void = {}
+        onAccepted: @escaping @Sendable () -> Void = {},
+        onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in }
     ) {
+        self.onAppSaved = onAppSaved
         self.configuration = configuration
         self.store = store
         self.masterKey = masterKey
@@ -53,6 +57,7 @@ public final class Relay: Sendable {
         try checkText(app.alertBody, "alert_body")
         try await storing { try await self.store.saveApp(app) }
         appCache.withLock { $0[app.id] = app }
+        onAppSaved(app)
     }
 
     func app(id: String) async throws(RelayError) -> AppRecord? {

@@ -1,0 +1,324 @@
+import ArgumentParser
+import Foundation
+import HeraldAPNs
+import HeraldCrypto
+import HeraldRelay
+import HeraldRelayHTTP
+import HeraldRelayProvider
+import HeraldSandbox
+import HeraldStore
+import Hummingbird
+import Logging
+import Metrics
+import NIOCore
+import NIOPosix
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// `herald serve`: the relay and the provider in one process; the sandbox too when no Apple key
+/// is configured.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run Herald: the relay and the provider stage in one process (with the sandbox when no Apple key is set).",
+        discussion: """
+            The relay's API is JSON under /v1 (docs/openapi.yaml), with /health and /metrics. \
+            Backend calls take the API key (keys/api.key, made on first start, or HERALD_API_KEY); \
+            device calls take the credential the device got at activation. Accepted pushes are \
+            committed to SQLite (data/herald.sqlite) before the call returns, and sent by the \
+            dispatcher through the provider stage. With no --apns-key, the APNs sandbox starts \
+            in-process with a development key and CA under keys/, and every app is registered \
+            with it. SIGTERM or SIGINT: stop accepting, finish the pushes in flight, exit.
+            """
+    )
+
+    @OptionGroup var relay: RelayOptions
+
+    @Option(name: .customLong("apns-key"), help: "Apple's AuthKey_<KEYID>.p8; without it the sandbox runs in-process. (HERALD_APNS_KEY)")
+    var apnsKey: String?
+
+    @Option(name: .customLong("apns-key-id"), help: "The key id; read from the file name when omitted. (HERALD_APNS_KEY_ID)")
+    var apnsKeyID: String?
+
+    @Option(name: .customLong("apns-team-id"), help: "The team id of the key. (HERALD_APNS_TEAM_ID)")
+    var apnsTeamID: String?
+
+    @Option(
+        name: .customLong("apns-environment"),
+        help: "development or production. (HERALD_APNS_ENVIRONMENT; default development)"
+    )
+    var apnsEnvironment: String?
+
+    @Option(name: .customLong("apns-url"), help: "Another APNs endpoint, such as a sandbox started apart. (HERALD_APNS_URL)")
+    var apnsURL: String?
+
+    @Option(name: .customLong("apns-ca"), help: "A CA certificate (PEM) to trust for --apns-url. (HERALD_APNS_CA)")
+    var apnsCA: String?
+
+    @Option(name: .customLong("apns-connections"), help: "HTTP/2 connections to APNs. (default 2)")
+    var apnsConnections: Int?
+
+    @Option(name: .customLong("sandbox-apns-port"), help: "The in-process sandbox's APNs port; 0 picks one. (default 2197)")
+    var sandboxAPNsPort: Int = 2197
+
+    @Option(name: .customLong("sandbox-control-port"), help: "The in-process sandbox's control port; 0 picks one. (default 2198)")
+    var sandboxControlPort: Int = 2198
+
+    func validate() throws {
+        for port in [sandboxAPNsPort, sandboxControlPort] where !(0...65_535).contains(port) {
+            throw ValidationError("sandbox ports must be between 0 and 65535")
+        }
+        if let apnsConnections, !(1...64).contains(apnsConnections) {
+            throw ValidationError("--apns-connections must be between 1 and 64")
+        }
+    }
+
+    func run() async throws {
+        let options = try relay.resolve()
+        var logger = Logger(label: "herald.serve")
+        logger.logLevel = options.logLevel
+        let registry = ServeMetrics.bootstrap()
+        let file = options.file.apns
+        let key = apnsKey ?? ServeEnvironment.string("HERALD_APNS_KEY") ?? file?.key
+
+        let (masterKey, masterSource) = try options.masterKey()
+        let (apiKey, apiKeySource) = try options.apiKey()
+        let store = try options.openStore(logger: logger)
+
+        if let key {
+            guard let team = apnsTeamID ?? ServeEnvironment.string("HERALD_APNS_TEAM_ID") ?? file?.teamID else {
+                throw ValidationError("--apns-team-id is needed with --apns-key")
+            }
+            let environment =
+                apnsEnvironment ?? ServeEnvironment.string("HERALD_APNS_ENVIRONMENT") ?? file?.environment
+                ?? "development"
+            guard ["development", "production"].contains(environment) else {
+                throw ValidationError("--apns-environment must be development or production")
+            }
+            let url =
+                apnsURL ?? ServeEnvironment.string("HERALD_APNS_URL") ?? file?.url
+                ?? (environment == "production" ? APNsClientConfiguration.production : APNsClientConfiguration.development)
+            let settings = APNsSettings(
+                key: key,
+                keyID: apnsKeyID ?? ServeEnvironment.string("HERALD_APNS_KEY_ID") ?? file?.keyID,
+                teamID: team,
+                url: url,
+                caFile: apnsCA ?? ServeEnvironment.string("HERALD_APNS_CA") ?? file?.ca,
+                connections: apnsConnections ?? file?.connections ?? 2
+            )
+            let (client, _) = try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+            let runtime = RelayRuntime(
+                options: options,
+                store: store,
+                masterKey: masterKey,
+                apiKey: apiKey,
+                sender: InProcessPushSender(client: client),
+                registry: registry,
+                logger: logger
+            )
+            let apps = try await options.registerApps(with: runtime.relay, defaultTeam: team)
+            try await runtime.run(extraServices: [client]) { port in
+                print("herald serve")
+                runtime.printCommon(port: port, apps: apps, apiKeySource: apiKeySource, masterSource: masterSource)
+                print("  APNs         \(url) (key \(settings.resolvedKeyID ?? "?"), team \(team))")
+            }
+            return
+        }
+
+        // No Apple key: the sandbox runs in-process, with a development key registered in it.
+        let metadata = try Self.developmentKey(in: options.keysDir)
+        var sandboxConfiguration = SandboxConfiguration(tls: try SandboxCertificateAuthority.ensure(directory: options.keysDir))
+        sandboxConfiguration.host = "127.0.0.1"
+        sandboxConfiguration.apnsPort = sandboxAPNsPort
+        sandboxConfiguration.controlPort = sandboxControlPort
+        sandboxConfiguration.keys = [SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)]
+        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
+        let sandboxGroup = ServiceGroup(
+            configuration: .init(services: [.init(service: sandbox)], gracefulShutdownSignals: [], logger: logger)
+        )
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await sandboxGroup.run() }
+            let endpoints = try await sandbox.endpoints()
+            let settings = APNsSettings(
+                key: (options.keysDir as NSString).appendingPathComponent("AuthKey_\(metadata.keyID).p8"),
+                keyID: metadata.keyID,
+                teamID: metadata.teamID,
+                url: endpoints.apnsURL,
+                caFile: endpoints.caCertificatePath,
+                connections: apnsConnections ?? file?.connections ?? 2
+            )
+            let (client, _) = try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+            let runtime = RelayRuntime(
+                options: options,
+                store: store,
+                masterKey: masterKey,
+                apiKey: apiKey,
+                sender: InProcessPushSender(client: client),
+                registry: registry,
+                logger: logger,
+                onAppSaved: { app in try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: app.teamID)) }
+            )
+            var apps = try await options.registerApps(with: runtime.relay, defaultTeam: metadata.teamID)
+            if apps.isEmpty, try await store.apps().isEmpty {
+                let example = AppRecord(id: "com.example.herald", teamID: metadata.teamID)
+                try await runtime.relay.saveApp(example)
+                apps = [example]
+            }
+            let shown = apps
+            for app in try await store.apps() {
+                try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: app.teamID))
+            }
+            do {
+                try await runtime.run(extraServices: [client]) { port in
+                    print("herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)")
+                    runtime.printCommon(port: port, apps: shown, apiKeySource: apiKeySource, masterSource: masterSource)
+                    print("  sandbox      APNs \(endpoints.apnsURL)   control \(endpoints.controlURL)/sandbox")
+                    print("  sandbox CA   \(endpoints.caCertificatePath)")
+                    print("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")
+                }
+            } catch {
+                await sandboxGroup.triggerGracefulShutdown()
+                throw error
+            }
+            await sandboxGroup.triggerGracefulShutdown()
+            try await tasks.next()
+        }
+    }
+
+    /// The first AuthKey_*.json under `directory`, made when there is none.
+    static func developmentKey(in directory: String) throws -> APNsKeyMetadata {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+        for name in names where name.hasPrefix("AuthKey_") && name.hasSuffix(".json") {
+            let path = (directory as NSString).appendingPathComponent(name)
+            let p8 = String(path.dropLast(".json".count)) + ".p8"
+            guard FileManager.default.fileExists(atPath: p8), let data = FileManager.default.contents(atPath: path),
+                let metadata = try? JSONDecoder().decode(APNsKeyMetadata.self, from: data)
+            else { continue }
+            return metadata
+        }
+        return try KeysCommand.APNs.make(in: directory, keyID: nil, teamID: nil, overwrite: false)
+    }
+}
+
+/// The relay's parts under one `ServiceGroup`: the HTTP API, the dispatcher and a janitor.
+struct RelayRuntime: Sendable {
+    let options: ResolvedRelayOptions
+    let store: any HeraldStore
+    let relay: Relay
+    let dispatcher: Dispatcher
+    let apiKey: String
+    let registry: PrometheusCollectorRegistry
+    let logger: Logger
+
+    init(
+        options: ResolvedRelayOptions,
+        store: any HeraldStore,
+        masterKey: MasterKey,
+        apiKey: String,
+        sender: any PushSender,
+        registry: PrometheusCollectorRegistry,
+        logger: Logger,
+        onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in }
+    ) {
+        let dispatcher = Dispatcher(
+            store: store,
+            sender: sender,
+            configuration: options.dispatcherConfiguration,
+            logger: logger
+        )
+        self.options = options
+        self.store = store
+        self.dispatcher = dispatcher
+        self.relay = Relay(
+            configuration: options.relayConfiguration,
+            store: store,
+            masterKey: masterKey,
+            logger: logger,
+            onAccepted: { dispatcher.wake() },
+            onAppSaved: onAppSaved
+        )
+        self.apiKey = apiKey
+        self.registry = registry
+        self.logger = logger
+    }
+
+    /// Runs until SIGTERM or SIGINT; `ready` gets the bound port once the API listens.
+    ///
+    /// Shutdown runs in reverse order: the API stops accepting, the dispatcher finishes the
+    /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
+    func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
+        let dispatcher = dispatcher
+        let router = RelayHTTPService.router(
+            relay: relay,
+            configuration: RelayHTTPConfiguration(apiKey: apiKey),
+            registry: registry,
+            health: { ["pushes_in_flight": dispatcher.pushesInFlight] }
+        )
+        let host = options.host
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: options.port), serverName: "herald"),
+            onServerRunning: { channel in
+                ready(channel.localAddress?.port ?? 0)
+                fflush(nil)
+            },
+            logger: logger
+        )
+        let janitor = Janitor(relay: relay, logger: logger)
+        let services: [ServiceGroupConfiguration.ServiceConfiguration] =
+            extraServices.map { .init(service: $0) } + [
+                .init(service: dispatcher), .init(service: janitor), .init(service: app),
+            ]
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        try await group.run()
+    }
+
+    func printCommon(port: Int, apps: [AppRecord], apiKeySource: String, masterSource: String) {
+        let host = options.host.contains(":") ? "[\(options.host)]" : options.host
+        print("  relay        http://\(host):\(port)/v1   (health /health, metrics /metrics, API docs/openapi.yaml)")
+        print("  API key      \(apiKeySource)")
+        print("  master key   \(masterSource)")
+        print("  database     \(options.databasePath)\(options.durable ? "" : "  (no fsync)")")
+        print("  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))")
+    }
+}
+
+/// Deletes messages past their retention, hourly.
+struct Janitor: Service {
+    let relay: Relay
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            do {
+                let removed = try await relay.purgeExpired()
+                if removed > 0 { logger.info("expired messages deleted", metadata: ["count": "\(removed)"]) }
+            } catch {
+                logger.warning("cannot delete expired messages", metadata: ["error": "\(error)"])
+            }
+            try? await gracefulShutdownOrSleep(for: .seconds(3600))
+        }
+    }
+
+    private func gracefulShutdownOrSleep(for duration: Duration) async throws {
+        try await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
+    }
+}
+
+/// The process's metrics backend: bootstrapped once, read by `/metrics`.
+enum ServeMetrics {
+    private static let registry = Mutex<PrometheusCollectorRegistry?>(nil)
+
+    static func bootstrap() -> PrometheusCollectorRegistry {
+        registry.withLock { current in
+            if let current { return current }
+            let made = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: made))
+            current = made
+            return made
+        }
+    }
+}
