@@ -49,20 +49,27 @@ struct API: Sendable {
         return Self.constantTimeEqual(Array(token.utf8), Array(configuration.apiKey.utf8))
     }
 
-    func requireBackend(_ request: Request) throws(RelayError) {
-        guard bearer(request) != nil else {
+    /// The API key; a device credential here is 403, anything else 401.
+    func requireBackend(_ request: Request) async throws(RelayError) {
+        guard let token = bearer(request) else {
             throw RelayError.unauthorized.with(detail: "this endpoint needs the API key (authorization: Bearer <key>)")
         }
-        guard isBackend(request) else {
+        if isBackend(request) { return }
+        if (try? await relay.authenticateDevice(credential: token)) != nil {
             throw RelayError.forbidden.with(detail: "this endpoint needs the API key, not a device credential")
         }
+        throw RelayError.unauthorized.with(detail: "the API key is not valid")
     }
 
+    /// The device whose credential was presented; the API key here is 403, anything else 401.
     func requireDevice(_ request: Request) async throws(RelayError) -> DeviceRecord {
         guard let token = bearer(request) else {
             throw RelayError.unauthorized.with(
                 detail: "this endpoint needs the device credential (authorization: Bearer <credential>)"
             )
+        }
+        if isBackend(request) {
+            throw RelayError.forbidden.with(detail: "this endpoint needs a device credential, not the API key")
         }
         return try await relay.authenticateDevice(credential: token)
     }

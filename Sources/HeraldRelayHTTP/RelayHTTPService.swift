@@ -59,7 +59,7 @@ public enum RelayHTTPService {
         let v1 = router.group("v1")
         v1.put("apps/:id") { request, context in
             try await api.handle {
-                try api.requireBackend(request)
+                try await api.requireBackend(request)
                 let id = try context.parameters.require("id")
                 var app = try await api.decode(AppBody.self, request)
                 app.id = id
@@ -70,7 +70,7 @@ public enum RelayHTTPService {
         }
         v1.get("apps") { request, _ in
             try await api.handle {
-                try api.requireBackend(request)
+                try await api.requireBackend(request)
                 let apps = try await relay.store.apps()
                 return try json(.ok, ["apps": apps])
             }
@@ -83,7 +83,7 @@ public enum RelayHTTPService {
                     let device = try await api.requireDevice(request)
                     guard device.id == deviceID else { throw RelayError.forbidden }
                 } else {
-                    try api.requireBackend(request)
+                    try await api.requireBackend(request)
                 }
                 return try json(.created, try await relay.activate(body))
             }
@@ -122,7 +122,7 @@ public enum RelayHTTPService {
         }
         v1.post("messages") { request, _ in
             try await api.handle {
-                try api.requireBackend(request)
+                try await api.requireBackend(request)
                 let body = try await api.decode(MessageRequest.self, request)
                 return try json(.accepted, try await relay.send(message: body))
             }
@@ -136,14 +136,14 @@ public enum RelayHTTPService {
         }
         v1.post("calls") { request, _ in
             try await api.handle {
-                try api.requireBackend(request)
+                try await api.requireBackend(request)
                 let body = try await api.decode(CallRequest.self, request)
                 return try json(.accepted, try await relay.send(call: body))
             }
         }
         v1.get("pushes/:id") { request, context in
             try await api.handle {
-                try api.requireBackend(request)
+                try await api.requireBackend(request)
                 let id = try context.parameters.require("id")
                 return try json(.ok, try await relay.pushStatus(id: id))
             }

@@ -1,0 +1,297 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldAPNsCore
+import HeraldCrypto
+import HeraldRelay
+import HeraldRelayHTTP
+import HeraldRelayProvider
+import HeraldSandbox
+import HeraldStore
+import HeraldStoreSQLite
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// The relay as `herald serve` runs it, on loopback: its HTTP API, SQLite store, dispatcher and
+/// APNs client, against a real sandbox over HTTP/2 + TLS. A test clock lets presence age.
+final class RelayHarness: Sendable {
+    static let bundleID = "com.example.chat"
+    static let teamID = "TEAM123456"
+    static let keyID = "KEY1234567"
+    static let apiKey = "test-api-key-0123456789"
+
+    static let tls: SandboxTLS = {
+        let directory = NSTemporaryDirectory() + "herald-relay-tests-\(getpid())"
+        return try! SandboxCertificateAuthority.ensure(directory: directory)
+    }()
+
+    let sandbox: Sandbox
+    let relay: Relay
+    let store: SQLiteStore
+    let http: HTTPClient
+    let baseURL: String
+    let clock: TestClock
+
+    private init(sandbox: Sandbox, relay: Relay, store: SQLiteStore, http: HTTPClient, baseURL: String, clock: TestClock) {
+        self.sandbox = sandbox
+        self.relay = relay
+        self.store = store
+        self.http = http
+        self.baseURL = baseURL
+        self.clock = clock
+    }
+
+    var core: SandboxCore { sandbox.core }
+
+    struct Setup {
+        var app = AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID)
+        var dispatcher: (inout DispatcherConfiguration) -> Void = { _ in }
+        var client: (inout APNsClientConfiguration) -> Void = { _ in }
+        var registry: PrometheusCollectorRegistry? = nil
+    }
+
+    static func with(_ setup: Setup = Setup(), _ body: (RelayHarness) async throws -> Void) async throws {
+        let key = P256.Signing.PrivateKey()
+        var sandboxConfiguration = SandboxConfiguration(tls: tls)
+        sandboxConfiguration.apnsPort = 0
+        sandboxConfiguration.controlPort = 0
+        sandboxConfiguration.apps = [SandboxApp(bundleID: setup.app.id, teamID: teamID)]
+        sandboxConfiguration.keys = [
+            SandboxKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
+        ]
+        var logger = Logger(label: "test.relay")
+        logger.logLevel = .critical
+        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
+        let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
+        let directory = NSTemporaryDirectory() + "herald-relay-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await sandboxGroup.run() }
+            let endpoints = try await sandbox.endpoints()
+
+            var clientConfiguration = try APNsClientConfiguration(url: endpoints.apnsURL)
+            clientConfiguration.caCertificatePath = endpoints.caCertificatePath
+            clientConfiguration.serverHostname = "localhost"
+            clientConfiguration.retryBaseDelay = .milliseconds(5)
+            clientConfiguration.retryMaximumDelay = .milliseconds(20)
+            setup.client(&clientConfiguration)
+            let tokens = ProviderTokenManager(
+                signer: ProviderTokenSigner(privateKey: key, keyID: keyID, teamID: teamID),
+                now: { Int64(Date().timeIntervalSince1970) }
+            )
+            let client = try APNsClient(configuration: clientConfiguration, tokens: tokens, logger: logger)
+
+            var storeConfiguration = SQLiteStore.Configuration(path: directory + "/herald.sqlite")
+            storeConfiguration.durable = false
+            let store = try SQLiteStore(configuration: storeConfiguration, logger: logger)
+            let clock = TestClock()
+            var dispatcherConfiguration = DispatcherConfiguration()
+            dispatcherConfiguration.retryBase = .milliseconds(20)
+            dispatcherConfiguration.retryMaximum = .milliseconds(100)
+            dispatcherConfiguration.idlePoll = .milliseconds(50)
+            setup.dispatcher(&dispatcherConfiguration)
+            let dispatcher = Dispatcher(
+                store: store,
+                sender: InProcessPushSender(client: client),
+                configuration: dispatcherConfiguration,
+                logger: logger,
+                now: { clock.now() }
+            )
+            let relay = Relay(
+                store: store,
+                masterKey: MasterKey.generate(),
+                logger: logger,
+                now: { clock.now() },
+                onAccepted: { dispatcher.wake() }
+            )
+            try await relay.saveApp(setup.app)
+
+            let ports = AsyncStream.makeStream(of: Int.self)
+            let app = Application(
+                router: RelayHTTPService.router(
+                    relay: relay,
+                    configuration: RelayHTTPConfiguration(apiKey: apiKey),
+                    registry: setup.registry
+                ),
+                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
+                logger: logger
+            )
+            let relayGroup = ServiceGroup(
+                services: [client, dispatcher, app],
+                logger: logger
+            )
+            tasks.addTask { try await relayGroup.run() }
+            var iterator = ports.stream.makeAsyncIterator()
+            let port = await iterator.next() ?? 0
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let harness = RelayHarness(
+                sandbox: sandbox,
+                relay: relay,
+                store: store,
+                http: http,
+                baseURL: "http://127.0.0.1:\(port)",
+                clock: clock
+            )
+            do {
+                try await body(harness)
+            } catch {
+                try? await http.shutdown()
+                await relayGroup.triggerGracefulShutdown()
+                await sandboxGroup.triggerGracefulShutdown()
+                throw error
+            }
+            try await http.shutdown()
+            await relayGroup.triggerGracefulShutdown()
+            await sandboxGroup.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
+    // MARK: HTTP
+
+    struct Reply {
+        var status: Int
+        var headers: [(String, String)]
+        var body: Data
+
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
+        }
+
+        var text: String { String(decoding: body, as: UTF8.self) }
+
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            try JSONDecoder().decode(T.self, from: body)
+        }
+    }
+
+    enum Auth {
+        case none
+        case apiKey
+        case bearer(String)
+    }
+
+    func call(_ method: HTTPMethod, _ path: String, auth: Auth = .apiKey, body: String? = nil) async throws -> Reply {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        switch auth {
+        case .none: break
+        case .apiKey: request.headers.add(name: "authorization", value: "Bearer " + Self.apiKey)
+        case .bearer(let token): request.headers.add(name: "authorization", value: "Bearer " + token)
+        }
+        if let body {
+            request.headers.add(name: "content-type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
+        return Reply(
+            status: Int(response.status.code),
+            headers: response.headers.map { ($0.name.lowercased(), $0.value) },
+            body: Data(bytes.readableBytesView)
+        )
+    }
+
+    func call(_ method: HTTPMethod, _ path: String, auth: Auth = .apiKey, json: some Encodable) async throws -> Reply {
+        let data = try JSONEncoder().encode(json)
+        return try await call(method, path, auth: auth, body: String(decoding: data, as: UTF8.self))
+    }
+
+    // MARK: Devices
+
+    /// A phone: its sandbox device (tokens), its key pair and what activation gave it.
+    struct Phone: Sendable {
+        var sandboxDevice: SandboxDevice
+        var keys: KeyPair
+        var activation: ActivationResponse
+
+        var deviceID: String { activation.deviceID }
+        var messagingToken: String { sandboxDevice.messagingToken ?? "" }
+        var voipToken: String { sandboxDevice.voipToken ?? "" }
+        var credential: String { activation.deviceCredential }
+
+        func sessionKeys() throws -> SessionKeys {
+            try KeyExchange.deviceSessionKeys(device: keys, relay: try PublicKey(base64: activation.relayPublicKey))
+        }
+    }
+
+    /// Registers a device with the sandbox and activates it for `user`.
+    func phone(
+        user: String,
+        messaging: Bool = true,
+        voip: Bool = true,
+        bundleID: String = RelayHarness.bundleID
+    ) async throws -> Phone {
+        let device = try core.registerDevice(bundleID: bundleID)
+        let keys = KeyPair.generate()
+        let request = ActivationRequest(
+            userID: user,
+            app: bundleID,
+            platform: .ios,
+            publicKey: keys.publicKey.base64,
+            messagingToken: messaging ? device.messagingToken : nil,
+            voipToken: voip ? device.voipToken : nil
+        )
+        let reply = try await call(.POST, "/v1/activations", json: request)
+        try #require(reply.status == 201, "activation answered \(reply.status): \(reply.text)")
+        return Phone(sandboxDevice: device, keys: keys, activation: try reply.decode(ActivationResponse.self))
+    }
+
+    // MARK: Waiting
+
+    /// Polls until `condition` holds (state kept by the store has no change signal), failing
+    /// after `timeout`.
+    func eventually(
+        _ what: String,
+        timeout: Duration = .seconds(10),
+        _ condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        Issue.record("timed out waiting for \(what)")
+        throw HarnessError.timeout(what)
+    }
+
+    /// Waits until the push reaches `state`, and returns its status.
+    @discardableResult
+    func push(_ id: String, reaches state: PushState, timeout: Duration = .seconds(10)) async throws -> PushStatusView {
+        var last: PushStatusView?
+        try await eventually("push \(id) to be \(state.rawValue) (last: \(last?.state.rawValue ?? "none"))", timeout: timeout) {
+            last = try await relay.pushStatus(id: id)
+            return last?.state == state
+        }
+        return last!
+    }
+
+    /// Accepted requests the sandbox logged for a token.
+    func accepted(token: String) -> [SandboxInspectionRecord] {
+        core.inspection(token: token).filter { $0.status == 200 }
+    }
+}
+
+enum HarnessError: Error {
+    case timeout(String)
+}
+
+/// Real time plus an offset the test can advance.
+final class TestClock: Sendable {
+    private let offset = Atomic<Int64>(0)
+
+    func now() -> Int64 { RelayClock.now() + offset.load(ordering: .relaxed) }
+
+    func advance(by duration: Duration) {
+        offset.add(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000, ordering: .relaxed)
+    }
+}
