@@ -257,6 +257,8 @@ class Burst:
                 try:
                     status, answer = connection.request("POST", "/v1/messages", body)
                 except (OSError, http.client.HTTPException) as error:
+                    # After the kill this ends the thread; answers already in the socket buffer
+                    # when the relay died were read above and count as acknowledgements.
                     with self.lock:
                         if self.killing.is_set():
                             self.unknown.append(body)
@@ -276,10 +278,6 @@ class Burst:
                     self.acks += 1
                     if self.acks >= ACKS_BEFORE_KILL:
                         self.enough.set()
-                if self.killing.is_set():
-                    # Keep sending until the kill cuts the connection off (answers already in
-                    # the socket buffer still count as acknowledgements).
-                    pass
         finally:
             connection.close()
 
@@ -330,6 +328,11 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
             "--keys-dir", str(keys),
             "--app", f"{BUNDLE_ID}:{TEAM_ID}",
             "--inspection-capacity", "100000",
+            # The restarted relay signs a new provider token for the same key. With Apple's rule
+            # (the default 1200 s) the sandbox answers it 429 TooManyProviderTokenUpdates for 20
+            # minutes, so nothing would be delivered after the restart within this test; the
+            # rule is not what is tested here, so it is turned off.
+            "--token-update-interval", "0",
             "--log-level", "warning",
         ],  # fmt: skip
         cwd=root,
@@ -426,7 +429,7 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
         if relay.popen.poll() is not None:
             break
         time.sleep(0.25)
-    all_seen_after = time.monotonic() - restarted_at
+    waited = time.monotonic() - restarted_at
     duplicated = sum(1 for push_id in expected if seen[push_id] > 1)
 
     # The relay's own view: every expected push delivered, under its push id as apns-id.
@@ -441,13 +444,15 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
         status_client.close()
     delivered = len(expected) - len(not_delivered)
     status, health = call(f"{relay_url}/health")
+    requeued = re.search(r"count=(\d+) \[HeraldRelay\] re-queued pushes claimed", relay.stderr_path.read_text())
 
     summary = (
         f"{len(acked)} pushes acknowledged before the kill ({missing_at_kill} not yet at the sandbox "
-        f"when it happened), {len(burst.unknown)} requests cut off by the kill and retried "
+        f"when it happened; the restarted relay re-queued {requeued.group(1) if requeued else 0} claimed pushes), "
+        f"{len(burst.unknown)} requests cut off by the kill and retried "
         f"({retried_duplicates} answered as duplicates: committed before the kill), "
         f"{len(expected)} pushes expected, {len(expected) - len(missing)} seen accepted by the sandbox "
-        f"(all within {all_seen_after:.1f} s of the restart), {delivered} delivered per GET /v1/pushes, "
+        f"(polling ended {waited:.1f} s after the restart), {delivered} delivered per GET /v1/pushes, "
         f"{duplicated} apns-ids accepted more than once (at-least-once after the crash), "
         f"{records} inspection records; relay health after: {health!r}"
     )

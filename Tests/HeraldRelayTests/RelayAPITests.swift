@@ -1,0 +1,314 @@
+import Foundation
+import HeraldAPNsCore
+import Metrics
+import HeraldCrypto
+import HeraldRelay
+import HeraldSandbox
+import HeraldStore
+import Prometheus
+import Testing
+
+/// Authentication, malformed input, device life cycle, retries and expiry through the HTTP API.
+@Suite("Relay API")
+struct RelayAPITests {
+    static let message = #"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":"hello"}"#
+
+    @Test("backend endpoints: no credential is 401, a wrong key 401, a device credential 403")
+    func backendAuthentication() async throws {
+        try await RelayHarness.with { harness in
+            let phone = try await harness.phone(user: "u1")
+            let none = try await harness.call(.POST, "/v1/messages", auth: .none, body: Self.message)
+            #expect(none.status == 401)
+            #expect(none.json["error"] as? String == "unauthorized")
+            #expect(none.headers.contains { $0.0 == "www-authenticate" && $0.1 == "Bearer" })
+            let wrong = try await harness.call(.POST, "/v1/messages", auth: .bearer("not-the-key-000000000"), body: Self.message)
+            #expect(wrong.status == 401)
+            let device = try await harness.call(.POST, "/v1/messages", auth: .bearer(phone.credential), body: Self.message)
+            #expect(device.status == 403)
+            #expect(device.json["error"] as? String == "forbidden")
+            let status = try await harness.call(.GET, "/v1/pushes/whatever", auth: .bearer(phone.credential))
+            #expect(status.status == 403)
+            #expect(try await harness.store.outboxCounts().byState.isEmpty)
+        }
+    }
+
+    @Test("device endpoints take only that device's credential")
+    func deviceAuthentication() async throws {
+        try await RelayHarness.with { harness in
+            let phone = try await harness.phone(user: "u1")
+            let other = try await harness.phone(user: "u2")
+            let path = "/v1/devices/\(phone.deviceID)/presence"
+            let body = #"{"state":"active"}"#
+            #expect(try await harness.call(.PUT, path, auth: .none, body: body).status == 401)
+            #expect(try await harness.call(.PUT, path, auth: .bearer(other.credential), body: body).status == 403)
+            #expect(try await harness.call(.PUT, path, auth: .apiKey, body: body).status == 403)
+            // A credential with the right device id but a wrong secret.
+            let forged = phone.deviceID + "." + String(repeating: "A", count: 43)
+            #expect(try await harness.call(.PUT, path, auth: .bearer(forged), body: body).status == 401)
+            #expect(try await harness.call(.PUT, path, auth: .bearer("garbage"), body: body).status == 401)
+            #expect(try await harness.call(.PUT, path, auth: .bearer(phone.credential), body: body).status == 200)
+            // Another device's tokens cannot be changed with this credential.
+            let tokens = try await harness.call(
+                .PUT,
+                "/v1/devices/\(other.deviceID)/tokens",
+                auth: .bearer(phone.credential),
+                body: #"{"messaging_token":"abcdefabcdefabcdef"}"#
+            )
+            #expect(tokens.status == 403)
+        }
+    }
+
+    @Test("every malformed field gets a 400 that names it", arguments: [
+        (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c"}"#, "text"),
+        (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":""}"#, "text"),
+        (#"{"to":"","from":{"id":"a","name":"A"},"conversation":"c","text":"x"}"#, "to"),
+        (#"{"to":"u1","from":{"id":"a"},"conversation":"c","text":"x"}"#, "from.name"),
+        (#"{"to":"u1","from":"a","conversation":"c","text":"x"}"#, "from"),
+        (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":7,"text":"x"}"#, "conversation"),
+        (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":"x","idempotency_key":""}"#, "idempotency_key"),
+        (#"{"to":"u1\u0000","from":{"id":"a","name":"A"},"conversation":"c","text":"x"}"#, "to"),
+        (#"{"to":"u1","from":{"id":"a","name":"A"},"#, "body"),
+        (#"[1,2]"#, "body"),
+        ("", "body"),
+    ])
+    func malformedMessages(body: String, field: String) async throws {
+        try await RelayHarness.with { harness in
+            let reply = try await harness.call(.POST, "/v1/messages", body: body)
+            #expect(reply.status == 400, "\(reply.text)")
+            #expect(reply.json["error"] as? String == "invalid_field")
+            #expect(reply.json["field"] as? String == field, "\(reply.text)")
+            #expect(try await harness.store.outboxCounts().byState.isEmpty)
+        }
+    }
+
+    @Test("activation refuses bad keys, unknown apps, bad tokens and media")
+    func malformedActivations() async throws {
+        try await RelayHarness.with { harness in
+            let key = KeyPair.generate().publicKey.base64
+            let cases: [(String, String)] = [
+                (#"{"user_id":"u","app":"com.example.chat","platform":"ios","public_key":"AAAA"}"#, "public_key"),
+                (#"{"user_id":"u","app":"com.example.other","platform":"ios","public_key":"\#(key)"}"#, "app"),
+                (#"{"user_id":"u","app":"com.example.chat","platform":"symbian","public_key":"\#(key)"}"#, "platform"),
+                (#"{"user_id":"u","app":"com.example.chat","platform":"ios","public_key":"\#(key)","messaging_token":"xyz"}"#, "messaging_token"),
+                (#"{"user_id":"u","app":"com.example.chat","platform":"android","public_key":"\#(key)","voip_token":"abcdefabcdefabcdef"}"#, "voip_token"),
+                (#"{"app":"com.example.chat","platform":"ios","public_key":"\#(key)"}"#, "user_id"),
+            ]
+            for (body, field) in cases {
+                let reply = try await harness.call(.POST, "/v1/activations", body: body)
+                #expect(reply.status == 400, "\(body) → \(reply.text)")
+                #expect(reply.json["field"] as? String == field, "\(body) → \(reply.text)")
+            }
+            let call = try await harness.call(
+                .POST,
+                "/v1/calls",
+                body: #"{"to":"u","from":{"id":"a","name":"A"},"call_id":"c1","media":"hologram"}"#
+            )
+            #expect(call.status == 400 && call.json["field"] as? String == "media")
+            #expect(try await harness.store.deviceCount() == 0)
+        }
+    }
+
+    @Test("a body over the size limit is 413, unknown ids are 404")
+    func sizeAndNotFound() async throws {
+        try await RelayHarness.with { harness in
+            let huge = #"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":""#
+                + String(repeating: "x", count: 300 * 1024) + #""}"#
+            let reply = try await harness.call(.POST, "/v1/messages", body: huge)
+            #expect(reply.status == 413)
+            #expect(reply.json["error"] as? String == "body_too_large")
+            #expect(try await harness.call(.GET, "/v1/pushes/nope").status == 404)
+            #expect(try await harness.call(.GET, "/v1/devices/nope").status == 404)
+            #expect(try await harness.call(.DELETE, "/v1/devices/nope").status == 404)
+        }
+    }
+
+    @Test("re-activation rotates keys: new key id, previous kept for pushes in flight, old credential dead")
+    func reactivationRotatesKeys() async throws {
+        try await RelayHarness.with { harness in
+            let phone = try await harness.phone(user: "u1")
+            let newKeys = KeyPair.generate()
+            let request = ActivationRequest(
+                userID: "u1",
+                app: RelayHarness.bundleID,
+                platform: .ios,
+                publicKey: newKeys.publicKey.base64,
+                deviceID: phone.deviceID
+            )
+            let reply = try await harness.call(.POST, "/v1/activations", auth: .bearer(phone.credential), json: request)
+            #expect(reply.status == 201, "\(reply.text)")
+            let rotated = try reply.decode(ActivationResponse.self)
+            #expect(rotated.deviceID == phone.deviceID)
+            #expect(rotated.previousKeyID == phone.activation.keyID)
+            #expect(rotated.keyID != phone.activation.keyID)
+            #expect(rotated.deviceCredential != phone.credential)
+            let stale = try await harness.call(.GET, "/v1/devices/\(phone.deviceID)", auth: .bearer(phone.credential))
+            #expect(stale.status == 401)
+            // Tokens survive the rotation; new pushes carry the new key id and open with the new keys.
+            let receipt = try await harness.call(.POST, "/v1/messages", body: Self.message)
+                .decode(IngestReceipt.self)
+            try await harness.push(try #require(receipt.pushes.first).pushID, reaches: .delivered)
+            let record = try #require(harness.accepted(token: phone.messagingToken).last)
+            let herald = try RelayFlowTests.heraldField(record.payload)
+            let envelope = try Envelope(text: try #require(herald["sealed"] as? String))
+            #expect(envelope.keyID.hex == rotated.keyID)
+            let session = try KeyExchange.deviceSessionKeys(device: newKeys, relay: try PublicKey(base64: rotated.relayPublicKey))
+            _ = try EnvelopeOpener(sessionKeys: [session, try phone.sessionKeys()])
+                .openContent(envelope, context: .init(kind: .message, pushID: receipt.id, deviceID: phone.deviceID))
+            // Another user's credential cannot re-activate this device.
+            let other = try await harness.phone(user: "u2")
+            var hijack = request
+            hijack.userID = "u2"
+            let refused = try await harness.call(.POST, "/v1/activations", auth: .bearer(other.credential), json: hijack)
+            #expect(refused.status == 403)
+        }
+    }
+
+    @Test("a token moved to another device is taken from the old one; logout removes everything")
+    func tokenMoveAndLogout() async throws {
+        try await RelayHarness.with { harness in
+            let old = try await harness.phone(user: "u1")
+            let keys = KeyPair.generate()
+            let moved = ActivationRequest(
+                userID: "u2",
+                app: RelayHarness.bundleID,
+                platform: .ios,
+                publicKey: keys.publicKey.base64,
+                messagingToken: old.messagingToken
+            )
+            let reply = try await harness.call(.POST, "/v1/activations", json: moved)
+            #expect(reply.status == 201)
+            let oldView = try await harness.call(.GET, "/v1/devices/\(old.deviceID)").decode(DeviceView.self)
+            #expect(oldView.messagingToken == nil)
+            #expect(oldView.voipToken == old.voipToken)
+            let u1 = try await harness.call(.POST, "/v1/messages", body: Self.message).decode(IngestReceipt.self)
+            #expect(u1.pushes.isEmpty && u1.skipped.first?.reason == "no_token")
+
+            let logout = try await harness.call(.DELETE, "/v1/devices/\(old.deviceID)", auth: .bearer(old.credential))
+            #expect(logout.status == 204)
+            #expect(try await harness.call(.GET, "/v1/devices/\(old.deviceID)").status == 404)
+            #expect(
+                try await harness.call(.GET, "/v1/devices/\(old.deviceID)", auth: .bearer(old.credential)).status == 401
+            )
+            let after = try await harness.call(.POST, "/v1/messages", body: Self.message).decode(IngestReceipt.self)
+            #expect(after.pushes.isEmpty && after.skipped.isEmpty)
+        }
+    }
+
+    @Test("late tokens: a device activated without tokens gets pushes once it sends them")
+    func lateTokens() async throws {
+        try await RelayHarness.with { harness in
+            let phone = try await harness.phone(user: "u1", messaging: false, voip: false)
+            let call = #"{"to":"u1","from":{"id":"a","name":"A"},"call_id":"early"}"#
+            let early = try await harness.call(.POST, "/v1/calls", body: call).decode(IngestReceipt.self)
+            #expect(early.skipped.first?.reason == "no_voip_token")
+            let update = try await harness.call(
+                .PUT,
+                "/v1/devices/\(phone.deviceID)/tokens",
+                auth: .bearer(phone.credential),
+                body: #"{"messaging_token":"\#(phone.messagingToken)","voip_token":"\#(phone.voipToken)"}"#
+            )
+            #expect(update.status == 200)
+            let late = try await harness.call(
+                .POST,
+                "/v1/calls",
+                body: #"{"to":"u1","from":{"id":"a","name":"A"},"call_id":"late"}"#
+            ).decode(IngestReceipt.self)
+            try await harness.push(try #require(late.pushes.first).pushID, reaches: .delivered)
+            #expect(harness.accepted(token: phone.voipToken).count == 1)
+        }
+    }
+
+    @Test("pushes the provider cannot deliver are retried until delivered")
+    func retriedUntilDelivered() async throws {
+        var setup = RelayHarness.Setup()
+        setup.client = { $0.maximumAttempts = 1 }
+        try await RelayHarness.with(setup) { harness in
+            let phone = try await harness.phone(user: "u1")
+            try harness.core.inject(
+                SandboxFault(status: 503, reason: .serviceUnavailable, count: 3, token: phone.messagingToken)
+            )
+            let receipt = try await harness.call(.POST, "/v1/messages", body: Self.message).decode(IngestReceipt.self)
+            let status = try await harness.push(try #require(receipt.pushes.first).pushID, reaches: .delivered)
+            // The client's own attempts ran out at least once, so the relay queued the push again.
+            #expect(status.attempts >= 2)
+            #expect(status.history.filter { $0.state == .queued }.count == status.attempts)
+            let records = harness.core.inspection(token: phone.messagingToken)
+            #expect(records.filter { $0.status == 503 }.count == 3)
+            #expect(records.filter { $0.status == 200 }.map(\.apnsID) == [status.apnsID])
+        }
+    }
+
+    @Test("a call that cannot ring before its expiration never rings later")
+    func callExpires() async throws {
+        var setup = RelayHarness.Setup()
+        setup.app.callTTL = 1
+        setup.client = { $0.maximumAttempts = 1 }
+        try await RelayHarness.with(setup) { harness in
+            let phone = try await harness.phone(user: "u1")
+            try harness.core.inject(
+                SandboxFault(status: 503, reason: .serviceUnavailable, count: 1000, token: phone.voipToken)
+            )
+            let receipt = try await harness.call(
+                .POST,
+                "/v1/calls",
+                body: #"{"to":"u1","from":{"id":"a","name":"A"},"call_id":"doomed"}"#
+            ).decode(IngestReceipt.self)
+            try await harness.push(try #require(receipt.pushes.first).pushID, reaches: .expired)
+            #expect(harness.core.inspection(token: phone.voipToken).contains { $0.status == 503 })
+            harness.core.clearFaults()
+            #expect(harness.accepted(token: phone.voipToken).isEmpty)
+        }
+    }
+
+    @Test("apps can be registered over the API; bad app settings name the field")
+    func appsAPI() async throws {
+        try await RelayHarness.with { harness in
+            let put = try await harness.call(
+                .PUT,
+                "/v1/apps/com.example.second",
+                body: #"{"team_id":"TEAM123456","content_policy":"sender_only","alert_title":"Acme","call_ttl":20}"#
+            )
+            #expect(put.status == 200, "\(put.text)")
+            let list = try await harness.call(.GET, "/v1/apps")
+            #expect(list.text.contains("com.example.second") && list.text.contains("sender_only"))
+            let bad = try await harness.call(.PUT, "/v1/apps/com.example.third", body: #"{"team_id":"T","call_ttl":0}"#)
+            #expect(bad.status == 400 && bad.json["field"] as? String == "call_ttl")
+            let badPolicy = try await harness.call(
+                .PUT,
+                "/v1/apps/com.example.third",
+                body: #"{"team_id":"T","content_policy":"everything"}"#
+            )
+            #expect(badPolicy.status == 400 && badPolicy.json["field"] as? String == "content_policy")
+        }
+    }
+
+    @Test("health counts the outbox; metrics speak Prometheus")
+    func healthAndMetrics() async throws {
+        var setup = RelayHarness.Setup()
+        setup.registry = TestMetrics.registry
+        try await RelayHarness.with(setup) { harness in
+            _ = try await harness.phone(user: "u1")
+            let receipt = try await harness.call(.POST, "/v1/messages", body: Self.message).decode(IngestReceipt.self)
+            try await harness.push(try #require(receipt.pushes.first).pushID, reaches: .delivered)
+            let health = try await harness.call(.GET, "/health", auth: .none)
+            #expect(health.status == 200)
+            #expect(health.json["status"] as? String == "ok")
+            #expect(health.json["outbox_delivered"] as? Int == 1)
+            #expect(health.json["devices"] as? Int == 1)
+            let metrics = try await harness.call(.GET, "/metrics", auth: .none)
+            #expect(metrics.status == 200)
+            #expect(metrics.headers.contains { $0.0 == "content-type" && $0.1.hasPrefix("text/plain") })
+            #expect(metrics.text.contains("herald_relay_messages_accepted_total"))
+            #expect(metrics.text.contains("herald_relay_pushes_completed_total{state=\"delivered\"}"))
+        }
+    }
+}
+
+/// One metrics backend for the test process (swift-metrics bootstraps once).
+enum TestMetrics {
+    static let registry: PrometheusCollectorRegistry = {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }()
+}
