@@ -24,18 +24,24 @@ public final class ProviderTokenManager: Sendable {
     private let minimumInterval: Duration
     private let clock = ContinuousClock()
     private let wallClock: @Sendable () -> Int64
+    private let onNewToken: @Sendable (ProviderToken) -> Void
     private let state = Mutex(State())
 
     /// - Parameters:
     ///   - refreshAfter: Age at which a token is replaced before use.
     ///   - minimumInterval: The least time between two new tokens, even after ExpiredProviderToken.
     ///   - now: Seconds since the epoch, for `iat`.
+    ///   - onNewToken: Told each token made, so it can be kept across a restart (`restore(_:)`):
+    ///     a restarted provider that signs a new token at once would be refused by APNs as
+    ///     TooManyProviderTokenUpdates.
     public init(
         signer: ProviderTokenSigner,
         refreshAfter: Duration = defaultRefreshAfter,
         minimumInterval: Duration = defaultMinimumInterval,
-        now: @escaping @Sendable () -> Int64
+        now: @escaping @Sendable () -> Int64,
+        onNewToken: @escaping @Sendable (ProviderToken) -> Void = { _ in }
     ) {
+        self.onNewToken = onNewToken
         self.signer = signer
         self.refreshAfter = refreshAfter
         self.minimumInterval = minimumInterval
@@ -45,15 +51,35 @@ public final class ProviderTokenManager: Sendable {
     /// How many tokens have been signed: a test checks this stays at one per refresh window.
     public var tokensMade: Int { state.withLock { $0.generation } }
 
+    /// Takes up a token made before a restart (the text `onNewToken` was given), if this signer
+    /// made it and it is younger than `refreshAfter`. Returns whether it will be used.
+    @discardableResult
+    public func restore(_ text: String) -> Bool {
+        guard let token = signer.restore(text) else { return false }
+        let age = wallClock() - token.issuedAt
+        guard age >= 0, Duration.seconds(age) < refreshAfter else { return false }
+        let now = clock.now
+        state.withLock { state in
+            guard state.token == nil else { return }
+            state.token = token
+            state.madeAt = now - .seconds(age)
+        }
+        return true
+    }
+
     /// The token to use now, signing a new one only when there is none or it is due.
     public func current() throws(APNsClientError) -> ProviderToken {
         let now = clock.now
-        return try state.withLock { (state) throws(APNsClientError) -> ProviderToken in
+        var made: ProviderToken?
+        let token = try state.withLock { (state) throws(APNsClientError) -> ProviderToken in
             if let token = state.token, let madeAt = state.madeAt, now - madeAt < refreshAfter {
                 return token
             }
-            return try make(&state, now: now)
+            made = try make(&state, now: now)
+            return made!
         }
+        if let made { onNewToken(made) }
+        return token
     }
 
     /// APNs answered ExpiredProviderToken for `token`: replace it, once. Concurrent requests that
@@ -62,13 +88,17 @@ public final class ProviderTokenManager: Sendable {
     /// caller retries later).
     public func refresh(expired token: ProviderToken) throws(APNsClientError) -> ProviderToken {
         let now = clock.now
-        return try state.withLock { (state) throws(APNsClientError) -> ProviderToken in
+        var made: ProviderToken?
+        let result = try state.withLock { (state) throws(APNsClientError) -> ProviderToken in
             if let current = state.token, current != token { return current }
             if let madeAt = state.madeAt, now - madeAt < minimumInterval, let current = state.token {
                 return current
             }
-            return try make(&state, now: now)
+            made = try make(&state, now: now)
+            return made!
         }
+        if let made { onNewToken(made) }
+        return result
     }
 
     private func make(_ state: inout State, now: ContinuousClock.Instant) throws(APNsClientError) -> ProviderToken {

@@ -14,6 +14,13 @@ public struct ProviderToken: Sendable, Hashable, CustomStringConvertible {
 
     /// Shows whose token it is, never the token itself (it authenticates as the team).
     public var description: String { "ProviderToken(kid: \(keyID), iss: \(teamID), iat: \(issuedAt))" }
+
+    init(keyID: String, teamID: String, issuedAt: Int64, text: String) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.issuedAt = issuedAt
+        self.text = text
+    }
 }
 
 /// Signs provider tokens with a team's ES256 key (Apple's `AuthKey_<KEYID>.p8`).
@@ -37,6 +44,16 @@ public struct ProviderTokenSigner: Sendable {
     }
 
     /// Signs a token issued at `issuedAt` (seconds since the Unix epoch).
+    /// A token this signer made earlier (kept across a restart); nil if `text` is not one: not a
+    /// provider token, another key or team, or a signature that does not verify.
+    public func restore(_ text: String) -> ProviderToken? {
+        let text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let parsed = ParsedProviderToken(Substring(text)), parsed.keyID == keyID, parsed.teamID == teamID,
+            parsed.isSigned(by: key.publicKey)
+        else { return nil }
+        return ProviderToken(keyID: keyID, teamID: teamID, issuedAt: parsed.issuedAt, text: text)
+    }
+
     public func makeToken(issuedAt: Int64) throws -> ProviderToken {
         let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
         let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))

@@ -12,7 +12,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Load generators (see docs/performance.md).",
-        subcommands: [Provider.self]
+        subcommands: [Provider.self, Relay.self]
     )
 }
 

@@ -50,6 +50,7 @@ struct APNsOptions: ParsableArguments {
     func makeClient(
         logger: Logger,
         group: any EventLoopGroup,
+        tokenCache: String? = nil,
         feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
     )
         throws -> (APNsClient, ProviderTokenManager)
@@ -64,7 +65,8 @@ struct APNsOptions: ParsableArguments {
             url: url,
             caFile: caFile,
             connections: connections,
-            requestTimeout: requestTimeout
+            requestTimeout: requestTimeout,
+            tokenCache: tokenCache
         )
         return try settings.makeClient(logger: logger, group: group, feedback: feedback)
     }
@@ -79,6 +81,9 @@ struct APNsSettings: Sendable {
     var caFile: String?
     var connections: Int = 2
     var requestTimeout: Int = 10
+    /// Where the current provider token is kept (mode 0600) so a restart reuses it instead of
+    /// signing a new one, which APNs refuses within 20 minutes of the last.
+    var tokenCache: String? = nil
 
     /// The key id given, or read from an AuthKey_<KEYID>.p8 file name.
     var resolvedKeyID: String? {
@@ -118,7 +123,24 @@ struct APNsSettings: Sendable {
         }
         configuration.connections = connections
         configuration.requestTimeout = .seconds(Int64(requestTimeout))
-        let tokens = ProviderTokenManager(signer: signer, now: { Int64(Date().timeIntervalSince1970) })
+        let cache = tokenCache
+        let tokens = ProviderTokenManager(
+            signer: signer,
+            now: { Int64(Date().timeIntervalSince1970) },
+            onNewToken: { token in
+                guard let cache else { return }
+                // Written beside, then renamed: a crash never leaves half a token.
+                let temporary = cache + ".new"
+                try? KeyFiles.makeParentDirectory(of: cache)
+                try? FileManager.default.removeItem(atPath: temporary)
+                guard (try? SecretFile.write(Array((token.text + "\n").utf8), to: temporary, mode: 0o600)) != nil
+                else { return }
+                _ = rename(temporary, cache)
+            }
+        )
+        if let cache, let text = try? String(contentsOfFile: cache, encoding: .utf8), tokens.restore(text) {
+            logger.info("reusing the provider token kept from the last run", metadata: ["file": "\(cache)"])
+        }
         let client = try APNsClient(
             configuration: configuration,
             tokens: tokens,
@@ -155,6 +177,12 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(name: .customLong("secret-file"), help: "The file holding the bearer secret relays must send.")
     var secretFile: String = "keys/provider.secret"
 
+    @Option(
+        name: .customLong("token-cache"),
+        help: "Where the provider token is kept (0600) so a restart reuses it; APNs refuses a new one within 20 minutes."
+    )
+    var tokenCache: String = "data/provider-token"
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -169,7 +197,11 @@ struct ProviderCommand: AsyncParsableCommand {
         var logger = Logger(label: "herald.provider")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         // The key first: a wrong key path should not leave a new secret file behind.
-        let (client, _) = try apns.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+        let (client, _) = try apns.makeClient(
+            logger: logger,
+            group: MultiThreadedEventLoopGroup.singleton,
+            tokenCache: tokenCache
+        )
         let secret = try loadOrMakeSecret()
         let ready = AsyncStream.makeStream(of: Int.self)
         let app = Application(

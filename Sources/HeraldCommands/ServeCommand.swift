@@ -105,7 +105,8 @@ struct ServeCommand: AsyncParsableCommand {
                 teamID: team,
                 url: url,
                 caFile: apnsCA ?? ServeEnvironment.string("HERALD_APNS_CA") ?? file?.ca,
-                connections: apnsConnections ?? file?.connections ?? 2
+                connections: apnsConnections ?? file?.connections ?? 2,
+                tokenCache: (options.data as NSString).appendingPathComponent("provider-token")
             )
             let (client, _) = try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
             let runtime = RelayRuntime(

@@ -1,0 +1,262 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HeraldCrypto
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+extension BenchCommand {
+    /// `herald bench relay`: messages over HTTP/1.1 keep-alive into a running `herald serve` whose
+    /// pushes go to the sandbox.
+    struct Relay: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "relay",
+            abstract: "Post messages to a running `herald serve` (sandbox mode) and report throughput and latency.",
+            discussion: """
+                Registers --users devices with the sandbox and activates them at the relay (plus \
+                --extra-devices that get no messages, to fill the store), then posts --messages \
+                messages, round robin over the users, from --connections HTTP/1.1 keep-alive \
+                connections; --rate paces the posts (0: as fast as the relay answers). Reports \
+                accepted messages/s, pushes/s reaching the sandbox (until the relay recorded the \
+                last one delivered), and, for a sample of pushes, the time from the ingest call to \
+                the relay's record that APNs (the sandbox) accepted it. Prints one JSON line.
+                """
+        )
+
+        @Option(help: "The relay's base URL.")
+        var relay: String = "http://127.0.0.1:8080"
+
+        @Option(help: "The sandbox's control URL.")
+        var sandbox: String = "http://127.0.0.1:2198"
+
+        @Option(name: .customLong("api-key-file"), help: "The relay's API key file.")
+        var apiKeyFile: String = "keys/api.key"
+
+        @Option(help: "The app's bundle id, registered with the relay and the sandbox.")
+        var bundle: String = "com.example.herald"
+
+        @Option(help: "Users (one device each) that receive messages.")
+        var users: Int = 10_000
+
+        @Option(name: .customLong("extra-devices"), help: "More devices to activate (no messages), to fill the store.")
+        var extraDevices: Int = 0
+
+        @Option(help: "Messages to post.")
+        var messages: Int = 100_000
+
+        @Option(help: "HTTP/1.1 keep-alive connections (one request in flight on each).")
+        var connections: Int = 32
+
+        @Option(help: "Messages per second to aim for; 0 posts as fast as the relay answers.")
+        var rate: Int = 0
+
+        @Option(name: .customLong("sample-every"), help: "Measure ingest-to-acceptance for one message in N.")
+        var sampleEvery: Int = 20
+
+        @Option(help: "A label for this run in the JSON line.")
+        var label: String = ""
+
+        func validate() throws {
+            guard users > 0, messages > 0, connections > 0, sampleEvery > 0, extraDevices >= 0, rate >= 0 else {
+                throw ValidationError("counts must be positive")
+            }
+        }
+
+        func run() async throws {
+            guard let keyText = try? String(contentsOfFile: apiKeyFile, encoding: .utf8) else {
+                throw ValidationError("cannot read \(apiKeyFile) (start `herald serve` first)")
+            }
+            let apiKey = keyText.trimmingCharacters(in: .whitespacesAndNewlines)
+            var configuration = HTTPClient.Configuration()
+            configuration.httpVersion = .http1Only
+            configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            do {
+                try await bench(http: http, apiKey: apiKey)
+            } catch {
+                try? await http.shutdown()
+                throw error
+            }
+            try await http.shutdown()
+        }
+
+        private func bench(http: HTTPClient, apiKey: String) async throws {
+            let client = BenchHTTP(http: http, apiKey: apiKey)
+            let startBaseline = try await client.json(.GET, relay + "/health")
+            let deliveredBefore = startBaseline["outbox_delivered"] as? Int ?? 0
+
+            // Devices: one per user, then the extras, activated in parallel.
+            let setupStarted = ContinuousClock.now
+            let total = users + extraDevices
+            let next = BenchCounter()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<min(connections, 32) {
+                    group.addTask {
+                        while true {
+                            let index = next.take()
+                            if index >= total { return }
+                            try await activate(index: index, client: client)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let setupSeconds = Double((ContinuousClock.now - setupStarted).nanoseconds) / 1e9
+
+            // The load.
+            let counter = BenchCounter()
+            let started = ContinuousClock.now
+            let startedWall = RelayClockBench.now()
+            let results = try await withThrowingTaskGroup(of: WorkerResult.self) { group in
+                for _ in 0..<connections {
+                    group.addTask {
+                        var result = WorkerResult()
+                        while true {
+                            let index = counter.take()
+                            if index >= messages { return result }
+                            if rate > 0 {
+                                let due = started + .nanoseconds(Int64(Double(index) / Double(rate) * 1e9))
+                                if due > ContinuousClock.now { try await Task.sleep(until: due) }
+                            }
+                            let body =
+                                #"{"to":"bench-user-\#(index % users)","from":{"id":"agent-1","name":"Agent One"},"conversation":"conv-\#(index % users)","text":"Message \#(index): your order has shipped and will arrive tomorrow."}"#
+                            let sent = ContinuousClock.now
+                            let reply = try await client.post(relay + "/v1/messages", body: body)
+                            result.ingestNanoseconds.append((ContinuousClock.now - sent).nanoseconds)
+                            guard reply.status == 202 else {
+                                result.refused += 1
+                                continue
+                            }
+                            result.accepted += 1
+                            let pushes = reply.object["pushes"] as? [[String: Any]] ?? []
+                            result.pushes += pushes.count
+                            if index % sampleEvery == 0, let id = pushes.first?["push_id"] as? String {
+                                result.samples.append(id)
+                            }
+                        }
+                    }
+                }
+                var all: [WorkerResult] = []
+                for try await part in group { all.append(part) }
+                return all
+            }
+            let ingestSeconds = Double((ContinuousClock.now - started).nanoseconds) / 1e9
+            let accepted = results.reduce(0) { $0 + $1.accepted }
+            let refused = results.reduce(0) { $0 + $1.refused }
+            let pushes = results.reduce(0) { $0 + $1.pushes }
+
+            // Wait until the relay recorded every push delivered (or a deadline).
+            var deliveredAt = ContinuousClock.now
+            let deadline = ContinuousClock.now + .seconds(120)
+            var delivered = 0
+            while ContinuousClock.now < deadline {
+                let health = try await client.json(.GET, relay + "/health")
+                delivered = (health["outbox_delivered"] as? Int ?? 0) - deliveredBefore
+                deliveredAt = ContinuousClock.now
+                if delivered >= pushes { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let pushSeconds = Double((deliveredAt - started).nanoseconds) / 1e9
+
+            // Ingest to acceptance, from the relay's own record of each sampled push.
+            var latencies: [Int64] = []
+            for id in results.flatMap(\.samples) {
+                let status = try await client.json(.GET, relay + "/v1/pushes/" + id, auth: true)
+                guard let created = status["created_at"] as? Int64,
+                    let history = status["history"] as? [[String: Any]],
+                    let done = history.first(where: { $0["state"] as? String == "delivered" })?["at"] as? Int64
+                else { continue }
+                latencies.append(done - created)
+            }
+            latencies.sort()
+            let ingest = results.flatMap(\.ingestNanoseconds).sorted()
+            func quantile<T: BinaryInteger>(_ values: [T], _ q: Double) -> Double {
+                values.isEmpty ? 0 : Double(values[min(values.count - 1, Int(Double(values.count) * q))])
+            }
+            let line: [String: any Sendable] = [
+                "label": label, "users": users, "devices_activated": total,
+                "setup_seconds": (setupSeconds * 10).rounded() / 10, "messages": messages, "accepted": accepted,
+                "refused": refused, "rate_target": rate, "connections": connections,
+                "accepted_per_second": (Double(accepted) / ingestSeconds).rounded(),
+                "pushes": pushes, "pushes_delivered": delivered,
+                "pushes_per_second": (Double(delivered) / pushSeconds).rounded(),
+                "ingest_p50_ms": (quantile(ingest, 0.5) / 1e4).rounded() / 100,
+                "ingest_p99_ms": (quantile(ingest, 0.99) / 1e4).rounded() / 100,
+                "to_sandbox_samples": latencies.count,
+                "to_sandbox_p50_ms": quantile(latencies, 0.5), "to_sandbox_p99_ms": quantile(latencies, 0.99),
+                "started_at": startedWall,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        }
+
+        private func activate(index: Int, client: BenchHTTP) async throws {
+            let device = try await client.json(.POST, sandbox + "/sandbox/devices", body: #"{"bundle_id":"\#(bundle)"}"#)
+            guard let token = device["messaging_token"] as? String else {
+                throw ValidationError("the sandbox did not give a token (is \(bundle) registered?): \(device)")
+            }
+            let user = index < users ? "bench-user-\(index)" : "bench-idle-\(index)"
+            let key = KeyPair.generate().publicKey.base64
+            let reply = try await client.post(
+                relay + "/v1/activations",
+                body: #"{"user_id":"\#(user)","app":"\#(bundle)","platform":"ios","public_key":"\#(key)","messaging_token":"\#(token)"}"#
+            )
+            guard reply.status == 201 else {
+                throw ValidationError("activation answered \(reply.status): \(String(describing: reply.object))")
+            }
+        }
+    }
+}
+
+private struct WorkerResult: Sendable {
+    var accepted = 0
+    var refused = 0
+    var pushes = 0
+    var samples: [String] = []
+    var ingestNanoseconds: [Int64] = []
+}
+
+/// A tiny JSON-over-HTTP helper for the load generator.
+private struct BenchHTTP: Sendable {
+    let http: HTTPClient
+    let apiKey: String
+
+    struct Reply: @unchecked Sendable {
+        var status: Int
+        var object: [String: Any]
+    }
+
+    func post(_ url: String, body: String) async throws -> Reply {
+        try await send(.POST, url, body: body, auth: true)
+    }
+
+    func json(_ method: HTTPMethod, _ url: String, body: String? = nil, auth: Bool = false) async throws -> [String: Any] {
+        try await send(method, url, body: body, auth: auth).object
+    }
+
+    private func send(_ method: HTTPMethod, _ url: String, body: String?, auth: Bool) async throws -> Reply {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        if auth { request.headers.add(name: "authorization", value: "Bearer " + apiKey) }
+        if let body {
+            request.headers.add(name: "content-type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        let object = (try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView))) as? [String: Any]
+        return Reply(status: Int(response.status.code), object: object ?? [:])
+    }
+}
+
+private enum RelayClockBench {
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
+/// Hands out 0, 1, 2, … to concurrent workers.
+private final class BenchCounter: Sendable {
+    private let value = Atomic<Int>(0)
+
+    func take() -> Int { value.add(1, ordering: .relaxed).oldValue }
+}
