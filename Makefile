@@ -5,13 +5,15 @@ SWIFT        ?= swift
 PYTHON       ?= python3
 HERALD       := .build/debug/herald
 APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client
-PY_PACKAGES  := pynacl pytest aioapns==4.0
+PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test setup system-deps python-deps build keys lint format unit interop bench clean
 
+# Starts `herald serve` with its embedded defaults: relay on 8080, SQLite under data/, and the APNs
+# sandbox in-process (2197/2198) with development keys under keys/. Ctrl-C stops it gracefully.
 run: setup build keys
-	$(HERALD) envelope demo
+	$(HERALD) serve
 
 test: setup build lint unit interop
 
@@ -29,7 +31,7 @@ system-deps:
 	fi
 
 python-deps:
-	@$(PYTHON) -c "import nacl, pytest, aioapns" 2>/dev/null || \
+	@$(PYTHON) -c "import nacl, pytest, aioapns, yaml, jsonschema, openapi_spec_validator" 2>/dev/null || \
 		$(PYTHON) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
 
 build:

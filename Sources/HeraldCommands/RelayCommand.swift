@@ -67,7 +67,8 @@ struct RelayCommand: AsyncParsableCommand {
             logger: logger
         )
         do {
-            let apps = try await options.registerApps(with: runtime.relay, defaultTeam: nil)
+            _ = try await options.registerApps(with: runtime.relay, defaultTeam: nil)
+            let apps = try await store.apps()
             try await runtime.run(extraServices: []) { port in
                 print("herald relay")
                 runtime.printCommon(port: port, apps: apps, apiKeySource: apiKeySource, masterSource: masterSource)

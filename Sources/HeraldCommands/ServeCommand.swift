@@ -118,7 +118,8 @@ struct ServeCommand: AsyncParsableCommand {
                 registry: registry,
                 logger: logger
             )
-            let apps = try await options.registerApps(with: runtime.relay, defaultTeam: team)
+            _ = try await options.registerApps(with: runtime.relay, defaultTeam: team)
+            let apps = try await store.apps()
             try await runtime.run(extraServices: [client]) { port in
                 print("herald serve")
                 runtime.printCommon(port: port, apps: apps, apiKeySource: apiKeySource, masterSource: masterSource)
@@ -160,13 +161,11 @@ struct ServeCommand: AsyncParsableCommand {
                 logger: logger,
                 onAppSaved: { app in try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: app.teamID)) }
             )
-            var apps = try await options.registerApps(with: runtime.relay, defaultTeam: metadata.teamID)
-            if apps.isEmpty, try await store.apps().isEmpty {
-                let example = AppRecord(id: "com.example.herald", teamID: metadata.teamID)
-                try await runtime.relay.saveApp(example)
-                apps = [example]
+            _ = try await options.registerApps(with: runtime.relay, defaultTeam: metadata.teamID)
+            if try await store.apps().isEmpty {
+                try await runtime.relay.saveApp(AppRecord(id: "com.example.herald", teamID: metadata.teamID))
             }
-            let shown = apps
+            let shown = try await store.apps()
             for app in try await store.apps() {
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: app.teamID))
             }

@@ -49,7 +49,9 @@ public final class Relay: Sendable {
     public func saveApp(_ app: AppRecord) async throws(RelayError) {
         try check(app.id, "id", pattern: .bundleID)
         try check(app.teamID, "team_id", pattern: .identifier)
-        guard app.messageTTL >= 0 else { throw .invalidField("message_ttl", "must be 0 or more seconds") }
+        guard (1...AppRecord.maximumMessageTTL).contains(app.messageTTL) else {
+            throw .invalidField("message_ttl", "must be between 1 and \(AppRecord.maximumMessageTTL) seconds (30 days)")
+        }
         guard app.callTTL > 0, app.callTTL <= 3600 else {
             throw .invalidField("call_ttl", "must be between 1 and 3600 seconds")
         }
@@ -97,6 +99,9 @@ public final class Relay: Sendable {
             }
             guard found.userID == request.userID, found.appID == request.app else {
                 throw RelayError.forbidden.with(detail: "device \(existing) belongs to another user or app")
+            }
+            guard found.platform == request.platform else {
+                throw RelayError.invalidField("platform", "cannot change on re-activation; activate a new device")
             }
             previous = found
             deviceID = existing

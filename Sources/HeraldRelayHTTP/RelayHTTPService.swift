@@ -34,6 +34,7 @@ public enum RelayHTTPService {
         health: @escaping @Sendable () async -> [String: Int] = { [:] }
     ) -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: JSONErrorMiddleware())
         let api = API(relay: relay, configuration: configuration)
 
         router.get("/health") { _, _ -> Response in
@@ -209,4 +210,26 @@ func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Resp
     var headers = HTTPFields()
     headers[.contentType] = "application/json"
     return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+}
+
+/// Answers what no route handles (an unknown path or method) with the same JSON as every other
+/// refusal, instead of an empty body.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError {
+            let reason =
+                error.status == .notFound
+                ? "no route \(request.method.rawValue) \(request.uri.path)" : (error.body ?? error.status.reasonPhrase)
+            return try json(
+                error.status,
+                ErrorBody(error: error.status == .notFound ? "not_found" : "http_error", reason: reason, field: nil)
+            )
+        }
+    }
 }

@@ -30,6 +30,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
     /// How long a call push may wait before it must not ring any more, in seconds.
     public var callTTL: Int64
 
+    /// The longest `messageTTL`: 30 days.
+    public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
+
     public init(
         id: String,
         teamID: String,

@@ -312,3 +312,33 @@ enum TestMetrics {
         return registry
     }()
 }
+
+/// Fixes for what the OpenAPI conformance test found.
+@Suite("Relay API edges")
+struct RelayAPIEdgeTests {
+    @Test("message_ttl is bounded (no overflow), a platform cannot change on re-activation, unknown routes answer JSON")
+    func edges() async throws {
+        try await RelayHarness.with { harness in
+            for ttl in ["0", "-1", "2592001", "9223372036854775807"] {
+                let reply = try await harness.call(
+                    .PUT,
+                    "/v1/apps/com.example.chat",
+                    body: #"{"team_id":"TEAM123456","message_ttl":\#(ttl)}"#
+                )
+                #expect(reply.status == 400 && reply.json["field"] as? String == "message_ttl", "\(ttl): \(reply.text)")
+            }
+            let phone = try await harness.phone(user: "u1")
+            let switched = ActivationRequest(
+                userID: "u1",
+                app: RelayHarness.bundleID,
+                platform: .android,
+                publicKey: KeyPair.generate().publicKey.base64,
+                deviceID: phone.deviceID
+            )
+            let reply = try await harness.call(.POST, "/v1/activations", json: switched)
+            #expect(reply.status == 400 && reply.json["field"] as? String == "platform", "\(reply.text)")
+            let unknown = try await harness.call(.GET, "/v1/no-such-route")
+            #expect(unknown.status == 404 && unknown.json["error"] as? String == "not_found")
+        }
+    }
+}

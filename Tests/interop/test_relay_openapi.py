@@ -1,0 +1,979 @@
+"""Checks docs/openapi.yaml against a live relay (`herald serve`).
+
+The spec is the contract app and backend developers read; this test holds the server to it:
+
+* docs/openapi.yaml must be a valid OpenAPI 3.1 document (openapi-spec-validator), and every
+  example in it must satisfy its own schema;
+* a real `herald serve` runs in a temporary directory on free ports (0), in sandbox mode (no
+  Apple key: pushes go to the in-process APNs sandbox, whose control API makes device tokens);
+* every route is called with good and bad requests. Each answer's status must be one the spec
+  documents for that path and method, and its body must validate against the schema the spec
+  declares for that status (JSON Schema 2020-12, with the spec's components). Request bodies
+  are checked too: what the server accepts must satisfy the spec's request schema, and what it
+  refuses as `invalid_field` must violate it wherever a schema can say so;
+* the APNs payloads the relay sent (read back from the sandbox's inspection log) must match
+  `ApnsMessagePayload` and `ApnsCallPayload`, and their `herald.sealed` must open with PyNaCl
+  using the device's side of the key agreement (docs/envelope.md);
+* SIGTERM must stop the server with exit status 0 within a few seconds.
+
+Python packages: pytest, pyyaml, jsonschema, openapi-spec-validator, pynacl.
+
+Run: python3 -m pytest -q Tests/interop/test_relay_openapi.py   (HERALD_BIN overrides the binary,
+default .build/debug/herald relative to the repository root; the test is skipped only when that
+binary is missing).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+from nacl import bindings as sodium
+from nacl.public import PrivateKey
+from openapi_spec_validator import validate as validate_openapi
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC_PATH = REPO / "docs" / "openapi.yaml"
+SPEC_URI = "https://herald.invalid/docs/openapi.yaml"  # a base URI for $ref resolution only
+
+STARTUP_TIMEOUT = 60.0  # a debug build under load can take a while to start
+EXIT_TIMEOUT = 10.0
+DELIVERY_TIMEOUT = 20.0
+HTTP_TIMEOUT = 15.0
+
+DEFAULT_APP = "com.example.herald"  # made by `herald serve` in sandbox mode when no app exists
+MAX_BODY = 256 * 1024
+FINAL_STATES = {"delivered", "failed", "expired", "token_dead", "skipped"}
+HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+NOT_TRIGGERABLE = {"500", "503"}  # store failures and internal errors cannot be provoked from outside
+
+
+# --- the spec ------------------------------------------------------------------------------------
+
+
+def _escape(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+class Spec:
+    """docs/openapi.yaml, with JSON Schema validators for the schemas it declares."""
+
+    def __init__(self, document: dict):
+        self.document = document
+        self.registry = Registry().with_resource(SPEC_URI, DRAFT202012.create_resource(document))
+        self._validators: dict[str, Draft202012Validator] = {}
+        self._templates = [
+            (re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$"), path)
+            for path in document["paths"]
+        ]
+
+    def lookup(self, pointer: str):
+        node = self.document
+        for part in pointer.lstrip("/").split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        return node
+
+    def follow(self, pointer: str) -> tuple[str, dict]:
+        """The object at `pointer`, after any chain of `$ref` (responses, parameters, headers)."""
+        node = self.lookup(pointer)
+        while isinstance(node, dict) and "$ref" in node:
+            ref = node["$ref"]
+            assert ref.startswith("#/"), f"only local references are expected, got {ref}"
+            pointer = ref[1:]
+            node = self.lookup(pointer)
+        return pointer, node
+
+    def validator(self, pointer: str) -> Draft202012Validator:
+        if pointer not in self._validators:
+            self._validators[pointer] = Draft202012Validator({"$ref": SPEC_URI + "#" + pointer}, registry=self.registry)
+        return self._validators[pointer]
+
+    def schema(self, name: str) -> Draft202012Validator:
+        return self.validator("/components/schemas/" + _escape(name))
+
+    def template(self, path: str) -> str | None:
+        for pattern, template in self._templates:
+            if pattern.match(path):
+                return template
+        return None
+
+    def operation_pointer(self, template: str, method: str) -> str:
+        return f"/paths/{_escape(template)}/{method}"
+
+    def operations(self) -> list[tuple[str, str]]:
+        return [
+            (path, method) for path, item in self.document["paths"].items() for method in item if method in HTTP_METHODS
+        ]
+
+    def request_validator(self, template: str, method: str) -> Draft202012Validator:
+        pointer = self.operation_pointer(template, method) + "/requestBody"
+        pointer, body = self.follow(pointer)
+        assert "application/json" in body["content"], f"{method.upper()} {template} takes no JSON body"
+        return self.validator(pointer + "/content/application~1json/schema")
+
+
+def _errors(validator: Draft202012Validator, instance) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(instance)]
+
+
+@pytest.fixture(scope="module")
+def spec() -> Spec:
+    document = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
+    return Spec(document)
+
+
+# --- the server as a subprocess ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def herald() -> Path:
+    configured = os.environ.get("HERALD_BIN", ".build/debug/herald")
+    path = Path(configured)
+    if not path.is_absolute():
+        path = REPO / path
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.skip(f"Herald binary not found at {path} (set HERALD_BIN or build with `swift build`)")
+    return path
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]  # lowercased names
+    raw: bytes
+
+    @property
+    def json(self):
+        return json.loads(self.raw)
+
+
+@dataclass
+class Relay:
+    """The running server and an HTTP client that checks every answer against the spec."""
+
+    process: subprocess.Popen
+    workdir: Path
+    url: str  # http://host:port, without /v1
+    control_url: str  # http://host:port/sandbox
+    api_key: str
+    spec: Spec
+    banner: list[str]
+    observed: set[tuple[str, str, str]] = field(default_factory=set)  # (template, method, status)
+
+    # HTTP
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        body=None,
+        token: str | None = None,
+        raw: bytes | None = None,
+        authorization: str | None = None,
+    ) -> Response:
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        headers = {"content-type": "application/json"} if data is not None else {}
+        if authorization is not None:
+            headers["authorization"] = authorization
+        elif token is not None:
+            headers["authorization"] = "Bearer " + token
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as answer:
+                status, answer_headers, payload = answer.status, answer.headers, answer.read()
+        except urllib.error.HTTPError as error:
+            status, answer_headers, payload = error.code, error.headers, error.read()
+        return Response(status, {k.lower(): v for k, v in answer_headers.items()}, payload)
+
+    def sandbox(self, method: str, path: str, body=None):
+        answer = self._send(method, self.control_url + path, body)
+        assert answer.status < 300, f"sandbox {method} {path}: {answer.status} {answer.raw!r}"
+        return answer.json if answer.raw else None
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        body=None,
+        token: str | None = None,
+        *,
+        raw: bytes | None = None,
+        authorization: str | None = None,
+        field_name: str | None = None,
+        schema_rejects: bool | None = None,
+    ):
+        """One request; asserts the status, checks the answer (and the request) against the spec.
+
+        Returns the decoded JSON body, or the raw bytes when the answer is not JSON.
+        """
+        answer = self._send(method, self.url + path, body, token, raw, authorization)
+        assert answer.status == status, f"{method} {path}: expected {status}, got {answer.status}: {answer.raw[:500]!r}"
+        template = self.spec.template(path)
+        assert template is not None, f"{path} is not a path of the spec"
+        self.check_answer(template, method.lower(), answer)
+        decoded = answer.json if answer.headers.get("content-type", "").startswith("application/json") else answer.raw
+        if field_name is not None:
+            assert decoded.get("field") == field_name, (
+                f"{method} {path}: expected field {field_name!r}, got {decoded!r}"
+            )
+        if body is not None and raw is None:
+            self.check_request(template, method.lower(), body, status, schema_rejects)
+        return decoded
+
+    # Spec checks
+
+    def check_answer(self, template: str, method: str, answer: Response) -> None:
+        spec = self.spec
+        operation = spec.lookup(spec.operation_pointer(template, method))
+        status = str(answer.status)
+        assert status in operation["responses"], (
+            f"{method.upper()} {template} answered {status}, which the spec does not document "
+            f"(documented: {sorted(operation['responses'])}): {answer.raw[:300]!r}"
+        )
+        self.observed.add((template, method, status))
+        pointer, response = spec.follow(spec.operation_pointer(template, method) + f"/responses/{status}")
+        for name, header_pointer in ((n, f"{pointer}/headers/{_escape(n)}") for n in response.get("headers", {})):
+            header_pointer, header = spec.follow(header_pointer)
+            value = answer.headers.get(name.lower())
+            if header.get("required"):
+                assert value is not None, f"{method.upper()} {template} {status}: no {name} header"
+            if value is not None:
+                problems = _errors(spec.validator(header_pointer + "/schema"), value)
+                assert not problems, f"{method.upper()} {template} {status}: header {name}: {problems}"
+        content = response.get("content")
+        if not content:
+            assert answer.raw == b"", f"{method.upper()} {template} {status}: expected no body, got {answer.raw!r}"
+            return
+        content_type = answer.headers.get("content-type", "")
+        media = next((m for m in content if content_type.replace(" ", "") == m.replace(" ", "")), None)
+        if media is None and content_type.split(";")[0].strip() == "application/json":
+            media = "application/json" if "application/json" in content else None
+        assert media is not None, (
+            f"{method.upper()} {template} {status}: content-type {content_type!r} not in {list(content)}"
+        )
+        if media == "application/json":
+            problems = _errors(spec.validator(f"{pointer}/content/application~1json/schema"), answer.json)
+            assert not problems, (
+                f"{method.upper()} {template} {status}: {answer.json!r} does not match the spec: {problems}"
+            )
+
+    def check_request(self, template: str, method: str, body, status: int, schema_rejects: bool | None) -> None:
+        validator = self.spec.request_validator(template, method)
+        problems = _errors(validator, body)
+        if 200 <= status < 300:
+            assert not problems, f"the server accepted {body!r}, but the spec's request schema refuses it: {problems}"
+        elif status == 400 and schema_rejects is not False:
+            assert problems, f"the server refused {body!r} as invalid, but the spec's request schema allows it"
+
+    # Helpers for the scenarios
+
+    def default_team(self) -> str:
+        apps = self.call("GET", "/v1/apps", 200, token=self.api_key)["apps"]
+        return next(app["team_id"] for app in apps if app["id"] == DEFAULT_APP)
+
+    def new_sandbox_device(self, bundle_id: str = DEFAULT_APP) -> dict:
+        return self.sandbox("POST", "/devices", {"bundle_id": bundle_id})
+
+    def activate(self, user: str, app: str = DEFAULT_APP, platform: str = "ios", **extra) -> tuple[dict, PrivateKey]:
+        key = PrivateKey.generate()
+        body = {"user_id": user, "app": app, "platform": platform, "public_key": b64(bytes(key.public_key))} | extra
+        return self.call("POST", "/v1/activations", 201, body, self.api_key), key
+
+    def wait_final(self, push_id: str) -> dict:
+        """Polls the push until it reaches a final state (the dispatcher's answer is the signal)."""
+        deadline = time.monotonic() + DELIVERY_TIMEOUT
+        while True:
+            status = self.call("GET", f"/v1/pushes/{push_id}", 200, token=self.api_key)
+            if status["state"] in FINAL_STATES:
+                return status
+            assert time.monotonic() < deadline, f"push {push_id} still {status['state']} after {DELIVERY_TIMEOUT}s"
+            time.sleep(0.05)
+
+    def inspection(self, token: str) -> list[dict]:
+        return self.sandbox("GET", f"/inspection?token={token}")["records"]
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def _read_banner(process: subprocess.Popen, deadline: float) -> list[str]:
+    """Reads stdout lines until the relay and sandbox lines are printed (the ready signal)."""
+    lines: list[str] = []
+    pending = b""
+    fd = process.stdout.fileno()
+    while time.monotonic() < deadline:
+        if any(line.startswith("  relay") for line in lines) and any(line.startswith("  sandbox ") for line in lines):
+            return lines
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            if process.poll() is not None:
+                break
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        lines += [line.decode("utf-8", "replace") for line in complete]
+    raise AssertionError(f"herald serve did not print its URLs (exit status {process.poll()}); stdout: {lines!r}")
+
+
+@pytest.fixture(scope="module")
+def relay(herald: Path, spec: Spec, tmp_path_factory: pytest.TempPathFactory):
+    workdir = tmp_path_factory.mktemp("relay-openapi")
+    command = [str(herald), "serve", "--port", "0", "--sandbox-apns-port", "0", "--sandbox-control-port", "0"]
+    command += ["--keys-dir", str(workdir / "keys"), "--data", str(workdir / "data"), "--log-level", "warning"]
+    with open(workdir / "serve.stderr", "w+b") as stderr_file:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr_file, cwd=workdir)
+        yield from _serve(process, workdir, spec, stderr_file)
+
+
+def _serve(process: subprocess.Popen, workdir: Path, spec: Spec, stderr_file):
+    try:
+        banner = _read_banner(process, time.monotonic() + STARTUP_TIMEOUT)
+        text = "\n".join(banner)
+        relay_match = re.search(r"^  relay\s+(http://\S+?)/v1\s", text, re.MULTILINE)
+        control_match = re.search(r"^  sandbox\s.*control\s+(http://\S+/sandbox)", text, re.MULTILINE)
+        assert relay_match and control_match, f"unexpected banner: {banner!r}"
+        api_key = (workdir / "keys" / "api.key").read_text(encoding="utf-8").strip()
+        server = Relay(process, workdir, relay_match.group(1), control_match.group(1), api_key, spec, banner)
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:  # the banner is printed once the API listens; /health confirms the store answers
+            try:
+                if server._send("GET", server.url + "/health").status == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "/health did not answer 200"
+            time.sleep(0.1)
+        yield server
+    finally:
+        if process.poll() is None:  # a test failed before the SIGTERM test: stop our own process
+            process.terminate()
+            try:
+                process.wait(timeout=EXIT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        process.stdout.close()
+        stderr_file.seek(0)
+        tail = stderr_file.read()[-4000:].decode("utf-8", "replace")
+        if "Fatal error" in tail or "runtime failure" in tail:
+            print("herald serve stderr (tail):\n" + tail)
+
+
+# --- envelopes (docs/envelope.md), to check what `herald.sealed` carries ---------------------------
+
+
+def open_envelope(text: str, receive_key: bytes, key_id: str, kind: int, subject_id: str, device_id: str) -> bytes:
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    assert data[0] == 0x01, "envelope version"
+    assert data[1:9].hex() == key_id, "the envelope's key id is the activation's key_id"
+    nonce, sealed = data[9:33], data[33:]
+
+    def field_bytes(value: str) -> bytes:
+        encoded = value.encode()
+        return struct.pack(">H", len(encoded)) + encoded
+
+    ad = b"HRLD" + b"\x01" + data[1:9] + bytes([kind]) + field_bytes(subject_id) + field_bytes(device_id)
+    return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(sealed, ad, nonce, receive_key)
+
+
+def parse_plaintext(plaintext: bytes) -> dict:
+    kind, flags, moment = plaintext[0], plaintext[1], struct.unpack(">q", plaintext[2:10])[0]
+    names = (
+        ["message_id", "conversation_id", "sender_id", "sender_name", "text"]
+        if kind == 0x01
+        else ["call_id", "caller_id", "caller_name"]
+    )
+    values, offset = {}, 10
+    for name in names:
+        (length,) = struct.unpack(">H", plaintext[offset : offset + 2])
+        values[name] = plaintext[offset + 2 : offset + 2 + length].decode("utf-8")
+        offset += 2 + length
+    assert offset == len(plaintext), "no trailing bytes"
+    return {"type": kind, "flags": flags, "at": moment} | values
+
+
+def key_id(device_key: PrivateKey, activation: dict) -> str:
+    """docs/envelope.md section 2: BLAKE2b-128 of the prefix and both public keys, first 8 bytes."""
+    relay_public = base64.b64decode(activation["relay_public_key"])
+    digest = hashlib.blake2b(b"herald-kid-v1" + bytes(device_key.public_key) + relay_public, digest_size=16).digest()
+    return digest[:8].hex()
+
+
+def receive_key(device_key: PrivateKey, activation: dict) -> bytes:
+    relay_public = base64.b64decode(activation["relay_public_key"])
+    rx, _tx = sodium.crypto_kx_client_session_keys(bytes(device_key.public_key), bytes(device_key), relay_public)
+    return rx
+
+
+# --- tests ---------------------------------------------------------------------------------------
+
+
+def test_spec_is_valid_openapi_3_1(spec: Spec):
+    validate_openapi(spec.document)
+    assert spec.document["openapi"].startswith("3.1")
+    schemes = spec.document["components"]["securitySchemes"]
+    assert {name: (s["type"], s["scheme"]) for name, s in schemes.items()} == {
+        "apiKey": ("http", "bearer"),
+        "deviceCredential": ("http", "bearer"),
+    }
+    expected = {
+        ("/health", "get"),
+        ("/metrics", "get"),
+        ("/v1/apps/{id}", "put"),
+        ("/v1/apps", "get"),
+        ("/v1/activations", "post"),
+        ("/v1/devices/{id}", "get"),
+        ("/v1/devices/{id}/tokens", "put"),
+        ("/v1/devices/{id}", "delete"),
+        ("/v1/devices/{id}/presence", "put"),
+        ("/v1/messages", "post"),
+        ("/v1/messages/{id}", "get"),
+        ("/v1/calls", "post"),
+        ("/v1/pushes/{id}", "get"),
+    }
+    assert set(spec.operations()) == expected
+    for name in ("ApnsMessagePayload", "ApnsCallPayload", "Error"):
+        assert name in spec.document["components"]["schemas"]
+
+
+def _examples(node, pointer: str = ""):
+    """(schema pointer, example) for every `example`/`examples` next to a schema in the spec."""
+    if isinstance(node, dict):
+        if "schema" in node and isinstance(node["schema"], dict):
+            if "example" in node:
+                yield pointer + "/schema", node["example"]
+            for example in (node.get("examples") or {}).values():
+                if isinstance(example, dict) and "value" in example:
+                    yield pointer + "/schema", example["value"]
+        if pointer.startswith("/components/schemas/") and pointer.count("/") == 3:
+            if "example" in node:
+                yield pointer, node["example"]
+            for example in node.get("examples") or []:
+                yield pointer, example
+        for key, value in node.items():
+            yield from _examples(value, f"{pointer}/{_escape(str(key))}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _examples(value, f"{pointer}/{index}")
+
+
+def test_examples_match_their_schemas(spec: Spec):
+    checked = 0
+    for pointer, example in _examples(spec.document):
+        if pointer.startswith("/paths/") and "/content/text~1plain" in pointer:
+            continue
+        problems = _errors(spec.validator(pointer), example)
+        assert not problems, f"the example at {pointer} does not match its schema: {problems}"
+        checked += 1
+    assert checked >= 20
+
+
+def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
+    relay.observed.clear()
+    key = relay.api_key
+    team = relay.default_team()
+
+    # --- service ---
+    health = relay.call("GET", "/health", 200)
+    assert health["status"] == "ok"
+    metrics = relay.call("GET", "/metrics", 200)
+    text = metrics.decode("utf-8")
+    assert "# TYPE herald_relay_activations_total counter" in text
+    sample = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*(\{[^}]*\})? \S+$")
+    for line in text.splitlines():
+        assert line.startswith("#") or not line or sample.match(line), f"not Prometheus text: {line!r}"
+    unmatched = relay._send("GET", relay.url + "/v1/no-such-route", token=key)
+    assert unmatched.status == 404, "an unmatched route is 404"
+    assert json.loads(unmatched.raw)["error"] == "not_found", "an unmatched route answers the usual JSON"
+
+    # --- apps ---
+    relay.call("GET", "/v1/apps", 401)
+    relay.call("GET", "/v1/apps", 401, token="not-the-key")
+    relay.call("GET", "/v1/apps", 200, authorization="bearer   " + key + " ")  # scheme case, blanks
+    relay.call("GET", "/v1/apps", 401, authorization="Basic " + key)
+    app_id = unique("com.example.openapi")
+    made = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team}, key)
+    assert made == {
+        "id": app_id,
+        "team_id": team,
+        "content_policy": "full",
+        "alert_title": "New message",
+        "alert_body": "You have a new message",
+        "message_ttl": 86400,
+        "call_ttl": 30,
+    }
+    full = {
+        "team_id": team,
+        "content_policy": "sender_only",
+        "alert_title": "Chat",
+        "alert_body": "Open the app",
+        "message_ttl": 3600,
+        "call_ttl": 45,
+    }
+    assert relay.call("PUT", f"/v1/apps/{app_id}", 200, full, key) == {"id": app_id} | full
+    replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team, "unknown_key": 1}, key)
+    assert replaced["content_policy"] == "full" and replaced["message_ttl"] == 86400, "PUT replaces the whole app"
+    listed = relay.call("GET", "/v1/apps", 200, token=key)["apps"]
+    assert [a["id"] for a in listed] == sorted(a["id"] for a in listed)
+    assert any(a["id"] == app_id for a in listed)
+
+    relay.call("PUT", f"/v1/apps/{app_id}", 401, {"team_id": team})
+    relay.call("PUT", "/v1/apps/bad_id!", 400, {"team_id": team}, key, field_name="id", schema_rejects=False)
+    assert _errors(spec.schema("BundleID"), "bad_id!"), "the path parameter's schema refuses it"
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {}, key, field_name="team_id")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": 5}, key, field_name="team_id")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": ""}, key, field_name="team_id")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": "T" * 257}, key, field_name="team_id")
+    # 129 two-byte characters: 258 bytes, over the limit in bytes, not in characters.
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": "é" * 129}, key, field_name="team_id", schema_rejects=False
+    )
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": "T\u0007"}, key, field_name="team_id")
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "content_policy": "most"}, key, field_name="content_policy"
+    )
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "call_ttl": 0}, key, field_name="call_ttl")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "call_ttl": 3601}, key, field_name="call_ttl")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "message_ttl": -1}, key, field_name="message_ttl")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "message_ttl": 0}, key, field_name="message_ttl")
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "message_ttl": 2**63 - 1}, key, field_name="message_ttl"
+    )
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "alert_title": ""}, key, field_name="alert_title")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "alert_body": "a\nb"}, key, field_name="alert_body")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, raw=b"", token=key, field_name="body")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, raw=b"{not json", token=key, field_name="body")
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, [1], key, field_name="body")
+    relay.call("PUT", f"/v1/apps/{app_id}", 413, raw=b" " * (MAX_BODY + 1), token=key, field_name="body")
+
+    # --- activation ---
+    user = unique("user")
+    phone = relay.new_sandbox_device()
+    activation, phone_key = relay.activate(
+        user, messaging_token=phone["messaging_token"], voip_token=phone["voip_token"]
+    )
+    device_id, credential = activation["device_id"], activation["device_credential"]
+    assert "previous_key_id" not in activation
+    assert credential.startswith(device_id + ".")
+    assert activation["content_policy"] == "full"
+    assert activation["key_id"] == key_id(phone_key, activation), "key_id as docs/envelope.md section 2 defines it"
+
+    android, _ = relay.activate(user, platform="android", messaging_token="fcm:" + "A1_-" * 10)
+    bare, _ = relay.activate(user)  # an iPhone whose tokens have not arrived yet
+    other_user = unique("user")
+    stranger, _ = relay.activate(other_user, messaging_token=relay.new_sandbox_device()["messaging_token"])
+    stranger_credential = stranger["device_credential"]
+
+    public_key = b64(bytes(PrivateKey.generate().public_key))
+    good = {"user_id": user, "app": DEFAULT_APP, "platform": "ios", "public_key": public_key}
+    relay.call("POST", "/v1/activations", 401, good)
+    relay.call("POST", "/v1/activations", 401, good, "not-a-secret")
+    relay.call("POST", "/v1/activations", 403, good, credential)  # a device cannot make new devices
+    relay.call(
+        "POST",
+        "/v1/activations",
+        400,
+        good | {"app": "com.example.unregistered"},
+        key,
+        field_name="app",
+        schema_rejects=False,
+    )
+    relay.call("POST", "/v1/activations", 400, good | {"platform": "windows"}, key, field_name="platform")
+    relay.call("POST", "/v1/activations", 400, good | {"public_key": "AAAA"}, key, field_name="public_key")
+    relay.call(
+        "POST",
+        "/v1/activations",
+        400,
+        good | {"public_key": b64(bytes(32))},
+        key,
+        field_name="public_key",
+        schema_rejects=False,
+    )  # a low-order point: the agreement fails
+    relay.call("POST", "/v1/activations", 400, good | {"messaging_token": "xyz"}, key, field_name="messaging_token")
+    relay.call(
+        "POST", "/v1/activations", 400, good | {"messaging_token": "fcm:" + "a" * 20}, key, field_name="messaging_token"
+    )  # an FCM token on iOS
+    relay.call(
+        "POST",
+        "/v1/activations",
+        400,
+        good | {"platform": "android", "voip_token": "ab" * 16},
+        key,
+        field_name="voip_token",
+    )
+    relay.call(
+        "POST", "/v1/activations", 400, {k: v for k, v in good.items() if k != "user_id"}, key, field_name="user_id"
+    )
+    relay.call("POST", "/v1/activations", 400, good | {"user_id": "a\tb"}, key, field_name="user_id")
+    relay.call("POST", "/v1/activations", 400, {"user_id": user}, field_name="app")  # the body is read before auth
+    relay.call("POST", "/v1/activations", 413, raw=b" " * (MAX_BODY + 1), token=key, field_name="body")
+    relay.call("POST", "/v1/activations", 404, good | {"device_id": str(uuid.uuid4())}, key)
+    relay.call("POST", "/v1/activations", 401, good | {"device_id": device_id})
+    relay.call("POST", "/v1/activations", 403, good | {"device_id": device_id}, stranger_credential)
+    relay.call("POST", "/v1/activations", 403, good | {"device_id": device_id, "user_id": other_user}, credential)
+    relay.call("POST", "/v1/activations", 403, good | {"device_id": device_id, "user_id": other_user}, key)
+
+    # Re-activation by the device itself: new keys and credential, tokens kept, previous key id given.
+    rotated_key = PrivateKey.generate()
+    rotation = good | {"public_key": b64(bytes(rotated_key.public_key)), "device_id": device_id}
+    rotated = relay.call("POST", "/v1/activations", 201, rotation, credential)
+    assert rotated["device_id"] == device_id
+    assert rotated["previous_key_id"] == activation["key_id"] != rotated["key_id"]
+    relay.call("GET", f"/v1/devices/{device_id}", 401, token=credential)  # the old credential is gone
+    credential = rotated["device_credential"]
+    shown = relay.call("GET", f"/v1/devices/{device_id}", 200, token=credential)
+    assert shown["messaging_token"] == phone["messaging_token"] and shown["voip_token"] == phone["voip_token"]
+    assert shown["key_id"] == rotated["key_id"]
+    assert rotated["key_id"] == key_id(rotated_key, rotated)
+    # Re-activation by the backend, with the url-safe form of the key (the relay's half is new).
+    url_safe = base64.urlsafe_b64encode(bytes(phone_key.public_key)).rstrip(b"=").decode()
+    again = relay.call("POST", "/v1/activations", 201, rotation | {"public_key": url_safe}, key)
+    assert again["previous_key_id"] == rotated["key_id"] and again["key_id"] == key_id(phone_key, again)
+    relay.call("GET", f"/v1/devices/{device_id}", 401, token=credential)
+    credential = again["device_credential"]
+
+    # --- devices ---
+    assert relay.call("GET", f"/v1/devices/{device_id}", 200, token=key) == shown | {"key_id": again["key_id"]}
+    relay.call("GET", f"/v1/devices/{device_id}", 200, token=credential)
+    relay.call("GET", f"/v1/devices/{device_id}", 401)
+    relay.call("GET", f"/v1/devices/{device_id}", 401, token=device_id + ".forged")
+    relay.call("GET", f"/v1/devices/{device_id}", 403, token=stranger_credential)
+    relay.call("GET", f"/v1/devices/{uuid.uuid4()}", 404, token=key)
+    assert "messaging_token" not in relay.call("GET", f"/v1/devices/{bare['device_id']}", 200, token=key)
+
+    tokens = f"/v1/devices/{device_id}/tokens"
+    relay.call("PUT", tokens, 401, {"voip_token": phone["voip_token"]})
+    relay.call("PUT", tokens, 403, {"voip_token": phone["voip_token"]}, stranger_credential)
+    relay.call("PUT", f"/v1/devices/{uuid.uuid4()}/tokens", 404, {"voip_token": phone["voip_token"]}, key)
+    relay.call("PUT", tokens, 400, {}, credential, field_name="messaging_token")
+    relay.call("PUT", tokens, 400, {"messaging_token": None}, credential, field_name="messaging_token")
+    relay.call("PUT", tokens, 400, {"voip_token": "xyz"}, credential, field_name="voip_token")
+    relay.call("PUT", tokens, 400, {"voip_token": 7}, credential, field_name="voip_token")
+    relay.call("PUT", tokens, 413, raw=b" " * (MAX_BODY + 1), token=credential, field_name="body")
+    relay.call(
+        "PUT",
+        f"/v1/devices/{android['device_id']}/tokens",
+        400,
+        {"voip_token": "ab" * 32},
+        android["device_credential"],
+        field_name="voip_token",
+        schema_rejects=False,
+    )
+    removed = relay.call("PUT", tokens, 200, {"messaging_token": ""}, credential)
+    assert "messaging_token" not in removed and removed["voip_token"] == phone["voip_token"]
+    restored = relay.call("PUT", tokens, 200, {"messaging_token": phone["messaging_token"].upper()}, key)
+    assert restored["messaging_token"] == phone["messaging_token"].upper()
+    relay.call("PUT", tokens, 200, {"messaging_token": phone["messaging_token"]}, credential)
+    late = relay.new_sandbox_device()
+    bare_tokens = f"/v1/devices/{bare['device_id']}/tokens"
+    late_device = relay.call("PUT", bare_tokens, 200, {"voip_token": late["voip_token"]}, bare["device_credential"])
+    assert late_device["voip_token"] == late["voip_token"] and "messaging_token" not in late_device
+
+    # --- presence ---
+    presence = f"/v1/devices/{device_id}/presence"
+    conversation = unique("conv")
+    before = int(time.time() * 1000)
+    beat = relay.call("PUT", presence, 200, {"state": "active", "conversation": conversation, "ttl": 120}, credential)
+    assert beat["device_id"] == device_id and beat["conversation"] == conversation
+    assert before + 119_000 <= beat["expires_at"] <= int(time.time() * 1000) + 121_000
+    relay.call("PUT", presence, 401, {"state": "active"})
+    relay.call("PUT", presence, 403, {"state": "active"}, key)
+    relay.call("PUT", presence, 403, {"state": "active"}, stranger_credential)
+    relay.call("PUT", presence, 400, {"state": "asleep"}, credential, field_name="state")
+    relay.call("PUT", presence, 400, {}, credential, field_name="state")
+    relay.call("PUT", presence, 400, {"state": "active", "ttl": 0}, credential, field_name="ttl")
+    relay.call("PUT", presence, 400, {"state": "active", "ttl": 3601}, credential, field_name="ttl")
+    relay.call("PUT", presence, 400, {"state": "active", "ttl": "60"}, credential, field_name="ttl")
+    relay.call("PUT", presence, 400, {"state": "active", "conversation": ""}, credential, field_name="conversation")
+    relay.call("PUT", presence, 413, raw=b" " * (MAX_BODY + 1), token=credential, field_name="body")
+
+    # --- messages ---
+    sender = {"id": unique("agent"), "name": "Ada Lovelace"}
+    message = {
+        "to": user,
+        "from": sender,
+        "conversation": conversation,
+        "text": "Hello\nworld 👋🏽",
+        "idempotency_key": unique("idem"),
+    }
+    first = relay.call("POST", "/v1/messages", 202, message, key)
+    assert first["duplicate"] is False
+    skipped = {s["device_id"]: s["reason"] for s in first["skipped"]}
+    assert skipped == {
+        device_id: "active_in_conversation",
+        android["device_id"]: "platform_not_supported",
+        bare["device_id"]: "no_token",
+    }, first
+    assert first["pushes"] == []
+    repeat = relay.call("POST", "/v1/messages", 202, message | {"text": "something else"}, key)
+    assert repeat == first | {"duplicate": True}
+
+    elsewhere = relay.call(
+        "POST", "/v1/messages", 202, message | {"conversation": unique("conv"), "idempotency_key": unique("idem")}, key
+    )
+    assert [p["device_id"] for p in elsewhere["pushes"]] == [device_id]
+    relay.call("PUT", presence, 200, {"state": "background"}, credential)
+    sent = relay.call("POST", "/v1/messages", 202, {k: v for k, v in message.items() if k != "idempotency_key"}, key)
+    assert sent["duplicate"] is False and [p["device_id"] for p in sent["pushes"]] == [device_id]
+    push_id = sent["pushes"][0]["push_id"]
+    nobody = relay.call(
+        "POST", "/v1/messages", 202, message | {"to": unique("nobody"), "idempotency_key": unique("idem")}, key
+    )
+    assert (nobody["pushes"], nobody["skipped"]) == ([], [])
+
+    plain = {k: v for k, v in message.items() if k != "idempotency_key"}
+    relay.call("POST", "/v1/messages", 401, plain)
+    relay.call("POST", "/v1/messages", 403, plain, credential)
+    relay.call("POST", "/v1/messages", 400, plain | {"text": ""}, key, field_name="text")
+    relay.call("POST", "/v1/messages", 400, plain | {"text": "x" * 65537}, key, field_name="text")
+    relay.call("POST", "/v1/messages", 400, plain | {"to": ""}, key, field_name="to")
+    relay.call("POST", "/v1/messages", 400, plain | {"from": {"id": "a"}}, key, field_name="from.name")
+    relay.call(
+        "POST", "/v1/messages", 400, plain | {"from": {"id": "a", "name": "A\u0000"}}, key, field_name="from.name"
+    )
+    relay.call("POST", "/v1/messages", 400, plain | {"from": "Ada"}, key, field_name="from")
+    relay.call("POST", "/v1/messages", 400, plain | {"conversation": "c\u009f"}, key, field_name="conversation")
+    relay.call("POST", "/v1/messages", 400, plain | {"idempotency_key": ""}, key, field_name="idempotency_key")
+    relay.call("POST", "/v1/messages", 413, plain | {"text": "x" * (MAX_BODY + 1)}, key, field_name="body")
+
+    fetched = relay.call("GET", f"/v1/messages/{sent['id']}", 200, token=credential)
+    assert fetched == {
+        "message_id": sent["id"],
+        "conversation": conversation,
+        "from": sender,
+        "text": message["text"],
+        "sent_at": fetched["sent_at"],
+    }
+    relay.call("GET", f"/v1/messages/{sent['id']}", 200, token=android["device_credential"])  # same user
+    relay.call("GET", f"/v1/messages/{sent['id']}", 404, token=stranger_credential)  # not the recipient
+    relay.call("GET", f"/v1/messages/{uuid.uuid4()}", 404, token=credential)
+    relay.call("GET", f"/v1/messages/{sent['id']}", 403, token=key)
+    relay.call("GET", f"/v1/messages/{sent['id']}", 401)
+
+    # --- pushes ---
+    status = relay.wait_final(push_id)
+    assert (status["state"], status["kind"], status["priority"], status["device_id"]) == (
+        "delivered",
+        "message",
+        5,
+        device_id,
+    )
+    assert status["apns_id"] == push_id and status["attempts"] == 1
+    assert [event["state"] for event in status["history"]] == ["queued", "sending", "delivered"]
+    relay.call("GET", f"/v1/pushes/{push_id}", 401)
+    relay.call("GET", f"/v1/pushes/{push_id}", 403, token=credential)
+    relay.call("GET", f"/v1/pushes/{uuid.uuid4()}", 404, token=key)
+
+    # --- calls ---
+    call = {"to": user, "from": sender, "call_id": unique("call"), "media": "video"}
+    rang = relay.call("POST", "/v1/calls", 202, call, key)
+    assert rang["id"] == call["call_id"] and rang["duplicate"] is False
+    assert sorted(p["device_id"] for p in rang["pushes"]) == sorted([device_id, bare["device_id"]])
+    assert rang["skipped"] == [{"device_id": android["device_id"], "reason": "platform_not_supported"}]
+    assert relay.call("POST", "/v1/calls", 202, call | {"media": "audio"}, key) == rang | {"duplicate": True}
+    for push in rang["pushes"]:
+        done = relay.wait_final(push["push_id"])
+        assert (done["state"], done["kind"], done["priority"]) == ("delivered", "call", 10)
+    relay.call("PUT", bare_tokens, 200, {"voip_token": ""}, key)
+    audio = relay.call(
+        "POST", "/v1/calls", 202, {k: v for k, v in call.items() if k != "media"} | {"call_id": unique("call")}, key
+    )
+    assert {"device_id": bare["device_id"], "reason": "no_voip_token"} in audio["skipped"]
+    relay.call("POST", "/v1/calls", 401, call)
+    relay.call("POST", "/v1/calls", 403, call, credential)
+    relay.call("POST", "/v1/calls", 400, call | {"media": "hologram"}, key, field_name="media")
+    relay.call("POST", "/v1/calls", 400, {k: v for k, v in call.items() if k != "call_id"}, key, field_name="call_id")
+    relay.call("POST", "/v1/calls", 400, call | {"call_id": ""}, key, field_name="call_id")
+    relay.call("POST", "/v1/calls", 400, call | {"from": {"id": "", "name": "Ada"}}, key, field_name="from.id")
+    relay.call("POST", "/v1/calls", 413, raw=b" " * (MAX_BODY + 1), token=key, field_name="body")
+
+    # --- deactivation ---
+    relay.call("DELETE", f"/v1/devices/{android['device_id']}", 401)
+    relay.call("DELETE", f"/v1/devices/{android['device_id']}", 403, token=stranger_credential)
+    relay.call("DELETE", f"/v1/devices/{android['device_id']}", 204, token=android["device_credential"])
+    relay.call("DELETE", f"/v1/devices/{android['device_id']}", 401, token=android["device_credential"])
+    relay.call("DELETE", f"/v1/devices/{android['device_id']}", 404, token=key)
+    relay.call("DELETE", f"/v1/devices/{bare['device_id']}", 204, token=key)
+    relay.call("GET", f"/v1/devices/{bare['device_id']}", 404, token=key)
+    # Another app's forbidden operations, with a device credential.
+    relay.call("GET", "/v1/apps", 403, token=credential)
+    relay.call("PUT", f"/v1/apps/{app_id}", 403, {"team_id": team}, credential)
+    relay.call("GET", "/health", 200)
+
+    # Every documented status of every operation was seen, except failures of the relay itself.
+    missing = [
+        f"{method.upper()} {path} {status}"
+        for path, method in spec.operations()
+        for status in spec.lookup(spec.operation_pointer(path, method))["responses"]
+        if status not in NOT_TRIGGERABLE and (path, method, status) not in relay.observed
+    ]
+    assert not missing, f"documented answers never exercised: {missing}"
+
+
+def test_apns_payloads_match_the_spec(relay: Relay, spec: Spec):
+    key = relay.api_key
+    team = relay.default_team()
+    long_text = "Ünïcödé " * 700  # well over the 4096-byte alert budget: cut in the push
+    for policy in ("full", "sender_only", "none"):
+        app_id = unique(f"com.example.policy-{policy.replace('_', '-')}")
+        app = {"team_id": team, "content_policy": policy, "alert_title": "Herald", "alert_body": "Something new"}
+        relay.call("PUT", f"/v1/apps/{app_id}", 200, app, key)
+        phone = relay.new_sandbox_device(app_id)
+        user = unique("user")
+        activation, device_key = relay.activate(
+            user, app=app_id, messaging_token=phone["messaging_token"], voip_token=phone["voip_token"]
+        )
+        assert activation["content_policy"] == policy
+        sender = {"id": unique("agent"), "name": "Grace Hopper"}
+        for text in ("Meet at 10?", long_text):
+            conversation = unique("conv")
+            body = {"to": user, "from": sender, "conversation": conversation, "text": text}
+            receipt = relay.call("POST", "/v1/messages", 202, body, key)
+            (push,) = receipt["pushes"]
+            assert relay.wait_final(push["push_id"])["state"] == "delivered"
+            (record,) = [r for r in relay.inspection(phone["messaging_token"]) if r["apns_id"] == push["push_id"]]
+            assert (record["topic"], record["push_type"], record["priority"]) == (app_id, "alert", "5")
+            payload = json.loads(record["payload"])
+            problems = _errors(spec.schema("ApnsMessagePayload"), payload)
+            assert not problems, f"{policy}: {payload!r} does not match ApnsMessagePayload: {problems}"
+            assert payload["aps"]["alert"] == {"title": "Herald", "body": "Something new"}, (
+                "always the app's generic alert"
+            )
+            assert text[:8] not in record["payload"] and sender["name"] not in record["payload"]
+            herald = payload["herald"]
+            assert (herald["message_id"], herald["conversation_id"], herald["policy"]) == (
+                receipt["id"],
+                conversation,
+                policy,
+            )
+            assert payload["aps"]["thread-id"] == conversation
+            if policy == "none":
+                assert "sealed" not in herald
+            else:
+                plaintext = open_envelope(
+                    herald["sealed"],
+                    receive_key(device_key, activation),
+                    activation["key_id"],
+                    0x01,
+                    receipt["id"],
+                    activation["device_id"],
+                )
+                opened = parse_plaintext(plaintext)
+                assert (opened["type"], opened["sender_id"], opened["sender_name"]) == (
+                    0x01,
+                    sender["id"],
+                    sender["name"],
+                )
+                if policy == "sender_only":
+                    assert (opened["text"], opened["flags"] & 1) == ("", 0)
+                elif text == long_text:
+                    assert opened["flags"] & 1 == 1 and long_text.startswith(opened["text"]) and opened["text"]
+                else:
+                    assert (opened["text"], opened["flags"] & 1) == (text, 0)
+            # Whatever the push carried, the whole message is there by id.
+            fetched = relay.call("GET", f"/v1/messages/{receipt['id']}", 200, token=activation["device_credential"])
+            assert fetched["text"] == text
+
+        call = {"to": user, "from": sender, "call_id": unique("call"), "media": "video"}
+        receipt = relay.call("POST", "/v1/calls", 202, call, key)
+        (push,) = receipt["pushes"]
+        assert relay.wait_final(push["push_id"])["state"] == "delivered"
+        (record,) = [r for r in relay.inspection(phone["voip_token"]) if r["apns_id"] == push["push_id"]]
+        assert (record["topic"], record["push_type"], record["priority"]) == (app_id + ".voip", "voip", "10")
+        payload = json.loads(record["payload"])
+        problems = _errors(spec.schema("ApnsCallPayload"), payload)
+        assert not problems, f"{payload!r} does not match ApnsCallPayload: {problems}"
+        assert payload["herald"]["call_id"] == call["call_id"]
+        opened = parse_plaintext(
+            open_envelope(
+                payload["herald"]["sealed"],
+                receive_key(device_key, activation),
+                activation["key_id"],
+                0x02,
+                call["call_id"],
+                activation["device_id"],
+            )
+        )
+        assert (opened["type"], opened["flags"] & 1, opened["caller_id"], opened["caller_name"]) == (
+            0x02,
+            1,
+            sender["id"],
+            sender["name"],
+        )
+
+
+def test_dead_tokens_are_reported(relay: Relay):
+    key = relay.api_key
+    phone = relay.new_sandbox_device()
+    user = unique("user")
+    activation, _ = relay.activate(user, messaging_token=phone["messaging_token"], voip_token=phone["voip_token"])
+    device_id = activation["device_id"]
+    relay.sandbox("POST", f"/devices/{phone['device_id']}/uninstall")
+
+    message = {"to": user, "from": {"id": "agent", "name": "Ada"}, "conversation": "c", "text": "hi"}
+    (push,) = relay.call("POST", "/v1/messages", 202, message, key)["pushes"]
+    status = relay.wait_final(push["push_id"])
+    assert (status["state"], status["reason"]) == ("token_dead", "Unregistered")
+    assert status["history"][-1] == {"at": status["history"][-1]["at"], "state": "token_dead", "reason": "Unregistered"}
+    device = relay.call("GET", f"/v1/devices/{device_id}", 200, token=key)
+    assert "messaging_token" not in device and device["token_dead_reason"] == "Unregistered"
+    after = relay.call("POST", "/v1/messages", 202, message, key)
+    assert after["skipped"] == [{"device_id": device_id, "reason": "token_dead: Unregistered"}]
+
+    (push,) = relay.call(
+        "POST", "/v1/calls", 202, {"to": user, "from": message["from"], "call_id": unique("call")}, key
+    )["pushes"]
+    assert relay.wait_final(push["push_id"])["state"] == "token_dead"
+    device = relay.call("GET", f"/v1/devices/{device_id}", 200, token=key)
+    assert "voip_token" not in device and device["token_dead_reason"] == "Unregistered"
+    calls = relay.call("POST", "/v1/calls", 202, {"to": user, "from": message["from"], "call_id": unique("call")}, key)
+    assert calls["skipped"] == [{"device_id": device_id, "reason": "token_dead: Unregistered"}]
+
+    fresh = relay.new_sandbox_device()
+    revived = relay.call(
+        "PUT",
+        f"/v1/devices/{device_id}/tokens",
+        200,
+        {"messaging_token": fresh["messaging_token"]},
+        activation["device_credential"],
+    )
+    assert "token_dead_reason" not in revived and revived["messaging_token"] == fresh["messaging_token"]
+    health = relay.call("GET", "/health", 200)
+    assert health["outbox_token_dead"] >= 2
+
+
+def test_sigterm_stops_the_relay(relay: Relay):
+    assert relay.process.poll() is None, "herald serve died during the tests (see its stderr)"
+    relay.process.send_signal(signal.SIGTERM)
+    try:
+        code = relay.process.wait(timeout=EXIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"herald serve did not exit within {EXIT_TIMEOUT}s of SIGTERM")
+    assert code == 0, f"herald serve exited with {code} after SIGTERM"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Relay benchmark: `herald bench relay` against `herald serve` in sandbox mode, on one machine.
+#
+# Each scenario starts .build/release/herald serve in a fresh temporary directory (new SQLite
+# database, durable commits: synchronous = FULL), waits for it, runs `herald bench relay`, reads
+# the server's resident memory (VmRSS, and the peak VmHWM) from /proc, then stops it with SIGTERM.
+# Builds nothing: build the release binary first (swift build -c release --product herald).
+#
+# Scenarios (SCENARIOS, default "throughput latency memory"):
+#   throughput  10,000 users, 100,000 messages, as fast as the relay answers
+#   latency     10,000 users, 30,000 messages paced at 1,000 per second
+#   memory      100,000 devices stored (10,000 users + 90,000 idle), 20,000 messages
+#
+# Environment: HERALD (binary), OUT (JSON lines, default /tmp/bench-relay.jsonl), CONNECTIONS
+# (default 32), MESSAGES (overrides the scenario's count), WORKERS (serve --workers).
+#
+# Usage: scripts/bench-relay.sh            SCENARIOS=latency scripts/bench-relay.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+herald=$(realpath "${HERALD:-.build/release/herald}")
+out=${OUT:-/tmp/bench-relay.jsonl}
+connections=${CONNECTIONS:-32}
+scenarios=${SCENARIOS:-throughput latency memory}
+: >"$out"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+run() {
+    local label=$1 users=$2 extra=$3 messages=$4 rate=$5
+    local dir port apns control pid line
+    dir=$(mktemp -d /tmp/herald-bench-relay.XXXXXX)
+    port=$(free_port); apns=$(free_port); control=$(free_port)
+    (cd "$dir" && exec "$herald" serve --port "$port" --sandbox-apns-port "$apns" --sandbox-control-port "$control" \
+        ${WORKERS:+--workers "$WORKERS"} --log-level error >serve.log 2>&1) &
+    pid=$!
+    for _ in $(seq 1 100); do
+        grep -q "^  relay" "$dir/serve.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q "^  relay" "$dir/serve.log" || { cat "$dir/serve.log" >&2; kill "$pid"; exit 1; }
+    local started=$SECONDS
+    line=$("$herald" bench relay --relay "http://127.0.0.1:$port" --sandbox "http://127.0.0.1:$control" \
+        --api-key-file "$dir/keys/api.key" --users "$users" --extra-devices "$extra" \
+        --messages "${MESSAGES:-$messages}" --rate "$rate" --connections "$connections" --label "$label")
+    local rss hwm
+    rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+    hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+    kill -TERM "$pid"
+    wait "$pid" || true
+    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm")
+    echo "$line" | tee -a "$out"
+    echo "# $label: $((SECONDS - started)) s; database $(du -sh "$dir/data" | cut -f1)" >&2
+    rm -rf "$dir"
+}
+
+for scenario in $scenarios; do
+    case $scenario in
+        throughput) run throughput 10000 0 100000 0 ;;
+        latency) run latency-1000-per-s 10000 0 30000 1000 ;;
+        memory) run memory-100k-devices 10000 90000 20000 0 ;;
+        *) echo "unknown scenario $scenario" >&2; exit 2 ;;
+    esac
+done
