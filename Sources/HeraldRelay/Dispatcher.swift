@@ -40,6 +40,12 @@ public final class Dispatcher: Service, Sendable {
     private let latency = Metrics.Timer(label: "herald_relay_push_latency_seconds")
     private let inFlightGauge = Gauge(label: "herald_relay_pushes_in_flight")
     private let inFlight = Atomic<Int>(0)
+    private let completed: [PushState: Counter] = Dictionary(
+        uniqueKeysWithValues: [PushState.delivered, .tokenDead, .failed, .expired].map {
+            ($0, Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", $0.rawValue)]))
+        }
+    )
+    private let retries = Counter(label: "herald_relay_push_retries_total")
 
     public init(
         store: any HeraldStore,
@@ -158,10 +164,10 @@ public final class Dispatcher: Service, Sendable {
         let id = item.entry.pushID
         switch outcome {
         case .delivered:
-            Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "delivered")]).increment()
+            completed[.delivered]?.increment()
             return PushCompletion(pushID: id, disposition: .finish(.delivered), reason: nil, deadToken: nil)
         case .tokenDead(let reason):
-            Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "token_dead")]).increment()
+            completed[.tokenDead]?.increment()
             logger.notice("device token dead", metadata: ["device": "\(item.entry.deviceID)", "reason": "\(reason)"])
             return PushCompletion(
                 pushID: id,
@@ -170,15 +176,15 @@ public final class Dispatcher: Service, Sendable {
                 deadToken: (item.entry.deviceID, item.deviceToken)
             )
         case .failed(let reason):
-            Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "failed")]).increment()
+            completed[.failed]?.increment()
             return PushCompletion(pushID: id, disposition: .finish(.failed), reason: reason, deadToken: nil)
         case .expired:
-            Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "expired")]).increment()
+            completed[.expired]?.increment()
             return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
         case .retryLater(let reason):
             let next = time + retryDelay(attempts: item.entry.attempts)
             if next >= item.entry.expiresAt {
-                Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", "expired")]).increment()
+                completed[.expired]?.increment()
                 return PushCompletion(
                     pushID: id,
                     disposition: .finish(.expired),
@@ -186,7 +192,7 @@ public final class Dispatcher: Service, Sendable {
                     deadToken: nil
                 )
             }
-            Counter(label: "herald_relay_push_retries_total").increment()
+            retries.increment()
             return PushCompletion(pushID: id, disposition: .retry(at: next), reason: reason, deadToken: nil)
         }
     }

@@ -17,9 +17,8 @@ extension Relay {
         if let key = request.idempotencyKey { try check(key, "idempotency_key", pattern: .identifier) }
 
         let time = now()
-        let messageID = UUID().uuidString.lowercased()
-        let devices = try await storing { try await self.store.devices(userID: request.to) }
-        let presence = try await storing { try await self.store.presence(deviceIDs: devices.map(\.id)) }
+        let messageID = TimeOrderedID.make(milliseconds: time)
+        let recipients = try await storing { try await self.store.recipients(userID: request.to) }
         let content = MessageContent(
             messageID: messageID,
             conversationID: request.conversation,
@@ -31,12 +30,13 @@ extension Relay {
 
         var pushes: [OutboxEntry] = []
         var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
-        for device in devices {
+        for recipient in recipients {
+            let device = recipient.device
             if let reason = try await skipReason(for: device, kind: .message) {
                 receipt.skipped.append(.init(deviceID: device.id, reason: reason))
                 continue
             }
-            if presence[device.id]?.isActive(in: request.conversation, at: time) == true {
+            if recipient.presence?.isActive(in: request.conversation, at: time) == true {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "active_in_conversation"))
                 continue
             }
@@ -44,7 +44,7 @@ extension Relay {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
                 continue
             }
-            let pushID = UUID().uuidString.lowercased()
+            let pushID = TimeOrderedID.make(milliseconds: time)
             let body: String
             do {
                 body = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer(for: device)).body
@@ -114,7 +114,7 @@ extension Relay {
         }
 
         let time = now()
-        let devices = try await storing { try await self.store.devices(userID: request.to) }
+        let devices = try await storing { try await self.store.recipients(userID: request.to) }.map(\.device)
         let content = CallContent(
             callID: request.callID,
             callerID: request.from.id,
@@ -133,7 +133,7 @@ extension Relay {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
                 continue
             }
-            let pushID = UUID().uuidString.lowercased()
+            let pushID = TimeOrderedID.make(milliseconds: time)
             let body: String
             do {
                 body = try PushPayload.call(content, deviceID: device.id, sealer: sealer(for: device))

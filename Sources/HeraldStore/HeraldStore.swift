@@ -22,6 +22,8 @@ public protocol HeraldStore: Sendable {
     func device(id: String) async throws -> DeviceRecord?
     /// The user's devices.
     func devices(userID: String) async throws -> [DeviceRecord]
+    /// The user's devices with their presence, in one read: what every ingest needs.
+    func recipients(userID: String) async throws -> [Recipient]
     /// Sets a device's tokens (`nil` leaves one as it is; an empty string removes it), taking them
     /// away from any other device. Returns the device after the change, or `nil` if unknown.
     func updateTokens(deviceID: String, messaging: String?, voip: String?, now: Int64) async throws -> DeviceRecord?

@@ -199,3 +199,14 @@ public struct MessageRecord: Sendable, Hashable {
         self.expiresAt = expiresAt
     }
 }
+
+/// A device of a message's recipient, with its last heartbeat if it sent one.
+public struct Recipient: Sendable, Hashable {
+    public var device: DeviceRecord
+    public var presence: PresenceRecord?
+
+    public init(device: DeviceRecord, presence: PresenceRecord?) {
+        self.device = device
+        self.presence = presence
+    }
+}

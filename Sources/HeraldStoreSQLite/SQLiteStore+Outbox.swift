@@ -6,31 +6,25 @@ extension SQLiteStore {
     public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
         try await write { db in
             if let key = ingest.idempotencyKey {
-                if let receipt = try Data.fetchOne(
-                    db,
-                    sql: "SELECT receipt FROM ingests WHERE idempotency_key = ?",
-                    arguments: [key]
-                ) {
+                let seen = try db.cachedStatement(sql: "SELECT receipt FROM ingests WHERE idempotency_key = ?")
+                if let receipt = try Data.fetchOne(seen, arguments: [key]) {
                     return .duplicate(receipt: [UInt8](receipt))
                 }
                 let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
-                try db.execute(
-                    sql: "INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (?, ?, ?)",
-                    arguments: [key, Data(ingest.receipt), now]
-                )
+                try db.cachedStatement(sql: "INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (?, ?, ?)")
+                    .execute(arguments: [key, Data(ingest.receipt), now])
             }
             if let message = ingest.message {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT INTO messages
                             (id, user_id, conversation, sender_id, sender_name, sealed_text, created_at, expires_at)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        message.id, message.userID, message.conversation, message.senderID, message.senderName,
-                        Data(message.sealedText), message.createdAt, message.expiresAt,
-                    ]
-                )
+                        """
+                ).execute(arguments: [
+                    message.id, message.userID, message.conversation, message.senderID, message.senderName,
+                    Data(message.sealedText), message.createdAt, message.expiresAt,
+                ])
             }
             let insert = try db.cachedStatement(
                 sql: """
@@ -54,7 +48,8 @@ extension SQLiteStore {
 
     public func push(id: String) async throws -> OutboxEntry? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE push_id = ?", arguments: [id]).map(Self.entry(from:))
+            try Row.fetchOne(db, sql: "SELECT \(Self.outboxColumns) FROM outbox WHERE push_id = ?", arguments: [id])
+                .map(Self.entry(from:))
         }
     }
 
@@ -74,49 +69,62 @@ extension SQLiteStore {
     public func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
         try await write { db in
             // Claims whose owner never came back go back to the queue.
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE outbox SET state = 'queued', claim_owner = NULL, claim_until = NULL
                     WHERE state = 'sending' AND claim_until < ?
-                    """,
-                arguments: [now]
-            )
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT o.*, d.id AS device_exists, d.messaging_token AS d_messaging, d.voip_token AS d_voip,
-                           d.token_dead_reason AS d_dead_reason
-                    FROM outbox o LEFT JOIN devices d ON d.id = o.device_id
-                    WHERE o.state = 'queued' AND o.next_attempt_at <= ?
-                    ORDER BY o.priority DESC, o.created_at ASC
-                    LIMIT ?
-                    """,
-                arguments: [now, limit]
-            )
-            let take = try db.cachedStatement(
-                sql: """
-                    UPDATE outbox SET state = 'sending', claim_owner = ?, claim_until = ?, attempts = attempts + 1,
-                        updated_at = ?
-                    WHERE push_id = ?
                     """
+            ).execute(arguments: [now])
+            // Pick and take in one statement: the due pushes, calls first, then the oldest.
+            let taken = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        UPDATE outbox SET state = 'sending', claim_owner = ?, claim_until = ?,
+                            attempts = attempts + 1, updated_at = ?
+                        WHERE push_id IN (
+                            SELECT push_id FROM outbox WHERE state = 'queued' AND next_attempt_at <= ?
+                            ORDER BY priority DESC, created_at ASC LIMIT ?)
+                        RETURNING \(Self.outboxColumns)
+                        """
+                ),
+                arguments: [owner, leaseUntil, now, now, limit]
             )
+            .map(Self.entry(from:))
+            .sorted { ($0.priority, -$0.createdAt, $0.pushID) > ($1.priority, -$1.createdAt, $1.pushID) }
+
+            let lookup = try db.cachedStatement(
+                sql: "SELECT messaging_token, voip_token, token_dead_reason FROM devices WHERE id = ?"
+            )
+            let giveBack = try db.cachedStatement(
+                sql: "UPDATE outbox SET attempts = attempts - 1 WHERE push_id = ?"
+            )
+            let log = try db.cachedStatement(
+                sql: "INSERT INTO delivery_log (push_id, at, state, reason) VALUES (?, ?, 'sending', NULL)"
+            )
+            var devices: [String: Row?] = [:]
             var claimed: [ClaimedPush] = []
-            claimed.reserveCapacity(rows.count)
-            for row in rows {
-                var entry = try Self.entry(from: row)
-                let token: String? = entry.kind == .call ? row["d_voip"] : row["d_messaging"]
+            claimed.reserveCapacity(taken.count)
+            for entry in taken {
+                let device: Row?
+                if let known = devices[entry.deviceID] {
+                    device = known
+                } else {
+                    device = try Row.fetchOne(lookup, arguments: [entry.deviceID])
+                    devices[entry.deviceID] = device
+                }
+                let token: String? = device.flatMap { entry.kind == .call ? $0[1] : $0[0] }
                 if entry.expiresAt <= now {
+                    try giveBack.execute(arguments: [entry.pushID])
                     try Self.finish(db, pushID: entry.pushID, state: .expired, reason: "expired before sending", now: now)
-                } else if (row["device_exists"] as String?) == nil {
+                } else if device == nil {
+                    try giveBack.execute(arguments: [entry.pushID])
                     try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: "device_deactivated", now: now)
                 } else if let token {
-                    try take.execute(arguments: [owner, leaseUntil, now, entry.pushID])
-                    try Self.log(db, pushID: entry.pushID, at: now, state: .sending, reason: nil)
-                    entry.state = .sending
-                    entry.attempts += 1
+                    try log.execute(arguments: [entry.pushID, now])
                     claimed.append(ClaimedPush(entry: entry, deviceToken: token))
                 } else {
-                    let reason = (row["d_dead_reason"] as String?).map { "token_dead: \($0)" } ?? "no_token"
+                    try giveBack.execute(arguments: [entry.pushID])
+                    let reason = (device?[2] as String?).map { "token_dead: \($0)" } ?? "no_token"
                     try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: reason, now: now)
                 }
             }
@@ -209,28 +217,35 @@ extension SQLiteStore {
         try statement.execute(arguments: [pushID, at, state.rawValue, reason])
     }
 
+    /// The outbox columns in the order `entry(from:)` reads them.
+    static let outboxColumns = """
+        push_id, device_id, kind, subject_id, priority, payload, apns_id, topic, push_type, collapse_id, attempts, \
+        next_attempt_at, expires_at, state, last_reason, created_at, updated_at
+        """
+
+    /// An outbox entry from a row of `outboxColumns`, read by position.
     static func entry(from row: Row) throws -> OutboxEntry {
-        guard let kind = OutboxKind(rawValue: row["kind"]), let state = PushState(rawValue: row["state"]) else {
-            throw StoreError.corrupt.with(detail: "push \(row["push_id"] as String? ?? "?") has an unknown kind or state")
+        guard let kind = OutboxKind(rawValue: row[2]), let state = PushState(rawValue: row[13]) else {
+            throw StoreError.corrupt.with(detail: "push \(row[0] as String? ?? "?") has an unknown kind or state")
         }
         return OutboxEntry(
-            pushID: row["push_id"],
-            deviceID: row["device_id"],
+            pushID: row[0],
+            deviceID: row[1],
             kind: kind,
-            subjectID: row["subject_id"],
-            priority: row["priority"],
-            payload: row["payload"],
-            apnsID: row["apns_id"],
-            topic: row["topic"],
-            pushType: row["push_type"],
-            collapseID: row["collapse_id"],
-            attempts: row["attempts"],
-            nextAttemptAt: row["next_attempt_at"],
-            expiresAt: row["expires_at"],
+            subjectID: row[3],
+            priority: row[4],
+            payload: row[5],
+            apnsID: row[6],
+            topic: row[7],
+            pushType: row[8],
+            collapseID: row[9],
+            attempts: row[10],
+            nextAttemptAt: row[11],
+            expiresAt: row[12],
             state: state,
-            lastReason: row["last_reason"],
-            createdAt: row["created_at"],
-            updatedAt: row["updated_at"]
+            lastReason: row[14],
+            createdAt: row[15],
+            updatedAt: row[16]
         )
     }
 }

@@ -103,6 +103,69 @@ extension SQLiteStore {
         }
     }
 
+    public func recipients(userID: String) async throws -> [Recipient] {
+        try readNow { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at
+                    FROM devices d LEFT JOIN presence p ON p.device_id = d.id
+                    WHERE d.user_id = ? ORDER BY d.created_at, d.id
+                    """
+            )
+            let rows = try Row.fetchCursor(statement, arguments: [userID])
+            var recipients: [Recipient] = []
+            while let row = try rows.next() {
+                let device = try Self.device(columns: row)
+                var presence: PresenceRecord?
+                if let stateText: String = row[17], let state = PresenceState(rawValue: stateText) {
+                    presence = PresenceRecord(
+                        deviceID: device.id,
+                        userID: device.userID,
+                        conversation: row[16],
+                        state: state,
+                        updatedAt: row[18],
+                        expiresAt: row[19]
+                    )
+                }
+                recipients.append(Recipient(device: device, presence: presence))
+            }
+            return recipients
+        }
+    }
+
+    /// The device columns in the order `device(columns:)` reads them, from table alias `d`.
+    static let deviceColumns = """
+        d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
+        d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
+        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at
+        """
+
+    /// A device from a row that starts with `deviceColumns`, read by position (by-name lookups
+    /// cost a column-name search per field).
+    static func device(columns row: Row) throws -> DeviceRecord {
+        guard let platform = DevicePlatform(rawValue: row[3]) else {
+            throw StoreError.corrupt.with(detail: "device \(row[0] as String? ?? "?") has an unknown platform")
+        }
+        return DeviceRecord(
+            id: row[0],
+            userID: row[1],
+            appID: row[2],
+            platform: platform,
+            messagingToken: row[4],
+            voipToken: row[5],
+            keyID: row[6],
+            previousKeyID: row[7],
+            devicePublicKey: [UInt8](row[8] as Data),
+            relayPublicKey: [UInt8](row[9] as Data),
+            sealedRelaySecretKey: [UInt8](row[10] as Data),
+            sealedSessionKeys: [UInt8](row[11] as Data),
+            credentialHash: [UInt8](row[12] as Data),
+            tokenDeadReason: row[13],
+            createdAt: row[14],
+            updatedAt: row[15]
+        )
+    }
+
     public func updateTokens(deviceID: String, messaging: String?, voip: String?, now: Int64) async throws
         -> DeviceRecord?
     {

@@ -42,6 +42,11 @@ public final class SQLiteStore: HeraldStore {
         let synchronous = configuration.durable ? "FULL" : "NORMAL"
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            // The writer keeps 16 MiB of pages (the outbox's recent pages stay in memory); readers
+            // keep SQLite's default 2 MiB each.
+            if !db.configuration.readonly {
+                try db.execute(sql: "PRAGMA cache_size = -16384")
+            }
         }
         do {
             pool = try DatabasePool(path: configuration.path, configuration: config)
@@ -144,12 +149,36 @@ public final class SQLiteStore: HeraldStore {
                     """
             )
         }
+        migrator.registerMigration("v2: partial outbox indexes") { db in
+            // Only queued and sending pushes are ever looked up by state; delivered history stays
+            // out of these indexes, so a state change touches small trees.
+            try db.execute(
+                sql: """
+                    DROP INDEX outbox_due;
+                    CREATE INDEX outbox_queued ON outbox(priority DESC, created_at ASC) WHERE state = 'queued';
+                    CREATE INDEX outbox_queued_due ON outbox(next_attempt_at) WHERE state = 'queued';
+                    CREATE INDEX outbox_sending ON outbox(claim_until) WHERE state = 'sending';
+                    """
+            )
+        }
         return migrator
     }
 
     func read<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(work)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.unavailable.with(detail: "a read failed: \(error)")
+        }
+    }
+
+    /// A short read on the calling thread, without hopping to a reader queue and back: for the
+    /// reads every ingest makes. Readers never wait for the writer (WAL).
+    func readNow<T>(_ work: (Database) throws -> T) throws -> T {
+        do {
+            return try pool.read(work)
         } catch let error as StoreError {
             throw error
         } catch {
