@@ -69,9 +69,22 @@ public enum PushPayload {
     }
 
     /// A JSON string literal.
-    static func quoted(_ text: String) -> String {
+    public static func quoted(_ text: String) -> String {
+        // Most text needs no escaping: copy it whole.
+        var clean = true
+        var previous: (UInt8, UInt8) = (0, 0)
+        for byte in text.utf8 {
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+                || (previous == (0xE2, 0x80) && (byte == 0xA8 || byte == 0xA9))
+            {
+                clean = false
+                break
+            }
+            previous = (previous.1, byte)
+        }
+        if clean { return "\"" + text + "\"" }
         var out = "\""
-        out.reserveCapacity(text.utf8.count + 2)
+        out.reserveCapacity(text.utf8.count + 8)
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

@@ -182,12 +182,7 @@ extension Relay {
         message: MessageRecord?,
         pushes: [OutboxEntry]
     ) async throws(RelayError) -> IngestReceipt {
-        let encoded: [UInt8]
-        do {
-            encoded = Array(try JSONEncoder().encode(receipt))
-        } catch {
-            throw RelayError.unavailable.with(detail: "cannot encode the receipt")
-        }
+        let encoded = Array(receipt.jsonText.utf8)
         let ingest = Ingest(idempotencyKey: key, message: message, pushes: pushes, receipt: encoded)
         switch try await storing({ try await self.store.accept(ingest) }) {
         case .accepted:

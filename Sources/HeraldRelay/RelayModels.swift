@@ -281,6 +281,26 @@ public struct IngestReceipt: Sendable, Codable, Hashable {
         self.skipped = skipped
         self.duplicate = duplicate
     }
+
+    /// The JSON form (keys sorted), written directly: every ingest answers one, and stores one
+    /// for its idempotency key.
+    public var jsonText: String {
+        var json = "{\"duplicate\":" + (duplicate ? "true" : "false") + ",\"id\":" + PushPayload.quoted(id)
+        json += ",\"pushes\":["
+        for (index, push) in pushes.enumerated() {
+            if index > 0 { json += "," }
+            json += "{\"device_id\":" + PushPayload.quoted(push.deviceID) + ",\"push_id\":"
+                + PushPayload.quoted(push.pushID) + "}"
+        }
+        json += "],\"skipped\":["
+        for (index, skip) in skipped.enumerated() {
+            if index > 0 { json += "," }
+            json += "{\"device_id\":" + PushPayload.quoted(skip.deviceID) + ",\"reason\":"
+                + PushPayload.quoted(skip.reason) + "}"
+        }
+        json += "]}"
+        return json
+    }
 }
 
 /// `GET /v1/messages/{id}` for the recipient's devices.

@@ -37,16 +37,22 @@ struct API: Sendable {
 
     // MARK: Authentication
 
+    /// The token of `authorization: Bearer <token>` (scheme case-insensitive), if present.
     func bearer(_ request: Request) -> String? {
         guard let value = request.headers[.authorization] else { return nil }
-        let parts = value.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        let bytes = value.utf8
+        guard bytes.count > 7,
+            bytes.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
+        else { return nil }
+        var token = Substring(value).dropFirst(7)
+        while token.first == " " { token = token.dropFirst() }
+        while token.last == " " { token = token.dropLast() }
+        return token.isEmpty ? nil : String(token)
     }
 
     func isBackend(_ request: Request) -> Bool {
         guard let token = bearer(request) else { return false }
-        return Self.constantTimeEqual(Array(token.utf8), Array(configuration.apiKey.utf8))
+        return Self.constantTimeEqual(Array(token.utf8), configuration.apiKeyBytes)
     }
 
     /// The API key; a device credential here is 403, anything else 401.

@@ -8,12 +8,16 @@ public import Prometheus
 /// Settings of the relay's HTTP API.
 public struct RelayHTTPConfiguration: Sendable {
     /// The bearer secret of backend endpoints (messages, calls, apps, push status, activation).
-    public var apiKey: String
+    public var apiKey: String {
+        didSet { apiKeyBytes = Array(apiKey.utf8) }
+    }
     /// The largest request body accepted, in bytes.
     public var maximumBodyBytes: Int = 256 * 1024
+    private(set) var apiKeyBytes: [UInt8]
 
     public init(apiKey: String) {
         self.apiKey = apiKey
+        apiKeyBytes = Array(apiKey.utf8)
     }
 }
 
@@ -125,7 +129,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 try await api.requireBackend(request)
                 let body = try await api.decode(MessageRequest.self, request)
-                return try json(.accepted, try await relay.send(message: body))
+                return jsonText(.accepted, try await relay.send(message: body).jsonText)
             }
         }
         v1.get("messages/:id") { request, context in
@@ -139,7 +143,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 try await api.requireBackend(request)
                 let body = try await api.decode(CallRequest.self, request)
-                return try json(.accepted, try await relay.send(call: body))
+                return jsonText(.accepted, try await relay.send(call: body).jsonText)
             }
         }
         v1.get("pushes/:id") { request, context in
@@ -202,6 +206,13 @@ struct AppBody: Decodable {
         if let callTTL { app.callTTL = callTTL }
         return app
     }
+}
+
+/// A response whose JSON is already written.
+func jsonText(_ status: HTTPResponse.Status, _ text: String) -> Response {
+    var headers = HTTPFields()
+    headers[.contentType] = "application/json"
+    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
 }
 
 func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {

@@ -5,9 +5,9 @@ import Synchronization
 ///
 /// A durable commit costs an fsync; at thousands of ingests per second that fsync, not the
 /// writes, is the limit. Writers queue here; while one transaction commits, the next writers wait
-/// and then share the next transaction. Each write runs in its own savepoint, so one failing write
-/// does not undo the others, and no caller hears "done" before the transaction holding its write
-/// has committed.
+/// and then share the next transaction. If one write fails, the transaction is run again with each
+/// write in its own savepoint, so one failing write does not undo the others; no caller hears
+/// "done" before the transaction holding its write has committed.
 final class GroupCommit: Sendable {
     private let pool: DatabasePool
     private let maximumBatch: Int
@@ -67,17 +67,26 @@ final class GroupCommit: Sendable {
             }
             if jobs.isEmpty { return }
             do {
-                try await pool.write { db in
-                    for job in jobs {
-                        do {
-                            var value: (any Sendable)?
-                            try db.inSavepoint {
-                                value = try job.work(db)
-                                return .commit
+                do {
+                    // Usually every write succeeds: run them all in one transaction, no savepoints.
+                    try await pool.write { db in
+                        for job in jobs { job.result = .success(try job.work(db)) }
+                    }
+                } catch {
+                    // One failed, and the transaction was rolled back: run each in its own
+                    // savepoint so the others still commit.
+                    try await pool.write { db in
+                        for job in jobs {
+                            do {
+                                var value: (any Sendable)?
+                                try db.inSavepoint {
+                                    value = try job.work(db)
+                                    return .commit
+                                }
+                                job.result = .success(value!)
+                            } catch {
+                                job.result = .failure(error)
                             }
-                            job.result = .success(value!)
-                        } catch {
-                            job.result = .failure(error)
                         }
                     }
                 }

@@ -174,11 +174,12 @@ public final class SQLiteStore: HeraldStore {
         }
     }
 
-    /// A short read on the calling thread, without hopping to a reader queue and back: for the
-    /// reads every ingest makes. Readers never wait for the writer (WAL).
+    /// One SELECT on the calling thread, without hopping to a reader queue and back, and without
+    /// wrapping it in a transaction (a single statement reads one snapshot anyway): for the read
+    /// every ingest makes. Readers never wait for the writer (WAL).
     func readNow<T>(_ work: (Database) throws -> T) throws -> T {
         do {
-            return try pool.read(work)
+            return try pool.unsafeRead(work)
         } catch let error as StoreError {
             throw error
         } catch {

@@ -184,6 +184,34 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("one failing write in a group does not undo the others")
+    func failingWriteInGroup() async throws {
+        try await Self.withStore { store, _ in
+            try await store.saveDevice(Self.device("d1"))
+            _ = try await store.accept(Ingest(idempotencyKey: nil, message: nil, pushes: [Self.push("taken", device: "d1", at: 0)], receipt: []))
+            let results = await withTaskGroup(of: (Int, Bool).self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        // Every fourth reuses a push id that exists: a primary-key conflict.
+                        let id = index % 4 == 0 ? "taken" : "fresh-\(index)"
+                        let outcome = try? await store.accept(
+                            Ingest(idempotencyKey: nil, message: nil, pushes: [Self.push(id, device: "d1", at: 1)], receipt: [])
+                        )
+                        return (index, outcome == .accepted)
+                    }
+                }
+                var all: [Int: Bool] = [:]
+                for await (index, accepted) in group { all[index] = accepted }
+                return all
+            }
+            for (index, accepted) in results { #expect(accepted == (index % 4 != 0), "write \(index)") }
+            for index in 0..<40 where index % 4 != 0 {
+                #expect(try await store.push(id: "fresh-\(index)") != nil)
+            }
+            #expect(try await store.push(id: "taken")?.createdAt == 0)
+        }
+    }
+
     @Test("a token belongs to one device")
     func tokenMoves() async throws {
         try await Self.withStore { store, _ in
