@@ -3,7 +3,8 @@
 #
 # Each scenario starts .build/release/herald serve in a fresh temporary directory (new SQLite
 # database, durable commits: synchronous = FULL), waits for it, runs `herald bench relay`, reads
-# the server's resident memory (VmRSS, and the peak VmHWM) from /proc, then stops it with SIGTERM.
+# the server's resident memory (VmRSS, and the peak VmHWM) and CPU time (user + system, setup
+# included) from /proc, and the load generator's CPU time, then stops the server with SIGTERM.
 # Builds nothing: build the release binary first (swift build -c release --product herald).
 #
 # Scenarios (SCENARIOS, default "throughput latency memory"):
@@ -40,15 +41,20 @@ run() {
     done
     grep -q "^  relay" "$dir/serve.log" || { cat "$dir/serve.log" >&2; kill "$pid"; exit 1; }
     local started=$SECONDS
-    line=$("$herald" bench relay --relay "http://127.0.0.1:$port" --sandbox "http://127.0.0.1:$control" \
+    local TIMEFORMAT="%U %S"
+    { time "$herald" bench relay --relay "http://127.0.0.1:$port" --sandbox "http://127.0.0.1:$control" \
         --api-key-file "$dir/keys/api.key" --users "$users" --extra-devices "$extra" \
-        --messages "${MESSAGES:-$messages}" --rate "$rate" --connections "$connections" --label "$label")
-    local rss hwm
+        --messages "${MESSAGES:-$messages}" --rate "$rate" --connections "$connections" --label "$label" \
+        >"$dir/bench.json"; } 2>"$dir/bench.time"
+    line=$(cat "$dir/bench.json")
+    local rss hwm cpu client
+    cpu=$(awk '{print ($14 + $15) / 100}' "/proc/$pid/stat")
+    client=$(awk '{print $1 + $2}' "$dir/bench.time")
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
     hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
     kill -TERM "$pid"
     wait "$pid" || true
-    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm")
+    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); d["server_cpu_seconds"]=float(sys.argv[4]); d["client_cpu_seconds"]=round(float(sys.argv[5]),2); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm" "$cpu" "$client")
     echo "$line" | tee -a "$out"
     echo "# $label: $((SECONDS - started)) s; database $(du -sh "$dir/data" | cut -f1)" >&2
     rm -rf "$dir"

@@ -4,6 +4,7 @@ import Foundation
 import HeraldCrypto
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 
 extension BenchCommand {
@@ -108,31 +109,43 @@ extension BenchCommand {
             let counter = BenchCounter()
             let started = ContinuousClock.now
             let startedWall = RelayClockBench.now()
+            guard let target = URL(string: relay), let host = target.host, let port = target.port else {
+                throw ValidationError("--relay must be http://host:port")
+            }
+            let authorization = "Bearer " + apiKey
             let results = try await withThrowingTaskGroup(of: WorkerResult.self) { group in
                 for _ in 0..<connections {
                     group.addTask {
-                        var result = WorkerResult()
-                        while true {
-                            let index = counter.take()
-                            if index >= messages { return result }
-                            if rate > 0 {
-                                let due = started + .nanoseconds(Int64(Double(index) / Double(rate) * 1e9))
-                                if due > ContinuousClock.now { try await Task.sleep(until: due) }
-                            }
-                            let body =
-                                #"{"to":"bench-user-\#(index % users)","from":{"id":"agent-1","name":"Agent One"},"conversation":"conv-\#(index % users)","text":"Message \#(index): your order has shipped and will arrive tomorrow."}"#
-                            let sent = ContinuousClock.now
-                            let reply = try await client.post(relay + "/v1/messages", body: body)
-                            result.ingestNanoseconds.append((ContinuousClock.now - sent).nanoseconds)
-                            guard reply.status == 202 else {
-                                result.refused += 1
-                                continue
-                            }
-                            result.accepted += 1
-                            let pushes = reply.object["pushes"] as? [[String: Any]] ?? []
-                            result.pushes += pushes.count
-                            if index % sampleEvery == 0, let id = pushes.first?["push_id"] as? String {
-                                result.samples.append(id)
+                        try await KeepAliveConnection.run(host: host, port: port) { connection in
+                            var result = WorkerResult()
+                            while true {
+                                let index = counter.take()
+                                if index >= messages { return result }
+                                if rate > 0 {
+                                    let due = started + .nanoseconds(Int64(Double(index) / Double(rate) * 1e9))
+                                    if due > ContinuousClock.now { try await Task.sleep(until: due) }
+                                }
+                                let body =
+                                    #"{"to":"bench-user-\#(index % users)","from":{"id":"agent-1","name":"Agent One"},"conversation":"conv-\#(index % users)","text":"Message \#(index): your order has shipped and will arrive tomorrow."}"#
+                                let sent = ContinuousClock.now
+                                let reply = try await connection.post(
+                                    path: "/v1/messages",
+                                    host: host,
+                                    authorization: authorization,
+                                    body: body
+                                )
+                                result.ingestNanoseconds.append((ContinuousClock.now - sent).nanoseconds)
+                                guard reply.status == 202 else {
+                                    result.refused += 1
+                                    continue
+                                }
+                                result.accepted += 1
+                                let object = (try? JSONSerialization.jsonObject(with: Data(reply.body))) as? [String: Any]
+                                let pushes = object?["pushes"] as? [[String: Any]] ?? []
+                                result.pushes += pushes.count
+                                if index % sampleEvery == 0, let id = pushes.first?["push_id"] as? String {
+                                    result.samples.append(id)
+                                }
                             }
                         }
                     }
@@ -259,4 +272,83 @@ private final class BenchCounter: Sendable {
     private let value = Atomic<Int>(0)
 
     func take() -> Int { value.add(1, ordering: .relaxed).oldValue }
+}
+
+/// One HTTP/1.1 keep-alive connection with one request in flight: the load generator's own
+/// client, small enough that the relay, not the generator, is what the benchmark measures.
+private struct KeepAliveConnection {
+    struct Reply {
+        var status: Int
+        var body: [UInt8]
+    }
+
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    private var inbound: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+    private var pending = ByteBuffer()
+
+    static func run<T: Sendable>(
+        host: String,
+        port: Int,
+        _ body: (inout KeepAliveConnection) async throws -> T
+    ) async throws -> T {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            var connection = KeepAliveConnection(outbound: outbound, inbound: inbound.makeAsyncIterator())
+            return try await body(&connection)
+        }
+    }
+
+    private init(outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, inbound: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) {
+        self.outbound = outbound
+        self.inbound = inbound
+    }
+
+    mutating func post(path: String, host: String, authorization: String, body: String) async throws -> Reply {
+        var request = ByteBuffer()
+        request.writeString(
+            "POST \(path) HTTP/1.1\r\nhost: \(host)\r\nauthorization: \(authorization)\r\n"
+                + "content-type: application/json\r\ncontent-length: \(body.utf8.count)\r\n\r\n"
+        )
+        request.writeString(body)
+        try await outbound.write(request)
+        return try await readReply()
+    }
+
+    /// Reads one response with a content-length body.
+    private mutating func readReply() async throws -> Reply {
+        while true {
+            if let reply = try parse() { return reply }
+            guard var more = try await inbound.next() else { throw ValidationError("the relay closed the connection") }
+            pending.writeBuffer(&more)
+        }
+    }
+
+    private mutating func parse() throws -> Reply? {
+        let view = pending.readableBytesView
+        guard let end = view.firstRange(of: Array("\r\n\r\n".utf8)) else { return nil }
+        let head = String(decoding: view[view.startIndex..<end.lowerBound], as: UTF8.self)
+        let lines = head.split(separator: "\r\n")
+        guard let statusLine = lines.first, statusLine.count >= 12,
+            let status = Int(statusLine.dropFirst(9).prefix(3))
+        else { throw ValidationError("not an HTTP response") }
+        var length = 0
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "content-length" {
+                length = Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+        }
+        let headLength = end.upperBound - view.startIndex
+        guard pending.readableBytes >= headLength + length else { return nil }
+        pending.moveReaderIndex(forwardBy: headLength)
+        let body = pending.readBytes(length: length) ?? []
+        pending.discardReadBytes()
+        return Reply(status: status, body: body)
+    }
 }

@@ -36,7 +36,7 @@ struct RelayOptions: ParsableArguments {
 
     @Option(
         name: .customLong("workers"),
-        help: "Dispatcher loops draining the outbox. (HERALD_WORKERS; default 4)"
+        help: "Dispatcher loops draining the outbox. (HERALD_WORKERS; default 2)"
     )
     var workers: Int?
 
@@ -88,7 +88,7 @@ struct RelayOptions: ParsableArguments {
         resolved.port = try port ?? ServeEnvironment.int("HERALD_PORT") ?? file.port ?? 8080
         resolved.data = data ?? ServeEnvironment.string("HERALD_DATA") ?? file.data ?? "data"
         resolved.keysDir = keysDir ?? ServeEnvironment.string("HERALD_KEYS_DIR") ?? file.keysDir ?? "keys"
-        resolved.workers = try workers ?? ServeEnvironment.int("HERALD_WORKERS") ?? file.dispatcher?.workers ?? 4
+        resolved.workers = try workers ?? ServeEnvironment.int("HERALD_WORKERS") ?? file.dispatcher?.workers ?? 2
         resolved.batchSize = batchSize ?? file.dispatcher?.batchSize ?? 256
         resolved.presenceTTL = presenceTTL ?? file.presenceTTL ?? 60
         resolved.messageRetention = file.messageRetention ?? 7 * 24 * 60 * 60
@@ -109,7 +109,7 @@ struct ResolvedRelayOptions: Sendable {
     var port = 8080
     var data = "data"
     var keysDir = "keys"
-    var workers = 4
+    var workers = 2
     var batchSize = 256
     var presenceTTL = 60
     var messageRetention: Int64 = 7 * 24 * 60 * 60

@@ -10,8 +10,9 @@ public struct DispatcherConfiguration: Sendable {
     /// Who claims (unique per relay node); claims left by an earlier run of the same owner are
     /// released at start.
     public var owner: String = "local"
-    /// Concurrent claim-send-complete loops.
-    public var workers: Int = 4
+    /// Concurrent claim-send-complete loops. Few loops claim bigger batches; two keep the
+    /// provider busy while one records outcomes (measured in docs/performance.md).
+    public var workers: Int = 2
     /// The most pushes one loop claims at a time.
     public var batchSize: Int = 256
     /// How long a claim holds before another worker may take the push again.
@@ -104,6 +105,10 @@ public final class Dispatcher: Service, Sendable {
             if claimed.isEmpty {
                 await signal.wait(timeout: await idleWait())
                 continue
+            }
+            if claimed.count == configuration.batchSize {
+                // More may be waiting: let another loop claim while this one sends.
+                signal.signal()
             }
             // Once claimed, a batch is sent and completed even if shutdown begins meanwhile.
             await Task { await self.deliver(claimed) }.value
@@ -213,7 +218,7 @@ extension Duration {
     }
 }
 
-/// Wakes every waiting loop; a signal with no waiter is kept for the next one.
+/// Wakes a waiting loop; a signal with no waiter is kept for the next one.
 final class WakeSignal: Sendable {
     private struct State {
         var pending = false
@@ -223,17 +228,17 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
+    /// Wakes one waiting loop (or the next to wait): one loop claiming a batch beats every loop
+    /// racing for the same few pushes. A loop that claims a full batch wakes the next itself.
     func signal() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            if state.waiters.isEmpty {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let id = state.waiters.keys.min() else {
                 state.pending = true
-                return []
+                return nil
             }
-            let all = Array(state.waiters.values)
-            state.waiters.removeAll()
-            return all
+            return state.waiters.removeValue(forKey: id)
         }
-        for waiter in waiters { waiter.resume() }
+        waiter?.resume()
     }
 
     /// Returns on a signal, after `timeout`, or on cancellation.

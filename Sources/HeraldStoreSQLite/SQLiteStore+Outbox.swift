@@ -40,7 +40,6 @@ extension SQLiteStore {
                     push.apnsID, push.topic, push.pushType, push.collapseID, push.attempts, push.nextAttemptAt,
                     push.expiresAt, push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
                 ])
-                try Self.log(db, pushID: push.pushID, at: push.createdAt, state: push.state, reason: push.lastReason)
             }
             return .accepted
         }
@@ -53,16 +52,25 @@ extension SQLiteStore {
         }
     }
 
+    /// The acceptance is the outbox row itself (not written twice); later events are log rows.
     public func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
         try await read { db in
-            try Row.fetchAll(
+            guard
+                let accepted = try Int64.fetchOne(
+                    db,
+                    sql: "SELECT created_at FROM outbox WHERE push_id = ?",
+                    arguments: [pushID]
+                )
+            else { return [] }
+            let later = try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM delivery_log WHERE push_id = ? ORDER BY id",
+                sql: "SELECT at, state, reason FROM delivery_log WHERE push_id = ? ORDER BY id",
                 arguments: [pushID]
-            ).compactMap { row in
-                guard let state = PushState(rawValue: row["state"]) else { return nil }
-                return DeliveryEvent(pushID: row["push_id"], at: row["at"], state: state, reason: row["reason"])
+            ).compactMap { row -> DeliveryEvent? in
+                guard let state = PushState(rawValue: row[1]) else { return nil }
+                return DeliveryEvent(pushID: pushID, at: row[0], state: state, reason: row[2])
             }
+            return [DeliveryEvent(pushID: pushID, at: accepted, state: .queued, reason: nil)] + later
         }
     }
 
