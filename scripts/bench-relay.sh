@@ -8,9 +8,13 @@
 # Builds nothing: build the release binary first (swift build -c release --product herald).
 #
 # Scenarios (SCENARIOS, default "throughput latency memory"):
-#   throughput  10,000 users, 100,000 messages, as fast as the relay answers
+#   throughput  10,000 users, 100,000 messages, as fast as the relay answers (sandbox in-process)
+#   throughput-external  the same with the sandbox as its own process
 #   latency     10,000 users, 30,000 messages paced at 1,000 per second
-#   memory      100,000 devices stored (10,000 users + 90,000 idle), 20,000 messages
+#   memory      100,000 devices stored (10,000 users + 90,000 idle), 20,000 messages, with the
+#               sandbox as its own process (`herald sandbox`) and serve sending to it as to Apple
+#               (--apns-key/--apns-url): the reported RSS is the relay and provider alone, not the
+#               sandbox's registry of 100,000 emulated phones.
 #
 # Environment: HERALD (binary), OUT (JSON lines, default /tmp/bench-relay.jsonl), CONNECTIONS
 # (default 32), MESSAGES (overrides the scenario's count), WORKERS (serve --workers).
@@ -28,12 +32,24 @@ scenarios=${SCENARIOS:-throughput latency memory}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 run() {
-    local label=$1 users=$2 extra=$3 messages=$4 rate=$5
-    local dir port apns control pid line
+    local label=$1 users=$2 extra=$3 messages=$4 rate=$5 external=${6:-}
+    local dir port apns control pid line sandbox_pid=""
     dir=$(mktemp -d /tmp/herald-bench-relay.XXXXXX)
     port=$(free_port); apns=$(free_port); control=$(free_port)
-    (cd "$dir" && exec "$herald" serve --port "$port" --sandbox-apns-port "$apns" --sandbox-control-port "$control" \
-        ${WORKERS:+--workers "$WORKERS"} --log-level error >serve.log 2>&1) &
+    if [ -n "$external" ]; then
+        (cd "$dir" && "$herald" keys apns --out keys --key-id BENCHKEY01 --team-id BENCHTEAM1 >/dev/null)
+        (cd "$dir" && exec "$herald" sandbox --apns-port "$apns" --control-port "$control" --keys-dir keys \
+            --app com.example.herald:BENCHTEAM1 --log-level error >sandbox.log 2>&1) &
+        sandbox_pid=$!
+        for _ in $(seq 1 100); do grep -q "control API" "$dir/sandbox.log" 2>/dev/null && break; sleep 0.1; done
+        (cd "$dir" && exec "$herald" serve --port "$port" --app com.example.herald:BENCHTEAM1 \
+            --apns-key keys/AuthKey_BENCHKEY01.p8 --apns-team-id BENCHTEAM1 \
+            --apns-url "https://127.0.0.1:$apns" --apns-ca keys/sandbox-ca.pem \
+            ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} --log-level error >serve.log 2>&1) &
+    else
+        (cd "$dir" && exec "$herald" serve --port "$port" --sandbox-apns-port "$apns" --sandbox-control-port "$control" \
+            ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} --log-level error >serve.log 2>&1) &
+    fi
     pid=$!
     for _ in $(seq 1 100); do
         grep -q "^  relay" "$dir/serve.log" 2>/dev/null && break
@@ -54,6 +70,10 @@ run() {
     hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
     kill -TERM "$pid"
     wait "$pid" || true
+    if [ -n "$sandbox_pid" ]; then
+        kill -TERM "$sandbox_pid"
+        wait "$sandbox_pid" || true
+    fi
     line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); d["server_cpu_seconds"]=float(sys.argv[4]); d["client_cpu_seconds"]=round(float(sys.argv[5]),2); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm" "$cpu" "$client")
     echo "$line" | tee -a "$out"
     echo "# $label: $((SECONDS - started)) s; database $(du -sh "$dir/data" | cut -f1)" >&2
@@ -63,8 +83,9 @@ run() {
 for scenario in $scenarios; do
     case $scenario in
         throughput) run throughput 10000 0 100000 0 ;;
+        throughput-external) run throughput-external-sandbox 10000 0 100000 0 external ;;
         latency) run latency-1000-per-s 10000 0 30000 1000 ;;
-        memory) run memory-100k-devices 10000 90000 20000 0 ;;
+        memory) run memory-100k-devices 10000 90000 20000 0 external ;;
         *) echo "unknown scenario $scenario" >&2; exit 2 ;;
     esac
 done

@@ -286,7 +286,7 @@ struct RelayRuntime: Sendable {
     }
 }
 
-/// Deletes messages past their retention, hourly.
+/// Deletes messages past their retention, and finished pushes older than it, every ten minutes.
 struct Janitor: Service {
     let relay: Relay
     let logger: Logger
@@ -295,11 +295,16 @@ struct Janitor: Service {
         while !Task.isShuttingDownGracefully {
             do {
                 let removed = try await relay.purgeExpired()
-                if removed > 0 { logger.info("expired messages deleted", metadata: ["count": "\(removed)"]) }
+                if removed.messages + removed.pushes > 0 {
+                    logger.info(
+                        "expired messages and old pushes deleted",
+                        metadata: ["messages": "\(removed.messages)", "pushes": "\(removed.pushes)"]
+                    )
+                }
             } catch {
                 logger.warning("cannot delete expired messages", metadata: ["error": "\(error)"])
             }
-            try? await gracefulShutdownOrSleep(for: .seconds(3600))
+            try? await gracefulShutdownOrSleep(for: .seconds(600))
         }
     }
 

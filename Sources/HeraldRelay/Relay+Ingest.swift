@@ -233,14 +233,11 @@ extension Relay {
         return PushStatusView(entry, history: history)
     }
 
-    /// Deletes messages past retention and forgets old idempotency keys.
-    public func purgeExpired() async throws(RelayError) -> Int {
+    /// Deletes messages past retention, and idempotency keys and finished pushes older than it.
+    public func purgeExpired() async throws(RelayError) -> (messages: Int, pushes: Int) {
         let time = now()
         return try await storing {
-            try await self.store.deleteExpired(
-                now: time,
-                idempotencyKeysBefore: time - self.configuration.messageRetention * 1000
-            )
+            try await self.store.deleteExpired(now: time, historyBefore: time - self.configuration.messageRetention * 1000)
         }
     }
 }

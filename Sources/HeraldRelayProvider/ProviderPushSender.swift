@@ -17,8 +17,50 @@ public struct InProcessPushSender: PushSender {
     }
 
     public func send(_ pushes: [OutgoingPush]) async -> [PushOutcome] {
-        let results = await ProviderHTTPService.send(pushes.map(ProviderPush.init), with: client)
-        return results.map(PushOutcome.init)
+        var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
+        var notifications: [APNsNotification] = []
+        var positions: [Int] = []
+        notifications.reserveCapacity(pushes.count)
+        for (index, push) in pushes.enumerated() {
+            guard let pushType = APNsPushType(rawValue: push.pushType),
+                let priority = APNsPriority(rawValue: push.priority)
+            else {
+                outcomes[index] = .failed(reason: "BadPushType or BadPriority (400)")
+                continue
+            }
+            notifications.append(
+                APNsNotification(
+                    deviceToken: push.deviceToken,
+                    topic: push.topic,
+                    pushType: pushType,
+                    priority: priority,
+                    expiration: push.expiration,
+                    collapseID: push.collapseID,
+                    apnsID: push.apnsID,
+                    payload: ByteBuffer(string: push.payload)
+                )
+            )
+            positions.append(index)
+        }
+        // The client validates each push before it sends it (an invalid one is `failed`).
+        let results = await client.send(batch: notifications)
+        for (position, result) in zip(positions, results) {
+            outcomes[position] = PushOutcome(result)
+        }
+        return outcomes.map { $0 ?? .retryLater(reason: "not sent") }
+    }
+}
+
+extension PushOutcome {
+    init(_ result: APNsResult) {
+        switch result {
+        case .delivered: self = .delivered
+        case .tokenDead(let reason, _): self = .tokenDead(reason: reason.rawValue)
+        case .failed(let reason, let status):
+            self = .failed(reason: "\(reason?.rawValue ?? "InvalidNotification") (\(status))")
+        case .retryLater(let reason): self = .retryLater(reason: reason)
+        case .expired: self = .expired
+        }
     }
 }
 

@@ -43,9 +43,10 @@ public protocol HeraldStore: Sendable {
     /// Writes a message and its pushes, once per idempotency key; durable when it returns.
     func accept(_ ingest: Ingest) async throws -> IngestOutcome
     func message(id: String) async throws -> MessageRecord?
-    /// Deletes messages past their retention, and idempotency keys first used before
-    /// `idempotencyKeysBefore`; returns how many messages went.
-    func deleteExpired(now: Int64, idempotencyKeysBefore: Int64) async throws -> Int
+    /// Deletes messages past their retention, and what is older than `historyBefore`: idempotency
+    /// keys first used then, and finished pushes (with their history) last changed then. Returns
+    /// how many messages and pushes went.
+    func deleteExpired(now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int)
 
     // MARK: Outbox
 

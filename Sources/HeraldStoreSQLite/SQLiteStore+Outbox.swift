@@ -29,17 +29,21 @@ extension SQLiteStore {
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO outbox
-                        (push_id, device_id, kind, subject_id, priority, payload, apns_id, topic, push_type,
+                        (push_id, device_id, kind, subject_id, priority, apns_id, topic, push_type,
                          collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
+            )
+            let insertPayload = try db.cachedStatement(
+                sql: "INSERT INTO outbox_payloads (push_id, payload) VALUES (?, ?)"
             )
             for push in ingest.pushes {
                 try insert.execute(arguments: [
-                    push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority, push.payload,
+                    push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
                     push.apnsID, push.topic, push.pushType, push.collapseID, push.attempts, push.nextAttemptAt,
                     push.expiresAt, push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
                 ])
+                try insertPayload.execute(arguments: [push.pushID, push.payload])
             }
             return .accepted
         }
@@ -47,8 +51,17 @@ extension SQLiteStore {
 
     public func push(id: String) async throws -> OutboxEntry? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.outboxColumns) FROM outbox WHERE push_id = ?", arguments: [id])
-                .map(Self.entry(from:))
+            guard
+                var entry = try Row.fetchOne(
+                    db,
+                    sql: "SELECT \(Self.outboxColumns) FROM outbox WHERE push_id = ?",
+                    arguments: [id]
+                ).map(Self.entry(from:))
+            else { return nil }
+            entry.payload =
+                try String.fetchOne(db, sql: "SELECT payload FROM outbox_payloads WHERE push_id = ?", arguments: [id])
+                ?? ""
+            return entry
         }
     }
 
@@ -103,6 +116,7 @@ extension SQLiteStore {
             let lookup = try db.cachedStatement(
                 sql: "SELECT messaging_token, voip_token, token_dead_reason FROM devices WHERE id = ?"
             )
+            let payload = try db.cachedStatement(sql: "SELECT payload FROM outbox_payloads WHERE push_id = ?")
             let giveBack = try db.cachedStatement(
                 sql: "UPDATE outbox SET attempts = attempts - 1 WHERE push_id = ?"
             )
@@ -112,7 +126,7 @@ extension SQLiteStore {
             var devices: [String: Row?] = [:]
             var claimed: [ClaimedPush] = []
             claimed.reserveCapacity(taken.count)
-            for entry in taken {
+            for var entry in taken {
                 let device: Row?
                 if let known = devices[entry.deviceID] {
                     device = known
@@ -129,6 +143,7 @@ extension SQLiteStore {
                     try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: "device_deactivated", now: now)
                 } else if let token {
                     try log.execute(arguments: [entry.pushID, now])
+                    entry.payload = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
                     claimed.append(ClaimedPush(entry: entry, deviceToken: token))
                 } else {
                     try giveBack.execute(arguments: [entry.pushID])
@@ -227,11 +242,12 @@ extension SQLiteStore {
 
     /// The outbox columns in the order `entry(from:)` reads them.
     static let outboxColumns = """
-        push_id, device_id, kind, subject_id, priority, payload, apns_id, topic, push_type, collapse_id, attempts, \
-        next_attempt_at, expires_at, state, last_reason, created_at, updated_at
+        push_id, device_id, kind, subject_id, priority, '' AS payload, apns_id, topic, push_type, collapse_id, \
+        attempts, next_attempt_at, expires_at, state, last_reason, created_at, updated_at
         """
 
-    /// An outbox entry from a row of `outboxColumns`, read by position.
+    /// An outbox entry from a row of `outboxColumns`, read by position (the payload, kept in
+    /// `outbox_payloads`, is filled in by the caller that needs it).
     static func entry(from row: Row) throws -> OutboxEntry {
         guard let kind = OutboxKind(rawValue: row[2]), let state = PushState(rawValue: row[13]) else {
             throw StoreError.corrupt.with(detail: "push \(row[0] as String? ?? "?") has an unknown kind or state")

@@ -292,12 +292,26 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteExpired(now: Int64, idempotencyKeysBefore: Int64) async throws -> Int {
+    public func deleteExpired(now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
         try await write { db in
             try db.execute(sql: "DELETE FROM messages WHERE expires_at <= ?", arguments: [now])
             let messages = db.changesCount
-            try db.execute(sql: "DELETE FROM ingests WHERE created_at < ?", arguments: [idempotencyKeysBefore])
-            return messages
+            try db.execute(sql: "DELETE FROM ingests WHERE created_at < ?", arguments: [historyBefore])
+            // At most a batch per call, so the writer is never held for long.
+            let finished = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT push_id FROM outbox
+                    WHERE state NOT IN ('queued', 'sending') AND updated_at < ? LIMIT 10000
+                    """,
+                arguments: [historyBefore]
+            )
+            for id in finished {
+                try db.cachedStatement(sql: "DELETE FROM delivery_log WHERE push_id = ?").execute(arguments: [id])
+                try db.cachedStatement(sql: "DELETE FROM outbox_payloads WHERE push_id = ?").execute(arguments: [id])
+                try db.cachedStatement(sql: "DELETE FROM outbox WHERE push_id = ?").execute(arguments: [id])
+            }
+            return (messages, finished.count)
         }
     }
 }

@@ -161,6 +161,19 @@ public final class SQLiteStore: HeraldStore {
                     """
             )
         }
+        migrator.registerMigration("v3: payloads apart") { db in
+            // A push's state changes twice after it is written (claimed, finished); its payload
+            // never does. Kept apart, the rows that change are small and many fit a page.
+            try db.execute(
+                sql: """
+                    CREATE TABLE outbox_payloads (push_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
+                    INSERT INTO outbox_payloads (push_id, payload) SELECT push_id, payload FROM outbox;
+                    ALTER TABLE outbox DROP COLUMN payload;
+                    CREATE INDEX outbox_finished ON outbox(updated_at)
+                        WHERE state NOT IN ('queued', 'sending');
+                    """
+            )
+        }
         return migrator
     }
 

@@ -212,6 +212,49 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("retention: expired messages, old idempotency keys and old finished pushes go; queued pushes stay")
+    func retention() async throws {
+        try await Self.withStore { store, _ in
+            try await store.saveDevice(Self.device("d1"))
+            let message = MessageRecord(
+                id: "m1",
+                userID: "u",
+                conversation: "c",
+                senderID: "s",
+                senderName: "S",
+                sealedText: [1],
+                createdAt: 0,
+                expiresAt: 100
+            )
+            _ = try await store.accept(
+                Ingest(
+                    idempotencyKey: "k1",
+                    message: message,
+                    pushes: [Self.push("old-done", device: "d1", at: 0), Self.push("old-queued", device: "d1", at: 0, expires: 99_999_999)],
+                    receipt: [7]
+                )
+            )
+            _ = try await store.claim(limit: 1, owner: "w", now: 10, leaseUntil: 20)
+            try await store.complete(
+                [PushCompletion(pushID: "old-done", disposition: .finish(.delivered), reason: nil, deadToken: nil)],
+                now: 20
+            )
+            try await store.complete(
+                [PushCompletion(pushID: "old-queued", disposition: .retry(at: 5_000), reason: "later", deadToken: nil)],
+                now: 20
+            )
+            #expect(try await store.push(id: "old-done")?.payload == "{}")
+            let removed = try await store.deleteExpired(now: 1_000, historyBefore: 500)
+            #expect(removed.messages == 1 && removed.pushes == 1)
+            #expect(try await store.message(id: "m1") == nil)
+            #expect(try await store.push(id: "old-done") == nil)
+            #expect(try await store.deliveryLog(pushID: "old-done").isEmpty)
+            #expect(try await store.push(id: "old-queued")?.state == .queued)
+            // The key is forgotten: the same key is accepted again.
+            #expect(try await store.accept(Ingest(idempotencyKey: "k1", message: nil, pushes: [], receipt: [])) == .accepted)
+        }
+    }
+
     @Test("a token belongs to one device")
     func tokenMoves() async throws {
         try await Self.withStore { store, _ in
