@@ -65,6 +65,8 @@ run() {
     line=$(cat "$dir/bench.json")
     local rss hwm cpu client
     cpu=$(awk '{print ($14 + $15) / 100}' "/proc/$pid/stat")
+    local sandbox_cpu=0
+    if [ -n "$sandbox_pid" ]; then sandbox_cpu=$(awk '{print ($14 + $15) / 100}' "/proc/$sandbox_pid/stat"); fi
     client=$(awk '{print $1 + $2}' "$dir/bench.time")
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
     hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
@@ -74,7 +76,7 @@ run() {
         kill -TERM "$sandbox_pid"
         wait "$sandbox_pid" || true
     fi
-    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); d["server_cpu_seconds"]=float(sys.argv[4]); d["client_cpu_seconds"]=round(float(sys.argv[5]),2); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm" "$cpu" "$client")
+    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); d["server_cpu_seconds"]=float(sys.argv[4]); d["client_cpu_seconds"]=round(float(sys.argv[5]),2); d["sandbox_process_cpu_seconds"]=float(sys.argv[6]); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm" "$cpu" "$client" "$sandbox_cpu")
     echo "$line" | tee -a "$out"
     echo "# $label: $((SECONDS - started)) s; database $(du -sh "$dir/data" | cut -f1)" >&2
     rm -rf "$dir"

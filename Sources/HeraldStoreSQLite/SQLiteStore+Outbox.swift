@@ -65,17 +65,19 @@ extension SQLiteStore {
         }
     }
 
-    /// The acceptance is the outbox row itself (not written twice); later events are log rows.
+    /// A push's history without a row per step: the acceptance and the current state are the
+    /// outbox row itself; the log holds only what would otherwise be lost, each time a push went
+    /// back to the queue (with the provider's reason).
     public func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
         try await read { db in
             guard
-                let accepted = try Int64.fetchOne(
+                let row = try Row.fetchOne(
                     db,
-                    sql: "SELECT created_at FROM outbox WHERE push_id = ?",
+                    sql: "SELECT created_at, state, updated_at, last_reason FROM outbox WHERE push_id = ?",
                     arguments: [pushID]
-                )
+                ), let state = PushState(rawValue: row[1])
             else { return [] }
-            let later = try Row.fetchAll(
+            let requeued = try Row.fetchAll(
                 db,
                 sql: "SELECT at, state, reason FROM delivery_log WHERE push_id = ? ORDER BY id",
                 arguments: [pushID]
@@ -83,7 +85,11 @@ extension SQLiteStore {
                 guard let state = PushState(rawValue: row[1]) else { return nil }
                 return DeliveryEvent(pushID: pushID, at: row[0], state: state, reason: row[2])
             }
-            return [DeliveryEvent(pushID: pushID, at: accepted, state: .queued, reason: nil)] + later
+            var events = [DeliveryEvent(pushID: pushID, at: row[0], state: .queued, reason: nil)] + requeued
+            if state != .queued {
+                events.append(DeliveryEvent(pushID: pushID, at: row[2], state: state, reason: row[3]))
+            }
+            return events
         }
     }
 
@@ -120,9 +126,6 @@ extension SQLiteStore {
             let giveBack = try db.cachedStatement(
                 sql: "UPDATE outbox SET attempts = attempts - 1 WHERE push_id = ?"
             )
-            let log = try db.cachedStatement(
-                sql: "INSERT INTO delivery_log (push_id, at, state, reason) VALUES (?, ?, 'sending', NULL)"
-            )
             var devices: [String: Row?] = [:]
             var claimed: [ClaimedPush] = []
             claimed.reserveCapacity(taken.count)
@@ -142,7 +145,6 @@ extension SQLiteStore {
                     try giveBack.execute(arguments: [entry.pushID])
                     try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: "device_deactivated", now: now)
                 } else if let token {
-                    try log.execute(arguments: [entry.pushID, now])
                     entry.payload = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
                     claimed.append(ClaimedPush(entry: entry, deviceToken: token))
                 } else {
@@ -230,7 +232,6 @@ extension SQLiteStore {
                 """
         )
         try statement.execute(arguments: [state.rawValue, reason, now, pushID])
-        try log(db, pushID: pushID, at: now, state: state, reason: reason)
     }
 
     private static func log(_ db: Database, pushID: String, at: Int64, state: PushState, reason: String?) throws {

@@ -149,7 +149,9 @@ struct SQLiteStoreTests {
             let device = try #require(try await reopened.device(id: "d1"))
             #expect(device.messagingToken == nil && device.tokenDeadReason == "Unregistered")
             #expect(device.voipToken == "bbd1")
-            #expect(try await reopened.deliveryLog(pushID: "b").map(\.state) == [.queued, .sending, .tokenDead])
+            #expect(try await reopened.deliveryLog(pushID: "b").map(\.state) == [.queued, .tokenDead])
+            #expect(try await reopened.deliveryLog(pushID: "a").map(\.state) == [.queued, .queued])
+            #expect(try await reopened.deliveryLog(pushID: "a").last?.reason == "TooManyRequests")
         }
     }
 
