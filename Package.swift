@@ -249,10 +249,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-            .testTarget(
+        .testTarget(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldRelay",
+                "HeraldProvider",
                 "HeraldRelayHTTP",
                 "HeraldRelayProvider",
                 "HeraldStore",

@@ -71,7 +71,10 @@ extension BenchCommand {
             let apiKey = keyText.trimmingCharacters(in: .whitespacesAndNewlines)
             var configuration = HTTPClient.Configuration()
             configuration.httpVersion = .http1Only
-            configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
+            configuration.connectionPool = .init(
+                idleTimeout: .seconds(60),
+                concurrentHTTP1ConnectionsPerHostSoftLimit: connections
+            )
             let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             do {
                 try await bench(http: http, apiKey: apiKey)
@@ -140,7 +143,8 @@ extension BenchCommand {
                                     continue
                                 }
                                 result.accepted += 1
-                                let object = (try? JSONSerialization.jsonObject(with: Data(reply.body))) as? [String: Any]
+                                let object =
+                                    (try? JSONSerialization.jsonObject(with: Data(reply.body))) as? [String: Any]
                                 let pushes = object?["pushes"] as? [[String: Any]] ?? []
                                 result.pushes += pushes.count
                                 if index % sampleEvery == 0, let id = pushes.first?["push_id"] as? String {
@@ -205,7 +209,11 @@ extension BenchCommand {
         }
 
         private func activate(index: Int, client: BenchHTTP) async throws {
-            let device = try await client.json(.POST, sandbox + "/sandbox/devices", body: #"{"bundle_id":"\#(bundle)"}"#)
+            let device = try await client.json(
+                .POST,
+                sandbox + "/sandbox/devices",
+                body: #"{"bundle_id":"\#(bundle)"}"#
+            )
             guard let token = device["messaging_token"] as? String else {
                 throw ValidationError("the sandbox did not give a token (is \(bundle) registered?): \(device)")
             }
@@ -213,7 +221,8 @@ extension BenchCommand {
             let key = KeyPair.generate().publicKey.base64
             let reply = try await client.post(
                 relay + "/v1/activations",
-                body: #"{"user_id":"\#(user)","app":"\#(bundle)","platform":"ios","public_key":"\#(key)","messaging_token":"\#(token)"}"#
+                body:
+                    #"{"user_id":"\#(user)","app":"\#(bundle)","platform":"ios","public_key":"\#(key)","messaging_token":"\#(token)"}"#
             )
             guard reply.status == 201 else {
                 throw ValidationError("activation answered \(reply.status): \(String(describing: reply.object))")
@@ -244,7 +253,12 @@ private struct BenchHTTP: Sendable {
         try await send(.POST, url, body: body, auth: true)
     }
 
-    func json(_ method: HTTPMethod, _ url: String, body: String? = nil, auth: Bool = false) async throws -> [String: Any] {
+    func json(
+        _ method: HTTPMethod,
+        _ url: String,
+        body: String? = nil,
+        auth: Bool = false
+    ) async throws -> [String: Any] {
         try await send(method, url, body: body, auth: auth).object
     }
 
@@ -304,7 +318,10 @@ private struct KeepAliveConnection {
         }
     }
 
-    private init(outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, inbound: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) {
+    private init(
+        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        inbound: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+    ) {
         self.outbound = outbound
         self.inbound = inbound
     }

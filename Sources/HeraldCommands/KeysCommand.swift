@@ -82,7 +82,12 @@ extension KeysCommand {
         }
 
         /// Writes AuthKey_<KEYID>.p8 (0600), .pub.pem and .json into `directory`.
-        static func make(in directory: String, keyID: String?, teamID: String?, overwrite: Bool) throws
+        static func make(
+            in directory: String,
+            keyID: String?,
+            teamID: String?,
+            overwrite: Bool
+        ) throws
             -> APNsKeyMetadata
         {
             let keyID = keyID ?? AppleIdentifier.random()

@@ -179,7 +179,8 @@ struct ProviderCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("token-cache"),
-        help: "Where the provider token is kept (0600) so a restart reuses it; APNs refuses a new one within 20 minutes."
+        help:
+            "Where the provider token is kept (0600) so a restart reuses it; APNs refuses a new one within 20 minutes."
     )
     var tokenCache: String = "data/provider-token"
 

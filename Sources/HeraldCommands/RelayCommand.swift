@@ -21,12 +21,16 @@ struct RelayCommand: AsyncParsableCommand {
 
     @OptionGroup var relay: RelayOptions
 
-    @Option(name: .customLong("provider-url"), help: "The provider's base URL, such as http://127.0.0.1:2199. (HERALD_PROVIDER_URL)")
+    @Option(
+        name: .customLong("provider-url"),
+        help: "The provider's base URL, such as http://127.0.0.1:2199. (HERALD_PROVIDER_URL)"
+    )
     var providerURL: String?
 
     @Option(
         name: .customLong("provider-secret-file"),
-        help: "The file with the provider's bearer secret. (HERALD_PROVIDER_SECRET holds the secret itself; default keys/provider.secret)"
+        help:
+            "The file with the provider's bearer secret. (HERALD_PROVIDER_SECRET holds the secret itself; default keys/provider.secret)"
     )
     var providerSecretFile: String?
 
@@ -48,7 +52,9 @@ struct RelayCommand: AsyncParsableCommand {
                 providerSecretFile ?? options.file.provider?.secretFile
                 ?? (options.keysDir as NSString).appendingPathComponent("provider.secret")
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ValidationError("cannot read the provider secret \(path) (start `herald provider` first, or set HERALD_PROVIDER_SECRET)")
+                throw ValidationError(
+                    "cannot read the provider secret \(path) (start `herald provider` first, or set HERALD_PROVIDER_SECRET)"
+                )
             }
             secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }

@@ -67,7 +67,9 @@ struct RelayOptions: ParsableArguments {
         if let presenceTTL, !(1...3600).contains(presenceTTL) {
             throw ValidationError("--presence-ttl must be between 1 and 3600")
         }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("unknown --log-level '\(logLevel)'")
+        }
         for app in apps where Self.parseApp(app) == nil {
             throw ValidationError("--app must be BUNDLE_ID or BUNDLE_ID:TEAM_ID (got '\(app)')")
         }
@@ -96,7 +98,9 @@ struct RelayOptions: ParsableArguments {
         resolved.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         resolved.apps = file.apps ?? []
         resolved.extraApps = apps.compactMap(Self.parseApp)
-        guard (0...65_535).contains(resolved.port) else { throw ValidationError("the port must be between 0 and 65535") }
+        guard (0...65_535).contains(resolved.port) else {
+            throw ValidationError("the port must be between 0 and 65535")
+        }
         guard (1...64).contains(resolved.workers) else { throw ValidationError("workers must be between 1 and 64") }
         return resolved
     }
@@ -125,7 +129,9 @@ struct ResolvedRelayOptions: Sendable {
     /// The master key from HERALD_MASTER_KEY or keys/master.key, made on first start.
     func masterKey() throws -> (MasterKey, String) {
         if ServeEnvironment.string(MasterKey.environmentVariable) != nil {
-            return (try MasterKey.resolve(environment: ServeEnvironment.values, path: masterKeyPath), "HERALD_MASTER_KEY")
+            return (
+                try MasterKey.resolve(environment: ServeEnvironment.values, path: masterKeyPath), "HERALD_MASTER_KEY"
+            )
         }
         if !FileManager.default.fileExists(atPath: masterKeyPath) {
             try KeyFiles.makeDirectory(keysDir)

@@ -21,7 +21,8 @@ import Synchronization
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run Herald: the relay and the provider stage in one process (with the sandbox when no Apple key is set).",
+        abstract:
+            "Run Herald: the relay and the provider stage in one process (with the sandbox when no Apple key is set).",
         discussion: """
             The relay's API is JSON under /v1 (docs/openapi.yaml), with /health and /metrics. \
             Backend calls take the API key (keys/api.key, made on first start, or HERALD_API_KEY); \
@@ -35,10 +36,16 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var relay: RelayOptions
 
-    @Option(name: .customLong("apns-key"), help: "Apple's AuthKey_<KEYID>.p8; without it the sandbox runs in-process. (HERALD_APNS_KEY)")
+    @Option(
+        name: .customLong("apns-key"),
+        help: "Apple's AuthKey_<KEYID>.p8; without it the sandbox runs in-process. (HERALD_APNS_KEY)"
+    )
     var apnsKey: String?
 
-    @Option(name: .customLong("apns-key-id"), help: "The key id; read from the file name when omitted. (HERALD_APNS_KEY_ID)")
+    @Option(
+        name: .customLong("apns-key-id"),
+        help: "The key id; read from the file name when omitted. (HERALD_APNS_KEY_ID)"
+    )
     var apnsKeyID: String?
 
     @Option(name: .customLong("apns-team-id"), help: "The team id of the key. (HERALD_APNS_TEAM_ID)")
@@ -50,7 +57,10 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var apnsEnvironment: String?
 
-    @Option(name: .customLong("apns-url"), help: "Another APNs endpoint, such as a sandbox started apart. (HERALD_APNS_URL)")
+    @Option(
+        name: .customLong("apns-url"),
+        help: "Another APNs endpoint, such as a sandbox started apart. (HERALD_APNS_URL)"
+    )
     var apnsURL: String?
 
     @Option(name: .customLong("apns-ca"), help: "A CA certificate (PEM) to trust for --apns-url. (HERALD_APNS_CA)")
@@ -59,10 +69,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("apns-connections"), help: "HTTP/2 connections to APNs. (default 2)")
     var apnsConnections: Int?
 
-    @Option(name: .customLong("sandbox-apns-port"), help: "The in-process sandbox's APNs port; 0 picks one. (default 2197)")
+    @Option(
+        name: .customLong("sandbox-apns-port"),
+        help: "The in-process sandbox's APNs port; 0 picks one. (default 2197)"
+    )
     var sandboxAPNsPort: Int = 2197
 
-    @Option(name: .customLong("sandbox-control-port"), help: "The in-process sandbox's control port; 0 picks one. (default 2198)")
+    @Option(
+        name: .customLong("sandbox-control-port"),
+        help: "The in-process sandbox's control port; 0 picks one. (default 2198)"
+    )
     var sandboxControlPort: Int = 2198
 
     func validate() throws {
@@ -98,7 +114,8 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let url =
                 apnsURL ?? ServeEnvironment.string("HERALD_APNS_URL") ?? file?.url
-                ?? (environment == "production" ? APNsClientConfiguration.production : APNsClientConfiguration.development)
+                ?? (environment == "production"
+                    ? APNsClientConfiguration.production : APNsClientConfiguration.development)
             let settings = APNsSettings(
                 key: key,
                 keyID: apnsKeyID ?? ServeEnvironment.string("HERALD_APNS_KEY_ID") ?? file?.keyID,
@@ -130,11 +147,15 @@ struct ServeCommand: AsyncParsableCommand {
 
         // No Apple key: the sandbox runs in-process, with a development key registered in it.
         let metadata = try Self.developmentKey(in: options.keysDir)
-        var sandboxConfiguration = SandboxConfiguration(tls: try SandboxCertificateAuthority.ensure(directory: options.keysDir))
+        var sandboxConfiguration = SandboxConfiguration(
+            tls: try SandboxCertificateAuthority.ensure(directory: options.keysDir)
+        )
         sandboxConfiguration.host = "127.0.0.1"
         sandboxConfiguration.apnsPort = sandboxAPNsPort
         sandboxConfiguration.controlPort = sandboxControlPort
-        sandboxConfiguration.keys = [SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)]
+        sandboxConfiguration.keys = [
+            SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
+        ]
         let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
         let sandboxGroup = ServiceGroup(
             configuration: .init(services: [.init(service: sandbox)], gracefulShutdownSignals: [], logger: logger)
@@ -282,7 +303,9 @@ struct RelayRuntime: Sendable {
         print("  API key      \(apiKeySource)")
         print("  master key   \(masterSource)")
         print("  database     \(options.databasePath)\(options.durable ? "" : "  (no fsync)")")
-        print("  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))")
+        print(
+            "  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))"
+        )
     }
 }
 

@@ -87,7 +87,9 @@ struct ServeConfigurationFile: Codable, Sendable {
             let field = (context.codingPath + [key]).map(\.stringValue).joined(separator: ".")
             throw ValidationError("\(path): '\(field)' is missing")
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw ValidationError("\(path): '\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type")
+            throw ValidationError(
+                "\(path): '\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type"
+            )
         } catch let DecodingError.dataCorrupted(context) {
             let field = context.codingPath.map(\.stringValue).joined(separator: ".")
             throw ValidationError(field.isEmpty ? "\(path) is not valid JSON" : "\(path): '\(field)' is not valid")

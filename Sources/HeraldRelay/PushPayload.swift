@@ -32,7 +32,11 @@ public enum PushPayload {
     }
 
     /// The body of a call push for one device.
-    public static func call(_ content: CallContent, deviceID: String, sealer: EnvelopeSealer) throws(HeraldCryptoError)
+    public static func call(
+        _ content: CallContent,
+        deviceID: String,
+        sealer: EnvelopeSealer
+    ) throws(HeraldCryptoError)
         -> String
     {
         let surrounding = callBody(callID: content.callID, sealed: "").utf8.count

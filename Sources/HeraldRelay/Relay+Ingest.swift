@@ -237,7 +237,10 @@ extension Relay {
     public func purgeExpired() async throws(RelayError) -> (messages: Int, pushes: Int) {
         let time = now()
         return try await storing {
-            try await self.store.deleteExpired(now: time, historyBefore: time - self.configuration.messageRetention * 1000)
+            try await self.store.deleteExpired(
+                now: time,
+                historyBefore: time - self.configuration.messageRetention * 1000
+            )
         }
     }
 }

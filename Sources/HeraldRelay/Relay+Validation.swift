@@ -20,7 +20,8 @@ extension Relay {
                 throw .invalidField(field, "must not contain control characters")
             }
         case .bundleID:
-            guard value.utf8.allSatisfy({ $0.isASCIILetterOrDigit || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") })
+            guard
+                value.utf8.allSatisfy({ $0.isASCIILetterOrDigit || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") })
             else { throw .invalidField(field, "may hold letters, digits, '.' and '-' only") }
         }
     }

@@ -289,13 +289,15 @@ public struct IngestReceipt: Sendable, Codable, Hashable {
         json += ",\"pushes\":["
         for (index, push) in pushes.enumerated() {
             if index > 0 { json += "," }
-            json += "{\"device_id\":" + PushPayload.quoted(push.deviceID) + ",\"push_id\":"
+            json +=
+                "{\"device_id\":" + PushPayload.quoted(push.deviceID) + ",\"push_id\":"
                 + PushPayload.quoted(push.pushID) + "}"
         }
         json += "],\"skipped\":["
         for (index, skip) in skipped.enumerated() {
             if index > 0 { json += "," }
-            json += "{\"device_id\":" + PushPayload.quoted(skip.deviceID) + ",\"reason\":"
+            json +=
+                "{\"device_id\":" + PushPayload.quoted(skip.deviceID) + ",\"reason\":"
                 + PushPayload.quoted(skip.reason) + "}"
         }
         json += "]}"

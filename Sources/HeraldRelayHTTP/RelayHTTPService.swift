@@ -57,7 +57,11 @@ public enum RelayHTTPService {
             router.get("/metrics") { _, _ -> Response in
                 var headers = HTTPFields()
                 headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+                return Response(
+                    status: .ok,
+                    headers: headers,
+                    body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
+                )
             }
         }
 
@@ -120,7 +124,9 @@ public enum RelayHTTPService {
             try await api.handle {
                 let id = try context.parameters.require("id")
                 let device = try await api.requireDevice(request)
-                guard device.id == id else { throw RelayError.forbidden.with(detail: "the credential is for another device") }
+                guard device.id == id else {
+                    throw RelayError.forbidden.with(detail: "the credential is for another device")
+                }
                 let body = try await api.decode(HeartbeatRequest.self, request)
                 return try json(.ok, try await relay.heartbeat(device: device, body))
             }
@@ -220,7 +226,11 @@ func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Resp
     encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
     var headers = HTTPFields()
     headers[.contentType] = "application/json"
-    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    return Response(
+        status: status,
+        headers: headers,
+        body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
+    )
 }
 
 /// Answers what no route handles (an unknown path or method) with the same JSON as every other

@@ -109,7 +109,10 @@ public struct RemotePushSender: PushSender {
             let bytes = try await response.body.collect(upTo: 64 * 1024 * 1024)
             guard response.status == .ok else {
                 logger.error("the provider refused a batch", metadata: ["status": "\(response.status.code)"])
-                return Array(repeating: .retryLater(reason: "provider answered \(response.status.code)"), count: pushes.count)
+                return Array(
+                    repeating: .retryLater(reason: "provider answered \(response.status.code)"),
+                    count: pushes.count
+                )
             }
             let result = try JSONDecoder().decode(ProviderBatchResult.self, from: Data(bytes.readableBytesView))
             guard result.results.count == pushes.count else {

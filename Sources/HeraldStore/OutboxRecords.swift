@@ -139,7 +139,12 @@ public struct PushCompletion: Sendable, Hashable {
     /// For a dead token: the device and token to clear (only if the device still has it).
     public var deadToken: (deviceID: String, token: String)?
 
-    public init(pushID: String, disposition: Disposition, reason: String?, deadToken: (deviceID: String, token: String)?) {
+    public init(
+        pushID: String,
+        disposition: Disposition,
+        reason: String?,
+        deadToken: (deviceID: String, token: String)?
+    ) {
         self.pushID = pushID
         self.disposition = disposition
         self.reason = reason

@@ -11,8 +11,10 @@ extension SQLiteStore {
                     return .duplicate(receipt: [UInt8](receipt))
                 }
                 let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
-                try db.cachedStatement(sql: "INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (?, ?, ?)")
-                    .execute(arguments: [key, Data(ingest.receipt), now])
+                try db.cachedStatement(
+                    sql: "INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (?, ?, ?)"
+                )
+                .execute(arguments: [key, Data(ingest.receipt), now])
             }
             if let message = ingest.message {
                 try db.cachedStatement(
@@ -140,7 +142,13 @@ extension SQLiteStore {
                 let token: String? = device.flatMap { entry.kind == .call ? $0[1] : $0[0] }
                 if entry.expiresAt <= now {
                     try giveBack.execute(arguments: [entry.pushID])
-                    try Self.finish(db, pushID: entry.pushID, state: .expired, reason: "expired before sending", now: now)
+                    try Self.finish(
+                        db,
+                        pushID: entry.pushID,
+                        state: .expired,
+                        reason: "expired before sending",
+                        now: now
+                    )
                 } else if device == nil {
                     try giveBack.execute(arguments: [entry.pushID])
                     try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: "device_deactivated", now: now)

@@ -166,7 +166,12 @@ extension SQLiteStore {
         )
     }
 
-    public func updateTokens(deviceID: String, messaging: String?, voip: String?, now: Int64) async throws
+    public func updateTokens(
+        deviceID: String,
+        messaging: String?,
+        voip: String?,
+        now: Int64
+    ) async throws
         -> DeviceRecord?
     {
         try await write { db in

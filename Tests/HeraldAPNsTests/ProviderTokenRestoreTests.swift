@@ -14,9 +14,11 @@ struct ProviderTokenRestoreTests {
     @Test("a young token made by the same key is reused, and new tokens are reported for keeping")
     func restoresYoungToken() throws {
         let kept = Mutex<[String]>([])
-        let first = ProviderTokenManager(signer: Self.signer, now: { 1_000_000 }) { token in
-            kept.withLock { $0.append(token.text) }
-        }
+        let first = ProviderTokenManager(
+            signer: Self.signer,
+            now: { 1_000_000 },
+            onNewToken: { token in kept.withLock { $0.append(token.text) } }
+        )
         let made = try first.current()
         #expect(kept.withLock { $0 } == [made.text])
 
@@ -29,7 +31,11 @@ struct ProviderTokenRestoreTests {
 
     @Test("tokens of another key, team or age, and garbage, are not reused")
     func refusesForeignOrOldTokens() throws {
-        let other = ProviderTokenSigner(privateKey: P256.Signing.PrivateKey(), keyID: "KEY1234567", teamID: "TEAM123456")
+        let other = ProviderTokenSigner(
+            privateKey: P256.Signing.PrivateKey(),
+            keyID: "KEY1234567",
+            teamID: "TEAM123456"
+        )
         let foreign = try other.makeToken(issuedAt: 1_000_000)
         let manager = ProviderTokenManager(signer: Self.signer, now: { 1_000_600 })
         #expect(!manager.restore(foreign.text))

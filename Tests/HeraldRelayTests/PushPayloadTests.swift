@@ -6,7 +6,10 @@ import Testing
 struct PushPayloadTests {
     @Test(
         "quoted strings decode back to the original",
-        arguments: ["plain", "", "quote \" and \\ backslash", "tab\tnew\nline\r", "\u{0}\u{1f}", "Grüße 👋🏽", "line\u{2028}sep\u{2029}", "ends with é"]
+        arguments: [
+            "plain", "", "quote \" and \\ backslash", "tab\tnew\nline\r", "\u{0}\u{1f}", "Grüße 👋🏽",
+            "line\u{2028}sep\u{2029}", "ends with é",
+        ]
     )
     func quotedRoundTrip(text: String) throws {
         let json = "[" + PushPayload.quoted(text) + "]"

@@ -1,10 +1,10 @@
 import Foundation
 import HeraldAPNsCore
-import Metrics
 import HeraldCrypto
 import HeraldRelay
 import HeraldSandbox
 import HeraldStore
+import Metrics
 import Prometheus
 import Testing
 
@@ -21,9 +21,19 @@ struct RelayAPITests {
             #expect(none.status == 401)
             #expect(none.json["error"] as? String == "unauthorized")
             #expect(none.headers.contains { $0.0 == "www-authenticate" && $0.1 == "Bearer" })
-            let wrong = try await harness.call(.POST, "/v1/messages", auth: .bearer("not-the-key-000000000"), body: Self.message)
+            let wrong = try await harness.call(
+                .POST,
+                "/v1/messages",
+                auth: .bearer("not-the-key-000000000"),
+                body: Self.message
+            )
             #expect(wrong.status == 401)
-            let device = try await harness.call(.POST, "/v1/messages", auth: .bearer(phone.credential), body: Self.message)
+            let device = try await harness.call(
+                .POST,
+                "/v1/messages",
+                auth: .bearer(phone.credential),
+                body: Self.message
+            )
             #expect(device.status == 403)
             #expect(device.json["error"] as? String == "forbidden")
             let status = try await harness.call(.GET, "/v1/pushes/whatever", auth: .bearer(phone.credential))
@@ -58,19 +68,25 @@ struct RelayAPITests {
         }
     }
 
-    @Test("every malformed field gets a 400 that names it", arguments: [
-        (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c"}"#, "text"),
-        (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":""}"#, "text"),
-        (#"{"to":"","from":{"id":"a","name":"A"},"conversation":"c","text":"x"}"#, "to"),
-        (#"{"to":"u1","from":{"id":"a"},"conversation":"c","text":"x"}"#, "from.name"),
-        (#"{"to":"u1","from":"a","conversation":"c","text":"x"}"#, "from"),
-        (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":7,"text":"x"}"#, "conversation"),
-        (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":"x","idempotency_key":""}"#, "idempotency_key"),
-        (#"{"to":"u1\u0000","from":{"id":"a","name":"A"},"conversation":"c","text":"x"}"#, "to"),
-        (#"{"to":"u1","from":{"id":"a","name":"A"},"#, "body"),
-        (#"[1,2]"#, "body"),
-        ("", "body"),
-    ])
+    @Test(
+        "every malformed field gets a 400 that names it",
+        arguments: [
+            (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c"}"#, "text"),
+            (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":""}"#, "text"),
+            (#"{"to":"","from":{"id":"a","name":"A"},"conversation":"c","text":"x"}"#, "to"),
+            (#"{"to":"u1","from":{"id":"a"},"conversation":"c","text":"x"}"#, "from.name"),
+            (#"{"to":"u1","from":"a","conversation":"c","text":"x"}"#, "from"),
+            (#"{"to":"u1","from":{"id":"a","name":"A"},"conversation":7,"text":"x"}"#, "conversation"),
+            (
+                #"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":"x","idempotency_key":""}"#,
+                "idempotency_key"
+            ),
+            (#"{"to":"u1\u0000","from":{"id":"a","name":"A"},"conversation":"c","text":"x"}"#, "to"),
+            (#"{"to":"u1","from":{"id":"a","name":"A"},"#, "body"),
+            (#"[1,2]"#, "body"),
+            ("", "body"),
+        ]
+    )
     func malformedMessages(body: String, field: String) async throws {
         try await RelayHarness.with { harness in
             let reply = try await harness.call(.POST, "/v1/messages", body: body)
@@ -89,8 +105,14 @@ struct RelayAPITests {
                 (#"{"user_id":"u","app":"com.example.chat","platform":"ios","public_key":"AAAA"}"#, "public_key"),
                 (#"{"user_id":"u","app":"com.example.other","platform":"ios","public_key":"\#(key)"}"#, "app"),
                 (#"{"user_id":"u","app":"com.example.chat","platform":"symbian","public_key":"\#(key)"}"#, "platform"),
-                (#"{"user_id":"u","app":"com.example.chat","platform":"ios","public_key":"\#(key)","messaging_token":"xyz"}"#, "messaging_token"),
-                (#"{"user_id":"u","app":"com.example.chat","platform":"android","public_key":"\#(key)","voip_token":"abcdefabcdefabcdef"}"#, "voip_token"),
+                (
+                    #"{"user_id":"u","app":"com.example.chat","platform":"ios","public_key":"\#(key)","messaging_token":"xyz"}"#,
+                    "messaging_token"
+                ),
+                (
+                    #"{"user_id":"u","app":"com.example.chat","platform":"android","public_key":"\#(key)","voip_token":"abcdefabcdefabcdef"}"#,
+                    "voip_token"
+                ),
                 (#"{"app":"com.example.chat","platform":"ios","public_key":"\#(key)"}"#, "user_id"),
             ]
             for (body, field) in cases {
@@ -111,7 +133,8 @@ struct RelayAPITests {
     @Test("a body over the size limit is 413, unknown ids are 404")
     func sizeAndNotFound() async throws {
         try await RelayHarness.with { harness in
-            let huge = #"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":""#
+            let huge =
+                #"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":""#
                 + String(repeating: "x", count: 300 * 1024) + #""}"#
             let reply = try await harness.call(.POST, "/v1/messages", body: huge)
             #expect(reply.status == 413)
@@ -151,14 +174,22 @@ struct RelayAPITests {
             let herald = try RelayFlowTests.heraldField(record.payload)
             let envelope = try Envelope(text: try #require(herald["sealed"] as? String))
             #expect(envelope.keyID.hex == rotated.keyID)
-            let session = try KeyExchange.deviceSessionKeys(device: newKeys, relay: try PublicKey(base64: rotated.relayPublicKey))
+            let session = try KeyExchange.deviceSessionKeys(
+                device: newKeys,
+                relay: try PublicKey(base64: rotated.relayPublicKey)
+            )
             _ = try EnvelopeOpener(sessionKeys: [session, try phone.sessionKeys()])
                 .openContent(envelope, context: .init(kind: .message, pushID: receipt.id, deviceID: phone.deviceID))
             // Another user's credential cannot re-activate this device.
             let other = try await harness.phone(user: "u2")
             var hijack = request
             hijack.userID = "u2"
-            let refused = try await harness.call(.POST, "/v1/activations", auth: .bearer(other.credential), json: hijack)
+            let refused = try await harness.call(
+                .POST,
+                "/v1/activations",
+                auth: .bearer(other.credential),
+                json: hijack
+            )
             #expect(refused.status == 403)
         }
     }
@@ -311,6 +342,38 @@ enum TestMetrics {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         return registry
     }()
+}
+
+/// `herald relay` with a remote `herald provider`: the same flows over the provider's batch API.
+@Suite("Relay with a remote provider")
+struct RemoteProviderTests {
+    @Test("messages and calls reach the sandbox through the provider's HTTP batch API; dead tokens come back")
+    func remoteProvider() async throws {
+        var setup = RelayHarness.Setup()
+        setup.remoteProvider = true
+        try await RelayHarness.with(setup) { harness in
+            let phone = try await harness.phone(user: "u1")
+            let message = try await harness.call(.POST, "/v1/messages", body: RelayAPITests.message)
+                .decode(IngestReceipt.self)
+            let call = try await harness.call(
+                .POST,
+                "/v1/calls",
+                body: #"{"to":"u1","from":{"id":"a","name":"A"},"call_id":"remote-call"}"#
+            ).decode(IngestReceipt.self)
+            try await harness.push(try #require(message.pushes.first).pushID, reaches: .delivered)
+            try await harness.push(try #require(call.pushes.first).pushID, reaches: .delivered)
+            #expect(harness.accepted(token: phone.messagingToken).map(\.apnsID) == message.pushes.map(\.pushID))
+            #expect(harness.accepted(token: phone.voipToken).first?.priority == "10")
+
+            try harness.core.uninstall(deviceID: phone.sandboxDevice.deviceID)
+            let gone = try await harness.call(.POST, "/v1/messages", body: RelayAPITests.message)
+                .decode(IngestReceipt.self)
+            let status = try await harness.push(try #require(gone.pushes.first).pushID, reaches: .tokenDead)
+            #expect(status.reason == "Unregistered")
+            let device = try await harness.call(.GET, "/v1/devices/\(phone.deviceID)").decode(DeviceView.self)
+            #expect(device.messagingToken == nil)
+        }
+    }
 }
 
 /// Fixes for what the OpenAPI conformance test found.

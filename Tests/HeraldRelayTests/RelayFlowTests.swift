@@ -42,7 +42,9 @@ struct RelayFlowTests {
             #expect(!record.payload.contains(secret))
             #expect(!record.payload.contains("Dana"))
             #expect(!record.payload.contains("refund"))
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(record.payload.utf8)) as? [String: Any])
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(record.payload.utf8)) as? [String: Any]
+            )
             let aps = try #require(object["aps"] as? [String: Any])
             let alert = try #require(aps["alert"] as? [String: Any])
             #expect(alert["title"] as? String == "New message")

@@ -4,6 +4,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCrypto
+import HeraldProvider
 import HeraldRelay
 import HeraldRelayHTTP
 import HeraldRelayProvider
@@ -39,7 +40,14 @@ final class RelayHarness: Sendable {
     let baseURL: String
     let clock: TestClock
 
-    private init(sandbox: Sandbox, relay: Relay, store: SQLiteStore, http: HTTPClient, baseURL: String, clock: TestClock) {
+    private init(
+        sandbox: Sandbox,
+        relay: Relay,
+        store: SQLiteStore,
+        http: HTTPClient,
+        baseURL: String,
+        clock: TestClock
+    ) {
         self.sandbox = sandbox
         self.relay = relay
         self.store = store
@@ -55,6 +63,8 @@ final class RelayHarness: Sendable {
         var dispatcher: (inout DispatcherConfiguration) -> Void = { _ in }
         var client: (inout APNsClientConfiguration) -> Void = { _ in }
         var registry: PrometheusCollectorRegistry? = nil
+        /// Send through a `herald provider` HTTP service (on loopback) instead of in-process.
+        var remoteProvider = false
     }
 
     static func with(_ setup: Setup = Setup(), _ body: (RelayHarness) async throws -> Void) async throws {
@@ -71,6 +81,7 @@ final class RelayHarness: Sendable {
         let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
         let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
         let directory = NSTemporaryDirectory() + "herald-relay-\(UUID().uuidString)"
+        let providerStop = Mutex<ServiceGroup?>(nil)
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
         try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -93,6 +104,32 @@ final class RelayHarness: Sendable {
             storeConfiguration.durable = false
             let store = try SQLiteStore(configuration: storeConfiguration, logger: logger)
             let clock = TestClock()
+            let services: [any Service] = [client]
+            let sender: any PushSender
+            let providerHTTP = HTTPClient(eventLoopGroupProvider: .singleton)
+            if setup.remoteProvider {
+                let secret = "provider-secret-0123456789"
+                let providerPorts = AsyncStream.makeStream(of: Int.self)
+                let provider = Application(
+                    router: ProviderHTTPService.router(client: client, secret: secret),
+                    configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                    onServerRunning: { channel in providerPorts.continuation.yield(channel.localAddress?.port ?? 0) },
+                    logger: logger
+                )
+                let providerGroup = ServiceGroup(services: [provider], logger: logger)
+                tasks.addTask { try await providerGroup.run() }
+                var ports = providerPorts.stream.makeAsyncIterator()
+                let providerPort = await ports.next() ?? 0
+                sender = RemotePushSender(
+                    url: "http://127.0.0.1:\(providerPort)",
+                    secret: secret,
+                    client: providerHTTP,
+                    logger: logger
+                )
+                providerStop.withLock { $0 = providerGroup }
+            } else {
+                sender = InProcessPushSender(client: client)
+            }
             var dispatcherConfiguration = DispatcherConfiguration()
             dispatcherConfiguration.retryBase = .milliseconds(20)
             dispatcherConfiguration.retryMaximum = .milliseconds(100)
@@ -100,7 +137,7 @@ final class RelayHarness: Sendable {
             setup.dispatcher(&dispatcherConfiguration)
             let dispatcher = Dispatcher(
                 store: store,
-                sender: InProcessPushSender(client: client),
+                sender: sender,
                 configuration: dispatcherConfiguration,
                 logger: logger,
                 now: { clock.now() }
@@ -126,7 +163,7 @@ final class RelayHarness: Sendable {
                 logger: logger
             )
             let relayGroup = ServiceGroup(
-                services: [client, dispatcher, app],
+                services: services + [dispatcher, app],
                 logger: logger
             )
             tasks.addTask { try await relayGroup.run() }
@@ -141,17 +178,20 @@ final class RelayHarness: Sendable {
                 baseURL: "http://127.0.0.1:\(port)",
                 clock: clock
             )
+            func stop() async {
+                try? await http.shutdown()
+                await relayGroup.triggerGracefulShutdown()
+                if let providerGroup = providerStop.withLock({ $0 }) { await providerGroup.triggerGracefulShutdown() }
+                try? await providerHTTP.shutdown()
+                await sandboxGroup.triggerGracefulShutdown()
+            }
             do {
                 try await body(harness)
             } catch {
-                try? await http.shutdown()
-                await relayGroup.triggerGracefulShutdown()
-                await sandboxGroup.triggerGracefulShutdown()
+                await stop()
                 throw error
             }
-            try await http.shutdown()
-            await relayGroup.triggerGracefulShutdown()
-            await sandboxGroup.triggerGracefulShutdown()
+            await stop()
             try await tasks.waitForAll()
         }
     }
@@ -268,7 +308,10 @@ final class RelayHarness: Sendable {
     @discardableResult
     func push(_ id: String, reaches state: PushState, timeout: Duration = .seconds(10)) async throws -> PushStatusView {
         var last: PushStatusView?
-        try await eventually("push \(id) to be \(state.rawValue) (last: \(last?.state.rawValue ?? "none"))", timeout: timeout) {
+        try await eventually(
+            "push \(id) to be \(state.rawValue) (last: \(last?.state.rawValue ?? "none"))",
+            timeout: timeout
+        ) {
             last = try await relay.pushStatus(id: id)
             return last?.state == state
         }
@@ -292,6 +335,9 @@ final class TestClock: Sendable {
     func now() -> Int64 { RelayClock.now() + offset.load(ordering: .relaxed) }
 
     func advance(by duration: Duration) {
-        offset.add(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000, ordering: .relaxed)
+        offset.add(
+            duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000,
+            ordering: .relaxed
+        )
     }
 }

@@ -36,7 +36,13 @@ struct SQLiteStoreTests {
         )
     }
 
-    static func push(_ id: String, device: String, kind: OutboxKind = .message, at time: Int64, expires: Int64 = 1_000_000)
+    static func push(
+        _ id: String,
+        device: String,
+        kind: OutboxKind = .message,
+        at time: Int64,
+        expires: Int64 = 1_000_000
+    )
         -> OutboxEntry
     {
         OutboxEntry(
@@ -69,7 +75,10 @@ struct SQLiteStoreTests {
                 Self.push("m-gone", device: "nobody", at: 1),
                 Self.push("m-future", device: "d2", at: 500),
             ]
-            #expect(try await store.accept(Ingest(idempotencyKey: nil, message: nil, pushes: pushes, receipt: [])) == .accepted)
+            #expect(
+                try await store.accept(Ingest(idempotencyKey: nil, message: nil, pushes: pushes, receipt: []))
+                    == .accepted
+            )
             let claimed = try await store.claim(limit: 10, owner: "w1", now: 100, leaseUntil: 1000)
             #expect(claimed.map(\.entry.pushID) == ["c-1", "m-early", "m-late"])
             #expect(claimed.first?.deviceToken == "bbd1")
@@ -92,7 +101,12 @@ struct SQLiteStoreTests {
                     group.addTask {
                         var mine: [String] = []
                         while true {
-                            let batch = try await store.claim(limit: 7, owner: "w\(worker)", now: 1000, leaseUntil: 9000)
+                            let batch = try await store.claim(
+                                limit: 7,
+                                owner: "w\(worker)",
+                                now: 1000,
+                                leaseUntil: 9000
+                            )
                             if batch.isEmpty { return mine }
                             mine += batch.map(\.entry.pushID)
                         }
@@ -120,7 +134,9 @@ struct SQLiteStoreTests {
                 )
             )
             #expect(try await store.claim(limit: 1, owner: "w1", now: 10, leaseUntil: 20).map(\.entry.pushID) == ["a"])
-            #expect(try await store.claim(limit: 1, owner: "w2", now: 11, leaseUntil: 5000).map(\.entry.pushID) == ["b"])
+            #expect(
+                try await store.claim(limit: 1, owner: "w2", now: 11, leaseUntil: 5000).map(\.entry.pushID) == ["b"]
+            )
             // w1's lease lapses: another worker may take "a" again.
             let again = try await store.claim(limit: 5, owner: "w3", now: 30, leaseUntil: 5000)
             #expect(again.map(\.entry.pushID) == ["a"])
@@ -133,7 +149,12 @@ struct SQLiteStoreTests {
 
             try await reopened.complete(
                 [
-                    PushCompletion(pushID: "a", disposition: .retry(at: 100), reason: "TooManyRequests", deadToken: nil),
+                    PushCompletion(
+                        pushID: "a",
+                        disposition: .retry(at: 100),
+                        reason: "TooManyRequests",
+                        deadToken: nil
+                    ),
                     PushCompletion(
                         pushID: "b",
                         disposition: .finish(.tokenDead),
@@ -159,8 +180,18 @@ struct SQLiteStoreTests {
     func idempotentAccept() async throws {
         try await Self.withStore { store, _ in
             try await store.saveDevice(Self.device("d1"))
-            let first = Ingest(idempotencyKey: "k", message: nil, pushes: [Self.push("x", device: "d1", at: 0)], receipt: [1, 2])
-            let second = Ingest(idempotencyKey: "k", message: nil, pushes: [Self.push("y", device: "d1", at: 0)], receipt: [9])
+            let first = Ingest(
+                idempotencyKey: "k",
+                message: nil,
+                pushes: [Self.push("x", device: "d1", at: 0)],
+                receipt: [1, 2]
+            )
+            let second = Ingest(
+                idempotencyKey: "k",
+                message: nil,
+                pushes: [Self.push("y", device: "d1", at: 0)],
+                receipt: [9]
+            )
             #expect(try await store.accept(first) == .accepted)
             #expect(try await store.accept(second) == .duplicate(receipt: [1, 2]))
             #expect(try await store.push(id: "y") == nil)
@@ -190,14 +221,26 @@ struct SQLiteStoreTests {
     func failingWriteInGroup() async throws {
         try await Self.withStore { store, _ in
             try await store.saveDevice(Self.device("d1"))
-            _ = try await store.accept(Ingest(idempotencyKey: nil, message: nil, pushes: [Self.push("taken", device: "d1", at: 0)], receipt: []))
+            _ = try await store.accept(
+                Ingest(
+                    idempotencyKey: nil,
+                    message: nil,
+                    pushes: [Self.push("taken", device: "d1", at: 0)],
+                    receipt: []
+                )
+            )
             let results = await withTaskGroup(of: (Int, Bool).self) { group in
                 for index in 0..<40 {
                     group.addTask {
                         // Every fourth reuses a push id that exists: a primary-key conflict.
                         let id = index % 4 == 0 ? "taken" : "fresh-\(index)"
                         let outcome = try? await store.accept(
-                            Ingest(idempotencyKey: nil, message: nil, pushes: [Self.push(id, device: "d1", at: 1)], receipt: [])
+                            Ingest(
+                                idempotencyKey: nil,
+                                message: nil,
+                                pushes: [Self.push(id, device: "d1", at: 1)],
+                                receipt: []
+                            )
                         )
                         return (index, outcome == .accepted)
                     }
@@ -232,7 +275,10 @@ struct SQLiteStoreTests {
                 Ingest(
                     idempotencyKey: "k1",
                     message: message,
-                    pushes: [Self.push("old-done", device: "d1", at: 0), Self.push("old-queued", device: "d1", at: 0, expires: 99_999_999)],
+                    pushes: [
+                        Self.push("old-done", device: "d1", at: 0),
+                        Self.push("old-queued", device: "d1", at: 0, expires: 99_999_999),
+                    ],
                     receipt: [7]
                 )
             )
@@ -253,7 +299,9 @@ struct SQLiteStoreTests {
             #expect(try await store.deliveryLog(pushID: "old-done").isEmpty)
             #expect(try await store.push(id: "old-queued")?.state == .queued)
             // The key is forgotten: the same key is accepted again.
-            #expect(try await store.accept(Ingest(idempotencyKey: "k1", message: nil, pushes: [], receipt: [])) == .accepted)
+            #expect(
+                try await store.accept(Ingest(idempotencyKey: "k1", message: nil, pushes: [], receipt: [])) == .accepted
+            )
         }
     }
 
