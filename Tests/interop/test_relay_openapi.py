@@ -786,7 +786,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         device_id,
     )
     assert status["apns_id"] == push_id and status["attempts"] == 1
-    assert [event["state"] for event in status["history"]] == ["queued", "sending", "delivered"]
+    assert [event["state"] for event in status["history"]] == ["queued", "delivered"]
     relay.call("GET", f"/v1/pushes/{push_id}", 401)
     relay.call("GET", f"/v1/pushes/{push_id}", 403, token=credential)
     relay.call("GET", f"/v1/pushes/{uuid.uuid4()}", 404, token=key)
