@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldRelay", targets: ["HeraldRelay"]),
         .library(name: "HeraldRelayHTTP", targets: ["HeraldRelayHTTP"]),
+        .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -166,6 +167,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The phone side: the app-group store, the SDK session with the late-token rule, the
+        // device connection to the sandbox, the NSE and PushKit/CallKit emulators.
+        .target(
+            name: "HeraldDevice",
+            dependencies: [
+                "HeraldCrypto",
+                "HeraldRelay",
+                "HeraldStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `herald` subcommands, as a library so tests can run them in-process.
         .target(
             name: "HeraldCommands",
@@ -180,6 +197,7 @@ let package = Package(
                 "HeraldRelay",
                 "HeraldRelayHTTP",
                 "HeraldRelayProvider",
+                "HeraldDevice",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -246,6 +264,18 @@ let package = Package(
                 "HeraldCommands",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldDeviceTests",
+            dependencies: [
+                "HeraldDevice",
+                "HeraldCommands",
+                "HeraldCrypto",
+                "HeraldRelay",
+                "HeraldStore",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -109,6 +109,10 @@ final class APNsConnectionPool: Sendable {
             let immediate = state.withLock { state -> Result<Lease, any Error>? in
                 if state.shutdown { return .failure(APNsClientError.shutdown) }
                 if let lease = Self.take(&state) { return .success(lease) }
+                // Checked again under this lock: others may have queued since the first check.
+                if state.waiters.count >= configuration.maxQueuedRequests {
+                    return .failure(APNsClientError.queueFull)
+                }
                 state.nextWaiterID += 1
                 let id = state.nextWaiterID
                 let timeoutTask = eventLoop.scheduleTask(in: timeout) { [weak self] () -> Void in

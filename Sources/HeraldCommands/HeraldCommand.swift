@@ -11,8 +11,8 @@ public struct HeraldCommand: AsyncParsableCommand {
             """,
         version: HeraldVersion.current,
         subcommands: [
-            ServeCommand.self, RelayCommand.self, ProviderCommand.self, SandboxCommand.self, KeysCommand.self,
-            EnvelopeCommand.self, BenchCommand.self,
+            ServeCommand.self, RelayCommand.self, ProviderCommand.self, SandboxCommand.self, DeviceCommand.self,
+            ExtensionCommand.self, SimulateCommand.self, KeysCommand.self, EnvelopeCommand.self, BenchCommand.self,
         ]
     )
 

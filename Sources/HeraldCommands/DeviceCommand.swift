@@ -1,0 +1,124 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HeraldDevice
+import Logging
+import ServiceLifecycle
+
+/// `herald device`: one emulated iPhone against a relay and a sandbox.
+struct DeviceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device",
+        abstract: "Run one emulated phone: tokens from the sandbox, activation, and what the user sees.",
+        discussion: """
+            The phone gets its tokens from the sandbox (with iOS's delays if asked), follows the \
+            SDK's late-token rule (stop / recreate / start the session as tokens arrive), \
+            activates with the relay (the API key stands in for the app backend's login), and \
+            prints every step and every notification as the user would see it. Its app-group \
+            store (--store) keeps keys, credential and tokens across runs, so a second run \
+            starts with the persisted tokens. VoIP pushes are reported to CallKit and answered \
+            when --answer is given. SIGINT or SIGTERM stops it.
+            """
+    )
+
+    @Option(help: "The relay's URL.")
+    var relay: String = "http://127.0.0.1:8080"
+
+    @Option(help: "The sandbox's control URL.")
+    var sandbox: String = "http://127.0.0.1:2198"
+
+    @Option(help: "The user this phone belongs to.")
+    var user: String
+
+    @Option(help: "The app's bundle id.")
+    var bundle: String = "com.example.herald"
+
+    @Option(name: .customLong("api-key-file"), help: "The relay's API key, for the first activation.")
+    var apiKeyFile: String = "keys/api.key"
+
+    @Option(help: "The app-group store; data/device-<user> by default.")
+    var store: String?
+
+    @Option(name: .customLong("messaging-token-delay-ms"), help: "How long iOS takes to hand out the messaging token.")
+    var messagingTokenDelayMs: Int = 0
+
+    @Option(name: .customLong("voip-token-delay-ms"), help: "How long iOS takes to hand out the VoIP token.")
+    var voipTokenDelayMs: Int = 0
+
+    @Flag(help: "Answer incoming calls at once.")
+    var answer = false
+
+    @Flag(help: "Print the timeline as JSON lines.")
+    var json = false
+
+    func validate() throws {
+        guard (0...3_600_000).contains(messagingTokenDelayMs), (0...3_600_000).contains(voipTokenDelayMs) else {
+            throw ValidationError("token delays must be between 0 and 3600000 ms")
+        }
+    }
+
+    func run() async throws {
+        guard let key = try? String(contentsOfFile: apiKeyFile, encoding: .utf8) else {
+            throw ValidationError("cannot read \(apiKeyFile) (the relay's API key; start `herald serve` first)")
+        }
+        var logger = Logger(label: "herald.device")
+        logger.logLevel = .warning
+        var configuration = PhoneConfiguration(
+            relayURL: relay,
+            sandboxURL: sandbox,
+            apiKey: key.trimmingCharacters(in: .whitespacesAndNewlines),
+            userID: user,
+            bundleID: bundle,
+            storeDirectory: store ?? "data/device-\(user)"
+        )
+        configuration.messagingTokenDelay = .milliseconds(messagingTokenDelayMs)
+        configuration.voipTokenDelay = .milliseconds(voipTokenDelayMs)
+        let json = json
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let timeline = Timeline(now: { Int64(Date().timeIntervalSince1970 * 1000) }) { event in
+            if json, let data = try? encoder.encode(event) {
+                print(String(decoding: data, as: UTF8.self))
+            } else if !json {
+                print(Timeline.line(event))
+            }
+            fflush(nil)
+        }
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let phone = try EmulatedPhone(configuration: configuration, http: http, timeline: timeline, logger: logger)
+        let service = PhoneService(phone: phone, answer: answer)
+        let group = ServiceGroup(
+            configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        do {
+            try await group.run()
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+    }
+}
+
+/// The phone under a service group: launched on start, stopped on SIGINT / SIGTERM.
+struct PhoneService: Service {
+    let phone: EmulatedPhone
+    let answer: Bool
+
+    func run() async throws {
+        try await phone.launch()
+        try? await cancelWhenGracefulShutdown {
+            var answered = Set<String>()
+            while !Task.isCancelled {
+                try await phone.wait("a change", timeout: .seconds(3600)) { phone in
+                    answer && phone.callKit.calls.contains { $0.state == .ringing }
+                }
+                for call in phone.callKit.calls where call.state == .ringing && !answered.contains(call.callID) {
+                    answered.insert(call.callID)
+                    phone.callKit.answer(callID: call.callID)
+                }
+            }
+        }
+        phone.shutdown()
+    }
+}

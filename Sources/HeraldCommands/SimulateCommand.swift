@@ -1,0 +1,283 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HeraldDevice
+import HeraldRelay
+import Logging
+import NIOCore
+
+/// `herald simulate messaging|telephony`: the two flows end to end, with a timeline.
+struct SimulateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract: "Play the messaging or the telephony flow end to end and print its timeline.",
+        subcommands: [Messaging.self, Telephony.self]
+    )
+
+    /// Options both flows take.
+    struct Options: ParsableArguments {
+        @Option(help: "A running relay's URL; without it, sandbox, relay and provider run in-process.")
+        var relay: String?
+
+        @Option(help: "The running sandbox's control URL (with --relay).")
+        var sandbox: String?
+
+        @Option(name: .customLong("api-key-file"), help: "The running relay's API key file (with --relay).")
+        var apiKeyFile: String = "keys/api.key"
+
+        @Option(help: "The app's bundle id at a running relay (with --relay).")
+        var bundle: String = "com.example.herald"
+
+        @Option(help: "Write the timeline as JSON to this file.")
+        var json: String?
+
+        @Option(help: "Write the timeline as an HTML page with a sequence diagram to this file.")
+        var html: String?
+
+        @Flag(help: "Print nothing but the summary.")
+        var quiet = false
+
+        func validate() throws {
+            if (relay == nil) != (sandbox == nil) { throw ValidationError("--relay and --sandbox go together") }
+        }
+    }
+
+    struct Messaging: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "messaging",
+            abstract: "First launch with late tokens, three agent messages over ten simulated minutes, a tap.",
+            discussion: """
+                The phone starts before iOS hands out its tokens (the SDK session is stopped, \
+                recreated and started as each arrives), goes to the background, and an agent \
+                sends three messages over ten simulated minutes (a simulated clock: it takes \
+                seconds). Each becomes a priority-5 alert that the Notification Service Extension \
+                opens; the user sees sender and text, taps the last, and the conversation opens.
+                """
+        )
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let timeline = try await Simulation.run(options: options, flow: "messaging") { phone, backend, clock in
+                try await Simulation.messaging(phone: phone, backend: backend, clock: clock)
+            }
+            try Simulation.finish(timeline, options: options, title: "Herald: messaging flow")
+        }
+    }
+
+    struct Telephony: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "telephony",
+            abstract: "An incoming call as a priority-10 VoIP push, reported to CallKit, answered.",
+            discussion: """
+                An agent calls the user: the relay sends a priority-10 VoIP push to the .voip \
+                topic, PushKit hands it to the app, which opens the sealed caller and reports the \
+                call to CallKit; the phone rings and the user answers.
+                """
+        )
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let timeline = try await Simulation.run(options: options, flow: "telephony") { phone, backend, _ in
+                try await Simulation.telephony(phone: phone, backend: backend)
+            }
+            try Simulation.finish(timeline, options: options, title: "Herald: telephony flow")
+        }
+    }
+}
+
+/// The backend's side of a simulation: messages and calls posted to the relay.
+struct SimulatedBackend: Sendable {
+    let http: HTTPClient
+    let relayURL: String
+    let apiKey: String
+    let timeline: Timeline
+
+    func post(_ path: String, _ body: String) async throws -> IngestReceipt {
+        var request = HTTPClientRequest(url: relayURL + path)
+        request.method = .POST
+        request.headers.add(name: "authorization", value: "Bearer " + apiKey)
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        guard response.status.code == 202 else {
+            throw ValidationError("\(path) answered \(response.status.code): \(String(buffer: bytes))")
+        }
+        return try JSONDecoder().decode(IngestReceipt.self, from: Data(bytes.readableBytesView))
+    }
+
+    func status(_ pushID: String) async throws -> PushStatusView {
+        var request = HTTPClientRequest(url: relayURL + "/v1/pushes/" + pushID)
+        request.headers.add(name: "authorization", value: "Bearer " + apiKey)
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        return try JSONDecoder().decode(PushStatusView.self, from: Data(bytes.readableBytesView))
+    }
+
+    /// Records, at the relay's own time, when APNs (the sandbox) accepted a push.
+    func recordAccepted(_ pushID: String, pushType: String, topic: String?) async throws {
+        let status = try await self.status(pushID)
+        guard let accepted = status.history.first(where: { $0.state == .delivered }) else { return }
+        timeline.record(
+            "relay",
+            "apns",
+            "push accepted by APNs",
+            pushType: pushType,
+            priority: status.priority,
+            topic: topic,
+            detail: "apns-id \(status.apnsID)",
+            at: accepted.at
+        )
+    }
+}
+
+enum Simulation {
+    typealias Flow = @Sendable (EmulatedPhone, SimulatedBackend, SimulatedClock) async throws -> Void
+
+    /// Sets up (or reaches) relay and sandbox, a phone and a backend, and plays `flow`.
+    static func run(options: SimulateCommand.Options, flow: String, _ body: @escaping Flow) async throws -> Timeline {
+        var logger = Logger(label: "herald.simulate")
+        logger.logLevel = .critical
+        let clock = SimulatedClock()
+        let quiet = options.quiet
+        let timeline = Timeline(now: { clock.now() }) { event in
+            if !quiet {
+                print(Timeline.line(event))
+                fflush(nil)
+            }
+        }
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            let endpoints: (SimulationEndpoints) async throws -> Void = { endpoints in
+                let store = NSTemporaryDirectory() + "herald-phone-\(UUID().uuidString)"
+                defer { try? FileManager.default.removeItem(atPath: store) }
+                var configuration = PhoneConfiguration(
+                    relayURL: endpoints.relayURL,
+                    sandboxURL: endpoints.sandboxURL,
+                    apiKey: endpoints.apiKey,
+                    userID: "customer-42",
+                    bundleID: endpoints.bundleID,
+                    storeDirectory: store
+                )
+                if flow == "messaging" {
+                    // iOS is slow to hand out tokens: the SDK restarts as each arrives.
+                    configuration.messagingTokenDelay = .milliseconds(600)
+                    configuration.voipTokenDelay = .milliseconds(1200)
+                }
+                let phone = try EmulatedPhone(
+                    configuration: configuration,
+                    http: http,
+                    timeline: timeline,
+                    logger: logger
+                )
+                let backend = SimulatedBackend(
+                    http: http,
+                    relayURL: endpoints.relayURL,
+                    apiKey: endpoints.apiKey,
+                    timeline: timeline
+                )
+                try await phone.launch()
+                defer { phone.shutdown() }
+                try await phone.wait("a session started with both push tokens") { phone in
+                    guard let session = phone.session else { return false }
+                    return session.isStarted && session.tokens.messaging != nil && session.tokens.voip != nil
+                }
+                try await body(phone, backend, clock)
+            }
+            if let relay = options.relay, let sandbox = options.sandbox {
+                guard let key = try? String(contentsOfFile: options.apiKeyFile, encoding: .utf8) else {
+                    throw ValidationError("cannot read \(options.apiKeyFile)")
+                }
+                try await endpoints(
+                    SimulationEndpoints(
+                        relayURL: relay,
+                        sandboxURL: sandbox,
+                        apiKey: key.trimmingCharacters(in: .whitespacesAndNewlines),
+                        bundleID: options.bundle
+                    )
+                )
+            } else {
+                try await SimulationStack.with(clock: clock, logger: logger) { try await endpoints($0) }
+            }
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        return timeline
+    }
+
+    static func messaging(phone: EmulatedPhone, backend: SimulatedBackend, clock: SimulatedClock) async throws {
+        try await phone.presence(.background)
+        let messages = [
+            (0, "Hi, this is Dana from Acme support. I am looking at your order now."),
+            (4, "Your replacement ships today; the tracking number is in your account."),
+            (10, "Anything else I can help with? This chat stays open for 24 hours."),
+        ]
+        var minute = 0
+        for (index, (at, text)) in messages.enumerated() {
+            clock.advance(milliseconds: Int64(at - minute) * 60_000)
+            minute = at
+            let body =
+                #"{"to":"customer-42","from":{"id":"agent-dana","name":"Dana (Acme support)"},"conversation":"case-1001","text":"\#(text)","idempotency_key":"case-1001-\#(index)"}"#
+            let receipt = try await backend.post("/v1/messages", body)
+            backend.timeline.record(
+                "backend",
+                "relay",
+                "POST /v1/messages → 202",
+                detail: "message \(index + 1) of 3 at minute \(at), \(receipt.pushes.count) push(es)"
+            )
+            try await phone.wait("notification \(index + 1)") { $0.notifications.count >= index + 1 }
+            for push in receipt.pushes {
+                try await backend.recordAccepted(push.pushID, pushType: "alert", topic: phone.configuration.bundleID)
+            }
+        }
+        if let last = phone.notifications.last {
+            try await phone.tap(last)
+        }
+    }
+
+    static func telephony(phone: EmulatedPhone, backend: SimulatedBackend) async throws {
+        let receipt = try await backend.post(
+            "/v1/calls",
+            #"{"to":"customer-42","from":{"id":"agent-dana","name":"Dana (Acme support)"},"call_id":"call-7781","media":"audio"}"#
+        )
+        backend.timeline.record(
+            "backend",
+            "relay",
+            "POST /v1/calls → 202",
+            detail: "\(receipt.pushes.count) push(es)"
+                + receipt.skipped.map { ", skipped \($0.deviceID): \($0.reason)" }.joined()
+        )
+        try await phone.wait("the phone to ring") { !$0.callKit.calls.isEmpty }
+        for push in receipt.pushes {
+            try await backend.recordAccepted(
+                push.pushID,
+                pushType: "voip",
+                topic: phone.configuration.bundleID + ".voip"
+            )
+        }
+        if let call = phone.callKit.calls.first {
+            phone.callKit.answer(callID: call.callID)
+        }
+    }
+
+    static func finish(_ timeline: Timeline, options: SimulateCommand.Options, title: String) throws {
+        if let path = options.json {
+            try timeline.json().write(to: URL(filePath: path))
+            print("timeline written to \(path)")
+        }
+        if let path = options.html {
+            try Data(timeline.html(title: title).utf8).write(to: URL(filePath: path))
+            print("sequence diagram written to \(path)")
+        }
+        let events = timeline.all
+        let pushes = events.filter { $0.step == "push delivered" }
+        print(
+            "\(title): \(events.count) steps, \(pushes.count) push(es) delivered "
+                + "(\(pushes.map { "\($0.pushType ?? "?") p\($0.priority ?? 0)" }.joined(separator: ", ")))"
+        )
+    }
+}

@@ -1,0 +1,465 @@
+public import AsyncHTTPClient
+import Foundation
+public import HeraldCrypto
+public import HeraldRelay
+public import HeraldStore
+public import Logging
+import Synchronization
+
+/// How an emulated phone behaves.
+public struct PhoneConfiguration: Sendable {
+    /// The relay's base URL (`http://127.0.0.1:8080`).
+    public var relayURL: String
+    /// The sandbox's control URL (`http://127.0.0.1:2198`).
+    public var sandboxURL: String
+    /// What the app's backend login stands for: the relay's API key, used for the activation.
+    public var apiKey: String
+    public var userID: String
+    public var bundleID: String
+    /// The app-group container.
+    public var storeDirectory: String
+    /// How long iOS takes to hand out each token (the sandbox holds them back this long).
+    public var messagingTokenDelay: Duration = .zero
+    public var voipTokenDelay: Duration = .zero
+    /// After this long without any token, push is reported "not available" again.
+    public var tokenTimeout: Duration = .seconds(10)
+    /// The extension's time budget (iOS: 30 s) and any extra time it takes.
+    public var extensionBudget: Duration = .seconds(30)
+    public var extensionDelay: Duration = .zero
+    /// Unreported VoIP pushes before PushKit stops delivering them.
+    public var violationLimit: Int = 3
+    /// Whether the app's PushKit handler reports calls to CallKit (a broken app does not).
+    public var reportsCalls: Bool = true
+
+    public init(
+        relayURL: String,
+        sandboxURL: String,
+        apiKey: String,
+        userID: String,
+        bundleID: String,
+        storeDirectory: String
+    ) {
+        self.relayURL = relayURL
+        self.sandboxURL = sandboxURL
+        self.apiKey = apiKey
+        self.userID = userID
+        self.bundleID = bundleID
+        self.storeDirectory = storeDirectory
+    }
+}
+
+/// The vendor SDK's user session (the analog of `CSUser`): created with the tokens it has, never
+/// changing them while started. Starting it activates the device at the relay the first time,
+/// and sends its tokens afterwards.
+public final class SDKSession: Sendable {
+    public let tokens: AppGroupStore.Tokens
+    /// 1 for the first session of a launch, 2 for the next, …
+    public let number: Int
+    private let started = Mutex(false)
+
+    init(tokens: AppGroupStore.Tokens, number: Int) {
+        self.tokens = tokens
+        self.number = number
+    }
+
+    public var isStarted: Bool { started.withLock { $0 } }
+
+    func start(phone: EmulatedPhone) async throws {
+        let configuration = phone.configuration
+        if let registration = phone.store.registration(), let credential = phone.store.credential() {
+            if !tokens.isEmpty {
+                _ = try await phone.http.updateTokens(
+                    relay: configuration.relayURL,
+                    deviceID: registration.deviceID,
+                    TokenUpdateRequest(messagingToken: tokens.messaging, voipToken: tokens.voip),
+                    credential: credential
+                )
+                phone.timeline.record("sdk", "relay", "tokens sent", detail: describe(tokens))
+            }
+        } else {
+            let keys = KeyPair.generate()
+            let activation = try await phone.http.activate(
+                relay: configuration.relayURL,
+                ActivationRequest(
+                    userID: configuration.userID,
+                    app: configuration.bundleID,
+                    platform: .ios,
+                    publicKey: keys.publicKey.base64,
+                    messagingToken: tokens.messaging,
+                    voipToken: tokens.voip
+                ),
+                bearer: configuration.apiKey
+            )
+            let relayKey: PublicKey
+            do {
+                relayKey = try PublicKey(base64: activation.relayPublicKey)
+            } catch {
+                throw DeviceError.relay("the relay's public key is not a key")
+            }
+            let keyID = try phone.store.saveKeys(keys, relayPublicKey: relayKey)
+            guard keyID.hex == activation.keyID else {
+                throw DeviceError.relay(
+                    "the relay's key id \(activation.keyID) is not the one the keys give (\(keyID.hex))"
+                )
+            }
+            try phone.store.saveCredential(activation.deviceCredential)
+            try phone.store.save(
+                AppGroupStore.Registration(
+                    deviceID: activation.deviceID,
+                    userID: activation.userID,
+                    app: activation.app,
+                    relayURL: configuration.relayURL,
+                    keyID: activation.keyID,
+                    previousKeyID: nil,
+                    contentPolicy: activation.contentPolicy
+                )
+            )
+            phone.timeline.record(
+                "sdk",
+                "relay",
+                "activated (key agreement)",
+                detail: "device \(activation.deviceID), key id \(activation.keyID), \(describe(tokens))"
+            )
+        }
+        started.withLock { $0 = true }
+        phone.timeline.record("app", "sdk", "session \(number) started", detail: describe(tokens))
+    }
+
+    func stop(phone: EmulatedPhone) {
+        started.withLock { $0 = false }
+        phone.timeline.record("app", "sdk", "session \(number) stopped")
+    }
+
+    private func describe(_ tokens: AppGroupStore.Tokens) -> String {
+        switch (tokens.messaging, tokens.voip) {
+        case (nil, nil): "no tokens"
+        case (_?, nil): "messaging token"
+        case (nil, _?): "VoIP token"
+        case (_?, _?): "messaging and VoIP tokens"
+        }
+    }
+}
+
+/// One emulated iPhone with the vendor SDK: tokens from the sandbox with iOS's delays, the
+/// late-token rule, the app-group store, the Notification Service Extension, PushKit and CallKit,
+/// and the notification center.
+public final class EmulatedPhone: Sendable {
+    public let configuration: PhoneConfiguration
+    public let store: AppGroupStore
+    public let timeline: Timeline
+    public let callKit: CallKitEmulator
+    public let pushKit: PushKitEmulator
+    public let serviceExtension: NotificationServiceEmulator
+    let http: DeviceHTTP
+    private let logger: Logger
+
+    private struct State {
+        var machine = LateTokenMachine()
+        var session: SDKSession?
+        var sessions = 0
+        var pushAvailable = false
+        var shown: [DisplayedNotification] = []
+        var diagnostics: [String] = []
+        var loop: Task<Void, Never>?
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    public init(configuration: PhoneConfiguration, http: HTTPClient, timeline: Timeline, logger: Logger) throws {
+        self.configuration = configuration
+        self.store = try AppGroupStore(directory: configuration.storeDirectory)
+        self.timeline = timeline
+        self.http = DeviceHTTP(http: http)
+        self.logger = logger
+        callKit = CallKitEmulator(timeline: timeline)
+        pushKit = PushKitEmulator(callKit: callKit, violationLimit: configuration.violationLimit, timeline: timeline)
+        let clock: @Sendable () -> Int64 = { timeline.time }
+        serviceExtension = NotificationServiceEmulator(
+            store: store,
+            budget: configuration.extensionBudget,
+            delay: configuration.extensionDelay,
+            now: clock
+        )
+    }
+
+    // MARK: What the user and tests see
+
+    /// The notification center, oldest first.
+    public var notifications: [DisplayedNotification] { state.withLock { $0.shown } }
+    /// What the extension or PushKit reported when they could not do their job.
+    public var diagnostics: [String] { state.withLock { $0.diagnostics } }
+    /// Whether a push token is known (else the app shows "Push service not available").
+    public var pushAvailable: Bool { state.withLock { $0.pushAvailable } }
+    /// The running session, if any.
+    public var session: SDKSession? { state.withLock { $0.session } }
+    /// How many sessions this launch created.
+    public var sessionCount: Int { state.withLock { $0.sessions } }
+
+    /// Waits until `condition` holds, re-checking after every change on the phone.
+    public func wait(
+        _ what: String,
+        timeout: Duration = .seconds(20),
+        until condition: @escaping @Sendable (EmulatedPhone) -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(self) {
+            guard ContinuousClock.now < deadline else { throw DeviceError.sandbox("timed out waiting for \(what)") }
+            await nextChange(before: deadline)
+        }
+    }
+
+    private func nextChange(before deadline: ContinuousClock.Instant) async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(until: deadline) }
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        let now = self.state.withLock { state -> Bool in
+                            if Task.isCancelled { return true }
+                            state.waiters[id] = continuation
+                            return false
+                        }
+                        if now { continuation.resume() }
+                    }
+                } onCancel: {
+                    self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func changed() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: Launch
+
+    /// Starts the app: the late-token rule, then the device connection, until `shutdown()`.
+    public func launch() async throws {
+        let sandboxDevice = try await sandboxDeviceID()
+        timeline.record("user", "app", "app launched", detail: "persisted: \(describe(store.tokens()))")
+        let inputs = AsyncStream.makeStream(of: SandboxEvent?.self)
+        try await perform(state.withLock { $0.machine.handle(.launched(persisted: store.tokens())) })
+        timeline.record("app", "apns", "token retrieval started")
+
+        let link = SandboxLink.events(sandbox: configuration.sandboxURL, deviceID: sandboxDevice, logger: logger)
+        let timeout = configuration.tokenTimeout
+        let loop = Task {
+            let feeder = Task {
+                do {
+                    for try await event in link { inputs.continuation.yield(event) }
+                } catch {
+                    self.timeline.record("apns", "app", "device connection ended", detail: "\(error)")
+                }
+            }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                if !Task.isCancelled { inputs.continuation.yield(nil) }
+            }
+            for await input in inputs.stream {
+                if Task.isCancelled { break }
+                do {
+                    try await self.handle(input)
+                } catch {
+                    self.record(diagnostic: "\(error)")
+                }
+            }
+            feeder.cancel()
+            timer.cancel()
+        }
+        state.withLock { $0.loop = loop }
+    }
+
+    /// Stops the app (the device connection closes; the sandbox stores what comes meanwhile).
+    public func shutdown() {
+        let loop = state.withLock { state -> Task<Void, Never>? in
+            defer { state.loop = nil }
+            return state.loop
+        }
+        loop?.cancel()
+        if let session = state.withLock({ $0.session }) { session.stop(phone: self) }
+    }
+
+    private func sandboxDeviceID() async throws -> String {
+        let file = store.path("sandbox-device")
+        if let data = FileManager.default.contents(atPath: file) {
+            let id = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if !id.isEmpty { return id }
+        }
+        let id = try await http.registerSandboxDevice(
+            sandbox: configuration.sandboxURL,
+            bundleID: configuration.bundleID,
+            messagingDelay: configuration.messagingTokenDelay,
+            voipDelay: configuration.voipTokenDelay
+        )
+        try? FileManager.default.removeItem(atPath: file)
+        try SecretFile.write(Array((id + "\n").utf8), to: file, mode: 0o600)
+        return id
+    }
+
+    private func handle(_ input: SandboxEvent?) async throws {
+        switch input {
+        case nil:
+            try await perform(state.withLock { $0.machine.handle(.retrievalTimedOut) })
+        case .token(let kind, let value)?:
+            timeline.record("apns", "app", "\(kind == "voip" ? "VoIP" : "messaging") token received")
+            let event: LateTokenMachine.Event = kind == "voip" ? .voipToken(value) : .messagingToken(value)
+            try await perform(state.withLock { $0.machine.handle(event) })
+        case .notification(let push)?:
+            await receive(push)
+        }
+        changed()
+    }
+
+    private func perform(_ actions: [LateTokenMachine.Action]) async throws {
+        for action in actions {
+            switch action {
+            case .startTokenRetrieval:
+                break  // The device connection below is the retrieval.
+            case .startSession(let tokens):
+                let session = state.withLock { state -> SDKSession in
+                    state.sessions += 1
+                    let session = SDKSession(tokens: tokens, number: state.sessions)
+                    state.session = session
+                    return session
+                }
+                try await session.start(phone: self)
+            case .stopSession:
+                state.withLock { $0.session }?.stop(phone: self)
+            case .persist(let tokens):
+                try store.save(tokens)
+                timeline.record("app", "app", "tokens persisted", detail: describe(tokens))
+            case .reportPushUnavailable:
+                state.withLock { $0.pushAvailable = false }
+                timeline.record("app", "user", "Push service not available")
+            case .reportPushAvailable:
+                state.withLock { $0.pushAvailable = true }
+                timeline.record("app", "user", "push service available")
+            }
+            changed()
+        }
+        if case .running(let tokens) = state.withLock({ $0.machine.state }), !tokens.isEmpty {
+            state.withLock { $0.pushAvailable = true }
+        }
+    }
+
+    // MARK: Pushes
+
+    private func receive(_ push: DeliveredPush) async {
+        timeline.record(
+            "apns",
+            "app",
+            "push delivered",
+            pushType: push.pushType,
+            priority: push.priority,
+            topic: push.topic,
+            payloadBytes: push.payload.utf8.count
+        )
+        if push.pushType == "voip" {
+            let handler: PushKitEmulator.Handler =
+                configuration.reportsCalls
+                ? PushKitEmulator.reportingHandler(store: store, timeline: timeline)
+                : { @Sendable _, _ in }
+            timeline.record("apns", "pushkit", "VoIP push handed to PushKit")
+            let delivery = await pushKit.deliver(VoIPPush(apnsID: push.apnsID, payload: push.payload), to: handler)
+            if case .violation(let count) = delivery {
+                record(diagnostic: "VoIP push \(push.apnsID) was not reported to CallKit (\(count))")
+            }
+            return
+        }
+        let result = await serviceExtension.receive(payload: push.payload, pushType: push.pushType)
+        if result.ranExtension {
+            timeline.record(
+                "app",
+                "nse",
+                result.opened ? "extension opened the sealed content" : "extension kept the generic content",
+                detail: result.diagnostic
+            )
+        }
+        if let diagnostic = result.diagnostic { record(diagnostic: diagnostic) }
+        guard let shown = result.notification else { return }
+        state.withLock { $0.shown.append(shown) }
+        timeline.record(
+            result.ranExtension ? "nse" : "apns",
+            "notification-center",
+            "notification shown",
+            detail: Self.describe(shown)
+        )
+    }
+
+    private func record(diagnostic: String) {
+        state.withLock { $0.diagnostics.append(diagnostic) }
+        logger.notice("device diagnostic", metadata: ["detail": "\(diagnostic)"])
+        changed()
+    }
+
+    // MARK: The user
+
+    /// The user taps a notification: the conversation opens, with the message fetched from the
+    /// relay when the push did not carry it whole. Returns the text shown.
+    @discardableResult
+    public func tap(_ notification: DisplayedNotification) async throws -> String {
+        timeline.record("user", "app", "notification tapped", detail: notification.thread.map { "thread \($0)" })
+        var text = notification.body
+        if notification.fetchOnTap, let id = notification.messageID, let registration = store.registration(),
+            let credential = store.credential()
+        {
+            let message = try await http.message(relay: registration.relayURL, id: id, credential: credential)
+            timeline.record("app", "relay", "message fetched by id", detail: "GET /v1/messages/\(id)")
+            text = message.text
+        }
+        timeline.record(
+            "app",
+            "user",
+            "conversation opened",
+            detail: "\(notification.conversationID ?? notification.thread ?? "?"): \(text)"
+        )
+        return text
+    }
+
+    /// Tells the relay where the user is (a heartbeat).
+    public func presence(_ state: PresenceState, conversation: String? = nil, ttl: Int? = nil) async throws {
+        guard let registration = store.registration(), let credential = store.credential() else {
+            throw DeviceError.store("the phone is not activated yet")
+        }
+        try await http.heartbeat(
+            relay: registration.relayURL,
+            deviceID: registration.deviceID,
+            HeartbeatRequest(conversation: conversation, state: state, ttl: ttl),
+            credential: credential
+        )
+        timeline.record(
+            "app",
+            "relay",
+            "presence: \(state.rawValue)",
+            detail: conversation.map { "conversation \($0)" }
+        )
+    }
+
+    /// The line a person reads for a notification.
+    public static func describe(_ notification: DisplayedNotification) -> String {
+        let thread = notification.thread.map { "[\($0)] " } ?? ""
+        return thread + (notification.title.isEmpty ? "" : notification.title + ": ") + notification.body
+    }
+
+    private func describe(_ tokens: AppGroupStore.Tokens) -> String {
+        switch (tokens.messaging, tokens.voip) {
+        case (nil, nil): "no tokens"
+        case (_?, nil): "messaging token"
+        case (nil, _?): "VoIP token"
+        case (_?, _?): "messaging and VoIP tokens"
+        }
+    }
+}

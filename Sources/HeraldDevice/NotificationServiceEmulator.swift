@@ -1,0 +1,199 @@
+import Foundation
+public import HeraldCrypto
+public import HeraldRelay
+
+/// What the user sees in the notification center.
+public struct DisplayedNotification: Codable, Sendable, Hashable {
+    public var title: String
+    public var body: String
+    /// The thread (conversation) it is grouped under.
+    public var thread: String?
+    public var messageID: String?
+    public var conversationID: String?
+    /// A tap must fetch the message from the relay (content policy `none`, `sender_only`, or a
+    /// text cut to fit the push).
+    public var fetchOnTap: Bool
+    /// Milliseconds since the epoch.
+    public var shownAt: Int64
+
+    public init(
+        title: String,
+        body: String,
+        thread: String?,
+        messageID: String?,
+        conversationID: String?,
+        fetchOnTap: Bool,
+        shownAt: Int64
+    ) {
+        self.title = title
+        self.body = body
+        self.thread = thread
+        self.messageID = messageID
+        self.conversationID = conversationID
+        self.fetchOnTap = fetchOnTap
+        self.shownAt = shownAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case title, body, thread
+        case messageID = "message_id"
+        case conversationID = "conversation_id"
+        case fetchOnTap = "fetch_on_tap"
+        case shownAt = "shown_at"
+    }
+}
+
+/// What became of one alert push on the phone.
+public struct ServiceExtensionResult: Sendable, Hashable {
+    /// What is shown; nil for a push iOS shows nothing for (silent, badge-only).
+    public var notification: DisplayedNotification?
+    /// The extension ran (alert with `mutable-content: 1`).
+    public var ranExtension: Bool
+    /// The sealed content opened and replaced the generic text.
+    public var opened: Bool
+    /// Why the generic text stayed, when it did for a reason other than the content policy.
+    public var diagnostic: String?
+}
+
+/// The Notification Service Extension, as iOS runs it: only for alert pushes with
+/// `mutable-content: 1`, with a time budget (30 s on iOS) after which the original content is
+/// shown. It opens `herald.sealed` with the key the app-group store holds for the envelope's key
+/// id and replaces the generic title and body with the sender and the text.
+public struct NotificationServiceEmulator: Sendable {
+    public let store: AppGroupStore
+    public let budget: Duration
+    /// Extra time the extension takes before opening: lets tests and demos exceed the budget.
+    public let delay: Duration
+    let now: @Sendable () -> Int64
+
+    public init(
+        store: AppGroupStore,
+        budget: Duration = .seconds(30),
+        delay: Duration = .zero,
+        now: @escaping @Sendable () -> Int64 = RelayClock.now
+    ) {
+        self.store = store
+        self.budget = budget
+        self.delay = delay
+        self.now = now
+    }
+
+    /// Handles one delivered push: the APNs JSON body and its push type.
+    public func receive(payload: String, pushType: String) async -> ServiceExtensionResult {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any] else {
+            return ServiceExtensionResult(
+                notification: nil,
+                ranExtension: false,
+                opened: false,
+                diagnostic: "the payload is not a JSON object"
+            )
+        }
+        let aps = object["aps"] as? [String: Any] ?? [:]
+        let generic = Self.generic(aps: aps, herald: object["herald"] as? [String: Any], at: now())
+        guard pushType == "alert", let original = generic else {
+            return ServiceExtensionResult(notification: generic, ranExtension: false, opened: false, diagnostic: nil)
+        }
+        guard (aps["mutable-content"] as? Int) == 1 else {
+            return ServiceExtensionResult(notification: original, ranExtension: false, opened: false, diagnostic: nil)
+        }
+        let herald = object["herald"] as? [String: Any] ?? [:]
+        // The extension's work races its budget; when the budget ends first, iOS shows the
+        // original content (serviceExtensionTimeWillExpire).
+        let work = Task { () -> ServiceExtensionResult in
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            return open(herald: herald, original: original)
+        }
+        let outcome = await withTaskGroup(of: ServiceExtensionResult?.self) { group in
+            group.addTask { await work.value }
+            group.addTask {
+                try? await Task.sleep(for: budget)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        if let outcome { return outcome }
+        work.cancel()
+        return ServiceExtensionResult(
+            notification: original,
+            ranExtension: true,
+            opened: false,
+            diagnostic: "the extension's time budget (\(budget)) expired; the original content is shown"
+        )
+    }
+
+    private func open(herald: [String: Any], original: DisplayedNotification) -> ServiceExtensionResult {
+        var shown = original
+        let policy = herald["policy"] as? String ?? "full"
+        guard let sealed = herald["sealed"] as? String else {
+            // Content policy "none": only ids travel; a tap fetches the message.
+            shown.fetchOnTap = true
+            return ServiceExtensionResult(
+                notification: shown,
+                ranExtension: true,
+                opened: false,
+                diagnostic: policy == "none" ? nil : "the push carries no sealed content"
+            )
+        }
+        guard let messageID = herald["message_id"] as? String, let registration = store.registration() else {
+            return failed(original, "the app-group store has no registration, or the push no message id")
+        }
+        let envelope: Envelope
+        do {
+            envelope = try Envelope(text: sealed)
+        } catch {
+            return failed(original, "the sealed content is not an envelope (\(error.identifier))")
+        }
+        guard let keys = store.sessionKeys(for: envelope.keyID) else {
+            return failed(original, "no key in the app-group store for key id \(envelope.keyID.hex)")
+        }
+        let context = EnvelopeContext(kind: .message, pushID: messageID, deviceID: registration.deviceID)
+        let content: PushContent
+        do {
+            content = try EnvelopeOpener(sessionKeys: [keys]).openContent(envelope, context: context)
+        } catch {
+            return failed(original, "the sealed content did not open (\(error.identifier))")
+        }
+        guard case .message(let message) = content else {
+            return failed(original, "the sealed content is not a message")
+        }
+        shown.title = message.senderName
+        if message.text.isEmpty {
+            shown.fetchOnTap = true
+        } else {
+            shown.body = message.truncated ? message.text + "…" : message.text
+            shown.fetchOnTap = message.truncated
+        }
+        return ServiceExtensionResult(notification: shown, ranExtension: true, opened: true, diagnostic: nil)
+    }
+
+    private func failed(_ original: DisplayedNotification, _ why: String) -> ServiceExtensionResult {
+        ServiceExtensionResult(notification: original, ranExtension: true, opened: false, diagnostic: why)
+    }
+
+    /// The notification as APNs delivered it (the generic text); nil when there is no alert.
+    static func generic(aps: [String: Any], herald: [String: Any]?, at time: Int64) -> DisplayedNotification? {
+        let title: String
+        let body: String
+        switch aps["alert"] {
+        case let alert as [String: Any]:
+            title = alert["title"] as? String ?? ""
+            body = alert["body"] as? String ?? ""
+        case let text as String:
+            title = ""
+            body = text
+        default:
+            return nil
+        }
+        return DisplayedNotification(
+            title: title,
+            body: body,
+            thread: aps["thread-id"] as? String,
+            messageID: herald?["message_id"] as? String,
+            conversationID: herald?["conversation_id"] as? String,
+            fetchOnTap: false,
+            shownAt: time
+        )
+    }
+}

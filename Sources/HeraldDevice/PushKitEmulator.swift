@@ -1,0 +1,162 @@
+import Foundation
+public import HeraldCrypto
+import Synchronization
+
+/// The system call UI: calls reported by the app ring, and the user answers or declines.
+public final class CallKitEmulator: Sendable {
+    /// Where a call is.
+    public enum CallState: String, Sendable, Hashable, Codable {
+        case ringing
+        case answered
+        case declined
+    }
+
+    /// A reported call.
+    public struct Call: Sendable, Hashable, Codable {
+        public var callID: String
+        public var callerName: String
+        public var video: Bool
+        public var state: CallState
+    }
+
+    private let state = Mutex<(calls: [String: Call], order: [String], reports: Int)>(([:], [], 0))
+    private let timeline: Timeline?
+
+    public init(timeline: Timeline? = nil) {
+        self.timeline = timeline
+    }
+
+    /// `CXProvider.reportNewIncomingCall`: the phone rings.
+    public func reportIncomingCall(callID: String, callerName: String, video: Bool) {
+        state.withLock { state in
+            if state.calls[callID] == nil { state.order.append(callID) }
+            state.calls[callID] = Call(callID: callID, callerName: callerName, video: video, state: .ringing)
+            state.reports += 1
+        }
+        timeline?.record("pushkit", "callkit", "incoming call reported", detail: "\(callerName) is calling")
+        timeline?.record("callkit", "user", "phone rings", detail: callerName + (video ? " (video)" : ""))
+    }
+
+    /// The user answers; false when no such call rings.
+    @discardableResult
+    public func answer(callID: String) -> Bool { settle(callID, .answered, "user answers") }
+
+    /// The user declines; false when no such call rings.
+    @discardableResult
+    public func decline(callID: String) -> Bool { settle(callID, .declined, "user declines") }
+
+    private func settle(_ callID: String, _ next: CallState, _ step: String) -> Bool {
+        let settled = state.withLock { state -> Bool in
+            guard state.calls[callID]?.state == .ringing else { return false }
+            state.calls[callID]?.state = next
+            return true
+        }
+        if settled { timeline?.record("user", "callkit", step, detail: "call \(callID)") }
+        return settled
+    }
+
+    /// Every reported call, in order.
+    public var calls: [Call] { state.withLock { state in state.order.compactMap { state.calls[$0] } } }
+
+    /// How many times an incoming call was reported.
+    public var reportCount: Int { state.withLock { $0.reports } }
+}
+
+/// A VoIP push as PushKit hands it to the app.
+public struct VoIPPush: Sendable, Hashable {
+    public var apnsID: String
+    public var payload: String
+
+    public init(apnsID: String, payload: String) {
+        self.apnsID = apnsID
+        self.payload = payload
+    }
+}
+
+/// PushKit as iOS 13+ runs it: each VoIP push goes to the app's handler, which must report an
+/// incoming call to CallKit before it returns. A push that is not reported is a violation; after
+/// `violationLimit` of them the system stops delivering VoIP pushes to the app.
+public final class PushKitEmulator: Sendable {
+    /// What became of one VoIP push.
+    public enum Delivery: Sendable, Hashable {
+        /// Handed to the app, which reported a call.
+        case reported
+        /// Handed to the app, which did not report a call: the n-th violation.
+        case violation(count: Int)
+        /// Not handed to the app: it has had too many violations.
+        case suppressed
+    }
+
+    /// The app's `pushRegistry(_:didReceiveIncomingPushWith:)`.
+    public typealias Handler = @Sendable (VoIPPush, CallKitEmulator) async -> Void
+
+    public let callKit: CallKitEmulator
+    public let violationLimit: Int
+    private let violations = Mutex(0)
+    private let timeline: Timeline?
+
+    public init(callKit: CallKitEmulator, violationLimit: Int = 3, timeline: Timeline? = nil) {
+        self.callKit = callKit
+        self.violationLimit = violationLimit
+        self.timeline = timeline
+    }
+
+    public var violationCount: Int { violations.withLock { $0 } }
+
+    public func deliver(_ push: VoIPPush, to handler: Handler) async -> Delivery {
+        if violationCount >= violationLimit {
+            timeline?.record(
+                "apns",
+                "pushkit",
+                "VoIP push not delivered: the app did not report calls \(violationLimit) times"
+            )
+            return .suppressed
+        }
+        let before = callKit.reportCount
+        await handler(push, callKit)
+        if callKit.reportCount > before { return .reported }
+        let count = violations.withLock { count -> Int in
+            count += 1
+            return count
+        }
+        timeline?.record(
+            "pushkit",
+            "app",
+            "violation: the VoIP push was not reported to CallKit",
+            detail: "\(count) of \(violationLimit)"
+        )
+        return .violation(count: count)
+    }
+
+    /// The handler a correct app has: open the sealed call with the app-group keys and report it
+    /// (an unknown caller when it does not open: a VoIP push must be reported whatever happens).
+    public static func reportingHandler(store: AppGroupStore, timeline: Timeline? = nil) -> Handler {
+        { push, callKit in
+            let call = openCall(push.payload, store: store)
+            if call == nil { timeline?.record("pushkit", "app", "the call content did not open; reported as unknown") }
+            callKit.reportIncomingCall(
+                callID: call?.callID ?? push.apnsID,
+                callerName: call?.callerName ?? "Unknown caller",
+                video: call?.media == .video
+            )
+        }
+    }
+
+    /// The call content of a Herald VoIP payload, opened with the app-group keys.
+    public static func openCall(_ payload: String, store: AppGroupStore) -> CallContent? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
+            let herald = object["herald"] as? [String: Any],
+            let sealed = herald["sealed"] as? String,
+            let callID = herald["call_id"] as? String,
+            let registration = store.registration(),
+            let envelope = try? Envelope(text: sealed),
+            let keys = store.sessionKeys(for: envelope.keyID),
+            let content = try? EnvelopeOpener(sessionKeys: [keys]).openContent(
+                envelope,
+                context: EnvelopeContext(kind: .call, pushID: callID, deviceID: registration.deviceID)
+            ),
+            case .call(let call) = content
+        else { return nil }
+        return call
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import HummingbirdWSClient
+public import Logging
+
+/// What the sandbox sends an emulated phone over its device connection.
+public enum SandboxEvent: Sendable, Hashable {
+    /// iOS handed the app a token (`messaging` or `voip`).
+    case token(kind: String, value: String)
+    /// A push arrived.
+    case notification(DeliveredPush)
+}
+
+/// A push as the phone receives it.
+public struct DeliveredPush: Sendable, Hashable {
+    public var apnsID: String
+    public var topic: String
+    public var pushType: String
+    public var priority: Int
+    public var payload: String
+
+    public init(apnsID: String, topic: String, pushType: String, priority: Int, payload: String) {
+        self.apnsID = apnsID
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.payload = payload
+    }
+}
+
+/// The phone's persistent connection to the sandbox (`/sandbox/devices/{id}/connect`).
+public enum SandboxLink {
+    /// Connects and yields what arrives until the connection ends or the task is cancelled.
+    public static func events(
+        sandbox: String,
+        deviceID: String,
+        logger: Logger
+    ) -> AsyncThrowingStream<SandboxEvent, any Error> {
+        let url =
+            sandbox.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(
+                of: "https://",
+                with: "wss://"
+            ) + "/sandbox/devices/\(deviceID)/connect"
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    try await WebSocketClient.connect(url: url, logger: logger) { inbound, _, _ in
+                        for try await message in inbound.messages(maxSize: 1 << 20) {
+                            guard case .text(let text) = message, let event = parse(text) else { continue }
+                            continuation.yield(event)
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: DeviceError.sandbox("the device connection failed: \(error)"))
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    static func parse(_ text: String) -> SandboxEvent? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            return nil
+        }
+        switch object["type"] as? String {
+        case "token":
+            guard let kind = object["kind"] as? String, let token = object["token"] as? String else { return nil }
+            return .token(kind: kind, value: token)
+        case "notification":
+            guard let push = object["notification"] as? [String: Any],
+                let apnsID = push["apns_id"] as? String,
+                let payload = push["payload"] as? String
+            else { return nil }
+            return .notification(
+                DeliveredPush(
+                    apnsID: apnsID,
+                    topic: push["topic"] as? String ?? "",
+                    pushType: push["push_type"] as? String ?? "alert",
+                    priority: push["priority"] as? Int ?? 10,
+                    payload: payload
+                )
+            )
+        default:
+            return nil
+        }
+    }
+}
