@@ -76,14 +76,17 @@ struct DeviceCommand: AsyncParsableCommand {
         let json = json
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let timeline = Timeline(now: { Int64(Date().timeIntervalSince1970 * 1000) }) { event in
-            if json, let data = try? encoder.encode(event) {
-                print(String(decoding: data, as: UTF8.self))
-            } else if !json {
-                print(Timeline.line(event))
+        let timeline = Timeline(
+            now: { Int64(Date().timeIntervalSince1970 * 1000) },
+            observer: { event in
+                if json, let data = try? encoder.encode(event) {
+                    print(String(decoding: data, as: UTF8.self))
+                } else if !json {
+                    print(Timeline.line(event))
+                }
+                fflush(nil)
             }
-            fflush(nil)
-        }
+        )
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let phone = try EmulatedPhone(configuration: configuration, http: http, timeline: timeline, logger: logger)
         let service = PhoneService(phone: phone, answer: answer)

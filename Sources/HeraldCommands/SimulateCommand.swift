@@ -142,12 +142,15 @@ enum Simulation {
         logger.logLevel = .critical
         let clock = SimulatedClock()
         let quiet = options.quiet
-        let timeline = Timeline(now: { clock.now() }) { event in
-            if !quiet {
-                print(Timeline.line(event))
-                fflush(nil)
+        let timeline = Timeline(
+            now: { clock.now() },
+            observer: { event in
+                if !quiet {
+                    print(Timeline.line(event))
+                    fflush(nil)
+                }
             }
-        }
+        )
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         do {
             let endpoints: (SimulationEndpoints) async throws -> Void = { endpoints in
