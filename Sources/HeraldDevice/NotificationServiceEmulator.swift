@@ -1,5 +1,5 @@
 import Foundation
-public import HeraldCrypto
+import HeraldCrypto
 public import HeraldRelay
 
 /// What the user sees in the notification center.
@@ -110,11 +110,12 @@ public struct NotificationServiceEmulator: Sendable {
                 return nil
             }
             let first = await group.next() ?? nil
+            // The child waiting on `work` ends only when `work` does: cancel it, not just the group.
+            work.cancel()
             group.cancelAll()
             return first
         }
         if let outcome { return outcome }
-        work.cancel()
         return ServiceExtensionResult(
             notification: original,
             ranExtension: true,

@@ -1,0 +1,280 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HeraldDevice
+import Logging
+import Testing
+
+@testable import HeraldCommands
+
+/// The emulated phone against a real sandbox, relay and provider (in-process, loopback).
+@Suite("Emulated phone, end to end")
+struct DeviceFlowTests {
+    static func withPhone(
+        _ adjust: (inout PhoneConfiguration) -> Void = { _ in },
+        store: String? = nil,
+        _ body: (EmulatedPhone, SimulationEndpoints, SimulatedBackend) async throws -> Void
+    ) async throws {
+        let clock = SimulatedClock()
+        var logger = Logger(label: "test.device")
+        logger.logLevel = .critical
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let directory = store ?? NSTemporaryDirectory() + "herald-phone-\(UUID().uuidString)"
+        defer {
+            if store == nil { try? FileManager.default.removeItem(atPath: directory) }
+        }
+        do {
+            try await SimulationStack.with(clock: clock, logger: logger) { endpoints in
+                var configuration = PhoneConfiguration(
+                    relayURL: endpoints.relayURL,
+                    sandboxURL: endpoints.sandboxURL,
+                    apiKey: endpoints.apiKey,
+                    userID: "u1",
+                    bundleID: endpoints.bundleID,
+                    storeDirectory: directory
+                )
+                adjust(&configuration)
+                let timeline = Timeline(now: { clock.now() })
+                let phone = try EmulatedPhone(
+                    configuration: configuration,
+                    http: http,
+                    timeline: timeline,
+                    logger: logger
+                )
+                let backend = SimulatedBackend(
+                    http: http,
+                    relayURL: endpoints.relayURL,
+                    apiKey: endpoints.apiKey,
+                    timeline: timeline
+                )
+                try await phone.launch()
+                defer { phone.shutdown() }
+                try await body(phone, endpoints, backend)
+            }
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+    }
+
+    static func started(_ phone: EmulatedPhone, messaging: Bool = true, voip: Bool = true) -> Bool {
+        guard let session = phone.session, session.isStarted else { return false }
+        return (session.tokens.messaging != nil) == messaging && (session.tokens.voip != nil) == voip
+    }
+
+    @Test("late tokens: push unavailable at first, one restart per token, tokens persisted")
+    func lateTokens() async throws {
+        try await Self.withPhone({
+            $0.messagingTokenDelay = .milliseconds(300)
+            $0.voipTokenDelay = .milliseconds(600)
+        }) { phone, _, _ in
+            try await phone.wait("both tokens") { Self.started($0) }
+            let steps = phone.timeline.all.map(\.step)
+            #expect(steps.contains("Push service not available"))
+            #expect(phone.sessionCount == 3)
+            #expect(steps.filter { $0.hasPrefix("session") && $0.hasSuffix("stopped") }.count == 2)
+            #expect(phone.pushAvailable)
+            let persisted = phone.store.tokens()
+            #expect(persisted.messaging != nil && persisted.voip != nil)
+            #expect(phone.store.registration() != nil && phone.store.credential() != nil)
+        }
+    }
+
+    @Test("no token within the timeout: the app keeps saying push is not available")
+    func noTokenInTime() async throws {
+        try await Self.withPhone({
+            $0.messagingTokenDelay = .seconds(60)
+            $0.voipTokenDelay = .seconds(60)
+            $0.tokenTimeout = .milliseconds(200)
+        }) { phone, _, _ in
+            try await phone.wait("the timeout") { phone in
+                phone.timeline.all.filter { $0.step == "Push service not available" }.count == 2
+            }
+            #expect(!phone.pushAvailable)
+            #expect(phone.sessionCount == 1)
+            #expect(phone.session?.tokens.isEmpty == true)
+        }
+    }
+
+    @Test("a later launch starts with the persisted tokens; a stale one is replaced with a restart")
+    func staleTokenReplaced() async throws {
+        let directory = NSTemporaryDirectory() + "herald-phone-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await Self.withPhone(store: directory) { phone, _, _ in
+            try await phone.wait("both tokens") { Self.started($0) }
+            // The next launch finds a messaging token iOS has since replaced.
+            var tokens = phone.store.tokens()
+            tokens.messaging = "00112233445566778899aabbccddeeff"
+            try phone.store.save(tokens)
+            phone.shutdown()
+
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let relaunched = try EmulatedPhone(
+                configuration: phone.configuration,
+                http: http,
+                timeline: phone.timeline,
+                logger: Logger(label: "test")
+            )
+            try await relaunched.launch()
+            defer { relaunched.shutdown() }
+            try await relaunched.wait("the replaced token") { phone in
+                Self.started(phone) && phone.session?.tokens.messaging != "00112233445566778899aabbccddeeff"
+            }
+            #expect(relaunched.sessionCount == 2)
+            #expect(relaunched.store.tokens().messaging != "00112233445566778899aabbccddeeff")
+        }
+    }
+
+    @Test("content policy none: the tap fetches the message from the relay")
+    func tapFetches() async throws {
+        try await Self.withPhone { phone, endpoints, backend in
+            try await phone.wait("both tokens") { Self.started($0) }
+            var request = HTTPClientRequest(url: endpoints.relayURL + "/v1/apps/" + endpoints.bundleID)
+            request.method = .PUT
+            request.headers.add(name: "authorization", value: "Bearer " + endpoints.apiKey)
+            let team = try #require(try await Self.teamID(endpoints))
+            request.body = .bytes(.init(string: #"{"team_id":"\#(team)","content_policy":"none"}"#))
+            #expect(try await backend.http.execute(request, timeout: .seconds(10)).status.code == 200)
+            _ = try await backend.post(
+                "/v1/messages",
+                #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"Code 424242"}"#
+            )
+            try await phone.wait("the notification") { !$0.notifications.isEmpty }
+            let shown = try #require(phone.notifications.first)
+            #expect(shown.title == "New message" && shown.fetchOnTap)
+            #expect(try await phone.tap(shown) == "Code 424242")
+        }
+    }
+
+    @Test("an app that does not report VoIP pushes to CallKit stops getting them")
+    func unreportedCalls() async throws {
+        try await Self.withPhone({
+            $0.reportsCalls = false
+            $0.violationLimit = 1
+        }) { phone, _, backend in
+            try await phone.wait("both tokens") { Self.started($0) }
+            _ = try await backend.post("/v1/calls", #"{"to":"u1","from":{"id":"a","name":"A"},"call_id":"one"}"#)
+            try await phone.wait("the violation") { $0.pushKit.violationCount == 1 }
+            _ = try await backend.post("/v1/calls", #"{"to":"u1","from":{"id":"a","name":"A"},"call_id":"two"}"#)
+            try await phone.wait("the suppression") { phone in
+                phone.timeline.all.contains { $0.step.hasPrefix("VoIP push not delivered") }
+            }
+            #expect(phone.callKit.calls.isEmpty)
+        }
+    }
+
+    static func teamID(_ endpoints: SimulationEndpoints) async throws -> String? {
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        defer { _ = http.shutdown() }
+        var request = HTTPClientRequest(url: endpoints.relayURL + "/v1/apps")
+        request.headers.add(name: "authorization", value: "Bearer " + endpoints.apiKey)
+        let response = try await http.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        return (object?["apps"] as? [[String: Any]])?.first?["team_id"] as? String
+    }
+}
+
+/// `herald simulate` and `herald extension`, run as a user runs them.
+@Suite("Simulations and the extension harness")
+struct SimulationCommandTests {
+    static func temporary(_ name: String) -> String {
+        NSTemporaryDirectory() + "herald-\(name)-\(UUID().uuidString)"
+    }
+
+    static func timeline(_ path: String) throws -> [TimelineEvent] {
+        try JSONDecoder().decode([TimelineEvent].self, from: Data(contentsOf: URL(filePath: path)))
+    }
+
+    @Test("herald simulate messaging: restarts for late tokens, three priority-5 alerts opened, a tap")
+    func messaging() async throws {
+        let json = Self.temporary("messaging") + ".json"
+        let html = Self.temporary("messaging") + ".html"
+        defer {
+            try? FileManager.default.removeItem(atPath: json)
+            try? FileManager.default.removeItem(atPath: html)
+        }
+        let command = try SimulateCommand.Messaging.parse(["--json", json, "--html", html, "--quiet"])
+        try await command.run()
+        let events = try Self.timeline(json)
+        let pushes = events.filter { $0.step == "push delivered" }
+        #expect(pushes.count == 3)
+        #expect(pushes.allSatisfy { $0.pushType == "alert" && $0.priority == 5 && $0.topic == "com.example.herald" })
+        #expect(events.filter { $0.step.hasSuffix("stopped") && $0.from == "app" }.count >= 2)
+        let shown = events.filter { $0.step == "notification shown" }.compactMap(\.detail)
+        #expect(shown.count == 3 && shown.allSatisfy { $0.contains("Dana (Acme support)") })
+        #expect(events.filter { $0.step == "extension opened the sealed content" }.count == 3)
+        #expect(events.contains { $0.step == "conversation opened" })
+        // Ten simulated minutes between the first message and the last, in a few real seconds.
+        let posts = events.filter { $0.step.hasPrefix("POST /v1/messages") }.map(\.elapsedMs)
+        #expect(posts.count == 3 && (posts.last ?? 0) - (posts.first ?? 0) >= 600_000)
+        let page = try String(contentsOfFile: html, encoding: .utf8)
+        #expect(page.contains("<svg") && page.contains("notification shown"))
+    }
+
+    @Test("herald simulate telephony: a priority-10 VoIP push on .voip, reported to CallKit, answered")
+    func telephony() async throws {
+        let json = Self.temporary("telephony") + ".json"
+        defer { try? FileManager.default.removeItem(atPath: json) }
+        let command = try SimulateCommand.Telephony.parse(["--json", json, "--quiet"])
+        try await command.run()
+        let events = try Self.timeline(json)
+        let push = try #require(events.first { $0.step == "push delivered" })
+        #expect(push.pushType == "voip" && push.priority == 10 && push.topic == "com.example.herald.voip")
+        #expect(events.contains { $0.step == "incoming call reported" && $0.detail?.contains("Dana") == true })
+        #expect(events.contains { $0.step == "phone rings" })
+        #expect(events.contains { $0.step == "user answers" })
+    }
+
+    @Test("herald extension decrypt: 0 when it opens, 1 when it cannot, a clear error for bad input")
+    func decrypt() async throws {
+        let pairing = try Pairing()
+        defer { pairing.remove() }
+        let capture = Self.temporary("capture") + ".json"
+        defer { try? FileManager.default.removeItem(atPath: capture) }
+        let record: [String: Any] = ["payload": try pairing.messagePayload(), "push_type": "alert", "status": 200]
+        try JSONSerialization.data(withJSONObject: record).write(to: URL(filePath: capture))
+
+        let opened = try ExtensionCommand.Decrypt.parse(["--store", pairing.directory, capture])
+        try await opened.run()
+
+        let stranger = try Pairing()
+        defer { stranger.remove() }
+        let refused = try ExtensionCommand.Decrypt.parse(["--store", stranger.directory, capture])
+        await #expect(throws: ExitCode(1)) { try await refused.run() }
+
+        let notAStore = try ExtensionCommand.Decrypt.parse(["--store", "/nonexistent", capture])
+        await #expect(throws: ValidationError.self) { try await notAStore.run() }
+    }
+
+    @Test("herald extension test: a folder of captures against expectations")
+    func harness() async throws {
+        let pairing = try Pairing()
+        defer { pairing.remove() }
+        let folder = Self.temporary("cases")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        func write(_ name: String, _ object: [String: Any]) throws {
+            try JSONSerialization.data(withJSONObject: object).write(to: URL(filePath: folder + "/" + name))
+        }
+        try write(
+            "ok.json",
+            ["payload": try pairing.messagePayload(text: "Parcel arrives Monday"), "push_type": "alert"]
+        )
+        try write("ok.expected.json", ["title": "Dana", "body": "Parcel arrives Monday"])
+        var tampered = try pairing.messagePayload()
+        tampered = tampered.replacingOccurrences(of: "\"sealed\":\"A", with: "\"sealed\":\"B")
+        try write("tampered.json", ["payload": tampered, "push_type": "alert"])
+        try write("tampered.expected.json", ["error": "sealed content"])
+
+        let passing = try ExtensionCommand.Test.parse([folder, "--store", pairing.directory])
+        try await passing.run()
+
+        try write("wrong.json", ["payload": try pairing.messagePayload(text: "A"), "push_type": "alert"])
+        try write("wrong.expected.json", ["title": "Dana", "body": "B"])
+        let failing = try ExtensionCommand.Test.parse([folder, "--store", pairing.directory])
+        await #expect(throws: ExitCode(1)) { try await failing.run() }
+    }
+}
