@@ -1,7 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
-public import HeraldCrypto
-public import HeraldRelay
+import HeraldCrypto
+import HeraldRelay
 public import HeraldStore
 public import Logging
 import Synchronization

@@ -10,8 +10,17 @@ import Testing
 /// The emulated phone against a real sandbox, relay and provider (in-process, loopback).
 @Suite("Emulated phone, end to end")
 struct DeviceFlowTests {
+    /// What a test changes in the phone's configuration.
+    struct Tweaks {
+        var messagingTokenDelay: Duration = .zero
+        var voipTokenDelay: Duration = .zero
+        var tokenTimeout: Duration = .seconds(10)
+        var reportsCalls = true
+        var violationLimit = 3
+    }
+
     static func withPhone(
-        _ adjust: (inout PhoneConfiguration) -> Void = { _ in },
+        _ tweaks: Tweaks = Tweaks(),
         store: String? = nil,
         _ body: (EmulatedPhone, SimulationEndpoints, SimulatedBackend) async throws -> Void
     ) async throws {
@@ -33,7 +42,11 @@ struct DeviceFlowTests {
                     bundleID: endpoints.bundleID,
                     storeDirectory: directory
                 )
-                adjust(&configuration)
+                configuration.messagingTokenDelay = tweaks.messagingTokenDelay
+                configuration.voipTokenDelay = tweaks.voipTokenDelay
+                configuration.tokenTimeout = tweaks.tokenTimeout
+                configuration.reportsCalls = tweaks.reportsCalls
+                configuration.violationLimit = tweaks.violationLimit
                 let timeline = Timeline(now: { clock.now() })
                 let phone = try EmulatedPhone(
                     configuration: configuration,
@@ -65,10 +78,10 @@ struct DeviceFlowTests {
 
     @Test("late tokens: push unavailable at first, one restart per token, tokens persisted")
     func lateTokens() async throws {
-        try await Self.withPhone({
-            $0.messagingTokenDelay = .milliseconds(300)
-            $0.voipTokenDelay = .milliseconds(600)
-        }) { phone, _, _ in
+        try await Self.withPhone(Tweaks(messagingTokenDelay: .milliseconds(300), voipTokenDelay: .milliseconds(600))) {
+            phone,
+            _,
+            _ in
             try await phone.wait("both tokens") { Self.started($0) }
             let steps = phone.timeline.all.map(\.step)
             #expect(steps.contains("Push service not available"))
@@ -83,11 +96,9 @@ struct DeviceFlowTests {
 
     @Test("no token within the timeout: the app keeps saying push is not available")
     func noTokenInTime() async throws {
-        try await Self.withPhone({
-            $0.messagingTokenDelay = .seconds(60)
-            $0.voipTokenDelay = .seconds(60)
-            $0.tokenTimeout = .milliseconds(200)
-        }) { phone, _, _ in
+        try await Self.withPhone(
+            Tweaks(messagingTokenDelay: .seconds(60), voipTokenDelay: .seconds(60), tokenTimeout: .milliseconds(200))
+        ) { phone, _, _ in
             try await phone.wait("the timeout") { phone in
                 phone.timeline.all.filter { $0.step == "Push service not available" }.count == 2
             }
@@ -150,10 +161,7 @@ struct DeviceFlowTests {
 
     @Test("an app that does not report VoIP pushes to CallKit stops getting them")
     func unreportedCalls() async throws {
-        try await Self.withPhone({
-            $0.reportsCalls = false
-            $0.violationLimit = 1
-        }) { phone, _, backend in
+        try await Self.withPhone(Tweaks(reportsCalls: false, violationLimit: 1)) { phone, _, backend in
             try await phone.wait("both tokens") { Self.started($0) }
             _ = try await backend.post("/v1/calls", #"{"to":"u1","from":{"id":"a","name":"A"},"call_id":"one"}"#)
             try await phone.wait("the violation") { $0.pushKit.violationCount == 1 }
