@@ -16,8 +16,8 @@ struct DeviceCommand: AsyncParsableCommand {
             activates with the relay (the API key stands in for the app backend's login), and \
             prints every step and every notification as the user would see it. Its app-group \
             store (--store) keeps keys, credential and tokens across runs, so a second run \
-            starts with the persisted tokens. VoIP pushes are reported to CallKit and answered \
-            when --answer is given. SIGINT or SIGTERM stops it.
+            starts with the persisted tokens. VoIP pushes are reported to CallKit; --calls says \
+            whether the user answers or declines. SIGINT or SIGTERM stops it.
             """
     )
 
@@ -45,13 +45,22 @@ struct DeviceCommand: AsyncParsableCommand {
     @Option(name: .customLong("voip-token-delay-ms"), help: "How long iOS takes to hand out the VoIP token.")
     var voipTokenDelayMs: Int = 0
 
-    @Flag(help: "Answer incoming calls at once.")
-    var answer = false
+    @Option(help: "What the user does when the phone rings: ring (nothing), answer or decline.")
+    var calls: String = "ring"
+
+    @Option(
+        name: .customLong("notification-log"),
+        help: "Append what the notification center shows to this file, as JSON lines."
+    )
+    var notificationLog: String?
 
     @Flag(help: "Print the timeline as JSON lines.")
     var json = false
 
     func validate() throws {
+        guard ["ring", "answer", "decline"].contains(calls) else {
+            throw ValidationError("--calls must be ring, answer or decline")
+        }
         guard (0...3_600_000).contains(messagingTokenDelayMs), (0...3_600_000).contains(voipTokenDelayMs) else {
             throw ValidationError("token delays must be between 0 and 3600000 ms")
         }
@@ -73,6 +82,7 @@ struct DeviceCommand: AsyncParsableCommand {
         )
         configuration.messagingTokenDelay = .milliseconds(messagingTokenDelayMs)
         configuration.voipTokenDelay = .milliseconds(voipTokenDelayMs)
+        configuration.notificationLogPath = notificationLog
         let json = json
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -89,7 +99,7 @@ struct DeviceCommand: AsyncParsableCommand {
         )
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let phone = try EmulatedPhone(configuration: configuration, http: http, timeline: timeline, logger: logger)
-        let service = PhoneService(phone: phone, answer: answer)
+        let service = PhoneService(phone: phone, calls: calls)
         let group = ServiceGroup(
             configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
@@ -106,19 +116,20 @@ struct DeviceCommand: AsyncParsableCommand {
 /// The phone under a service group: launched on start, stopped on SIGINT / SIGTERM.
 struct PhoneService: Service {
     let phone: EmulatedPhone
-    let answer: Bool
+    /// `ring`, `answer` or `decline`.
+    let calls: String
 
     func run() async throws {
         try await phone.launch()
+        let calls = calls
         try? await cancelWhenGracefulShutdown {
-            var answered = Set<String>()
             while !Task.isCancelled {
-                try await phone.wait("a change", timeout: .seconds(3600)) { phone in
-                    answer && phone.callKit.calls.contains { $0.state == .ringing }
+                try? await phone.wait("a call", timeout: .seconds(3600)) { phone in
+                    calls != "ring" && phone.callKit.calls.contains { $0.state == .ringing }
                 }
-                for call in phone.callKit.calls where call.state == .ringing && !answered.contains(call.callID) {
-                    answered.insert(call.callID)
-                    phone.callKit.answer(callID: call.callID)
+                for call in phone.callKit.calls where call.state == .ringing {
+                    if calls == "answer" { phone.callKit.answer(callID: call.callID) }
+                    if calls == "decline" { phone.callKit.decline(callID: call.callID) }
                 }
             }
         }

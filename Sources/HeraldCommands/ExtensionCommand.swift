@@ -24,13 +24,16 @@ struct ExtensionCommand: AsyncParsableCommand {
         }
     }
 
-    /// Reads a capture: an inspection record or a device-connection notification (with
-    /// `payload` and `push_type`), or a bare APNs body (taken as an alert).
+    /// Reads a capture: an inspection record (or the inspection API's answer, whose newest record
+    /// is taken), a device-connection notification (with `payload` and `push_type`), or a bare
+    /// APNs body (taken as an alert).
     static func capture(_ data: Data) throws -> (payload: String, pushType: String) {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw ValidationError("the input is not a JSON object")
         }
-        let record = (object["notification"] as? [String: Any]) ?? object
+        // The inspection API's whole answer: take its newest record.
+        let inspected = (object["records"] as? [[String: Any]])?.last
+        let record = inspected ?? (object["notification"] as? [String: Any]) ?? object
         if let payload = record["payload"] as? String {
             return (payload, record["push_type"] as? String ?? "alert")
         }
@@ -82,8 +85,9 @@ struct ExtensionCommand: AsyncParsableCommand {
             commandName: "decrypt",
             abstract: "Open one captured push and print what the user would see.",
             discussion: """
-                The input is a record from the sandbox's inspection API (GET /sandbox/inspection), \
-                a notification from the device connection, or a bare APNs JSON body. Exits 0 when \
+                The input is a record from the sandbox's inspection API (GET /sandbox/inspection; \
+                given the whole answer, the newest record), a notification from the device \
+                connection, or a bare APNs JSON body. Exits 0 when \
                 the push opened (or carries no content by policy), 1 when it cannot be opened \
                 (unknown key id, tampered, wrong device), 64 for input that is not a push.
                 """

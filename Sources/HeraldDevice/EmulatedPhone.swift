@@ -30,6 +30,8 @@ public struct PhoneConfiguration: Sendable {
     public var violationLimit: Int = 3
     /// Whether the app's PushKit handler reports calls to CallKit (a broken app does not).
     public var reportsCalls: Bool = true
+    /// Where the notification center's log goes, as JSON lines (title, body, thread, time).
+    public var notificationLogPath: String?
 
     public init(
         relayURL: String,
@@ -391,6 +393,7 @@ public final class EmulatedPhone: Sendable {
         if let diagnostic = result.diagnostic { record(diagnostic: diagnostic) }
         guard let shown = result.notification else { return }
         state.withLock { $0.shown.append(shown) }
+        appendToLog(shown)
         timeline.record(
             result.ranExtension ? "nse" : "apns",
             "notification-center",
@@ -399,10 +402,69 @@ public final class EmulatedPhone: Sendable {
         )
     }
 
+    private func appendToLog(_ notification: DisplayedNotification) {
+        guard let path = configuration.notificationLogPath else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let line = try? encoder.encode(notification) else { return }
+        if !FileManager.default.fileExists(atPath: path) {
+            FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        guard let handle = FileHandle(forWritingAtPath: path) else { return }
+        defer { try? handle.close() }
+        _ = try? handle.seekToEnd()
+        try? handle.write(contentsOf: line + Data([0x0A]))
+    }
+
     private func record(diagnostic: String) {
         state.withLock { $0.diagnostics.append(diagnostic) }
         logger.notice("device diagnostic", metadata: ["detail": "\(diagnostic)"])
         changed()
+    }
+
+    // MARK: Keys
+
+    /// Re-activates with a new key pair (the credential and the relay's keys rotate too). The
+    /// previous agreement's keys stay in the app-group store, so pushes sealed before the
+    /// rotation still open; older ones are deleted.
+    public func rotateKeys() async throws {
+        guard let registration = store.registration(), let credential = store.credential() else {
+            throw DeviceError.store("the phone is not activated yet")
+        }
+        let keys = KeyPair.generate()
+        let activation = try await http.activate(
+            relay: registration.relayURL,
+            ActivationRequest(
+                userID: registration.userID,
+                app: registration.app,
+                platform: .ios,
+                publicKey: keys.publicKey.base64,
+                deviceID: registration.deviceID
+            ),
+            bearer: credential
+        )
+        let relayKey: PublicKey
+        do {
+            relayKey = try PublicKey(base64: activation.relayPublicKey)
+        } catch {
+            throw DeviceError.relay("the relay's public key is not a key")
+        }
+        let keyID = try store.saveKeys(keys, relayPublicKey: relayKey)
+        guard keyID.hex == activation.keyID else {
+            throw DeviceError.relay("the relay's key id \(activation.keyID) is not the one the keys give")
+        }
+        try store.saveCredential(activation.deviceCredential)
+        var updated = registration
+        updated.keyID = activation.keyID
+        updated.previousKeyID = registration.keyID
+        try store.save(updated)
+        store.removeKeys(except: Set([keyID] + (KeyID(hex: registration.keyID).map { [$0] } ?? [])))
+        timeline.record(
+            "sdk",
+            "relay",
+            "keys rotated (re-activation)",
+            detail: "key id \(activation.keyID), previous \(registration.keyID)"
+        )
     }
 
     // MARK: The user

@@ -112,7 +112,7 @@ struct DeviceFlowTests {
     func staleTokenReplaced() async throws {
         let directory = NSTemporaryDirectory() + "herald-phone-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await Self.withPhone(store: directory) { phone, _, _ in
+        try await Self.withPhone(store: directory) { phone, _, backend in
             try await phone.wait("both tokens") { Self.started($0) }
             // The next launch finds a messaging token iOS has since replaced.
             var tokens = phone.store.tokens()
@@ -120,11 +120,9 @@ struct DeviceFlowTests {
             try phone.store.save(tokens)
             phone.shutdown()
 
-            let http = HTTPClient(eventLoopGroupProvider: .singleton)
-            defer { _ = http.shutdown() }
             let relaunched = try EmulatedPhone(
                 configuration: phone.configuration,
-                http: http,
+                http: backend.http,
                 timeline: phone.timeline,
                 logger: Logger(label: "test")
             )
@@ -135,6 +133,38 @@ struct DeviceFlowTests {
             }
             #expect(relaunched.sessionCount == 2)
             #expect(relaunched.store.tokens().messaging != "00112233445566778899aabbccddeeff")
+        }
+    }
+
+    @Test("after a key rotation, a push sealed before it still opens with the previous key")
+    func rotation() async throws {
+        let directory = NSTemporaryDirectory() + "herald-phone-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await Self.withPhone(store: directory) { phone, _, backend in
+            try await phone.wait("both tokens") { Self.started($0) }
+            let before = try #require(phone.store.registration()?.keyID)
+            // Offline: the push waits at the sandbox, sealed with the current keys.
+            phone.shutdown()
+            _ = try await backend.post(
+                "/v1/messages",
+                #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"sealed before"}"#
+            )
+            try await phone.rotateKeys()
+            let registration = try #require(phone.store.registration())
+            #expect(registration.previousKeyID == before && registration.keyID != before)
+            #expect(phone.store.keyIDs().count == 2)
+
+            let back = try EmulatedPhone(
+                configuration: phone.configuration,
+                http: backend.http,
+                timeline: phone.timeline,
+                logger: Logger(label: "test")
+            )
+            try await back.launch()
+            defer { back.shutdown() }
+            try await back.wait("the stored push") { !$0.notifications.isEmpty }
+            #expect(back.notifications.first?.body == "sealed before")
+            #expect(back.notifications.first?.title == "Agent")
         }
     }
 
