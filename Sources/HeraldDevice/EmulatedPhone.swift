@@ -199,7 +199,8 @@ public final class EmulatedPhone: Sendable {
     /// How many sessions this launch created.
     public var sessionCount: Int { state.withLock { $0.sessions } }
 
-    /// Waits until `condition` holds, re-checking after every change on the phone.
+    /// Waits until `condition` holds, re-checking after every change on the phone; throws
+    /// `CancellationError` when the waiting task is cancelled.
     public func wait(
         _ what: String,
         timeout: Duration = .seconds(20),
@@ -207,6 +208,7 @@ public final class EmulatedPhone: Sendable {
     ) async throws {
         let deadline = ContinuousClock.now + timeout
         while !condition(self) {
+            try Task.checkCancellation()
             guard ContinuousClock.now < deadline else { throw DeviceError.sandbox("timed out waiting for \(what)") }
             await nextChange(before: deadline)
         }

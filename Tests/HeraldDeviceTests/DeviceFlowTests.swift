@@ -168,6 +168,15 @@ struct DeviceFlowTests {
         }
     }
 
+    @Test("waiting on the phone ends when the waiting task is cancelled (herald device stops on SIGTERM)")
+    func waitIsCancellable() async throws {
+        try await Self.withPhone { phone, _, _ in
+            let waiting = Task { try await phone.wait("never", timeout: .seconds(3600)) { _ in false } }
+            waiting.cancel()
+            await #expect(throws: CancellationError.self) { try await waiting.value }
+        }
+    }
+
     @Test("content policy none: the tap fetches the message from the relay")
     func tapFetches() async throws {
         try await Self.withPhone { phone, endpoints, backend in
