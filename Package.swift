@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldRelay", targets: ["HeraldRelay"]),
         .library(name: "HeraldRelayHTTP", targets: ["HeraldRelayHTTP"]),
+        .library(name: "HeraldAdapters", targets: ["HeraldAdapters"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
     ],
     dependencies: [
@@ -140,11 +141,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Contact-center webhooks (Genesys Cloud, NICE CXone): events in, relay messages out.
+        .target(
+            name: "HeraldAdapters",
+            dependencies: [
+                "HeraldRelay",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The relay's `/v1` HTTP API (Hummingbird), `/health` and `/metrics`.
         .target(
             name: "HeraldRelayHTTP",
             dependencies: [
                 "HeraldRelay",
+                "HeraldAdapters",
+                .product(name: "Metrics", package: "swift-metrics"),
                 "HeraldStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -198,6 +210,7 @@ let package = Package(
                 "HeraldRelayHTTP",
                 "HeraldRelayProvider",
                 "HeraldDevice",
+                "HeraldAdapters",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -283,6 +296,7 @@ let package = Package(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldRelay",
+                "HeraldAdapters",
                 "HeraldProvider",
                 "HeraldRelayHTTP",
                 "HeraldRelayProvider",
@@ -301,6 +315,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
+            // Webhook fixtures, read from the source tree.
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]

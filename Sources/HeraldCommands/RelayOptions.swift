@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldAdapters
 import HeraldCrypto
 import HeraldRelay
 import HeraldRelayHTTP
@@ -183,6 +184,35 @@ struct ResolvedRelayOptions: Sendable {
         configuration.workers = workers
         configuration.batchSize = batchSize
         return configuration
+    }
+
+    /// The contact-center webhooks configured in the file or by HERALD_GENESYS_SECRET /
+    /// HERALD_CXONE_SECRET.
+    func adapters() throws -> [any ContactCenterAdapter] {
+        var made: [any ContactCenterAdapter] = []
+        for name in ["genesys", "cxone"] {
+            let settings = file.adapters?[name]
+            guard let secret = ServeEnvironment.string("HERALD_\(name.uppercased())_SECRET") ?? settings?.secret else {
+                continue
+            }
+            guard secret.count >= 16 else {
+                throw ValidationError("the \(name) adapter's secret must be at least 16 characters")
+            }
+            let authentication: WebhookAuthentication
+            switch settings?.authentication ?? "hmac" {
+            case "hmac": authentication = .hmacSHA256(secret)
+            case "bearer": authentication = .sharedSecret(secret)
+            case let other:
+                throw ValidationError("adapters.\(name).authentication must be hmac or bearer (got '\(other)')")
+            }
+            let mapping = CustomerMapping(users: settings?.customers ?? [:], prefix: settings?.customerPrefix ?? "")
+            made.append(
+                name == "genesys"
+                    ? GenesysAdapter(authentication: authentication, customers: mapping)
+                    : CXoneAdapter(authentication: authentication, customers: mapping)
+            )
+        }
+        return made
     }
 
     /// Saves the configured apps, filling a missing team id with `defaultTeam`.

@@ -274,6 +274,7 @@ struct RelayRuntime: Sendable {
             relay: relay,
             configuration: RelayHTTPConfiguration(apiKey: apiKey),
             registry: registry,
+            adapters: try options.adapters(),
             health: { ["pushes_in_flight": dispatcher.pushesInFlight] }
         )
         let host = options.host
@@ -306,6 +307,10 @@ struct RelayRuntime: Sendable {
         print(
             "  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))"
         )
+        let adapters = (try? options.adapters().map(\.name)) ?? []
+        if !adapters.isEmpty {
+            print("  webhooks     \(adapters.map { "POST /v1/adapters/\($0)" }.joined(separator: ", "))")
+        }
     }
 }
 

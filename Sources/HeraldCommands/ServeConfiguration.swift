@@ -55,6 +55,22 @@ struct ServeConfigurationFile: Codable, Sendable {
         }
     }
 
+    /// One contact-center webhook.
+    struct Adapter: Codable, Sendable {
+        /// The shared secret (or HMAC key); HERALD_<NAME>_SECRET wins over it.
+        var secret: String?
+        /// `hmac` (x-herald-signature: sha256=…, the default) or `bearer`.
+        var authentication: String?
+        /// The platform's customer id → Herald user id; others map to `customer_prefix` + id.
+        var customers: [String: String]?
+        var customerPrefix: String?
+
+        enum CodingKeys: String, CodingKey {
+            case secret, authentication, customers
+            case customerPrefix = "customer_prefix"
+        }
+    }
+
     var host: String?
     var port: Int?
     var data: String?
@@ -66,6 +82,7 @@ struct ServeConfigurationFile: Codable, Sendable {
     var presenceTTL: Int?
     var messageRetention: Int64?
     var durable: Bool?
+    var adapters: [String: Adapter]?
 
     enum CodingKeys: String, CodingKey {
         case host, port, data
@@ -73,7 +90,7 @@ struct ServeConfigurationFile: Codable, Sendable {
         case apps, apns, provider, dispatcher
         case presenceTTL = "presence_ttl"
         case messageRetention = "message_retention"
-        case durable
+        case durable, adapters
     }
 
     static func load(path: String?) throws -> ServeConfigurationFile {

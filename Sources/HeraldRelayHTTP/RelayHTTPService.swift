@@ -1,4 +1,5 @@
 import Foundation
+public import HeraldAdapters
 public import HeraldRelay
 public import HeraldStore
 public import Hummingbird
@@ -31,10 +32,12 @@ public enum RelayHTTPService {
     /// - Parameters:
     ///   - registry: where `/metrics` reads from; `nil` leaves `/metrics` out.
     ///   - health: extra facts for `/health` (say, the dispatcher's load).
+    ///   - adapters: contact-center webhooks, served at `POST /v1/adapters/{name}`.
     public static func router(
         relay: Relay,
         configuration: RelayHTTPConfiguration,
         registry: PrometheusCollectorRegistry? = nil,
+        adapters: [any ContactCenterAdapter] = [],
         health: @escaping @Sendable () async -> [String: Int] = { [:] }
     ) -> Router<BasicRequestContext> {
         let router = Router()
@@ -151,6 +154,10 @@ public enum RelayHTTPService {
                 let body = try await api.decode(CallRequest.self, request)
                 return jsonText(.accepted, try await relay.send(call: body).jsonText)
             }
+        }
+        let webhooks = AdapterWebhooks(adapters: adapters, relay: relay, api: api)
+        v1.post("adapters/:name") { request, context in
+            try await api.handle { try await webhooks.handle(request, name: try context.parameters.require("name")) }
         }
         v1.get("pushes/:id") { request, context in
             try await api.handle {

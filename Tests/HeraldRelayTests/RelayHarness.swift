@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldAdapters
 import HeraldCrypto
 import HeraldProvider
 import HeraldRelay
@@ -65,6 +66,8 @@ final class RelayHarness: Sendable {
         var registry: PrometheusCollectorRegistry? = nil
         /// Send through a `herald provider` HTTP service (on loopback) instead of in-process.
         var remoteProvider = false
+        /// Contact-center webhooks to serve.
+        var adapters: [any ContactCenterAdapter] = []
     }
 
     static func with(_ setup: Setup = Setup(), _ body: (RelayHarness) async throws -> Void) async throws {
@@ -156,7 +159,8 @@ final class RelayHarness: Sendable {
                 router: RelayHTTPService.router(
                     relay: relay,
                     configuration: RelayHTTPConfiguration(apiKey: apiKey),
-                    registry: setup.registry
+                    registry: setup.registry,
+                    adapters: setup.adapters
                 ),
                 configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                 onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
@@ -220,9 +224,16 @@ final class RelayHarness: Sendable {
         case bearer(String)
     }
 
-    func call(_ method: HTTPMethod, _ path: String, auth: Auth = .apiKey, body: String? = nil) async throws -> Reply {
+    func call(
+        _ method: HTTPMethod,
+        _ path: String,
+        auth: Auth = .apiKey,
+        body: String? = nil,
+        headers: [(String, String)] = []
+    ) async throws -> Reply {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         switch auth {
         case .none: break
         case .apiKey: request.headers.add(name: "authorization", value: "Bearer " + Self.apiKey)

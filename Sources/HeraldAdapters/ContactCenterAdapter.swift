@@ -1,0 +1,144 @@
+import Crypto
+import Foundation
+public import HeraldRelay
+
+/// How a contact-center platform proves a webhook is its own.
+public enum WebhookAuthentication: Sendable, Hashable {
+    /// `authorization: Bearer <secret>`.
+    case sharedSecret(String)
+    /// `x-herald-signature: sha256=<hex of HMAC-SHA256(secret, raw body)>`.
+    case hmacSHA256(String)
+
+    /// Checks a request's headers and raw body, in constant time.
+    public func verify(authorization: String?, signature: String?, body: [UInt8]) -> Bool {
+        switch self {
+        case .sharedSecret(let secret):
+            guard let authorization, authorization.utf8.count > 7,
+                authorization.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
+            else { return false }
+            return Self.equal(Array(authorization.utf8.dropFirst(7)), Array(secret.utf8))
+        case .hmacSHA256(let secret):
+            guard let signature, signature.hasPrefix("sha256=") else { return false }
+            let expected = Self.hex(
+                Array(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array(secret.utf8))))
+            )
+            return Self.equal(Array(signature.dropFirst(7).lowercased().utf8), Array(expected.utf8))
+        }
+    }
+
+    /// The signature header value for `body` (for senders and tests).
+    public static func signature(secret: String, body: [UInt8]) -> String {
+        "sha256="
+            + hex(Array(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array(secret.utf8)))))
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func equal(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        var difference: UInt8 = 0
+        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
+        return difference == 0
+    }
+}
+
+/// What a webhook event became.
+public enum AdapterDecision: Sendable, Hashable {
+    /// An agent wrote to the customer: this message goes to the relay.
+    case message(MessageRequest)
+    /// Not for the customer's phone (customer → agent, bot, system, typing, transfer …).
+    case ignored(reason: String)
+}
+
+/// Why an event could not be read; the webhook answers 400 and nothing is processed.
+public struct AdapterError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The field at fault (a dotted path), or `body`.
+    public let field: String
+    public let detail: String
+
+    public init(field: String, _ detail: String) {
+        self.field = field
+        self.detail = detail
+    }
+
+    public var description: String { "'\(field)' \(detail)" }
+}
+
+/// A contact-center event source: reads one webhook body and decides.
+public protocol ContactCenterAdapter: Sendable {
+    /// `genesys`, `cxone`: the path segment and the metrics label.
+    var name: String { get }
+    var authentication: WebhookAuthentication { get }
+    /// Reads the whole event first: an event that cannot be read is an error, never half-used.
+    func decide(_ body: [UInt8]) throws(AdapterError) -> AdapterDecision
+}
+
+/// Maps the platform's customer to a Herald user: an explicit table first, else the customer's
+/// id itself, with an optional prefix.
+public struct CustomerMapping: Sendable, Hashable, Codable {
+    public var users: [String: String]
+    public var prefix: String
+
+    public init(users: [String: String] = [:], prefix: String = "") {
+        self.users = users
+        self.prefix = prefix
+    }
+
+    public func user(for customer: String) -> String {
+        users[customer] ?? prefix + customer
+    }
+}
+
+/// Small readers over decoded JSON that name the field at fault.
+struct JSONFields {
+    let object: [String: Any]
+    let path: String
+
+    init(_ object: [String: Any], path: String = "") {
+        self.object = object
+        self.path = path
+    }
+
+    static func parse(_ body: [UInt8]) throws(AdapterError) -> JSONFields {
+        guard !body.isEmpty else { throw AdapterError(field: "body", "is empty") }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw AdapterError(field: "body", "is not a JSON object")
+        }
+        return JSONFields(object)
+    }
+
+    func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
+
+    func string(_ key: String) throws(AdapterError) -> String {
+        guard let value = object[key] else { throw AdapterError(field: name(key), "is missing") }
+        guard let text = value as? String else { throw AdapterError(field: name(key), "must be a string") }
+        return text
+    }
+
+    func optionalString(_ key: String) throws(AdapterError) -> String? {
+        guard let value = object[key], !(value is NSNull) else { return nil }
+        guard let text = value as? String else { throw AdapterError(field: name(key), "must be a string") }
+        return text
+    }
+
+    func object(_ key: String) throws(AdapterError) -> JSONFields {
+        guard let value = object[key] else { throw AdapterError(field: name(key), "is missing") }
+        guard let nested = value as? [String: Any] else { throw AdapterError(field: name(key), "must be an object") }
+        return JSONFields(nested, path: name(key))
+    }
+
+    func optionalObject(_ key: String) throws(AdapterError) -> JSONFields? {
+        guard let value = object[key], !(value is NSNull) else { return nil }
+        guard let nested = value as? [String: Any] else { throw AdapterError(field: name(key), "must be an object") }
+        return JSONFields(nested, path: name(key))
+    }
+}
