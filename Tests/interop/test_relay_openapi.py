@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -63,6 +64,8 @@ DEFAULT_APP = "com.example.herald"  # made by `herald serve` in sandbox mode whe
 MAX_BODY = 256 * 1024
 FINAL_STATES = {"delivered", "failed", "expired", "token_dead", "skipped"}
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+WEBHOOK_SECRET = "openapi-webhook-secret-0123"
+FIXTURES = REPO / "Tests" / "HeraldRelayTests" / "Fixtures"
 NOT_TRIGGERABLE = {"500", "503"}  # store failures and internal errors cannot be provoked from outside
 
 
@@ -347,8 +350,9 @@ def relay(herald: Path, spec: Spec, tmp_path_factory: pytest.TempPathFactory):
     workdir = tmp_path_factory.mktemp("relay-openapi")
     command = [str(herald), "serve", "--port", "0", "--sandbox-apns-port", "0", "--sandbox-control-port", "0"]
     command += ["--keys-dir", str(workdir / "keys"), "--data", str(workdir / "data"), "--log-level", "warning"]
+    environment = dict(os.environ, HERALD_GENESYS_SECRET=WEBHOOK_SECRET)
     with open(workdir / "serve.stderr", "w+b") as stderr_file:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr_file, cwd=workdir)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr_file, cwd=workdir, env=environment)
         yield from _serve(process, workdir, spec, stderr_file)
 
 
@@ -439,9 +443,11 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
     validate_openapi(spec.document)
     assert spec.document["openapi"].startswith("3.1")
     schemes = spec.document["components"]["securitySchemes"]
-    assert {name: (s["type"], s["scheme"]) for name, s in schemes.items()} == {
+    assert {name: (s["type"], s.get("scheme") or s.get("name")) for name, s in schemes.items()} == {
         "apiKey": ("http", "bearer"),
         "deviceCredential": ("http", "bearer"),
+        "webhookSecret": ("http", "bearer"),
+        "webhookSignature": ("apiKey", "x-herald-signature"),
     }
     expected = {
         ("/health", "get"),
@@ -457,6 +463,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/messages/{id}", "get"),
         ("/v1/calls", "post"),
         ("/v1/pushes/{id}", "get"),
+        ("/v1/adapters/{name}", "post"),
     }
     assert set(spec.operations()) == expected
     for name in ("ApnsMessagePayload", "ApnsCallPayload", "Error"):
@@ -826,6 +833,39 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("GET", "/v1/apps", 403, token=credential)
     relay.call("PUT", f"/v1/apps/{app_id}", 403, {"team_id": team}, credential)
     relay.call("GET", "/health", 200)
+
+    # Contact-center webhooks: the Genesys adapter is on (HERALD_GENESYS_SECRET), CXone is not.
+    def signed(raw: bytes) -> str:
+        return "sha256=" + hmac.new(WEBHOOK_SECRET.encode(), raw, hashlib.sha256).hexdigest()
+
+    def webhook(fixture: str, status: int, *, signature: str | None = None, field_name: str | None = None):
+        """Posts a Genesys fixture, signed unless `signature` says otherwise ("" for no header)."""
+        raw = (FIXTURES / fixture).read_bytes()
+        headers = {"content-type": "application/json"}
+        if signature != "":
+            headers["x-herald-signature"] = signature or signed(raw)
+        request = urllib.request.Request(relay.url + "/v1/adapters/genesys", data=raw, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as reply:
+                answer = Response(reply.status, {k.lower(): v for k, v in reply.headers.items()}, reply.read())
+        except urllib.error.HTTPError as error:
+            answer = Response(error.code, {k.lower(): v for k, v in error.headers.items()}, error.read())
+        assert answer.status == status, f"webhook {fixture}: expected {status}, got {answer.status}: {answer.raw!r}"
+        relay.check_answer("/v1/adapters/{name}", "post", answer)
+        if field_name is not None:
+            assert answer.json.get("field") == field_name, answer.raw
+        return answer.json
+
+    accepted = webhook("genesys/agent-text.json", 202)
+    assert accepted["duplicate"] is False
+    assert webhook("genesys/agent-text.json", 202)["duplicate"] is True, "a retried webhook is a duplicate"
+    assert "inbound" in webhook("genesys/customer-inbound.json", 200)["ignored"]
+    assert "bot" in webhook("genesys/bot-message.json", 200)["ignored"]
+    webhook("genesys/malformed-no-body.json", 400, field_name="eventBody")
+    webhook("genesys/agent-text.json", 401, signature="sha256=" + "0" * 64)
+    webhook("genesys/agent-text.json", 401, signature="")
+    relay.call("POST", "/v1/adapters/cxone", 404, raw=b"{}")
+    relay.call("POST", "/v1/adapters/genesys", 413, raw=b"{" + b" " * (300 * 1024) + b"}")
 
     # Every documented status of every operation was seen, except failures of the relay itself.
     missing = [
