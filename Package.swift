@@ -156,6 +156,7 @@ let package = Package(
             dependencies: [
                 "HeraldRelay",
                 "HeraldAdapters",
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 "HeraldStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -211,6 +212,7 @@ let package = Package(
                 "HeraldRelayProvider",
                 "HeraldDevice",
                 "HeraldAdapters",
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -297,6 +299,8 @@ let package = Package(
             dependencies: [
                 "HeraldRelay",
                 "HeraldAdapters",
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 "HeraldProvider",
                 "HeraldRelayHTTP",
                 "HeraldRelayProvider",

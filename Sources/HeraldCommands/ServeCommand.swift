@@ -8,6 +8,7 @@ import HeraldRelayProvider
 import HeraldSandbox
 import HeraldStore
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import Metrics
 import NIOCore
@@ -280,6 +281,7 @@ struct RelayRuntime: Sendable {
         let host = options.host
         let app = Application(
             router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
             configuration: .init(address: .hostname(host, port: options.port), serverName: "herald"),
             onServerRunning: { channel in
                 ready(channel.localAddress?.port ?? 0)

@@ -10,6 +10,7 @@ import HeraldSandbox
 import HeraldStore
 import HeraldStoreSQLite
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -90,8 +91,10 @@ enum SimulationStack {
             try await relay.saveApp(AppRecord(id: bundleID, teamID: teamID))
             let apiKey = "sim_" + ByteEncoding.hex(SecureBytes.random(count: 16).copyBytes())
             let ports = AsyncStream.makeStream(of: Int.self)
+            let router = RelayHTTPService.router(relay: relay, configuration: RelayHTTPConfiguration(apiKey: apiKey))
             let app = Application(
-                router: RelayHTTPService.router(relay: relay, configuration: RelayHTTPConfiguration(apiKey: apiKey)),
+                router: router,
+                server: .http1WebSocketUpgrade(webSocketRouter: router),
                 configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "herald-simulate"),
                 onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
                 logger: logger

@@ -29,9 +29,16 @@ extension Relay {
         )
 
         var pushes: [OutboxEntry] = []
+        var liveDevices: [String] = []
         var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
         for recipient in recipients {
             let device = recipient.device
+            if live.isActive(deviceID: device.id, in: request.conversation) {
+                // On screen with its live channel open: the message goes over the channel.
+                liveDevices.append(device.id)
+                receipt.skipped.append(.init(deviceID: device.id, reason: "delivered_live"))
+                continue
+            }
             if let reason = try await skipReason(for: device, kind: .message) {
                 receipt.skipped.append(.init(deviceID: device.id, reason: reason))
                 continue
@@ -92,8 +99,101 @@ extension Relay {
             message: message,
             pushes: pushes
         )
-        if !outcome.duplicate { relayMetrics.messages.increment() }
+        if !outcome.duplicate {
+            relayMetrics.messages.increment()
+            let message = LiveMessage(
+                messageID: messageID,
+                conversation: request.conversation,
+                from: request.from,
+                text: request.text,
+                sentAt: time
+            )
+            for deviceID in liveDevices where !live.deliver(message, to: deviceID) {
+                // The channel closed between the check and now: push instead.
+                await pushAfterLiveDelivery(messageID: messageID, deviceID: deviceID)
+            }
+        }
         return outcome
+    }
+
+    /// Queues the push for a message a device did not acknowledge on its live channel (at most
+    /// once per message and device).
+    func pushAfterLiveDelivery(messageID: String, deviceID: String) async {
+        do {
+            guard let message = try await store.message(id: messageID),
+                let device = try await store.device(id: deviceID),
+                device.platform == .ios, device.messagingToken != nil,
+                let app = try await app(id: device.appID)
+            else { return }
+            let text = try masterKey.open(message.sealedText, context: Self.messageContext(message.id)).copyBytes()
+            let content = MessageContent(
+                messageID: message.id,
+                conversationID: message.conversation,
+                senderID: message.senderID,
+                senderName: message.senderName,
+                text: String(decoding: text, as: UTF8.self),
+                sentAt: message.createdAt
+            )
+            let time = now()
+            let pushID = TimeOrderedID.make(milliseconds: time)
+            let body = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer(for: device)).body
+            let entry = OutboxEntry(
+                pushID: pushID,
+                deviceID: device.id,
+                kind: .message,
+                subjectID: message.id,
+                priority: 5,
+                payload: body,
+                apnsID: pushID,
+                topic: app.id,
+                pushType: "alert",
+                nextAttemptAt: time,
+                expiresAt: time + app.messageTTL * 1000,
+                createdAt: time,
+                updatedAt: time
+            )
+            let ingest = Ingest(
+                idempotencyKey: "live-fallback:\(messageID):\(deviceID)",
+                message: nil,
+                pushes: [entry],
+                receipt: Array(pushID.utf8)
+            )
+            if try await store.accept(ingest) == .accepted {
+                relayMetrics.queued.increment()
+                logger.info(
+                    "live message not acknowledged: pushed instead",
+                    metadata: ["device": "\(deviceID)", "push": "\(pushID)"]
+                )
+                accepted()
+            }
+        } catch {
+            logger.error("cannot push a message the live channel did not deliver", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Sends one message to every member of a group: over the live channel where a member's app
+    /// is on screen in the conversation, by push otherwise, one sealed push per device.
+    public func broadcast(_ request: BroadcastRequest) async throws(RelayError) -> BroadcastReceipt {
+        guard !request.to.isEmpty, request.to.count <= 1000 else {
+            throw .invalidField("to", "must list 1 to 1000 users")
+        }
+        for (index, user) in request.to.enumerated() { try check(user, "to[\(index)]", pattern: .identifier) }
+        if let key = request.idempotencyKey { try check(key, "idempotency_key", pattern: .identifier) }
+        var seen = Set<String>()
+        var members: [BroadcastReceipt.Member] = []
+        for user in request.to where seen.insert(user).inserted {
+            let receipt = try await send(
+                message: MessageRequest(
+                    to: user,
+                    from: request.from,
+                    conversation: request.conversation,
+                    text: request.text,
+                    idempotencyKey: request.idempotencyKey.map { "broadcast:\($0):\(user)" }
+                )
+            )
+            members.append(.init(user: user, receipt: receipt))
+        }
+        return BroadcastReceipt(members: members)
     }
 
     /// Accepts a call: one VoIP push (priority 10, `<bundle>.voip`, short expiration) per iOS

@@ -19,6 +19,8 @@ public final class Relay: Sendable {
     private let onAccepted: @Sendable () -> Void
     private let onAppSaved: @Sendable (AppRecord) -> Void
     private let appCache = Mutex<[String: AppRecord]>([:])
+    /// The live channels of apps in the foreground.
+    public let live: LiveChannels
     private let metrics = RelayMetrics()
 
     /// - Parameters:
@@ -32,15 +34,20 @@ public final class Relay: Sendable {
         logger: Logger,
         now: @escaping @Sendable () -> Int64 = RelayClock.now,
         onAccepted: @escaping @Sendable () -> Void = {},
-        onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in }
+        onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
+        live: LiveChannels = LiveChannels()
     ) {
         self.onAppSaved = onAppSaved
+        self.live = live
         self.configuration = configuration
         self.store = store
         self.masterKey = masterKey
         self.logger = logger
         self.now = now
         self.onAccepted = onAccepted
+        live.setFallback { [weak self] deviceID, messageID in
+            await self?.pushAfterLiveDelivery(messageID: messageID, deviceID: deviceID)
+        }
     }
 
     // MARK: Apps

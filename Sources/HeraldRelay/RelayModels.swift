@@ -377,3 +377,36 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         case history
     }
 }
+
+/// `POST /v1/broadcasts`: one message to every member of a group.
+public struct BroadcastRequest: Sendable, Codable, Hashable {
+    /// The members (users); a user listed twice gets it once.
+    public var to: [String]
+    public var from: Party
+    public var conversation: String
+    public var text: String
+    public var idempotencyKey: String?
+
+    public init(to: [String], from: Party, conversation: String, text: String, idempotencyKey: String? = nil) {
+        self.to = to
+        self.from = from
+        self.conversation = conversation
+        self.text = text
+        self.idempotencyKey = idempotencyKey
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case to, from, conversation, text
+        case idempotencyKey = "idempotency_key"
+    }
+}
+
+/// What a broadcast made: each member's ingest receipt.
+public struct BroadcastReceipt: Sendable, Codable, Hashable {
+    public struct Member: Sendable, Codable, Hashable {
+        public var user: String
+        public var receipt: IngestReceipt
+    }
+
+    public var members: [Member]
+}

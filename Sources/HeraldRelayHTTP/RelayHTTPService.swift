@@ -3,6 +3,7 @@ public import HeraldAdapters
 public import HeraldRelay
 public import HeraldStore
 public import Hummingbird
+public import HummingbirdWebSocket
 import NIOCore
 public import Prometheus
 
@@ -39,8 +40,8 @@ public enum RelayHTTPService {
         registry: PrometheusCollectorRegistry? = nil,
         adapters: [any ContactCenterAdapter] = [],
         health: @escaping @Sendable () async -> [String: Int] = { [:] }
-    ) -> Router<BasicRequestContext> {
-        let router = Router()
+    ) -> Router<BasicWebSocketRequestContext> {
+        let router = Router(context: BasicWebSocketRequestContext.self)
         router.add(middleware: JSONErrorMiddleware())
         let api = API(relay: relay, configuration: configuration)
 
@@ -159,6 +160,14 @@ public enum RelayHTTPService {
         v1.post("adapters/:name") { request, context in
             try await api.handle { try await webhooks.handle(request, name: try context.parameters.require("name")) }
         }
+        v1.post("broadcasts") { request, _ in
+            try await api.handle {
+                try await api.requireBackend(request)
+                let body = try await api.decode(BroadcastRequest.self, request)
+                return try json(.accepted, try await relay.broadcast(body))
+            }
+        }
+        LiveChannelRoute.add(to: router, relay: relay, api: api)
         v1.get("pushes/:id") { request, context in
             try await api.handle {
                 try await api.requireBackend(request)

@@ -13,6 +13,7 @@ import HeraldSandbox
 import HeraldStore
 import HeraldStoreSQLite
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -66,6 +67,8 @@ final class RelayHarness: Sendable {
         var registry: PrometheusCollectorRegistry? = nil
         /// Send through a `herald provider` HTTP service (on loopback) instead of in-process.
         var remoteProvider = false
+        /// How long a live message may wait for its acknowledgement before it is pushed.
+        var liveAckTimeout: Duration = .seconds(10)
         /// Contact-center webhooks to serve.
         var adapters: [any ContactCenterAdapter] = []
     }
@@ -150,18 +153,21 @@ final class RelayHarness: Sendable {
                 masterKey: MasterKey.generate(),
                 logger: logger,
                 now: { clock.now() },
-                onAccepted: { dispatcher.wake() }
+                onAccepted: { dispatcher.wake() },
+                live: LiveChannels(ackTimeout: setup.liveAckTimeout)
             )
             try await relay.saveApp(setup.app)
 
             let ports = AsyncStream.makeStream(of: Int.self)
+            let router = RelayHTTPService.router(
+                relay: relay,
+                configuration: RelayHTTPConfiguration(apiKey: apiKey),
+                registry: setup.registry,
+                adapters: setup.adapters
+            )
             let app = Application(
-                router: RelayHTTPService.router(
-                    relay: relay,
-                    configuration: RelayHTTPConfiguration(apiKey: apiKey),
-                    registry: setup.registry,
-                    adapters: setup.adapters
-                ),
+                router: router,
+                server: .http1WebSocketUpgrade(webSocketRouter: router),
                 configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                 onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
                 logger: logger

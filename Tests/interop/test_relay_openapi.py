@@ -464,6 +464,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/calls", "post"),
         ("/v1/pushes/{id}", "get"),
         ("/v1/adapters/{name}", "post"),
+        ("/v1/broadcasts", "post"),
     }
     assert set(spec.operations()) == expected
     for name in ("ApnsMessagePayload", "ApnsCallPayload", "Error"):
@@ -833,6 +834,21 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("GET", "/v1/apps", 403, token=credential)
     relay.call("PUT", f"/v1/apps/{app_id}", 403, {"team_id": team}, credential)
     relay.call("GET", "/health", 200)
+
+    # Broadcasts.
+    party = {"id": "quiz-host", "name": "Quiz"}
+    members = relay.call(
+        "POST",
+        "/v1/broadcasts",
+        202,
+        {"to": ["quiz-a", "quiz-b", "quiz-a"], "from": party, "conversation": "quiz-1", "text": "Go!"},
+        key,
+    )
+    assert [member["user"] for member in members["members"]] == ["quiz-a", "quiz-b"]
+    relay.call("POST", "/v1/broadcasts", 400, {"to": [], "from": party, "conversation": "q", "text": "x"}, key, field_name="to")
+    relay.call("POST", "/v1/broadcasts", 401, {"to": ["a"], "from": party, "conversation": "q", "text": "x"})
+    relay.call("POST", "/v1/broadcasts", 403, {"to": ["a"], "from": party, "conversation": "q", "text": "x"}, credential)
+    relay.call("POST", "/v1/broadcasts", 413, raw=b"{" + b" " * (300 * 1024) + b"}", token=key)
 
     # Contact-center webhooks: the Genesys adapter is on (HERALD_GENESYS_SECRET), CXone is not.
     def signed(raw: bytes) -> str:

@@ -1,0 +1,142 @@
+import Foundation
+import Synchronization
+
+/// A message sent over a device's live channel.
+public struct LiveMessage: Sendable, Hashable, Codable {
+    public var messageID: String
+    public var conversation: String
+    public var from: Party
+    public var text: String
+    /// Milliseconds since the epoch.
+    public var sentAt: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case messageID = "message_id"
+        case conversation, from, text
+        case sentAt = "sent_at"
+    }
+}
+
+/// The live channels of apps in the foreground (seed 003's real-time path): one per device.
+///
+/// While a device's channel is open and its app says it is active in a conversation, messages for
+/// that conversation go over the channel instead of a push. Each must be acknowledged; a message
+/// not acknowledged within `ackTimeout`, or still unacknowledged when the channel closes, is
+/// handed to `fallback`, which queues the push: nothing is lost between the two paths.
+public final class LiveChannels: Sendable {
+    /// One open channel.
+    public struct Session: Sendable {
+        public let id: UInt64
+        public let deviceID: String
+        /// What to write to the device, in order; ends when the channel is replaced or closed.
+        public let messages: AsyncStream<LiveMessage>
+    }
+
+    private struct Open {
+        var id: UInt64
+        var continuation: AsyncStream<LiveMessage>.Continuation
+        var activeConversation: String?
+        var pending: [String: LiveMessage] = [:]
+    }
+
+    private struct State {
+        var open: [String: Open] = [:]
+        var nextID: UInt64 = 0
+        var fallback: (@Sendable (String, String) async -> Void)?
+    }
+
+    private let state = Mutex(State())
+    let ackTimeout: Duration
+
+    public init(ackTimeout: Duration = .seconds(10)) {
+        self.ackTimeout = ackTimeout
+    }
+
+    /// Who queues the push for a message the device did not acknowledge: (device id, message id).
+    func setFallback(_ fallback: @escaping @Sendable (String, String) async -> Void) {
+        state.withLock { $0.fallback = fallback }
+    }
+
+    /// Opens the device's channel; a channel it had is closed (its unacknowledged messages fall back).
+    public func open(deviceID: String) -> Session {
+        let (stream, continuation) = AsyncStream.makeStream(of: LiveMessage.self)
+        let (session, replaced) = state.withLock { state -> (Session, Open?) in
+            state.nextID += 1
+            let replaced = state.open[deviceID]
+            state.open[deviceID] = Open(id: state.nextID, continuation: continuation)
+            return (Session(id: state.nextID, deviceID: deviceID, messages: stream), replaced)
+        }
+        if let replaced { settle(replaced, deviceID: deviceID) }
+        return session
+    }
+
+    /// The app says where it is.
+    public func presence(_ session: Session, active conversation: String?) {
+        state.withLock { state in
+            guard state.open[session.deviceID]?.id == session.id else { return }
+            state.open[session.deviceID]?.activeConversation = conversation
+        }
+    }
+
+    /// The app has the message.
+    public func acknowledge(_ session: Session, messageID: String) {
+        state.withLock { state in
+            guard state.open[session.deviceID]?.id == session.id else { return }
+            state.open[session.deviceID]?.pending[messageID] = nil
+        }
+    }
+
+    /// The channel ended: what it did not acknowledge falls back to push.
+    public func close(_ session: Session) {
+        let closed = state.withLock { state -> Open? in
+            guard state.open[session.deviceID]?.id == session.id else { return nil }
+            return state.open.removeValue(forKey: session.deviceID)
+        }
+        if let closed { settle(closed, deviceID: session.deviceID) }
+    }
+
+    /// Whether the device's app is on screen in `conversation` with its channel open.
+    public func isActive(deviceID: String, in conversation: String) -> Bool {
+        state.withLock { $0.open[deviceID]?.activeConversation == conversation }
+    }
+
+    /// Whether the device has a channel open.
+    public func isOpen(deviceID: String) -> Bool {
+        state.withLock { $0.open[deviceID] != nil }
+    }
+
+    /// Sends a message over the device's channel; false when it has none (the caller pushes).
+    func deliver(_ message: LiveMessage, to deviceID: String) -> Bool {
+        let sent = state.withLock { state -> Bool in
+            guard var open = state.open[deviceID] else { return false }
+            open.pending[message.messageID] = message
+            state.open[deviceID] = open
+            open.continuation.yield(message)
+            return true
+        }
+        guard sent else { return false }
+        let timeout = ackTimeout
+        Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            self?.expire(messageID: message.messageID, deviceID: deviceID)
+        }
+        return true
+    }
+
+    private func expire(messageID: String, deviceID: String) {
+        let (expired, fallback) = state.withLock { state -> (Bool, (@Sendable (String, String) async -> Void)?) in
+            guard state.open[deviceID]?.pending.removeValue(forKey: messageID) != nil else { return (false, nil) }
+            return (true, state.fallback)
+        }
+        if expired, let fallback { Task { await fallback(deviceID, messageID) } }
+    }
+
+    private func settle(_ closed: Open, deviceID: String) {
+        closed.continuation.finish()
+        guard !closed.pending.isEmpty, let fallback = state.withLock({ $0.fallback }) else { return }
+        let messages = Array(closed.pending.keys)
+        Task {
+            for messageID in messages { await fallback(deviceID, messageID) }
+        }
+    }
+}
