@@ -50,6 +50,12 @@ struct RelayOptions: ParsableArguments {
     )
     var presenceTTL: Int?
 
+    @Option(
+        name: .customLong("chat-push-delay"),
+        help: "Seconds a chat's first push waits after the app went to the background; 0 pushes at once. (default 30)"
+    )
+    var chatPushDelay: Int?
+
     @Flag(
         name: .customLong("no-sync"),
         help: "Commit without fsync (survives a process crash, not a power cut). Default: every commit is synced."
@@ -64,6 +70,9 @@ struct RelayOptions: ParsableArguments {
         if let workers, !(1...64).contains(workers) { throw ValidationError("--workers must be between 1 and 64") }
         if let batchSize, !(1...1000).contains(batchSize) {
             throw ValidationError("--batch-size must be between 1 and 1000")
+        }
+        if let chatPushDelay, !(0...3600).contains(chatPushDelay) {
+            throw ValidationError("--chat-push-delay must be between 0 and 3600")
         }
         if let presenceTTL, !(1...3600).contains(presenceTTL) {
             throw ValidationError("--presence-ttl must be between 1 and 3600")
@@ -95,6 +104,11 @@ struct RelayOptions: ParsableArguments {
         resolved.batchSize = batchSize ?? file.dispatcher?.batchSize ?? 256
         resolved.presenceTTL = presenceTTL ?? file.presenceTTL ?? 60
         resolved.messageRetention = file.messageRetention ?? 7 * 24 * 60 * 60
+        resolved.chatPushDelay = chatPushDelay ?? file.chat?.firstPushDelay ?? 30
+        guard (0...3600).contains(resolved.chatPushDelay) else {
+            throw ValidationError("chat.first_push_delay must be between 0 and 3600")
+        }
+        if let types = file.chat?.filteredTypes { resolved.chatFilteredTypes = Set(types) }
         resolved.durable = noSync ? false : (file.durable ?? true)
         resolved.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         resolved.apps = file.apps ?? []
@@ -118,6 +132,8 @@ struct ResolvedRelayOptions: Sendable {
     var batchSize = 256
     var presenceTTL = 60
     var messageRetention: Int64 = 7 * 24 * 60 * 60
+    var chatPushDelay = 30
+    var chatFilteredTypes: Set<String>?
     var durable = true
     var logLevel = Logger.Level.info
     var apps: [AppRecord] = []
@@ -176,6 +192,8 @@ struct ResolvedRelayOptions: Sendable {
         var configuration = RelayConfiguration()
         configuration.defaultPresenceTTL = presenceTTL
         configuration.messageRetention = messageRetention
+        configuration.chat.firstPushDelay = .seconds(chatPushDelay)
+        if let chatFilteredTypes { configuration.chat.filteredTypes = chatFilteredTypes }
         return configuration
     }
 

@@ -71,6 +71,19 @@ struct ServeConfigurationFile: Codable, Sendable {
         }
     }
 
+    /// Chat background semantics.
+    struct Chat: Codable, Sendable {
+        /// Seconds before the first push after a chat disconnect; 0 pushes at once.
+        var firstPushDelay: Int?
+        /// Transcript event types that never push.
+        var filteredTypes: [String]?
+
+        enum CodingKeys: String, CodingKey {
+            case firstPushDelay = "first_push_delay"
+            case filteredTypes = "filtered_types"
+        }
+    }
+
     var host: String?
     var port: Int?
     var data: String?
@@ -83,6 +96,7 @@ struct ServeConfigurationFile: Codable, Sendable {
     var messageRetention: Int64?
     var durable: Bool?
     var adapters: [String: Adapter]?
+    var chat: Chat?
 
     enum CodingKeys: String, CodingKey {
         case host, port, data
@@ -90,7 +104,7 @@ struct ServeConfigurationFile: Codable, Sendable {
         case apps, apns, provider, dispatcher
         case presenceTTL = "presence_ttl"
         case messageRetention = "message_retention"
-        case durable, adapters
+        case durable, adapters, chat
     }
 
     static func load(path: String?) throws -> ServeConfigurationFile {

@@ -19,6 +19,8 @@ public final class Relay: Sendable {
     private let onAccepted: @Sendable () -> Void
     private let onAppSaved: @Sendable (AppRecord) -> Void
     private let appCache = Mutex<[String: AppRecord]>([:])
+    /// First pushes waiting for their delay, by device and chat.
+    let chatTimers = Mutex<[String: Task<Void, Never>]>([:])
     /// The live channels of apps in the foreground.
     public let live: LiveChannels
     private let metrics = RelayMetrics()

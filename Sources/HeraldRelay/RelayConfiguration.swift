@@ -12,5 +12,8 @@ public struct RelayConfiguration: Sendable {
     /// The longest id or name accepted in a request, in UTF-8 bytes.
     public var maximumFieldBytes: Int = 256
 
+    /// Chat background semantics (delayed first push, filtered event types).
+    public var chat = ChatConfiguration()
+
     public init() {}
 }

@@ -168,6 +168,55 @@ public enum RelayHTTPService {
             }
         }
         LiveChannelRoute.add(to: router, relay: relay, api: api)
+        v1.post("chats/:conversation/events") { request, context in
+            try await api.handle {
+                try await api.requireBackend(request)
+                let conversation = try context.parameters.require("conversation")
+                let body = try await api.decode(ChatEventRequest.self, request)
+                return try json(.accepted, try await relay.chatEvent(conversation: conversation, body))
+            }
+        }
+        v1.get("chats/:conversation/transcript") { request, context in
+            try await api.handle {
+                let conversation = try context.parameters.require("conversation")
+                let device = try await api.requireDevice(request)
+                let after = request.uri.queryParameters.get("after") ?? "0"
+                guard let position = Int(after), position >= 0 else {
+                    throw RelayError.invalidField("after", "must be a transcript position (0 or more)")
+                }
+                return try json(
+                    .ok,
+                    try await relay.transcript(conversation: conversation, after: position, for: device)
+                )
+            }
+        }
+        v1.post("devices/:id/chats/:conversation/disconnect") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                let conversation = try context.parameters.require("conversation")
+                let device = try await api.requireDevice(request)
+                guard device.id == id else {
+                    throw RelayError.forbidden.with(detail: "the credential is for another device")
+                }
+                let body = try await api.decode(ChatDisconnectRequest.self, request)
+                try await relay.chatDisconnect(device: device, conversation: conversation, body)
+                return try json(
+                    .ok,
+                    DisconnectAnswer(conversation: conversation, transcriptPosition: body.transcriptPosition)
+                )
+            }
+        }
+        v1.post("devices/:id/chats/:conversation/connect") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                let conversation = try context.parameters.require("conversation")
+                let device = try await api.requireDevice(request)
+                guard device.id == id else {
+                    throw RelayError.forbidden.with(detail: "the credential is for another device")
+                }
+                return try json(.ok, try await relay.chatConnect(device: device, conversation: conversation))
+            }
+        }
         v1.get("pushes/:id") { request, context in
             try await api.handle {
                 try await api.requireBackend(request)
@@ -268,5 +317,16 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 ErrorBody(error: error.status == .notFound ? "not_found" : "http_error", reason: reason, field: nil)
             )
         }
+    }
+}
+
+/// The answer to a chat disconnect.
+struct DisconnectAnswer: Encodable {
+    var conversation: String
+    var transcriptPosition: Int
+
+    enum CodingKeys: String, CodingKey {
+        case conversation
+        case transcriptPosition = "transcript_position"
     }
 }

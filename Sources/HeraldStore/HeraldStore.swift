@@ -65,4 +65,19 @@ public protocol HeraldStore: Sendable {
     /// When the next queued push becomes due, if any is queued.
     func nextDueTime() async throws -> Int64?
     func outboxCounts() async throws -> OutboxCounts
+
+    // MARK: Chat transcripts
+
+    /// Appends an event at the conversation's next position; returns the position.
+    func appendTranscript(_ event: TranscriptEvent) async throws -> Int
+    /// The conversation's events after `position`, in order.
+    func transcript(conversation: String, after position: Int) async throws -> [TranscriptEvent]
+    /// Records (or replaces) a device's disconnect from a chat.
+    func saveDisconnect(_ disconnect: ChatDisconnect) async throws
+    /// Notes that a disconnected device got its first push (only if it is still disconnected).
+    func markDisconnectPushed(deviceID: String, conversation: String) async throws
+    /// Removes a device's disconnect and returns it, if it had one.
+    func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect?
+    /// The devices disconnected from a chat.
+    func disconnects(conversation: String) async throws -> [ChatDisconnect]
 }

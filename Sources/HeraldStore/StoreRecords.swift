@@ -210,3 +210,63 @@ public struct Recipient: Sendable, Hashable {
         self.presence = presence
     }
 }
+
+/// One event of a chat's transcript (seed 001: GMS transcripts with positions).
+public struct TranscriptEvent: Sendable, Hashable {
+    public var conversation: String
+    /// 1, 2, 3 … within the conversation; given by the store.
+    public var position: Int
+    /// The customer the chat is with.
+    public var userID: String
+    /// `Message.Text`, `Notice.TypingStarted`, `Notice.Joined`, …
+    public var type: String
+    public var authorID: String
+    public var authorName: String
+    /// Written by the agent's side (only those can push).
+    public var fromAgent: Bool
+    /// The text, sealed with the master key (empty text for notices without one).
+    public var sealedText: [UInt8]
+    /// Milliseconds since the epoch.
+    public var at: Int64
+
+    public init(
+        conversation: String,
+        position: Int = 0,
+        userID: String,
+        type: String,
+        authorID: String,
+        authorName: String,
+        fromAgent: Bool,
+        sealedText: [UInt8],
+        at: Int64
+    ) {
+        self.conversation = conversation
+        self.position = position
+        self.userID = userID
+        self.type = type
+        self.authorID = authorID
+        self.authorName = authorName
+        self.fromAgent = fromAgent
+        self.sealedText = sealedText
+        self.at = at
+    }
+}
+
+/// A device whose app went to the background in a chat, with the last position it had seen.
+public struct ChatDisconnect: Sendable, Hashable {
+    public var deviceID: String
+    public var conversation: String
+    public var position: Int
+    /// Milliseconds since the epoch.
+    public var at: Int64
+    /// The first push since the disconnect was sent: later agent events push at once.
+    public var pushed: Bool
+
+    public init(deviceID: String, conversation: String, position: Int, at: Int64, pushed: Bool = false) {
+        self.deviceID = deviceID
+        self.conversation = conversation
+        self.position = position
+        self.at = at
+        self.pushed = pushed
+    }
+}

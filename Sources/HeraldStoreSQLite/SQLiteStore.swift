@@ -174,6 +174,32 @@ public final class SQLiteStore: HeraldStore {
                     """
             )
         }
+        migrator.registerMigration("v4: chat transcripts") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE transcript_events (
+                        conversation TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        user_id TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        author_id TEXT NOT NULL,
+                        author_name TEXT NOT NULL,
+                        from_agent INTEGER NOT NULL,
+                        sealed_text BLOB NOT NULL,
+                        at INTEGER NOT NULL,
+                        PRIMARY KEY (conversation, position)
+                    );
+                    CREATE TABLE chat_disconnects (
+                        device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                        conversation TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        at INTEGER NOT NULL,
+                        pushed INTEGER NOT NULL,
+                        PRIMARY KEY (device_id, conversation)
+                    );
+                    """
+            )
+        }
         return migrator
     }
 

@@ -67,6 +67,8 @@ final class RelayHarness: Sendable {
         var registry: PrometheusCollectorRegistry? = nil
         /// Send through a `herald provider` HTTP service (on loopback) instead of in-process.
         var remoteProvider = false
+        /// The relay's settings (chat semantics among them).
+        var relay = RelayConfiguration()
         /// How long a live message may wait for its acknowledgement before it is pushed.
         var liveAckTimeout: Duration = .seconds(10)
         /// Contact-center webhooks to serve.
@@ -149,6 +151,7 @@ final class RelayHarness: Sendable {
                 now: { clock.now() }
             )
             let relay = Relay(
+                configuration: setup.relay,
                 store: store,
                 masterKey: MasterKey.generate(),
                 logger: logger,

@@ -113,6 +113,7 @@ class Spec:
         return self.validator("/components/schemas/" + _escape(name))
 
     def template(self, path: str) -> str | None:
+        path = path.split("?", 1)[0]
         for pattern, template in self._templates:
             if pattern.match(path):
                 return template
@@ -465,6 +466,10 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/pushes/{id}", "get"),
         ("/v1/adapters/{name}", "post"),
         ("/v1/broadcasts", "post"),
+        ("/v1/chats/{conversation}/events", "post"),
+        ("/v1/chats/{conversation}/transcript", "get"),
+        ("/v1/devices/{id}/chats/{conversation}/disconnect", "post"),
+        ("/v1/devices/{id}/chats/{conversation}/connect", "post"),
     }
     assert set(spec.operations()) == expected
     for name in ("ApnsMessagePayload", "ApnsCallPayload", "Error"):
@@ -849,6 +854,39 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("POST", "/v1/broadcasts", 401, {"to": ["a"], "from": party, "conversation": "q", "text": "x"})
     relay.call("POST", "/v1/broadcasts", 403, {"to": ["a"], "from": party, "conversation": "q", "text": "x"}, credential)
     relay.call("POST", "/v1/broadcasts", 413, raw=b"{" + b" " * (300 * 1024) + b"}", token=key)
+
+    # Chats (seed 001): transcript events, disconnect, resync, connect.
+    chat_phone, _ = relay.activate("chat-customer")
+    chat_device, chat_credential = chat_phone["device_id"], chat_phone["device_credential"]
+    outsider, _ = relay.activate("chat-outsider")
+    agent = {"id": "agent-7", "name": "Ada"}
+    events = "/v1/chats/chat-openapi/events"
+    first = relay.call("POST", events, 202, {"to": "chat-customer", "type": "Message.Text", "from": agent, "text": "Hi"}, key)
+    assert first["position"] == 1 and first["filtered"] is False
+    disconnect = f"/v1/devices/{chat_device}/chats/chat-openapi/disconnect"
+    relay.call("POST", disconnect, 200, {"transcript_position": 1}, chat_credential)
+    relay.call("POST", disconnect, 400, {"transcript_position": -1}, chat_credential, field_name="transcript_position")
+    relay.call("POST", disconnect, 401, {"transcript_position": 1})
+    relay.call("POST", disconnect, 403, {"transcript_position": 1}, outsider["device_credential"])
+    second = relay.call("POST", events, 202, {"to": "chat-customer", "type": "Message.Text", "from": agent, "text": "Back?"}, key)
+    assert second["scheduled"] == [chat_device], "the first push after a disconnect waits for the delay"
+    typing = relay.call("POST", events, 202, {"to": "chat-customer", "type": "Notice.TypingStarted", "from": agent}, key)
+    assert typing["filtered"] is True
+    relay.call("POST", events, 400, {"to": "chat-customer", "type": "Message.Text", "from": agent}, key, field_name="text")
+    relay.call("POST", events, 401, {"to": "chat-customer", "type": "Message.Text", "from": agent, "text": "x"})
+    relay.call("POST", events, 403, {"to": "chat-customer", "type": "Message.Text", "from": agent, "text": "x"}, chat_credential)
+    relay.call("POST", events, 413, raw=b"{" + b" " * (300 * 1024) + b"}", token=key)
+    transcript = "/v1/chats/chat-openapi/transcript"
+    missed = relay.call("GET", transcript + "?after=1", 200, token=chat_credential)
+    assert [event["text"] for event in missed["events"]] == ["Back?", ""]
+    relay.call("GET", transcript + "?after=x", 400, token=chat_credential, field_name="after")
+    relay.call("GET", transcript, 401)
+    relay.call("GET", transcript, 403, token=outsider["device_credential"])
+    connect = f"/v1/devices/{chat_device}/chats/chat-openapi/connect"
+    resync = relay.call("POST", connect, 200, token=chat_credential)
+    assert [event["position"] for event in resync["events"]] == [2, 3]
+    relay.call("POST", connect, 401)
+    relay.call("POST", connect, 403, token=outsider["device_credential"])
 
     # Contact-center webhooks: the Genesys adapter is on (HERALD_GENESYS_SECRET), CXone is not.
     def signed(raw: bytes) -> str:

@@ -1,0 +1,148 @@
+import Foundation
+import HeraldCrypto
+import HeraldRelay
+import Testing
+
+/// Seed 001's chat background semantics: a delayed first push, immediate later ones, no push
+/// when the app returns in time, filtered event types, resync.
+@Suite("Chat background semantics")
+struct ChatTests {
+    static func setup(delay: Duration) -> RelayHarness.Setup {
+        var setup = RelayHarness.Setup()
+        setup.relay.chat.firstPushDelay = delay
+        return setup
+    }
+
+    static func event(_ type: String = "Message.Text", text: String? = nil, agent: Bool = true) -> String {
+        let text = text.map { #","text":"\#($0)""# } ?? ""
+        return #"{"to":"cust","type":"\#(type)","from":{"id":"agent-1","name":"Dana"}\#(text),"from_agent":\#(agent)}"#
+    }
+
+    static func disconnect(_ harness: RelayHarness, _ phone: RelayHarness.Phone, at position: Int) async throws {
+        let reply = try await harness.call(
+            .POST,
+            "/v1/devices/\(phone.deviceID)/chats/chat-1/disconnect",
+            auth: .bearer(phone.credential),
+            body: #"{"transcript_position":\#(position)}"#
+        )
+        #expect(reply.status == 200, "\(reply.text)")
+    }
+
+    /// The text sealed in a push the sandbox accepted.
+    static func sealedText(_ harness: RelayHarness, _ phone: RelayHarness.Phone, _ index: Int = 0) throws -> String {
+        let record = try #require(harness.accepted(token: phone.messagingToken).dropFirst(index).first)
+        let herald = try RelayFlowTests.heraldField(record.payload)
+        let envelope = try Envelope(text: try #require(herald["sealed"] as? String))
+        let messageID = try #require(herald["message_id"] as? String)
+        let content = try EnvelopeOpener(sessionKeys: [try phone.sessionKeys()])
+            .openContent(envelope, context: .init(kind: .message, pushID: messageID, deviceID: phone.deviceID))
+        guard case .message(let message) = content else { return "" }
+        return message.text
+    }
+
+    @Test("the first agent event after a disconnect pushes after the delay, with the lines since; later ones at once")
+    func delayedThenImmediate() async throws {
+        try await RelayHarness.with(Self.setup(delay: .milliseconds(300))) { harness in
+            let phone = try await harness.phone(user: "cust")
+            _ = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Welcome"))
+            try await Self.disconnect(harness, phone, at: 1)
+            let first = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Hello"))
+                .decode(ChatEventReceipt.self)
+            #expect(first.position == 2 && first.pushes.isEmpty && first.scheduled == [phone.deviceID])
+            let second = try await harness.call(
+                .POST,
+                "/v1/chats/chat-1/events",
+                body: Self.event(text: "Are you there?")
+            )
+            .decode(ChatEventReceipt.self)
+            #expect(second.pushes.isEmpty && second.scheduled == [phone.deviceID])
+            #expect(harness.accepted(token: phone.messagingToken).isEmpty)
+            try await harness.eventually("the delayed push") { !harness.accepted(token: phone.messagingToken).isEmpty }
+            #expect(try Self.sealedText(harness, phone) == "Dana: Hello\nDana: Are you there?")
+            let record = try #require(harness.accepted(token: phone.messagingToken).first)
+            #expect(!record.payload.contains("Hello"))
+            // After the first push, agent events push at once.
+            let third = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Still here"))
+                .decode(ChatEventReceipt.self)
+            #expect(third.pushes.count == 1 && third.scheduled.isEmpty)
+            try await harness.push(try #require(third.pushes.first).pushID, reaches: .delivered)
+        }
+    }
+
+    @Test("an app that returns before the delay gets no push, and the events it missed")
+    func returnBeforeDelay() async throws {
+        try await RelayHarness.with(Self.setup(delay: .milliseconds(400))) { harness in
+            let phone = try await harness.phone(user: "cust")
+            try await Self.disconnect(harness, phone, at: 0)
+            _ = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Hello"))
+            let back = try await harness.call(
+                .POST,
+                "/v1/devices/\(phone.deviceID)/chats/chat-1/connect",
+                auth: .bearer(phone.credential)
+            )
+            #expect(back.status == 200)
+            let resync = try back.decode(TranscriptView.self)
+            #expect(resync.events.map(\.text) == ["Hello"])
+            // Absence is what is under test: wait past the delay.
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(harness.accepted(token: phone.messagingToken).isEmpty)
+            #expect(try await harness.store.outboxCounts().byState.isEmpty)
+        }
+    }
+
+    @Test("typing notices and the customer's own events never push; a zero delay pushes at once")
+    func filteredAndZeroDelay() async throws {
+        try await RelayHarness.with(Self.setup(delay: .zero)) { harness in
+            let phone = try await harness.phone(user: "cust")
+            try await Self.disconnect(harness, phone, at: 0)
+            for body in [
+                Self.event("Notice.TypingStarted"), Self.event("Notice.TypingStopped"),
+                Self.event(text: "mine", agent: false),
+            ] {
+                let receipt = try await harness.call(.POST, "/v1/chats/chat-1/events", body: body).decode(
+                    ChatEventReceipt.self
+                )
+                #expect(receipt.filtered && receipt.pushes.isEmpty && receipt.scheduled.isEmpty)
+            }
+            let joined = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event("Notice.Joined"))
+                .decode(ChatEventReceipt.self)
+            #expect(!joined.filtered && joined.pushes.count == 1)
+            try await harness.push(try #require(joined.pushes.first).pushID, reaches: .delivered)
+            #expect(try Self.sealedText(harness, phone) == "Dana: Notice.Joined")
+        }
+    }
+
+    @Test("resync returns every event after a position, to the chat's customer only")
+    func resync() async throws {
+        try await RelayHarness.with(Self.setup(delay: .seconds(30))) { harness in
+            let phone = try await harness.phone(user: "cust")
+            let stranger = try await harness.phone(user: "someone")
+            for text in ["one", "two", "three"] {
+                _ = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: text))
+            }
+            let after = try await harness.call(
+                .GET,
+                "/v1/chats/chat-1/transcript?after=1",
+                auth: .bearer(phone.credential)
+            )
+            #expect(after.status == 200)
+            let view = try after.decode(TranscriptView.self)
+            #expect(view.events.map(\.position) == [2, 3] && view.events.map(\.text) == ["two", "three"])
+            #expect(view.events.allSatisfy { $0.from.name == "Dana" && $0.fromAgent })
+            let foreign = try await harness.call(
+                .GET,
+                "/v1/chats/chat-1/transcript?after=0",
+                auth: .bearer(stranger.credential)
+            )
+            #expect(foreign.status == 403)
+            let bad = try await harness.call(
+                .GET,
+                "/v1/chats/chat-1/transcript?after=-4",
+                auth: .bearer(phone.credential)
+            )
+            #expect(bad.status == 400 && bad.json["field"] as? String == "after")
+            let empty = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: nil))
+            #expect(empty.status == 400 && empty.json["field"] as? String == "text")
+        }
+    }
+}
