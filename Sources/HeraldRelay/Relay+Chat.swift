@@ -289,23 +289,7 @@ extension Relay {
                 text: text,
                 sentAt: time
             )
-            let pushID = TimeOrderedID.make(milliseconds: time)
-            let body = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer(for: device)).body
-            let entry = OutboxEntry(
-                pushID: pushID,
-                deviceID: device.id,
-                kind: .message,
-                subjectID: messageID,
-                priority: 5,
-                payload: body,
-                apnsID: pushID,
-                topic: app.id,
-                pushType: "alert",
-                nextAttemptAt: time,
-                expiresAt: time + app.messageTTL * 1000,
-                createdAt: time,
-                updatedAt: time
-            )
+            let entry = try messagePush(content, app: app, device: device, at: time)
             let ingest = Ingest(
                 idempotencyKey: "chat:\(conversation):\(deviceID):\(last.position)",
                 message: message,
@@ -316,7 +300,7 @@ extension Relay {
             try await store.markDisconnectPushed(deviceID: deviceID, conversation: conversation)
             relayMetrics.queued.increment()
             accepted()
-            return IngestReceipt.Push(pushID: pushID, deviceID: deviceID)
+            return IngestReceipt.Push(pushID: entry.pushID, deviceID: deviceID)
         } catch {
             logger.error("cannot push a chat's transcript", metadata: ["error": "\(error)"])
             return nil

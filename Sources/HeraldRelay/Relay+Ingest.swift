@@ -51,33 +51,9 @@ extension Relay {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
                 continue
             }
-            let pushID = TimeOrderedID.make(milliseconds: time)
-            let body: String
-            do {
-                body = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer(for: device)).body
-            } catch let error as RelayError {
-                throw error
-            } catch {
-                throw RelayError.invalidField("from.name", "leaves no room for the message in the push")
-            }
-            pushes.append(
-                OutboxEntry(
-                    pushID: pushID,
-                    deviceID: device.id,
-                    kind: .message,
-                    subjectID: messageID,
-                    priority: 5,
-                    payload: body,
-                    apnsID: pushID,
-                    topic: app.id,
-                    pushType: "alert",
-                    nextAttemptAt: time,
-                    expiresAt: time + app.messageTTL * 1000,
-                    createdAt: time,
-                    updatedAt: time
-                )
-            )
-            receipt.pushes.append(.init(pushID: pushID, deviceID: device.id))
+            let push = try messagePush(content, app: app, device: device, at: time)
+            pushes.append(push)
+            receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }
 
         let message = MessageRecord(
@@ -134,35 +110,18 @@ extension Relay {
                 text: String(decoding: text, as: UTF8.self),
                 sentAt: message.createdAt
             )
-            let time = now()
-            let pushID = TimeOrderedID.make(milliseconds: time)
-            let body = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer(for: device)).body
-            let entry = OutboxEntry(
-                pushID: pushID,
-                deviceID: device.id,
-                kind: .message,
-                subjectID: message.id,
-                priority: 5,
-                payload: body,
-                apnsID: pushID,
-                topic: app.id,
-                pushType: "alert",
-                nextAttemptAt: time,
-                expiresAt: time + app.messageTTL * 1000,
-                createdAt: time,
-                updatedAt: time
-            )
+            let entry = try messagePush(content, app: app, device: device, at: now())
             let ingest = Ingest(
                 idempotencyKey: "live-fallback:\(messageID):\(deviceID)",
                 message: nil,
                 pushes: [entry],
-                receipt: Array(pushID.utf8)
+                receipt: []
             )
             if try await store.accept(ingest) == .accepted {
                 relayMetrics.queued.increment()
                 logger.info(
                     "live message not acknowledged: pushed instead",
-                    metadata: ["device": "\(deviceID)", "push": "\(pushID)"]
+                    metadata: ["device": "\(deviceID)", "push": "\(entry.pushID)"]
                 )
                 accepted()
             }
@@ -264,6 +223,42 @@ extension Relay {
         let outcome = try await commit(receipt: receipt, key: "call:" + request.callID, message: nil, pushes: pushes)
         if !outcome.duplicate { relayMetrics.calls.increment() }
         return outcome
+    }
+
+    /// The messaging push of `content` for one device: sealed within the alert budget, priority
+    /// 5, expiring after the app's `message_ttl`; its push id is also its apns-id.
+    func messagePush(
+        _ content: MessageContent,
+        app: AppRecord,
+        device: DeviceRecord,
+        at time: Int64
+    )
+        throws(RelayError) -> OutboxEntry
+    {
+        let pushID = TimeOrderedID.make(milliseconds: time)
+        let body: String
+        do {
+            body = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer(for: device)).body
+        } catch let error as RelayError {
+            throw error
+        } catch {
+            throw RelayError.invalidField("from.name", "leaves no room for the message in the push")
+        }
+        return OutboxEntry(
+            pushID: pushID,
+            deviceID: device.id,
+            kind: .message,
+            subjectID: content.messageID,
+            priority: 5,
+            payload: body,
+            apnsID: pushID,
+            topic: app.id,
+            pushType: "alert",
+            nextAttemptAt: time,
+            expiresAt: time + app.messageTTL * 1000,
+            createdAt: time,
+            updatedAt: time
+        )
     }
 
     /// Why a device gets no push of this kind, or `nil` if it gets one.
