@@ -122,7 +122,7 @@ struct PhoneService: Service {
     func run() async throws {
         try await phone.launch()
         let calls = calls
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try? await phone.wait("a call", timeout: .seconds(3600)) { phone in
                     calls != "ring" && phone.callKit.calls.contains { $0.state == .ringing }

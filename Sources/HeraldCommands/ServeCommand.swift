@@ -181,7 +181,11 @@ struct ServeCommand: AsyncParsableCommand {
                 sender: InProcessPushSender(client: client),
                 registry: registry,
                 logger: logger,
-                onAppSaved: { app in try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: app.teamID)) }
+                // The sandbox stands in for Apple with the development key: every app is the
+                // development team's there, whatever team it names for production.
+                onAppSaved: { app in
+                    try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
+                }
             )
             _ = try await options.registerApps(with: runtime.relay, defaultTeam: metadata.teamID)
             if try await store.apps().isEmpty {
@@ -189,7 +193,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let shown = try await store.apps()
             for app in try await store.apps() {
-                try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: app.teamID))
+                try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
             }
             do {
                 try await runtime.run(extraServices: [client]) { port in

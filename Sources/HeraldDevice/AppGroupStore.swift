@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCrypto
+public import HeraldRelay
 public import HeraldStore
 
 /// What the emulated app and its extensions share, as iOS shares an app-group container: a
@@ -60,6 +61,16 @@ public struct AppGroupStore: Sendable {
 
         /// No token at all.
         public var isEmpty: Bool { messaging == nil && voip == nil }
+
+        /// Which tokens there are, for the timeline (never the tokens themselves).
+        public var summary: String {
+            switch (messaging, voip) {
+            case (nil, nil): "no tokens"
+            case (_?, nil): "messaging token"
+            case (nil, _?): "VoIP token"
+            case (_?, _?): "messaging and VoIP tokens"
+            }
+        }
     }
 
     struct StoredKeys: Codable {
@@ -128,6 +139,23 @@ public struct AppGroupStore: Sendable {
             relayPublicKey: relayPublicKey.base64
         )
         try write(stored, "keys/\(keyID.hex).json")
+        return keyID
+    }
+
+    /// Keeps what an activation (or re-activation) gave: the key pair with the relay's public key,
+    /// checked against the key id the relay announced, and the new credential.
+    @discardableResult
+    public func adopt(_ activation: ActivationResponse, keys: KeyPair) throws -> KeyID {
+        guard let relayKey = try? PublicKey(base64: activation.relayPublicKey) else {
+            throw DeviceError.relay("the relay's public key is not a key")
+        }
+        let keyID = try saveKeys(keys, relayPublicKey: relayKey)
+        guard keyID.hex == activation.keyID else {
+            throw DeviceError.relay(
+                "the relay's key id \(activation.keyID) is not the one the keys give (\(keyID.hex))"
+            )
+        }
+        try saveCredential(activation.deviceCredential)
         return keyID
     }
 

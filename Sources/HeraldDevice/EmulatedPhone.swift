@@ -76,7 +76,7 @@ public final class SDKSession: Sendable {
                     TokenUpdateRequest(messagingToken: tokens.messaging, voipToken: tokens.voip),
                     credential: credential
                 )
-                phone.timeline.record("sdk", "relay", "tokens sent", detail: describe(tokens))
+                phone.timeline.record("sdk", "relay", "tokens sent", detail: tokens.summary)
             }
         } else {
             let keys = KeyPair.generate()
@@ -92,19 +92,7 @@ public final class SDKSession: Sendable {
                 ),
                 bearer: configuration.apiKey
             )
-            let relayKey: PublicKey
-            do {
-                relayKey = try PublicKey(base64: activation.relayPublicKey)
-            } catch {
-                throw DeviceError.relay("the relay's public key is not a key")
-            }
-            let keyID = try phone.store.saveKeys(keys, relayPublicKey: relayKey)
-            guard keyID.hex == activation.keyID else {
-                throw DeviceError.relay(
-                    "the relay's key id \(activation.keyID) is not the one the keys give (\(keyID.hex))"
-                )
-            }
-            try phone.store.saveCredential(activation.deviceCredential)
+            try phone.store.adopt(activation, keys: keys)
             try phone.store.save(
                 AppGroupStore.Registration(
                     deviceID: activation.deviceID,
@@ -120,25 +108,16 @@ public final class SDKSession: Sendable {
                 "sdk",
                 "relay",
                 "activated (key agreement)",
-                detail: "device \(activation.deviceID), key id \(activation.keyID), \(describe(tokens))"
+                detail: "device \(activation.deviceID), key id \(activation.keyID), \(tokens.summary)"
             )
         }
         started.withLock { $0 = true }
-        phone.timeline.record("app", "sdk", "session \(number) started", detail: describe(tokens))
+        phone.timeline.record("app", "sdk", "session \(number) started", detail: tokens.summary)
     }
 
     func stop(phone: EmulatedPhone) {
         started.withLock { $0 = false }
         phone.timeline.record("app", "sdk", "session \(number) stopped")
-    }
-
-    private func describe(_ tokens: AppGroupStore.Tokens) -> String {
-        switch (tokens.messaging, tokens.voip) {
-        case (nil, nil): "no tokens"
-        case (_?, nil): "messaging token"
-        case (nil, _?): "VoIP token"
-        case (_?, _?): "messaging and VoIP tokens"
-        }
     }
 }
 
@@ -253,7 +232,7 @@ public final class EmulatedPhone: Sendable {
     /// Starts the app: the late-token rule, then the device connection, until `shutdown()`.
     public func launch() async throws {
         let sandboxDevice = try await sandboxDeviceID()
-        timeline.record("user", "app", "app launched", detail: "persisted: \(describe(store.tokens()))")
+        timeline.record("user", "app", "app launched", detail: "persisted: \(store.tokens().summary)")
         let inputs = AsyncStream.makeStream(of: SandboxEvent?.self)
         try await perform(state.withLock { $0.machine.handle(.launched(persisted: store.tokens())) })
         timeline.record("app", "apns", "token retrieval started")
@@ -344,7 +323,7 @@ public final class EmulatedPhone: Sendable {
                 state.withLock { $0.session }?.stop(phone: self)
             case .persist(let tokens):
                 try store.save(tokens)
-                timeline.record("app", "app", "tokens persisted", detail: describe(tokens))
+                timeline.record("app", "app", "tokens persisted", detail: tokens.summary)
             case .reportPushUnavailable:
                 state.withLock { $0.pushAvailable = false }
                 timeline.record("app", "user", "Push service not available")
@@ -410,7 +389,7 @@ public final class EmulatedPhone: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let line = try? encoder.encode(notification) else { return }
         if !FileManager.default.fileExists(atPath: path) {
-            FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         guard let handle = FileHandle(forWritingAtPath: path) else { return }
         defer { try? handle.close() }
@@ -445,17 +424,7 @@ public final class EmulatedPhone: Sendable {
             ),
             bearer: credential
         )
-        let relayKey: PublicKey
-        do {
-            relayKey = try PublicKey(base64: activation.relayPublicKey)
-        } catch {
-            throw DeviceError.relay("the relay's public key is not a key")
-        }
-        let keyID = try store.saveKeys(keys, relayPublicKey: relayKey)
-        guard keyID.hex == activation.keyID else {
-            throw DeviceError.relay("the relay's key id \(activation.keyID) is not the one the keys give")
-        }
-        try store.saveCredential(activation.deviceCredential)
+        let keyID = try store.adopt(activation, keys: keys)
         var updated = registration
         updated.keyID = activation.keyID
         updated.previousKeyID = registration.keyID
@@ -516,14 +485,5 @@ public final class EmulatedPhone: Sendable {
     public static func describe(_ notification: DisplayedNotification) -> String {
         let thread = notification.thread.map { "[\($0)] " } ?? ""
         return thread + (notification.title.isEmpty ? "" : notification.title + ": ") + notification.body
-    }
-
-    private func describe(_ tokens: AppGroupStore.Tokens) -> String {
-        switch (tokens.messaging, tokens.voip) {
-        case (nil, nil): "no tokens"
-        case (_?, nil): "messaging token"
-        case (nil, _?): "VoIP token"
-        case (_?, _?): "messaging and VoIP tokens"
-        }
     }
 }

@@ -66,8 +66,7 @@ public enum ProviderHTTPService {
     }
 
     /// Checks each push, then hands the valid ones to the client as one batch.
-    /// The same path in-process: the relay's dispatcher calls it when the provider runs inside it.
-    public static func send(_ pushes: [ProviderPush], with client: APNsClient) async -> [ProviderPushResult] {
+    static func send(_ pushes: [ProviderPush], with client: APNsClient) async -> [ProviderPushResult] {
         var results = [ProviderPushResult?](repeating: nil, count: pushes.count)
         var valid: [(Int, String, APNsNotification)] = []
         for (index, push) in pushes.enumerated() {

@@ -1,7 +1,7 @@
 import Foundation
 public import HeraldAdapters
 public import HeraldRelay
-public import HeraldStore
+import HeraldStore
 public import Hummingbird
 public import HummingbirdWebSocket
 import NIOCore

@@ -20,8 +20,6 @@ public protocol HeraldStore: Sendable {
     /// Adds or replaces a device. Its tokens are taken away from any other device that had them.
     func saveDevice(_ device: DeviceRecord) async throws
     func device(id: String) async throws -> DeviceRecord?
-    /// The user's devices.
-    func devices(userID: String) async throws -> [DeviceRecord]
     /// The user's devices with their presence, in one read: what every ingest needs.
     func recipients(userID: String) async throws -> [Recipient]
     /// Sets a device's tokens (`nil` leaves one as it is; an empty string removes it), taking them
@@ -35,8 +33,6 @@ public protocol HeraldStore: Sendable {
     // MARK: Presence
 
     func savePresence(_ presence: PresenceRecord) async throws
-    /// The last heartbeat of each of these devices that sent one.
-    func presence(deviceIDs: [String]) async throws -> [String: PresenceRecord]
 
     // MARK: Ingest and messages
 

@@ -93,16 +93,6 @@ extension SQLiteStore {
         }
     }
 
-    public func devices(userID: String) async throws -> [DeviceRecord] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY created_at, id",
-                arguments: [userID]
-            ).map(Self.device(from:))
-        }
-    }
-
     public func recipients(userID: String) async throws -> [Recipient] {
         try readNow { db in
             let statement = try db.cachedStatement(
@@ -248,32 +238,6 @@ extension SQLiteStore {
                     presence.updatedAt, presence.expiresAt,
                 ]
             )
-        }
-    }
-
-    public func presence(deviceIDs: [String]) async throws -> [String: PresenceRecord] {
-        if deviceIDs.isEmpty { return [:] }
-        return try await read { db in
-            let marks = Array(repeating: "?", count: deviceIDs.count).joined(separator: ",")
-            let rows = try Row.fetchAll(
-                db,
-                sql: "SELECT * FROM presence WHERE device_id IN (\(marks))",
-                arguments: StatementArguments(deviceIDs)
-            )
-            var result: [String: PresenceRecord] = [:]
-            for row in rows {
-                guard let state = PresenceState(rawValue: row["state"]) else { continue }
-                let record = PresenceRecord(
-                    deviceID: row["device_id"],
-                    userID: row["user_id"],
-                    conversation: row["conversation"],
-                    state: state,
-                    updatedAt: row["updated_at"],
-                    expiresAt: row["expires_at"]
-                )
-                result[record.deviceID] = record
-            }
-            return result
         }
     }
 
