@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "herald", targets: ["herald"]),
         .library(name: "HeraldCrypto", targets: ["HeraldCrypto"]),
         .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
+        .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
@@ -61,6 +62,17 @@ let package = Package(
         .target(
             name: "HeraldAPNsCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // FCM HTTP v1 protocol facts shared by the sandbox and the sender: messages and their
+        // validation, error bodies and codes, service accounts and RS256 OAuth2 assertions.
+        .target(
+            name: "HeraldFCMCore",
+            dependencies: [
+                "HeraldCrypto",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The local APNs look-alike: HTTP/2 + TLS listener, device connections, faults, inspection.
