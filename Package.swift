@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
+        .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
@@ -75,13 +76,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The local APNs look-alike: HTTP/2 + TLS listener, device connections, faults, inspection.
+        // The local APNs and FCM look-alike: HTTP/2 + TLS listeners, device connections, faults,
+        // inspection.
         .target(
             name: "HeraldSandbox",
             dependencies: [
                 "HeraldAPNsCore",
+                "HeraldFCMCore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -91,6 +95,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             ],
             swiftSettings: swiftSettings
@@ -113,11 +118,29 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The provider's FCM HTTP v1 sender: OAuth2 service-account tokens, messages:send over
+        // HTTP/2 (async-http-client), FCM's answer rules, retries and dead-token feedback.
+        .target(
+            name: "HeraldFCM",
+            dependencies: [
+                "HeraldFCMCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // `herald provider`: the APNs client behind an authenticated HTTP batch API.
         .target(
             name: "HeraldProvider",
             dependencies: [
                 "HeraldAPNs",
+                "HeraldFCM",
+                "HeraldFCMCore",
                 "HeraldAPNsCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -213,6 +236,8 @@ let package = Package(
             name: "HeraldCommands",
             dependencies: [
                 "HeraldCrypto",
+                "HeraldFCM",
+                "HeraldFCMCore",
                 "HeraldAPNsCore",
                 "HeraldSandbox",
                 "HeraldAPNs",
@@ -256,6 +281,8 @@ let package = Package(
             dependencies: [
                 "HeraldSandbox",
                 "HeraldAPNsCore",
+                "HeraldFCMCore",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -281,6 +308,19 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldFCMTests",
+            dependencies: [
+                "HeraldFCM",
+                "HeraldFCMCore",
+                "HeraldSandbox",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -321,6 +361,8 @@ let package = Package(
                 "HeraldCrypto",
                 "HeraldAPNs",
                 "HeraldAPNsCore",
+                "HeraldFCM",
+                "HeraldFCMCore",
                 "HeraldSandbox",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -2,10 +2,11 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldDevice
+import HeraldStore
 import Logging
 import ServiceLifecycle
 
-/// `herald device`: one emulated iPhone against a relay and a sandbox.
+/// `herald device`: one emulated iPhone or Android phone against a relay and a sandbox.
 struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
@@ -17,7 +18,9 @@ struct DeviceCommand: AsyncParsableCommand {
             prints every step and every notification as the user would see it. Its app-group \
             store (--store) keeps keys, credential and tokens across runs, so a second run \
             starts with the persisted tokens. VoIP pushes are reported to CallKit; --calls says \
-            whether the user answers or declines. SIGINT or SIGTERM stops it.
+            whether the user answers or declines. With --platform android the phone has one FCM \
+            token, and the app's messaging service opens Herald's data messages and shows the \
+            notification or the incoming-call screen. SIGINT or SIGTERM stops it.
             """
     )
 
@@ -30,8 +33,11 @@ struct DeviceCommand: AsyncParsableCommand {
     @Option(help: "The user this phone belongs to.")
     var user: String
 
-    @Option(help: "The app's bundle id.")
+    @Option(help: "The app's bundle id (Android: its package name).")
     var bundle: String = "com.example.herald"
+
+    @Option(help: "ios or android.")
+    var platform: String = "ios"
 
     @Option(name: .customLong("api-key-file"), help: "The relay's API key, for the first activation.")
     var apiKeyFile: String = "keys/api.key"
@@ -58,6 +64,9 @@ struct DeviceCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        guard DevicePlatform(rawValue: platform) != nil else {
+            throw ValidationError("--platform must be ios or android")
+        }
         guard ["ring", "answer", "decline"].contains(calls) else {
             throw ValidationError("--calls must be ring, answer or decline")
         }
@@ -80,6 +89,7 @@ struct DeviceCommand: AsyncParsableCommand {
             bundleID: bundle,
             storeDirectory: store ?? "data/device-\(user)"
         )
+        configuration.platform = DevicePlatform(rawValue: platform) ?? .ios
         configuration.messagingTokenDelay = .milliseconds(messagingTokenDelayMs)
         configuration.voipTokenDelay = .milliseconds(voipTokenDelayMs)
         configuration.notificationLogPath = notificationLog

@@ -3,13 +3,15 @@ import Crypto
 import Foundation
 import HeraldAPNsCore
 import HeraldCrypto
+import HeraldFCMCore
+import HeraldSandbox
 
 /// `herald keys`: development keys.
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
-        abstract: "Make development keys: the master key and APNs-style auth keys.",
-        subcommands: [Master.self, APNs.self, Token.self]
+        abstract: "Make development keys: the master key, APNs-style auth keys and FCM service accounts.",
+        subcommands: [Master.self, APNs.self, FCM.self, Token.self]
     )
 }
 
@@ -117,6 +119,90 @@ extension KeysCommand {
                 overwrite: overwrite
             )
             return metadata
+        }
+    }
+}
+
+extension KeysCommand {
+    /// `herald keys fcm`: a Google service-account key file for the sandbox's FCM side.
+    struct FCM: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "fcm",
+            abstract: "Make an FCM service-account JSON file (RSA 2048) for the sandbox and tests.",
+            discussion: """
+                Writes fcm-service-account.json (the form the Firebase console downloads: project_id, \
+                private_key_id, private_key, client_email, token_uri; mode 0600) and \
+                fcm-service-account.pub.json (client_email, private_key_id, project_id and the public \
+                key, to register with the sandbox). The token URI points at the sandbox's token endpoint.
+                """
+        )
+
+        @Option(name: .shortAndLong, help: "The directory to write into.")
+        var out: String = "keys"
+
+        @Option(help: "The Firebase project id.")
+        var project: String = "herald-sandbox"
+
+        @Option(name: .customLong("token-uri"), help: "Where the sender exchanges assertions for access tokens.")
+        var tokenURI: String = "https://127.0.0.1:2196/token"
+
+        @Flag(help: "Replace existing files.")
+        var force = false
+
+        func validate() throws {
+            let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-")
+            guard (6...30).contains(project.count), project.allSatisfy(allowed.contains) else {
+                throw ValidationError("--project must be 6 to 30 characters from a–z, 0–9 and '-', like Google's")
+            }
+            guard tokenURI.hasPrefix("https://") || tokenURI.hasPrefix("http://") else {
+                throw ValidationError("--token-uri must be an http(s) URL")
+            }
+        }
+
+        func run() async throws {
+            let account = try Self.make(in: out, projectID: project, tokenURI: tokenURI, overwrite: force)
+            print("wrote \(Self.path(in: out)) (mode 0600) and \(Self.publicPath(in: out))")
+            print("project \(account.projectID), account \(account.clientEmail), key id \(account.privateKeyID)")
+        }
+
+        static func path(in directory: String) -> String {
+            (directory as NSString).appendingPathComponent("fcm-service-account.json")
+        }
+
+        static func publicPath(in directory: String) -> String {
+            (directory as NSString).appendingPathComponent("fcm-service-account.pub.json")
+        }
+
+        /// Writes the account file (0600) and its public registration file into `directory`.
+        static func make(
+            in directory: String,
+            projectID: String,
+            tokenURI: String,
+            overwrite: Bool
+        ) throws -> FCMServiceAccount {
+            try KeyFiles.makeDirectory(directory)
+            let (account, publicKeyPEM) = try FCMServiceAccount.generate(projectID: projectID, tokenURI: tokenURI)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            try SecretFile.write(
+                Array(try encoder.encode(account)) + [0x0A],
+                to: path(in: directory),
+                mode: 0o600,
+                overwrite: overwrite
+            )
+            let registration = SandboxServiceAccount(
+                clientEmail: account.clientEmail,
+                privateKeyID: account.privateKeyID,
+                projectID: account.projectID,
+                publicKeyPEM: publicKeyPEM
+            )
+            try SecretFile.write(
+                Array(try encoder.encode(registration)) + [0x0A],
+                to: publicPath(in: directory),
+                mode: 0o644,
+                overwrite: overwrite
+            )
+            return account
         }
     }
 }

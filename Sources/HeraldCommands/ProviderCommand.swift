@@ -3,6 +3,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCrypto
+import HeraldFCM
 import HeraldProvider
 import Hummingbird
 import Logging
@@ -156,9 +157,9 @@ struct APNsSettings: Sendable {
 struct ProviderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "provider",
-        abstract: "Run the provider stage: take push batches over HTTP and send them to APNs.",
+        abstract: "Run the provider stage: take push batches over HTTP and send them to APNs and FCM.",
         discussion: """
-            The only part that holds Apple credentials. Relays POST /v1/push/batch with \
+            The only part that holds Apple's and Google's credentials. Relays POST /v1/push/batch with \
             `authorization: bearer <secret>` and get each push's outcome: delivered, token_dead \
             (drop the token), failed (with APNs' reason), retry_later or expired. The secret comes \
             from HERALD_PROVIDER_SECRET or --secret-file; when neither exists, a new one is written \
@@ -167,6 +168,8 @@ struct ProviderCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var apns: APNsOptions
+
+    @OptionGroup var fcm: FCMOptions
 
     @Option(help: "The address to listen on.")
     var host: String = "127.0.0.1"
@@ -203,17 +206,20 @@ struct ProviderCommand: AsyncParsableCommand {
             group: MultiThreadedEventLoopGroup.singleton,
             tokenCache: tokenCache
         )
+        let fcmClient = try fcm.settings?.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
         let secret = try loadOrMakeSecret()
         let ready = AsyncStream.makeStream(of: Int.self)
         let app = Application(
-            router: ProviderHTTPService.router(client: client, secret: secret),
+            router: ProviderHTTPService.router(stage: ProviderStage(apns: client, fcm: fcmClient), secret: secret),
             configuration: .init(address: .hostname(host, port: port), serverName: "herald-provider"),
             onServerRunning: { channel in ready.continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger
         )
         let services = ServiceGroup(
             configuration: .init(
-                services: [.init(service: client), .init(service: app)],
+                services: [.init(service: client)] + (fcmClient.map { [.init(service: $0)] } ?? []) + [
+                    .init(service: app)
+                ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
@@ -225,6 +231,13 @@ struct ProviderCommand: AsyncParsableCommand {
                 print("herald provider")
                 print("  listening    http://\(host):\(bound)/v1/push/batch   (bearer secret in \(secretSource))")
                 print("  APNs         \(apns.apnsURL ?? apns.environment), \(apns.connections) connection(s)")
+                if let fcmClient {
+                    print(
+                        "  FCM          \(fcm.url ?? FCMClientConfiguration.googleURL) (project \(fcmClient.projectID))"
+                    )
+                } else {
+                    print("  FCM          off (no --fcm-service-account)")
+                }
                 fflush(nil)
             }
             try await tasks.next()

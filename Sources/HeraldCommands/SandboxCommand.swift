@@ -6,18 +6,23 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 
-/// `herald sandbox`: the local APNs look-alike as its own service.
+/// `herald sandbox`: the local APNs and FCM look-alike as its own service.
 struct SandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sandbox",
-        abstract: "Run the APNs sandbox: HTTP/2 + TLS like Apple's servers, delivering to emulated devices.",
+        abstract:
+            "Run the APNs and FCM sandbox: HTTP/2 + TLS like Apple's and Google's servers, delivering to "
+            + "emulated devices.",
         discussion: """
             The APNs listener speaks HTTP/2 over TLS with ALPN h2 and answers as Apple documents. \
-            The control API (HTTP/1.1 and WebSocket) registers apps, keys and devices, injects \
-            faults and shows what was received; see docs/sandbox.md. The development CA and server \
-            certificate are made under --keys-dir on first start; clients trust sandbox-ca.pem. \
-            Every AuthKey_*.json in --keys-dir (from `herald keys apns`) is registered, with an \
-            app per --app. SIGTERM or SIGINT shuts down gracefully (GOAWAY Shutdown).
+            The FCM listener (HTTP/2 or HTTP/1.1 over TLS) answers messages:send as FCM HTTP v1 \
+            does and exchanges service-account assertions for access tokens at /token. The control \
+            API (HTTP/1.1 and WebSocket) registers apps, keys, service accounts and devices, \
+            injects faults and shows what was received; see docs/sandbox.md. The development CA \
+            and server certificate are made under --keys-dir on first start; clients trust \
+            sandbox-ca.pem. Every AuthKey_*.json in --keys-dir (from `herald keys apns`) is \
+            registered, with an app per --app and a service account per --service-account. \
+            SIGTERM or SIGINT shuts down gracefully (GOAWAY Shutdown).
             """
     )
 
@@ -30,6 +35,9 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("control-port"), help: "The control and device port (HTTP/1.1, WebSocket); 0 picks one.")
     var controlPort: Int = 2198
 
+    @Option(name: .customLong("fcm-port"), help: "The FCM port (messages:send and /token, HTTP/2 + TLS); 0 picks one.")
+    var fcmPort: Int = 2196
+
     @Option(
         name: .customLong("keys-dir"),
         help: "Where the TLS files live (made when missing) and AuthKey_*.json are read."
@@ -38,12 +46,23 @@ struct SandboxCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("config"),
-        help: "A JSON file with {\"apps\": [...], \"keys\": [...]} to register at start."
+        help: "A JSON file with {\"apps\": [...], \"keys\": [...], \"service_accounts\": [...]} to register at start."
     )
     var configurationFile: String?
 
     @Option(name: .customLong("app"), help: "Register an app, as BUNDLE_ID:TEAM_ID (repeatable).")
     var apps: [String] = []
+
+    @Option(
+        name: .customLong("service-account"),
+        help: ArgumentHelp(
+            "Register a service account from a JSON file (repeatable).",
+            discussion: "A Google service-account key file (its public key is derived from private_key) or "
+                + "{\"client_email\", \"private_key_id\", \"project_id\", \"public_key_pem\"}.",
+            valueName: "path"
+        )
+    )
+    var serviceAccountFiles: [String] = []
 
     @Option(name: .customLong("max-concurrent-streams"), help: "Streams per connection after a valid provider token.")
     var maxConcurrentStreams: Int = 1000
@@ -79,7 +98,7 @@ struct SandboxCommand: AsyncParsableCommand {
     var logLevel: String = "info"
 
     func validate() throws {
-        for port in [apnsPort, controlPort] where !(0...65_535).contains(port) {
+        for port in [apnsPort, controlPort, fcmPort] where !(0...65_535).contains(port) {
             throw ValidationError("ports must be between 0 and 65535")
         }
         guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
@@ -115,6 +134,8 @@ struct SandboxCommand: AsyncParsableCommand {
             let endpoints = try await sandbox.endpoints()
             print("herald sandbox")
             print("  APNs         \(endpoints.apnsURL)   (HTTP/2 + TLS, trust \(endpoints.caCertificatePath))")
+            print("  FCM          \(endpoints.fcmURL)   (HTTP/2 + TLS, /v1/projects/{project}/messages:send)")
+            print("  FCM tokens   \(endpoints.tokenURL)   (a service account's token_uri)")
             print("  control API  \(endpoints.controlURL)/sandbox   (docs/sandbox.md)")
             print(
                 "  apps         \(configuration.apps.map { "\($0.bundleID) (team \($0.teamID))" }.joined(separator: ", "))"
@@ -122,6 +143,8 @@ struct SandboxCommand: AsyncParsableCommand {
             print(
                 "  keys         \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))"
             )
+            let accounts = configuration.serviceAccounts.map { "\($0.clientEmail) (project \($0.projectID))" }
+            print("  accounts     \(accounts.joined(separator: ", "))")
             fflush(nil)
             try await tasks.next()
         }
@@ -133,6 +156,7 @@ struct SandboxCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.apnsPort = apnsPort
         configuration.controlPort = controlPort
+        configuration.fcmPort = fcmPort
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.providerTokenUpdateInterval = .seconds(tokenUpdateInterval)
         configuration.providerTokenMaxAge = .seconds(tokenMaxAge)
@@ -144,6 +168,14 @@ struct SandboxCommand: AsyncParsableCommand {
             let file = try SandboxConfigurationFile.load(path: configurationFile)
             configuration.apps += file.apps ?? []
             configuration.keys += file.keys ?? []
+            configuration.serviceAccounts += file.serviceAccounts ?? []
+        }
+        for path in serviceAccountFiles {
+            do {
+                configuration.serviceAccounts.append(try SandboxServiceAccount.load(path: path))
+            } catch {
+                throw ValidationError("--service-account \(path): \(error)")
+            }
         }
         let keyFiles = (try? FileManager.default.contentsOfDirectory(atPath: keysDirectory)) ?? []
         for name in keyFiles.sorted() where name.hasPrefix("AuthKey_") && name.hasSuffix(".json") {

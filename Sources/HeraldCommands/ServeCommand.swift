@@ -2,6 +2,9 @@ import ArgumentParser
 import Foundation
 import HeraldAPNs
 import HeraldCrypto
+import HeraldFCM
+import HeraldFCMCore
+import HeraldProvider
 import HeraldRelay
 import HeraldRelayHTTP
 import HeraldRelayProvider
@@ -71,6 +74,27 @@ struct ServeCommand: AsyncParsableCommand {
     var apnsConnections: Int?
 
     @Option(
+        name: .customLong("fcm-service-account"),
+        help: """
+            A Google service-account JSON file for Android pushes (HERALD_FCM_SERVICE_ACCOUNT); in \
+            sandbox mode keys/fcm-service-account.json is made and used when omitted.
+            """
+    )
+    var fcmServiceAccount: String?
+
+    @Option(name: .customLong("fcm-url"), help: "Another FCM endpoint. (HERALD_FCM_URL)")
+    var fcmURL: String?
+
+    @Option(name: .customLong("fcm-ca"), help: "A CA certificate (PEM) to trust for --fcm-url. (HERALD_FCM_CA)")
+    var fcmCA: String?
+
+    @Option(
+        name: .customLong("sandbox-fcm-port"),
+        help: "The in-process sandbox's FCM port (messages:send and /token); 0 picks one. (default 2196)"
+    )
+    var sandboxFCMPort: Int = 2196
+
+    @Option(
         name: .customLong("sandbox-apns-port"),
         help: "The in-process sandbox's APNs port; 0 picks one. (default 2197)"
     )
@@ -83,7 +107,7 @@ struct ServeCommand: AsyncParsableCommand {
     var sandboxControlPort: Int = 2198
 
     func validate() throws {
-        for port in [sandboxAPNsPort, sandboxControlPort] where !(0...65_535).contains(port) {
+        for port in [sandboxAPNsPort, sandboxControlPort, sandboxFCMPort] where !(0...65_535).contains(port) {
             throw ValidationError("sandbox ports must be between 0 and 65535")
         }
         if let apnsConnections, !(1...64).contains(apnsConnections) {
@@ -127,21 +151,29 @@ struct ServeCommand: AsyncParsableCommand {
                 tokenCache: (options.data as NSString).appendingPathComponent("provider-token")
             )
             let (client, _) = try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+            let fcmSettings = fcmSettings(file: options.file.fcm)
+            let fcmClient = try fcmSettings?.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
             let runtime = RelayRuntime(
                 options: options,
                 store: store,
                 masterKey: masterKey,
                 apiKey: apiKey,
-                sender: InProcessPushSender(client: client),
+                sender: InProcessPushSender(stage: ProviderStage(apns: client, fcm: fcmClient)),
+                platforms: fcmClient == nil ? [.ios] : [.ios, .android],
                 registry: registry,
                 logger: logger
             )
             _ = try await options.registerApps(with: runtime.relay, defaultTeam: team)
             let apps = try await store.apps()
-            try await runtime.run(extraServices: [client]) { port in
+            try await runtime.run(extraServices: [client] + (fcmClient.map { [$0] } ?? [])) { port in
                 print("herald serve")
                 runtime.printCommon(port: port, apps: apps, apiKeySource: apiKeySource, masterSource: masterSource)
                 print("  APNs         \(url) (key \(settings.resolvedKeyID ?? "?"), team \(team))")
+                if let fcmSettings, let fcmClient {
+                    print("  FCM          \(fcmSettings.url) (project \(fcmClient.projectID))")
+                } else {
+                    print("  FCM          off: Android devices are skipped (no --fcm-service-account)")
+                }
             }
             return
         }
@@ -154,9 +186,21 @@ struct ServeCommand: AsyncParsableCommand {
         sandboxConfiguration.host = "127.0.0.1"
         sandboxConfiguration.apnsPort = sandboxAPNsPort
         sandboxConfiguration.controlPort = sandboxControlPort
+        sandboxConfiguration.fcmPort = sandboxFCMPort
         sandboxConfiguration.keys = [
             SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
         ]
+        let accountPath =
+            try fcmServiceAccount ?? ServeEnvironment.string("HERALD_FCM_SERVICE_ACCOUNT") ?? options.file.fcm?
+            .serviceAccount
+            ?? Self.developmentServiceAccount(in: options.keysDir)
+        let account: FCMServiceAccount
+        do {
+            account = try FCMServiceAccount.load(path: accountPath)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(account)]
         let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
         let sandboxGroup = ServiceGroup(
             configuration: .init(services: [.init(service: sandbox)], gracefulShutdownSignals: [], logger: logger)
@@ -173,12 +217,18 @@ struct ServeCommand: AsyncParsableCommand {
                 connections: apnsConnections ?? file?.connections ?? 2
             )
             let (client, _) = try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+            let fcmClient = try FCMSettings(
+                serviceAccount: accountPath,
+                url: endpoints.fcmURL,
+                caFile: endpoints.caCertificatePath,
+                tokenURI: endpoints.tokenURL
+            ).makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
             let runtime = RelayRuntime(
                 options: options,
                 store: store,
                 masterKey: masterKey,
                 apiKey: apiKey,
-                sender: InProcessPushSender(client: client),
+                sender: InProcessPushSender(stage: ProviderStage(apns: client, fcm: fcmClient)),
                 registry: registry,
                 logger: logger,
                 // The sandbox stands in for Apple with the development key: every app is the
@@ -196,12 +246,15 @@ struct ServeCommand: AsyncParsableCommand {
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
             }
             do {
-                try await runtime.run(extraServices: [client]) { port in
+                try await runtime.run(extraServices: [client, fcmClient]) { port in
                     print("herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)")
                     runtime.printCommon(port: port, apps: shown, apiKeySource: apiKeySource, masterSource: masterSource)
-                    print("  sandbox      APNs \(endpoints.apnsURL)   control \(endpoints.controlURL)/sandbox")
+                    print(
+                        "  sandbox      APNs \(endpoints.apnsURL)   FCM \(endpoints.fcmURL)   control \(endpoints.controlURL)/sandbox"
+                    )
                     print("  sandbox CA   \(endpoints.caCertificatePath)")
                     print("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")
+                    print("  FCM account  \(account.clientEmail) (project \(account.projectID), \(accountPath))")
                 }
             } catch {
                 await sandboxGroup.triggerGracefulShutdown()
@@ -210,6 +263,33 @@ struct ServeCommand: AsyncParsableCommand {
             await sandboxGroup.triggerGracefulShutdown()
             try await tasks.next()
         }
+    }
+
+    /// The FCM settings from flags, environment and configuration file, if any.
+    func fcmSettings(file: ServeConfigurationFile.FCM?) -> FCMSettings? {
+        guard
+            let account = fcmServiceAccount ?? ServeEnvironment.string("HERALD_FCM_SERVICE_ACCOUNT")
+                ?? file?.serviceAccount
+        else { return nil }
+        return FCMSettings(
+            serviceAccount: account,
+            url: fcmURL ?? ServeEnvironment.string("HERALD_FCM_URL") ?? file?.url ?? FCMClientConfiguration.googleURL,
+            caFile: fcmCA ?? ServeEnvironment.string("HERALD_FCM_CA") ?? file?.ca
+        )
+    }
+
+    /// keys/fcm-service-account.json, made when there is none.
+    static func developmentServiceAccount(in directory: String) throws -> String {
+        let path = KeysCommand.FCM.path(in: directory)
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = try KeysCommand.FCM.make(
+                in: directory,
+                projectID: "herald-sandbox",
+                tokenURI: "https://127.0.0.1:2196/token",
+                overwrite: false
+            )
+        }
+        return path
     }
 
     /// The first AuthKey_*.json under `directory`, made when there is none.
@@ -243,6 +323,7 @@ struct RelayRuntime: Sendable {
         masterKey: MasterKey,
         apiKey: String,
         sender: any PushSender,
+        platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases),
         registry: PrometheusCollectorRegistry,
         logger: Logger,
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in }
@@ -256,8 +337,10 @@ struct RelayRuntime: Sendable {
         self.options = options
         self.store = store
         self.dispatcher = dispatcher
+        var configuration = options.relayConfiguration
+        configuration.platforms = platforms
         self.relay = Relay(
-            configuration: options.relayConfiguration,
+            configuration: configuration,
             store: store,
             masterKey: masterKey,
             logger: logger,

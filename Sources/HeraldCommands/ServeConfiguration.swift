@@ -71,6 +71,19 @@ struct ServeConfigurationFile: Codable, Sendable {
         }
     }
 
+    /// The FCM sender (Android pushes).
+    struct FCM: Codable, Sendable {
+        /// A Google service-account JSON file.
+        var serviceAccount: String?
+        var url: String?
+        var ca: String?
+
+        enum CodingKeys: String, CodingKey {
+            case serviceAccount = "service_account"
+            case url, ca
+        }
+    }
+
     /// Chat background semantics.
     struct Chat: Codable, Sendable {
         /// Seconds before the first push after a chat disconnect; 0 pushes at once.
@@ -90,6 +103,7 @@ struct ServeConfigurationFile: Codable, Sendable {
     var keysDir: String?
     var apps: [AppRecord]?
     var apns: APNs?
+    var fcm: FCM?
     var provider: Provider?
     var dispatcher: Dispatcher?
     var presenceTTL: Int?
@@ -101,7 +115,7 @@ struct ServeConfigurationFile: Codable, Sendable {
     enum CodingKeys: String, CodingKey {
         case host, port, data
         case keysDir = "keys_dir"
-        case apps, apns, provider, dispatcher
+        case apps, apns, fcm, provider, dispatcher
         case presenceTTL = "presence_ttl"
         case messageRetention = "message_retention"
         case durable, adapters, chat

@@ -3,15 +3,16 @@ import AsyncHTTPClient
 import Foundation
 import HeraldDevice
 import HeraldRelay
+import HeraldStore
 import Logging
 import NIOCore
 
-/// `herald simulate messaging|telephony`: the two flows end to end, with a timeline.
+/// `herald simulate messaging|telephony|android`: the flows end to end, with a timeline.
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
-        abstract: "Play the messaging or the telephony flow end to end and print its timeline.",
-        subcommands: [Messaging.self, Telephony.self]
+        abstract: "Play the messaging, telephony or Android messaging flow end to end and print its timeline.",
+        subcommands: [Messaging.self, Telephony.self, Android.self]
     )
 
     /// Options both flows take.
@@ -62,6 +63,33 @@ struct SimulateCommand: AsyncParsableCommand {
                 try await Simulation.messaging(phone: phone, backend: backend, clock: clock)
             }
             try Simulation.finish(timeline, options: options, title: "Herald: messaging flow")
+        }
+    }
+
+    struct Android: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "android",
+            abstract: "The messaging flow on Android: a late FCM token, three data messages opened by the app, a tap.",
+            discussion: """
+                An Android phone starts before Firebase hands out its registration token (the SDK \
+                session is stopped, recreated and started when it arrives), goes to the background, \
+                and an agent sends three messages over ten simulated minutes. Each becomes an FCM \
+                data message (priority HIGH, string values only, the content sealed); the app's \
+                messaging service opens it with the app-group key and shows sender and text; the \
+                user taps the last.
+                """
+        )
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let timeline = try await Simulation.run(options: options, flow: "android", platform: .android) {
+                phone,
+                backend,
+                clock in
+                try await Simulation.messaging(phone: phone, backend: backend, clock: clock)
+            }
+            try Simulation.finish(timeline, options: options, title: "Herald: Android messaging flow")
         }
     }
 
@@ -116,18 +144,19 @@ struct SimulatedBackend: Sendable {
         return try JSONDecoder().decode(PushStatusView.self, from: Data(bytes.readableBytesView))
     }
 
-    /// Records, at the relay's own time, when APNs (the sandbox) accepted a push.
-    func recordAccepted(_ pushID: String, pushType: String, topic: String?) async throws {
+    /// Records, at the relay's own time, when APNs or FCM (the sandbox) accepted a push.
+    func recordAccepted(_ pushID: String, pushType: String, topic: String?, network: String = "apns") async throws {
         let status = try await self.status(pushID)
         guard let accepted = status.history.first(where: { $0.state == .delivered }) else { return }
         timeline.record(
             "relay",
-            "apns",
-            "push accepted by APNs",
+            network,
+            "push accepted by \(network == "fcm" ? "FCM" : "APNs")",
             pushType: pushType,
-            priority: status.priority,
+            // FCM has no APNs priority: the provider sends both kinds as HIGH.
+            priority: network == "fcm" ? nil : status.priority,
             topic: topic,
-            detail: "apns-id \(status.apnsID)",
+            detail: network == "fcm" ? "push id \(status.pushID)" : "apns-id \(status.apnsID)",
             at: accepted.at
         )
     }
@@ -137,7 +166,12 @@ enum Simulation {
     typealias Flow = @Sendable (EmulatedPhone, SimulatedBackend, SimulatedClock) async throws -> Void
 
     /// Sets up (or reaches) relay and sandbox, a phone and a backend, and plays `flow`.
-    static func run(options: SimulateCommand.Options, flow: String, _ body: @escaping Flow) async throws -> Timeline {
+    static func run(
+        options: SimulateCommand.Options,
+        flow: String,
+        platform: DevicePlatform = .ios,
+        _ body: @escaping Flow
+    ) async throws -> Timeline {
         var logger = Logger(label: "herald.simulate")
         logger.logLevel = .critical
         let clock = SimulatedClock()
@@ -164,8 +198,9 @@ enum Simulation {
                     bundleID: endpoints.bundleID,
                     storeDirectory: store
                 )
-                if flow == "messaging" {
-                    // iOS is slow to hand out tokens: the SDK restarts as each arrives.
+                configuration.platform = platform
+                if flow != "telephony" {
+                    // Tokens come late: the SDK restarts as each arrives.
                     configuration.messagingTokenDelay = .milliseconds(600)
                     configuration.voipTokenDelay = .milliseconds(1200)
                 }
@@ -183,9 +218,10 @@ enum Simulation {
                 )
                 try await phone.launch()
                 defer { phone.shutdown() }
-                try await phone.wait("a session started with both push tokens") { phone in
+                try await phone.wait("a session started with every push token") { phone in
                     guard let session = phone.session else { return false }
-                    return session.isStarted && session.tokens.messaging != nil && session.tokens.voip != nil
+                    return session.isStarted && session.tokens.messaging != nil
+                        && (platform == .android || session.tokens.voip != nil)
                 }
                 try await body(phone, backend, clock)
             }
@@ -233,8 +269,14 @@ enum Simulation {
                 detail: "message \(index + 1) of 3 at minute \(at), \(receipt.pushes.count) push(es)"
             )
             try await phone.wait("notification \(index + 1)") { $0.notifications.count >= index + 1 }
+            let android = phone.configuration.platform == .android
             for push in receipt.pushes {
-                try await backend.recordAccepted(push.pushID, pushType: "alert", topic: phone.configuration.bundleID)
+                try await backend.recordAccepted(
+                    push.pushID,
+                    pushType: android ? "fcm" : "alert",
+                    topic: phone.configuration.bundleID,
+                    network: android ? "fcm" : "apns"
+                )
             }
         }
         if let last = phone.notifications.last {
@@ -277,10 +319,10 @@ enum Simulation {
             print("sequence diagram written to \(path)")
         }
         let events = timeline.all
-        let pushes = events.filter { $0.step == "push delivered" }
+        let pushes = events.filter { $0.step == "push delivered" || $0.step == "data message delivered" }
         print(
             "\(title): \(events.count) steps, \(pushes.count) push(es) delivered "
-                + "(\(pushes.map { "\($0.pushType ?? "?") p\($0.priority ?? 0)" }.joined(separator: ", ")))"
+                + "(\(pushes.map { "\($0.pushType ?? "?")\($0.priority.map { " p\($0)" } ?? "")" }.joined(separator: ", ")))"
         )
     }
 }

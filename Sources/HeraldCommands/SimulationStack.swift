@@ -3,6 +3,9 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCrypto
+import HeraldFCM
+import HeraldFCMCore
+import HeraldProvider
 import HeraldRelay
 import HeraldRelayHTTP
 import HeraldRelayProvider
@@ -34,7 +37,7 @@ struct SimulationEndpoints: Sendable {
     var bundleID: String
 }
 
-/// Sandbox, provider and relay in this process, on loopback ports the system picks, in a
+/// Sandbox (APNs and FCM), provider and relay in this process, on loopback ports the system picks, in a
 /// temporary directory: what `herald simulate` runs against when no URLs are given.
 enum SimulationStack {
     static let bundleID = "com.example.herald"
@@ -54,6 +57,12 @@ enum SimulationStack {
         )
         sandboxConfiguration.apnsPort = 0
         sandboxConfiguration.controlPort = 0
+        sandboxConfiguration.fcmPort = 0
+        let (fcmAccount, _) = try FCMServiceAccount.generate(
+            projectID: "herald-simulate",
+            tokenURI: "https://unused/token"
+        )
+        sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(fcmAccount)]
         sandboxConfiguration.apps = [SandboxApp(bundleID: bundleID, teamID: teamID)]
         sandboxConfiguration.keys = [
             SandboxKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
@@ -71,13 +80,19 @@ enum SimulationStack {
                 now: { Int64(Date().timeIntervalSince1970) }
             )
             let client = try APNsClient(configuration: clientConfiguration, tokens: tokens, logger: logger)
+            var account = fcmAccount
+            account.tokenURI = endpoints.tokenURL
+            var fcmConfiguration = FCMClientConfiguration(account: account)
+            fcmConfiguration.baseURL = endpoints.fcmURL
+            fcmConfiguration.caCertificatePath = endpoints.caCertificatePath
+            let fcmClient = try FCMClient(configuration: fcmConfiguration, logger: logger)
             let store = try SQLiteStore(
                 configuration: .init(path: directory + "/data/herald.sqlite"),
                 logger: logger
             )
             let dispatcher = Dispatcher(
                 store: store,
-                sender: InProcessPushSender(client: client),
+                sender: InProcessPushSender(stage: ProviderStage(apns: client, fcm: fcmClient)),
                 logger: logger,
                 now: { clock.now() }
             )
@@ -99,7 +114,7 @@ enum SimulationStack {
                 onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
                 logger: logger
             )
-            let relayGroup = ServiceGroup(services: [client, dispatcher, app], logger: logger)
+            let relayGroup = ServiceGroup(services: [client, fcmClient, dispatcher, app], logger: logger)
             tasks.addTask { try await relayGroup.run() }
             var iterator = ports.stream.makeAsyncIterator()
             let port = await iterator.next() ?? 0

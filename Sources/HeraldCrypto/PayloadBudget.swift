@@ -9,6 +9,8 @@ public struct PayloadBudget: Sendable, Hashable {
     public static let apnsAlert = PayloadBudget(bodyLimit: 4096)
     /// APNs limit for VoIP pushes.
     public static let apnsVoIP = PayloadBudget(bodyLimit: 5120)
+    /// FCM's limit on a data message, counted over its keys and values.
+    public static let fcmData = PayloadBudget(bodyLimit: 4096)
 
     /// The largest body the push network accepts, in bytes.
     public let bodyLimit: Int

@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
 public import HeraldRelay
+public import HeraldStore
 import NIOCore
 import NIOHTTP1
 
@@ -123,10 +124,12 @@ public struct DeviceHTTP: Sendable {
         sandbox: String,
         bundleID: String,
         messagingDelay: Duration,
-        voipDelay: Duration
+        voipDelay: Duration,
+        platform: DevicePlatform = .ios
     ) async throws -> String {
         struct Request: Encodable {
             var bundle_id: String
+            var platform: String
             var messaging_token_delay_ms: Int64
             var voip_token_delay_ms: Int64
         }
@@ -138,6 +141,7 @@ public struct DeviceHTTP: Sendable {
             sandbox + "/sandbox/devices",
             body: Request(
                 bundle_id: bundleID,
+                platform: platform.rawValue,
                 messaging_token_delay_ms: messagingDelay.components.seconds * 1000
                     + messagingDelay.components.attoseconds / 1_000_000_000_000_000,
                 voip_token_delay_ms: voipDelay.components.seconds * 1000

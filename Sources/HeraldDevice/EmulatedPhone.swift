@@ -15,7 +15,11 @@ public struct PhoneConfiguration: Sendable {
     /// What the app's backend login stands for: the relay's API key, used for the activation.
     public var apiKey: String
     public var userID: String
+    /// The bundle id (iOS) or package name (Android).
     public var bundleID: String
+    /// iOS (APNs: messaging and VoIP tokens, the extension, PushKit and CallKit) or Android (one
+    /// FCM token, data messages opened by the app's messaging service, an incoming-call screen).
+    public var platform: DevicePlatform = .ios
     /// The app-group container.
     public var storeDirectory: String
     /// How long iOS takes to hand out each token (the sandbox holds them back this long).
@@ -85,7 +89,7 @@ public final class SDKSession: Sendable {
                 ActivationRequest(
                     userID: configuration.userID,
                     app: configuration.bundleID,
-                    platform: .ios,
+                    platform: configuration.platform,
                     publicKey: keys.publicKey.base64,
                     messagingToken: tokens.messaging,
                     voipToken: tokens.voip
@@ -121,9 +125,10 @@ public final class SDKSession: Sendable {
     }
 }
 
-/// One emulated iPhone with the vendor SDK: tokens from the sandbox with iOS's delays, the
-/// late-token rule, the app-group store, the Notification Service Extension, PushKit and CallKit,
-/// and the notification center.
+/// One emulated phone with the vendor SDK: tokens from the sandbox with the system's delays, the
+/// late-token rule, the app-group store and the notification center; on iOS the Notification
+/// Service Extension, PushKit and CallKit, on Android the app's FCM messaging service and its
+/// incoming-call screen.
 public final class EmulatedPhone: Sendable {
     public let configuration: PhoneConfiguration
     public let store: AppGroupStore
@@ -131,6 +136,8 @@ public final class EmulatedPhone: Sendable {
     public let callKit: CallKitEmulator
     public let pushKit: PushKitEmulator
     public let serviceExtension: NotificationServiceEmulator
+    /// The Android app's messaging service (Android mode).
+    public let messagingService: FirebaseMessagingServiceEmulator
     let http: DeviceHTTP
     private let logger: Logger
 
@@ -154,7 +161,10 @@ public final class EmulatedPhone: Sendable {
         self.timeline = timeline
         self.http = DeviceHTTP(http: http)
         self.logger = logger
-        callKit = CallKitEmulator(timeline: timeline)
+        callKit =
+            configuration.platform == .ios
+            ? CallKitEmulator(timeline: timeline)
+            : CallKitEmulator(timeline: timeline, reporter: "fcm-service", screen: "call-screen")
         pushKit = PushKitEmulator(callKit: callKit, violationLimit: configuration.violationLimit, timeline: timeline)
         let clock: @Sendable () -> Int64 = { timeline.time }
         serviceExtension = NotificationServiceEmulator(
@@ -163,7 +173,11 @@ public final class EmulatedPhone: Sendable {
             delay: configuration.extensionDelay,
             now: clock
         )
+        messagingService = FirebaseMessagingServiceEmulator(store: store, now: clock)
     }
+
+    /// The push network as the timeline names it.
+    var network: String { configuration.platform == .ios ? "apns" : "fcm" }
 
     // MARK: What the user and tests see
 
@@ -235,7 +249,7 @@ public final class EmulatedPhone: Sendable {
         timeline.record("user", "app", "app launched", detail: "persisted: \(store.tokens().summary)")
         let inputs = AsyncStream.makeStream(of: SandboxEvent?.self)
         try await perform(state.withLock { $0.machine.handle(.launched(persisted: store.tokens())) })
-        timeline.record("app", "apns", "token retrieval started")
+        timeline.record("app", network, "token retrieval started")
 
         let link = SandboxLink.events(sandbox: configuration.sandboxURL, deviceID: sandboxDevice, logger: logger)
         let timeout = configuration.tokenTimeout
@@ -244,7 +258,7 @@ public final class EmulatedPhone: Sendable {
                 do {
                     for try await event in link { inputs.continuation.yield(event) }
                 } catch {
-                    self.timeline.record("apns", "app", "device connection ended", detail: "\(error)")
+                    self.timeline.record(self.network, "app", "device connection ended", detail: "\(error)")
                 }
             }
             let timer = Task {
@@ -285,7 +299,8 @@ public final class EmulatedPhone: Sendable {
             sandbox: configuration.sandboxURL,
             bundleID: configuration.bundleID,
             messagingDelay: configuration.messagingTokenDelay,
-            voipDelay: configuration.voipTokenDelay
+            voipDelay: configuration.voipTokenDelay,
+            platform: configuration.platform
         )
         try? FileManager.default.removeItem(atPath: file)
         try SecretFile.write(Array((id + "\n").utf8), to: file, mode: 0o600)
@@ -297,11 +312,14 @@ public final class EmulatedPhone: Sendable {
         case nil:
             try await perform(state.withLock { $0.machine.handle(.retrievalTimedOut) })
         case .token(let kind, let value)?:
-            timeline.record("apns", "app", "\(kind == "voip" ? "VoIP" : "messaging") token received")
+            let name = kind == "voip" ? "VoIP" : configuration.platform == .android ? "FCM registration" : "messaging"
+            timeline.record(network, "app", "\(name) token received")
             let event: LateTokenMachine.Event = kind == "voip" ? .voipToken(value) : .messagingToken(value)
             try await perform(state.withLock { $0.machine.handle(event) })
         case .notification(let push)?:
             await receive(push)
+        case .fcmMessage(let message)?:
+            receive(message)
         }
         changed()
     }
@@ -381,6 +399,38 @@ public final class EmulatedPhone: Sendable {
             "notification shown",
             detail: Self.describe(shown)
         )
+    }
+
+    private func receive(_ message: DeliveredFCMMessage) {
+        let bytes = message.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        timeline.record(
+            "fcm",
+            "app",
+            "data message delivered",
+            pushType: "fcm",
+            topic: configuration.bundleID,
+            payloadBytes: bytes,
+            detail: "priority \(message.priority)" + (message.collapseKey.map { ", collapse key \($0)" } ?? "")
+        )
+        switch messagingService.onMessageReceived(message.data) {
+        case .notification(let shown, let opened, let diagnostic):
+            timeline.record(
+                "app",
+                "fcm-service",
+                opened ? "messaging service opened the sealed content" : "messaging service kept the generic content",
+                detail: diagnostic
+            )
+            if let diagnostic { record(diagnostic: diagnostic) }
+            state.withLock { $0.shown.append(shown) }
+            appendToLog(shown)
+            timeline.record("fcm-service", "notification-center", "notification shown", detail: Self.describe(shown))
+        case .call(let callID, let callerName, let video, let diagnostic):
+            timeline.record("app", "fcm-service", "messaging service opened the call", detail: diagnostic)
+            if let diagnostic { record(diagnostic: diagnostic) }
+            callKit.reportIncomingCall(callID: callID, callerName: callerName, video: video)
+        case .ignored(let why):
+            record(diagnostic: why)
+        }
     }
 
     private func appendToLog(_ notification: DisplayedNotification) {

@@ -43,6 +43,20 @@ public struct DisplayedNotification: Codable, Sendable, Hashable {
     }
 }
 
+extension DisplayedNotification {
+    /// Replaces the generic text with the opened message: the sender as title, the text as body
+    /// (a cut or empty text is fetched on tap).
+    mutating func show(_ message: MessageContent) {
+        title = message.senderName
+        if message.text.isEmpty {
+            fetchOnTap = true
+        } else {
+            body = message.truncated ? message.text + "…" : message.text
+            fetchOnTap = message.truncated
+        }
+    }
+}
+
 /// What became of one alert push on the phone.
 public struct ServiceExtensionResult: Sendable, Hashable {
     /// What is shown; nil for a push iOS shows nothing for (silent, badge-only).
@@ -137,35 +151,19 @@ public struct NotificationServiceEmulator: Sendable {
                 diagnostic: policy == "none" ? nil : "the push carries no sealed content"
             )
         }
-        guard let messageID = herald["message_id"] as? String, let registration = store.registration() else {
-            return failed(original, "the app-group store has no registration, or the push no message id")
+        guard let messageID = herald["message_id"] as? String else {
+            return failed(original, "the push carries no message id")
         }
-        let envelope: Envelope
-        do {
-            envelope = try Envelope(text: sealed)
-        } catch {
-            return failed(original, "the sealed content is not an envelope (\(error.identifier))")
-        }
-        guard let keys = store.sessionKeys(for: envelope.keyID) else {
-            return failed(original, "no key in the app-group store for key id \(envelope.keyID.hex)")
-        }
-        let context = EnvelopeContext(kind: .message, pushID: messageID, deviceID: registration.deviceID)
         let content: PushContent
         do {
-            content = try EnvelopeOpener(sessionKeys: [keys]).openContent(envelope, context: context)
+            content = try store.open(sealed: sealed, kind: .message, subjectID: messageID)
         } catch {
-            return failed(original, "the sealed content did not open (\(error.identifier))")
+            return failed(original, error.detail)
         }
         guard case .message(let message) = content else {
             return failed(original, "the sealed content is not a message")
         }
-        shown.title = message.senderName
-        if message.text.isEmpty {
-            shown.fetchOnTap = true
-        } else {
-            shown.body = message.truncated ? message.text + "…" : message.text
-            shown.fetchOnTap = message.truncated
-        }
+        shown.show(message)
         return ServiceExtensionResult(notification: shown, ranExtension: true, opened: true, diagnostic: nil)
     }
 

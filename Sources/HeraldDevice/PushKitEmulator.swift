@@ -2,7 +2,9 @@ import Foundation
 public import HeraldCrypto
 import Synchronization
 
-/// The system call UI: calls reported by the app ring, and the user answers or declines.
+/// The system call UI: calls reported by the app ring, and the user answers or declines. On iOS
+/// it is CallKit, told by the PushKit handler; on Android, the incoming-call screen the app's
+/// messaging service raises (a full-screen notification).
 public final class CallKitEmulator: Sendable {
     /// Where a call is.
     public enum CallState: String, Sendable, Hashable, Codable {
@@ -21,20 +23,27 @@ public final class CallKitEmulator: Sendable {
 
     private let state = Mutex<(calls: [String: Call], order: [String], reports: Int)>(([:], [], 0))
     private let timeline: Timeline?
+    private let reporter: String
+    private let screen: String
 
-    public init(timeline: Timeline? = nil) {
+    /// - Parameters:
+    ///   - reporter: who reports calls, as the timeline names it (`pushkit`, `fcm-service`).
+    ///   - screen: the call UI, as the timeline names it (`callkit`, `call-screen`).
+    public init(timeline: Timeline? = nil, reporter: String = "pushkit", screen: String = "callkit") {
         self.timeline = timeline
+        self.reporter = reporter
+        self.screen = screen
     }
 
-    /// `CXProvider.reportNewIncomingCall`: the phone rings.
+    /// `CXProvider.reportNewIncomingCall` (Android: the incoming-call screen): the phone rings.
     public func reportIncomingCall(callID: String, callerName: String, video: Bool) {
         state.withLock { state in
             if state.calls[callID] == nil { state.order.append(callID) }
             state.calls[callID] = Call(callID: callID, callerName: callerName, video: video, state: .ringing)
             state.reports += 1
         }
-        timeline?.record("pushkit", "callkit", "incoming call reported", detail: "\(callerName) is calling")
-        timeline?.record("callkit", "user", "phone rings", detail: callerName + (video ? " (video)" : ""))
+        timeline?.record(reporter, screen, "incoming call reported", detail: "\(callerName) is calling")
+        timeline?.record(screen, "user", "phone rings", detail: callerName + (video ? " (video)" : ""))
     }
 
     /// The user answers; false when no such call rings.
@@ -51,7 +60,7 @@ public final class CallKitEmulator: Sendable {
             state.calls[callID]?.state = next
             return true
         }
-        if settled { timeline?.record("user", "callkit", step, detail: "call \(callID)") }
+        if settled { timeline?.record("user", screen, step, detail: "call \(callID)") }
         return settled
     }
 
@@ -148,14 +157,7 @@ public final class PushKitEmulator: Sendable {
             let herald = object["herald"] as? [String: Any],
             let sealed = herald["sealed"] as? String,
             let callID = herald["call_id"] as? String,
-            let registration = store.registration(),
-            let envelope = try? Envelope(text: sealed),
-            let keys = store.sessionKeys(for: envelope.keyID),
-            let content = try? EnvelopeOpener(sessionKeys: [keys]).openContent(
-                envelope,
-                context: EnvelopeContext(kind: .call, pushID: callID, deviceID: registration.deviceID)
-            ),
-            case .call(let call) = content
+            case .call(let call) = try? store.open(sealed: sealed, kind: .call, subjectID: callID)
         else { return nil }
         return call
     }

@@ -8,6 +8,8 @@ public enum SandboxEvent: Sendable, Hashable {
     case token(kind: String, value: String)
     /// A push arrived.
     case notification(DeliveredPush)
+    /// An FCM data message arrived (Android).
+    case fcmMessage(DeliveredFCMMessage)
 }
 
 /// A push as the phone receives it.
@@ -78,6 +80,18 @@ public enum SandboxLink {
                     pushType: push["push_type"] as? String ?? "alert",
                     priority: push["priority"] as? Int ?? 10,
                     payload: payload
+                )
+            )
+        case "fcm_message":
+            guard let message = object["message"] as? [String: Any],
+                let data = message["data"] as? [String: String]
+            else { return nil }
+            return .fcmMessage(
+                DeliveredFCMMessage(
+                    name: message["name"] as? String ?? "",
+                    data: data,
+                    priority: message["priority"] as? String ?? "NORMAL",
+                    collapseKey: message["collapse_key"] as? String
                 )
             )
         default:

@@ -78,7 +78,10 @@ public struct FCMMessage: Sendable, Hashable, Codable {
             throw FCMValidationError(field: "message", "exactly one of token, topic or condition must be set")
         }
         if let token, token.isEmpty || !token.utf8.allSatisfy(Self.isTokenByte) {
-            throw FCMValidationError(field: "message.token", "The registration token is not a valid FCM registration token")
+            throw FCMValidationError(
+                field: "message.token",
+                "The registration token is not a valid FCM registration token"
+            )
         }
         for key in (data ?? [:]).keys {
             let lowered = key.lowercased()
@@ -96,7 +99,10 @@ public struct FCMMessage: Sendable, Hashable, Codable {
         }
         if let ttl = android?.ttl {
             guard let seconds = Self.seconds(ttl: ttl) else {
-                throw FCMValidationError(field: "message.android.ttl", "Invalid value at 'message.android.ttl' (\(ttl))")
+                throw FCMValidationError(
+                    field: "message.android.ttl",
+                    "Invalid value at 'message.android.ttl' (\(ttl))"
+                )
             }
             guard seconds <= Self.maximumTTLSeconds else {
                 throw FCMValidationError(field: "message.android.ttl", "TTL cannot be longer than 28 days")

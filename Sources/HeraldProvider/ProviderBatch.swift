@@ -1,26 +1,41 @@
 public import HeraldAPNs
 public import HeraldAPNsCore
 
+/// The push network a push goes through.
+public enum ProviderNetwork: String, Sendable, Codable, Hashable {
+    case apns
+    case fcm
+}
+
 /// One push in a batch sent to `herald provider` (`POST /v1/push/batch`).
 public struct ProviderPush: Sendable, Codable, Hashable {
     /// The caller's id for this push, echoed in its result.
     public var id: String
+    /// `apns` (the default) or `fcm`.
+    public var network: ProviderNetwork
+    /// The APNs device token, or the FCM registration token.
     public var deviceToken: String
+    /// The APNs topic; for FCM, the app's package name (informational).
     public var topic: String
-    public var pushType: APNsPushType
+    /// Required for APNs; ignored for FCM.
+    public var pushType: APNsPushType?
+    /// APNs: 10, 5 or 1. FCM: 10 and 5 (user-visible) are `HIGH`, 1 (background) is `NORMAL`.
     public var priority: Int
+    /// Seconds since the epoch: `apns-expiration`, or the end of FCM's `android.ttl`.
     public var expiration: Int64?
+    /// `apns-collapse-id`, or FCM's `collapse_key`.
     public var collapseID: String?
-    /// Kept across retries; made by the provider when absent.
+    /// Kept across retries; made by the provider when absent (APNs only).
     public var apnsID: String?
-    /// The APNs JSON body, as text.
+    /// The APNs JSON body as text; for FCM, the data: a JSON object of strings, as text.
     public var payload: String
 
     public init(
         id: String,
+        network: ProviderNetwork = .apns,
         deviceToken: String,
         topic: String,
-        pushType: APNsPushType,
+        pushType: APNsPushType?,
         priority: Int,
         expiration: Int64? = nil,
         collapseID: String? = nil,
@@ -28,6 +43,7 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         payload: String
     ) {
         self.id = id
+        self.network = network
         self.deviceToken = deviceToken
         self.topic = topic
         self.pushType = pushType
@@ -39,7 +55,7 @@ public struct ProviderPush: Sendable, Codable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id
+        case id, network
         case deviceToken = "device_token"
         case topic
         case pushType = "push_type"
@@ -47,6 +63,20 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         case collapseID = "collapse_id"
         case apnsID = "apns_id"
         case payload
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        network = try container.decodeIfPresent(ProviderNetwork.self, forKey: .network) ?? .apns
+        deviceToken = try container.decode(String.self, forKey: .deviceToken)
+        topic = try container.decode(String.self, forKey: .topic)
+        pushType = try container.decodeIfPresent(APNsPushType.self, forKey: .pushType)
+        priority = try container.decode(Int.self, forKey: .priority)
+        expiration = try container.decodeIfPresent(Int64.self, forKey: .expiration)
+        collapseID = try container.decodeIfPresent(String.self, forKey: .collapseID)
+        apnsID = try container.decodeIfPresent(String.self, forKey: .apnsID)
+        payload = try container.decode(String.self, forKey: .payload)
     }
 }
 
@@ -71,6 +101,10 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
     public var status: Int?
     /// For a dead token (410): when APNs learned it, in milliseconds since the epoch.
     public var timestamp: Int64?
+    /// For `retry_later`: seconds the push network asked to wait (FCM's `Retry-After`).
+    public var retryAfter: Int64?
+    /// For a delivered FCM message: FCM's message name.
+    public var name: String?
 
     public init(
         outcome: String,
@@ -79,7 +113,9 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
         uniqueID: String? = nil,
         reason: String? = nil,
         status: Int? = nil,
-        timestamp: Int64? = nil
+        timestamp: Int64? = nil,
+        retryAfter: Int64? = nil,
+        name: String? = nil
     ) {
         self.outcome = outcome
         self.id = id
@@ -88,6 +124,8 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
         self.reason = reason
         self.status = status
         self.timestamp = timestamp
+        self.retryAfter = retryAfter
+        self.name = name
     }
 
     /// The wire form of a client result.
@@ -124,6 +162,8 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
         case apnsID = "apns_id"
         case uniqueID = "unique_id"
         case reason, status, timestamp
+        case retryAfter = "retry_after"
+        case name
     }
 }
 

@@ -5,18 +5,26 @@ public import Hummingbird
 import NIOCore
 
 /// `herald provider` over HTTP: relays post batches of pushes, authenticated with a bearer
-/// secret, and get each push's outcome back. The same `APNsClient` runs in-process when the relay
-/// uses it directly.
+/// secret, and get each push's outcome back (APNs and FCM pushes alike). The same
+/// `ProviderStage` runs in-process when the relay uses it directly.
 public enum ProviderHTTPService {
     /// The most pushes in one batch.
     public static let maximumBatch = 1_000
 
-    /// The routes, under `/v1`, plus `/health`.
+    /// The routes for an APNs client alone.
     public static func router(client: APNsClient, secret: String) -> Router<BasicRequestContext> {
+        router(stage: ProviderStage(apns: client), secret: secret)
+    }
+
+    /// The routes, under `/v1`, plus `/health`.
+    public static func router(stage: ProviderStage, secret: String) -> Router<BasicRequestContext> {
         let router = Router()
         router.get("/health") { _, _ -> Response in
-            let load = client.load
-            return json(["status": "ok", "in_flight": "\(load.inFlight)", "queued": "\(load.queued)"])
+            let load = stage.apns?.load ?? (inFlight: 0, queued: 0)
+            return json([
+                "status": "ok", "in_flight": "\(load.inFlight)", "queued": "\(load.queued)",
+                "apns": stage.apns == nil ? "off" : "on", "fcm": stage.fcm == nil ? "off" : "on",
+            ])
         }
         router.post("/v1/push/batch") { request, context -> Response in
             guard authorized(request, secret: secret) else {
@@ -51,7 +59,7 @@ public enum ProviderHTTPService {
             guard !batch.pushes.isEmpty, batch.pushes.count <= maximumBatch else {
                 return error(.badRequest, "a batch holds 1 to \(maximumBatch) pushes")
             }
-            let results = await send(batch.pushes, with: client)
+            let results = await stage.send(batch.pushes)
             let encoder = JSONEncoder()
             encoder.outputFormatting = .withoutEscapingSlashes
             var headers = HTTPFields()
@@ -63,52 +71,6 @@ public enum ProviderHTTPService {
             )
         }
         return router
-    }
-
-    /// Checks each push, then hands the valid ones to the client as one batch.
-    static func send(_ pushes: [ProviderPush], with client: APNsClient) async -> [ProviderPushResult] {
-        var results = [ProviderPushResult?](repeating: nil, count: pushes.count)
-        var valid: [(Int, String, APNsNotification)] = []
-        for (index, push) in pushes.enumerated() {
-            let apnsID = push.apnsID ?? APNsUUID.random()
-            guard let priority = APNsPriority(rawValue: push.priority) else {
-                results[index] = ProviderPushResult(
-                    outcome: "failed",
-                    id: push.id,
-                    apnsID: apnsID,
-                    reason: "BadPriority",
-                    status: 400
-                )
-                continue
-            }
-            let notification = APNsNotification(
-                deviceToken: push.deviceToken,
-                topic: push.topic,
-                pushType: push.pushType,
-                priority: priority,
-                expiration: push.expiration,
-                collapseID: push.collapseID,
-                apnsID: apnsID,
-                payload: ByteBuffer(string: push.payload)
-            )
-            do {
-                try notification.validate()
-                valid.append((index, apnsID, notification))
-            } catch {
-                results[index] = ProviderPushResult(
-                    outcome: "failed",
-                    id: push.id,
-                    apnsID: apnsID,
-                    reason: error.message,
-                    status: 400
-                )
-            }
-        }
-        let answers = await client.send(batch: valid.map(\.2))
-        for ((index, apnsID, _), answer) in zip(valid, answers) {
-            results[index] = ProviderPushResult(id: pushes[index].id, apnsID: apnsID, result: answer)
-        }
-        return results.map { $0! }
     }
 
     /// Constant-time comparison of the bearer secret.

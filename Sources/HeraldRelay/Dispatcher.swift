@@ -186,8 +186,8 @@ public final class Dispatcher: Service, Sendable {
         case .expired:
             completed[.expired]?.increment()
             return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
-        case .retryLater(let reason):
-            let next = time + retryDelay(attempts: item.entry.attempts)
+        case .retryLater(let reason, let after):
+            let next = time + max(retryDelay(attempts: item.entry.attempts), after?.milliseconds ?? 0)
             if next >= item.entry.expiresAt {
                 completed[.expired]?.increment()
                 return PushCompletion(

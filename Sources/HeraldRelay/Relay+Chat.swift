@@ -255,7 +255,7 @@ extension Relay {
                 let disconnect = try await store.disconnects(conversation: conversation).first(where: {
                     $0.deviceID == deviceID
                 }),
-                let device = try await store.device(id: deviceID), device.platform == .ios,
+                let device = try await store.device(id: deviceID), isPushable(device),
                 device.messagingToken != nil, let app = try await app(id: device.appID)
             else { return nil }
             let events = try await store.transcript(conversation: conversation, after: disconnect.position)

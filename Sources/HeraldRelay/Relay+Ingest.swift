@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCrypto
 public import HeraldStore
@@ -98,7 +99,7 @@ extension Relay {
         do {
             guard let message = try await store.message(id: messageID),
                 let device = try await store.device(id: deviceID),
-                device.platform == .ios, device.messagingToken != nil,
+                isPushable(device), device.messagingToken != nil,
                 let app = try await app(id: device.appID)
             else { return }
             let text = try masterKey.open(message.sealedText, context: Self.messageContext(message.id)).copyBytes()
@@ -193,9 +194,13 @@ extension Relay {
                 continue
             }
             let pushID = TimeOrderedID.make(milliseconds: time)
+            let android = device.platform == .android
             let body: String
             do {
-                body = try PushPayload.call(content, deviceID: device.id, sealer: sealer(for: device))
+                body =
+                    android
+                    ? try PushPayload.fcmCall(content, deviceID: device.id, sealer: sealer(for: device))
+                    : try PushPayload.call(content, deviceID: device.id, sealer: sealer(for: device))
             } catch let error as RelayError {
                 throw error
             } catch {
@@ -210,8 +215,8 @@ extension Relay {
                     priority: 10,
                     payload: body,
                     apnsID: pushID,
-                    topic: app.id + ".voip",
-                    pushType: "voip",
+                    topic: android ? app.id : app.id + ".voip",
+                    pushType: android ? PushNetwork.fcmPushType : "voip",
                     nextAttemptAt: time,
                     expiresAt: time + app.callTTL * 1000,
                     createdAt: time,
@@ -225,8 +230,10 @@ extension Relay {
         return outcome
     }
 
-    /// The messaging push of `content` for one device: sealed within the alert budget, priority
-    /// 5, expiring after the app's `message_ttl`; its push id is also its apns-id.
+    /// The messaging push of `content` for one device, expiring after the app's `message_ttl`;
+    /// priority 5 (the provider sends it to FCM as `HIGH`: the app shows it at once); its push id
+    /// is also its apns-id. iOS: an APNs alert sealed within the alert budget. Android: an FCM
+    /// data message within FCM's 4096 bytes.
     func messagePush(
         _ content: MessageContent,
         app: AppRecord,
@@ -236,15 +243,20 @@ extension Relay {
         throws(RelayError) -> OutboxEntry
     {
         let pushID = TimeOrderedID.make(milliseconds: time)
+        let android = device.platform == .android
         let body: String
         do {
-            body = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer(for: device)).body
+            let sealer = try sealer(for: device)
+            body =
+                android
+                ? try PushPayload.fcmMessage(content, app: app, deviceID: device.id, sealer: sealer).data
+                : try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer).body
         } catch let error as RelayError {
             throw error
         } catch {
             throw RelayError.invalidField("from.name", "leaves no room for the message in the push")
         }
-        return OutboxEntry(
+        var entry = OutboxEntry(
             pushID: pushID,
             deviceID: device.id,
             kind: .message,
@@ -253,18 +265,32 @@ extension Relay {
             payload: body,
             apnsID: pushID,
             topic: app.id,
-            pushType: "alert",
+            pushType: android ? PushNetwork.fcmPushType : "alert",
             nextAttemptAt: time,
             expiresAt: time + app.messageTTL * 1000,
             createdAt: time,
             updatedAt: time
         )
+        if app.collapseByConversation { entry.collapseID = Self.collapseID(conversation: content.conversationID) }
+        return entry
+    }
+
+    /// A conversation's collapse id: APNs allows 64 bytes, so longer ids are hashed.
+    static func collapseID(conversation: String) -> String {
+        guard conversation.utf8.count > 64 else { return conversation }
+        return "c-" + SHA256.hash(data: Array(conversation.utf8)).map { String(format: "%02x", $0) }.joined().prefix(62)
+    }
+
+    /// Whether pushes can reach this device's platform through the configured provider stage.
+    func isPushable(_ device: DeviceRecord) -> Bool {
+        configuration.platforms.contains(device.platform)
     }
 
     /// Why a device gets no push of this kind, or `nil` if it gets one.
     private func skipReason(for device: DeviceRecord, kind: OutboxKind) async throws(RelayError) -> String? {
-        guard device.platform == .ios else { return "platform_not_supported" }
-        let token = kind == .call ? device.voipToken : device.messagingToken
+        guard isPushable(device) else { return "platform_not_configured" }
+        // Android has one FCM token for messages and calls alike.
+        let token = kind == .call && device.platform == .ios ? device.voipToken : device.messagingToken
         if token != nil { return nil }
         if let dead = device.tokenDeadReason { return "token_dead: " + dead }
         return kind == .call ? "no_voip_token" : "no_token"

@@ -1,3 +1,5 @@
+public import HeraldStore
+
 /// How the relay behaves; apps live in the store.
 public struct RelayConfiguration: Sendable {
     /// The time-to-live of a heartbeat that names none, in seconds.
@@ -14,6 +16,9 @@ public struct RelayConfiguration: Sendable {
 
     /// Chat background semantics (delayed first push, filtered event types).
     public var chat = ChatConfiguration()
+    /// The platforms the provider stage can push to: iOS needs APNs credentials, Android an FCM
+    /// service account. A device of another platform is skipped with `platform_not_configured`.
+    public var platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases)
 
     public init() {}
 }

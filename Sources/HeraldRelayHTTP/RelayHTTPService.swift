@@ -258,6 +258,7 @@ struct AppBody: Decodable {
     var alertBody: String?
     var messageTTL: Int64?
     var callTTL: Int64?
+    var collapseByConversation: Bool?
 
     enum CodingKeys: String, CodingKey {
         case teamID = "team_id"
@@ -266,6 +267,7 @@ struct AppBody: Decodable {
         case alertBody = "alert_body"
         case messageTTL = "message_ttl"
         case callTTL = "call_ttl"
+        case collapseByConversation = "collapse_by_conversation"
     }
 
     func record() throws -> AppRecord {
@@ -275,6 +277,7 @@ struct AppBody: Decodable {
         if let alertBody { app.alertBody = alertBody }
         if let messageTTL { app.messageTTL = messageTTL }
         if let callTTL { app.callTTL = callTTL }
+        if let collapseByConversation { app.collapseByConversation = collapseByConversation }
         return app
     }
 }

@@ -2,65 +2,28 @@ public import AsyncHTTPClient
 import Foundation
 public import HeraldAPNs
 import HeraldAPNsCore
-import HeraldProvider
+public import HeraldProvider
 public import HeraldRelay
 public import Logging
 public import NIOCore
 import NIOHTTP1
 
-/// The provider stage inside the relay's process: pushes go straight to the APNs client.
+/// The provider stage inside the relay's process: pushes go straight to the APNs client and the
+/// FCM sender, with the same checks and answers as a remote `herald provider`.
 public struct InProcessPushSender: PushSender {
-    private let client: APNsClient
+    private let stage: ProviderStage
 
+    public init(stage: ProviderStage) {
+        self.stage = stage
+    }
+
+    /// APNs only.
     public init(client: APNsClient) {
-        self.client = client
+        self.init(stage: ProviderStage(apns: client))
     }
 
     public func send(_ pushes: [OutgoingPush]) async -> [PushOutcome] {
-        var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
-        var notifications: [APNsNotification] = []
-        var positions: [Int] = []
-        notifications.reserveCapacity(pushes.count)
-        for (index, push) in pushes.enumerated() {
-            guard let pushType = APNsPushType(rawValue: push.pushType),
-                let priority = APNsPriority(rawValue: push.priority)
-            else {
-                outcomes[index] = .failed(reason: "BadPushType or BadPriority (400)")
-                continue
-            }
-            notifications.append(
-                APNsNotification(
-                    deviceToken: push.deviceToken,
-                    topic: push.topic,
-                    pushType: pushType,
-                    priority: priority,
-                    expiration: push.expiration,
-                    collapseID: push.collapseID,
-                    apnsID: push.apnsID,
-                    payload: ByteBuffer(string: push.payload)
-                )
-            )
-            positions.append(index)
-        }
-        // The client validates each push before it sends it (an invalid one is `failed`).
-        let results = await client.send(batch: notifications)
-        for (position, result) in zip(positions, results) {
-            outcomes[position] = PushOutcome(result)
-        }
-        return outcomes.map { $0 ?? .retryLater(reason: "not sent") }
-    }
-}
-
-extension PushOutcome {
-    init(_ result: APNsResult) {
-        switch result {
-        case .delivered: self = .delivered
-        case .tokenDead(let reason, _): self = .tokenDead(reason: reason.rawValue)
-        case .failed(let reason, let status):
-            self = .failed(reason: "\(reason?.rawValue ?? "InvalidNotification") (\(status))")
-        case .retryLater(let reason): self = .retryLater(reason: reason)
-        case .expired: self = .expired
-        }
+        await stage.send(pushes.map(ProviderPush.init)).map(PushOutcome.init)
     }
 }
 
@@ -128,11 +91,13 @@ public struct RemotePushSender: PushSender {
 
 extension ProviderPush {
     init(_ push: OutgoingPush) {
+        let fcm = push.network == .fcm
         self.init(
             id: push.pushID,
+            network: fcm ? .fcm : .apns,
             deviceToken: push.deviceToken,
             topic: push.topic,
-            pushType: APNsPushType(rawValue: push.pushType) ?? .alert,
+            pushType: fcm ? nil : APNsPushType(rawValue: push.pushType) ?? .alert,
             priority: push.priority,
             expiration: push.expiration,
             collapseID: push.collapseID,
@@ -150,7 +115,7 @@ extension PushOutcome {
         case "token_dead": self = .tokenDead(reason: reason)
         case "failed": self = .failed(reason: result.status.map { "\(reason) (\($0))" } ?? reason)
         case "expired": self = .expired
-        default: self = .retryLater(reason: reason)
+        default: self = .retryLater(reason: reason, after: result.retryAfter.map { .seconds($0) })
         }
     }
 }

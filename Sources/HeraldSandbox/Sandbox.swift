@@ -2,6 +2,7 @@ import HeraldAPNsCore
 import Hummingbird
 import HummingbirdWebSocket
 public import Logging
+import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOPosix
 public import ServiceLifecycle
@@ -15,14 +16,21 @@ public struct SandboxEndpoints: Sendable, Hashable {
     /// The control and device API, `http://<host>:<port>`.
     public var controlURL: String
     public var controlPort: Int
-    /// The CA certificate clients must trust.
+    /// The FCM HTTP v1 base URL, `https://<host>:<port>`: messages go to
+    /// `<fcmURL>/v1/projects/{project}/messages:send`.
+    public var fcmURL: String
+    public var fcmPort: Int
+    /// The OAuth2 token endpoint, `https://<host>:<port>/token`: a service account's `token_uri`.
+    public var tokenURL: String
+    /// The CA certificate clients must trust (for both APNs and FCM).
     public var caCertificatePath: String
 }
 
-/// The sandbox as a service: the APNs listener and the control API, under a `ServiceGroup`.
+/// The sandbox as a service: the APNs listener, the FCM listener and the control API, under a
+/// `ServiceGroup`.
 ///
-/// Graceful shutdown answers new pushes 503 Shutdown, sends GOAWAY `Shutdown` on every APNs
-/// connection, ends device connections and stops both listeners.
+/// Graceful shutdown answers new pushes 503 Shutdown (APNs) or 503 UNAVAILABLE (FCM), sends
+/// GOAWAY on every APNs and FCM connection, ends device connections and stops the listeners.
 public final class Sandbox: Service, Sendable {
     /// The sandbox's state: also usable in-process, as tests do.
     public let core: SandboxCore
@@ -42,7 +50,7 @@ public final class Sandbox: Service, Sendable {
         self.group = group
     }
 
-    /// Waits until both listeners are bound and returns where they are.
+    /// Waits until every listener is bound and returns where they are.
     public func endpoints() async throws -> SandboxEndpoints {
         try await ready.wait()
     }
@@ -63,6 +71,30 @@ public final class Sandbox: Service, Sendable {
         let ready = ready
         let host = configuration.host
         let caPath = configuration.tls.caCertificatePath
+        // Ready once both Hummingbird listeners have reported their ports.
+        let bound = NIOLockedValueBox<(control: Int?, fcm: Int?)>((nil, nil))
+        let report: @Sendable (_ control: Int?, _ fcm: Int?) -> Void = { control, fcm in
+            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int)? in
+                if let control { ports.control = control }
+                if let fcm { ports.fcm = fcm }
+                guard let control = ports.control, let fcm = ports.fcm else { return nil }
+                return (control, fcm)
+            }
+            guard let ports else { return }
+            let urlHost = host.contains(":") ? "[\(host)]" : host
+            ready.succeed(
+                SandboxEndpoints(
+                    apnsURL: "https://\(urlHost):\(apnsPort)",
+                    apnsPort: apnsPort,
+                    controlURL: "http://\(urlHost):\(ports.control)",
+                    controlPort: ports.control,
+                    fcmURL: "https://\(urlHost):\(ports.fcm)",
+                    fcmPort: ports.fcm,
+                    tokenURL: "https://\(urlHost):\(ports.fcm)/token",
+                    caCertificatePath: caPath
+                )
+            )
+        }
         let app = Application(
             router: router,
             server: .http1WebSocketUpgrade(webSocketRouter: router),
@@ -71,25 +103,30 @@ public final class Sandbox: Service, Sendable {
                 serverName: "herald-sandbox"
             ),
             onServerRunning: { channel in
-                let controlPort = channel.localAddress?.port ?? configuration.controlPort
-                let urlHost = host.contains(":") ? "[\(host)]" : host
-                ready.succeed(
-                    SandboxEndpoints(
-                        apnsURL: "https://\(urlHost):\(apnsPort)",
-                        apnsPort: apnsPort,
-                        controlURL: "http://\(urlHost):\(controlPort)",
-                        controlPort: controlPort,
-                        caCertificatePath: caPath
-                    )
-                )
+                report(channel.localAddress?.port ?? configuration.controlPort, nil)
             },
             eventLoopGroupProvider: .shared(group),
             logger: logger
         )
+        let fcm: any ApplicationProtocol
+        do {
+            fcm = try SandboxFCMServer.application(core: core, group: group, logger: logger) { report(nil, $0) }
+        } catch {
+            ready.fail(error)
+            await apns.shutdown()
+            throw error
+        }
         do {
             try await withGracefulShutdownHandler {
-                try await app.run()
+                // Either listener failing (a port in use) ends the other.
+                try await withThrowingTaskGroup(of: Void.self) { listeners in
+                    listeners.addTask { try await app.run() }
+                    listeners.addTask { try await fcm.run() }
+                    try await listeners.waitForAll()
+                }
             } onGracefulShutdown: { [apns, core] in
+                // From now on FCM sends get 503 UNAVAILABLE and APNs pushes 503 Shutdown.
+                core.beginShutdown()
                 core.finishStreams()
                 Task { await apns.shutdown() }
             }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Everything the sandbox can be told at start; every field has a working default.
 public struct SandboxConfiguration: Sendable {
@@ -8,7 +8,10 @@ public struct SandboxConfiguration: Sendable {
     public var apnsPort: Int = 2197
     /// The control and device port (HTTP/1.1 and WebSocket); 0 picks a free port.
     public var controlPort: Int = 2198
-    /// The TLS identity of the APNs listener.
+    /// The FCM HTTP v1 port (HTTP/2 or HTTP/1.1 over TLS): `messages:send` and the OAuth2 token
+    /// endpoint `/token`; 0 picks a free port.
+    public var fcmPort: Int = 2196
+    /// The TLS identity of the APNs and FCM listeners.
     public var tls: SandboxTLS
     /// Streams a connection may open once it has sent a valid provider token; before that, 1.
     public var maxConcurrentStreams: Int = 1000
@@ -30,6 +33,11 @@ public struct SandboxConfiguration: Sendable {
     public var apps: [SandboxApp] = []
     /// Provider keys known at start.
     public var keys: [SandboxKey] = []
+    /// Google service accounts known at start: their assertions are exchanged for access tokens.
+    public var serviceAccounts: [SandboxServiceAccount] = []
+    /// How long an FCM access token is valid; the token endpoint answers `expires_in` one second
+    /// less, as Google does (3599 for an hour).
+    public var fcmAccessTokenLifetime: Duration = .seconds(3600)
 
     public init(tls: SandboxTLS) {
         self.tls = tls
@@ -107,10 +115,16 @@ public struct SandboxKey: Sendable, Hashable, Codable {
     }
 }
 
-/// The sandbox's configuration file: apps and keys to register at start.
+/// The sandbox's configuration file: apps, keys and service accounts to register at start.
 public struct SandboxConfigurationFile: Sendable, Codable {
     public var apps: [SandboxApp]?
     public var keys: [SandboxKey]?
+    public var serviceAccounts: [SandboxServiceAccount]?
+
+    enum CodingKeys: String, CodingKey {
+        case apps, keys
+        case serviceAccounts = "service_accounts"
+    }
 
     /// Reads a JSON configuration file.
     public static func load(path: String) throws -> SandboxConfigurationFile {

@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 
 /// The sandbox's control and device API over HTTP/1.1 and WebSocket (docs/sandbox.md): apps,
-/// keys, devices and their tokens, device connections, faults and inspection.
+/// keys, service accounts, devices and their tokens, device connections, faults and inspection.
 enum SandboxControlAPI {
     typealias Context = BasicWebSocketRequestContext
 
@@ -55,7 +55,9 @@ enum SandboxControlAPI {
                 messagingTokenDelay: .milliseconds(
                     try registration.delay(\.messagingTokenDelayMs, "messaging_token_delay_ms")
                 ),
-                voipTokenDelay: .milliseconds(try registration.delay(\.voipTokenDelayMs, "voip_token_delay_ms"))
+                voipTokenDelay: .milliseconds(try registration.delay(\.voipTokenDelayMs, "voip_token_delay_ms")),
+                platform: registration.platform ?? .ios,
+                projectID: registration.projectID
             )
             return JSON(device, status: .created)
         }
@@ -138,6 +140,7 @@ enum SandboxControlAPI {
             core.clearInspection()
             return .noContent
         }
+        addFCMRoutes(to: router, core: core)
         return router
     }
 
@@ -163,11 +166,15 @@ enum SandboxControlAPI {
         let bundleID: String
         let messagingTokenDelayMs: Int?
         let voipTokenDelayMs: Int?
+        let platform: SandboxPlatform?
+        let projectID: String?
 
         enum CodingKeys: String, CodingKey {
             case bundleID = "bundle_id"
             case messagingTokenDelayMs = "messaging_token_delay_ms"
             case voipTokenDelayMs = "voip_token_delay_ms"
+            case platform
+            case projectID = "project_id"
         }
 
         func delay(_ field: KeyPath<Self, Int?>, _ name: String) throws -> Int {

@@ -1,10 +1,11 @@
-public import Crypto
+import Crypto
 import Foundation
-public import HeraldAPNsCore
+import HeraldAPNsCore
 import Synchronization
 
-/// The sandbox's state and rules: apps, provider keys, devices and tokens, stored notifications,
-/// faults and the inspection log. Transports (the APNs listener, the control API) call into it.
+/// The sandbox's state and rules: apps, provider keys, service accounts and access tokens, devices
+/// and tokens, stored notifications and FCM messages, faults and the inspection logs. Transports
+/// (the APNs and FCM listeners, the control API) call into it.
 ///
 /// The APNs listener calls `handle(_:connection:)` on NIO event loops for every request, so the
 /// state sits behind one `Mutex` rather than in an actor: a lock held for a few microseconds
@@ -14,13 +15,17 @@ public final class SandboxCore: Sendable {
     let state: Mutex<State>
     let clock = ContinuousClock()
 
-    /// A sandbox with the configuration's apps and keys registered.
+    /// A sandbox with the configuration's apps, keys and service accounts registered.
     public init(configuration: SandboxConfiguration) throws {
         self.configuration = configuration
         var initial = State()
         initial.inspection = RingBuffer(capacity: max(1, configuration.inspectionCapacity))
+        initial.fcmInspection = RingBuffer(capacity: max(1, configuration.inspectionCapacity))
         for app in configuration.apps { initial.apps[app.bundleID] = app.teamID }
         for key in configuration.keys { initial.keys[key.keyID] = try RegisteredKey(key) }
+        for account in configuration.serviceAccounts {
+            initial.serviceAccounts[account.privateKeyID] = try RegisteredServiceAccount(account)
+        }
         state = Mutex(initial)
     }
 
@@ -61,28 +66,65 @@ public final class SandboxCore: Sendable {
 
     // MARK: - Devices and tokens
 
-    /// Registers an emulated device for an app and issues its messaging and VoIP tokens, which
-    /// the device receives after the given delays (to exercise late-token handling).
+    /// Registers an emulated device and issues its tokens, which the device receives after the
+    /// given delays (to exercise late-token handling).
+    ///
+    /// An iOS device is for a registered app (`bundleID`) and gets an APNs messaging token and a
+    /// VoIP token. An Android device gets one FCM registration token (its messaging token) for
+    /// `projectID`, which defaults to the project of the registered service accounts when they
+    /// all share one; `bundleID` is then its package name and needs no registration.
     public func registerDevice(
         bundleID: String,
         messagingTokenDelay: Duration = .zero,
-        voipTokenDelay: Duration = .zero
+        voipTokenDelay: Duration = .zero,
+        platform: SandboxPlatform = .ios,
+        projectID: String? = nil
     ) throws(SandboxError) -> SandboxDevice {
         let now = clock.now
         return try state.withLock { (state) throws(SandboxError) in
-            guard state.apps[bundleID] != nil else { throw .unknownApp(bundleID) }
-            let device = DeviceRecord(
-                id: "dev-" + Self.randomHex(bytes: 8),
-                bundleID: bundleID,
-                messagingToken: Self.randomHex(bytes: 32),
-                voipToken: Self.randomHex(bytes: 32),
-                messagingReadyAt: now + messagingTokenDelay,
-                voipReadyAt: now + voipTokenDelay
-            )
-            state.devices[device.id] = device
-            state.tokens[device.messagingToken] = TokenRecord(deviceID: device.id, topic: bundleID, kind: .messaging)
-            state.tokens[device.voipToken] = TokenRecord(deviceID: device.id, topic: bundleID + ".voip", kind: .voip)
-            return state.view(of: device, now: now)
+            switch platform {
+            case .ios:
+                guard projectID == nil else {
+                    throw .invalidRequest("project_id is for Android devices; an iOS device gets APNs tokens")
+                }
+                guard state.apps[bundleID] != nil else { throw .unknownApp(bundleID) }
+                let device = DeviceRecord(
+                    id: "dev-" + Self.randomHex(bytes: 8),
+                    bundleID: bundleID,
+                    platform: .ios,
+                    projectID: nil,
+                    messagingToken: Self.randomHex(bytes: 32),
+                    voipToken: Self.randomHex(bytes: 32),
+                    messagingReadyAt: now + messagingTokenDelay,
+                    voipReadyAt: now + voipTokenDelay
+                )
+                state.devices[device.id] = device
+                state.tokens[device.messagingToken] = TokenRecord(
+                    deviceID: device.id,
+                    topic: bundleID,
+                    kind: .messaging
+                )
+                if let voipToken = device.voipToken {
+                    state.tokens[voipToken] = TokenRecord(deviceID: device.id, topic: bundleID + ".voip", kind: .voip)
+                }
+                return state.view(of: device, now: now)
+            case .android:
+                guard !bundleID.isEmpty else { throw .invalidRequest("bundle_id (the package name) must not be empty") }
+                let project = try state.projectForNewDevice(projectID)
+                let device = DeviceRecord(
+                    id: "dev-" + Self.randomHex(bytes: 8),
+                    bundleID: bundleID,
+                    platform: .android,
+                    projectID: project,
+                    messagingToken: Self.registrationToken(),
+                    voipToken: nil,
+                    messagingReadyAt: now + messagingTokenDelay,
+                    voipReadyAt: now
+                )
+                state.devices[device.id] = device
+                state.fcmTokens[device.messagingToken] = FCMTokenRecord(deviceID: device.id, projectID: project)
+                return state.view(of: device, now: now)
+            }
         }
     }
 
@@ -95,25 +137,41 @@ public final class SandboxCore: Sendable {
         }
     }
 
-    /// Uninstalls the app from a device: both its tokens answer 410 Unregistered from now on,
-    /// with this moment as the timestamp, and its connection and stored notification go.
+    /// Uninstalls the app from a device: its tokens answer 410 Unregistered (APNs, with this
+    /// moment as the timestamp) or 404 UNREGISTERED (FCM) from now on, and its connection and
+    /// stored notifications go.
     public func uninstall(deviceID: String) throws(SandboxError) {
         let timestamp = Self.epochMilliseconds()
         let subscriber = try state.withLock { (state) throws(SandboxError) -> Subscriber? in
             guard let device = state.devices[deviceID] else { throw .unknownDevice(deviceID) }
-            for token in [device.messagingToken, device.voipToken] where state.tokens[token]?.state == .active {
-                state.tokens[token]?.state = .unregistered(at: timestamp)
+            switch device.platform {
+            case .ios:
+                for token in [device.messagingToken] + (device.voipToken.map { [$0] } ?? [])
+                where state.tokens[token]?.state == .active {
+                    state.tokens[token]?.state = .unregistered(at: timestamp)
+                }
+            case .android:
+                if state.fcmTokens[device.messagingToken]?.state == .active {
+                    state.fcmTokens[device.messagingToken]?.state = .unregistered(at: timestamp)
+                }
             }
             state.pending = state.pending.filter { $0.key.deviceID != deviceID }
+            state.fcmPending[deviceID] = nil
             return state.subscribers.removeValue(forKey: deviceID)
         }
         subscriber?.continuation.finish()
     }
 
-    /// Marks one token expired: pushes to it answer 410 ExpiredToken.
+    /// Marks one token expired: APNs pushes to it answer 410 ExpiredToken, FCM sends 404
+    /// UNREGISTERED.
     public func expire(token: String) throws(SandboxError) {
         let timestamp = Self.epochMilliseconds()
         try state.withLock { (state) throws(SandboxError) in
+            // Registration tokens are case-sensitive; APNs device tokens are not.
+            if state.fcmTokens[token] != nil {
+                state.fcmTokens[token]?.state = .expired(at: timestamp)
+                return
+            }
             guard state.tokens[token.lowercased()] != nil else { throw .unknownToken(token) }
             state.tokens[token.lowercased()]?.state = .expired(at: timestamp)
         }
@@ -126,8 +184,8 @@ public final class SandboxCore: Sendable {
     }
 
     /// Opens the device's connection: the returned stream yields its tokens as they become
-    /// available, the notification stored while it was offline, then every new one, in order.
-    /// A second connection for the same device replaces the first.
+    /// available, the notification (iOS) or FCM messages (Android) stored while it was offline,
+    /// then every new one, in order. A second connection for the same device replaces the first.
     public func connect(deviceID: String) throws(SandboxError) -> AsyncStream<SandboxDeviceEvent> {
         let now = clock.now
         let nowMilliseconds = Self.epochMilliseconds()
@@ -145,10 +203,9 @@ public final class SandboxCore: Sendable {
                 forKey: deviceID
             )
             var later: [TokenReveal] = []
-            for (kind, token, readyAt) in [
-                (SandboxTokenKind.messaging, device.messagingToken, device.messagingReadyAt),
-                (.voip, device.voipToken, device.voipReadyAt),
-            ] {
+            var tokens = [(SandboxTokenKind.messaging, device.messagingToken, device.messagingReadyAt)]
+            if let voipToken = device.voipToken { tokens.append((.voip, voipToken, device.voipReadyAt)) }
+            for (kind, token, readyAt) in tokens {
                 if readyAt <= now {
                     continuation.yield(.token(kind: kind, token: token))
                 } else {
@@ -159,6 +216,10 @@ public final class SandboxCore: Sendable {
                 if let stored = state.pending.removeValue(forKey: key), stored.expiresAt > nowMilliseconds {
                     continuation.yield(.notification(stored.notification))
                 }
+            }
+            for stored in state.fcmPending.removeValue(forKey: deviceID) ?? [] where stored.expiresAt > nowMilliseconds
+            {
+                continuation.yield(.fcmMessage(stored.message))
             }
             return (state.nextSubscriberID, replaced, later)
         }
@@ -207,10 +268,11 @@ public final class SandboxCore: Sendable {
         state.withLock { $0.latency = latency }
     }
 
-    /// Removes every queued fault and the latency.
+    /// Removes every queued fault (APNs and FCM) and the latency.
     public func clearFaults() {
         state.withLock {
             $0.faults.removeAll()
+            $0.fcmFaults.removeAll()
             $0.latency = .zero
         }
     }
@@ -261,15 +323,20 @@ public final class SandboxCore: Sendable {
 
     /// Ends every device connection and inspection stream.
     func finishStreams() {
-        let (subscribers, observers) = state.withLock { state in
+        let (subscribers, observers, fcmObservers) = state.withLock { state in
             defer {
                 state.subscribers.removeAll()
                 state.inspectionObservers.removeAll()
+                state.fcmInspectionObservers.removeAll()
             }
-            return (Array(state.subscribers.values), Array(state.inspectionObservers.values))
+            return (
+                Array(state.subscribers.values), Array(state.inspectionObservers.values),
+                Array(state.fcmInspectionObservers.values)
+            )
         }
         for subscriber in subscribers { subscriber.continuation.finish() }
         for observer in observers { observer.finish() }
+        for observer in fcmObservers { observer.finish() }
     }
 
     // MARK: - Helpers
@@ -318,8 +385,12 @@ extension SandboxCore {
     struct DeviceRecord {
         let id: String
         let bundleID: String
+        let platform: SandboxPlatform
+        let projectID: String?
+        /// The APNs device token (iOS) or the FCM registration token (Android).
         let messagingToken: String
-        let voipToken: String
+        /// nil for Android.
+        let voipToken: String?
         let messagingReadyAt: ContinuousClock.Instant
         let voipReadyAt: ContinuousClock.Instant
     }
@@ -435,6 +506,15 @@ extension SandboxCore {
         var rateWindows: [String: RateWindow] = [:]
         var faults: [SandboxFault] = []
         var latency: Duration = .zero
+        var serviceAccounts: [String: RegisteredServiceAccount] = [:]
+        var accessTokens: [String: AccessTokenRecord] = [:]
+        var accessTokenGrants = 0
+        var fcmTokens: [String: FCMTokenRecord] = [:]
+        var fcmPending: [String: [PendingFCMMessage]] = [:]
+        var fcmFaults: [SandboxFCMFault] = []
+        var fcmInspection = RingBuffer<SandboxFCMInspectionRecord>(capacity: 1)
+        var fcmSequence = 0
+        var fcmInspectionObservers: [UInt64: AsyncStream<SandboxFCMInspectionRecord>.Continuation] = [:]
         var inspection = RingBuffer<InspectionEntry>(capacity: 1)
         var sequence = 0
         var shuttingDown = false
@@ -447,7 +527,12 @@ extension SandboxCore {
         /// Throws unless `deviceID` exists and its app is installed.
         func checkConnectable(_ deviceID: String) throws(SandboxError) {
             guard let device = devices[deviceID] else { throw .unknownDevice(deviceID) }
-            if case .unregistered = tokens[device.messagingToken]?.state {
+            let status =
+                switch device.platform {
+                case .ios: tokens[device.messagingToken]?.state
+                case .android: fcmTokens[device.messagingToken]?.state
+                }
+            if case .unregistered = status {
                 throw .appUninstalled(deviceID)
             }
         }
@@ -459,10 +544,12 @@ extension SandboxCore {
             return SandboxDevice(
                 deviceID: device.id,
                 bundleID: device.bundleID,
+                platform: device.platform,
+                projectID: device.projectID,
                 messagingToken: device.messagingReadyAt <= now ? device.messagingToken : nil,
                 voipToken: device.voipReadyAt <= now ? device.voipToken : nil,
                 messagingTokenReadyInMs: remaining(device.messagingReadyAt),
-                voipTokenReadyInMs: remaining(device.voipReadyAt),
+                voipTokenReadyInMs: device.voipToken == nil ? 0 : remaining(device.voipReadyAt),
                 connected: subscribers[device.id] != nil
             )
         }

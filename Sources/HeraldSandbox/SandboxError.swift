@@ -1,4 +1,5 @@
-/// Why the sandbox refused a control request (registering an app, a device, a fault...).
+/// Why the sandbox refused a control request (registering an app, a service account, a device,
+/// a fault...).
 public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case unknownApp
@@ -6,6 +7,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
         case unknownToken
         case unknownKey
         case invalidKey
+        case invalidServiceAccount
         case invalidRequest
         case appUninstalled
     }
@@ -25,7 +27,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
     public var status: Int {
         switch code {
         case .unknownDevice, .unknownToken, .unknownKey: 404
-        case .unknownApp, .invalidKey, .invalidRequest: 400
+        case .unknownApp, .invalidKey, .invalidServiceAccount, .invalidRequest: 400
         case .appUninstalled: 410
         }
     }
@@ -47,6 +49,9 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
     }
     public static func invalidKey(_ detail: String) -> Self {
         Self(.invalidKey, "the provider key is invalid: \(detail)")
+    }
+    public static func invalidServiceAccount(_ detail: String) -> Self {
+        Self(.invalidServiceAccount, "the service account is invalid: \(detail)")
     }
     public static func appUninstalled(_ deviceID: String) -> Self {
         Self(.appUninstalled, "the app was uninstalled from device '\(deviceID)'")

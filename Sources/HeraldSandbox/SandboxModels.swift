@@ -3,10 +3,17 @@ public import HeraldAPNsCore
 /// A device the sandbox has issued tokens to, as the control API shows it.
 public struct SandboxDevice: Sendable, Hashable, Codable {
     public var deviceID: String
+    /// The app's bundle id (iOS) or package name (Android).
     public var bundleID: String
-    /// The messaging (alert) token, once its retrieval delay has passed; nil before.
+    /// `ios` (APNs tokens) or `android` (an FCM registration token).
+    public var platform: SandboxPlatform
+    /// For Android, the Firebase project its registration token belongs to; nil for iOS.
+    public var projectID: String?
+    /// The messaging token once its retrieval delay has passed, nil before: an APNs device token
+    /// (iOS) or an FCM registration token (Android).
     public var messagingToken: String?
-    /// The VoIP (PushKit) token, once its retrieval delay has passed; nil before.
+    /// The VoIP (PushKit) token, once its retrieval delay has passed; nil before, and always nil
+    /// for Android.
     public var voipToken: String?
     /// Milliseconds until the messaging token is handed out; 0 when it has been.
     public var messagingTokenReadyInMs: Int64
@@ -18,11 +25,49 @@ public struct SandboxDevice: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"
         case bundleID = "bundle_id"
+        case platform
+        case projectID = "project_id"
         case messagingToken = "messaging_token"
         case voipToken = "voip_token"
         case messagingTokenReadyInMs = "messaging_token_ready_in_ms"
         case voipTokenReadyInMs = "voip_token_ready_in_ms"
         case connected
+    }
+
+    init(
+        deviceID: String,
+        bundleID: String,
+        platform: SandboxPlatform,
+        projectID: String?,
+        messagingToken: String?,
+        voipToken: String?,
+        messagingTokenReadyInMs: Int64,
+        voipTokenReadyInMs: Int64,
+        connected: Bool
+    ) {
+        self.deviceID = deviceID
+        self.bundleID = bundleID
+        self.platform = platform
+        self.projectID = projectID
+        self.messagingToken = messagingToken
+        self.voipToken = voipToken
+        self.messagingTokenReadyInMs = messagingTokenReadyInMs
+        self.voipTokenReadyInMs = voipTokenReadyInMs
+        self.connected = connected
+    }
+
+    /// Reads a device; one without `platform` (from an older sandbox) is an iOS device.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        deviceID = try container.decode(String.self, forKey: .deviceID)
+        bundleID = try container.decode(String.self, forKey: .bundleID)
+        platform = try container.decodeIfPresent(SandboxPlatform.self, forKey: .platform) ?? .ios
+        projectID = try container.decodeIfPresent(String.self, forKey: .projectID)
+        messagingToken = try container.decodeIfPresent(String.self, forKey: .messagingToken)
+        voipToken = try container.decodeIfPresent(String.self, forKey: .voipToken)
+        messagingTokenReadyInMs = try container.decode(Int64.self, forKey: .messagingTokenReadyInMs)
+        voipTokenReadyInMs = try container.decode(Int64.self, forKey: .voipTokenReadyInMs)
+        connected = try container.decode(Bool.self, forKey: .connected)
     }
 }
 
@@ -64,11 +109,13 @@ public enum SandboxDeviceEvent: Sendable, Hashable {
     case token(kind: SandboxTokenKind, token: String)
     /// A notification was delivered.
     case notification(SandboxNotification)
+    /// An FCM message was delivered (Android devices).
+    case fcmMessage(SandboxFCMMessage)
 }
 
 extension SandboxDeviceEvent: Codable {
     private enum CodingKeys: String, CodingKey {
-        case type, kind, token, notification
+        case type, kind, token, notification, message
     }
 
     public init(from decoder: any Decoder) throws {
@@ -81,6 +128,8 @@ extension SandboxDeviceEvent: Codable {
             )
         case "notification":
             self = .notification(try container.decode(SandboxNotification.self, forKey: .notification))
+        case "fcm_message":
+            self = .fcmMessage(try container.decode(SandboxFCMMessage.self, forKey: .message))
         case let other:
             throw DecodingError.dataCorruptedError(
                 forKey: .type,
@@ -100,6 +149,9 @@ extension SandboxDeviceEvent: Codable {
         case .notification(let notification):
             try container.encode("notification", forKey: .type)
             try container.encode(notification, forKey: .notification)
+        case .fcmMessage(let message):
+            try container.encode("fcm_message", forKey: .type)
+            try container.encode(message, forKey: .message)
         }
     }
 }

@@ -39,12 +39,13 @@ public struct OutboxEntry: Sendable, Hashable {
     public var subjectID: String
     /// 10 for calls, 5 for messages; the dispatcher takes higher first.
     public var priority: Int
-    /// The push network's JSON body.
+    /// The push network's JSON body (APNs), or the data message's JSON object of strings (FCM).
     public var payload: String
     /// The APNs request id, the same across every attempt and restart.
     public var apnsID: String
+    /// The APNs topic, or the Android package name.
     public var topic: String
-    /// `alert` or `voip`.
+    /// `alert` or `voip` (APNs: VoIP pushes go to the device's VoIP token), or `fcm`.
     public var pushType: String
     public var collapseID: String?
     public var attempts: Int

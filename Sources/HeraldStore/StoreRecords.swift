@@ -29,6 +29,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
     public var messageTTL: Int64
     /// How long a call push may wait before it must not ring any more, in seconds.
     public var callTTL: Int64
+    /// Whether a conversation's messaging pushes replace each other while the device is offline
+    /// (`apns-collapse-id`, FCM `collapse_key`): the phone then shows the latest only.
+    public var collapseByConversation: Bool
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -40,7 +43,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
         alertTitle: String = "New message",
         alertBody: String = "You have a new message",
         messageTTL: Int64 = 24 * 60 * 60,
-        callTTL: Int64 = 30
+        callTTL: Int64 = 30,
+        collapseByConversation: Bool = false
     ) {
         self.id = id
         self.teamID = teamID
@@ -49,6 +53,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         self.alertBody = alertBody
         self.messageTTL = messageTTL
         self.callTTL = callTTL
+        self.collapseByConversation = collapseByConversation
     }
 
     enum CodingKeys: String, CodingKey {
@@ -59,6 +64,23 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case alertBody = "alert_body"
         case messageTTL = "message_ttl"
         case callTTL = "call_ttl"
+        case collapseByConversation = "collapse_by_conversation"
+    }
+
+    /// Fields other than `id` and `team_id` may be left out (configuration files do).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = AppRecord(id: "", teamID: "")
+        id = try container.decode(String.self, forKey: .id)
+        teamID = try container.decode(String.self, forKey: .teamID)
+        contentPolicy =
+            try container.decodeIfPresent(ContentPolicy.self, forKey: .contentPolicy) ?? defaults.contentPolicy
+        alertTitle = try container.decodeIfPresent(String.self, forKey: .alertTitle) ?? defaults.alertTitle
+        alertBody = try container.decodeIfPresent(String.self, forKey: .alertBody) ?? defaults.alertBody
+        messageTTL = try container.decodeIfPresent(Int64.self, forKey: .messageTTL) ?? defaults.messageTTL
+        callTTL = try container.decodeIfPresent(Int64.self, forKey: .callTTL) ?? defaults.callTTL
+        collapseByConversation =
+            try container.decodeIfPresent(Bool.self, forKey: .collapseByConversation) ?? defaults.collapseByConversation
     }
 }
 

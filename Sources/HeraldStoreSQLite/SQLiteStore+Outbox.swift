@@ -139,7 +139,9 @@ extension SQLiteStore {
                     device = try Row.fetchOne(lookup, arguments: [entry.deviceID])
                     devices[entry.deviceID] = device
                 }
-                let token: String? = device.flatMap { entry.kind == .call ? $0[1] : $0[0] }
+                // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
+                // to the messaging token.
+                let token: String? = device.flatMap { entry.pushType == "voip" ? $0[1] : $0[0] }
                 if entry.expiresAt <= now {
                     try giveBack.execute(arguments: [entry.pushID])
                     try Self.finish(

@@ -10,12 +10,13 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     INSERT OR REPLACE INTO apps
-                        (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                        (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
+                         collapse_by_conversation)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
-                    app.callTTL,
+                    app.callTTL, app.collapseByConversation,
                 ]
             )
         }
@@ -44,7 +45,8 @@ extension SQLiteStore {
             alertTitle: row["alert_title"],
             alertBody: row["alert_body"],
             messageTTL: row["message_ttl"],
-            callTTL: row["call_ttl"]
+            callTTL: row["call_ttl"],
+            collapseByConversation: row["collapse_by_conversation"]
         )
     }
 

@@ -200,6 +200,9 @@ public final class SQLiteStore: HeraldStore {
                     """
             )
         }
+        migrator.registerMigration("v5: collapse by conversation") { db in
+            try db.execute(sql: "ALTER TABLE apps ADD COLUMN collapse_by_conversation INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldDevice
+import HeraldStore
 import Logging
 import Testing
 
@@ -17,6 +18,7 @@ struct DeviceFlowTests {
         var tokenTimeout: Duration = .seconds(10)
         var reportsCalls = true
         var violationLimit = 3
+        var platform: DevicePlatform = .ios
     }
 
     static func withPhone(
@@ -47,6 +49,7 @@ struct DeviceFlowTests {
                 configuration.tokenTimeout = tweaks.tokenTimeout
                 configuration.reportsCalls = tweaks.reportsCalls
                 configuration.violationLimit = tweaks.violationLimit
+                configuration.platform = tweaks.platform
                 let timeline = Timeline(now: { clock.now() })
                 let phone = try EmulatedPhone(
                     configuration: configuration,
@@ -259,6 +262,27 @@ struct SimulationCommandTests {
         #expect(posts.count == 3 && (posts.last ?? 0) - (posts.first ?? 0) >= 600_000)
         let page = try String(contentsOfFile: html, encoding: .utf8)
         #expect(page.contains("<svg") && page.contains("notification shown"))
+    }
+
+    @Test("herald simulate android: a late FCM token, three HIGH data messages opened by the app, a tap")
+    func android() async throws {
+        let json = Self.temporary("android") + ".json"
+        defer { try? FileManager.default.removeItem(atPath: json) }
+        let command = try SimulateCommand.Android.parse(["--json", json, "--quiet"])
+        try await command.run()
+        let events = try Self.timeline(json)
+        #expect(events.contains { $0.step == "FCM registration token received" })
+        #expect(!events.contains { $0.step.contains("VoIP") })
+        let pushes = events.filter { $0.step == "data message delivered" }
+        #expect(pushes.count == 3)
+        #expect(pushes.allSatisfy { $0.pushType == "fcm" && $0.detail?.contains("priority HIGH") == true })
+        #expect(events.filter { $0.step == "messaging service opened the sealed content" }.count == 3)
+        let shown = events.filter { $0.step == "notification shown" }
+        #expect(
+            shown.count == 3 && shown.allSatisfy { $0.from == "fcm-service" && $0.detail?.contains("Dana") == true }
+        )
+        #expect(events.filter { $0.step == "push accepted by FCM" }.count == 3)
+        #expect(events.contains { $0.step == "conversation opened" })
     }
 
     @Test("herald simulate telephony: a priority-10 VoIP push on .voip, reported to CallKit, answered")

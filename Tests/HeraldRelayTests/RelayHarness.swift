@@ -5,6 +5,8 @@ import HeraldAPNs
 import HeraldAPNsCore
 import HeraldAdapters
 import HeraldCrypto
+import HeraldFCM
+import HeraldFCMCore
 import HeraldProvider
 import HeraldRelay
 import HeraldRelayHTTP
@@ -34,6 +36,9 @@ final class RelayHarness: Sendable {
         let directory = NSTemporaryDirectory() + "herald-relay-tests-\(getpid())"
         return try! SandboxCertificateAuthority.ensure(directory: directory)
     }()
+
+    /// The FCM service account the relay's sender uses, registered with the sandbox.
+    static let fcmAccount = try! FCMServiceAccount.generate(projectID: "herald-test", tokenURI: "https://unused/token")
 
     let sandbox: Sandbox
     let relay: Relay
@@ -80,6 +85,8 @@ final class RelayHarness: Sendable {
         var sandboxConfiguration = SandboxConfiguration(tls: tls)
         sandboxConfiguration.apnsPort = 0
         sandboxConfiguration.controlPort = 0
+        sandboxConfiguration.fcmPort = 0
+        sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(fcmAccount.account)]
         sandboxConfiguration.apps = [SandboxApp(bundleID: setup.app.id, teamID: teamID)]
         sandboxConfiguration.keys = [
             SandboxKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
@@ -107,19 +114,28 @@ final class RelayHarness: Sendable {
                 now: { Int64(Date().timeIntervalSince1970) }
             )
             let client = try APNsClient(configuration: clientConfiguration, tokens: tokens, logger: logger)
+            var fcmAccount = fcmAccount.account
+            fcmAccount.tokenURI = endpoints.tokenURL
+            var fcmConfiguration = FCMClientConfiguration(account: fcmAccount)
+            fcmConfiguration.baseURL = endpoints.fcmURL
+            fcmConfiguration.caCertificatePath = endpoints.caCertificatePath
+            fcmConfiguration.retryBaseDelay = .milliseconds(5)
+            fcmConfiguration.retryMaximumDelay = .milliseconds(20)
+            let fcmClient = try FCMClient(configuration: fcmConfiguration, logger: logger)
+            let stage = ProviderStage(apns: client, fcm: fcmClient)
 
             var storeConfiguration = SQLiteStore.Configuration(path: directory + "/herald.sqlite")
             storeConfiguration.durable = false
             let store = try SQLiteStore(configuration: storeConfiguration, logger: logger)
             let clock = TestClock()
-            let services: [any Service] = [client]
+            let services: [any Service] = [client, fcmClient]
             let sender: any PushSender
             let providerHTTP = HTTPClient(eventLoopGroupProvider: .singleton)
             if setup.remoteProvider {
                 let secret = "provider-secret-0123456789"
                 let providerPorts = AsyncStream.makeStream(of: Int.self)
                 let provider = Application(
-                    router: ProviderHTTPService.router(client: client, secret: secret),
+                    router: ProviderHTTPService.router(stage: stage, secret: secret),
                     configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                     onServerRunning: { channel in providerPorts.continuation.yield(channel.localAddress?.port ?? 0) },
                     logger: logger
@@ -136,7 +152,7 @@ final class RelayHarness: Sendable {
                 )
                 providerStop.withLock { $0 = providerGroup }
             } else {
-                sender = InProcessPushSender(client: client)
+                sender = InProcessPushSender(stage: stage)
             }
             var dispatcherConfiguration = DispatcherConfiguration()
             dispatcherConfiguration.retryBase = .milliseconds(20)
@@ -304,6 +320,32 @@ final class RelayHarness: Sendable {
         let reply = try await call(.POST, "/v1/activations", json: request)
         try #require(reply.status == 201, "activation answered \(reply.status): \(reply.text)")
         return Phone(sandboxDevice: device, keys: keys, activation: try reply.decode(ActivationResponse.self))
+    }
+
+    /// Registers an Android device (FCM token) with the sandbox and activates it for `user`.
+    func androidPhone(user: String, bundleID: String = RelayHarness.bundleID) async throws -> Phone {
+        let device = try core.registerDevice(
+            bundleID: bundleID,
+            platform: .android,
+            projectID: Self.fcmAccount.account.projectID
+        )
+        let keys = KeyPair.generate()
+        let request = ActivationRequest(
+            userID: user,
+            app: bundleID,
+            platform: .android,
+            publicKey: keys.publicKey.base64,
+            messagingToken: device.messagingToken,
+            voipToken: nil
+        )
+        let reply = try await call(.POST, "/v1/activations", json: request)
+        try #require(reply.status == 201, "activation answered \(reply.status): \(reply.text)")
+        return Phone(sandboxDevice: device, keys: keys, activation: try reply.decode(ActivationResponse.self))
+    }
+
+    /// FCM messages the sandbox accepted for a token.
+    func acceptedFCM(token: String) -> [SandboxFCMInspectionRecord] {
+        core.fcmInspection(token: token).filter { $0.kind == .send && $0.status == 200 }
     }
 
     // MARK: Waiting

@@ -70,6 +70,7 @@ final class SandboxHarness: Sendable {
         var configuration = SandboxConfiguration(tls: tls)
         configuration.apnsPort = 0
         configuration.controlPort = 0
+        configuration.fcmPort = 0
         configuration.apps = [SandboxApp(bundleID: bundleID, teamID: teamID)]
         configuration.keys = [key]
         setup.apply(&configuration)

@@ -37,6 +37,7 @@ import struct
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -294,8 +295,8 @@ class Relay:
         apps = self.call("GET", "/v1/apps", 200, token=self.api_key)["apps"]
         return next(app["team_id"] for app in apps if app["id"] == DEFAULT_APP)
 
-    def new_sandbox_device(self, bundle_id: str = DEFAULT_APP) -> dict:
-        return self.sandbox("POST", "/devices", {"bundle_id": bundle_id})
+    def new_sandbox_device(self, bundle_id: str = DEFAULT_APP, platform: str = "ios") -> dict:
+        return self.sandbox("POST", "/devices", {"bundle_id": bundle_id, "platform": platform})
 
     def activate(self, user: str, app: str = DEFAULT_APP, platform: str = "ios", **extra) -> tuple[dict, PrivateKey]:
         key = PrivateKey.generate()
@@ -314,6 +315,11 @@ class Relay:
 
     def inspection(self, token: str) -> list[dict]:
         return self.sandbox("GET", f"/inspection?token={token}")["records"]
+
+    def fcm_inspection(self, token: str) -> list[dict]:
+        """What the sandbox's FCM side accepted for a registration token."""
+        records = self.sandbox("GET", f"/fcm/inspection?token={urllib.parse.quote(token)}")["records"]
+        return [r for r in records if r["kind"] == "send" and r["status"] == 200]
 
 
 def b64(data: bytes) -> str:
@@ -350,6 +356,7 @@ def _read_banner(process: subprocess.Popen, deadline: float) -> list[str]:
 def relay(herald: Path, spec: Spec, tmp_path_factory: pytest.TempPathFactory):
     workdir = tmp_path_factory.mktemp("relay-openapi")
     command = [str(herald), "serve", "--port", "0", "--sandbox-apns-port", "0", "--sandbox-control-port", "0"]
+    command += ["--sandbox-fcm-port", "0"]
     command += ["--keys-dir", str(workdir / "keys"), "--data", str(workdir / "data"), "--log-level", "warning"]
     environment = dict(os.environ, HERALD_GENESYS_SECRET=WEBHOOK_SECRET)
     with open(workdir / "serve.stderr", "w+b") as stderr_file:
@@ -472,7 +479,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/devices/{id}/chats/{conversation}/connect", "post"),
     }
     assert set(spec.operations()) == expected
-    for name in ("ApnsMessagePayload", "ApnsCallPayload", "Error"):
+    for name in ("ApnsMessagePayload", "ApnsCallPayload", "FcmMessageData", "FcmCallData", "Error"):
         assert name in spec.document["components"]["schemas"]
 
 
@@ -541,6 +548,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "alert_body": "You have a new message",
         "message_ttl": 86400,
         "call_ttl": 30,
+        "collapse_by_conversation": False,
     }
     full = {
         "team_id": team,
@@ -549,6 +557,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "alert_body": "Open the app",
         "message_ttl": 3600,
         "call_ttl": 45,
+        "collapse_by_conversation": True,
     }
     assert relay.call("PUT", f"/v1/apps/{app_id}", 200, full, key) == {"id": app_id} | full
     replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team, "unknown_key": 1}, key)
@@ -561,6 +570,10 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("PUT", "/v1/apps/bad_id!", 400, {"team_id": team}, key, field_name="id", schema_rejects=False)
     assert _errors(spec.schema("BundleID"), "bad_id!"), "the path parameter's schema refuses it"
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {}, key, field_name="team_id")
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "collapse_by_conversation": "yes"}, key,
+        field_name="collapse_by_conversation",
+    )
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": 5}, key, field_name="team_id")
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": ""}, key, field_name="team_id")
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": "T" * 257}, key, field_name="team_id")
@@ -598,7 +611,8 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     assert activation["content_policy"] == "full"
     assert activation["key_id"] == key_id(phone_key, activation), "key_id as docs/envelope.md section 2 defines it"
 
-    android, _ = relay.activate(user, platform="android", messaging_token="fcm:" + "A1_-" * 10)
+    droid = relay.new_sandbox_device(platform="android")
+    android, _ = relay.activate(user, platform="android", messaging_token=droid["messaging_token"])
     bare, _ = relay.activate(user)  # an iPhone whose tokens have not arrived yet
     other_user = unique("user")
     stranger, _ = relay.activate(other_user, messaging_token=relay.new_sandbox_device()["messaging_token"])
@@ -739,23 +753,20 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     first = relay.call("POST", "/v1/messages", 202, message, key)
     assert first["duplicate"] is False
     skipped = {s["device_id"]: s["reason"] for s in first["skipped"]}
-    assert skipped == {
-        device_id: "active_in_conversation",
-        android["device_id"]: "platform_not_supported",
-        bare["device_id"]: "no_token",
-    }, first
-    assert first["pushes"] == []
+    assert skipped == {device_id: "active_in_conversation", bare["device_id"]: "no_token"}, first
+    assert [p["device_id"] for p in first["pushes"]] == [android["device_id"]]
     repeat = relay.call("POST", "/v1/messages", 202, message | {"text": "something else"}, key)
     assert repeat == first | {"duplicate": True}
 
     elsewhere = relay.call(
         "POST", "/v1/messages", 202, message | {"conversation": unique("conv"), "idempotency_key": unique("idem")}, key
     )
-    assert [p["device_id"] for p in elsewhere["pushes"]] == [device_id]
+    assert sorted(p["device_id"] for p in elsewhere["pushes"]) == sorted([device_id, android["device_id"]])
     relay.call("PUT", presence, 200, {"state": "background"}, credential)
     sent = relay.call("POST", "/v1/messages", 202, {k: v for k, v in message.items() if k != "idempotency_key"}, key)
-    assert sent["duplicate"] is False and [p["device_id"] for p in sent["pushes"]] == [device_id]
-    push_id = sent["pushes"][0]["push_id"]
+    assert sent["duplicate"] is False
+    assert sorted(p["device_id"] for p in sent["pushes"]) == sorted([device_id, android["device_id"]])
+    push_id = next(p["push_id"] for p in sent["pushes"] if p["device_id"] == device_id)
     nobody = relay.call(
         "POST", "/v1/messages", 202, message | {"to": unique("nobody"), "idempotency_key": unique("idem")}, key
     )
@@ -808,8 +819,8 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     call = {"to": user, "from": sender, "call_id": unique("call"), "media": "video"}
     rang = relay.call("POST", "/v1/calls", 202, call, key)
     assert rang["id"] == call["call_id"] and rang["duplicate"] is False
-    assert sorted(p["device_id"] for p in rang["pushes"]) == sorted([device_id, bare["device_id"]])
-    assert rang["skipped"] == [{"device_id": android["device_id"], "reason": "platform_not_supported"}]
+    assert sorted(p["device_id"] for p in rang["pushes"]) == sorted([device_id, bare["device_id"], android["device_id"]])
+    assert rang["skipped"] == []
     assert relay.call("POST", "/v1/calls", 202, call | {"media": "audio"}, key) == rang | {"duplicate": True}
     for push in rang["pushes"]:
         done = relay.wait_final(push["push_id"])
@@ -1021,6 +1032,94 @@ def test_apns_payloads_match_the_spec(relay: Relay, spec: Spec):
             sender["id"],
             sender["name"],
         )
+
+
+def test_fcm_payloads_match_the_spec(relay: Relay, spec: Spec):
+    key = relay.api_key
+    team = relay.default_team()
+    long_text = "Ünïcödé " * 700  # well over FCM's 4096 bytes of data: cut in the push
+    for policy in ("full", "sender_only", "none"):
+        app_id = unique(f"com.example.android-{policy.replace('_', '-')}")
+        relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team, "content_policy": policy}, key)
+        phone = relay.new_sandbox_device(app_id, platform="android")
+        assert phone.get("voip_token") is None
+        user = unique("user")
+        activation, device_key = relay.activate(
+            user, app=app_id, platform="android", messaging_token=phone["messaging_token"]
+        )
+        sender = {"id": unique("agent"), "name": "Grace Hopper"}
+        for text in ("Meet at 10?", long_text):
+            conversation = unique("conv")
+            body = {"to": user, "from": sender, "conversation": conversation, "text": text}
+            receipt = relay.call("POST", "/v1/messages", 202, body, key)
+            (push,) = receipt["pushes"]
+            status = relay.wait_final(push["push_id"])
+            assert (status["state"], status["priority"]) == ("delivered", 5)
+            (record,) = [r for r in relay.fcm_inspection(phone["messaging_token"]) if r["data"]["message_id"] == receipt["id"]]
+            assert record["priority"] == "HIGH"
+            assert 86_000 <= int(record["ttl"].rstrip("s")) <= 86_400
+            data = record["data"]
+            assert sum(len(k.encode()) + len(v.encode()) for k, v in data.items()) <= 4096
+            problems = _errors(spec.schema("FcmMessageData"), data)
+            assert not problems, f"{policy}: {data!r} does not match FcmMessageData: {problems}"
+            assert text[:8] not in json.dumps(data) and sender["name"] not in json.dumps(data)
+            assert (data["conversation_id"], data["policy"]) == (conversation, policy)
+            if policy == "none":
+                assert "sealed" not in data
+                continue
+            opened = parse_plaintext(
+                open_envelope(
+                    data["sealed"],
+                    receive_key(device_key, activation),
+                    activation["key_id"],
+                    0x01,
+                    receipt["id"],
+                    activation["device_id"],
+                )
+            )
+            assert (opened["sender_id"], opened["sender_name"]) == (sender["id"], sender["name"])
+            if policy == "sender_only":
+                assert opened["text"] == ""
+            elif text == long_text:
+                assert opened["flags"] & 1 == 1 and long_text.startswith(opened["text"]) and opened["text"]
+            else:
+                assert (opened["text"], opened["flags"] & 1) == (text, 0)
+
+        call = {"to": user, "from": sender, "call_id": unique("call"), "media": "audio"}
+        receipt = relay.call("POST", "/v1/calls", 202, call, key)
+        (push,) = receipt["pushes"]
+        assert relay.wait_final(push["push_id"])["state"] == "delivered"
+        (record,) = [r for r in relay.fcm_inspection(phone["messaging_token"]) if r["data"]["kind"] == "call"]
+        assert record["priority"] == "HIGH" and 0 < int(record["ttl"].rstrip("s")) <= 30
+        problems = _errors(spec.schema("FcmCallData"), record["data"])
+        assert not problems, f"{record['data']!r} does not match FcmCallData: {problems}"
+        opened = parse_plaintext(
+            open_envelope(
+                record["data"]["sealed"],
+                receive_key(device_key, activation),
+                activation["key_id"],
+                0x02,
+                call["call_id"],
+                activation["device_id"],
+            )
+        )
+        assert (opened["type"], opened["caller_id"], opened["caller_name"]) == (0x02, sender["id"], sender["name"])
+
+
+def test_dead_fcm_tokens_are_reported(relay: Relay):
+    key = relay.api_key
+    phone = relay.new_sandbox_device(platform="android")
+    user = unique("user")
+    activation, _ = relay.activate(user, platform="android", messaging_token=phone["messaging_token"])
+    relay.sandbox("POST", f"/devices/{phone['device_id']}/uninstall")
+    message = {"to": user, "from": {"id": "agent", "name": "Ada"}, "conversation": "c", "text": "hi"}
+    (push,) = relay.call("POST", "/v1/messages", 202, message, key)["pushes"]
+    status = relay.wait_final(push["push_id"])
+    assert (status["state"], status["reason"]) == ("token_dead", "UNREGISTERED")
+    device = relay.call("GET", f"/v1/devices/{activation['device_id']}", 200, token=key)
+    assert "messaging_token" not in device and device["token_dead_reason"] == "UNREGISTERED"
+    after = relay.call("POST", "/v1/messages", 202, message, key)
+    assert after["skipped"] == [{"device_id": activation["device_id"], "reason": "token_dead: UNREGISTERED"}]
 
 
 def test_dead_tokens_are_reported(relay: Relay):

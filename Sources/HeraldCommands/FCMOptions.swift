@@ -1,0 +1,62 @@
+import ArgumentParser
+import HeraldFCM
+import HeraldFCMCore
+import Logging
+import NIOCore
+
+/// Options for the FCM sender: a service account and where FCM is.
+struct FCMOptions: ParsableArguments {
+    @Option(
+        name: .customLong("fcm-service-account"),
+        help: "A Google service-account JSON file; without it Android pushes are not sent."
+    )
+    var serviceAccount: String?
+
+    @Option(
+        name: .customLong("fcm-url"),
+        help: "Another FCM endpoint, such as the local sandbox (https://127.0.0.1:2196)."
+    )
+    var url: String?
+
+    @Option(name: .customLong("fcm-ca"), help: "A CA certificate (PEM) to trust for --fcm-url and the token URI.")
+    var caFile: String?
+
+    func validate() throws {
+        if serviceAccount == nil, url != nil || caFile != nil {
+            throw ValidationError("--fcm-url and --fcm-ca need --fcm-service-account")
+        }
+    }
+
+    /// The settings given, if any.
+    var settings: FCMSettings? {
+        serviceAccount.map {
+            FCMSettings(serviceAccount: $0, url: url ?? FCMClientConfiguration.googleURL, caFile: caFile)
+        }
+    }
+}
+
+/// What an FCM sender needs, from whichever options or files named it.
+struct FCMSettings: Sendable {
+    var serviceAccount: String
+    var url: String
+    var caFile: String?
+    /// Replaces the file's `token_uri` (the in-process sandbox's port is only known at start).
+    var tokenURI: String? = nil
+
+    func makeClient(logger: Logger, group: any EventLoopGroup) throws -> FCMClient {
+        var account: FCMServiceAccount
+        do {
+            account = try FCMServiceAccount.load(path: serviceAccount)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        if let tokenURI { account.tokenURI = tokenURI }
+        guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
+            throw ValidationError("'\(url)' is not an FCM URL (https://host[:port])")
+        }
+        var configuration = FCMClientConfiguration(account: account)
+        configuration.baseURL = url
+        configuration.caCertificatePath = caFile
+        return try FCMClient(configuration: configuration, logger: logger, group: group)
+    }
+}

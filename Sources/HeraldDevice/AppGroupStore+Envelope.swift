@@ -1,0 +1,30 @@
+public import HeraldCrypto
+
+extension AppGroupStore {
+    /// Opens sealed push content with the key this store holds for the envelope's key id: what
+    /// the Notification Service Extension, the PushKit handler and the Android messaging service
+    /// all do. The failure says why, for diagnostics (never the content).
+    ///
+    /// - Parameters:
+    ///   - subjectID: the message id or call id in clear beside the envelope, which it is bound to.
+    public func open(sealed: String, kind: PushKind, subjectID: String) throws(DeviceError) -> PushContent {
+        guard let registration = registration() else {
+            throw .payload("the app-group store has no registration")
+        }
+        let envelope: Envelope
+        do {
+            envelope = try Envelope(text: sealed)
+        } catch {
+            throw .payload("the sealed content is not an envelope (\(error.identifier))")
+        }
+        guard let keys = sessionKeys(for: envelope.keyID) else {
+            throw .payload("no key in the app-group store for key id \(envelope.keyID.hex)")
+        }
+        let context = EnvelopeContext(kind: kind, pushID: subjectID, deviceID: registration.deviceID)
+        do {
+            return try EnvelopeOpener(sessionKeys: [keys]).openContent(envelope, context: context)
+        } catch {
+            throw .payload("the sealed content did not open (\(error.identifier))")
+        }
+    }
+}

@@ -1,0 +1,57 @@
+public import HeraldFCMCore
+
+/// One data message on its way to FCM.
+public struct FCMPush: Sendable, Hashable {
+    /// The device's registration token.
+    public var token: String
+    /// The data payload: string values only, at most 4096 bytes of keys and values.
+    public var data: [String: String]
+    /// `HIGH` for calls and user-visible messages.
+    public var priority: FCMMessage.Priority
+    /// When the message stops being worth delivering, in seconds since the epoch: `android.ttl`
+    /// is what remains of it at each attempt, and no attempt is made after it.
+    public var expiration: Int64
+    /// Messages with the same key replace each other while the device is offline.
+    public var collapseKey: String?
+
+    public init(
+        token: String,
+        data: [String: String],
+        priority: FCMMessage.Priority,
+        expiration: Int64,
+        collapseKey: String? = nil
+    ) {
+        self.token = token
+        self.data = data
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseKey = collapseKey
+    }
+
+    /// The message for an attempt at `now` (seconds since the epoch).
+    func message(now: Int64) -> FCMMessage {
+        var message = FCMMessage(token: token, data: data)
+        message.android = FCMMessage.AndroidConfig(
+            priority: priority,
+            ttl: "\(max(0, min(expiration - now, FCMMessage.maximumTTLSeconds)))s",
+            collapseKey: collapseKey
+        )
+        return message
+    }
+}
+
+/// What became of a message, after the sender's own retries.
+public enum FCMResult: Sendable, Hashable {
+    /// FCM accepted it; `name` is FCM's message name (`projects/p/messages/…`).
+    case delivered(name: String)
+    /// The token is dead (404 UNREGISTERED): drop it.
+    case tokenDead(code: FCMErrorCode)
+    /// Refused for good: INVALID_ARGUMENT, SENDER_ID_MISMATCH, THIRD_PARTY_AUTH_ERROR, a
+    /// permission or credential problem (the latter also logged as an error for the operator).
+    case failed(code: FCMErrorCode?, status: Int, message: String)
+    /// Not delivered yet but worth another attempt (QUOTA_EXCEEDED, UNAVAILABLE, INTERNAL,
+    /// connection trouble), no sooner than `retryAfter` when FCM said so.
+    case retryLater(reason: String, retryAfter: Duration?)
+    /// Its expiration passed before it could be delivered.
+    case expired
+}

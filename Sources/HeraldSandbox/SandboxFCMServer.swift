@@ -1,0 +1,141 @@
+import Foundation
+import HeraldFCMCore
+import Hummingbird
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOSSL
+
+/// The FCM listener: HTTP/2 (or HTTP/1.1) over TLS, with ALPN, on the APNs listener's TLS
+/// identity. `POST /v1/projects/{project}/messages:send` and Google's OAuth2 token endpoint
+/// `POST /token`.
+///
+/// Built on Hummingbird rather than at the frame level like the APNs listener: FCM's behaviour
+/// lives in its HTTP answers (status, JSON body, `Retry-After`), not in HTTP/2 frames.
+enum SandboxFCMServer {
+    typealias Context = BasicRequestContext
+
+    /// The listener as a Hummingbird application: TLS with the sandbox's certificate, ALPN `h2`
+    /// and `http/1.1`. `onRunning` gets the bound port.
+    static func application(
+        core: SandboxCore,
+        group: any EventLoopGroup,
+        logger: Logger,
+        onRunning: @escaping @Sendable (Int) -> Void
+    ) throws -> some ApplicationProtocol {
+        let configuration = core.configuration
+        let tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(configuration.tls.certificateChainPath).map {
+                .certificate($0)
+            },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: configuration.tls.privateKeyPath, format: .pem))
+        )
+        return Application(
+            router: router(core: core),
+            server: try .http2Upgrade(tlsConfiguration: tls),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.fcmPort),
+                serverName: "herald-sandbox"
+            ),
+            onServerRunning: { channel in onRunning(channel.localAddress?.port ?? configuration.fcmPort) },
+            eventLoopGroupProvider: .shared(group),
+            logger: logger
+        )
+    }
+
+    static func router(core: SandboxCore) -> Router<Context> {
+        let router = Router(context: Context.self)
+        router.middlewares.add(FCMErrorMiddleware())
+
+        router.post("/v1/projects/:project/messages:send") { request, context -> Response in
+            let project = try context.parameters.require("project")
+            // Too large (or cut off): nil, which the core answers 400.
+            let body = try? await request.body.collect(upTo: SandboxCore.maximumSendBody)
+            let answer = core.send(
+                project: project,
+                authorization: request.headers[.authorization],
+                body: body.map { Array($0.readableBytesView) }
+            )
+            return try await response(answer)
+        }
+
+        router.post("/token") { request, context -> Response in
+            let body = try? await request.body.collect(upTo: 64 * 1024)
+            let form = Self.form(body ?? ByteBuffer(), contentType: request.headers[.contentType])
+            return try await response(core.grantAccessToken(form: form))
+        }
+        return router
+    }
+
+    private static func response(_ answer: SandboxFCMAnswer) async throws -> Response {
+        if answer.delay > .zero { try await Task.sleep(for: answer.delay) }
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=UTF-8"
+        if let retryAfter = answer.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if answer.challenge { headers[.wwwAuthenticate] = #"Bearer realm="https://accounts.google.com/""# }
+        return Response(
+            status: .init(code: answer.status),
+            headers: headers,
+            body: .init(byteBuffer: ByteBuffer(bytes: answer.body))
+        )
+    }
+
+    /// The token request's parameters: `application/x-www-form-urlencoded` as RFC 6749 asks, or a
+    /// JSON object of strings, which Google also takes.
+    static func form(_ body: ByteBuffer, contentType: String?) -> [String: String] {
+        let bytes = Data(body.readableBytesView)
+        if contentType?.lowercased().hasPrefix("application/json") == true {
+            let object = (try? JSONSerialization.jsonObject(with: bytes)) as? [String: Any]
+            return (object ?? [:]).compactMapValues { $0 as? String }
+        }
+        var form: [String: String] = [:]
+        for pair in String(decoding: bytes, as: UTF8.self).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ text: Substring) -> String? {
+                text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+            }
+            guard let name = decode(parts[0]), form[name] == nil else { continue }
+            form[name] = parts.count == 2 ? decode(parts[1]) ?? "" : ""
+        }
+        return form
+    }
+}
+
+/// Answers every error with a Google-style JSON error body, never an empty page.
+struct FCMErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            let status = error.status
+            let rpcStatus =
+                switch status.code {
+                case 404: "NOT_FOUND"
+                case 405: "METHOD_NOT_ALLOWED"
+                default: status.code < 500 ? "INVALID_ARGUMENT" : "INTERNAL"
+                }
+            let message =
+                status.code == 404
+                ? "The requested URL \(request.uri.path) was not found on this server." : status.reasonPhrase
+            return Self.response(FCMErrorBody(error: .init(code: status.code, message: message, status: rpcStatus)))
+        } catch {
+            context.logger.error("FCM request failed", metadata: ["error": "\(error)"])
+            return Self.response(FCMErrorBody(code: .internal))
+        }
+    }
+
+    static func response(_ body: FCMErrorBody) -> Response {
+        let answer = SandboxFCMAnswer.json(body.error.code, body)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=UTF-8"
+        return Response(
+            status: .init(code: answer.status),
+            headers: headers,
+            body: .init(byteBuffer: ByteBuffer(bytes: answer.body))
+        )
+    }
+}
