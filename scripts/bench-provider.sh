@@ -56,7 +56,7 @@ trap cleanup EXIT
 "$herald" keys apns --out "$work" --key-id "$key_id" --team-id "$team_id" >/dev/null
 threads=()
 [ -n "${THREADS:-}" ] && threads=(--threads "$THREADS")
-"$herald" sandbox --keys-dir "$work" --app "$bundle:$team_id" --apns-port 0 --control-port 0 \
+"$herald" sandbox --keys-dir "$work" --app "$bundle:$team_id" --apns-port 0 --control-port 0 --fcm-port 0 \
     --token-update-interval 0 --log-level error "${threads[@]}" >"$work/sandbox.out" 2>"$work/sandbox.err" &
 pid=$!
 for _ in $(seq 300); do

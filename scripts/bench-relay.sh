@@ -38,7 +38,7 @@ run() {
     port=$(free_port); apns=$(free_port); control=$(free_port)
     if [ -n "$external" ]; then
         (cd "$dir" && "$herald" keys apns --out keys --key-id BENCHKEY01 --team-id BENCHTEAM1 >/dev/null)
-        (cd "$dir" && exec "$herald" sandbox --apns-port "$apns" --control-port "$control" --keys-dir keys \
+        (cd "$dir" && exec "$herald" sandbox --apns-port "$apns" --control-port "$control" --fcm-port 0 --keys-dir keys \
             --app com.example.herald:BENCHTEAM1 --log-level error >sandbox.log 2>&1) &
         sandbox_pid=$!
         for _ in $(seq 1 100); do grep -q "control API" "$dir/sandbox.log" 2>/dev/null && break; sleep 0.1; done
@@ -47,7 +47,7 @@ run() {
             --apns-url "https://127.0.0.1:$apns" --apns-ca keys/sandbox-ca.pem \
             ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} --log-level error >serve.log 2>&1) &
     else
-        (cd "$dir" && exec "$herald" serve --port "$port" --sandbox-apns-port "$apns" --sandbox-control-port "$control" \
+        (cd "$dir" && exec "$herald" serve --port "$port" --sandbox-apns-port "$apns" --sandbox-control-port "$control" --sandbox-fcm-port 0 \
             ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} --log-level error >serve.log 2>&1) &
     fi
     pid=$!

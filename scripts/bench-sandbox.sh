@@ -14,7 +14,7 @@ work=$(mktemp -d)
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
 
 $herald keys apns --out "$work" --key-id BENCHKEY01 --team-id BENCHTEAM1 >/dev/null
-$herald sandbox --keys-dir "$work" --app com.example.bench:BENCHTEAM1 --apns-port 0 --control-port 0 \
+$herald sandbox --keys-dir "$work" --app com.example.bench:BENCHTEAM1 --apns-port 0 --control-port 0 --fcm-port 0 \
     --threads "${THREADS:-2}" --log-level error >"$work/sandbox.log" 2>&1 &
 pid=$!
 for _ in $(seq 50); do grep -q "control API" "$work/sandbox.log" 2>/dev/null && break; sleep 0.1; done

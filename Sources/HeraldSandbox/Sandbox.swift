@@ -118,11 +118,17 @@ public final class Sandbox: Service, Sendable {
         }
         do {
             try await withGracefulShutdownHandler {
-                // Either listener failing (a port in use) ends the other.
                 try await withThrowingTaskGroup(of: Void.self) { listeners in
                     listeners.addTask { try await app.run() }
                     listeners.addTask { try await fcm.run() }
-                    try await listeners.waitForAll()
+                    do {
+                        while try await listeners.next() != nil {}
+                    } catch {
+                        // One listener failed (a port in use): the other must stop too, and
+                        // `waitForAll` would wait for it instead of cancelling it.
+                        listeners.cancelAll()
+                        throw error
+                    }
                 }
             } onGracefulShutdown: { [apns, core] in
                 // From now on FCM sends get 503 UNAVAILABLE and APNs pushes 503 Shutdown.

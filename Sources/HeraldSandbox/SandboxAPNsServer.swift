@@ -166,6 +166,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var goAwayLastStreamID = HTTP2StreamID.rootStream
     /// Answers waiting on injected latency.
     private var delayedResponses = 0
+    /// The PING that closes a drained connection once acknowledged has been sent.
+    private var drainPingSent = false
 
     init(
         core: SandboxCore,
@@ -246,6 +248,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             }
         case .rstStream:
             requests[streamID] = nil
+        case .ping(let data, ack: true) where closing && data == Self.drainPing:
+            // The client has read every answer before this PING: closing now cannot make its
+            // TCP stack discard them (a close with the client's later requests unread is a reset,
+            // and a reset drops what the client had received but not yet read).
+            context.close(promise: nil)
         default:
             break
         }
@@ -288,6 +295,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A stream error (a stream opened after GOAWAY, say) has been answered with RST_STREAM by
+        // the HTTP/2 stack; the connection and the answers it owes stay.
+        if error is NIOHTTP2Errors.StreamError { return }
         // Garbage TLS, malformed HTTP/2, protocol violations: the connection goes, the process stays.
         logger.debug("closing APNs connection after error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
@@ -327,9 +337,16 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         case .drop:
             context.close(promise: nil)
         case .goaway(let reason):
-            // Tell the client this stream was not processed: the last stream id is the one before.
-            let previous = HTTP2StreamID(max(0, Int(streamID) - 2))
-            goAway(context: context, lastStreamID: previous, reason: reason)
+            // This stream is refused on its own (REFUSED_STREAM: not processed, safe to send again)
+            // and the GOAWAY covers every stream already opened, which are still answered.
+            // Streams complete in the order their DATA arrives, not in id order (a client's HTTP/2
+            // stack emits buffered DATA in any stream order), so a lower last stream id could
+            // disown a stream already answered; and the HTTP/2 stack treats DATA for a stream a
+            // GOAWAY dropped as a connection error, which would lose the answers owed.
+            let refuse = HTTP2Frame(streamID: streamID, payload: .rstStream(.refusedStream))
+            context.write(wrapOutboundOut(refuse), promise: nil)
+            needsFlush = true
+            goAway(context: context, lastStreamID: lastStreamID, reason: reason)
         case .stall:
             break
         }
@@ -375,15 +392,19 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         closeIfDrained(context: context)
     }
 
-    /// After GOAWAY: closes once every stream up to the GOAWAY's last stream id has its answer.
+    /// After GOAWAY: once every stream up to the GOAWAY's last stream id has its answer, sends a
+    /// PING and closes when the client acknowledges it, that is once the client has read every
+    /// answer (or at the GOAWAY's fallback timer, for a client that never does).
     private func closeIfDrained(context: ChannelHandlerContext) {
-        guard delayedResponses == 0, !requests.keys.contains(where: { $0 <= goAwayLastStreamID }) else { return }
-        // A PING is written last only to learn when everything before it has left: closing at
-        // once would discard answers still queued behind a slow socket.
-        let channel = context.channel
-        let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(), ack: false))
-        context.writeAndFlush(wrapOutboundOut(ping)).whenComplete { _ in channel.close(promise: nil) }
+        guard !drainPingSent, delayedResponses == 0, !requests.keys.contains(where: { $0 <= goAwayLastStreamID })
+        else { return }
+        drainPingSent = true
+        let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(Self.drainPing, ack: false))
+        context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
     }
+
+    /// The PING that ends a drained connection.
+    private static let drainPing = HTTP2PingData(withInteger: 0x6865_7261_6C64_0001)
 
     private static func request(from headers: HPACKHeaders) -> SandboxAPNsRequest {
         var request = SandboxAPNsRequest()

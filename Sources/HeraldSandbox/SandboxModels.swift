@@ -206,7 +206,8 @@ public struct SandboxFault: Sendable, Hashable, Codable {
         case respond
         /// Close the TCP connection without answering.
         case drop
-        /// Send GOAWAY (with `reason` in its debug data) below this stream, then close.
+        /// Refuse this stream (REFUSED_STREAM), send GOAWAY (with `reason` in its debug data),
+        /// answer the streams it covers, then close.
         case goaway
         /// Never answer; the stream stays open until the client gives up or disconnects.
         case stall

@@ -29,10 +29,11 @@ import Testing
             #expect(results.allSatisfy { $0.isDelivered })
             let records = harness.core.inspection()
             #expect(records.filter { $0.outcome == "goaway" }.count == 2)
-            // Every push reached APNs, under the apns-id it was given (a resend after a lost answer
-            // keeps the id, so APNs and the device can tell a duplicate).
+            // Every push reached APNs exactly once: GOAWAY names what was not processed, and only
+            // that is sent again (under the same apns-id).
             let accepted = records.filter { $0.outcome == "accepted" }.map(\.apnsID)
             #expect(Set(accepted) == Set(pushes.map(\.apnsID)))
+            #expect(accepted.count == pushes.count, "\(accepted.count - Set(accepted).count) pushes accepted twice")
             // The requests GOAWAY named as not processed were resent, not lost.
             for goaway in records.filter({ $0.outcome == "goaway" }) {
                 #expect(accepted.contains(goaway.apnsID))

@@ -46,6 +46,7 @@ final class ProviderHarness: Sendable {
         var sandboxConfiguration = SandboxConfiguration(tls: tls)
         sandboxConfiguration.apnsPort = 0
         sandboxConfiguration.controlPort = 0
+        sandboxConfiguration.fcmPort = 0
         sandboxConfiguration.apps = [SandboxApp(bundleID: bundleID, teamID: teamID)]
         sandboxConfiguration.keys = [
             SandboxKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)

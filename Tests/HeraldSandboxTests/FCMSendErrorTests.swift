@@ -185,43 +185,4 @@ import Testing
             #expect(reply.error?.fcmErrorCode == .unavailable)
         }
     }
-
-    @Test func unknownPathsGetAJSONNotFound() async throws {
-        try await SandboxHarness.with(.fcm) { sandbox in
-            var request = HTTPClientRequest(url: sandbox.endpoints.fcmURL + "/v1/projects/p/messages:batchSend")
-            request.method = .POST
-            let response = try await sandbox.client.execute(request, timeout: .seconds(10))
-            let body = try await response.body.collect(upTo: 1 << 16)
-            #expect(response.status.code == 404)
-            let error = try JSONDecoder().decode(FCMErrorBody.self, from: Data(buffer: body))
-            #expect(error.error.status == "NOT_FOUND")
-        }
-    }
-
-    /// The listener negotiates HTTP/2 by ALPN, as fcm.googleapis.com does.
-    @Test func theListenerSpeaksHTTP2() async throws {
-        try await SandboxHarness.with(.fcm) { sandbox in
-            let raw = try await RawHTTP2Client.connect(
-                port: sandbox.endpoints.fcmPort,
-                caPath: sandbox.endpoints.caCertificatePath
-            )
-            try await raw.send(
-                streamID: 1,
-                headers: [
-                    (":method", "POST"), (":scheme", "https"), (":authority", "localhost"),
-                    (":path", "/v1/projects/\(FCMFixtures.project)/messages:send"),
-                ],
-                body: "{}"
-            )
-            var status: String?
-            for await frame in raw.frames {
-                if let value = frame.payload.status {
-                    status = value
-                    break
-                }
-            }
-            await raw.close()
-            #expect(status == "401")
-        }
-    }
 }

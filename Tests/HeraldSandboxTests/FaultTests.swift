@@ -51,7 +51,7 @@ import Testing
         }
     }
 
-    @Test func aGoAwayFaultNamesTheStreamsThatWereNotProcessed() async throws {
+    @Test func aGoAwayFaultRefusesItsStreamAndCoversTheRest() async throws {
         try await SandboxHarness.with { sandbox in
             let token = try #require(try sandbox.device().messagingToken)
             try sandbox.core.inject(SandboxFault(action: .goaway, reason: .shutdown))
@@ -65,15 +65,21 @@ import Testing
                 body: #"{"aps":{}}"#
             )
             var goAway: (HTTP2StreamID, String)?
+            var refused = false
             for await frame in raw.frames {
                 if case .goAway(let lastStreamID, let code, let data) = frame.payload {
                     #expect(code == .noError)
                     goAway = (lastStreamID, data.map { String(buffer: $0) } ?? "")
                 }
+                if frame.streamID == 1, case .rstStream(let code) = frame.payload { refused = code == .refusedStream }
             }
+            // The GOAWAY covers every stream opened; the one that met the fault is refused on its
+            // own (not processed: safe to send again), and the connection then closes.
             let (lastStreamID, reason) = try #require(goAway)
-            #expect(lastStreamID == .rootStream)
+            #expect(lastStreamID == 1)
+            #expect(refused)
             #expect(reason == #"{"reason":"Shutdown"}"#)
+            #expect(sandbox.core.inspection().map(\.outcome) == ["goaway"])
         }
     }
 

@@ -62,6 +62,23 @@ final class RawHTTP2Client: Sendable {
         try await channel.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(), ack: false)))
     }
 
+    /// Sends only a request's HEADERS (not ending the stream), so its DATA can come later.
+    func sendHeaders(streamID: Int, headers: [(String, String)]) async throws {
+        var block = HPACKHeaders()
+        for (name, value) in headers { block.add(name: name, value: value) }
+        let head = HTTP2Frame(streamID: HTTP2StreamID(streamID), payload: .headers(.init(headers: block)))
+        try await channel.writeAndFlush(head)
+    }
+
+    /// Sends a request's DATA, ending the stream.
+    func sendData(streamID: Int, body: String) async throws {
+        let data = HTTP2Frame(
+            streamID: HTTP2StreamID(streamID),
+            payload: .data(.init(data: .byteBuffer(ByteBuffer(string: body)), endStream: true))
+        )
+        try await channel.writeAndFlush(data)
+    }
+
     func close() async {
         try? await channel.close()
     }

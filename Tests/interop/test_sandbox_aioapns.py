@@ -138,6 +138,7 @@ def sandbox(herald: Path, tmp_path_factory: pytest.TempPathFactory):
             "--app", f"{BUNDLE_ID}:{TEAM_ID}",
             "--apns-port", "0",
             "--control-port", "0",
+            "--fcm-port", "0",
             "--log-level", "warning",
         ],  # fmt: skip
         stdout=subprocess.PIPE,
