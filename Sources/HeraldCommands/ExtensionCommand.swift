@@ -24,24 +24,43 @@ struct ExtensionCommand: AsyncParsableCommand {
         }
     }
 
-    /// Reads a capture: an inspection record (or the inspection API's answer, whose newest record
-    /// is taken), a device-connection notification (with `payload` and `push_type`), or a bare
+    /// A captured push: an APNs body with its push type, or an FCM data message's data.
+    enum Capture {
+        case apns(payload: String, pushType: String)
+        case fcm(data: [String: String])
+    }
+
+    /// Reads a capture: an inspection record of either network (or an inspection API's answer,
+    /// whose newest record is taken), a device-connection notification or FCM message, or a bare
     /// APNs body (taken as an alert).
-    static func capture(_ data: Data) throws -> (payload: String, pushType: String) {
+    static func capture(_ data: Data) throws -> Capture {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw ValidationError("the input is not a JSON object")
         }
         // The inspection API's whole answer: take its newest record.
         let inspected = (object["records"] as? [[String: Any]])?.last
-        let record = inspected ?? (object["notification"] as? [String: Any]) ?? object
-        if let payload = record["payload"] as? String {
-            return (payload, record["push_type"] as? String ?? "alert")
+        let record =
+            inspected ?? (object["notification"] as? [String: Any]) ?? (object["message"] as? [String: Any]) ?? object
+        if let fields = record["data"] as? [String: Any] {
+            // An FCM data message: string values only, as FCM delivers them.
+            return .fcm(data: fields.compactMapValues { $0 as? String })
         }
-        return (String(decoding: data, as: UTF8.self), "alert")
+        if let payload = record["payload"] as? String {
+            return .apns(payload: payload, pushType: record["push_type"] as? String ?? "alert")
+        }
+        return .apns(payload: String(decoding: data, as: UTF8.self), pushType: "alert")
     }
 
     static func open(_ data: Data, store: AppGroupStore, budget: Duration) async throws -> Outcome {
-        let (payload, pushType) = try capture(data)
+        let payload: String
+        let pushType: String
+        switch try capture(data) {
+        case .fcm(let fields):
+            return openFCM(fields, store: store)
+        case .apns(let body, let type):
+            payload = body
+            pushType = type
+        }
         if pushType == "voip" {
             guard let call = PushKitEmulator.openCall(payload, store: store) else {
                 return Outcome(
@@ -73,6 +92,25 @@ struct ExtensionCommand: AsyncParsableCommand {
         )
     }
 
+    /// What the Android app's messaging service makes of a data message.
+    static func openFCM(_ data: [String: String], store: AppGroupStore) -> Outcome {
+        let service = FirebaseMessagingServiceEmulator(store: store, now: { Int64(Date().timeIntervalSince1970 * 1000) })
+        switch service.onMessageReceived(data) {
+        case .notification(let shown, let opened, let diagnostic):
+            return Outcome(pushType: "fcm", notification: shown, call: nil, opened: opened, diagnostic: diagnostic)
+        case .call(let callID, let callerName, let video, let diagnostic):
+            return Outcome(
+                pushType: "fcm",
+                notification: nil,
+                call: "Incoming \(video ? "video" : "audio") call from \(callerName) (\(callID))",
+                opened: diagnostic == nil,
+                diagnostic: diagnostic
+            )
+        case .ignored(let why):
+            return Outcome(pushType: "fcm", notification: nil, call: nil, opened: false, diagnostic: why)
+        }
+    }
+
     static func openStore(_ directory: String) throws -> AppGroupStore {
         guard FileManager.default.fileExists(atPath: directory + "/registration.json") else {
             throw ValidationError("\(directory) is not an app-group store (no registration.json)")
@@ -85,9 +123,9 @@ struct ExtensionCommand: AsyncParsableCommand {
             commandName: "decrypt",
             abstract: "Open one captured push and print what the user would see.",
             discussion: """
-                The input is a record from the sandbox's inspection API (GET /sandbox/inspection; \
-                given the whole answer, the newest record), a notification from the device \
-                connection, or a bare APNs JSON body. Exits 0 when \
+                The input is a record from the sandbox's inspection API (GET /sandbox/inspection \
+                or GET /sandbox/fcm/inspection; given the whole answer, the newest record), a \
+                notification or FCM message from the device connection, or a bare APNs JSON body. Exits 0 when \
                 the push opened (or carries no content by policy), 1 when it cannot be opened \
                 (unknown key id, tampered, wrong device), 64 for input that is not a push.
                 """

@@ -14,13 +14,13 @@ import ServiceLifecycle
 /// Options shared by everything that talks to APNs: credentials and connection.
 struct APNsOptions: ParsableArguments {
     @Option(help: "The AuthKey_<KEYID>.p8 file (ES256 provider key).")
-    var key: String
+    var key: String?
 
     @Option(name: .customLong("key-id"), help: "The key id; read from the file name when omitted.")
     var keyID: String?
 
     @Option(name: .customLong("team-id"), help: "The team id the key belongs to.")
-    var teamID: String
+    var teamID: String?
 
     @Option(help: "development (api.sandbox.push.apple.com) or production (api.push.apple.com).")
     var environment: String = "development"
@@ -56,6 +56,7 @@ struct APNsOptions: ParsableArguments {
     )
         throws -> (APNsClient, ProviderTokenManager)
     {
+        guard let key, let teamID else { throw ValidationError("--key and --team-id are needed for APNs") }
         let url =
             apnsURL
             ?? (environment == "production" ? APNsClientConfiguration.production : APNsClientConfiguration.development)
@@ -192,6 +193,10 @@ struct ProviderCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard apns.key != nil || fcm.serviceAccount != nil else {
+            throw ValidationError("give --key and --team-id (APNs), --fcm-service-account (FCM), or both")
+        }
+        if apns.key != nil, apns.teamID == nil { throw ValidationError("--team-id is needed with --key") }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown --log-level '\(logLevel)'")
         }
@@ -201,11 +206,11 @@ struct ProviderCommand: AsyncParsableCommand {
         var logger = Logger(label: "herald.provider")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         // The key first: a wrong key path should not leave a new secret file behind.
-        let (client, _) = try apns.makeClient(
-            logger: logger,
-            group: MultiThreadedEventLoopGroup.singleton,
-            tokenCache: tokenCache
-        )
+        let client =
+            apns.key == nil
+            ? nil
+            : try apns.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton, tokenCache: tokenCache)
+                .0
         let fcmClient = try fcm.settings?.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
         let secret = try loadOrMakeSecret()
         let ready = AsyncStream.makeStream(of: Int.self)
@@ -217,9 +222,8 @@ struct ProviderCommand: AsyncParsableCommand {
         )
         let services = ServiceGroup(
             configuration: .init(
-                services: [.init(service: client)] + (fcmClient.map { [.init(service: $0)] } ?? []) + [
-                    .init(service: app)
-                ],
+                services: ([client, fcmClient] as [(any Service)?]).compactMap { $0 }.map { .init(service: $0) }
+                    + [.init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
@@ -230,7 +234,11 @@ struct ProviderCommand: AsyncParsableCommand {
             if let bound = await ports.next() {
                 print("herald provider")
                 print("  listening    http://\(host):\(bound)/v1/push/batch   (bearer secret in \(secretSource))")
-                print("  APNs         \(apns.apnsURL ?? apns.environment), \(apns.connections) connection(s)")
+                if client != nil {
+                    print("  APNs         \(apns.apnsURL ?? apns.environment), \(apns.connections) connection(s)")
+                } else {
+                    print("  APNs         off (no --key)")
+                }
                 if let fcmClient {
                     print(
                         "  FCM          \(fcm.url ?? FCMClientConfiguration.googleURL) (project \(fcmClient.projectID))"

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldRelayProvider
+import HeraldStore
 import Logging
 import NIOPosix
 import ServiceLifecycle
@@ -63,12 +64,14 @@ struct RelayCommand: AsyncParsableCommand {
         let (apiKey, apiKeySource) = try options.apiKey()
         let store = try options.openStore(logger: logger)
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let platforms = await Self.platforms(provider: url, http: http, logger: logger)
         let runtime = RelayRuntime(
             options: options,
             store: store,
             masterKey: masterKey,
             apiKey: apiKey,
             sender: RemotePushSender(url: url, secret: secret, client: http, logger: logger),
+            platforms: platforms,
             registry: registry,
             logger: logger
         )
@@ -78,12 +81,32 @@ struct RelayCommand: AsyncParsableCommand {
             try await runtime.run(extraServices: []) { port in
                 print("herald relay")
                 runtime.printCommon(port: port, apps: apps, apiKeySource: apiKeySource, masterSource: masterSource)
-                print("  provider     \(url)")
+                print("  provider     \(url) (pushes to \(platforms.map(\.rawValue).sorted().joined(separator: " and ")))")
             }
         } catch {
             try? await http.shutdown()
             throw error
         }
         try await http.shutdown()
+    }
+
+    /// The platforms the provider has credentials for, from its `/health`; both when it cannot be
+    /// asked now (it may start later), so no device is skipped for want of an answer.
+    static func platforms(provider url: String, http: HTTPClient, logger: Logger) async -> Set<DevicePlatform> {
+        let all = Set(DevicePlatform.allCases)
+        do {
+            let response = try await http.execute(HTTPClientRequest(url: url + "/health"), timeout: .seconds(5))
+            let body = try await response.body.collect(upTo: 64 * 1024)
+            guard response.status == .ok,
+                let health = try? JSONDecoder().decode([String: String].self, from: Data(body.readableBytesView))
+            else { return all }
+            var platforms = Set<DevicePlatform>()
+            if health["apns"] != "off" { platforms.insert(.ios) }
+            if health["fcm"] != "off" { platforms.insert(.android) }
+            return platforms
+        } catch {
+            logger.warning("cannot ask the provider which networks it has; assuming APNs and FCM", metadata: ["error": "\(error)"])
+            return all
+        }
     }
 }

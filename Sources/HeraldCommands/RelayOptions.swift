@@ -25,7 +25,8 @@ struct RelayOptions: ParsableArguments {
 
     @Option(
         name: .customLong("keys-dir"),
-        help: "Where keys live: master.key, api.key, AuthKey_*, the sandbox CA. (HERALD_KEYS_DIR; default keys)"
+        help:
+            "Where keys live: master.key, api.key, AuthKey_*, fcm-service-account.json, the sandbox CA. (HERALD_KEYS_DIR; default keys)"
     )
     var keysDir: String?
 

@@ -32,8 +32,9 @@ struct ServeCommand: AsyncParsableCommand {
             Backend calls take the API key (keys/api.key, made on first start, or HERALD_API_KEY); \
             device calls take the credential the device got at activation. Accepted pushes are \
             committed to SQLite (data/herald.sqlite) before the call returns, and sent by the \
-            dispatcher through the provider stage. With no --apns-key, the APNs sandbox starts \
-            in-process with a development key and CA under keys/, and every app is registered \
+            dispatcher through the provider stage: APNs for iOS devices, FCM for Android ones. With \
+            no --apns-key, the sandbox (APNs and FCM) starts in-process with a development key, an \
+            FCM service account (keys/fcm-service-account.json) and a CA under keys/, and every app is registered \
             with it. SIGTERM or SIGINT: stop accepting, finish the pushes in flight, exit.
             """
     )
@@ -90,19 +91,19 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("sandbox-fcm-port"),
-        help: "The in-process sandbox's FCM port (messages:send and /token); 0 picks one. (default 2196)"
+        help: "The in-process sandbox's FCM port (messages:send and /token); 0 picks one."
     )
     var sandboxFCMPort: Int = 2196
 
     @Option(
         name: .customLong("sandbox-apns-port"),
-        help: "The in-process sandbox's APNs port; 0 picks one. (default 2197)"
+        help: "The in-process sandbox's APNs port; 0 picks one."
     )
     var sandboxAPNsPort: Int = 2197
 
     @Option(
         name: .customLong("sandbox-control-port"),
-        help: "The in-process sandbox's control port; 0 picks one. (default 2198)"
+        help: "The in-process sandbox's control port; 0 picks one."
     )
     var sandboxControlPort: Int = 2198
 

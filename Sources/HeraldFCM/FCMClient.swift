@@ -7,6 +7,7 @@ public import NIOCore
 public import NIOPosix
 import NIOSSL
 public import ServiceLifecycle
+import Synchronization
 
 /// The provider's FCM HTTP v1 sender: OAuth2 with the service account (one shared access token),
 /// `messages:send` over HTTP/2, FCM's answer rules, retries that honour `Retry-After` and never
@@ -26,6 +27,7 @@ public final class FCMClient: Service, Sendable {
     private let logger: Logger
     private let feedback: @Sendable (FCMTokenFeedback) async -> Void
     private let metrics = FCMMetrics()
+    private let alerts = OperatorAlerts(interval: .seconds(60))
 
     /// - Parameters:
     ///   - feedback: Called once per message whose token FCM declared dead, before `send` returns.
@@ -164,18 +166,18 @@ public final class FCMClient: Service, Sendable {
                     wait = after
                 }
                 continue
-            case .refreshTokenAndRetry, .configuration:
-                logger.error(
-                    "FCM refused the sender's credentials or configuration",
-                    metadata: ["status": "\(answer.status)", "error": "\(answer.summary)"]
-                )
-                metrics.failed(
-                    reason: answer.error?.fcmErrorCode?.rawValue ?? answer.error?.error.status ?? "\(answer.status)"
-                )
-                return .failed(code: answer.error?.fcmErrorCode, status: answer.status, message: answer.summary)
-            case .permanent:
-                metrics.failed(reason: answer.error?.fcmErrorCode?.rawValue ?? "\(answer.status)")
-                return .failed(code: answer.error?.fcmErrorCode, status: answer.status, message: answer.summary)
+            case .refreshTokenAndRetry, .configuration, .permanent:
+                // Refused for good: the operator hears of it (once a minute per kind), since it
+                // is the configuration or what the relay sends that must change.
+                let kind = answer.error?.fcmErrorCode?.rawValue ?? answer.error?.error.status ?? "\(answer.status)"
+                if alerts.shouldAlert(kind) {
+                    logger.error(
+                        "FCM refused a message for good",
+                        metadata: ["status": "\(answer.status)", "error": "\(answer.summary)"]
+                    )
+                }
+                metrics.failed(reason: kind)
+                return .failed(code: answer.error?.fcmErrorCode, status: answer.status, message: answer.detail)
             }
         }
         metrics.failed(reason: "retry-later")
@@ -194,6 +196,12 @@ public final class FCMClient: Service, Sendable {
             guard let error else { return "HTTP \(status)" }
             let code = error.fcmErrorCode?.rawValue ?? error.error.status
             return "\(code) (\(status)): \(error.error.message)"
+        }
+
+        /// Google's message, after the `google.rpc` status when there is no FCM code to name it.
+        var detail: String {
+            guard let error else { return "HTTP \(status)" }
+            return error.fcmErrorCode == nil ? "\(error.error.status): \(error.error.message)" : error.error.message
         }
     }
 
@@ -284,6 +292,26 @@ enum FCMClassification: Equatable {
         case (404, nil): self = .configuration  // the project does not exist
         case (429, nil), (500...599, nil): self = .retry
         default: self = .permanent
+        }
+    }
+}
+
+/// Lets an operator-visible error of each kind through at most once per interval, so a refusal
+/// that hits every message does not flood the log.
+final class OperatorAlerts: Sendable {
+    private let interval: Duration
+    private let last = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    init(interval: Duration) {
+        self.interval = interval
+    }
+
+    func shouldAlert(_ kind: String) -> Bool {
+        let now = ContinuousClock.now
+        return last.withLock { last in
+            if let previous = last[kind], now - previous < interval { return false }
+            last[kind] = now
+            return true
         }
     }
 }

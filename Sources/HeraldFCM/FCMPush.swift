@@ -47,7 +47,8 @@ public enum FCMResult: Sendable, Hashable {
     /// The token is dead (404 UNREGISTERED): drop it.
     case tokenDead(code: FCMErrorCode)
     /// Refused for good: INVALID_ARGUMENT, SENDER_ID_MISMATCH, THIRD_PARTY_AUTH_ERROR, a
-    /// permission or credential problem (the latter also logged as an error for the operator).
+    /// permission or credential problem; also logged as an error for the operator. `message` is
+    /// Google's (after the `google.rpc` status when there is no FCM code).
     case failed(code: FCMErrorCode?, status: Int, message: String)
     /// Not delivered yet but worth another attempt (QUOTA_EXCEEDED, UNAVAILABLE, INTERNAL,
     /// connection trouble), no sooner than `retryAfter` when FCM said so.

@@ -61,7 +61,7 @@ public enum ProviderHTTPService {
             }
             let results = await stage.send(batch.pushes)
             let encoder = JSONEncoder()
-            encoder.outputFormatting = .withoutEscapingSlashes
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
             return Response(

@@ -293,7 +293,7 @@ extension Relay {
         let token = kind == .call && device.platform == .ios ? device.voipToken : device.messagingToken
         if token != nil { return nil }
         if let dead = device.tokenDeadReason { return "token_dead: " + dead }
-        return kind == .call ? "no_voip_token" : "no_token"
+        return kind == .call && device.platform == .ios ? "no_voip_token" : "no_token"
     }
 
     /// Commits an ingest once per key; a repeated key answers the first receipt.

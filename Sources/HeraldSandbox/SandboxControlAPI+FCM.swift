@@ -21,14 +21,7 @@ extension SandboxControlAPI {
             return JSON(fault, status: .created)
         }
         router.get("/sandbox/fcm/inspection") { request, _ in
-            var limit: Int?
-            if let text = request.uri.queryParameters["limit"] {
-                guard let value = Int(String(text)), value >= 0 else {
-                    throw SandboxError.invalidRequest("limit must be a whole number, 0 or more")
-                }
-                limit = value
-            }
-            let token = request.uri.queryParameters["token"].map { String($0) }
+            let (token, limit) = try inspectionFilter(request)
             return JSON(
                 FCMInspection(
                     records: core.fcmInspection(token: token, limit: limit),

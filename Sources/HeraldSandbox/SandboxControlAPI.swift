@@ -10,6 +10,18 @@ import NIOCore
 enum SandboxControlAPI {
     typealias Context = BasicWebSocketRequestContext
 
+    /// `?token=…&limit=…` of an inspection request.
+    static func inspectionFilter(_ request: Request) throws -> (token: String?, limit: Int?) {
+        var limit: Int?
+        if let text = request.uri.queryParameters["limit"] {
+            guard let value = Int(String(text)), value >= 0 else {
+                throw SandboxError.invalidRequest("limit must be a whole number, 0 or more")
+            }
+            limit = value
+        }
+        return (request.uri.queryParameters["token"].map { String($0) }, limit)
+    }
+
     static func router(core: SandboxCore, apns: SandboxAPNsServer) -> Router<Context> {
         let router = Router(context: Context.self)
         router.middlewares.add(ControlErrorMiddleware())
@@ -126,14 +138,7 @@ enum SandboxControlAPI {
         }
 
         router.get("/sandbox/inspection") { request, _ in
-            var limit: Int?
-            if let text = request.uri.queryParameters["limit"] {
-                guard let value = Int(String(text)), value >= 0 else {
-                    throw SandboxError.invalidRequest("limit must be a whole number, 0 or more")
-                }
-                limit = value
-            }
-            let token = request.uri.queryParameters["token"].map { String($0) }
+            let (token, limit) = try inspectionFilter(request)
             return JSON(Inspection(records: core.inspection(token: token, limit: limit)))
         }
         router.delete("/sandbox/inspection") { _, _ -> HTTPResponse.Status in

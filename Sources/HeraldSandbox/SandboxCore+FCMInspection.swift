@@ -30,19 +30,7 @@ extension SandboxCore {
 
     /// Every FCM inspection record made from now on, as it is made. For tests: a signal to wait on.
     public func fcmInspectionUpdates() -> AsyncStream<SandboxFCMInspectionRecord> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: SandboxFCMInspectionRecord.self,
-            bufferingPolicy: .bufferingOldest(100_000)
-        )
-        let id = state.withLock { state in
-            state.nextSubscriberID += 1
-            state.fcmInspectionObservers[state.nextSubscriberID] = continuation
-            return state.nextSubscriberID
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.fcmInspectionObservers.removeValue(forKey: id) }
-        }
-        return stream
+        observe(\.fcmInspectionObservers)
     }
 
     /// Records `record` (numbering it), tells the observers, and returns the latency to add to

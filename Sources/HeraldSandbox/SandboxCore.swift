@@ -299,17 +299,21 @@ public final class SandboxCore: Sendable {
 
     /// Every inspection record made from now on, as it is made. For tests: a signal to wait on.
     public func inspectionUpdates() -> AsyncStream<SandboxInspectionRecord> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: SandboxInspectionRecord.self,
-            bufferingPolicy: .bufferingOldest(100_000)
-        )
+        observe(\.inspectionObservers)
+    }
+
+    /// A stream of what is added to the observers at `observers` from now on.
+    func observe<Record: Sendable>(
+        _ observers: WritableKeyPath<State, [UInt64: AsyncStream<Record>.Continuation]> & Sendable
+    ) -> AsyncStream<Record> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Record.self, bufferingPolicy: .bufferingOldest(100_000))
         let id = state.withLock { state in
             state.nextSubscriberID += 1
-            state.inspectionObservers[state.nextSubscriberID] = continuation
+            state[keyPath: observers][state.nextSubscriberID] = continuation
             return state.nextSubscriberID
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.inspectionObservers.removeValue(forKey: id) }
+            _ = self?.state.withLock { $0[keyPath: observers].removeValue(forKey: id) }
         }
         return stream
     }

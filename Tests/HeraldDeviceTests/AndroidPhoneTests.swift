@@ -31,7 +31,7 @@ struct AndroidPhoneTests {
 
     @Test("a message arrives as a data message the app opens itself: sender and text shown")
     func messageShown() async throws {
-        try await DeviceFlowTests.withPhone(Self.android) { phone, _, backend in
+        try await DeviceFlowTests.withPhone(Self.android) { phone, endpoints, backend in
             try await phone.wait("the FCM token") { DeviceFlowTests.started($0, messaging: true, voip: false) }
             let receipt = try await backend.post(
                 "/v1/messages",
@@ -45,6 +45,16 @@ struct AndroidPhoneTests {
             #expect(phone.diagnostics.isEmpty)
             #expect(phone.timeline.all.contains { $0.step == "messaging service opened the sealed content" })
             #expect(try await phone.tap(shown) == "Your parcel left the depot")
+
+            // The same capture, as the sandbox's FCM inspection shows it, opens in the harness.
+            let response = try await backend.http.execute(
+                HTTPClientRequest(url: endpoints.sandboxURL + "/sandbox/fcm/inspection"),
+                timeout: .seconds(10)
+            )
+            let capture = Data(try await response.body.collect(upTo: 1 << 20).readableBytesView)
+            let outcome = try await ExtensionCommand.open(capture, store: phone.store, budget: .seconds(1))
+            #expect(outcome.pushType == "fcm" && outcome.opened)
+            #expect(outcome.notification?.body == "Your parcel left the depot")
         }
     }
 

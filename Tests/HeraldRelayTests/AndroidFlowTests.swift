@@ -176,6 +176,21 @@ struct AndroidFlowTests {
         }
     }
 
+    @Test("an Android device without its FCM token yet is skipped as no_token, for calls too")
+    func androidWithoutToken() async throws {
+        try await RelayHarness.with { harness in
+            let keys = KeyPair.generate()
+            let request = ActivationRequest(userID: "ivy", app: RelayHarness.bundleID, platform: .android, publicKey: keys.publicKey.base64)
+            #expect(try await harness.call(.POST, "/v1/activations", json: request).status == 201)
+            let call = try await harness.call(
+                .POST,
+                "/v1/calls",
+                body: #"{"to":"ivy","from":{"id":"agent-7","name":"Dana Agent"},"call_id":"call-ivy"}"#
+            )
+            #expect(try call.decode(IngestReceipt.self).skipped.map(\.reason) == ["no_token"])
+        }
+    }
+
     @Test("through a remote herald provider, Android pushes are delivered the same way")
     func remoteProvider() async throws {
         var setup = RelayHarness.Setup()
