@@ -330,7 +330,17 @@ let package = Package(
             dependencies: [
                 "HeraldCommands",
                 "HeraldCrypto",
+                "HeraldFCM",
+                "HeraldFCMCore",
+                "HeraldProvider",
+                "HeraldSandbox",
+                "HeraldStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

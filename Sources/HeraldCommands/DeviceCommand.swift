@@ -45,7 +45,10 @@ struct DeviceCommand: AsyncParsableCommand {
     @Option(help: "The app-group store; data/device-<user> by default.")
     var store: String?
 
-    @Option(name: .customLong("messaging-token-delay-ms"), help: "How long the system (iOS, or Firebase on Android) takes to hand out the messaging token.")
+    @Option(
+        name: .customLong("messaging-token-delay-ms"),
+        help: "How long the system (iOS, or Firebase on Android) takes to hand out the messaging token."
+    )
     var messagingTokenDelayMs: Int = 0
 
     @Option(name: .customLong("voip-token-delay-ms"), help: "How long iOS takes to hand out the VoIP token.")

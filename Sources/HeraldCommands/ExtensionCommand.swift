@@ -94,7 +94,10 @@ struct ExtensionCommand: AsyncParsableCommand {
 
     /// What the Android app's messaging service makes of a data message.
     static func openFCM(_ data: [String: String], store: AppGroupStore) -> Outcome {
-        let service = FirebaseMessagingServiceEmulator(store: store, now: { Int64(Date().timeIntervalSince1970 * 1000) })
+        let service = FirebaseMessagingServiceEmulator(
+            store: store,
+            now: { Int64(Date().timeIntervalSince1970 * 1000) }
+        )
         switch service.onMessageReceived(data) {
         case .notification(let shown, let opened, let diagnostic):
             return Outcome(pushType: "fcm", notification: shown, call: nil, opened: opened, diagnostic: diagnostic)

@@ -81,7 +81,9 @@ struct RelayCommand: AsyncParsableCommand {
             try await runtime.run(extraServices: []) { port in
                 print("herald relay")
                 runtime.printCommon(port: port, apps: apps, apiKeySource: apiKeySource, masterSource: masterSource)
-                print("  provider     \(url) (pushes to \(platforms.map(\.rawValue).sorted().joined(separator: " and ")))")
+                print(
+                    "  provider     \(url) (pushes to \(platforms.map(\.rawValue).sorted().joined(separator: " and ")))"
+                )
             }
         } catch {
             try? await http.shutdown()
@@ -105,7 +107,10 @@ struct RelayCommand: AsyncParsableCommand {
             if health["fcm"] != "off" { platforms.insert(.android) }
             return platforms
         } catch {
-            logger.warning("cannot ask the provider which networks it has; assuming APNs and FCM", metadata: ["error": "\(error)"])
+            logger.warning(
+                "cannot ask the provider which networks it has; assuming APNs and FCM",
+                metadata: ["error": "\(error)"]
+            )
             return all
         }
     }

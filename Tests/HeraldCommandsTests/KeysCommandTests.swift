@@ -1,7 +1,10 @@
 import ArgumentParser
 import Crypto
+import CryptoExtras
 import Foundation
 import HeraldCrypto
+import HeraldFCMCore
+import HeraldSandbox
 import Testing
 
 @testable import HeraldCommands
@@ -85,5 +88,41 @@ import Testing
         #expect(throws: (any Error).self) {
             _ = try HeraldCommand.parseAsRoot(["keys", "apns", "--out", directory, "--team-id", identifier])
         }
+    }
+}
+
+@Suite struct FCMKeysCommandTests {
+    let directory = NSTemporaryDirectory() + "herald-fcm-keys-\(UUID().uuidString)"
+
+    @Test func fcmMakesAServiceAccountAndItsPublicRegistration() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var command = try HeraldCommand.parseAsRoot(["keys", "fcm", "--out", directory, "--project", "demo-project"])
+        guard var fcm = command as? any AsyncParsableCommand else {
+            Issue.record("keys fcm is not a command")
+            return
+        }
+        try await fcm.run()
+        let accountPath = directory + "/fcm-service-account.json"
+        let publicPath = directory + "/fcm-service-account.pub.json"
+        let modes = try [accountPath, publicPath].map {
+            try #require(FileManager.default.attributesOfItem(atPath: $0)[.posixPermissions] as? Int)
+        }
+        #expect(modes == [0o600, 0o644])
+        let account = try FCMServiceAccount.load(path: accountPath)
+        #expect(account.projectID == "demo-project" && account.tokenURI == "https://127.0.0.1:2196/token")
+        let registration = try JSONDecoder().decode(
+            SandboxServiceAccount.self,
+            from: Data(contentsOf: URL(filePath: publicPath))
+        )
+        #expect(registration.privateKeyID == account.privateKeyID && registration.clientEmail == account.clientEmail)
+        #expect(!(try String(contentsOfFile: publicPath, encoding: .utf8)).contains("PRIVATE KEY"))
+        // What the account signs, the registered public key verifies: the sandbox's check.
+        let assertion = try #require(FCMAssertion(try FCMAssertionSigner(account: account).assertion(issuedAt: 1)))
+        #expect(assertion.isSigned(by: try _RSA.Signing.PublicKey(pemRepresentation: registration.publicKeyPEM)))
+
+        command = try HeraldCommand.parseAsRoot(["keys", "fcm", "--out", directory])
+        fcm = try #require(command as? any AsyncParsableCommand)
+        await #expect(throws: (any Error).self) { try await fcm.run() }  // never replaced without --force
+        #expect(throws: (any Error).self) { try HeraldCommand.parseAsRoot(["keys", "fcm", "--project", "No_Such"]) }
     }
 }

@@ -180,7 +180,12 @@ struct AndroidFlowTests {
     func androidWithoutToken() async throws {
         try await RelayHarness.with { harness in
             let keys = KeyPair.generate()
-            let request = ActivationRequest(userID: "ivy", app: RelayHarness.bundleID, platform: .android, publicKey: keys.publicKey.base64)
+            let request = ActivationRequest(
+                userID: "ivy",
+                app: RelayHarness.bundleID,
+                platform: .android,
+                publicKey: keys.publicKey.base64
+            )
             #expect(try await harness.call(.POST, "/v1/activations", json: request).status == 201)
             let call = try await harness.call(
                 .POST,
