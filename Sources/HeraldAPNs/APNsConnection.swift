@@ -65,6 +65,7 @@ final class APNsConnection: Sendable {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
                     try sync.addHandler(IdleStateHandler(allTimeout: pingInterval))
+                    try sync.addHandler(FlushCoalescingHandler())
                     try sync.addHandler(
                         NIOHTTP2Handler(
                             mode: .client,
@@ -154,7 +155,6 @@ final class APNsClientHandler: ChannelDuplexHandler {
     private var streams: [HTTP2StreamID: Stream] = [:]
     private var nextStreamID: Int32 = 1
     private var goingAway = false
-    private var flushPending = false
     private var pingOutstanding = false
 
     init(authority: String, logger: Logger, onEvent: @escaping @Sendable (APNsConnectionEvent) -> Void) {
@@ -240,19 +240,11 @@ final class APNsClientHandler: ChannelDuplexHandler {
             ),
             promise: nil
         )
-        scheduleFlush(context: context)
-    }
-
-    /// Requests written in the same event-loop tick share one flush (one TLS record write).
-    private func scheduleFlush(context: ChannelHandlerContext) {
-        guard !flushPending else { return }
-        flushPending = true
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let (handler, context) = loopBound.value
-            handler.flushPending = false
-            context.flush()
-        }
+        // Flushed stream by stream: the HTTP/2 stack sends the DATA it buffered for every flushed
+        // stream in hash order, so one flush for many requests would send their bodies out of
+        // order, and APNs (and the stack's own stream maps, on both sides) would complete them
+        // out of order. The flushes below the HTTP/2 handler are coalesced into one per tick.
+        context.flush()
     }
 
     private func timeOut(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
@@ -368,5 +360,25 @@ final class APNsClientHandler: ChannelDuplexHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("APNs connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
+    }
+}
+
+/// Between TLS and HTTP/2: flushes requested in one event-loop tick become one flush at its end,
+/// so requests written (and flushed) one by one still leave in one TLS write.
+final class FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var flushPending = false
+
+    func flush(context: ChannelHandlerContext) {
+        guard !flushPending else { return }
+        flushPending = true
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = loopBound.value
+            handler.flushPending = false
+            context.flush()
+        }
     }
 }

@@ -359,6 +359,8 @@ struct RelayRuntime: Sendable {
     /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
     func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
         let dispatcher = dispatcher
+        // Chat pushes that were waiting out their delay when the last run stopped.
+        await relay.resumeChatPushes()
         let router = RelayHTTPService.router(
             relay: relay,
             configuration: RelayHTTPConfiguration(apiKey: apiKey),

@@ -229,9 +229,38 @@ extension Relay {
 
     private func timerKey(_ conversation: String, _ deviceID: String) -> String { deviceID + "|" + conversation }
 
-    private func scheduleFirstPush(conversation: String, deviceID: String) {
+    /// Re-arms the delayed first pushes a restart dropped (their timers lived in memory): each
+    /// device still disconnected from a chat, with unfiltered agent events since and no push yet,
+    /// gets its push when the delay that began with the first of those events ends, at once if
+    /// it already has.
+    public func resumeChatPushes() async {
+        do {
+            let delay = configuration.chat.firstPushDelay.milliseconds
+            for disconnect in try await store.pendingDisconnects() {
+                let events = try await store.transcript(
+                    conversation: disconnect.conversation,
+                    after: disconnect.position
+                )
+                guard
+                    let first = events.first(where: {
+                        $0.fromAgent && !configuration.chat.filteredTypes.contains($0.type)
+                    })
+                else { continue }
+                let remaining = max(0, first.at + delay - now())
+                scheduleFirstPush(
+                    conversation: disconnect.conversation,
+                    deviceID: disconnect.deviceID,
+                    after: .milliseconds(remaining)
+                )
+            }
+        } catch {
+            logger.error("cannot re-arm the chat pushes waiting at start", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func scheduleFirstPush(conversation: String, deviceID: String, after wait: Duration? = nil) {
         let key = timerKey(conversation, deviceID)
-        let delay = configuration.chat.firstPushDelay
+        let delay = wait ?? configuration.chat.firstPushDelay
         chatTimers.withLock { timers in
             guard timers[key] == nil else { return }
             timers[key] = Task { [weak self] in

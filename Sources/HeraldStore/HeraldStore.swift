@@ -76,4 +76,6 @@ public protocol HeraldStore: Sendable {
     func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect?
     /// The devices disconnected from a chat.
     func disconnects(conversation: String) async throws -> [ChatDisconnect]
+    /// Every disconnect whose first push has not been sent yet, in every chat.
+    func pendingDisconnects() async throws -> [ChatDisconnect]
 }

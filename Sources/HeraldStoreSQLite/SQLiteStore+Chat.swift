@@ -114,4 +114,15 @@ extension SQLiteStore {
             }
         }
     }
+
+    public func pendingDisconnects() async throws -> [ChatDisconnect] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT device_id, conversation, position, at FROM chat_disconnects WHERE pushed = 0"
+            ).map { row in
+                ChatDisconnect(deviceID: row[0], conversation: row[1], position: row[2], at: row[3], pushed: false)
+            }
+        }
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCrypto
 import HeraldRelay
+import Logging
 import Testing
 
 /// Seed 001's chat background semantics: a delayed first push, immediate later ones, no push
@@ -143,6 +144,43 @@ struct ChatTests {
             #expect(bad.status == 400 && bad.json["field"] as? String == "after")
             let empty = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: nil))
             #expect(empty.status == 400 && empty.json["field"] as? String == "text")
+        }
+    }
+
+    @Test("a first push still waiting when the relay stops is sent by the next run once its delay ends")
+    func firstPushSurvivesARestart() async throws {
+        try await RelayHarness.with(Self.setup(delay: .seconds(3600))) { harness in
+            let phone = try await harness.phone(user: "cust")
+            try await Self.disconnect(harness, phone, at: 0)
+            let first = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Still there?"))
+                .decode(ChatEventReceipt.self)
+            #expect(first.scheduled == [phone.deviceID])
+
+            // The next run, on the same store, before the hour is up: nothing yet.
+            var configuration = RelayConfiguration()
+            configuration.chat.firstPushDelay = .seconds(3600)
+            let restarted = Relay(
+                configuration: configuration,
+                store: harness.store,
+                masterKey: harness.masterKey,
+                logger: Logger(label: "test.restarted"),
+                now: { harness.clock.now() }
+            )
+            await restarted.resumeChatPushes()
+            #expect(try await harness.store.pendingDisconnects().count == 1)
+            // And after it: the push goes, with the line sealed in it.
+            harness.clock.advance(by: .seconds(3601))
+            let again = Relay(
+                configuration: configuration,
+                store: harness.store,
+                masterKey: harness.masterKey,
+                logger: Logger(label: "test.restarted"),
+                now: { harness.clock.now() }
+            )
+            await again.resumeChatPushes()
+            try await harness.eventually("the re-armed push") { !harness.accepted(token: phone.messagingToken).isEmpty }
+            #expect(try Self.sealedText(harness, phone).contains("Still there?"))
+            #expect(try await harness.store.pendingDisconnects().isEmpty)
         }
     }
 }

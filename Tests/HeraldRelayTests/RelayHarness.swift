@@ -42,6 +42,8 @@ final class RelayHarness: Sendable {
 
     let sandbox: Sandbox
     let relay: Relay
+    /// The relay's master key, for a second relay on the same store (a restart).
+    let masterKey: MasterKey
     let store: SQLiteStore
     let http: HTTPClient
     let baseURL: String
@@ -50,6 +52,7 @@ final class RelayHarness: Sendable {
     private init(
         sandbox: Sandbox,
         relay: Relay,
+        masterKey: MasterKey,
         store: SQLiteStore,
         http: HTTPClient,
         baseURL: String,
@@ -57,6 +60,7 @@ final class RelayHarness: Sendable {
     ) {
         self.sandbox = sandbox
         self.relay = relay
+        self.masterKey = masterKey
         self.store = store
         self.http = http
         self.baseURL = baseURL
@@ -166,10 +170,11 @@ final class RelayHarness: Sendable {
                 logger: logger,
                 now: { clock.now() }
             )
+            let masterKey = MasterKey.generate()
             let relay = Relay(
                 configuration: setup.relay,
                 store: store,
-                masterKey: MasterKey.generate(),
+                masterKey: masterKey,
                 logger: logger,
                 now: { clock.now() },
                 onAccepted: { dispatcher.wake() },
@@ -202,6 +207,7 @@ final class RelayHarness: Sendable {
             let harness = RelayHarness(
                 sandbox: sandbox,
                 relay: relay,
+                masterKey: masterKey,
                 store: store,
                 http: http,
                 baseURL: "http://127.0.0.1:\(port)",
