@@ -140,7 +140,8 @@ final class APNsClientHandler: ChannelDuplexHandler {
 
     private struct Stream {
         let promise: EventLoopPromise<APNsWireResponse>
-        var timeout: Scheduled<Void>?
+        /// When the request gives up waiting for its answer.
+        let deadline: NIODeadline
         var status: Int?
         var apnsID: String?
         var uniqueID: String?
@@ -155,6 +156,10 @@ final class APNsClientHandler: ChannelDuplexHandler {
     private var streams: [HTTP2StreamID: Stream] = [:]
     private var nextStreamID: Int32 = 1
     private var goingAway = false
+    /// The repeating deadline check, while requests are in flight.
+    private var sweep: RepeatedTask?
+    /// How late past its deadline a request may learn it timed out.
+    static let sweepInterval = TimeAmount.milliseconds(50)
     private var pingOutstanding = false
 
     init(authority: String, logger: Logger, onEvent: @escaping @Sendable (APNsConnectionEvent) -> Void) {
@@ -218,13 +223,8 @@ final class APNsClientHandler: ChannelDuplexHandler {
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "content-length", value: String(notification.payload.readableBytes))
 
-        var stream = Stream(promise: command.promise)
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        stream.timeout = context.eventLoop.scheduleTask(in: command.timeout) {
-            let (handler, context) = loopBound.value
-            handler.timeOut(streamID, context: context)
-        }
-        streams[streamID] = stream
+        streams[streamID] = Stream(promise: command.promise, deadline: .now() + command.timeout)
+        startSweeping(context: context)
         context.write(
             wrapOutboundOut(
                 HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: false)))
@@ -247,13 +247,38 @@ final class APNsClientHandler: ChannelDuplexHandler {
         context.flush()
     }
 
-    private func timeOut(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
-        stream.promise.fail(APNsClientError.timeout)
-        context.writeAndFlush(
-            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))),
-            promise: nil
-        )
+    /// Per-request deadlines are checked by one repeating sweep while requests are in flight,
+    /// not by a timer per request: cancelling a timer is a linear search of the event loop's timer
+    /// heap, and every answered request would cancel one.
+    private func startSweeping(context: ChannelHandlerContext) {
+        guard sweep == nil else { return }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        sweep = context.eventLoop.scheduleRepeatedTask(initialDelay: Self.sweepInterval, delay: Self.sweepInterval) {
+            _ in
+            let (handler, context) = loopBound.value
+            handler.timeOutExpired(context: context)
+        }
+    }
+
+    private func stopSweeping() {
+        sweep?.cancel()
+        sweep = nil
+    }
+
+    private func timeOutExpired(context: ChannelHandlerContext) {
+        guard !streams.isEmpty else {
+            stopSweeping()
+            return
+        }
+        let now = NIODeadline.now()
+        let expired = streams.filter { $0.value.deadline <= now }
+        guard !expired.isEmpty else { return }
+        for (streamID, stream) in expired {
+            streams[streamID] = nil
+            stream.promise.fail(APNsClientError.timeout)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+        }
+        context.flush()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -283,7 +308,6 @@ final class APNsClientHandler: ChannelDuplexHandler {
             if data.endStream { complete(frame.streamID) }
         case .rstStream(let code):
             guard let stream = streams.removeValue(forKey: frame.streamID) else { return }
-            stream.timeout?.cancel()
             // REFUSED_STREAM means the server did not process it (RFC 9113 §8.7).
             stream.promise.fail(code == .refusedStream ? APNsClientError.notProcessed : APNsClientError.connectionLost)
         case .settings(.settings(let settings)):
@@ -299,7 +323,6 @@ final class APNsClientHandler: ChannelDuplexHandler {
             // Streams above the last one were not processed: they fail as such and are resent elsewhere.
             for (id, stream) in streams where id > lastStreamID {
                 streams[id] = nil
-                stream.timeout?.cancel()
                 stream.promise.fail(APNsClientError.notProcessed)
             }
             onEvent(.goingAway)
@@ -310,7 +333,6 @@ final class APNsClientHandler: ChannelDuplexHandler {
 
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        stream.timeout?.cancel()
         stream.promise.succeed(
             APNsWireResponse(
                 status: stream.status ?? 0,
@@ -347,10 +369,10 @@ final class APNsClientHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        stopSweeping()
         let pending = streams
         streams.removeAll()
         for stream in pending.values {
-            stream.timeout?.cancel()
             stream.promise.fail(APNsClientError.connectionLost)
         }
         onEvent(.closed)
