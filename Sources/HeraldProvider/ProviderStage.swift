@@ -36,11 +36,12 @@ public struct ProviderStage: Sendable {
         return results.map { $0! }
     }
 
-    /// Checks each APNs push, then hands the valid ones to the client as one batch.
+    /// Hands the APNs pushes to the client as one batch (the client checks each; a refused one is
+    /// checked again here only to say why).
     private func sendAPNs(_ pushes: [ProviderPush]) async -> [ProviderPushResult] {
         guard !pushes.isEmpty else { return [] }
         var results = [ProviderPushResult?](repeating: nil, count: pushes.count)
-        var valid: [(Int, String, APNsNotification)] = []
+        var outgoing: [(Int, String, APNsNotification)] = []
         for (index, push) in pushes.enumerated() {
             let apnsID = push.apnsID ?? APNsUUID.random()
             func refuse(_ reason: String, status: Int = 400) {
@@ -74,17 +75,20 @@ public struct ProviderStage: Sendable {
                 apnsID: apnsID,
                 payload: ByteBuffer(string: push.payload)
             )
-            do {
-                try notification.validate()
-                valid.append((index, apnsID, notification))
-            } catch {
-                refuse(error.message)
-            }
+            outgoing.append((index, apnsID, notification))
         }
-        if let apns, !valid.isEmpty {
-            let answers = await apns.send(batch: valid.map(\.2))
-            for ((index, apnsID, _), answer) in zip(valid, answers) {
-                results[index] = ProviderPushResult(id: pushes[index].id, apnsID: apnsID, result: answer)
+        if let apns, !outgoing.isEmpty {
+            let answers = await apns.send(batch: outgoing.map(\.2))
+            for ((index, apnsID, notification), answer) in zip(outgoing, answers) {
+                var result = ProviderPushResult(id: pushes[index].id, apnsID: apnsID, result: answer)
+                if case .failed(nil, 400) = answer {
+                    do {
+                        try notification.validate()
+                    } catch {
+                        result.reason = error.message
+                    }
+                }
+                results[index] = result
             }
         }
         return results.map { $0! }

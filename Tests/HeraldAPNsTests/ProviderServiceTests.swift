@@ -108,6 +108,9 @@ import Testing
                 #expect(results[2]["reason"] as? String == "Unregistered")
                 #expect(results[2]["timestamp"] is NSNumber)
                 #expect(results[3]["reason"] as? String == "BadPriority")
+                // Refused before sending, with the reason the client's check gave.
+                #expect((results[4]["reason"] as? String)?.contains("4096") == true)
+                #expect(results[4]["status"] as? Int == 400)
                 #expect(harness.core.inspection().count == 3)
             }
         }
