@@ -61,7 +61,7 @@ actor FCMAccessTokens {
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
         let form =
-            "grant_type=" + Self.formEncode(FCMOAuthErrorBody.jwtBearerGrantType) + "&assertion="
+            "grant_type=" + Self.formEncode(FCMServiceAccount.jwtBearerGrantType) + "&assertion="
             + Self.formEncode(assertion)
         request.body = .bytes(ByteBuffer(string: form))
         let started = ContinuousClock.now
@@ -90,10 +90,13 @@ actor FCMAccessTokens {
         return Current(token: answer.accessToken, refreshAt: started + lifetime - early)
     }
 
-    /// `application/x-www-form-urlencoded` for the characters assertions and grant types use.
+    /// `application/x-www-form-urlencoded`: RFC 3986's unreserved ASCII characters stay, the rest
+    /// is percent-encoded (`CharacterSet.alphanumerics` would also keep non-ASCII letters).
     static func formEncode(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
     }
+
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+    )
 }

@@ -126,7 +126,4 @@ public struct FCMOAuthErrorBody: Sendable, Hashable, Codable {
         case error
         case errorDescription = "error_description"
     }
-
-    /// The `grant_type` of a JWT-bearer assertion exchange.
-    public static let jwtBearerGrantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 }

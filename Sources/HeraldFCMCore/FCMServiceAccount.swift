@@ -25,6 +25,8 @@ public struct FCMServiceAccount: Sendable, Hashable, Codable {
 
     /// The OAuth2 scope that lets an access token send FCM messages.
     public static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
+    /// The `grant_type` of the exchange of an assertion for an access token (RFC 7523).
+    public static let jwtBearerGrantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
     /// Google's token endpoint.
     public static let googleTokenURI = "https://oauth2.googleapis.com/token"
 

@@ -100,7 +100,7 @@ extension SandboxCore {
         record: inout SandboxFCMInspectionRecord
     ) -> AssertionVerdict {
         let grantType = form["grant_type"] ?? ""
-        guard grantType == FCMOAuthErrorBody.jwtBearerGrantType else {
+        guard grantType == FCMServiceAccount.jwtBearerGrantType else {
             return .refused(
                 .init(error: "unsupported_grant_type", errorDescription: "Invalid grant_type: \(grantType)")
             )

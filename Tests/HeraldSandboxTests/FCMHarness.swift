@@ -75,7 +75,7 @@ extension SandboxHarness {
 
     /// `POST /token` with an assertion.
     func tokenRequest(assertion: String) async throws -> FCMReply {
-        let grant = FCMOAuthErrorBody.jwtBearerGrantType.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let grant = FCMServiceAccount.jwtBearerGrantType.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         return try await tokenRequest(form: "grant_type=\(grant)&assertion=\(assertion)")
     }
 

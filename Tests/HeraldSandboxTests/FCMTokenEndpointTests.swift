@@ -158,7 +158,7 @@ import Testing
 
             // JSON bodies are read too, as Google does.
             let json = try await sandbox.tokenRequest(
-                form: #"{"grant_type":"\#(FCMOAuthErrorBody.jwtBearerGrantType)","assertion":"\#(assertion)"}"#,
+                form: #"{"grant_type":"\#(FCMServiceAccount.jwtBearerGrantType)","assertion":"\#(assertion)"}"#,
                 contentType: "application/json"
             )
             #expect(json.status == 200)
