@@ -13,12 +13,15 @@ let package = Package(
     products: [
         .executable(name: "herald", targets: ["herald"]),
         .library(name: "HeraldCrypto", targets: ["HeraldCrypto"]),
+        .library(name: "HeraldPush", targets: ["HeraldPush"]),
         .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
         .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
+        .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
+        .library(name: "HeraldProviderHTTP", targets: ["HeraldProviderHTTP"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldRelay", targets: ["HeraldRelay"]),
@@ -58,11 +61,17 @@ let package = Package(
             dependencies: ["CSodium"],
             swiftSettings: swiftSettings
         ),
-        // APNs protocol facts shared by the sandbox and the provider: reasons, push types,
-        // priorities, headers, ES256 provider tokens. No transport.
+        // The push every stage passes on (relay, outbox, dispatcher, provider stage) and its
+        // outcome, typed per network. No dependencies at all.
+        .target(
+            name: "HeraldPush",
+            swiftSettings: swiftSettings
+        ),
+        // APNs protocol facts shared by the sandbox and the provider: reasons, headers, ES256
+        // provider tokens (push types and priorities come from HeraldPush). No transport.
         .target(
             name: "HeraldAPNsCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HeraldPush", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // FCM HTTP v1 protocol facts shared by the sandbox and the sender: messages and their
@@ -71,6 +80,7 @@ let package = Package(
             name: "HeraldFCMCore",
             dependencies: [
                 "HeraldCrypto",
+                "HeraldPush",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -134,14 +144,35 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // `herald provider`: the APNs client behind an authenticated HTTP batch API.
+        // The provider stage: each push to the APNs client or the FCM sender, outcomes back as
+        // `PushOutcome`. No HTTP service: `herald provider` serves it through HeraldProviderHTTP,
+        // the relay calls it in process.
         .target(
             name: "HeraldProvider",
             dependencies: [
+                "HeraldPush",
                 "HeraldAPNs",
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldAPNsCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The batch API's JSON (`POST /v1/push/batch`): the wire form of `Push` and `PushOutcome`,
+        // shared by `herald provider`'s service and the relay's remote sender.
+        .target(
+            name: "HeraldProviderAPI",
+            dependencies: ["HeraldPush", "HeraldAPNsCore", "HeraldFCMCore"],
+            swiftSettings: swiftSettings
+        ),
+        // `herald provider`'s HTTP service (Hummingbird): the batch API in front of a provider stage.
+        .target(
+            name: "HeraldProviderHTTP",
+            dependencies: [
+                "HeraldProvider",
+                "HeraldProviderAPI",
+                "HeraldPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
@@ -150,6 +181,7 @@ let package = Package(
         // What the relay keeps: the records and the `HeraldStore` protocol. No storage engine.
         .target(
             name: "HeraldStore",
+            dependencies: ["HeraldPush"],
             swiftSettings: swiftSettings
         ),
         // `HeraldStore` on embedded SQLite (GRDB): WAL, migrations, group commit, leased claims.
@@ -167,6 +199,7 @@ let package = Package(
         .target(
             name: "HeraldRelay",
             dependencies: [
+                "HeraldPush",
                 "HeraldStore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -200,15 +233,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Push senders for the relay's dispatcher: the APNs client in-process, or a remote
-        // `herald provider` over HTTP.
+        // The relay's sender for a remote `herald provider` (the batch API over HTTP); in process
+        // the relay's dispatcher calls the provider stage itself.
         .target(
             name: "HeraldRelayProvider",
             dependencies: [
-                "HeraldRelay",
-                "HeraldAPNs",
-                "HeraldAPNsCore",
-                "HeraldProvider",
+                "HeraldPush",
+                "HeraldProviderAPI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -242,6 +273,9 @@ let package = Package(
                 "HeraldSandbox",
                 "HeraldAPNs",
                 "HeraldProvider",
+                "HeraldProviderAPI",
+                "HeraldProviderHTTP",
+                "HeraldPush",
                 "HeraldStore",
                 "HeraldStoreSQLite",
                 "HeraldRelay",
@@ -266,6 +300,11 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: ["HeraldCommands"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldPushTests",
+            dependencies: ["HeraldPush", "HeraldProviderAPI"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -301,6 +340,9 @@ let package = Package(
             dependencies: [
                 "HeraldAPNs",
                 "HeraldProvider",
+                "HeraldProviderAPI",
+                "HeraldProviderHTTP",
+                "HeraldPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 "HeraldAPNsCore",
@@ -333,6 +375,9 @@ let package = Package(
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldProvider",
+                "HeraldProviderAPI",
+                "HeraldProviderHTTP",
+                "HeraldPush",
                 "HeraldSandbox",
                 "HeraldStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -364,10 +409,14 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 "HeraldProvider",
+                "HeraldProviderAPI",
+                "HeraldProviderHTTP",
+                "HeraldPush",
                 "HeraldRelayHTTP",
                 "HeraldRelayProvider",
                 "HeraldStore",
                 "HeraldStoreSQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 "HeraldCrypto",
                 "HeraldAPNs",
                 "HeraldAPNsCore",

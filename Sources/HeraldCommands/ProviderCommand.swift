@@ -5,6 +5,7 @@ import HeraldAPNsCore
 import HeraldCrypto
 import HeraldFCM
 import HeraldProvider
+import HeraldProviderHTTP
 import Hummingbird
 import Logging
 import NIOCore

@@ -5,6 +5,7 @@ import HeraldCrypto
 import HeraldFCM
 import HeraldFCMCore
 import HeraldProvider
+import HeraldPush
 import HeraldRelay
 import HeraldRelayHTTP
 import HeraldRelayProvider
@@ -159,7 +160,7 @@ struct ServeCommand: AsyncParsableCommand {
                 store: store,
                 masterKey: masterKey,
                 apiKey: apiKey,
-                sender: InProcessPushSender(stage: ProviderStage(apns: client, fcm: fcmClient)),
+                sender: ProviderStage(apns: client, fcm: fcmClient),
                 platforms: fcmClient == nil ? [.ios] : [.ios, .android],
                 registry: registry,
                 logger: logger
@@ -229,7 +230,7 @@ struct ServeCommand: AsyncParsableCommand {
                 store: store,
                 masterKey: masterKey,
                 apiKey: apiKey,
-                sender: InProcessPushSender(stage: ProviderStage(apns: client, fcm: fcmClient)),
+                sender: ProviderStage(apns: client, fcm: fcmClient),
                 registry: registry,
                 logger: logger,
                 // The sandbox stands in for Apple with the development key: every app is the

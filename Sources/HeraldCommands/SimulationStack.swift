@@ -6,6 +6,7 @@ import HeraldCrypto
 import HeraldFCM
 import HeraldFCMCore
 import HeraldProvider
+import HeraldPush
 import HeraldRelay
 import HeraldRelayHTTP
 import HeraldRelayProvider
@@ -92,7 +93,7 @@ enum SimulationStack {
             )
             let dispatcher = Dispatcher(
                 store: store,
-                sender: InProcessPushSender(stage: ProviderStage(apns: client, fcm: fcmClient)),
+                sender: ProviderStage(apns: client, fcm: fcmClient),
                 logger: logger,
                 now: { clock.now() }
             )

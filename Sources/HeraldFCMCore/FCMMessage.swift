@@ -1,3 +1,6 @@
+// The push model's FCM priority is part of the message API here.
+@_exported public import HeraldPush
+
 /// The body of `POST /v1/projects/{project}/messages:send`: `{"message": {...}}`.
 public struct FCMSendRequest: Sendable, Hashable, Codable {
     public var validateOnly: Bool?
@@ -60,11 +63,8 @@ public struct FCMMessage: Sendable, Hashable, Codable {
         }
     }
 
-    /// `message.android.priority`.
-    public enum Priority: String, Sendable, Hashable, Codable {
-        case normal = "NORMAL"
-        case high = "HIGH"
-    }
+    /// `message.android.priority`: the push model's own type.
+    public typealias Priority = FCMPriority
 
     /// The data payload's size as FCM counts it: the UTF-8 bytes of every key and value.
     public var dataBytes: Int {

@@ -3,6 +3,7 @@ public import HeraldAPNs
 import HeraldAPNsCore
 public import HeraldFCM
 import HeraldFCMCore
+public import HeraldPush
 import NIOCore
 
 /// The provider stage's senders, one per push network, behind one entry point: `herald provider`
@@ -18,150 +19,109 @@ public struct ProviderStage: Sendable {
         self.fcm = fcm
     }
 
-    /// Sends every push through its network (both at once) and answers one result per push, in order.
-    public func send(_ pushes: [ProviderPush]) async -> [ProviderPushResult] {
-        var results = [ProviderPushResult?](repeating: nil, count: pushes.count)
-        var apnsIndexes: [Int] = []
-        var fcmIndexes: [Int] = []
+    /// Sends every push through its network (both at once) and answers one outcome per push, in order.
+    public func send(_ pushes: [Push]) async -> [PushOutcome] {
+        var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
+        var apnsPushes: [(index: Int, push: Push, payload: APNsPayload)] = []
+        var fcmPushes: [(index: Int, push: Push, payload: FCMPayload)] = []
         for (index, push) in pushes.enumerated() {
-            switch push.network {
-            case .apns: apnsIndexes.append(index)
-            case .fcm: fcmIndexes.append(index)
+            switch push.payload {
+            case .apns(let payload): apnsPushes.append((index, push, payload))
+            case .fcm(let payload): fcmPushes.append((index, push, payload))
             }
         }
-        async let apnsResults = sendAPNs(apnsIndexes.map { pushes[$0] })
-        async let fcmResults = sendFCM(fcmIndexes.map { pushes[$0] })
-        for (index, result) in zip(apnsIndexes, await apnsResults) { results[index] = result }
-        for (index, result) in zip(fcmIndexes, await fcmResults) { results[index] = result }
-        return results.map { $0! }
+        async let apnsOutcomes = sendAPNs(apnsPushes.map { ($0.push, $0.payload) })
+        async let fcmOutcomes = sendFCM(fcmPushes.map { ($0.push, $0.payload) })
+        for (item, outcome) in zip(apnsPushes, await apnsOutcomes) { outcomes[item.index] = outcome }
+        for (item, outcome) in zip(fcmPushes, await fcmOutcomes) { outcomes[item.index] = outcome }
+        return outcomes.map { $0! }
     }
 
     /// Hands the APNs pushes to the client as one batch (the client checks each; a refused one is
     /// checked again here only to say why).
-    private func sendAPNs(_ pushes: [ProviderPush]) async -> [ProviderPushResult] {
+    private func sendAPNs(_ pushes: [(Push, APNsPayload)]) async -> [PushOutcome] {
         guard !pushes.isEmpty else { return [] }
-        var results = [ProviderPushResult?](repeating: nil, count: pushes.count)
-        var outgoing: [(Int, String, APNsNotification)] = []
-        for (index, push) in pushes.enumerated() {
-            let apnsID = push.apnsID ?? APNsUUID.random()
-            func refuse(_ reason: String, status: Int = 400) {
-                results[index] = ProviderPushResult(
-                    outcome: "failed",
-                    id: push.id,
-                    apnsID: apnsID,
-                    reason: reason,
-                    status: status
-                )
-            }
-            guard apns != nil else {
-                refuse("APNs is not configured on this provider (no Apple key)", status: 503)
-                continue
-            }
-            guard let pushType = push.pushType else {
-                refuse("push_type is required for APNs")
-                continue
-            }
-            guard let priority = APNsPriority(rawValue: push.priority) else {
-                refuse("BadPriority")
-                continue
-            }
-            let notification = APNsNotification(
-                deviceToken: push.deviceToken,
-                topic: push.topic,
-                pushType: pushType,
-                priority: priority,
+        guard let apns else {
+            let outcome = PushOutcome.failed(
+                reason: "APNs is not configured on this provider (no Apple key)",
+                status: 503
+            )
+            return Array(repeating: outcome, count: pushes.count)
+        }
+        let notifications = pushes.map { push, payload in
+            APNsNotification(
+                deviceToken: push.token,
+                topic: payload.topic,
+                pushType: payload.type,
+                priority: payload.priority,
                 expiration: push.expiration,
                 collapseID: push.collapseID,
-                apnsID: apnsID,
-                payload: ByteBuffer(string: push.payload)
+                apnsID: payload.apnsID,
+                payload: ByteBuffer(string: payload.json)
             )
-            outgoing.append((index, apnsID, notification))
         }
-        if let apns, !outgoing.isEmpty {
-            let answers = await apns.send(batch: outgoing.map(\.2))
-            for ((index, apnsID, notification), answer) in zip(outgoing, answers) {
-                var result = ProviderPushResult(id: pushes[index].id, apnsID: apnsID, result: answer)
-                if case .failed(nil, 400) = answer {
-                    do {
-                        try notification.validate()
-                    } catch {
-                        result.reason = error.message
-                    }
+        let answers = await apns.send(batch: notifications)
+        return zip(notifications, answers).map { notification, answer in
+            if case .failed(nil, 400) = answer {
+                do throws(APNsClientError) {
+                    try notification.validate()
+                } catch {
+                    return .failed(reason: error.message, status: 400)
                 }
-                results[index] = result
             }
+            return PushOutcome(answer)
         }
-        return results.map { $0! }
     }
 
-    /// Turns each FCM push's data text into a data message and hands the valid ones to the sender.
-    private func sendFCM(_ pushes: [ProviderPush]) async -> [ProviderPushResult] {
+    /// Hands the FCM pushes to the sender as data messages.
+    private func sendFCM(_ pushes: [(Push, FCMPayload)]) async -> [PushOutcome] {
         guard !pushes.isEmpty else { return [] }
         guard let fcm else {
-            return pushes.map {
-                ProviderPushResult(
-                    outcome: "failed",
-                    id: $0.id,
-                    reason: "FCM is not configured on this provider (no service account)",
-                    status: 503
-                )
-            }
+            let outcome = PushOutcome.failed(
+                reason: "FCM is not configured on this provider (no service account)",
+                status: 503
+            )
+            return Array(repeating: outcome, count: pushes.count)
         }
-        var results = [ProviderPushResult?](repeating: nil, count: pushes.count)
-        var valid: [(Int, FCMPush)] = []
         let now = Int64(Date().timeIntervalSince1970)
-        for (index, push) in pushes.enumerated() {
-            guard let data = try? JSONDecoder().decode([String: String].self, from: Data(push.payload.utf8)) else {
-                results[index] = ProviderPushResult(
-                    outcome: "failed",
-                    id: push.id,
-                    reason: "the payload of an FCM push must be a JSON object of strings",
-                    status: 400
-                )
-                continue
-            }
-            valid.append(
-                (
-                    index,
-                    FCMPush(
-                        token: push.deviceToken,
-                        data: data,
-                        // APNs' 10 and 5 are both shown to the user; 1 is background work.
-                        priority: push.priority >= 5 ? .high : .normal,
-                        // FCM's own default when none is given: four weeks.
-                        expiration: push.expiration ?? now + FCMMessage.maximumTTLSeconds,
-                        collapseKey: push.collapseID
-                    )
-                )
+        let messages = pushes.map { push, payload in
+            FCMPush(
+                token: push.token,
+                data: payload.data,
+                priority: payload.priority,
+                // FCM's own default when none is given: four weeks.
+                expiration: push.expiration ?? now + FCMMessage.maximumTTLSeconds,
+                collapseKey: push.collapseID
             )
         }
-        let answers = await fcm.send(batch: valid.map(\.1))
-        for ((index, _), answer) in zip(valid, answers) {
-            results[index] = ProviderPushResult(id: pushes[index].id, result: answer)
-        }
-        return results.map { $0! }
+        return await fcm.send(batch: messages).map(PushOutcome.init)
     }
 }
 
-extension ProviderPushResult {
-    /// The wire form of an FCM result.
-    public init(id: String, result: FCMResult) {
+extension ProviderStage: PushSender {}
+
+extension PushOutcome {
+    /// What the APNs client made of a push.
+    init(_ result: APNsResult) {
         switch result {
-        case .delivered(let name):
-            self.init(outcome: "delivered", id: id, status: 200, name: name)
-        case .tokenDead(let code):
-            self.init(outcome: "token_dead", id: id, reason: code.rawValue, status: code.status)
+        case .delivered(_, let uniqueID): self = .delivered(receipt: uniqueID)
+        case .tokenDead(let reason, let timestamp): self = .tokenDead(reason: reason.rawValue, since: timestamp)
+        case .failed(let reason, let status):
+            self = .failed(reason: reason?.rawValue ?? "InvalidNotification", status: status)
+        case .retryLater(let reason): self = .retryLater(reason: reason, after: nil)
+        case .expired: self = .expired
+        }
+    }
+
+    /// What the FCM sender made of a message.
+    init(_ result: FCMResult) {
+        switch result {
+        case .delivered(let name): self = .delivered(receipt: name)
+        case .tokenDead(let code): self = .tokenDead(reason: code.rawValue, since: nil)
         case .failed(let code, let status, let message):
-            self.init(
-                outcome: "failed",
-                id: id,
-                reason: code.map { "\($0.rawValue): \(message)" } ?? message,
-                status: status
-            )
-        case .retryLater(let reason, let after):
-            self.init(outcome: "retry_later", id: id, reason: reason, retryAfter: after.map { $0.components.seconds })
-        case .expired:
-            self.init(outcome: "expired", id: id)
+            self = .failed(reason: code.map { "\($0.rawValue): \(message)" } ?? message, status: status)
+        case .retryLater(let reason, let after): self = .retryLater(reason: reason, after: after)
+        case .expired: self = .expired
         }
     }
 }

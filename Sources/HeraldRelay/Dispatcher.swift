@@ -1,4 +1,5 @@
 import Foundation
+public import HeraldPush
 public import HeraldStore
 public import Logging
 import Metrics
@@ -123,19 +124,7 @@ public final class Dispatcher: Service, Sendable {
     }
 
     private func deliver(_ claimed: [ClaimedPush]) async {
-        let pushes = claimed.map { item in
-            OutgoingPush(
-                pushID: item.entry.pushID,
-                deviceToken: item.deviceToken,
-                topic: item.entry.topic,
-                pushType: item.entry.pushType,
-                priority: item.entry.priority,
-                expiration: item.entry.expiresAt / 1000,
-                collapseID: item.entry.collapseID,
-                apnsID: item.entry.apnsID,
-                payload: item.entry.payload
-            )
-        }
+        let pushes = claimed.map(\.push)
         inFlightGauge.record(inFlight.add(claimed.count, ordering: .relaxed).newValue)
         let outcomes = await sender.send(pushes)
         inFlightGauge.record(inFlight.subtract(claimed.count, ordering: .relaxed).newValue)
@@ -171,7 +160,7 @@ public final class Dispatcher: Service, Sendable {
         case .delivered:
             completed[.delivered]?.increment()
             return PushCompletion(pushID: id, disposition: .finish(.delivered), reason: nil, deadToken: nil)
-        case .tokenDead(let reason):
+        case .tokenDead(let reason, _):
             completed[.tokenDead]?.increment()
             logger.notice("device token dead", metadata: ["device": "\(item.entry.deviceID)", "reason": "\(reason)"])
             return PushCompletion(
@@ -180,8 +169,9 @@ public final class Dispatcher: Service, Sendable {
                 reason: reason,
                 deadToken: (item.entry.deviceID, item.deviceToken)
             )
-        case .failed(let reason):
+        case .failed(let reason, let status):
             completed[.failed]?.increment()
+            let reason = status.map { "\(reason) (\($0))" } ?? reason
             return PushCompletion(pushID: id, disposition: .finish(.failed), reason: reason, deadToken: nil)
         case .expired:
             completed[.expired]?.increment()

@@ -47,14 +47,14 @@ public enum PushPayload {
         return callBody(callID: content.callID, sealed: envelope.text)
     }
 
-    /// The data of an FCM messaging push for one device (a JSON object of strings): the same
+    /// The data of an FCM messaging push for one device (string keys and values): the same
     /// ids and envelope as the APNs body, for the app's messaging service to open and show.
     public static func fcmMessage(
         _ content: MessageContent,
         app: AppRecord,
         deviceID: String,
         sealer: EnvelopeSealer
-    ) throws(HeraldCryptoError) -> (data: String, truncated: Bool) {
+    ) throws(HeraldCryptoError) -> (data: [String: String], truncated: Bool) {
         var content = content
         var fields = [
             "v": "1", "kind": "message", "message_id": content.messageID, "conversation_id": content.conversationID,
@@ -63,14 +63,14 @@ public enum PushPayload {
         switch app.contentPolicy {
         case .full: break
         case .senderOnly: content.text = ""
-        case .none: return (object(fields), false)
+        case .none: return (fields, false)
         }
         let capacity = PayloadBudget.fcmData.plaintextCapacity(
             surroundingBytes: dataBytes(fields) + "sealed".utf8.count
         )
         let fitted = try content.fitted(toPlaintextCapacity: capacity)
         fields["sealed"] = try sealer.seal(.message(fitted), deviceID: deviceID).text
-        return (object(fields), fitted.truncated)
+        return (fields, fitted.truncated)
     }
 
     /// The data of an FCM call push for one device.
@@ -78,25 +78,19 @@ public enum PushPayload {
         _ content: CallContent,
         deviceID: String,
         sealer: EnvelopeSealer
-    ) throws(HeraldCryptoError) -> String {
+    ) throws(HeraldCryptoError) -> [String: String] {
         var fields = ["v": "1", "kind": "call", "call_id": content.callID]
         let surrounding = dataBytes(fields) + "sealed".utf8.count
         guard content.encodedLength <= PayloadBudget.fcmData.plaintextCapacity(surroundingBytes: surrounding) else {
             throw HeraldCryptoError.doesNotFit
         }
         fields["sealed"] = try sealer.seal(.call(content), deviceID: deviceID).text
-        return object(fields)
+        return fields
     }
 
     /// FCM counts a data message's size over its keys and values.
     static func dataBytes(_ fields: [String: String]) -> Int {
         fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-    }
-
-    /// A JSON object of strings, keys sorted.
-    static func object(_ fields: [String: String]) -> String {
-        "{" + fields.sorted { $0.key < $1.key }.map { quoted($0.key) + ":" + quoted($0.value) }.joined(separator: ",")
-            + "}"
     }
 
     static func messageBody(app: AppRecord, content: MessageContent, sealed: String?) -> String {

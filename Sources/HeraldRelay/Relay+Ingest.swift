@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCrypto
+import HeraldPush
 public import HeraldStore
 
 extension Relay {
@@ -194,13 +195,25 @@ extension Relay {
                 continue
             }
             let pushID = TimeOrderedID.make(milliseconds: time)
-            let android = device.platform == .android
-            let body: String
+            let payload: Push.Payload
             do {
-                body =
-                    android
-                    ? try PushPayload.fcmCall(content, deviceID: device.id, sealer: sealer(for: device))
-                    : try PushPayload.call(content, deviceID: device.id, sealer: sealer(for: device))
+                let sealer = try sealer(for: device)
+                switch device.platform {
+                case .android:
+                    let data = try PushPayload.fcmCall(content, deviceID: device.id, sealer: sealer)
+                    payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
+                case .ios:
+                    let json = try PushPayload.call(content, deviceID: device.id, sealer: sealer)
+                    payload = .apns(
+                        APNsPayload(
+                            topic: app.id + ".voip",
+                            type: .voip,
+                            priority: .immediate,
+                            apnsID: pushID,
+                            json: json
+                        )
+                    )
+                }
             } catch let error as RelayError {
                 throw error
             } catch {
@@ -213,10 +226,7 @@ extension Relay {
                     kind: .call,
                     subjectID: request.callID,
                     priority: 10,
-                    payload: body,
-                    apnsID: pushID,
-                    topic: android ? app.id : app.id + ".voip",
-                    pushType: android ? PushNetwork.fcmPushType : "voip",
+                    payload: payload,
                     nextAttemptAt: time,
                     expiresAt: time + app.callTTL * 1000,
                     createdAt: time,
@@ -243,14 +253,20 @@ extension Relay {
         throws(RelayError) -> OutboxEntry
     {
         let pushID = TimeOrderedID.make(milliseconds: time)
-        let android = device.platform == .android
-        let body: String
+        let payload: Push.Payload
         do {
             let sealer = try sealer(for: device)
-            body =
-                android
-                ? try PushPayload.fcmMessage(content, app: app, deviceID: device.id, sealer: sealer).data
-                : try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer).body
+            switch device.platform {
+            case .android:
+                let data = try PushPayload.fcmMessage(content, app: app, deviceID: device.id, sealer: sealer).data
+                // HIGH: the app's messaging service shows the notification at once.
+                payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
+            case .ios:
+                let json = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer).body
+                payload = .apns(
+                    APNsPayload(topic: app.id, type: .alert, priority: .conserve, apnsID: pushID, json: json)
+                )
+            }
         } catch let error as RelayError {
             throw error
         } catch {
@@ -262,10 +278,7 @@ extension Relay {
             kind: .message,
             subjectID: content.messageID,
             priority: 5,
-            payload: body,
-            apnsID: pushID,
-            topic: app.id,
-            pushType: android ? PushNetwork.fcmPushType : "alert",
+            payload: payload,
             nextAttemptAt: time,
             expiresAt: time + app.messageTTL * 1000,
             createdAt: time,

@@ -1,31 +1,10 @@
 public import AsyncHTTPClient
 import Foundation
-public import HeraldAPNs
-import HeraldAPNsCore
-public import HeraldProvider
-public import HeraldRelay
+import HeraldProviderAPI
+public import HeraldPush
 public import Logging
 public import NIOCore
 import NIOHTTP1
-
-/// The provider stage inside the relay's process: pushes go straight to the APNs client and the
-/// FCM sender, with the same checks and answers as a remote `herald provider`.
-public struct InProcessPushSender: PushSender {
-    private let stage: ProviderStage
-
-    public init(stage: ProviderStage) {
-        self.stage = stage
-    }
-
-    /// APNs only.
-    public init(client: APNsClient) {
-        self.init(stage: ProviderStage(apns: client))
-    }
-
-    public func send(_ pushes: [OutgoingPush]) async -> [PushOutcome] {
-        await stage.send(pushes.map(ProviderPush.init)).map(PushOutcome.init)
-    }
-}
 
 /// A remote `herald provider`: pushes go as batches to `POST /v1/push/batch` with the bearer secret.
 ///
@@ -48,19 +27,19 @@ public struct RemotePushSender: PushSender {
         self.logger = logger
     }
 
-    public func send(_ pushes: [OutgoingPush]) async -> [PushOutcome] {
+    public func send(_ pushes: [Push]) async -> [PushOutcome] {
         var outcomes: [PushOutcome] = []
         outcomes.reserveCapacity(pushes.count)
         var start = 0
         while start < pushes.count {
-            let end = min(start + ProviderHTTPService.maximumBatch, pushes.count)
+            let end = min(start + ProviderBatch.maximumCount, pushes.count)
             outcomes += await sendBatch(Array(pushes[start..<end]))
             start = end
         }
         return outcomes
     }
 
-    private func sendBatch(_ pushes: [OutgoingPush]) async -> [PushOutcome] {
+    private func sendBatch(_ pushes: [Push]) async -> [PushOutcome] {
         do {
             var request = HTTPClientRequest(url: url + "/v1/push/batch")
             request.method = .POST
@@ -81,41 +60,10 @@ public struct RemotePushSender: PushSender {
             guard result.results.count == pushes.count else {
                 return Array(repeating: .retryLater(reason: "provider answered a short batch"), count: pushes.count)
             }
-            return result.results.map(PushOutcome.init)
+            return result.results.map(\.pushOutcome)
         } catch {
             logger.warning("cannot reach the provider", metadata: ["error": "\(error)"])
             return Array(repeating: .retryLater(reason: "provider unreachable"), count: pushes.count)
-        }
-    }
-}
-
-extension ProviderPush {
-    init(_ push: OutgoingPush) {
-        let fcm = push.network == .fcm
-        self.init(
-            id: push.pushID,
-            network: fcm ? .fcm : .apns,
-            deviceToken: push.deviceToken,
-            topic: push.topic,
-            pushType: fcm ? nil : APNsPushType(rawValue: push.pushType) ?? .alert,
-            priority: push.priority,
-            expiration: push.expiration,
-            collapseID: push.collapseID,
-            apnsID: push.apnsID,
-            payload: push.payload
-        )
-    }
-}
-
-extension PushOutcome {
-    init(_ result: ProviderPushResult) {
-        let reason = result.reason ?? "unknown"
-        switch result.outcome {
-        case "delivered": self = .delivered
-        case "token_dead": self = .tokenDead(reason: reason)
-        case "failed": self = .failed(reason: result.status.map { "\(reason) (\($0))" } ?? reason)
-        case "expired": self = .expired
-        default: self = .retryLater(reason: reason, after: result.retryAfter.map { .seconds($0) })
         }
     }
 }

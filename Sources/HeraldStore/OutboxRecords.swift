@@ -1,3 +1,5 @@
+public import HeraldPush
+
 /// Which push a device gets: a notification, or a call.
 public enum OutboxKind: String, Sendable, Hashable, Codable, CaseIterable {
     case message
@@ -37,16 +39,11 @@ public struct OutboxEntry: Sendable, Hashable {
     public var kind: OutboxKind
     /// The message id or the call id.
     public var subjectID: String
-    /// 10 for calls, 5 for messages; the dispatcher takes higher first.
+    /// The queue's order: 10 for calls, 5 for messages; the dispatcher takes higher first.
     public var priority: Int
-    /// The push network's JSON body (APNs), or the data message's JSON object of strings (FCM).
-    public var payload: String
-    /// The APNs request id, the same across every attempt and restart.
-    public var apnsID: String
-    /// The APNs topic, or the Android package name.
-    public var topic: String
-    /// `alert` or `voip` (APNs: VoIP pushes go to the device's VoIP token), or `fcm`.
-    public var pushType: String
+    /// What the push network receives (its network, topic, type and body), all but the device
+    /// token, which is read when the push is claimed.
+    public var payload: Push.Payload
     public var collapseID: String?
     public var attempts: Int
     /// Milliseconds since the epoch.
@@ -64,10 +61,7 @@ public struct OutboxEntry: Sendable, Hashable {
         kind: OutboxKind,
         subjectID: String,
         priority: Int,
-        payload: String,
-        apnsID: String,
-        topic: String,
-        pushType: String,
+        payload: Push.Payload,
         collapseID: String? = nil,
         attempts: Int = 0,
         nextAttemptAt: Int64,
@@ -83,9 +77,6 @@ public struct OutboxEntry: Sendable, Hashable {
         self.subjectID = subjectID
         self.priority = priority
         self.payload = payload
-        self.apnsID = apnsID
-        self.topic = topic
-        self.pushType = pushType
         self.collapseID = collapseID
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
@@ -94,6 +85,23 @@ public struct OutboxEntry: Sendable, Hashable {
         self.lastReason = lastReason
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+    }
+}
+
+extension OutboxEntry {
+    /// The network the push goes through.
+    public var network: PushNetwork { payload.network }
+
+    /// The push's `apns-id`; an FCM push has none, and answers its push id.
+    public var apnsID: String {
+        if case .apns(let apns) = payload { return apns.apnsID }
+        return pushID
+    }
+
+    /// Whether the push goes to the device's PushKit token rather than its messaging token.
+    public var usesVoIPToken: Bool {
+        if case .apns(let apns) = payload { return apns.type == .voip }
+        return false
     }
 }
 
@@ -121,6 +129,17 @@ public struct ClaimedPush: Sendable, Hashable {
     public init(entry: OutboxEntry, deviceToken: String) {
         self.entry = entry
         self.deviceToken = deviceToken
+    }
+
+    /// The push to send: expiring when the entry does (whole seconds).
+    public var push: Push {
+        Push(
+            id: entry.pushID,
+            token: deviceToken,
+            payload: entry.payload,
+            expiration: entry.expiresAt / 1000,
+            collapseID: entry.collapseID
+        )
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HeraldPush
 public import HeraldStore
 
 extension SQLiteStore {
@@ -31,21 +32,24 @@ extension SQLiteStore {
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO outbox
-                        (push_id, device_id, kind, subject_id, priority, apns_id, topic, push_type,
-                         collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
+                         apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
+                         last_reason, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
             let insertPayload = try db.cachedStatement(
                 sql: "INSERT INTO outbox_payloads (push_id, payload) VALUES (?, ?)"
             )
             for push in ingest.pushes {
+                let columns = PayloadColumns(push.payload)
                 try insert.execute(arguments: [
                     push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
-                    push.apnsID, push.topic, push.pushType, push.collapseID, push.attempts, push.nextAttemptAt,
-                    push.expiresAt, push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
+                    push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
+                    columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
+                    push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
                 ])
-                try insertPayload.execute(arguments: [push.pushID, push.payload])
+                try insertPayload.execute(arguments: [push.pushID, columns.body])
             }
             return .accepted
         }
@@ -54,16 +58,15 @@ extension SQLiteStore {
     public func push(id: String) async throws -> OutboxEntry? {
         try await read { db in
             guard
-                var entry = try Row.fetchOne(
+                let row = try Row.fetchOne(
                     db,
-                    sql: "SELECT \(Self.outboxColumns) FROM outbox WHERE push_id = ?",
+                    sql: "SELECT \(OutboxRow.columns) FROM outbox WHERE push_id = ?",
                     arguments: [id]
-                ).map(Self.entry(from:))
+                ).map(OutboxRow.init(row:))
             else { return nil }
-            entry.payload =
+            let body =
                 try String.fetchOne(db, sql: "SELECT payload FROM outbox_payloads WHERE push_id = ?", arguments: [id])
-                ?? ""
-            return entry
+            return try row.entry(body: body ?? "")
         }
     }
 
@@ -113,12 +116,12 @@ extension SQLiteStore {
                         WHERE push_id IN (
                             SELECT push_id FROM outbox WHERE state = 'queued' AND next_attempt_at <= ?
                             ORDER BY priority DESC, created_at ASC LIMIT ?)
-                        RETURNING \(Self.outboxColumns)
+                        RETURNING \(OutboxRow.columns)
                         """
                 ),
                 arguments: [owner, leaseUntil, now, now, limit]
             )
-            .map(Self.entry(from:))
+            .map(OutboxRow.init(row:))
             .sorted { ($0.priority, -$0.createdAt, $0.pushID) > ($1.priority, -$1.createdAt, $1.pushID) }
 
             let lookup = try db.cachedStatement(
@@ -131,7 +134,7 @@ extension SQLiteStore {
             var devices: [String: Row?] = [:]
             var claimed: [ClaimedPush] = []
             claimed.reserveCapacity(taken.count)
-            for var entry in taken {
+            for entry in taken {
                 let device: Row?
                 if let known = devices[entry.deviceID] {
                     device = known
@@ -141,7 +144,7 @@ extension SQLiteStore {
                 }
                 // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
                 // to the messaging token.
-                let token: String? = device.flatMap { entry.pushType == "voip" ? $0[1] : $0[0] }
+                let token: String? = device.flatMap { entry.pushType == APNsPushType.voip.rawValue ? $0[1] : $0[0] }
                 if entry.expiresAt <= now {
                     try giveBack.execute(arguments: [entry.pushID])
                     try Self.finish(
@@ -155,8 +158,8 @@ extension SQLiteStore {
                     try giveBack.execute(arguments: [entry.pushID])
                     try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: "device_deactivated", now: now)
                 } else if let token {
-                    entry.payload = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
-                    claimed.append(ClaimedPush(entry: entry, deviceToken: token))
+                    let body = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
+                    claimed.append(ClaimedPush(entry: try entry.entry(body: body), deviceToken: token))
                 } else {
                     try giveBack.execute(arguments: [entry.pushID])
                     let reason = (device?[2] as String?).map { "token_dead: \($0)" } ?? "no_token"
@@ -250,37 +253,127 @@ extension SQLiteStore {
         )
         try statement.execute(arguments: [pushID, at, state.rawValue, reason])
     }
+}
 
-    /// The outbox columns in the order `entry(from:)` reads them.
-    static let outboxColumns = """
-        push_id, device_id, kind, subject_id, priority, '' AS payload, apns_id, topic, push_type, collapse_id, \
-        attempts, next_attempt_at, expires_at, state, last_reason, created_at, updated_at
+/// An outbox row as read, before its payload (kept in `outbox_payloads`) is joined to it.
+struct OutboxRow {
+    /// The columns, in the order `init(row:)` reads them.
+    static let columns = """
+        push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id, \
+        fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at, updated_at
         """
 
-    /// An outbox entry from a row of `outboxColumns`, read by position (the payload, kept in
-    /// `outbox_payloads`, is filled in by the caller that needs it).
-    static func entry(from row: Row) throws -> OutboxEntry {
-        guard let kind = OutboxKind(rawValue: row[2]), let state = PushState(rawValue: row[13]) else {
-            throw StoreError.corrupt.with(detail: "push \(row[0] as String? ?? "?") has an unknown kind or state")
+    var pushID: String
+    var deviceID: String
+    var kind: String
+    var subjectID: String
+    var priority: Int
+    var network: String
+    var topic: String
+    var pushType: String?
+    var apnsPriority: Int?
+    var apnsID: String?
+    var fcmPriority: String?
+    var collapseID: String?
+    var attempts: Int
+    var nextAttemptAt: Int64
+    var expiresAt: Int64
+    var state: String
+    var lastReason: String?
+    var createdAt: Int64
+    var updatedAt: Int64
+
+    /// Read by position from a row of `columns`.
+    init(row: Row) {
+        pushID = row[0]
+        deviceID = row[1]
+        kind = row[2]
+        subjectID = row[3]
+        priority = row[4]
+        network = row[5]
+        topic = row[6]
+        pushType = row[7]
+        apnsPriority = row[8]
+        apnsID = row[9]
+        fcmPriority = row[10]
+        collapseID = row[11]
+        attempts = row[12]
+        nextAttemptAt = row[13]
+        expiresAt = row[14]
+        state = row[15]
+        lastReason = row[16]
+        createdAt = row[17]
+        updatedAt = row[18]
+    }
+
+    /// The entry, with its payload's body (APNs' JSON, or FCM's data as a JSON object of strings).
+    func entry(body: String) throws(StoreError) -> OutboxEntry {
+        guard let kind = OutboxKind(rawValue: kind), let state = PushState(rawValue: state) else {
+            throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown kind or state")
         }
         return OutboxEntry(
-            pushID: row[0],
-            deviceID: row[1],
+            pushID: pushID,
+            deviceID: deviceID,
             kind: kind,
-            subjectID: row[3],
-            priority: row[4],
-            payload: row[5],
-            apnsID: row[6],
-            topic: row[7],
-            pushType: row[8],
-            collapseID: row[9],
-            attempts: row[10],
-            nextAttemptAt: row[11],
-            expiresAt: row[12],
+            subjectID: subjectID,
+            priority: priority,
+            payload: try payload(body: body),
+            collapseID: collapseID,
+            attempts: attempts,
+            nextAttemptAt: nextAttemptAt,
+            expiresAt: expiresAt,
             state: state,
-            lastReason: row[14],
-            createdAt: row[15],
-            updatedAt: row[16]
+            lastReason: lastReason,
+            createdAt: createdAt,
+            updatedAt: updatedAt
         )
+    }
+
+    private func payload(body: String) throws(StoreError) -> Push.Payload {
+        switch PushNetwork(rawValue: network) {
+        case .apns:
+            guard let type = pushType.flatMap(APNsPushType.init(rawValue:)),
+                let priority = apnsPriority.flatMap(APNsPriority.init(rawValue:)), let apnsID
+            else {
+                throw StoreError.corrupt.with(detail: "APNs push \(pushID) has no valid push type, priority or apns-id")
+            }
+            return .apns(APNsPayload(topic: topic, type: type, priority: priority, apnsID: apnsID, json: body))
+        case .fcm:
+            guard let priority = fcmPriority.flatMap(FCMPriority.init(rawValue:)),
+                let data = try? JSONDecoder().decode([String: String].self, from: Data(body.utf8))
+            else { throw StoreError.corrupt.with(detail: "FCM push \(pushID) has no valid priority or data") }
+            return .fcm(FCMPayload(package: topic, priority: priority, data: data))
+        case nil:
+            throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown network \(network)")
+        }
+    }
+}
+
+/// A payload as the outbox's columns keep it: the network's fields in columns of their own, the
+/// body (APNs' JSON, FCM's data as a JSON object of strings) apart in `outbox_payloads`.
+struct PayloadColumns {
+    var topic: String
+    var pushType: String?
+    var apnsPriority: Int?
+    var apnsID: String?
+    var fcmPriority: String?
+    var body: String
+
+    init(_ payload: Push.Payload) {
+        switch payload {
+        case .apns(let apns):
+            topic = apns.topic
+            pushType = apns.type.rawValue
+            apnsPriority = apns.priority.rawValue
+            apnsID = apns.apnsID
+            body = apns.json
+        case .fcm(let fcm):
+            topic = fcm.package
+            fcmPriority = fcm.priority.rawValue
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            // Encoding a dictionary of strings cannot fail.
+            body = (try? encoder.encode(fcm.data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        }
     }
 }

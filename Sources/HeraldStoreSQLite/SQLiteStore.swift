@@ -203,6 +203,58 @@ public final class SQLiteStore: HeraldStore {
         migrator.registerMigration("v5: collapse by conversation") { db in
             try db.execute(sql: "ALTER TABLE apps ADD COLUMN collapse_by_conversation INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v6: the push network in a column") { db in
+            // `push_type` held `fcm` for FCM pushes, so the network was read from a string, and
+            // APNs' header values were required of FCM rows. The network now has its column and
+            // each network's fields their own (NULL for the other network). SQLite cannot change
+            // a column's constraints in place: the table is rebuilt, its indexes with it.
+            try db.execute(
+                sql: """
+                    CREATE TABLE outbox_v6 (
+                        push_id TEXT PRIMARY KEY,
+                        device_id TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        subject_id TEXT NOT NULL,
+                        priority INTEGER NOT NULL,
+                        network TEXT NOT NULL CHECK (network IN ('apns', 'fcm')),
+                        topic TEXT NOT NULL,
+                        push_type TEXT,
+                        apns_priority INTEGER,
+                        apns_id TEXT,
+                        fcm_priority TEXT,
+                        collapse_id TEXT,
+                        attempts INTEGER NOT NULL,
+                        next_attempt_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        last_reason TEXT,
+                        claim_owner TEXT,
+                        claim_until INTEGER,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL,
+                        CHECK ((network = 'apns') = (push_type IS NOT NULL AND apns_priority IS NOT NULL
+                            AND apns_id IS NOT NULL AND fcm_priority IS NULL))
+                    );
+                    INSERT INTO outbox_v6
+                        SELECT push_id, device_id, kind, subject_id, priority,
+                            CASE push_type WHEN 'fcm' THEN 'fcm' ELSE 'apns' END,
+                            topic,
+                            CASE push_type WHEN 'fcm' THEN NULL ELSE push_type END,
+                            CASE push_type WHEN 'fcm' THEN NULL ELSE priority END,
+                            CASE push_type WHEN 'fcm' THEN NULL ELSE apns_id END,
+                            CASE push_type WHEN 'fcm' THEN 'HIGH' ELSE NULL END,
+                            collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, claim_owner,
+                            claim_until, created_at, updated_at
+                        FROM outbox;
+                    DROP TABLE outbox;
+                    ALTER TABLE outbox_v6 RENAME TO outbox;
+                    CREATE INDEX outbox_queued ON outbox(priority DESC, created_at ASC) WHERE state = 'queued';
+                    CREATE INDEX outbox_queued_due ON outbox(next_attempt_at) WHERE state = 'queued';
+                    CREATE INDEX outbox_sending ON outbox(claim_until) WHERE state = 'sending';
+                    CREATE INDEX outbox_finished ON outbox(updated_at) WHERE state NOT IN ('queued', 'sending');
+                    """
+            )
+        }
         return migrator
     }
 

@@ -3,6 +3,8 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldProvider
+import HeraldProviderAPI
+import HeraldProviderHTTP
 import HeraldSandbox
 import Hummingbird
 import Logging

@@ -3,6 +3,7 @@ import Foundation
 import HeraldFCM
 import HeraldFCMCore
 import HeraldProvider
+import HeraldProviderHTTP
 import HeraldStore
 import Hummingbird
 import Logging

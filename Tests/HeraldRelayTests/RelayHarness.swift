@@ -8,6 +8,8 @@ import HeraldCrypto
 import HeraldFCM
 import HeraldFCMCore
 import HeraldProvider
+import HeraldProviderHTTP
+import HeraldPush
 import HeraldRelay
 import HeraldRelayHTTP
 import HeraldRelayProvider
@@ -156,7 +158,7 @@ final class RelayHarness: Sendable {
                 )
                 providerStop.withLock { $0 = providerGroup }
             } else {
-                sender = InProcessPushSender(stage: stage)
+                sender = stage
             }
             var dispatcherConfiguration = DispatcherConfiguration()
             dispatcherConfiguration.retryBase = .milliseconds(20)

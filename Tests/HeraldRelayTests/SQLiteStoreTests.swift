@@ -1,4 +1,5 @@
 import Foundation
+import HeraldPush
 import HeraldStore
 import HeraldStoreSQLite
 import Logging
@@ -51,14 +52,23 @@ struct SQLiteStoreTests {
             kind: kind,
             subjectID: "s-" + id,
             priority: kind == .call ? 10 : 5,
-            payload: "{}",
-            apnsID: id,
-            topic: "com.example.chat",
-            pushType: kind == .call ? "voip" : "alert",
+            payload: payload(id: id, kind: kind),
             nextAttemptAt: time,
             expiresAt: expires,
             createdAt: time,
             updatedAt: time
+        )
+    }
+
+    static func payload(id: String, kind: OutboxKind) -> Push.Payload {
+        .apns(
+            APNsPayload(
+                topic: kind == .call ? "com.example.chat.voip" : "com.example.chat",
+                type: kind == .call ? .voip : .alert,
+                priority: kind == .call ? .immediate : .conserve,
+                apnsID: id,
+                json: "{}"
+            )
         )
     }
 
@@ -291,7 +301,7 @@ struct SQLiteStoreTests {
                 [PushCompletion(pushID: "old-queued", disposition: .retry(at: 5_000), reason: "later", deadToken: nil)],
                 now: 20
             )
-            #expect(try await store.push(id: "old-done")?.payload == "{}")
+            #expect(try await store.push(id: "old-done")?.payload == Self.payload(id: "old-done", kind: .message))
             let removed = try await store.deleteExpired(now: 1_000, historyBefore: 500)
             #expect(removed.messages == 1 && removed.pushes == 1)
             #expect(try await store.message(id: "m1") == nil)

@@ -1,6 +1,9 @@
 import Foundation
 public import HeraldAPNs
 import HeraldAPNsCore
+public import HeraldProvider
+import HeraldProviderAPI
+import HeraldPush
 public import Hummingbird
 import NIOCore
 
@@ -9,7 +12,7 @@ import NIOCore
 /// `ProviderStage` runs in-process when the relay uses it directly.
 public enum ProviderHTTPService {
     /// The most pushes in one batch.
-    public static let maximumBatch = 1_000
+    public static let maximumBatch = ProviderBatch.maximumCount
 
     /// The routes for an APNs client alone.
     public static func router(client: APNsClient, secret: String) -> Router<BasicRequestContext> {
@@ -59,7 +62,7 @@ public enum ProviderHTTPService {
             guard !batch.pushes.isEmpty, batch.pushes.count <= maximumBatch else {
                 return error(.badRequest, "a batch holds 1 to \(maximumBatch) pushes")
             }
-            let results = await stage.send(batch.pushes)
+            let results = await results(of: batch.pushes, through: stage)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             var headers = HTTPFields()
@@ -71,6 +74,31 @@ public enum ProviderHTTPService {
             )
         }
         return router
+    }
+
+    /// Sends the batch's valid pushes through the stage, and answers the others' refusals, in order.
+    static func results(of wire: [ProviderPush], through stage: ProviderStage) async -> [ProviderPushResult] {
+        var results = [ProviderPushResult?](repeating: nil, count: wire.count)
+        var valid: [(index: Int, push: Push)] = []
+        for (index, item) in wire.enumerated() {
+            switch item.push(makeAPNsID: APNsUUID.random) {
+            case .success(let push):
+                valid.append((index, push))
+            case .failure(let refusal):
+                results[index] = ProviderPushResult(
+                    outcome: .failed,
+                    id: item.id,
+                    apnsID: item.network == .apns ? item.apnsID : nil,
+                    reason: refusal.reason,
+                    status: 400
+                )
+            }
+        }
+        let outcomes = await stage.send(valid.map(\.push))
+        for (item, outcome) in zip(valid, outcomes) {
+            results[item.index] = ProviderPushResult(push: item.push, outcome: outcome)
+        }
+        return results.map { $0! }
     }
 
     /// Constant-time comparison of the bearer secret.

@@ -1,0 +1,145 @@
+/// The push networks Herald delivers through.
+public enum PushNetwork: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Apple Push Notification service: iOS devices.
+    case apns
+    /// Firebase Cloud Messaging HTTP v1: Android devices.
+    case fcm
+}
+
+/// One push to one device token: what the relay queues, the dispatcher claims, and the provider
+/// stage sends, in process or through `herald provider`'s batch API.
+///
+/// The network-specific parts are typed (`Payload`), so a push is checked where it is made and
+/// never re-parsed on its way out.
+public struct Push: Sendable, Hashable {
+    /// The relay's push id; results answer it.
+    public var id: String
+    /// The APNs device token (64 hex characters), or the FCM registration token.
+    public var token: String
+    /// What the network receives, and how.
+    public var payload: Payload
+    /// When the push stops being worth delivering, in seconds since the epoch: APNs'
+    /// `apns-expiration` (0: now or never), the end of FCM's `android.ttl`. `nil`: the network's
+    /// own policy (APNs stores it at its discretion, FCM keeps it four weeks).
+    public var expiration: Int64?
+    /// `apns-collapse-id` (at most 64 bytes), or FCM's `collapse_key`.
+    public var collapseID: String?
+
+    public init(id: String, token: String, payload: Payload, expiration: Int64?, collapseID: String? = nil) {
+        self.id = id
+        self.token = token
+        self.payload = payload
+        self.expiration = expiration
+        self.collapseID = collapseID
+    }
+
+    /// The network this push goes through.
+    public var network: PushNetwork { payload.network }
+
+    /// A push's network-specific part.
+    public enum Payload: Sendable, Hashable {
+        case apns(APNsPayload)
+        case fcm(FCMPayload)
+
+        /// The network this payload is for.
+        public var network: PushNetwork {
+            switch self {
+            case .apns: .apns
+            case .fcm: .fcm
+            }
+        }
+    }
+}
+
+/// What APNs receives: the request headers Herald sets and the JSON body.
+public struct APNsPayload: Sendable, Hashable {
+    /// `apns-topic`: the bundle id, or `<bundle>.voip` for VoIP pushes.
+    public var topic: String
+    /// `apns-push-type`.
+    public var type: APNsPushType
+    /// `apns-priority`.
+    public var priority: APNsPriority
+    /// `apns-id`: chosen once and kept across every attempt and restart, so APNs and logs see one push.
+    public var apnsID: String
+    /// The JSON body, as text.
+    public var json: String
+
+    public init(topic: String, type: APNsPushType, priority: APNsPriority, apnsID: String, json: String) {
+        self.topic = topic
+        self.type = type
+        self.priority = priority
+        self.apnsID = apnsID
+        self.json = json
+    }
+}
+
+/// What FCM receives: a data message (string keys and values) with its Android options.
+public struct FCMPayload: Sendable, Hashable {
+    /// The app's package name (informational: FCM routes by token).
+    public var package: String
+    /// `android.priority`.
+    public var priority: FCMPriority
+    /// The data: at most 4096 bytes of keys and values, as FCM counts them.
+    public var data: [String: String]
+
+    public init(package: String, priority: FCMPriority, data: [String: String]) {
+        self.package = package
+        self.priority = priority
+        self.data = data
+    }
+}
+
+/// FCM's `android.priority`.
+public enum FCMPriority: String, Sendable, Hashable, Codable {
+    /// May wait for the device's Doze maintenance window.
+    case normal = "NORMAL"
+    /// Wakes the device at once: calls and user-visible messages.
+    case high = "HIGH"
+}
+
+/// What became of one push at its network, after the sender's own retries.
+public enum PushOutcome: Sendable, Hashable {
+    /// The network accepted it. `receipt`: the network's id for it when it gives one
+    /// (`apns-unique-id` in APNs' development environment, FCM's message name).
+    case delivered(receipt: String?)
+    /// The token is dead and should be dropped: APNs 410 (Unregistered, ExpiredToken),
+    /// BadDeviceToken, DeviceTokenNotForTopic; FCM UNREGISTERED. `since`: when the network learned
+    /// it, in milliseconds since the epoch (APNs' 410 timestamp).
+    case tokenDead(reason: String, since: Int64?)
+    /// Refused for good: another attempt would be refused the same way. `status` is the network's
+    /// HTTP status, or the provider's when it refused the push itself.
+    case failed(reason: String, status: Int?)
+    /// Not delivered yet but worth another attempt, no sooner than `after` when the network said
+    /// so (429 or 503 with `Retry-After`).
+    case retryLater(reason: String, after: Duration? = nil)
+    /// Its expiration passed before it could be delivered.
+    case expired
+
+    /// The outcome's kind, without its details: a closed set of names for logs, metrics and the
+    /// batch API.
+    public var kind: Kind {
+        switch self {
+        case .delivered: .delivered
+        case .tokenDead: .tokenDead
+        case .failed: .failed
+        case .retryLater: .retryLater
+        case .expired: .expired
+        }
+    }
+
+    /// An outcome's kind, with its name on the wire.
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        case delivered
+        case tokenDead = "token_dead"
+        case failed
+        case retryLater = "retry_later"
+        case expired
+    }
+}
+
+/// Sends pushes to their networks: the provider stage in process, or a remote `herald provider`.
+public protocol PushSender: Sendable {
+    /// Sends every push and answers one outcome per push, in order. Never throws: trouble reaching
+    /// the network is a `retryLater` outcome.
+    func send(_ pushes: [Push]) async -> [PushOutcome]
+}
