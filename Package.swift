@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldRelay", targets: ["HeraldRelay"]),
+        .library(name: "HeraldRelayAPI", targets: ["HeraldRelayAPI"]),
         .library(name: "HeraldRelayHTTP", targets: ["HeraldRelayHTTP"]),
         .library(name: "HeraldAdapters", targets: ["HeraldAdapters"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
@@ -54,11 +55,17 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // Byte encodings shared by the crypto core and the APNs/FCM protocol code (base64url).
+        // No dependencies.
+        .target(
+            name: "HeraldEncoding",
+            swiftSettings: swiftSettings
+        ),
         // The crypto core: key agreement, the envelope, contents, budget, keys at rest.
         // Depends on libsodium only: no NIO, no Foundation networking.
         .target(
             name: "HeraldCrypto",
-            dependencies: ["CSodium"],
+            dependencies: ["CSodium", "HeraldEncoding"],
             swiftSettings: swiftSettings
         ),
         // The push every stage passes on (relay, outbox, dispatcher, provider stage) and its
@@ -71,7 +78,7 @@ let package = Package(
         // provider tokens (push types and priorities come from HeraldPush). No transport.
         .target(
             name: "HeraldAPNsCore",
-            dependencies: ["HeraldPush", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HeraldPush", "HeraldEncoding", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // FCM HTTP v1 protocol facts shared by the sandbox and the sender: messages and their
@@ -110,12 +117,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the APNs client and the FCM sender do alike: metrics per network, rate-limited
+        // operator alerts.
+        .target(
+            name: "HeraldClientSupport",
+            dependencies: [.product(name: "Metrics", package: "swift-metrics")],
+            swiftSettings: swiftSettings
+        ),
         // The provider's APNs client: HTTP/2 connection pool, shared provider token, Apple's
         // answer rules, retries and dead-token feedback.
         .target(
             name: "HeraldAPNs",
             dependencies: [
                 "HeraldAPNsCore",
+                "HeraldClientSupport",
+                "HeraldPush",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -134,6 +150,8 @@ let package = Package(
             name: "HeraldFCM",
             dependencies: [
                 "HeraldFCMCore",
+                "HeraldClientSupport",
+                "HeraldPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -166,10 +184,21 @@ let package = Package(
             dependencies: ["HeraldPush", "HeraldAPNsCore", "HeraldFCMCore"],
             swiftSettings: swiftSettings
         ),
+        // What every Herald HTTP service does alike: bearer credentials compared in constant time,
+        // JSON answers and the one error body.
+        .target(
+            name: "HeraldHTTPSupport",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // `herald provider`'s HTTP service (Hummingbird): the batch API in front of a provider stage.
         .target(
             name: "HeraldProviderHTTP",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldProvider",
                 "HeraldProviderAPI",
                 "HeraldPush",
@@ -194,12 +223,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The relay's `/v1` requests and answers (JSON), shared by the HTTP service and the phone.
+        // No logic, no transport.
+        .target(
+            name: "HeraldRelayAPI",
+            dependencies: ["HeraldStore"],
+            swiftSettings: swiftSettings
+        ),
         // The relay's logic: activation and key agreement, presence, sealing, ingest, the
-        // dispatcher. Knows a store and a push sender only through protocols.
+        // dispatcher. Knows a store and a push sender only through protocols, and no transport.
         .target(
             name: "HeraldRelay",
             dependencies: [
                 "HeraldPush",
+                "HeraldRelayAPI",
                 "HeraldStore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -213,7 +250,7 @@ let package = Package(
         .target(
             name: "HeraldAdapters",
             dependencies: [
-                "HeraldRelay",
+                "HeraldRelayAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
@@ -222,7 +259,9 @@ let package = Package(
         .target(
             name: "HeraldRelayHTTP",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldRelay",
+                "HeraldRelayAPI",
                 "HeraldAdapters",
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -252,7 +291,7 @@ let package = Package(
             name: "HeraldDevice",
             dependencies: [
                 "HeraldCrypto",
-                "HeraldRelay",
+                "HeraldRelayAPI",
                 "HeraldStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -279,6 +318,7 @@ let package = Package(
                 "HeraldStore",
                 "HeraldStoreSQLite",
                 "HeraldRelay",
+                "HeraldRelayAPI",
                 "HeraldRelayHTTP",
                 "HeraldRelayProvider",
                 "HeraldDevice",
@@ -305,6 +345,15 @@ let package = Package(
         .testTarget(
             name: "HeraldPushTests",
             dependencies: ["HeraldPush", "HeraldProviderAPI"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldHTTPSupportTests",
+            dependencies: [
+                "HeraldHTTPSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -396,6 +445,7 @@ let package = Package(
                 "HeraldCommands",
                 "HeraldCrypto",
                 "HeraldRelay",
+                "HeraldRelayAPI",
                 "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -405,6 +455,7 @@ let package = Package(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldRelay",
+                "HeraldRelayAPI",
                 "HeraldAdapters",
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsCore
+import HeraldClientSupport
 public import Logging
 import Metrics
 public import NIOCore
@@ -19,8 +20,8 @@ public final class APNsClient: Service, Sendable {
     private let pool: APNsConnectionPool
     private let logger: Logger
     private let feedback: @Sendable (APNsTokenFeedback) async -> Void
-    private let metrics: ClientMetrics
-    private let warnings = RateLimitedWarning(interval: .seconds(60))
+    private let metrics: PushClientMetrics
+    private let warnings = RateLimitedAlerts(interval: .seconds(60))
 
     /// - Parameters:
     ///   - feedback: Called once per push whose token APNs declared dead, before `send` returns.
@@ -42,7 +43,7 @@ public final class APNsClient: Service, Sendable {
         self.logger = logger
         self.feedback = feedback
         pool = APNsConnectionPool(configuration: configuration, sslContext: sslContext, group: group, logger: logger)
-        metrics = ClientMetrics()
+        metrics = PushClientMetrics(network: "apns")
     }
 
     public func run() async throws {
@@ -139,7 +140,7 @@ public final class APNsClient: Service, Sendable {
                 attempt -= 1  // the refresh is not a failed delivery attempt
                 continue
             case .refreshTokenAndRetry, .configuration:
-                if warnings.shouldWarn() {
+                if warnings.shouldAlert() {
                     logger.error(
                         "APNs refused the provider's credentials or configuration",
                         metadata: ["status": "\(response.status)", "reason": "\(reason?.rawValue ?? "none")"]
@@ -148,7 +149,7 @@ public final class APNsClient: Service, Sendable {
                 metrics.failed(reason: reason?.rawValue ?? String(response.status))
                 return .failed(reason: reason, status: response.status)
             case .retry:
-                if reason == .tooManyProviderTokenUpdates, warnings.shouldWarn() {
+                if reason == .tooManyProviderTokenUpdates, warnings.shouldAlert() {
                     logger.error("APNs says the provider token changes too often: is another process using this key?")
                 }
                 lastProblem = reason?.rawValue ?? "HTTP \(response.status)"
@@ -229,11 +230,7 @@ public final class APNsClient: Service, Sendable {
 
     /// Full jitter: a random wait up to base × 2^(n-1), capped.
     private func backoff(attempt: Int) -> Duration {
-        let ceiling = min(
-            configuration.retryMaximumDelay,
-            configuration.retryBaseDelay * (1 << min(attempt - 1, 20))
-        )
-        return .nanoseconds(Int64.random(in: 0...max(0, ceiling.nanoseconds)))
+        Backoff(base: configuration.retryBaseDelay, maximum: configuration.retryMaximumDelay).delay(attempt: attempt)
     }
 
     /// The final result for an answer that settles the push (delivered, token dead, refused for
@@ -281,38 +278,5 @@ struct ErrorBody {
         else { return }
         reason = (object["reason"] as? String).flatMap(APNsReason.init(rawValue:))
         timestamp = (object["timestamp"] as? NSNumber)?.int64Value
-    }
-}
-
-/// The client's swift-metrics instruments.
-struct ClientMetrics: Sendable {
-    let sent = Counter(label: "herald_apns_sent_total")
-    let delivered = Counter(label: "herald_apns_delivered_total")
-    let retries = Counter(label: "herald_apns_retries_total")
-    let inFlight = Meter(label: "herald_apns_in_flight")
-    let latency = Timer(label: "herald_apns_request_duration_seconds", preferredDisplayUnit: .milliseconds)
-
-    func failed(reason: String) {
-        Counter(label: "herald_apns_failed_total", dimensions: [("reason", reason)]).increment()
-    }
-}
-
-/// Lets an operator-visible error through at most once per interval, so a condition that hits
-/// every push does not flood the log.
-final class RateLimitedWarning: Sendable {
-    private let interval: Duration
-    private let last = Mutex<ContinuousClock.Instant?>(nil)
-
-    init(interval: Duration) {
-        self.interval = interval
-    }
-
-    func shouldWarn() -> Bool {
-        let now = ContinuousClock.now
-        return last.withLock { last in
-            if let previous = last, now - previous < interval { return false }
-            last = now
-            return true
-        }
     }
 }

@@ -1,4 +1,5 @@
 import DequeModule
+import HeraldPush
 import Logging
 import NIOCore
 import NIOSSL
@@ -200,12 +201,13 @@ final class APNsConnectionPool: Sendable {
             let (shutdown, failures) = state.withLock { ($0.shutdown, $0.slots[slot].failures) }
             if shutdown { return }
             if failures > 0 {
-                // Exponential backoff with full jitter, capped, between attempts to reconnect.
-                let cap = min(
-                    configuration.reconnectMaximumDelay,
-                    configuration.reconnectBaseDelay * (1 << min(failures, 16))
+                // Full jitter between attempts to reconnect: the ceiling starts at twice the base, as
+                // the first failure already waited out one attempt.
+                let backoff = Backoff(
+                    base: configuration.reconnectBaseDelay,
+                    maximum: configuration.reconnectMaximumDelay
                 )
-                try? await Task.sleep(for: .nanoseconds(Int64.random(in: 0...Int64(cap.nanoseconds))))
+                try? await Task.sleep(for: backoff.delay(attempt: failures + 1))
             }
             do {
                 let generation = state.withLock { state -> Int in

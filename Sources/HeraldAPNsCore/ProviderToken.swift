@@ -1,5 +1,6 @@
 public import Crypto
 import Foundation
+import HeraldEncoding
 
 /// An APNs provider authentication token: an ES256-signed JWT with `kid`, `iss` and `iat`.
 public struct ProviderToken: Sendable, Hashable, CustomStringConvertible {
@@ -98,27 +99,5 @@ public struct ParsedProviderToken: Sendable {
     public func isSigned(by publicKey: P256.Signing.PublicKey) -> Bool {
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
         return publicKey.isValidSignature(signature, for: signingInput)
-    }
-}
-
-/// base64url without padding, as JWTs use it.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
-    }
-
-    static func decode(_ text: Substring) -> [UInt8]? {
-        guard !text.contains("="), !text.contains("+"), !text.contains("/") else { return nil }
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        switch standard.utf8.count % 4 {
-        case 2: standard += "=="
-        case 3: standard += "="
-        case 1: return nil
-        default: break
-        }
-        return Data(base64Encoded: standard).map(Array.init)
     }
 }

@@ -1,4 +1,4 @@
-public import HeraldRelay
+import HeraldRelayAPI
 
 /// NICE CXone Digital contact events delivered to an Event Destination webhook:
 /// `{"contactEvent": {"type": "ChatMessageReceived", …}}`.

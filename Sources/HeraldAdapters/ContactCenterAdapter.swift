@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-public import HeraldRelay
+public import HeraldRelayAPI
 
 /// How a contact-center platform proves a webhook is its own.
 public enum WebhookAuthentication: Sendable, Hashable {

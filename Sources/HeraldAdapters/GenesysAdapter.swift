@@ -1,4 +1,4 @@
-public import HeraldRelay
+import HeraldRelayAPI
 
 /// Genesys Cloud `v2.conversations.{id}.messages` notification events, as the Notification
 /// Service channel delivers them (`{topicName, eventBody, metadata}`) or wrapped by Amazon

@@ -3,6 +3,7 @@ import Foundation
 import HeraldAdapters
 import HeraldCrypto
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldRelayHTTP
 import HeraldStore
 import HeraldStoreSQLite

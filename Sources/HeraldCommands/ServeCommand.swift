@@ -7,6 +7,7 @@ import HeraldFCMCore
 import HeraldProvider
 import HeraldPush
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldRelayHTTP
 import HeraldRelayProvider
 import HeraldSandbox

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import HeraldDevice
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldStore
 import Logging
 import NIOCore

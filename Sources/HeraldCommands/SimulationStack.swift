@@ -8,6 +8,7 @@ import HeraldFCMCore
 import HeraldProvider
 import HeraldPush
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldRelayHTTP
 import HeraldRelayProvider
 import HeraldSandbox

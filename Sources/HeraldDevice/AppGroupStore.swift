@@ -1,6 +1,6 @@
 import Foundation
 public import HeraldCrypto
-public import HeraldRelay
+public import HeraldRelayAPI
 public import HeraldStore
 
 /// What the emulated app and its extensions share, as iOS shares an app-group container: a

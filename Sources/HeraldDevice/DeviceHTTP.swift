@@ -1,6 +1,6 @@
 public import AsyncHTTPClient
 import Foundation
-public import HeraldRelay
+public import HeraldRelayAPI
 public import HeraldStore
 import NIOCore
 import NIOHTTP1

@@ -1,7 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
-import HeraldRelay
+import HeraldRelayAPI
 public import HeraldStore
 public import Logging
 import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCrypto
-public import HeraldRelay
+import HeraldRelayAPI
 
 /// What the user sees in the notification center.
 public struct DisplayedNotification: Codable, Sendable, Hashable {
@@ -84,7 +84,7 @@ public struct NotificationServiceEmulator: Sendable {
         store: AppGroupStore,
         budget: Duration = .seconds(30),
         delay: Duration = .zero,
-        now: @escaping @Sendable () -> Int64 = RelayClock.now
+        now: @escaping @Sendable () -> Int64 = PhoneClock.now
     ) {
         self.store = store
         self.budget = budget
@@ -195,4 +195,10 @@ public struct NotificationServiceEmulator: Sendable {
             shownAt: time
         )
     }
+}
+
+/// The phone's wall clock.
+public enum PhoneClock {
+    /// Milliseconds since the Unix epoch.
+    @Sendable public static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }

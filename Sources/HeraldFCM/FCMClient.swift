@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldClientSupport
 public import HeraldFCMCore
 public import Logging
 import Metrics
@@ -26,8 +27,8 @@ public final class FCMClient: Service, Sendable {
     private let sendURL: String
     private let logger: Logger
     private let feedback: @Sendable (FCMTokenFeedback) async -> Void
-    private let metrics = FCMMetrics()
-    private let alerts = OperatorAlerts(interval: .seconds(60))
+    private let metrics = PushClientMetrics(network: "fcm")
+    private let alerts = RateLimitedAlerts(interval: .seconds(60))
 
     /// - Parameters:
     ///   - feedback: Called once per message whose token FCM declared dead, before `send` returns.
@@ -249,9 +250,7 @@ public final class FCMClient: Service, Sendable {
 
     /// Full jitter: a random wait up to base × 2^(n-1), capped.
     private func backoff(attempt: Int) -> Duration {
-        let ceiling = min(configuration.retryMaximumDelay, configuration.retryBaseDelay * (1 << min(attempt - 1, 20)))
-        let nanoseconds = Int64(ceiling / .nanoseconds(1))
-        return .nanoseconds(Int64.random(in: 0...max(0, nanoseconds)))
+        Backoff(base: configuration.retryBaseDelay, maximum: configuration.retryMaximumDelay).delay(attempt: attempt)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
@@ -293,38 +292,5 @@ enum FCMClassification: Equatable {
         case (429, nil), (500...599, nil): self = .retry
         default: self = .permanent
         }
-    }
-}
-
-/// Lets an operator-visible error of each kind through at most once per interval, so a refusal
-/// that hits every message does not flood the log.
-final class OperatorAlerts: Sendable {
-    private let interval: Duration
-    private let last = Mutex<[String: ContinuousClock.Instant]>([:])
-
-    init(interval: Duration) {
-        self.interval = interval
-    }
-
-    func shouldAlert(_ kind: String) -> Bool {
-        let now = ContinuousClock.now
-        return last.withLock { last in
-            if let previous = last[kind], now - previous < interval { return false }
-            last[kind] = now
-            return true
-        }
-    }
-}
-
-/// The sender's swift-metrics instruments.
-struct FCMMetrics: Sendable {
-    let sent = Counter(label: "herald_fcm_sent_total")
-    let delivered = Counter(label: "herald_fcm_delivered_total")
-    let retries = Counter(label: "herald_fcm_retries_total")
-    let inFlight = Meter(label: "herald_fcm_in_flight")
-    let latency = Timer(label: "herald_fcm_request_duration_seconds", preferredDisplayUnit: .milliseconds)
-
-    func failed(reason: String) {
-        Counter(label: "herald_fcm_failed_total", dimensions: [("reason", reason)]).increment()
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-public import HeraldAPNsCore
+import HeraldAPNsCore
 import HeraldFCMCore
 public import HeraldPush
 

@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldAPNs
 import HeraldAPNsCore
+import HeraldHTTPSupport
 public import HeraldProvider
 import HeraldProviderAPI
 import HeraldPush
@@ -63,15 +64,7 @@ public enum ProviderHTTPService {
                 return error(.badRequest, "a batch holds 1 to \(maximumBatch) pushes")
             }
             let results = await results(of: batch.pushes, through: stage)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            var headers = HTTPFields()
-            headers[.contentType] = "application/json"
-            return Response(
-                status: .ok,
-                headers: headers,
-                body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(ProviderBatchResult(results: results))))
-            )
+            return try JSONResponse.make(.ok, ProviderBatchResult(results: results))
         }
         return router
     }
@@ -101,27 +94,23 @@ public enum ProviderHTTPService {
         return results.map { $0! }
     }
 
-    /// Constant-time comparison of the bearer secret.
+    /// Whether the request carries the bearer secret (compared in constant time).
     static func authorized(_ request: Request, secret: String) -> Bool {
-        guard let header = request.headers[.authorization], header.utf8.count > 7,
-            header.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
-        else { return false }
-        let given = Array(header.utf8.dropFirst(7))
-        let expected = Array(secret.utf8)
-        guard given.count == expected.count else { return false }
-        return zip(given, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+        Bearer.matches(request.headers[.authorization], secret: secret.utf8)
     }
 
     static func json(_ object: [String: String], status: HTTPResponse.Status = .ok) -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        let body = (try? encoder.encode(object)) ?? Data("{}".utf8)
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        (try? JSONResponse.make(status, object)) ?? JSONResponse.text(status, "{}")
     }
 
+    /// The error body every Herald service answers; `kind` names the failure for programs.
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        json(["error": message], status: status)
+        let kind =
+            switch status {
+            case .unauthorized: "unauthorized"
+            case .contentTooLarge: "body_too_large"
+            default: "invalid_request"
+            }
+        return JSONResponse.error(status, kind, reason: message)
     }
 }

@@ -1,21 +1,6 @@
 import Foundation
+public import HeraldRelayAPI
 import Synchronization
-
-/// A message sent over a device's live channel.
-public struct LiveMessage: Sendable, Hashable, Codable {
-    public var messageID: String
-    public var conversation: String
-    public var from: Party
-    public var text: String
-    /// Milliseconds since the epoch.
-    public var sentAt: Int64
-
-    enum CodingKeys: String, CodingKey {
-        case messageID = "message_id"
-        case conversation, from, text
-        case sentAt = "sent_at"
-    }
-}
 
 /// The live channels of apps in the foreground (seed 003's real-time path): one per device.
 ///

@@ -1,4 +1,5 @@
 public import HeraldCrypto
+import HeraldRelayAPI
 public import HeraldStore
 
 /// Builds the APNs JSON bodies and FCM data messages the relay sends, with the sealed content inside the budget.
@@ -95,60 +96,28 @@ public enum PushPayload {
 
     static func messageBody(app: AppRecord, content: MessageContent, sealed: String?) -> String {
         var json = "{\"aps\":{\"alert\":{\"title\":"
-        json += quoted(app.alertTitle)
+        json += JSONText.quoted(app.alertTitle)
         json += ",\"body\":"
-        json += quoted(app.alertBody)
+        json += JSONText.quoted(app.alertBody)
         json += "},\"mutable-content\":1,\"sound\":\"default\",\"thread-id\":"
-        json += quoted(content.conversationID)
+        json += JSONText.quoted(content.conversationID)
         json += "},\"herald\":{\"v\":1,\"kind\":\"message\",\"message_id\":"
-        json += quoted(content.messageID)
+        json += JSONText.quoted(content.messageID)
         json += ",\"conversation_id\":"
-        json += quoted(content.conversationID)
+        json += JSONText.quoted(content.conversationID)
         json += ",\"policy\":"
-        json += quoted(app.contentPolicy.rawValue)
+        json += JSONText.quoted(app.contentPolicy.rawValue)
         if let sealed {
             json += ",\"sealed\":"
-            json += quoted(sealed)
+            json += JSONText.quoted(sealed)
         }
         json += "}}"
         return json
     }
 
     static func callBody(callID: String, sealed: String) -> String {
-        "{\"herald\":{\"v\":1,\"kind\":\"call\",\"call_id\":" + quoted(callID) + ",\"sealed\":" + quoted(sealed) + "}}"
+        "{\"herald\":{\"v\":1,\"kind\":\"call\",\"call_id\":" + JSONText.quoted(callID) + ",\"sealed\":"
+            + JSONText.quoted(sealed) + "}}"
     }
 
-    /// A JSON string literal.
-    public static func quoted(_ text: String) -> String {
-        // Most text needs no escaping: copy it whole.
-        var clean = true
-        var previous: (UInt8, UInt8) = (0, 0)
-        for byte in text.utf8 {
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
-                || (previous == (0xE2, 0x80) && (byte == 0xA8 || byte == 0xA9))
-            {
-                clean = false
-                break
-            }
-            previous = (previous.1, byte)
-        }
-        if clean { return "\"" + text + "\"" }
-        var out = "\""
-        out.reserveCapacity(text.utf8.count + 8)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-        return out
-    }
 }

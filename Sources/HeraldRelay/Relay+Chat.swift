@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCrypto
+public import HeraldRelayAPI
 public import HeraldStore
 
 /// Chat background semantics (seed 001, Genesys Mobile Services): how pushes follow a chat whose
@@ -14,82 +15,6 @@ public struct ChatConfiguration: Sendable {
     public var maximumLines: Int = 5
 
     public init() {}
-}
-
-/// `POST /v1/chats/{conversation}/events`: one transcript event.
-public struct ChatEventRequest: Sendable, Codable, Hashable {
-    /// The customer the chat is with.
-    public var to: String
-    /// `Message.Text`, `Notice.TypingStarted`, `Notice.Joined`, `Notice.Left`, `Notice.Custom`, …
-    public var type: String
-    public var from: Party
-    public var text: String?
-    /// Written by the agent's side (default); the customer's own events never push.
-    public var fromAgent: Bool?
-
-    public init(to: String, type: String, from: Party, text: String? = nil, fromAgent: Bool? = nil) {
-        self.to = to
-        self.type = type
-        self.from = from
-        self.text = text
-        self.fromAgent = fromAgent
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case to, type, from, text
-        case fromAgent = "from_agent"
-    }
-}
-
-/// What a transcript event did.
-public struct ChatEventReceipt: Sendable, Codable, Hashable {
-    public var position: Int
-    /// Pushes queued now (devices whose first push was already sent, or a zero delay).
-    public var pushes: [IngestReceipt.Push]
-    /// Devices whose first push waits for the delay.
-    public var scheduled: [String]
-    /// The event type is filtered (or not the agent's): no push.
-    public var filtered: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case position, pushes, scheduled, filtered
-    }
-}
-
-/// One transcript event as the app sees it.
-public struct TranscriptEventView: Sendable, Codable, Hashable {
-    public var position: Int
-    public var type: String
-    public var from: Party
-    public var fromAgent: Bool
-    public var text: String
-    public var at: Int64
-
-    enum CodingKeys: String, CodingKey {
-        case position, type, from
-        case fromAgent = "from_agent"
-        case text, at
-    }
-}
-
-/// `GET /v1/chats/{conversation}/transcript` and the answer of a reconnect.
-public struct TranscriptView: Sendable, Codable, Hashable {
-    public var conversation: String
-    public var events: [TranscriptEventView]
-}
-
-/// `POST /v1/devices/{id}/chats/{conversation}/disconnect`: the app goes to the background.
-public struct ChatDisconnectRequest: Sendable, Codable, Hashable {
-    /// The highest transcript position the app has seen.
-    public var transcriptPosition: Int
-
-    public init(transcriptPosition: Int) {
-        self.transcriptPosition = transcriptPosition
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case transcriptPosition = "transcript_position"
-    }
 }
 
 extension Relay {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldCrypto
 import HeraldPush
+public import HeraldRelayAPI
 public import HeraldStore
 
 extension Relay {

@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCrypto
+public import HeraldRelayAPI
 public import HeraldStore
 public import Logging
 import Metrics
@@ -11,7 +12,7 @@ import Synchronization
 /// Transport-free: the HTTP API calls these methods after authenticating the caller. Every ingest
 /// returns only after the store committed it; `onAccepted` then tells the dispatcher.
 public final class Relay: Sendable {
-    public let store: any HeraldStore
+    let store: any HeraldStore
     let configuration: RelayConfiguration
     let masterKey: MasterKey
     public let logger: Logger
@@ -69,6 +70,16 @@ public final class Relay: Sendable {
         try await storing { try await self.store.saveApp(app) }
         appCache.withLock { $0[app.id] = app }
         onAppSaved(app)
+    }
+
+    /// Every registered app.
+    public func apps() async throws(RelayError) -> [AppRecord] {
+        try await storing { try await self.store.apps() }
+    }
+
+    /// How many pushes are in each state, and how many devices are stored: what `/health` shows.
+    public func counts() async throws(RelayError) -> (outbox: OutboxCounts, devices: Int) {
+        try await storing { (try await self.store.outboxCounts(), try await self.store.deviceCount()) }
     }
 
     func app(id: String) async throws(RelayError) -> AppRecord? {

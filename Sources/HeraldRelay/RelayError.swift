@@ -1,4 +1,5 @@
-/// Why the relay refused a request; each maps to one HTTP status and a JSON reason.
+/// Why the relay refused a request. Knows no transport: the HTTP service maps each kind to its
+/// status (`RelayError.httpStatus` in HeraldRelayHTTP).
 public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Hashable, Sendable {
         case invalidField = "invalid_field"
@@ -26,18 +27,6 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable name for the kind of failure (`"invalid_field"`), for JSON error bodies.
     public var identifier: String { code.rawValue }
 
-    /// The HTTP status that carries this error.
-    public var status: Int {
-        switch code {
-        case .invalidField: 400
-        case .unauthorized: 401
-        case .forbidden: 403
-        case .notFound: 404
-        case .conflict: 409
-        case .unavailable: 503
-        }
-    }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
@@ -59,6 +48,6 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The same kind of failure with a more precise message.
     public func with(detail: String) -> Self { Self(code, detail, field: field) }
 
-    /// Whether two errors are the same kind (`==` ignores the detail).
+    /// Whether this is an `invalidField` error (`==` cannot say: that one is made with arguments).
     public var isInvalidField: Bool { code == .invalidField }
 }

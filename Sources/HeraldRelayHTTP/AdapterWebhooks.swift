@@ -1,5 +1,7 @@
 import HeraldAdapters
+import HeraldHTTPSupport
 import HeraldRelay
+import HeraldRelayAPI
 import Hummingbird
 import Metrics
 import NIOCore
@@ -49,11 +51,11 @@ struct AdapterWebhooks: Sendable {
         case .ignored(let reason):
             count(name, "ignored")
             Counter(label: "herald_adapter_events_ignored_total", dimensions: [("source", name)]).increment()
-            return try json(.ok, ["ignored": reason])
+            return try JSONResponse.make(.ok, ["ignored": reason])
         case .message(let message):
             let receipt = try await relay.send(message: message)
             count(name, "pushed")
-            return jsonText(.accepted, receipt.jsonText)
+            return JSONResponse.text(.accepted, receipt.jsonText)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldRelay
+import HeraldRelayAPI
 import Hummingbird
 import HummingbirdWebSocket
 import NIOCore

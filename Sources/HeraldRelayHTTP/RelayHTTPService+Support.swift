@@ -1,5 +1,7 @@
 import Foundation
+import HeraldHTTPSupport
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldStore
 import Hummingbird
 import NIOCore
@@ -14,45 +16,29 @@ struct API: Sendable {
         do {
             return try await body()
         } catch let error as RelayError {
-            return try Self.answer(error)
+            return Self.answer(error)
         } catch let error as TooLargeError {
-            return try json(
-                .contentTooLarge,
-                ErrorBody(error: "body_too_large", reason: error.error.detail, field: "body")
-            )
+            return JSONResponse.error(.contentTooLarge, "body_too_large", reason: error.error.detail, field: "body")
         } catch {
             relay.logger.error("unexpected failure in a route", metadata: ["error": "\(type(of: error))"])
-            return try json(.internalServerError, ErrorBody(error: "internal", reason: "the relay failed", field: nil))
+            return JSONResponse.error(.internalServerError, "internal", reason: "the relay failed")
         }
     }
 
-    static func answer(_ error: RelayError) throws -> Response {
-        var response = try json(
-            HTTPResponse.Status(code: error.status),
-            ErrorBody(error: error.identifier, reason: error.detail, field: error.field)
-        )
-        if error.status == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
-        return response
+    static func answer(_ error: RelayError) -> Response {
+        JSONResponse.error(error.httpStatus, error.identifier, reason: error.detail, field: error.field)
     }
 
     // MARK: Authentication
 
-    /// The token of `authorization: Bearer <token>` (scheme case-insensitive), if present.
+    /// The token of `authorization: Bearer <token>`, if present.
     func bearer(_ request: Request) -> String? {
-        guard let value = request.headers[.authorization] else { return nil }
-        let bytes = value.utf8
-        guard bytes.count > 7,
-            bytes.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
-        else { return nil }
-        var token = Substring(value).dropFirst(7)
-        while token.first == " " { token = token.dropFirst() }
-        while token.last == " " { token = token.dropLast() }
-        return token.isEmpty ? nil : String(token)
+        Bearer.token(in: request.headers[.authorization]).map(String.init)
     }
 
     func isBackend(_ request: Request) -> Bool {
         guard let token = bearer(request) else { return false }
-        return Self.constantTimeEqual(Array(token.utf8), configuration.apiKeyBytes)
+        return ConstantTime.equal(token.utf8, configuration.apiKeyBytes)
     }
 
     /// The API key; a device credential here is 403, anything else 401.
@@ -85,13 +71,6 @@ struct API: Sendable {
         if isBackend(request) { return }
         let device = try await requireDevice(request)
         guard device.id == id else { throw RelayError.forbidden.with(detail: "the credential is for another device") }
-    }
-
-    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
     }
 
     // MARK: Bodies
@@ -138,12 +117,6 @@ struct API: Sendable {
 }
 
 /// A refusal, as JSON.
-struct ErrorBody: Codable {
-    var error: String
-    var reason: String
-    var field: String?
-}
-
 extension RelayError {
     /// Marks a body-size refusal, answered as 413.
     var tooLarge: TooLargeError { TooLargeError(error: self) }
@@ -152,4 +125,20 @@ extension RelayError {
 /// A body over the size limit: 413 with the usual JSON.
 struct TooLargeError: Error {
     let error: RelayError
+}
+
+extension RelayError {
+    /// The HTTP status that carries this kind of error.
+    var httpStatus: HTTPResponse.Status {
+        if isInvalidField { return .badRequest }
+        switch self {
+        case .unauthorized: return .unauthorized
+        case .forbidden: return .forbidden
+        case .notFound: return .notFound
+        case .conflict: return .conflict
+        case .unavailable: return .serviceUnavailable
+        // A kind added to the relay without a status here shows as a 500, not as a guess.
+        default: return .internalServerError
+        }
+    }
 }

@@ -1,6 +1,8 @@
 import Foundation
 public import HeraldAdapters
+import HeraldHTTPSupport
 public import HeraldRelay
+import HeraldRelayAPI
 import HeraldStore
 public import Hummingbird
 public import HummingbirdWebSocket
@@ -48,14 +50,14 @@ public enum RelayHTTPService {
         router.get("/health") { _, _ -> Response in
             var body: [String: Int] = [:]
             do {
-                let counts = try await relay.store.outboxCounts()
-                for state in PushState.allCases { body["outbox_" + state.rawValue] = counts[state] }
-                body["devices"] = try await relay.store.deviceCount()
+                let counts = try await relay.counts()
+                for state in PushState.allCases { body["outbox_" + state.rawValue] = counts.outbox[state] }
+                body["devices"] = counts.devices
             } catch {
-                return try json(.serviceUnavailable, ["status": "store unavailable"])
+                return try JSONResponse.make(.serviceUnavailable, ["status": "store unavailable"])
             }
             for (key, value) in await health() { body[key] = value }
-            return try json(.ok, HealthView(status: "ok", counts: body))
+            return try JSONResponse.make(.ok, HealthView(status: "ok", counts: body))
         }
         if let registry {
             router.get("/metrics") { _, _ -> Response in
@@ -78,14 +80,14 @@ public enum RelayHTTPService {
                 app.id = id
                 let record = try app.record()
                 try await relay.saveApp(record)
-                return try json(.ok, record)
+                return try JSONResponse.make(.ok, record)
             }
         }
         v1.get("apps") { request, _ in
             try await api.handle {
                 try await api.requireBackend(request)
-                let apps = try await relay.store.apps()
-                return try json(.ok, ["apps": apps])
+                let apps = try await relay.apps()
+                return try JSONResponse.make(.ok, ["apps": apps])
             }
         }
         v1.post("activations") { request, _ in
@@ -98,14 +100,14 @@ public enum RelayHTTPService {
                 } else {
                     try await api.requireBackend(request)
                 }
-                return try json(.created, try await relay.activate(body))
+                return try JSONResponse.make(.created, try await relay.activate(body))
             }
         }
         v1.get("devices/:id") { request, context in
             try await api.handle {
                 let id = try context.parameters.require("id")
                 try await api.requireBackendOrDevice(request, id: id)
-                return try json(.ok, try await relay.device(id: id))
+                return try JSONResponse.make(.ok, try await relay.device(id: id))
             }
         }
         v1.put("devices/:id/tokens") { request, context in
@@ -113,7 +115,7 @@ public enum RelayHTTPService {
                 let id = try context.parameters.require("id")
                 try await api.requireBackendOrDevice(request, id: id)
                 let body = try await api.decode(TokenUpdateRequest.self, request)
-                return try json(.ok, try await relay.updateTokens(deviceID: id, body))
+                return try JSONResponse.make(.ok, try await relay.updateTokens(deviceID: id, body))
             }
         }
         v1.delete("devices/:id") { request, context in
@@ -132,28 +134,28 @@ public enum RelayHTTPService {
                     throw RelayError.forbidden.with(detail: "the credential is for another device")
                 }
                 let body = try await api.decode(HeartbeatRequest.self, request)
-                return try json(.ok, try await relay.heartbeat(device: device, body))
+                return try JSONResponse.make(.ok, try await relay.heartbeat(device: device, body))
             }
         }
         v1.post("messages") { request, _ in
             try await api.handle {
                 try await api.requireBackend(request)
                 let body = try await api.decode(MessageRequest.self, request)
-                return jsonText(.accepted, try await relay.send(message: body).jsonText)
+                return JSONResponse.text(.accepted, try await relay.send(message: body).jsonText)
             }
         }
         v1.get("messages/:id") { request, context in
             try await api.handle {
                 let id = try context.parameters.require("id")
                 let device = try await api.requireDevice(request)
-                return try json(.ok, try await relay.message(id: id, for: device))
+                return try JSONResponse.make(.ok, try await relay.message(id: id, for: device))
             }
         }
         v1.post("calls") { request, _ in
             try await api.handle {
                 try await api.requireBackend(request)
                 let body = try await api.decode(CallRequest.self, request)
-                return jsonText(.accepted, try await relay.send(call: body).jsonText)
+                return JSONResponse.text(.accepted, try await relay.send(call: body).jsonText)
             }
         }
         let webhooks = AdapterWebhooks(adapters: adapters, relay: relay, api: api)
@@ -164,7 +166,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 try await api.requireBackend(request)
                 let body = try await api.decode(BroadcastRequest.self, request)
-                return try json(.accepted, try await relay.broadcast(body))
+                return try JSONResponse.make(.accepted, try await relay.broadcast(body))
             }
         }
         LiveChannelRoute.add(to: router, relay: relay, api: api)
@@ -173,7 +175,7 @@ public enum RelayHTTPService {
                 try await api.requireBackend(request)
                 let conversation = try context.parameters.require("conversation")
                 let body = try await api.decode(ChatEventRequest.self, request)
-                return try json(.accepted, try await relay.chatEvent(conversation: conversation, body))
+                return try JSONResponse.make(.accepted, try await relay.chatEvent(conversation: conversation, body))
             }
         }
         v1.get("chats/:conversation/transcript") { request, context in
@@ -184,7 +186,7 @@ public enum RelayHTTPService {
                 guard let position = Int(after), position >= 0 else {
                     throw RelayError.invalidField("after", "must be a transcript position (0 or more)")
                 }
-                return try json(
+                return try JSONResponse.make(
                     .ok,
                     try await relay.transcript(conversation: conversation, after: position, for: device)
                 )
@@ -200,7 +202,7 @@ public enum RelayHTTPService {
                 }
                 let body = try await api.decode(ChatDisconnectRequest.self, request)
                 try await relay.chatDisconnect(device: device, conversation: conversation, body)
-                return try json(
+                return try JSONResponse.make(
                     .ok,
                     DisconnectAnswer(conversation: conversation, transcriptPosition: body.transcriptPosition)
                 )
@@ -214,14 +216,17 @@ public enum RelayHTTPService {
                 guard device.id == id else {
                     throw RelayError.forbidden.with(detail: "the credential is for another device")
                 }
-                return try json(.ok, try await relay.chatConnect(device: device, conversation: conversation))
+                return try JSONResponse.make(
+                    .ok,
+                    try await relay.chatConnect(device: device, conversation: conversation)
+                )
             }
         }
         v1.get("pushes/:id") { request, context in
             try await api.handle {
                 try await api.requireBackend(request)
                 let id = try context.parameters.require("id")
-                return try json(.ok, try await relay.pushStatus(id: id))
+                return try JSONResponse.make(.ok, try await relay.pushStatus(id: id))
             }
         }
         return router
@@ -282,25 +287,6 @@ struct AppBody: Decodable {
     }
 }
 
-/// A response whose JSON is already written.
-func jsonText(_ status: HTTPResponse.Status, _ text: String) -> Response {
-    var headers = HTTPFields()
-    headers[.contentType] = "application/json"
-    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
-}
-
-func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-    var headers = HTTPFields()
-    headers[.contentType] = "application/json"
-    return Response(
-        status: status,
-        headers: headers,
-        body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
-    )
-}
-
 /// Answers what no route handles (an unknown path or method) with the same JSON as every other
 /// refusal, instead of an empty body.
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -315,9 +301,13 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let reason =
                 error.status == .notFound
                 ? "no route \(request.method.rawValue) \(request.uri.path)" : (error.body ?? error.status.reasonPhrase)
-            return try json(
+            return try JSONResponse.make(
                 error.status,
-                ErrorBody(error: error.status == .notFound ? "not_found" : "http_error", reason: reason, field: nil)
+                JSONResponse.ErrorBody(
+                    error: error.status == .notFound ? "not_found" : "http_error",
+                    reason: reason,
+                    field: nil
+                )
             )
         }
     }

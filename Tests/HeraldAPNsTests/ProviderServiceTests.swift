@@ -137,7 +137,8 @@ import Testing
                 for (body, message) in cases {
                     let (status, json) = try await post(url, body: body)
                     #expect(status == 400, "\(body)")
-                    #expect((json["error"] as? String ?? "").contains(message), "\(body): \(json)")
+                    #expect(json["error"] as? String == "invalid_request", "\(body): \(json)")
+                    #expect((json["reason"] as? String ?? "").contains(message), "\(body): \(json)")
                 }
                 #expect(harness.core.inspection().isEmpty)
             }

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCrypto
 import HeraldDevice
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldStore
 import Testing
 

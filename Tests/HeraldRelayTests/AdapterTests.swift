@@ -2,6 +2,7 @@ import Foundation
 import HeraldAdapters
 import HeraldCrypto
 import HeraldRelay
+import HeraldRelayAPI
 import Metrics
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCrypto
 import HeraldFCMCore
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldSandbox
 import HeraldStore
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCrypto
 import HeraldRelay
+import HeraldRelayAPI
 import Logging
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldRelay
+import HeraldRelayAPI
 import Testing
 
 @Suite("JSON written by hand")
@@ -12,10 +13,10 @@ struct PushPayloadTests {
         ]
     )
     func quotedRoundTrip(text: String) throws {
-        let json = "[" + PushPayload.quoted(text) + "]"
+        let json = "[" + JSONText.quoted(text) + "]"
         let decoded = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String]
         #expect(decoded == [text])
-        #expect(!PushPayload.quoted(text).contains("\u{2028}"))
+        #expect(!JSONText.quoted(text).contains("\u{2028}"))
     }
 
     @Test("a receipt's JSON decodes to the same receipt")

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNsCore
 import HeraldCrypto
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldSandbox
 import HeraldStore
 import Metrics

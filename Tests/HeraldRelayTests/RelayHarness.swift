@@ -11,6 +11,7 @@ import HeraldProvider
 import HeraldProviderHTTP
 import HeraldPush
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldRelayHTTP
 import HeraldRelayProvider
 import HeraldSandbox

@@ -285,20 +285,20 @@ public struct IngestReceipt: Sendable, Codable, Hashable {
     /// The JSON form (keys sorted), written directly: every ingest answers one, and stores one
     /// for its idempotency key.
     public var jsonText: String {
-        var json = "{\"duplicate\":" + (duplicate ? "true" : "false") + ",\"id\":" + PushPayload.quoted(id)
+        var json = "{\"duplicate\":" + (duplicate ? "true" : "false") + ",\"id\":" + JSONText.quoted(id)
         json += ",\"pushes\":["
         for (index, push) in pushes.enumerated() {
             if index > 0 { json += "," }
             json +=
-                "{\"device_id\":" + PushPayload.quoted(push.deviceID) + ",\"push_id\":"
-                + PushPayload.quoted(push.pushID) + "}"
+                "{\"device_id\":" + JSONText.quoted(push.deviceID) + ",\"push_id\":"
+                + JSONText.quoted(push.pushID) + "}"
         }
         json += "],\"skipped\":["
         for (index, skip) in skipped.enumerated() {
             if index > 0 { json += "," }
             json +=
-                "{\"device_id\":" + PushPayload.quoted(skip.deviceID) + ",\"reason\":"
-                + PushPayload.quoted(skip.reason) + "}"
+                "{\"device_id\":" + JSONText.quoted(skip.deviceID) + ",\"reason\":"
+                + JSONText.quoted(skip.reason) + "}"
         }
         json += "]}"
         return json
@@ -406,7 +406,18 @@ public struct BroadcastReceipt: Sendable, Codable, Hashable {
     public struct Member: Sendable, Codable, Hashable {
         public var user: String
         public var receipt: IngestReceipt
+
+        public init(user: String, receipt: IngestReceipt) {
+            self.user = user
+            self.receipt = receipt
+        }
     }
 
     public var members: [Member]
+
+    public init(
+        members: [Member]
+    ) {
+        self.members = members
+    }
 }
