@@ -261,7 +261,7 @@ final class APNsClientHandler: ChannelDuplexHandler {
     /// Does what the state machine asked. `handle` has returned before the first action runs, so
     /// a promise callback that comes back into this handler finds the machine consistent.
     private func perform(
-        _ actions: StateMachine.Actions,
+        _ actions: consuming StateMachine.Actions,
         context: ChannelHandlerContext,
         sending request: APNsWireRequest? = nil
     ) {
@@ -287,7 +287,10 @@ final class APNsClientHandler: ChannelDuplexHandler {
                 }
                 context.flush()
             case .sendPing(let data):
-                let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: data), ack: false))
+                let ping = HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .ping(HTTP2PingData(withInteger: data), ack: false)
+                )
                 context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
             case .closeChannel(let reason):
                 switch reason {

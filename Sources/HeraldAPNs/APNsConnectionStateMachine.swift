@@ -108,14 +108,19 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
         case tellPool(APNsConnectionEvent)
     }
 
-    /// The actions for one event. The first two are held inline, so the per-frame events (one
-    /// action or none) allocate nothing; only rare events (GOAWAY, a drop) spill into an array.
-    struct Actions: Sendable, Sequence, ExpressibleByArrayLiteral {
+    /// The actions for one event, in order; iterating hands each one over once. The first two
+    /// are held inline and moved out, not copied, so the per-frame events (one action or none)
+    /// allocate nothing; only rare events (GOAWAY, a drop) spill into an array.
+    struct Actions: Sendable, Sequence, IteratorProtocol, ExpressibleByArrayLiteral {
         private var first: Action?
         private var second: Action?
         private var more: [Action] = []
 
         init() {}
+
+        init(_ action: Action) {
+            first = action
+        }
 
         init(arrayLiteral actions: Action...) {
             for action in actions { append(action) }
@@ -131,24 +136,10 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
             }
         }
 
-        func makeIterator() -> Iterator { Iterator(actions: self) }
-
-        struct Iterator: IteratorProtocol {
-            private let actions: Actions
-            private var position = 0
-
-            fileprivate init(actions: Actions) { self.actions = actions }
-
-            mutating func next() -> Action? {
-                defer { position += 1 }
-                switch position {
-                case 0: return actions.first
-                case 1: return actions.second
-                default:
-                    let index = position - 2
-                    return index < actions.more.count ? actions.more[index] : nil
-                }
-            }
+        mutating func next() -> Action? {
+            if let action = first.take() { return action }
+            if let action = second.take() { return action }
+            return more.isEmpty ? nil : more.removeFirst()
         }
     }
 
@@ -189,6 +180,7 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
     /// Requests waiting for their answers.
     var openStreams: Int { streams.count }
 
+    /// Takes one event in; answers what to do about it, in order.
     mutating func handle(_ event: Event) -> Actions {
         switch event {
         case .send(let request, let deadline):
@@ -204,16 +196,16 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
         case .channelInactive:
             return channelInactive()
         case .error:
-            if case .closed = state { return [] }
-            return [.closeChannel(.error)]
+            if case .closed = state { return Actions() }
+            return Actions(.closeChannel(.error))
         }
     }
 
     private mutating func send(_ request: Request, deadline: NIODeadline) -> Actions {
-        guard case .active = state else { return [.fail(request, .notProcessed)] }
+        guard case .active = state else { return Actions(.fail(request, .notProcessed)) }
         let streamID = StreamID(nextStreamID)
         streams[streamID] = Stream(request: request, deadline: deadline)
-        var actions: Actions = [.write(streamID)]
+        var actions = Actions(.write(streamID))
         if !sweeping {
             sweeping = true
             actions.append(.startSweep)
@@ -232,13 +224,13 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
     private mutating func read(_ frame: Frame) -> Actions {
         switch frame {
         case .headers(let streamID, let status, let apnsID, let uniqueID, let endStream):
-            guard let index = streams.index(forKey: streamID) else { return [] }
+            guard let index = streams.index(forKey: streamID) else { return Actions() }
             if let status { streams.values[index].status = status }
             if let apnsID { streams.values[index].apnsID = apnsID }
             if let uniqueID { streams.values[index].uniqueID = uniqueID }
-            return endStream ? complete(at: index) : []
+            return endStream ? complete(at: index) : Actions()
         case .data(let streamID, let buffer, let endStream):
-            guard let index = streams.index(forKey: streamID) else { return [] }
+            guard let index = streams.index(forKey: streamID) else { return Actions() }
             if var chunk = buffer {
                 if streams.values[index].body == nil {
                     streams.values[index].body = chunk
@@ -246,25 +238,25 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
                     streams.values[index].body!.writeBuffer(&chunk)
                 }
             }
-            return endStream ? complete(at: index) : []
+            return endStream ? complete(at: index) : Actions()
         case .reset(let streamID, let code):
-            guard let stream = streams.removeValue(forKey: streamID) else { return [] }
+            guard let stream = streams.removeValue(forKey: streamID) else { return Actions() }
             // REFUSED_STREAM means the server did not process it (RFC 9113 §8.7).
             let error = code == .refusedStream ? APNsClientError.notProcessed : .connectionLost
-            var actions: Actions = [.fail(stream.request, error)]
+            var actions = Actions(.fail(stream.request, error))
             closeIfDrained(&actions)
             return actions
         case .goAway(let lastStreamID):
             return goAway(lastStreamID: lastStreamID)
         case .settings(let limit):
             // A draining connection takes no requests, so its stream limit no longer matters.
-            guard let limit, case .active = state else { return [] }
-            return [.tellPool(.streamLimit(limit))]
+            guard let limit, case .active = state else { return Actions() }
+            return Actions(.tellPool(.streamLimit(limit)))
         case .pingAck(let data):
-            guard case .closing = state, data == Self.finalPing else { return [] }
-            return [.closeChannel(.drained)]
+            guard case .closing = state, data == Self.finalPing else { return Actions() }
+            return Actions(.closeChannel(.drained))
         case .other:
-            return []
+            return Actions()
         }
     }
 
@@ -276,7 +268,7 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
             uniqueID: stream.uniqueID,
             body: stream.body
         )
-        var actions: Actions = [.succeed(stream.request, response)]
+        var actions = Actions(.succeed(stream.request, response))
         closeIfDrained(&actions)
         return actions
     }
@@ -295,7 +287,7 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
             last = min(previous, lastStreamID)
         case .closing, .closed:
             // Nothing is open: nothing to disown, and the pool already knows.
-            return []
+            return Actions()
         }
         state = .draining(lastStreamID: last)
         // Streams above the last one were not processed: they fail as such and are resent elsewhere.
@@ -318,38 +310,38 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
     private mutating func idle() -> Actions {
         switch state {
         case .closed:
-            return []
+            return Actions()
         case .closing:
             // Owed nothing, and no ack within a whole interval: nothing is left to wait for.
-            return [.closeChannel(.pingUnanswered)]
+            return Actions(.closeChannel(.pingUnanswered))
         case .active, .draining:
             if pingOutstanding {
                 // A whole idle interval without even a PING answer: the connection is dead.
-                return [.closeChannel(.pingUnanswered)]
+                return Actions(.closeChannel(.pingUnanswered))
             }
             pingOutstanding = true
-            return [.sendPing(Self.idlePing)]
+            return Actions(.sendPing(Self.idlePing))
         }
     }
 
     private mutating func sweep(now: NIODeadline) -> Actions {
         guard !streams.isEmpty else {
-            guard sweeping else { return [] }
+            guard sweeping else { return Actions() }
             sweeping = false
-            return [.stopSweep]
+            return Actions(.stopSweep)
         }
         var expiredIDs: [StreamID] = []
         for (streamID, stream) in streams where stream.deadline <= now { expiredIDs.append(streamID) }
-        guard !expiredIDs.isEmpty else { return [] }
+        guard !expiredIDs.isEmpty else { return Actions() }
         expiredIDs.sort()
         let expired = expiredIDs.map { Expired(streamID: $0, request: streams.removeValue(forKey: $0)!.request) }
-        var actions: Actions = [.expire(expired)]
+        var actions = Actions(.expire(expired))
         closeIfDrained(&actions)
         return actions
     }
 
     private mutating func channelInactive() -> Actions {
-        if case .closed = state { return [] }
+        if case .closed = state { return Actions() }
         state = .closed
         pingOutstanding = false
         var actions = Actions()
@@ -370,6 +362,10 @@ struct APNsConnectionStateMachine<Request: Sendable>: Sendable {
 
 extension APNsConnectionStateMachine.Expired: Equatable where Request: Equatable {}
 extension APNsConnectionStateMachine.Action: Equatable where Request: Equatable {}
+
+extension APNsConnectionStateMachine.Actions: CustomStringConvertible {
+    var description: String { "\(Array(self))" }
+}
 
 extension APNsConnectionStateMachine.Actions: Equatable where Request: Equatable {
     static func == (lhs: Self, rhs: Self) -> Bool { lhs.elementsEqual(rhs) }

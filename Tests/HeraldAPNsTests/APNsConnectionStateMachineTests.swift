@@ -1,6 +1,7 @@
-@testable import HeraldAPNs
 import NIOCore
 import Testing
+
+@testable import HeraldAPNs
 
 private typealias Machine = APNsConnectionStateMachine<String>
 
@@ -48,7 +49,12 @@ struct APNsConnectionStateMachineTests {
         #expect(machine.handle(.frame(.data(stream(1), ByteBuffer(string: #"{"reason":"#), endStream: false))) == [])
         #expect(
             machine.handle(.frame(.data(stream(1), ByteBuffer(string: #""Unregistered"}"#), endStream: true)))
-                == [.succeed("a", response(410, apnsID: "id-a", body: ByteBuffer(string: #"{"reason":"Unregistered"}"#)))]
+                == [
+                    .succeed(
+                        "a",
+                        response(410, apnsID: "id-a", body: ByteBuffer(string: #"{"reason":"Unregistered"}"#))
+                    )
+                ]
         )
         // Answered streams are forgotten: a late frame for one changes nothing.
         #expect(machine.answer(1) == [])
@@ -148,7 +154,11 @@ struct APNsConnectionStateMachineTests {
         var machine = Machine()
         machine.open("a", "b", "c")
         _ = machine.handle(.frame(.goAway(lastStreamID: stream(3))))
-        #expect(machine.handle(.channelInactive) == [.stopSweep, .tellPool(.closed), .failAll(["a", "b"], .connectionLost)])
+        #expect(
+            machine.handle(.channelInactive) == [
+                .stopSweep, .tellPool(.closed), .failAll(["a", "b"], .connectionLost),
+            ]
+        )
     }
 
     @Test("REFUSED_STREAM is not processed (resent); any other reset loses the answer")
