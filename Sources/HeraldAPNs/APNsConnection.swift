@@ -14,7 +14,7 @@ struct APNsWireRequest: Sendable {
 }
 
 /// An answer on the wire.
-struct APNsWireResponse: Sendable {
+struct APNsWireResponse: Sendable, Equatable {
     let status: Int
     let apnsID: String?
     let uniqueID: String?
@@ -133,34 +133,26 @@ struct APNsStreamCommand: Sendable {
 }
 
 /// Turns commands into HTTP/2 streams and frames back into answers.
+///
+/// A thin shell around `APNsConnectionStateMachine`, which decides how every request ends and
+/// when the connection goes: this handler turns channel events into its events and performs
+/// its actions, and does only the wire work itself (headers, flow control, flushes, timers).
 final class APNsClientHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundIn = APNsStreamCommand
     typealias OutboundOut = HTTP2Frame
-
-    private struct Stream {
-        let promise: EventLoopPromise<APNsWireResponse>
-        /// When the request gives up waiting for its answer.
-        let deadline: NIODeadline
-        var status: Int?
-        var apnsID: String?
-        var uniqueID: String?
-        var body: ByteBuffer?
-    }
+    typealias StateMachine = APNsConnectionStateMachine<EventLoopPromise<APNsWireResponse>>
 
     private static let connectionWindow = 1 << 24
 
     private let authority: String
     private let logger: Logger
     private let onEvent: @Sendable (APNsConnectionEvent) -> Void
-    private var streams: [HTTP2StreamID: Stream] = [:]
-    private var nextStreamID: Int32 = 1
-    private var goingAway = false
+    private var machine = StateMachine()
     /// The repeating deadline check, while requests are in flight.
     private var sweep: RepeatedTask?
     /// How late past its deadline a request may learn it timed out.
     static let sweepInterval = TimeAmount.milliseconds(50)
-    private var pingOutstanding = false
 
     init(authority: String, logger: Logger, onEvent: @escaping @Sendable (APNsConnectionEvent) -> Void) {
         self.authority = authority
@@ -190,26 +182,143 @@ final class APNsClientHandler: ChannelDuplexHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let command = unwrapOutboundIn(data)
         promise?.succeed()
-        guard !goingAway, nextStreamID < Int32.max - 2 else {
-            command.promise.fail(APNsClientError.notProcessed)
-            return
-        }
-        let streamID = HTTP2StreamID(nextStreamID)
-        nextStreamID += 2
-        if nextStreamID >= Int32.max - 2 {
-            // Stream ids are finite: this connection takes no more, the pool opens another.
-            goingAway = true
-            onEvent(.goingAway)
-        }
+        let actions = machine.handle(.send(command.promise, deadline: .now() + command.timeout))
+        perform(actions, context: context, sending: command.request)
+    }
 
-        let notification = command.request.notification
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let read: StateMachine.Frame
+        switch frame.payload {
+        case .headers(let headers):
+            var status: Int?
+            var apnsID: String?
+            var uniqueID: String?
+            for (name, value, _) in headers.headers {
+                switch name {
+                case ":status": status = Int(value)
+                case APNsHeader.id: apnsID = value
+                case APNsHeader.uniqueID: uniqueID = value
+                default: break
+                }
+            }
+            read = .headers(
+                frame.streamID,
+                status: status,
+                apnsID: apnsID,
+                uniqueID: uniqueID,
+                endStream: headers.endStream
+            )
+        case .data(let data):
+            var body: ByteBuffer?
+            if case .byteBuffer(let buffer) = data.data, buffer.readableBytes > 0 { body = buffer }
+            read = .data(frame.streamID, body, endStream: data.endStream)
+        case .rstStream(let code):
+            read = .reset(frame.streamID, code)
+        case .settings(.settings(let settings)):
+            read = .settings(maxConcurrentStreams: settings.last { $0.parameter == .maxConcurrentStreams }?.value)
+        case .goAway(let lastStreamID, _, let debugData):
+            logger.debug(
+                "APNs sent GOAWAY",
+                metadata: ["last-stream": "\(lastStreamID)", "reason": "\(debugData.map { String(buffer: $0) } ?? "")"]
+            )
+            read = .goAway(lastStreamID: lastStreamID)
+        case .ping(let data, ack: true):
+            read = .pingAck(data.integer)
+        default:
+            read = .other
+        }
+        perform(machine.handle(.frame(read)), context: context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case let event as NIOHTTP2WindowUpdatedEvent where event.streamID == .rootStream:
+            if let inbound = event.inboundWindowSize, inbound < Self.connectionWindow / 2 {
+                let frame = HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - inbound)
+                )
+                context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+            }
+        case is IdleStateHandler.IdleStateEvent:
+            perform(machine.handle(.idle), context: context)
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        perform(machine.handle(.channelInactive), context: context)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("APNs connection error", metadata: ["error": "\(error)"])
+        perform(machine.handle(.error), context: context)
+    }
+
+    /// Does what the state machine asked. `handle` has returned before the first action runs, so
+    /// a promise callback that comes back into this handler finds the machine consistent.
+    private func perform(
+        _ actions: consuming StateMachine.Actions,
+        context: ChannelHandlerContext,
+        sending request: APNsWireRequest? = nil
+    ) {
+        for action in actions {
+            switch action {
+            case .write(let streamID):
+                guard let request else {
+                    assertionFailure("the state machine opens a stream only for a request being sent")
+                    continue
+                }
+                writeRequest(request, on: streamID, context: context)
+            case .succeed(let promise, let response):
+                promise.succeed(response)
+            case .fail(let promise, let error):
+                promise.fail(error)
+            case .failAll(let promises, let error):
+                for promise in promises { promise.fail(error) }
+            case .expire(let expired):
+                for stream in expired {
+                    stream.request.fail(APNsClientError.timeout)
+                    let reset = HTTP2Frame(streamID: stream.streamID, payload: .rstStream(.cancel))
+                    context.write(wrapOutboundOut(reset), promise: nil)
+                }
+                context.flush()
+            case .sendPing(let data):
+                let ping = HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .ping(HTTP2PingData(withInteger: data), ack: false)
+                )
+                context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
+            case .closeChannel(let reason):
+                switch reason {
+                case .drained: logger.debug("APNs connection drained; closing")
+                case .pingUnanswered: logger.debug("APNs connection did not answer PING; closing")
+                case .error: break
+                }
+                context.close(promise: nil)
+            case .startSweep:
+                startSweeping(context: context)
+            case .stopSweep:
+                sweep?.cancel()
+                sweep = nil
+            case .tellPool(let event):
+                onEvent(event)
+            }
+        }
+    }
+
+    private func writeRequest(_ request: APNsWireRequest, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        let notification = request.notification
         var headers = HPACKHeaders()
         headers.reserveCapacity(12)
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":authority", value: authority)
-        headers.add(name: ":path", value: command.request.path, indexing: .nonIndexable)
-        headers.add(name: APNsHeader.authorization, value: command.request.authorization)
+        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
+        headers.add(name: APNsHeader.authorization, value: request.authorization)
         headers.add(name: APNsHeader.topic, value: notification.topic)
         headers.add(name: APNsHeader.pushType, value: notification.pushType.rawValue)
         headers.add(name: APNsHeader.priority, value: String(notification.priority.rawValue))
@@ -223,8 +332,6 @@ final class APNsClientHandler: ChannelDuplexHandler {
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "content-length", value: String(notification.payload.readableBytes))
 
-        streams[streamID] = Stream(promise: command.promise, deadline: .now() + command.timeout)
-        startSweeping(context: context)
         context.write(
             wrapOutboundOut(
                 HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: false)))
@@ -251,137 +358,12 @@ final class APNsClientHandler: ChannelDuplexHandler {
     /// not by a timer per request: cancelling a timer is a linear search of the event loop's timer
     /// heap, and every answered request would cancel one.
     private func startSweeping(context: ChannelHandlerContext) {
-        guard sweep == nil else { return }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         sweep = context.eventLoop.scheduleRepeatedTask(initialDelay: Self.sweepInterval, delay: Self.sweepInterval) {
             _ in
             let (handler, context) = loopBound.value
-            handler.timeOutExpired(context: context)
+            handler.perform(handler.machine.handle(.sweep(now: .now())), context: context)
         }
-    }
-
-    private func stopSweeping() {
-        sweep?.cancel()
-        sweep = nil
-    }
-
-    private func timeOutExpired(context: ChannelHandlerContext) {
-        guard !streams.isEmpty else {
-            stopSweeping()
-            return
-        }
-        let now = NIODeadline.now()
-        let expired = streams.filter { $0.value.deadline <= now }
-        guard !expired.isEmpty else { return }
-        for (streamID, stream) in expired {
-            streams[streamID] = nil
-            stream.promise.fail(APNsClientError.timeout)
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
-        }
-        context.flush()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        pingOutstanding = false
-        switch frame.payload {
-        case .headers(let headers):
-            guard streams[frame.streamID] != nil else { return }
-            for (name, value, _) in headers.headers {
-                switch name {
-                case ":status": streams[frame.streamID]!.status = Int(value)
-                case APNsHeader.id: streams[frame.streamID]!.apnsID = value
-                case APNsHeader.uniqueID: streams[frame.streamID]!.uniqueID = value
-                default: break
-                }
-            }
-            if headers.endStream { complete(frame.streamID) }
-        case .data(let data):
-            guard streams[frame.streamID] != nil else { return }
-            if case .byteBuffer(var buffer) = data.data, buffer.readableBytes > 0 {
-                if streams[frame.streamID]!.body == nil {
-                    streams[frame.streamID]!.body = buffer
-                } else if (streams[frame.streamID]!.body?.readableBytes ?? 0) < 4096 {
-                    streams[frame.streamID]!.body!.writeBuffer(&buffer)
-                }
-            }
-            if data.endStream { complete(frame.streamID) }
-        case .rstStream(let code):
-            guard let stream = streams.removeValue(forKey: frame.streamID) else { return }
-            // REFUSED_STREAM means the server did not process it (RFC 9113 §8.7).
-            stream.promise.fail(code == .refusedStream ? APNsClientError.notProcessed : APNsClientError.connectionLost)
-        case .settings(.settings(let settings)):
-            if let limit = settings.last(where: { $0.parameter == .maxConcurrentStreams }) {
-                onEvent(.streamLimit(limit.value))
-            }
-        case .goAway(let lastStreamID, _, let debugData):
-            goingAway = true
-            logger.debug(
-                "APNs sent GOAWAY",
-                metadata: ["last-stream": "\(lastStreamID)", "reason": "\(debugData.map { String(buffer: $0) } ?? "")"]
-            )
-            // Streams above the last one were not processed: they fail as such and are resent elsewhere.
-            for (id, stream) in streams where id > lastStreamID {
-                streams[id] = nil
-                stream.promise.fail(APNsClientError.notProcessed)
-            }
-            onEvent(.goingAway)
-        default:
-            break
-        }
-    }
-
-    private func complete(_ streamID: HTTP2StreamID) {
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
-        stream.promise.succeed(
-            APNsWireResponse(
-                status: stream.status ?? 0,
-                apnsID: stream.apnsID,
-                uniqueID: stream.uniqueID,
-                body: stream.body
-            )
-        )
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        switch event {
-        case let event as NIOHTTP2WindowUpdatedEvent where event.streamID == .rootStream:
-            if let inbound = event.inboundWindowSize, inbound < Self.connectionWindow / 2 {
-                let frame = HTTP2Frame(
-                    streamID: .rootStream,
-                    payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - inbound)
-                )
-                context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
-            }
-        case is IdleStateHandler.IdleStateEvent:
-            if pingOutstanding {
-                // A whole idle interval without even a PING answer: the connection is dead.
-                logger.debug("APNs connection did not answer PING; closing")
-                context.close(promise: nil)
-            } else {
-                pingOutstanding = true
-                let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(), ack: false))
-                context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
-            }
-        default:
-            context.fireUserInboundEventTriggered(event)
-        }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        stopSweeping()
-        let pending = streams
-        streams.removeAll()
-        for stream in pending.values {
-            stream.promise.fail(APNsClientError.connectionLost)
-        }
-        onEvent(.closed)
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        logger.debug("APNs connection error", metadata: ["error": "\(error)"])
-        context.close(promise: nil)
     }
 }
 
