@@ -388,6 +388,7 @@ let package = Package(
             name: "HeraldAPNsTests",
             dependencies: [
                 "HeraldAPNs",
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 "HeraldProvider",
                 "HeraldProviderAPI",
                 "HeraldProviderHTTP",
