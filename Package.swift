@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "HeraldRelayHTTP", targets: ["HeraldRelayHTTP"]),
         .library(name: "HeraldAdapters", targets: ["HeraldAdapters"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
+        .library(name: "HeraldServer", targets: ["HeraldServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -301,6 +302,38 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A running Herald built from one resolved configuration (flags over environment over file):
+        // the relay with the provider stage in process or remote, the sandbox in sandbox mode, keys.
+        .target(
+            name: "HeraldServer",
+            dependencies: [
+                "HeraldAdapters",
+                "HeraldAPNs",
+                "HeraldAPNsCore",
+                "HeraldCrypto",
+                "HeraldFCM",
+                "HeraldFCMCore",
+                "HeraldProvider",
+                "HeraldPush",
+                "HeraldRelay",
+                "HeraldRelayHTTP",
+                "HeraldRelayProvider",
+                "HeraldSandbox",
+                "HeraldStore",
+                "HeraldStoreSQLite",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `herald` subcommands, as a library so tests can run them in-process.
         .target(
             name: "HeraldCommands",
@@ -323,6 +356,7 @@ let package = Package(
                 "HeraldRelayProvider",
                 "HeraldDevice",
                 "HeraldAdapters",
+                "HeraldServer",
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -354,6 +388,11 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldServerTests",
+            dependencies: ["HeraldServer"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -429,6 +468,7 @@ let package = Package(
                 "HeraldProviderHTTP",
                 "HeraldPush",
                 "HeraldSandbox",
+                "HeraldServer",
                 "HeraldStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

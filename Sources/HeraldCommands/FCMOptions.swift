@@ -1,6 +1,7 @@
 import ArgumentParser
 import HeraldFCM
 import HeraldFCMCore
+import HeraldServer
 import Logging
 import NIOCore
 
@@ -32,31 +33,5 @@ struct FCMOptions: ParsableArguments {
         serviceAccount.map {
             FCMSettings(serviceAccount: $0, url: url ?? FCMClientConfiguration.googleURL, caFile: caFile)
         }
-    }
-}
-
-/// What an FCM sender needs, from whichever options or files named it.
-struct FCMSettings: Sendable {
-    var serviceAccount: String
-    var url: String
-    var caFile: String?
-    /// Replaces the file's `token_uri` (the in-process sandbox's port is only known at start).
-    var tokenURI: String? = nil
-
-    func makeClient(logger: Logger, group: any EventLoopGroup) throws -> FCMClient {
-        var account: FCMServiceAccount
-        do {
-            account = try FCMServiceAccount.load(path: serviceAccount)
-        } catch {
-            throw ValidationError("\(error)")
-        }
-        if let tokenURI { account.tokenURI = tokenURI }
-        guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
-            throw ValidationError("'\(url)' is not an FCM URL (https://host[:port])")
-        }
-        var configuration = FCMClientConfiguration(account: account)
-        configuration.baseURL = url
-        configuration.caCertificatePath = caFile
-        return try FCMClient(configuration: configuration, logger: logger, group: group)
     }
 }

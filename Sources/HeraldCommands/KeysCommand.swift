@@ -5,6 +5,7 @@ import HeraldAPNsCore
 import HeraldCrypto
 import HeraldFCMCore
 import HeraldSandbox
+import HeraldServer
 
 /// `herald keys`: development keys.
 struct KeysCommand: AsyncParsableCommand {
@@ -77,49 +78,12 @@ extension KeysCommand {
         }
 
         func run() async throws {
-            let metadata = try Self.make(in: out, keyID: keyID, teamID: teamID, overwrite: force)
+            let metadata = try DevelopmentKeys.makeAPNsKey(in: out, keyID: keyID, teamID: teamID, overwrite: force)
             let base = (out as NSString).appendingPathComponent("AuthKey_\(metadata.keyID)")
             print("wrote \(base).p8 (mode 0600), \(base).pub.pem and \(base).json")
             print("key id \(metadata.keyID), team id \(metadata.teamID)")
         }
 
-        /// Writes AuthKey_<KEYID>.p8 (0600), .pub.pem and .json into `directory`.
-        static func make(
-            in directory: String,
-            keyID: String?,
-            teamID: String?,
-            overwrite: Bool
-        ) throws
-            -> APNsKeyMetadata
-        {
-            let keyID = keyID ?? AppleIdentifier.random()
-            let teamID = teamID ?? AppleIdentifier.random()
-            try KeyFiles.makeDirectory(directory)
-            let key = P256.Signing.PrivateKey()
-            let base = (directory as NSString).appendingPathComponent("AuthKey_\(keyID)")
-            let metadata = APNsKeyMetadata(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            try SecretFile.write(
-                Array((key.pemRepresentation + "\n").utf8),
-                to: base + ".p8",
-                mode: 0o600,
-                overwrite: overwrite
-            )
-            try SecretFile.write(
-                Array((metadata.publicKeyPEM + "\n").utf8),
-                to: base + ".pub.pem",
-                mode: 0o644,
-                overwrite: overwrite
-            )
-            try SecretFile.write(
-                Array(try encoder.encode(metadata)) + [0x0A],
-                to: base + ".json",
-                mode: 0o644,
-                overwrite: overwrite
-            )
-            return metadata
-        }
     }
 }
 
@@ -160,50 +124,18 @@ extension KeysCommand {
         }
 
         func run() async throws {
-            let account = try Self.make(in: out, projectID: project, tokenURI: tokenURI, overwrite: force)
-            print("wrote \(Self.path(in: out)) (mode 0600) and \(Self.publicPath(in: out))")
+            let account = try DevelopmentKeys.makeFCMServiceAccount(
+                in: out,
+                projectID: project,
+                tokenURI: tokenURI,
+                overwrite: force
+            )
+            print(
+                "wrote \(DevelopmentKeys.fcmServiceAccountPath(in: out)) (mode 0600) and \(DevelopmentKeys.fcmPublicPath(in: out))"
+            )
             print("project \(account.projectID), account \(account.clientEmail), key id \(account.privateKeyID)")
         }
 
-        static func path(in directory: String) -> String {
-            (directory as NSString).appendingPathComponent("fcm-service-account.json")
-        }
-
-        static func publicPath(in directory: String) -> String {
-            (directory as NSString).appendingPathComponent("fcm-service-account.pub.json")
-        }
-
-        /// Writes the account file (0600) and its public registration file into `directory`.
-        static func make(
-            in directory: String,
-            projectID: String,
-            tokenURI: String,
-            overwrite: Bool
-        ) throws -> FCMServiceAccount {
-            try KeyFiles.makeDirectory(directory)
-            let (account, publicKeyPEM) = try FCMServiceAccount.generate(projectID: projectID, tokenURI: tokenURI)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            try SecretFile.write(
-                Array(try encoder.encode(account)) + [0x0A],
-                to: path(in: directory),
-                mode: 0o600,
-                overwrite: overwrite
-            )
-            let registration = SandboxServiceAccount(
-                clientEmail: account.clientEmail,
-                privateKeyID: account.privateKeyID,
-                projectID: account.projectID,
-                publicKeyPEM: publicKeyPEM
-            )
-            try SecretFile.write(
-                Array(try encoder.encode(registration)) + [0x0A],
-                to: publicPath(in: directory),
-                mode: 0o644,
-                overwrite: overwrite
-            )
-            return account
-        }
     }
 }
 
@@ -248,28 +180,3 @@ extension KeysCommand {
 }
 
 /// What `herald keys apns` records beside the key, for registering it with the sandbox.
-struct APNsKeyMetadata: Codable, Equatable {
-    var keyID: String
-    var teamID: String
-    var publicKeyPEM: String
-
-    enum CodingKeys: String, CodingKey {
-        case keyID = "key_id"
-        case teamID = "team_id"
-        case publicKeyPEM = "public_key_pem"
-    }
-}
-
-/// Apple's key and team identifiers: 10 characters from A–Z and 0–9.
-enum AppleIdentifier {
-    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-
-    static func isValid(_ value: String) -> Bool {
-        value.count == 10 && value.allSatisfy { alphabet.contains($0) }
-    }
-
-    static func random() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<10).map { _ in alphabet.randomElement(using: &generator)! })
-    }
-}

@@ -6,6 +6,7 @@ import HeraldCrypto
 import HeraldFCM
 import HeraldProvider
 import HeraldProviderHTTP
+import HeraldServer
 import Hummingbird
 import Logging
 import NIOCore
@@ -72,86 +73,6 @@ struct APNsOptions: ParsableArguments {
             tokenCache: tokenCache
         )
         return try settings.makeClient(logger: logger, group: group, feedback: feedback)
-    }
-}
-
-/// What an APNs client needs, from whichever options or files named it.
-struct APNsSettings: Sendable {
-    var key: String
-    var keyID: String?
-    var teamID: String
-    var url: String
-    var caFile: String?
-    var connections: Int = 2
-    var requestTimeout: Int = 10
-    /// Where the current provider token is kept (mode 0600) so a restart reuses it instead of
-    /// signing a new one, which APNs refuses within 20 minutes of the last.
-    var tokenCache: String? = nil
-
-    /// The key id given, or read from an AuthKey_<KEYID>.p8 file name.
-    var resolvedKeyID: String? {
-        if let keyID { return keyID }
-        let name = (key as NSString).lastPathComponent
-        guard name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") else { return nil }
-        return String(name.dropFirst("AuthKey_".count).dropLast(".p8".count))
-    }
-
-    func makeClient(
-        logger: Logger,
-        group: any EventLoopGroup,
-        feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
-    ) throws -> (APNsClient, ProviderTokenManager) {
-        guard let keyID = resolvedKeyID else {
-            throw ValidationError("--key-id is needed when the key file is not named AuthKey_<KEYID>.p8")
-        }
-        guard let pem = try? String(contentsOfFile: key, encoding: .utf8) else {
-            throw ValidationError("cannot read the key file \(key)")
-        }
-        let signer: ProviderTokenSigner
-        do {
-            signer = try ProviderTokenSigner(privateKeyPEM: pem, keyID: keyID, teamID: teamID)
-        } catch {
-            throw ValidationError("\(key) is not a P-256 private key in PEM form")
-        }
-        var configuration: APNsClientConfiguration
-        do {
-            configuration = try APNsClientConfiguration(url: url)
-        } catch {
-            throw ValidationError("'\(url)' is not an APNs URL (https://host[:port])")
-        }
-        configuration.caCertificatePath = caFile
-        if configuration.serverHostname == nil, caFile != nil {
-            // The sandbox's certificate names localhost and the loopback addresses.
-            configuration.serverHostname = "localhost"
-        }
-        configuration.connections = connections
-        configuration.requestTimeout = .seconds(Int64(requestTimeout))
-        let cache = tokenCache
-        let tokens = ProviderTokenManager(
-            signer: signer,
-            now: { Int64(Date().timeIntervalSince1970) },
-            onNewToken: { token in
-                guard let cache else { return }
-                // Written beside, then renamed: a crash never leaves half a token.
-                let temporary = cache + ".new"
-                try? KeyFiles.makeParentDirectory(of: cache)
-                try? FileManager.default.removeItem(atPath: temporary)
-                guard (try? SecretFile.write(Array((token.text + "\n").utf8), to: temporary, mode: 0o600)) != nil
-                else { return }
-                _ = rename(temporary, cache)
-            }
-        )
-        if let cache, let text = try? String(contentsOfFile: cache, encoding: .utf8), tokens.restore(text) {
-            logger.info("reusing the provider token kept from the last run", metadata: ["file": "\(cache)"])
-        }
-        let client = try APNsClient(
-            configuration: configuration,
-            tokens: tokens,
-            logger: logger,
-            group: group,
-            feedback: feedback
-        )
-        return (client, tokens)
     }
 }
 

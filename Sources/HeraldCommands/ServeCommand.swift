@@ -1,26 +1,7 @@
 import ArgumentParser
 import Foundation
-import HeraldAPNs
-import HeraldCrypto
-import HeraldFCM
-import HeraldFCMCore
-import HeraldProvider
-import HeraldPush
-import HeraldRelay
-import HeraldRelayAPI
-import HeraldRelayHTTP
-import HeraldRelayProvider
-import HeraldSandbox
-import HeraldStore
-import Hummingbird
-import HummingbirdWebSocket
+import HeraldServer
 import Logging
-import Metrics
-import NIOCore
-import NIOPosix
-import Prometheus
-import ServiceLifecycle
-import Synchronization
 
 /// `herald serve`: the relay and the provider in one process; the sandbox too when no Apple key
 /// is configured.
@@ -118,334 +99,40 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
+    /// What this command's own flags set.
+    var layer: ConfigurationFile {
+        var layer = ConfigurationFile()
+        var apns = ConfigurationFile.APNs()
+        apns.key = apnsKey
+        apns.keyID = apnsKeyID
+        apns.teamID = apnsTeamID
+        apns.environment = apnsEnvironment
+        apns.url = apnsURL
+        apns.ca = apnsCA
+        apns.connections = apnsConnections
+        if apns != ConfigurationFile.APNs() { layer.apns = apns }
+        var fcm = ConfigurationFile.FCM()
+        fcm.serviceAccount = fcmServiceAccount
+        fcm.url = fcmURL
+        fcm.ca = fcmCA
+        if fcm != ConfigurationFile.FCM() { layer.fcm = fcm }
+        // Sandbox ports are flags with defaults; the file's win only over the defaults.
+        var sandbox = ConfigurationFile.Sandbox()
+        if sandboxAPNsPort != 2197 { sandbox.apnsPort = sandboxAPNsPort }
+        if sandboxFCMPort != 2196 { sandbox.fcmPort = sandboxFCMPort }
+        if sandboxControlPort != 2198 { sandbox.controlPort = sandboxControlPort }
+        if sandbox != ConfigurationFile.Sandbox() { layer.sandbox = sandbox }
+        return layer
+    }
+
     func run() async throws {
-        let options = try relay.resolve()
-        var logger = Logger(label: "herald.serve")
-        logger.logLevel = options.logLevel
-        let registry = ServeMetrics.bootstrap()
-        let file = options.file.apns
-        let key = apnsKey ?? ServeEnvironment.string("HERALD_APNS_KEY") ?? file?.key
-
-        let (masterKey, masterSource) = try options.masterKey()
-        let (apiKey, apiKeySource) = try options.apiKey()
-        let store = try options.openStore(logger: logger)
-
-        if let key {
-            guard let team = apnsTeamID ?? ServeEnvironment.string("HERALD_APNS_TEAM_ID") ?? file?.teamID else {
-                throw ValidationError("--apns-team-id is needed with --apns-key")
-            }
-            let environment =
-                apnsEnvironment ?? ServeEnvironment.string("HERALD_APNS_ENVIRONMENT") ?? file?.environment
-                ?? "development"
-            guard ["development", "production"].contains(environment) else {
-                throw ValidationError("--apns-environment must be development or production")
-            }
-            let url =
-                apnsURL ?? ServeEnvironment.string("HERALD_APNS_URL") ?? file?.url
-                ?? (environment == "production"
-                    ? APNsClientConfiguration.production : APNsClientConfiguration.development)
-            let settings = APNsSettings(
-                key: key,
-                keyID: apnsKeyID ?? ServeEnvironment.string("HERALD_APNS_KEY_ID") ?? file?.keyID,
-                teamID: team,
-                url: url,
-                caFile: apnsCA ?? ServeEnvironment.string("HERALD_APNS_CA") ?? file?.ca,
-                connections: apnsConnections ?? file?.connections ?? 2,
-                tokenCache: (options.data as NSString).appendingPathComponent("provider-token")
-            )
-            let (client, _) = try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
-            let fcmSettings = fcmSettings(file: options.file.fcm)
-            let fcmClient = try fcmSettings?.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
-            let runtime = RelayRuntime(
-                options: options,
-                store: store,
-                masterKey: masterKey,
-                apiKey: apiKey,
-                sender: ProviderStage(apns: client, fcm: fcmClient),
-                platforms: fcmClient == nil ? [.ios] : [.ios, .android],
-                registry: registry,
-                logger: logger
-            )
-            _ = try await options.registerApps(with: runtime.relay, defaultTeam: team)
-            let apps = try await store.apps()
-            try await runtime.run(extraServices: [client] + (fcmClient.map { [$0] } ?? [])) { port in
-                print("herald serve")
-                runtime.printCommon(port: port, apps: apps, apiKeySource: apiKeySource, masterSource: masterSource)
-                print("  APNs         \(url) (key \(settings.resolvedKeyID ?? "?"), team \(team))")
-                if let fcmSettings, let fcmClient {
-                    print("  FCM          \(fcmSettings.url) (project \(fcmClient.projectID))")
-                } else {
-                    print("  FCM          off: Android devices are skipped (no --fcm-service-account)")
-                }
-            }
-            return
-        }
-
-        // No Apple key: the sandbox runs in-process, with a development key registered in it.
-        let metadata = try Self.developmentKey(in: options.keysDir)
-        var sandboxConfiguration = SandboxConfiguration(
-            tls: try SandboxCertificateAuthority.ensure(directory: options.keysDir)
-        )
-        sandboxConfiguration.host = "127.0.0.1"
-        sandboxConfiguration.apnsPort = sandboxAPNsPort
-        sandboxConfiguration.controlPort = sandboxControlPort
-        sandboxConfiguration.fcmPort = sandboxFCMPort
-        sandboxConfiguration.keys = [
-            SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
-        ]
-        let accountPath =
-            try fcmServiceAccount ?? ServeEnvironment.string("HERALD_FCM_SERVICE_ACCOUNT") ?? options.file.fcm?
-            .serviceAccount
-            ?? Self.developmentServiceAccount(in: options.keysDir)
-        let account: FCMServiceAccount
-        do {
-            account = try FCMServiceAccount.load(path: accountPath)
-        } catch {
-            throw ValidationError("\(error)")
-        }
-        sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(account)]
-        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
-        let sandboxGroup = ServiceGroup(
-            configuration: .init(services: [.init(service: sandbox)], gracefulShutdownSignals: [], logger: logger)
-        )
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await sandboxGroup.run() }
-            let endpoints = try await sandbox.endpoints()
-            let settings = APNsSettings(
-                key: (options.keysDir as NSString).appendingPathComponent("AuthKey_\(metadata.keyID).p8"),
-                keyID: metadata.keyID,
-                teamID: metadata.teamID,
-                url: endpoints.apnsURL,
-                caFile: endpoints.caCertificatePath,
-                connections: apnsConnections ?? file?.connections ?? 2
-            )
-            let (client, _) = try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
-            let fcmClient = try FCMSettings(
-                serviceAccount: accountPath,
-                url: endpoints.fcmURL,
-                caFile: endpoints.caCertificatePath,
-                tokenURI: endpoints.tokenURL
-            ).makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
-            let runtime = RelayRuntime(
-                options: options,
-                store: store,
-                masterKey: masterKey,
-                apiKey: apiKey,
-                sender: ProviderStage(apns: client, fcm: fcmClient),
-                registry: registry,
-                logger: logger,
-                // The sandbox stands in for Apple with the development key: every app is the
-                // development team's there, whatever team it names for production.
-                onAppSaved: { app in
-                    try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
-                }
-            )
-            _ = try await options.registerApps(with: runtime.relay, defaultTeam: metadata.teamID)
-            if try await store.apps().isEmpty {
-                try await runtime.relay.saveApp(AppRecord(id: "com.example.herald", teamID: metadata.teamID))
-            }
-            let shown = try await store.apps()
-            for app in try await store.apps() {
-                try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
-            }
-            do {
-                try await runtime.run(extraServices: [client, fcmClient]) { port in
-                    print("herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)")
-                    runtime.printCommon(port: port, apps: shown, apiKeySource: apiKeySource, masterSource: masterSource)
-                    print(
-                        "  sandbox      APNs \(endpoints.apnsURL)   FCM \(endpoints.fcmURL)   control \(endpoints.controlURL)/sandbox"
-                    )
-                    print("  sandbox CA   \(endpoints.caCertificatePath)")
-                    print("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")
-                    print("  FCM account  \(account.clientEmail) (project \(account.projectID), \(accountPath))")
-                }
-            } catch {
-                await sandboxGroup.triggerGracefulShutdown()
-                throw error
-            }
-            await sandboxGroup.triggerGracefulShutdown()
-            try await tasks.next()
-        }
-    }
-
-    /// The FCM settings from flags, environment and configuration file, if any.
-    func fcmSettings(file: ServeConfigurationFile.FCM?) -> FCMSettings? {
-        guard
-            let account = fcmServiceAccount ?? ServeEnvironment.string("HERALD_FCM_SERVICE_ACCOUNT")
-                ?? file?.serviceAccount
-        else { return nil }
-        return FCMSettings(
-            serviceAccount: account,
-            url: fcmURL ?? ServeEnvironment.string("HERALD_FCM_URL") ?? file?.url ?? FCMClientConfiguration.googleURL,
-            caFile: fcmCA ?? ServeEnvironment.string("HERALD_FCM_CA") ?? file?.ca
-        )
-    }
-
-    /// keys/fcm-service-account.json, made when there is none.
-    static func developmentServiceAccount(in directory: String) throws -> String {
-        let path = KeysCommand.FCM.path(in: directory)
-        if !FileManager.default.fileExists(atPath: path) {
-            _ = try KeysCommand.FCM.make(
-                in: directory,
-                projectID: "herald-sandbox",
-                tokenURI: "https://127.0.0.1:2196/token",
-                overwrite: false
-            )
-        }
-        return path
-    }
-
-    /// The first AuthKey_*.json under `directory`, made when there is none.
-    static func developmentKey(in directory: String) throws -> APNsKeyMetadata {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
-        for name in names where name.hasPrefix("AuthKey_") && name.hasSuffix(".json") {
-            let path = (directory as NSString).appendingPathComponent(name)
-            let p8 = String(path.dropLast(".json".count)) + ".p8"
-            guard FileManager.default.fileExists(atPath: p8), let data = FileManager.default.contents(atPath: path),
-                let metadata = try? JSONDecoder().decode(APNsKeyMetadata.self, from: data)
-            else { continue }
-            return metadata
-        }
-        return try KeysCommand.APNs.make(in: directory, keyID: nil, teamID: nil, overwrite: false)
-    }
-}
-
-/// The relay's parts under one `ServiceGroup`: the HTTP API, the dispatcher and a janitor.
-struct RelayRuntime: Sendable {
-    let options: ResolvedRelayOptions
-    let store: any HeraldStore
-    let relay: Relay
-    let dispatcher: Dispatcher
-    let apiKey: String
-    let registry: PrometheusCollectorRegistry
-    let logger: Logger
-
-    init(
-        options: ResolvedRelayOptions,
-        store: any HeraldStore,
-        masterKey: MasterKey,
-        apiKey: String,
-        sender: any PushSender,
-        platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases),
-        registry: PrometheusCollectorRegistry,
-        logger: Logger,
-        onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in }
-    ) {
-        let dispatcher = Dispatcher(
-            store: store,
-            sender: sender,
-            configuration: options.dispatcherConfiguration,
-            logger: logger
-        )
-        self.options = options
-        self.store = store
-        self.dispatcher = dispatcher
-        var configuration = options.relayConfiguration
-        configuration.platforms = platforms
-        self.relay = Relay(
-            configuration: configuration,
-            store: store,
-            masterKey: masterKey,
-            logger: logger,
-            onAccepted: { dispatcher.wake() },
-            onAppSaved: onAppSaved
-        )
-        self.apiKey = apiKey
-        self.registry = registry
-        self.logger = logger
-    }
-
-    /// Runs until SIGTERM or SIGINT; `ready` gets the bound port once the API listens.
-    ///
-    /// Shutdown runs in reverse order: the API stops accepting, the dispatcher finishes the
-    /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
-    func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
-        let dispatcher = dispatcher
-        // Chat pushes that were waiting out their delay when the last run stopped.
-        await relay.resumeChatPushes()
-        let router = RelayHTTPService.router(
-            relay: relay,
-            configuration: RelayHTTPConfiguration(apiKey: apiKey),
-            registry: registry,
-            adapters: try options.adapters(),
-            health: { ["pushes_in_flight": dispatcher.pushesInFlight] }
-        )
-        let host = options.host
-        let app = Application(
-            router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
-            configuration: .init(address: .hostname(host, port: options.port), serverName: "herald"),
-            onServerRunning: { channel in
-                ready(channel.localAddress?.port ?? 0)
+        let configuration = try relay.resolve(command: layer)
+        let server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.serve"))
+        try await HeraldServerError.asValidation {
+            try await server.serve { lines in
+                for line in lines { print(line) }
                 fflush(nil)
-            },
-            logger: logger
-        )
-        let janitor = Janitor(relay: relay, logger: logger)
-        let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-            extraServices.map { .init(service: $0) } + [
-                .init(service: dispatcher), .init(service: janitor), .init(service: app),
-            ]
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        )
-        try await group.run()
-    }
-
-    func printCommon(port: Int, apps: [AppRecord], apiKeySource: String, masterSource: String) {
-        let host = options.host.contains(":") ? "[\(options.host)]" : options.host
-        print("  relay        http://\(host):\(port)/v1   (health /health, metrics /metrics, API docs/openapi.yaml)")
-        print("  API key      \(apiKeySource)")
-        print("  master key   \(masterSource)")
-        print("  database     \(options.databasePath)\(options.durable ? "" : "  (no fsync)")")
-        print(
-            "  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))"
-        )
-        let adapters = (try? options.adapters().map(\.name)) ?? []
-        if !adapters.isEmpty {
-            print("  webhooks     \(adapters.map { "POST /v1/adapters/\($0)" }.joined(separator: ", "))")
-        }
-    }
-}
-
-/// Deletes messages past their retention, and finished pushes older than it, every ten minutes.
-struct Janitor: Service {
-    let relay: Relay
-    let logger: Logger
-
-    func run() async throws {
-        while !Task.isShuttingDownGracefully {
-            do {
-                let removed = try await relay.purgeExpired()
-                if removed.messages + removed.pushes > 0 {
-                    logger.info(
-                        "expired messages and old pushes deleted",
-                        metadata: ["messages": "\(removed.messages)", "pushes": "\(removed.pushes)"]
-                    )
-                }
-            } catch {
-                logger.warning("cannot delete expired messages", metadata: ["error": "\(error)"])
             }
-            try? await gracefulShutdownOrSleep(for: .seconds(600))
-        }
-    }
-
-    private func gracefulShutdownOrSleep(for duration: Duration) async throws {
-        try await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
-    }
-}
-
-/// The process's metrics backend: bootstrapped once, read by `/metrics`.
-enum ServeMetrics {
-    private static let registry = Mutex<PrometheusCollectorRegistry?>(nil)
-
-    static func bootstrap() -> PrometheusCollectorRegistry {
-        registry.withLock { current in
-            if let current { return current }
-            let made = PrometheusCollectorRegistry()
-            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: made))
-            current = made
-            return made
         }
     }
 }

@@ -147,7 +147,14 @@ struct SimulatedBackend: Sendable {
 
     /// Records, at the relay's own time, when APNs or FCM (the sandbox) accepted a push.
     func recordAccepted(_ pushID: String, pushType: String, topic: String?, network: String = "apns") async throws {
-        let status = try await self.status(pushID)
+        // The phone may show a push before the relay has recorded the network's answer (the
+        // dispatcher records a batch's outcomes after the sender returns): ask until it has.
+        var status = try await self.status(pushID)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !status.state.isFinal, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            status = try await self.status(pushID)
+        }
         guard let accepted = status.history.first(where: { $0.state == .delivered }) else { return }
         timeline.record(
             "relay",

@@ -12,6 +12,7 @@ import HeraldRelayAPI
 import HeraldRelayHTTP
 import HeraldRelayProvider
 import HeraldSandbox
+import HeraldServer
 import HeraldStore
 import HeraldStoreSQLite
 import Hummingbird

@@ -5,6 +5,7 @@ import Foundation
 import HeraldCrypto
 import HeraldFCMCore
 import HeraldSandbox
+import HeraldServer
 import Testing
 
 @testable import HeraldCommands

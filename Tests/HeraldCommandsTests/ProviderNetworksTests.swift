@@ -4,6 +4,7 @@ import HeraldFCM
 import HeraldFCMCore
 import HeraldProvider
 import HeraldProviderHTTP
+import HeraldServer
 import HeraldStore
 import Hummingbird
 import Logging
@@ -36,7 +37,7 @@ import Testing
             tasks.addTask { try await group.run() }
             var iterator = ports.stream.makeAsyncIterator()
             let url = "http://127.0.0.1:\(await iterator.next() ?? 0)"
-            #expect(await RelayCommand.platforms(provider: url, http: http, logger: logger) == [.android])
+            #expect(await HeraldServer.platforms(provider: url, http: http, logger: logger) == [.android])
 
             var request = HTTPClientRequest(url: url + "/v1/push/batch")
             request.method = .POST
@@ -58,7 +59,7 @@ import Testing
         }
         // A provider that cannot be asked: both, so no device is skipped for want of an answer.
         #expect(
-            await RelayCommand.platforms(provider: "http://127.0.0.1:1", http: http, logger: logger) == [
+            await HeraldServer.platforms(provider: "http://127.0.0.1:1", http: http, logger: logger) == [
                 .ios, .android,
             ]
         )

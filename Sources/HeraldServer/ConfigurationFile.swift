@@ -1,0 +1,286 @@
+import Foundation
+public import HeraldStore
+
+/// Herald's configuration as one source gives it, every field optional: the JSON file
+/// `--config` names, the environment (`environment(_:)`), or a command's flags. `merged(_:)`
+/// layers them (flags over environment over file) and `HeraldConfiguration` resolves the result
+/// once. Durations are whole seconds everywhere.
+///
+/// ```json
+/// {
+///   "host": "127.0.0.1", "port": 8080, "data": "data", "keys_dir": "keys",
+///   "apps": [{"id": "com.example.chat", "team_id": "ABCDE12345", "content_policy": "full",
+///             "alert_title": "New message", "alert_body": "Open to read", "message_ttl": 86400, "call_ttl": 30}],
+///   "apns": {"key": "keys/AuthKey_X.p8", "key_id": "X", "team_id": "T", "environment": "production",
+///            "url": null, "ca": null, "connections": 2},
+///   "provider": {"url": "http://127.0.0.1:2199", "secret_file": "keys/provider.secret"},
+///   "dispatcher": {"workers": 4, "batch_size": 256},
+///   "presence_ttl": 60, "message_retention": 604800, "durable": true
+/// }
+/// ```
+public struct ConfigurationFile: Codable, Sendable, Equatable {
+    public init() {}
+
+    public struct APNs: Codable, Sendable, Equatable {
+        public init() {}
+
+        public var key: String?
+        public var keyID: String?
+        public var teamID: String?
+        public var environment: String?
+        public var url: String?
+        public var ca: String?
+        public var connections: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case key
+            case keyID = "key_id"
+            case teamID = "team_id"
+            case environment, url, ca, connections
+        }
+    }
+
+    public struct Provider: Codable, Sendable, Equatable {
+        public init() {}
+
+        public var url: String?
+        public var secretFile: String?
+
+        enum CodingKeys: String, CodingKey {
+            case url
+            case secretFile = "secret_file"
+        }
+    }
+
+    public struct Dispatcher: Codable, Sendable, Equatable {
+        public init() {}
+
+        public var workers: Int?
+        public var batchSize: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case workers
+            case batchSize = "batch_size"
+        }
+    }
+
+    /// One contact-center webhook.
+    public struct Adapter: Codable, Sendable, Equatable {
+        public init() {}
+
+        /// The shared secret (or HMAC key); HERALD_<NAME>_SECRET wins over it.
+        public var secret: String?
+        /// `hmac` (x-herald-signature: sha256=…, the default) or `bearer`.
+        public var authentication: String?
+        /// The platform's customer id → Herald user id; others map to `customer_prefix` + id.
+        public var customers: [String: String]?
+        public var customerPrefix: String?
+
+        enum CodingKeys: String, CodingKey {
+            case secret, authentication, customers
+            case customerPrefix = "customer_prefix"
+        }
+    }
+
+    /// The FCM sender (Android pushes).
+    public struct FCM: Codable, Sendable, Equatable {
+        public init() {}
+
+        /// A Google service-account JSON file.
+        public var serviceAccount: String?
+        public var url: String?
+        public var ca: String?
+
+        enum CodingKeys: String, CodingKey {
+            case serviceAccount = "service_account"
+            case url, ca
+        }
+    }
+
+    /// The in-process sandbox of `herald serve` without an Apple key.
+    public struct Sandbox: Codable, Sendable, Equatable {
+        public init() {}
+
+        /// APNs' port (2197); 0 picks one.
+        public var apnsPort: Int?
+        /// FCM's port, messages:send and /token (2196); 0 picks one.
+        public var fcmPort: Int?
+        /// The control API's port (2198); 0 picks one.
+        public var controlPort: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case apnsPort = "apns_port"
+            case fcmPort = "fcm_port"
+            case controlPort = "control_port"
+        }
+    }
+
+    /// Chat background semantics.
+    public struct Chat: Codable, Sendable, Equatable {
+        public init() {}
+
+        /// Seconds before the first push after a chat disconnect; 0 pushes at once.
+        public var firstPushDelay: Int?
+        /// Transcript event types that never push.
+        public var filteredTypes: [String]?
+
+        enum CodingKeys: String, CodingKey {
+            case firstPushDelay = "first_push_delay"
+            case filteredTypes = "filtered_types"
+        }
+    }
+
+    public var host: String?
+    public var port: Int?
+    public var data: String?
+    public var keysDir: String?
+    public var apps: [AppRecord]?
+    public var apns: APNs?
+    public var fcm: FCM?
+    public var provider: Provider?
+    public var dispatcher: Dispatcher?
+    public var presenceTTL: Int?
+    public var messageRetention: Int64?
+    public var durable: Bool?
+    public var adapters: [String: Adapter]?
+    public var chat: Chat?
+    public var sandbox: Sandbox?
+    /// trace, debug, info, notice, warning, error or critical.
+    public var logLevel: String?
+
+    enum CodingKeys: String, CodingKey {
+        case host, port, data
+        case keysDir = "keys_dir"
+        case apps, apns, fcm, provider, dispatcher
+        case presenceTTL = "presence_ttl"
+        case messageRetention = "message_retention"
+        case durable, adapters, chat, sandbox
+        case logLevel = "log_level"
+    }
+}
+
+extension ConfigurationFile {
+    /// Reads a configuration file; a key the configuration does not have is an error that names
+    /// it (a misspelt key would otherwise be ignored without a word).
+    public static func load(path: String) throws(HeraldServerError) -> ConfigurationFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .configuration("cannot read the configuration file \(path)")
+        }
+        let file: ConfigurationFile
+        do {
+            file = try JSONDecoder().decode(ConfigurationFile.self, from: data)
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw .configuration("\(path): '\(Self.path(context.codingPath + [key]))' is missing")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw .configuration("\(path): '\(Self.path(context.codingPath))' has the wrong type")
+        } catch let DecodingError.dataCorrupted(context) {
+            let field = Self.path(context.codingPath)
+            throw .configuration(field.isEmpty ? "\(path) is not valid JSON" : "\(path): '\(field)' is not valid")
+        } catch {
+            throw .configuration("\(path): \(error)")
+        }
+        // What was read but not kept is a key the configuration does not know.
+        if let given = try? JSONSerialization.jsonObject(with: data), let kept = file.jsonObject(),
+            let unknown = Self.firstUnknownKey(in: given, keptIn: kept, at: "")
+        {
+            throw .configuration("\(path): unknown key '\(unknown)'")
+        }
+        return file
+    }
+
+    /// The settings the environment gives (`HERALD_HOST`, `HERALD_APNS_KEY`, …); secrets are not
+    /// part of it (the master key, the API key and webhook secrets are read where they are used).
+    public static func environment(_ values: [String: String]) throws(HeraldServerError) -> ConfigurationFile {
+        func string(_ name: String) -> String? {
+            guard let value = values[name], !value.isEmpty else { return nil }
+            return value
+        }
+        func int(_ name: String) throws(HeraldServerError) -> Int? {
+            guard let text = string(name) else { return nil }
+            guard let value = Int(text) else { throw .configuration("\(name) must be a whole number (got '\(text)')") }
+            return value
+        }
+        var layer = ConfigurationFile()
+        layer.host = string("HERALD_HOST")
+        layer.port = try int("HERALD_PORT")
+        layer.data = string("HERALD_DATA")
+        layer.keysDir = string("HERALD_KEYS_DIR")
+        layer.logLevel = string("HERALD_LOG_LEVEL")
+        if let workers = try int("HERALD_WORKERS") {
+            layer.dispatcher = Dispatcher()
+            layer.dispatcher?.workers = workers
+        }
+        var apns = APNs()
+        apns.key = string("HERALD_APNS_KEY")
+        apns.keyID = string("HERALD_APNS_KEY_ID")
+        apns.teamID = string("HERALD_APNS_TEAM_ID")
+        apns.environment = string("HERALD_APNS_ENVIRONMENT")
+        apns.url = string("HERALD_APNS_URL")
+        apns.ca = string("HERALD_APNS_CA")
+        if apns != APNs() { layer.apns = apns }
+        var fcm = FCM()
+        fcm.serviceAccount = string("HERALD_FCM_SERVICE_ACCOUNT")
+        fcm.url = string("HERALD_FCM_URL")
+        fcm.ca = string("HERALD_FCM_CA")
+        if fcm != FCM() { layer.fcm = fcm }
+        if let url = string("HERALD_PROVIDER_URL") {
+            layer.provider = Provider()
+            layer.provider?.url = url
+        }
+        return layer
+    }
+
+    /// The layers as one: each setting from the first layer that has it (nested sections key by
+    /// key, lists whole).
+    public static func merged(_ layers: [ConfigurationFile]) -> ConfigurationFile {
+        var merged: [String: Any] = [:]
+        for layer in layers.reversed() {
+            guard let object = layer.jsonObject() as? [String: Any] else { continue }
+            merged = Self.overlay(object, on: merged)
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: merged),
+            let file = try? JSONDecoder().decode(ConfigurationFile.self, from: data)
+        else { return layers.first ?? ConfigurationFile() }
+        return file
+    }
+
+    private func jsonObject() -> Any? {
+        guard let data = try? JSONEncoder().encode(self) else { return nil }
+        return try? JSONSerialization.jsonObject(with: data)
+    }
+
+    private static func overlay(_ top: [String: Any], on bottom: [String: Any]) -> [String: Any] {
+        var result = bottom
+        for (key, value) in top {
+            if let section = value as? [String: Any], let under = bottom[key] as? [String: Any] {
+                result[key] = overlay(section, on: under)
+            } else {
+                result[key] = value
+            }
+        }
+        return result
+    }
+
+    private static func firstUnknownKey(in given: Any, keptIn kept: Any, at path: String) -> String? {
+        if let given = given as? [String: Any] {
+            let kept = kept as? [String: Any] ?? [:]
+            for key in given.keys.sorted() where !(given[key] is NSNull) {
+                let keyPath = path.isEmpty ? key : path + "." + key
+                guard let inner = kept[key] else { return keyPath }
+                if let unknown = firstUnknownKey(in: given[key]!, keptIn: inner, at: keyPath) { return unknown }
+            }
+        } else if let given = given as? [Any], let kept = kept as? [Any] {
+            for (index, element) in given.enumerated() where index < kept.count {
+                if let unknown = firstUnknownKey(in: element, keptIn: kept[index], at: "\(path)[\(index)]") {
+                    return unknown
+                }
+            }
+        }
+        return nil
+    }
+
+    private static func path(_ codingPath: [any CodingKey]) -> String {
+        codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            .replacingOccurrences(of: ".[", with: "[")
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+public import HeraldAdapters
+public import HeraldRelay
+public import HeraldStore
+public import Logging
+
+/// Herald's configuration, resolved once from its sources (flags over environment over file over
+/// defaults) and checked: every part of a running Herald is built from this value.
+public struct HeraldConfiguration: Sendable {
+    /// The address the relay listens on (127.0.0.1).
+    public var host = "127.0.0.1"
+    /// The relay's HTTP port (8080); 0 picks one.
+    public var port = 8080
+    /// Where the database and the provider token live (`data`).
+    public var dataDirectory = "data"
+    /// Where keys live: master.key, api.key, AuthKey_*, the FCM service account, the sandbox CA.
+    public var keysDirectory = "keys"
+    /// Every commit synced to disk (true), or only written (survives a process crash, not a power cut).
+    public var durable = true
+    public var logLevel = Logger.Level.info
+    /// Apps to register at start, with the file's and the flags' together.
+    public var apps: [AppRecord] = []
+    /// Apps named on the command line as `BUNDLE_ID[:TEAM_ID]`; a missing team is the APNs key's.
+    public var extraApps: [ExtraApp] = []
+    /// Dispatcher loops draining the outbox (2), and how many pushes each claims at a time (256).
+    public var workers = 2
+    public var batchSize = 256
+    /// How long a heartbeat counts as current when it names no ttl (60 s).
+    public var presenceTTL: Duration = .seconds(60)
+    /// How long messages are kept for fetching by id, and finished pushes for their history (7 days).
+    public var messageRetention: Duration = .seconds(7 * 24 * 60 * 60)
+    /// How long a chat's first push waits after the app went to the background (30 s; 0: at once).
+    public var chatPushDelay: Duration = .seconds(30)
+    /// Transcript event types that never push; nil keeps the relay's default.
+    public var chatFilteredTypes: Set<String>?
+    /// Apple's key, when there is one; without it `herald serve` runs the sandbox in process.
+    public var apns: APNs?
+    /// Google's service account, when there is one.
+    public var fcm: FCM?
+    /// A remote `herald provider`, for `herald relay`.
+    public var provider: RemoteProvider?
+    /// The in-process sandbox's ports (APNs 2197, FCM 2196, control 2198; 0 picks one).
+    public var sandboxPorts = SandboxPorts()
+    /// The contact-center webhooks, as the file gives them (secrets may come from the environment).
+    public var adapters: [String: ConfigurationFile.Adapter] = [:]
+
+    /// An app named on the command line.
+    public struct ExtraApp: Sendable, Hashable {
+        public var bundleID: String
+        public var teamID: String?
+
+        public init(bundleID: String, teamID: String?) {
+            self.bundleID = bundleID
+            self.teamID = teamID
+        }
+
+        /// `BUNDLE_ID` or `BUNDLE_ID:TEAM_ID`; nil for anything else.
+        public init?(_ text: String) {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard (1...2).contains(parts.count), !parts[0].isEmpty else { return nil }
+            if parts.count == 2, parts[1].isEmpty { return nil }
+            self.init(bundleID: String(parts[0]), teamID: parts.count == 2 ? String(parts[1]) : nil)
+        }
+    }
+
+    /// Apple's provider key and where APNs is.
+    public struct APNs: Sendable, Hashable {
+        /// The AuthKey_<KEYID>.p8 file.
+        public var key: String
+        /// The key id; read from the file name when nil.
+        public var keyID: String?
+        public var teamID: String
+        /// `development` or `production`.
+        public var environment: String
+        /// APNs' URL: Apple's for the environment unless another is given.
+        public var url: String
+        /// A CA certificate (PEM) to trust, for an APNs other than Apple's.
+        public var ca: String?
+        /// HTTP/2 connections to APNs (2).
+        public var connections: Int
+    }
+
+    /// Google's service account and where FCM is.
+    public struct FCM: Sendable, Hashable {
+        public var serviceAccount: String
+        public var url: String
+        public var ca: String?
+    }
+
+    /// A remote `herald provider`.
+    public struct RemoteProvider: Sendable, Hashable {
+        public var url: String
+        /// The file with its bearer secret; HERALD_PROVIDER_SECRET holds the secret itself.
+        public var secretFile: String?
+    }
+
+    /// The in-process sandbox's ports.
+    public struct SandboxPorts: Sendable, Hashable {
+        public var apns = 2197
+        public var fcm = 2196
+        public var control = 2198
+
+        public init() {}
+    }
+
+    public init() {}
+
+    /// Resolves the layers (the first that has a setting gives it) and checks every value.
+    public init(
+        layers: [ConfigurationFile],
+        extraApps: [ExtraApp] = []
+    ) throws(HeraldServerError) {
+        let file = ConfigurationFile.merged(layers)
+        host = file.host ?? host
+        port = file.port ?? port
+        dataDirectory = file.data ?? dataDirectory
+        keysDirectory = file.keysDir ?? keysDirectory
+        durable = file.durable ?? durable
+        if let level = file.logLevel {
+            guard let parsed = Logger.Level(rawValue: level) else {
+                throw .configuration(
+                    "unknown log level '\(level)' (trace, debug, info, notice, warning, error, critical)"
+                )
+            }
+            logLevel = parsed
+        }
+        apps = file.apps ?? []
+        self.extraApps = extraApps
+        workers = file.dispatcher?.workers ?? workers
+        batchSize = file.dispatcher?.batchSize ?? batchSize
+        if let seconds = file.presenceTTL { presenceTTL = .seconds(seconds) }
+        if let seconds = file.messageRetention { messageRetention = .seconds(seconds) }
+        if let seconds = file.chat?.firstPushDelay { chatPushDelay = .seconds(seconds) }
+        chatFilteredTypes = file.chat?.filteredTypes.map(Set.init)
+        adapters = file.adapters ?? [:]
+        if let sandbox = file.sandbox {
+            sandboxPorts.apns = sandbox.apnsPort ?? sandboxPorts.apns
+            sandboxPorts.fcm = sandbox.fcmPort ?? sandboxPorts.fcm
+            sandboxPorts.control = sandbox.controlPort ?? sandboxPorts.control
+        }
+        if let apns = file.apns, let key = apns.key {
+            guard let teamID = apns.teamID else { throw .configuration("--apns-team-id is needed with --apns-key") }
+            let environment = apns.environment ?? "development"
+            guard ["development", "production"].contains(environment) else {
+                throw .configuration("--apns-environment must be development or production")
+            }
+            self.apns = APNs(
+                key: key,
+                keyID: apns.keyID,
+                teamID: teamID,
+                environment: environment,
+                url: apns.url ?? (environment == "production" ? Self.appleProduction : Self.appleDevelopment),
+                ca: apns.ca,
+                connections: apns.connections ?? 2
+            )
+        }
+        if let fcm = file.fcm, let account = fcm.serviceAccount {
+            self.fcm = FCM(serviceAccount: account, url: fcm.url ?? Self.googleFCM, ca: fcm.ca)
+        }
+        if let provider = file.provider, let url = provider.url {
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                throw .configuration("--provider-url must be an http:// or https:// URL")
+            }
+            self.provider = RemoteProvider(url: url, secretFile: provider.secretFile)
+        }
+        try check()
+    }
+
+    /// Apple's and Google's endpoints.
+    public static let appleDevelopment = "https://api.sandbox.push.apple.com"
+    public static let appleProduction = "https://api.push.apple.com"
+    public static let googleFCM = "https://fcm.googleapis.com"
+
+    private func check() throws(HeraldServerError) {
+        guard (0...65_535).contains(port) else { throw .configuration("the port must be between 0 and 65535") }
+        for sandboxPort in [sandboxPorts.apns, sandboxPorts.fcm, sandboxPorts.control]
+        where !(0...65_535).contains(sandboxPort) {
+            throw .configuration("sandbox ports must be between 0 and 65535")
+        }
+        guard (1...64).contains(workers) else { throw .configuration("workers must be between 1 and 64") }
+        guard (1...1000).contains(batchSize) else { throw .configuration("the batch size must be between 1 and 1000") }
+        guard (Duration.seconds(1)...Duration.seconds(3600)).contains(presenceTTL) else {
+            throw .configuration("the presence ttl must be between 1 and 3600 seconds")
+        }
+        guard (Duration.zero...Duration.seconds(3600)).contains(chatPushDelay) else {
+            throw .configuration("chat.first_push_delay must be between 0 and 3600 seconds")
+        }
+        guard messageRetention >= .seconds(60) else {
+            throw .configuration("message_retention must be at least 60 seconds")
+        }
+        if let apns, !(1...64).contains(apns.connections) {
+            throw .configuration("--apns-connections must be between 1 and 64")
+        }
+    }
+
+    /// The database file.
+    public var databasePath: String { (dataDirectory as NSString).appendingPathComponent("herald.sqlite") }
+    /// Where the provider token is kept between runs.
+    public var providerTokenPath: String { (dataDirectory as NSString).appendingPathComponent("provider-token") }
+
+    /// The relay's own settings.
+    public var relayConfiguration: RelayConfiguration {
+        var configuration = RelayConfiguration()
+        configuration.defaultPresenceTTL = Int(presenceTTL.components.seconds)
+        configuration.messageRetention = messageRetention.components.seconds
+        configuration.chat.firstPushDelay = chatPushDelay
+        if let chatFilteredTypes { configuration.chat.filteredTypes = chatFilteredTypes }
+        return configuration
+    }
+
+    /// The dispatcher's settings.
+    public var dispatcherConfiguration: DispatcherConfiguration {
+        var configuration = DispatcherConfiguration()
+        configuration.workers = workers
+        configuration.batchSize = batchSize
+        return configuration
+    }
+
+    /// The contact-center webhooks configured in the file or by HERALD_GENESYS_SECRET /
+    /// HERALD_CXONE_SECRET.
+    public func contactCenterAdapters(
+        environment: [String: String]
+    ) throws(HeraldServerError)
+        -> [any ContactCenterAdapter]
+    {
+        var made: [any ContactCenterAdapter] = []
+        for name in ["genesys", "cxone"] {
+            let settings = adapters[name]
+            let fromEnvironment = environment["HERALD_\(name.uppercased())_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+            guard let secret = fromEnvironment ?? settings?.secret else { continue }
+            guard secret.count >= 16 else {
+                throw .configuration("the \(name) adapter's secret must be at least 16 characters")
+            }
+            let authentication: WebhookAuthentication
+            switch settings?.authentication ?? "hmac" {
+            case "hmac": authentication = .hmacSHA256(secret)
+            case "bearer": authentication = .sharedSecret(secret)
+            case let other:
+                throw .configuration("adapters.\(name).authentication must be hmac or bearer (got '\(other)')")
+            }
+            let mapping = CustomerMapping(users: settings?.customers ?? [:], prefix: settings?.customerPrefix ?? "")
+            made.append(
+                name == "genesys"
+                    ? GenesysAdapter(authentication: authentication, customers: mapping)
+                    : CXoneAdapter(authentication: authentication, customers: mapping)
+            )
+        }
+        for name in adapters.keys where !["genesys", "cxone"].contains(name) {
+            throw .configuration("adapters.\(name): no such adapter (genesys, cxone)")
+        }
+        return made
+    }
+}

@@ -1,0 +1,175 @@
+import Crypto
+import Foundation
+public import HeraldCrypto
+public import HeraldFCMCore
+import HeraldSandbox
+
+/// Small file helpers for key material: new files get their final mode before any byte is
+/// written, and existing files are not replaced unless asked.
+public enum KeyFiles {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public static func makeDirectory(_ path: String) throws {
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+        } catch {
+            throw Failure(description: "cannot create directory \(path): \(error.localizedDescription)")
+        }
+    }
+
+    public static func makeParentDirectory(of path: String) throws {
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty { try makeDirectory(parent) }
+    }
+}
+
+/// Development credentials under `keys/`: an APNs-style key and an FCM service account, made by
+/// `herald keys` and by `herald serve` in sandbox mode when there are none.
+public enum DevelopmentKeys {
+    /// Writes AuthKey_<KEYID>.p8 (0600), .pub.pem and .json into `directory`.
+    public static func makeAPNsKey(
+        in directory: String,
+        keyID: String?,
+        teamID: String?,
+        overwrite: Bool
+    ) throws
+        -> APNsKeyMetadata
+    {
+        let keyID = keyID ?? AppleIdentifier.random()
+        let teamID = teamID ?? AppleIdentifier.random()
+        try KeyFiles.makeDirectory(directory)
+        let key = P256.Signing.PrivateKey()
+        let base = (directory as NSString).appendingPathComponent("AuthKey_\(keyID)")
+        let metadata = APNsKeyMetadata(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try SecretFile.write(
+            Array((key.pemRepresentation + "\n").utf8),
+            to: base + ".p8",
+            mode: 0o600,
+            overwrite: overwrite
+        )
+        try SecretFile.write(
+            Array((metadata.publicKeyPEM + "\n").utf8),
+            to: base + ".pub.pem",
+            mode: 0o644,
+            overwrite: overwrite
+        )
+        try SecretFile.write(
+            Array(try encoder.encode(metadata)) + [0x0A],
+            to: base + ".json",
+            mode: 0o644,
+            overwrite: overwrite
+        )
+        return metadata
+    }
+
+    /// keys/fcm-service-account.json
+    public static func fcmServiceAccountPath(in directory: String) -> String {
+        (directory as NSString).appendingPathComponent("fcm-service-account.json")
+    }
+
+    /// keys/fcm-service-account.pub.json: what the sandbox registers.
+    public static func fcmPublicPath(in directory: String) -> String {
+        (directory as NSString).appendingPathComponent("fcm-service-account.pub.json")
+    }
+
+    /// Writes the account file (0600) and its public registration file into `directory`.
+    public static func makeFCMServiceAccount(
+        in directory: String,
+        projectID: String,
+        tokenURI: String,
+        overwrite: Bool
+    ) throws -> FCMServiceAccount {
+        try KeyFiles.makeDirectory(directory)
+        let (account, publicKeyPEM) = try FCMServiceAccount.generate(projectID: projectID, tokenURI: tokenURI)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try SecretFile.write(
+            Array(try encoder.encode(account)) + [0x0A],
+            to: fcmServiceAccountPath(in: directory),
+            mode: 0o600,
+            overwrite: overwrite
+        )
+        let registration = SandboxServiceAccount(
+            clientEmail: account.clientEmail,
+            privateKeyID: account.privateKeyID,
+            projectID: account.projectID,
+            publicKeyPEM: publicKeyPEM
+        )
+        try SecretFile.write(
+            Array(try encoder.encode(registration)) + [0x0A],
+            to: fcmPublicPath(in: directory),
+            mode: 0o644,
+            overwrite: overwrite
+        )
+        return account
+    }
+
+    /// The first AuthKey_*.json under `directory` with its .p8 beside it, made when there is none.
+    public static func developmentAPNsKey(in directory: String) throws -> APNsKeyMetadata {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+        for name in names where name.hasPrefix("AuthKey_") && name.hasSuffix(".json") {
+            let path = (directory as NSString).appendingPathComponent(name)
+            let p8 = String(path.dropLast(".json".count)) + ".p8"
+            guard FileManager.default.fileExists(atPath: p8), let data = FileManager.default.contents(atPath: path),
+                let metadata = try? JSONDecoder().decode(APNsKeyMetadata.self, from: data)
+            else { continue }
+            return metadata
+        }
+        return try makeAPNsKey(in: directory, keyID: nil, teamID: nil, overwrite: false)
+    }
+
+    /// keys/fcm-service-account.json, made when there is none.
+    public static func developmentServiceAccount(in directory: String) throws -> String {
+        let path = fcmServiceAccountPath(in: directory)
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = try makeFCMServiceAccount(
+                in: directory,
+                projectID: "herald-sandbox",
+                tokenURI: "https://127.0.0.1:2196/token",
+                overwrite: false
+            )
+        }
+        return path
+    }
+}
+
+/// What `herald keys apns` writes beside a key: its ids and public key.
+public struct APNsKeyMetadata: Codable, Equatable, Sendable {
+    public var keyID: String
+    public var teamID: String
+    public var publicKeyPEM: String
+
+    public init(keyID: String, teamID: String, publicKeyPEM: String) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.publicKeyPEM = publicKeyPEM
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case keyID = "key_id"
+        case teamID = "team_id"
+        case publicKeyPEM = "public_key_pem"
+    }
+}
+
+/// Apple's key and team identifiers: 10 characters from A–Z and 0–9.
+public enum AppleIdentifier {
+    public static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+    public static func isValid(_ value: String) -> Bool {
+        value.count == 10 && value.allSatisfy { alphabet.contains($0) }
+    }
+
+    public static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<10).map { _ in alphabet.randomElement(using: &generator)! })
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+public import HeraldCrypto
+
+/// The secrets a running Herald needs, from the environment or from files under the keys
+/// directory, made there (0600) on first start. Each comes back with where it came from, for the
+/// banner (never the secret itself).
+public struct ServerKeys: Sendable {
+    let keysDirectory: String
+    let environment: [String: String]
+
+    public init(keysDirectory: String, environment: [String: String]) {
+        self.keysDirectory = keysDirectory
+        self.environment = environment
+    }
+
+    private func path(_ name: String) -> String { (keysDirectory as NSString).appendingPathComponent(name) }
+
+    private func value(_ name: String) -> String? {
+        guard let value = environment[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// The master key from HERALD_MASTER_KEY or keys/master.key, made on first start.
+    public func masterKey() throws(HeraldServerError) -> (key: MasterKey, source: String) {
+        let file = path("master.key")
+        do {
+            if value(MasterKey.environmentVariable) != nil {
+                return (try MasterKey.resolve(environment: environment, path: file), MasterKey.environmentVariable)
+            }
+            if !FileManager.default.fileExists(atPath: file) {
+                try KeyFiles.makeDirectory(keysDirectory)
+                try MasterKey.generate().write(to: file)
+            }
+            return (try MasterKey.load(path: file), file)
+        } catch {
+            throw .credentials("\(file): \(error)")
+        }
+    }
+
+    /// The API key from HERALD_API_KEY or keys/api.key, made on first start.
+    public func apiKey() throws(HeraldServerError) -> (key: String, source: String) {
+        try secret(variable: "HERALD_API_KEY", file: path("api.key"), make: { "hk_" + $0 })
+    }
+
+    /// The provider's bearer secret from HERALD_PROVIDER_SECRET or `file`; made there when `make`.
+    public func providerSecret(file: String?, make: Bool) throws(HeraldServerError) -> (key: String, source: String) {
+        let file = file ?? path("provider.secret")
+        if !make, value("HERALD_PROVIDER_SECRET") == nil, !FileManager.default.fileExists(atPath: file) {
+            throw .credentials(
+                "cannot read the provider secret \(file) (start `herald provider` first, or set HERALD_PROVIDER_SECRET)"
+            )
+        }
+        return try secret(variable: "HERALD_PROVIDER_SECRET", file: file, make: { $0 })
+    }
+
+    /// A secret of at least 16 characters: the variable's, the file's, or a new one written to the file.
+    private func secret(
+        variable: String,
+        file: String,
+        make: (String) -> String
+    ) throws(HeraldServerError) -> (key: String, source: String) {
+        if let given = value(variable) {
+            guard given.count >= 16 else { throw .credentials("\(variable) must be at least 16 characters") }
+            return (given, variable)
+        }
+        if let text = try? String(contentsOfFile: file, encoding: .utf8) {
+            let key = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard key.count >= 16 else { throw .credentials("\(file) holds a secret shorter than 16 characters") }
+            return (key, file)
+        }
+        do {
+            try KeyFiles.makeParentDirectory(of: file)
+            let key = make(ByteEncoding.hex(SecureBytes.random(count: 24).copyBytes()))
+            try SecretFile.write(Array((key + "\n").utf8), to: file, mode: 0o600)
+            return (key, file)
+        } catch {
+            throw .credentials("cannot write \(file): \(error)")
+        }
+    }
+}

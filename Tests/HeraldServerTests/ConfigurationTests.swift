@@ -1,0 +1,140 @@
+import Foundation
+import HeraldServer
+import Testing
+
+/// Herald's configuration is resolved once: flags over environment over file over defaults, and
+/// a file is checked key by key.
+@Suite(.timeLimit(.minutes(1)))
+struct ConfigurationTests {
+    static func file(_ json: String) throws -> String {
+        let path = NSTemporaryDirectory() + "herald-config-\(UUID().uuidString).json"
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test(
+        "a key the configuration does not have is refused with its path",
+        arguments: [
+            (#"{"dispatcher": {"wrokers": 4}}"#, "dispatcher.wrokers"),
+            (#"{"prot": 9000}"#, "prot"),
+            (#"{"apps": [{"id": "com.example.a", "team_id": "T", "alert_titel": "x"}]}"#, "apps[0].alert_titel"),
+            (
+                #"{"adapters": {"genesys": {"secret": "0123456789abcdef", "authentification": "hmac"}}}"#,
+                "adapters.genesys.authentification"
+            ),
+        ]
+    )
+    func unknownKeys(json: String, key: String) throws {
+        let path = try Self.file(json)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(throws: HeraldServerError.configuration("\(path): unknown key '\(key)'")) {
+            try ConfigurationFile.load(path: path)
+        }
+    }
+
+    @Test("known keys, free-form maps and nulls load")
+    func knownKeys() throws {
+        let path = try Self.file(
+            #"""
+            {"host": "0.0.0.0", "port": 9000, "apns": null, "dispatcher": {"workers": 4, "batch_size": 64},
+             "adapters": {"cxone": {"secret": "0123456789abcdef", "customers": {"c-1": "alice"}}},
+             "chat": {"first_push_delay": 0}, "sandbox": {"apns_port": 0}, "log_level": "debug"}
+            """#
+        )
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = try ConfigurationFile.load(path: path)
+        #expect(
+            file.port == 9000 && file.dispatcher?.batchSize == 64
+                && file.adapters?["cxone"]?.customers == ["c-1": "alice"]
+        )
+        let configuration = try HeraldConfiguration(layers: [file])
+        #expect(configuration.host == "0.0.0.0" && configuration.workers == 4 && configuration.chatPushDelay == .zero)
+        #expect(configuration.sandboxPorts.apns == 0 && configuration.sandboxPorts.fcm == 2196)
+        #expect(configuration.logLevel == .debug)
+    }
+
+    @Test("flags win over the environment, which wins over the file, which wins over the defaults")
+    func precedence() throws {
+        var file = ConfigurationFile()
+        file.port = 1111
+        file.host = "10.0.0.1"
+        file.data = "file-data"
+        file.dispatcher = ConfigurationFile.Dispatcher()
+        file.dispatcher?.workers = 3
+        file.dispatcher?.batchSize = 100
+        let environment = try ConfigurationFile.environment([
+            "HERALD_PORT": "2222", "HERALD_HOST": "10.0.0.2", "HERALD_WORKERS": "5", "HERALD_UNRELATED": "x",
+        ])
+        var flags = ConfigurationFile()
+        flags.port = 3333
+        let configuration = try HeraldConfiguration(layers: [flags, environment, file])
+        #expect(configuration.port == 3333)
+        #expect(configuration.host == "10.0.0.2")
+        #expect(configuration.workers == 5)
+        // A nested section merges key by key: the environment's workers, the file's batch size.
+        #expect(configuration.batchSize == 100)
+        #expect(configuration.dataDirectory == "file-data")
+        #expect(configuration.keysDirectory == "keys")
+        #expect(try HeraldConfiguration(layers: []).port == 8080)
+    }
+
+    @Test("durations are whole seconds everywhere")
+    func durations() throws {
+        var file = ConfigurationFile()
+        file.presenceTTL = 90
+        file.messageRetention = 3600
+        file.chat = ConfigurationFile.Chat()
+        file.chat?.firstPushDelay = 5
+        let configuration = try HeraldConfiguration(layers: [file])
+        #expect(configuration.presenceTTL == .seconds(90))
+        #expect(configuration.messageRetention == .seconds(3600))
+        #expect(configuration.chatPushDelay == .seconds(5))
+        #expect(configuration.relayConfiguration.defaultPresenceTTL == 90)
+        #expect(configuration.relayConfiguration.messageRetention == 3600)
+    }
+
+    @Test(
+        "values out of range are refused with the setting's name",
+        arguments: [
+            (#"{"port": 70000}"#, "the port must be between 0 and 65535"),
+            (#"{"dispatcher": {"workers": 0}}"#, "workers must be between 1 and 64"),
+            (#"{"chat": {"first_push_delay": 7200}}"#, "chat.first_push_delay must be between 0 and 3600 seconds"),
+            (#"{"apns": {"key": "k.p8"}}"#, "--apns-team-id is needed with --apns-key"),
+            (
+                #"{"apns": {"key": "k.p8", "team_id": "T", "environment": "staging"}}"#,
+                "--apns-environment must be development or production"
+            ),
+            (
+                #"{"log_level": "loud"}"#,
+                "unknown log level 'loud' (trace, debug, info, notice, warning, error, critical)"
+            ),
+        ]
+    )
+    func ranges(json: String, message: String) throws {
+        let path = try Self.file(json)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(throws: HeraldServerError.configuration(message)) {
+            try HeraldConfiguration(layers: [try ConfigurationFile.load(path: path)])
+        }
+    }
+
+    @Test("an environment number that is not one is refused with the variable's name")
+    func environmentNumbers() {
+        #expect(throws: HeraldServerError.configuration("HERALD_PORT must be a whole number (got 'eighty')")) {
+            try ConfigurationFile.environment(["HERALD_PORT": "eighty"])
+        }
+    }
+
+    @Test("an APNs key names Apple's host for its environment unless a URL is given")
+    func apnsHosts() throws {
+        var file = ConfigurationFile()
+        file.apns = ConfigurationFile.APNs()
+        file.apns?.key = "keys/AuthKey_ABC.p8"
+        file.apns?.teamID = "TEAM123456"
+        #expect(try HeraldConfiguration(layers: [file]).apns?.url == HeraldConfiguration.appleDevelopment)
+        file.apns?.environment = "production"
+        #expect(try HeraldConfiguration(layers: [file]).apns?.url == HeraldConfiguration.appleProduction)
+        file.apns?.url = "https://127.0.0.1:2197"
+        #expect(try HeraldConfiguration(layers: [file]).apns?.url == "https://127.0.0.1:2197")
+    }
+}
