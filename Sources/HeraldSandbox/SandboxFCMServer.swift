@@ -50,8 +50,8 @@ enum SandboxFCMServer {
         router.post("/v1/projects/:project/messages:send") { request, context -> Response in
             let project = try context.parameters.require("project")
             // Too large (or cut off): nil, which the core answers 400.
-            let body = try? await request.body.collect(upTo: SandboxCore.maximumSendBody)
-            let answer = core.send(
+            let body = try? await request.body.collect(upTo: FCMEmulator.maximumSendBody)
+            let answer = core.fcm.send(
                 project: project,
                 authorization: request.headers[.authorization],
                 body: body.map { Array($0.readableBytesView) }
@@ -62,7 +62,7 @@ enum SandboxFCMServer {
         router.post("/token") { request, context -> Response in
             let body = try? await request.body.collect(upTo: 64 * 1024)
             let form = Self.form(body ?? ByteBuffer(), contentType: request.headers[.contentType])
-            return try await response(core.grantAccessToken(form: form))
+            return try await response(core.fcm.grantAccessToken(form: form))
         }
         return router
     }
