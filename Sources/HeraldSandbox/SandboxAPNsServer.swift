@@ -36,6 +36,8 @@ public final class SandboxAPNsServer: Sendable {
             privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem))
         )
         tlsConfiguration.applicationProtocols = ["h2"]
+        // Apple refuses TLS 1.0 and 1.1, and RFC 9113 §9.2 requires TLS 1.2 or later for HTTP/2.
+        tlsConfiguration.minimumTLSVersion = .tlsv12
         // Ask for a client certificate without requiring one: providers use either a provider
         // token or a certificate, as with Apple. The sandbox judges certificates itself, so that
         // a bad one is answered 403 BadCertificate rather than a failed handshake.

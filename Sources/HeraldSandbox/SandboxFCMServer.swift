@@ -24,12 +24,14 @@ enum SandboxFCMServer {
         onRunning: @escaping @Sendable (Int) -> Void
     ) throws -> some ApplicationProtocol {
         let configuration = core.configuration
-        let tls = TLSConfiguration.makeServerConfiguration(
+        var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(configuration.tls.certificateChainPath).map {
                 .certificate($0)
             },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: configuration.tls.privateKeyPath, format: .pem))
         )
+        // RFC 9113 §9.2 requires TLS 1.2 or later for HTTP/2; HTTP/1.1 clients get the same floor.
+        tls.minimumTLSVersion = .tlsv12
         return Application(
             router: router(core: core),
             server: try .http2Upgrade(tlsConfiguration: tls),
