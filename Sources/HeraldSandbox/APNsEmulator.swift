@@ -95,7 +95,8 @@ final class APNsEmulator: Sendable {
     // MARK: - Requests
 
     /// Applies every APNs rule to one request: answers, records it in the inspection log, and
-    /// hands an accepted notification to the registry.
+    /// hands an accepted notification to the registry (a connected device gets it once it is
+    /// recorded).
     func handle(_ request: SandboxAPNsRequest, connection: inout SandboxConnectionState) -> SandboxAPNsOutcome {
         let now = clock.now
         let nowMilliseconds = EpochTime.milliseconds()
@@ -129,8 +130,14 @@ final class APNsEmulator: Sendable {
                 at: nowMilliseconds
             )
 
+        var handoff = DeviceHandoff.none
         if case .accepted(let notification) = evaluation {
-            switch devices.deliver(notification, keepUntil: keepUntil(notification, now: nowMilliseconds)) {
+            let delivery: DeviceDelivery
+            (delivery, handoff) = devices.deliver(
+                notification,
+                keepUntil: keepUntil(notification, now: nowMilliseconds)
+            )
+            switch delivery {
             case .delivered: entry.delivery = .delivered
             case .stored: entry.delivery = .stored
             case .notKept: entry.delivery = notification.expiration == 0 ? .discardedTryOnce : .discardedExpired
@@ -175,6 +182,7 @@ final class APNsEmulator: Sendable {
             }
         }
         log.append(entry)
+        handoff.complete()
         return outcome
     }
 

@@ -39,6 +39,28 @@ enum DeviceDelivery: Equatable, Sendable {
     case refused(TokenState)
 }
 
+/// A push on its way to a connected device, which gets it at `complete()`.
+///
+/// The emulators complete it once the push is in the inspection log: whoever sees a push on a
+/// device then also finds its record, as when one lock covered both.
+struct DeviceHandoff: Sendable {
+    private let connection: AsyncStream<SandboxDeviceEvent>.Continuation?
+    private let event: SandboxDeviceEvent?
+
+    /// Nothing to hand over: the push was kept, dropped or refused.
+    static let none = DeviceHandoff(connection: nil, event: nil)
+
+    fileprivate init(connection: AsyncStream<SandboxDeviceEvent>.Continuation?, event: SandboxDeviceEvent?) {
+        self.connection = connection
+        self.event = event
+    }
+
+    /// Puts the push on the device's connection.
+    func complete() {
+        if let connection, let event { connection.yield(event) }
+    }
+}
+
 /// What the APNs emulator asks of the devices.
 protocol APNsDeviceDirectory: Sendable {
     /// The team of a registered app, nil when the app is unknown.
@@ -47,8 +69,11 @@ protocol APNsDeviceDirectory: Sendable {
     func apnsToken(_ token: String) -> APNsTokenRecord?
     /// Hands an accepted notification to the device its token belongs to, or keeps it (the last
     /// one per topic) until `keepUntil` (milliseconds since the epoch) while the device is
-    /// offline; nil keeps nothing.
-    func deliver(_ notification: SandboxNotification, keepUntil: Int64?) -> DeviceDelivery
+    /// offline; nil keeps nothing. A delivered one reaches the device at `handoff.complete()`.
+    func deliver(
+        _ notification: SandboxNotification,
+        keepUntil: Int64?
+    ) -> (delivery: DeviceDelivery, handoff: DeviceHandoff)
 }
 
 /// What the FCM emulator asks of the devices.
@@ -57,7 +82,8 @@ protocol FCMDeviceDirectory: Sendable {
     func fcmToken(_ token: String) -> FCMTokenRecord?
     /// Hands an accepted message to the device its token belongs to, or queues it until
     /// `keepUntil` (milliseconds since the epoch) while the device is offline; nil keeps nothing.
-    func deliver(_ message: SandboxFCMMessage, keepUntil: Int64?) -> DeviceDelivery
+    /// A delivered one reaches the device at `handoff.complete()`.
+    func deliver(_ message: SandboxFCMMessage, keepUntil: Int64?) -> (delivery: DeviceDelivery, handoff: DeviceHandoff)
 }
 
 /// The emulated devices: apps, devices and the tokens issued to them, uninstalls and expiries,
@@ -250,7 +276,10 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
 
     // MARK: - Delivery
 
-    func deliver(_ notification: SandboxNotification, keepUntil: Int64?) -> DeviceDelivery {
+    func deliver(
+        _ notification: SandboxNotification,
+        keepUntil: Int64?
+    ) -> (delivery: DeviceDelivery, handoff: DeviceHandoff) {
         let (delivery, connection) = state.withLock { state -> (DeviceDelivery, DeviceConnection?) in
             guard let token = state.apnsTokens[notification.token] else { return (.notKept, nil) }
             guard token.state == .active else { return (.refused(token.state), nil) }
@@ -261,12 +290,11 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 StoredNotification(notification: notification, expiresAt: keepUntil)
             return (.stored, nil)
         }
-        // Yielded outside the lock: the stream's own lock must not nest inside the registry's.
-        connection?.events.yield(.notification(notification))
-        return delivery
+        return (delivery, DeviceHandoff(connection: connection?.events, event: .notification(notification)))
     }
 
-    func deliver(_ message: SandboxFCMMessage, keepUntil: Int64?) -> DeviceDelivery {
+    func deliver(_ message: SandboxFCMMessage, keepUntil: Int64?) -> (delivery: DeviceDelivery, handoff: DeviceHandoff)
+    {
         let now = EpochTime.milliseconds()
         let (delivery, connection) = state.withLock { state -> (DeviceDelivery, DeviceConnection?) in
             guard let token = state.fcmTokens[message.token] else { return (.notKept, nil) }
@@ -276,8 +304,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             state.store(StoredMessage(message: message, expiresAt: keepUntil), for: token.deviceID, now: now)
             return (.stored, nil)
         }
-        connection?.events.yield(.fcmMessage(message))
-        return delivery
+        return (delivery, DeviceHandoff(connection: connection?.events, event: .fcmMessage(message)))
     }
 
     // MARK: - Device connections

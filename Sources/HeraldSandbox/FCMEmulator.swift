@@ -121,16 +121,20 @@ final class FCMEmulator: Sendable {
                 fault: authorized && !state.shuttingDown ? state.takeFault(matching: parsed.token) : nil
             )
         }
+        var handoff = DeviceHandoff.none
         var answer = evaluate(
             parsed,
             project: project,
             access: access,
             admission: admission,
             nowMilliseconds: nowMilliseconds,
-            record: &record
+            record: &record,
+            handoff: &handoff
         )
         answer.delay = admission.latency
         log.append(record)
+        // After the record: whoever sees the message on the device also finds it in the log.
+        handoff.complete()
         return answer
     }
 
@@ -150,7 +154,8 @@ final class FCMEmulator: Sendable {
         access: FCMTokenEndpoint.AccessGrant?,
         admission: Admission,
         nowMilliseconds: Int64,
-        record: inout SandboxFCMInspectionRecord
+        record: inout SandboxFCMInspectionRecord,
+        handoff: inout DeviceHandoff
     ) -> SandboxFCMAnswer {
         func fail(_ body: FCMErrorBody, code: String) -> SandboxFCMAnswer {
             record.status = body.error.code
@@ -238,7 +243,9 @@ final class FCMEmulator: Sendable {
         )
         let ttlSeconds = message.android?.ttl.flatMap(FCMMessage.seconds(ttl:)) ?? FCMMessage.maximumTTLSeconds
         let keepUntil = ttlSeconds == 0 ? nil : nowMilliseconds + ttlSeconds * 1000
-        switch devices.deliver(delivered, keepUntil: keepUntil) {
+        let delivery: DeviceDelivery
+        (delivery, handoff) = devices.deliver(delivered, keepUntil: keepUntil)
+        switch delivery {
         case .delivered: record.accept(name: name, delivery: "delivered")
         case .stored: record.accept(name: name, delivery: "stored")
         case .notKept: record.accept(name: name, delivery: "discarded: device offline and ttl is 0s")

@@ -38,11 +38,15 @@ struct APNsEmulatorTests {
                 ? APNsTokenRecord(deviceID: "dev-1", topic: APNsEmulatorTests.bundleID, kind: .messaging) : nil
         }
 
-        func deliver(_ notification: SandboxNotification, keepUntil: Int64?) -> DeviceDelivery {
-            state.withLock {
+        func deliver(
+            _ notification: SandboxNotification,
+            keepUntil: Int64?
+        ) -> (delivery: DeviceDelivery, handoff: DeviceHandoff) {
+            let delivery = state.withLock {
                 $0.handed.append(Handed(notification: notification, keepUntil: keepUntil))
                 return $0.answer
             }
+            return (delivery, .none)
         }
     }
 

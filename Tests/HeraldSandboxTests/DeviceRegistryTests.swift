@@ -77,7 +77,7 @@ struct DeviceRegistryTests {
         let registry = DeviceRegistry(apps: [Self.app])
         let device = try registry.registerDevice(bundleID: Self.app.bundleID)
         let token = try #require(device.messagingToken)
-        #expect(registry.deliver(Self.notification(to: token), keepUntil: Self.farFuture) == .stored)
+        #expect(registry.deliver(Self.notification(to: token), keepUntil: Self.farFuture).delivery == .stored)
         var events = try registry.connect(deviceID: device.deviceID).makeAsyncIterator()
         #expect(try registry.device(id: device.deviceID).connected)
 
@@ -98,7 +98,8 @@ struct DeviceRegistryTests {
         #expect(received.count == 3)
         #expect(throws: SandboxError.appUninstalled("")) { try registry.checkConnectable(deviceID: device.deviceID) }
         #expect(
-            registry.deliver(Self.notification(to: token), keepUntil: Self.farFuture) == .refused(.unregistered(at: at))
+            registry.deliver(Self.notification(to: token), keepUntil: Self.farFuture).delivery
+                == .refused(.unregistered(at: at))
         )
         #expect(throws: SandboxError.unknownDevice("")) { try registry.uninstall(deviceID: "dev-none") }
     }
@@ -130,11 +131,15 @@ struct DeviceRegistryTests {
         let device = try registry.registerDevice(bundleID: Self.app.bundleID)
         let token = try #require(device.messagingToken)
         let voip = try #require(device.voipToken)
-        #expect(registry.deliver(Self.notification(to: token, id: "old"), keepUntil: Self.farFuture) == .stored)
-        #expect(registry.deliver(Self.notification(to: token, id: "new"), keepUntil: Self.farFuture) == .stored)
+        #expect(
+            registry.deliver(Self.notification(to: token, id: "old"), keepUntil: Self.farFuture).delivery == .stored
+        )
+        #expect(
+            registry.deliver(Self.notification(to: token, id: "new"), keepUntil: Self.farFuture).delivery == .stored
+        )
         let call = Self.notification(to: voip, topic: Self.app.bundleID + ".voip", id: "call")
-        #expect(registry.deliver(call, keepUntil: Self.farFuture) == .stored)
-        #expect(registry.deliver(Self.notification(to: token, id: "once"), keepUntil: nil) == .notKept)
+        #expect(registry.deliver(call, keepUntil: Self.farFuture).delivery == .stored)
+        #expect(registry.deliver(Self.notification(to: token, id: "once"), keepUntil: nil).delivery == .notKept)
 
         var events = try registry.connect(deviceID: device.deviceID).makeAsyncIterator()
         var ids: Set<String> = []
@@ -142,7 +147,9 @@ struct DeviceRegistryTests {
             if case .notification(let notification) = await events.next() { ids.insert(notification.apnsID) }
         }
         #expect(ids == ["new", "call"])
-        #expect(registry.deliver(Self.notification(to: token, id: "live"), keepUntil: nil) == .delivered)
+        let (delivery, handoff) = registry.deliver(Self.notification(to: token, id: "live"), keepUntil: nil)
+        #expect(delivery == .delivered)
+        handoff.complete()
         guard case .notification(let live) = await events.next() else {
             Issue.record("no live notification")
             return
@@ -157,9 +164,9 @@ struct DeviceRegistryTests {
         let device = try registry.registerDevice(bundleID: "a", platform: .android, projectID: "p")
         let token = try #require(device.messagingToken)
         let expired = EpochTime.milliseconds() - 1
-        #expect(registry.deliver(Self.message(to: token, name: "gone"), keepUntil: expired) == .stored)
+        #expect(registry.deliver(Self.message(to: token, name: "gone"), keepUntil: expired).delivery == .stored)
         #expect(
-            registry.deliver(Self.message(to: token, name: "k1", collapseKey: "k"), keepUntil: Self.farFuture)
+            registry.deliver(Self.message(to: token, name: "k1", collapseKey: "k"), keepUntil: Self.farFuture).delivery
                 == .stored
         )
         let limit = DeviceRegistry.storedMessageLimit
@@ -168,7 +175,7 @@ struct DeviceRegistryTests {
         }
         // The queue is full: k2 replaces k1 (collapse key), then m99 pushes out the oldest, m0.
         #expect(
-            registry.deliver(Self.message(to: token, name: "k2", collapseKey: "k"), keepUntil: Self.farFuture)
+            registry.deliver(Self.message(to: token, name: "k2", collapseKey: "k"), keepUntil: Self.farFuture).delivery
                 == .stored
         )
         _ = registry.deliver(Self.message(to: token, name: "m\(limit - 1)"), keepUntil: Self.farFuture)
@@ -184,6 +191,21 @@ struct DeviceRegistryTests {
         #expect(Array(names.suffix(2)) == ["k2", "m\(limit - 1)"])
         #expect(!names.contains("k1") && !names.contains("gone") && !names.contains("m0"))
         registry.disconnectAll()
+        #expect(await events.next() == nil)
+    }
+
+    @Test func aDeliveredPushReachesTheDeviceOnlyWhenHandedOver() async throws {
+        let registry = DeviceRegistry(apps: [Self.app])
+        let device = try registry.registerDevice(bundleID: Self.app.bundleID)
+        let token = try #require(device.messagingToken)
+        var events = try registry.connect(deviceID: device.deviceID).makeAsyncIterator()
+        for _ in 0..<2 { _ = await events.next() }  // the two tokens
+        let (delivery, handoff) = registry.deliver(Self.notification(to: token), keepUntil: nil)
+        #expect(delivery == .delivered)
+        // Ending the connection before the handoff: had `deliver` yielded, the push would
+        // still come out of the stream before its end.
+        registry.disconnectAll()
+        handoff.complete()
         #expect(await events.next() == nil)
     }
 }
