@@ -1,4 +1,3 @@
-import Crypto
 import HeraldAPNsCore
 import Synchronization
 
