@@ -36,6 +36,8 @@ public final class SandboxAPNsServer: Sendable {
             privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem))
         )
         tlsConfiguration.applicationProtocols = ["h2"]
+        // Apple refuses TLS 1.0 and 1.1, and RFC 9113 §9.2 requires TLS 1.2 or later for HTTP/2.
+        tlsConfiguration.minimumTLSVersion = .tlsv12
         // Ask for a client certificate without requiring one: providers use either a provider
         // token or a certificate, as with Apple. The sandbox judges certificates itself, so that
         // a bad one is answered 403 BadCertificate rather than a failed handshake.
@@ -84,7 +86,7 @@ public final class SandboxAPNsServer: Sendable {
                     )
                     try sync.addHandler(
                         APNsConnectionHandler(
-                            core: core,
+                            emulator: core.apns,
                             maxConcurrentStreams: configuration.maxConcurrentStreams,
                             connections: connections,
                             identity: identity,
@@ -139,7 +141,7 @@ struct GoAwayRequest: Sendable {
     let reason: APNsReason?
 }
 
-/// One APNs connection: assembles requests from HEADERS and DATA frames, asks the core, and
+/// One APNs connection: assembles requests from HEADERS and DATA frames, asks the emulator, and
 /// answers on the stream.
 final class APNsConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
@@ -150,7 +152,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// lets a provider keep hundreds of streams in flight without waiting on WINDOW_UPDATE.
     private static let connectionWindow = 1 << 24
 
-    private let core: SandboxCore
+    private let emulator: APNsEmulator
     private let maxConcurrentStreams: Int
     private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
     private let identity: ClientCertificateBox
@@ -170,13 +172,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var drainPingSent = false
 
     init(
-        core: SandboxCore,
+        emulator: APNsEmulator,
         maxConcurrentStreams: Int,
         connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>,
         identity: ClientCertificateBox,
         logger: Logger
     ) {
-        self.core = core
+        self.emulator = emulator
         self.maxConcurrentStreams = maxConcurrentStreams
         self.connections = connections
         self.identity = identity
@@ -307,7 +309,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         guard !closing || streamID <= goAwayLastStreamID else { return }
         defer { if closing { closeIfDrained(context: context) } }
         if state.clientCertificate == nil { state.clientCertificate = identity.value }
-        let outcome = core.handle(request, connection: &state)
+        let outcome = emulator.handle(request, connection: &state)
         if state.authenticated, !raisedStreamLimit {
             raisedStreamLimit = true
             let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]

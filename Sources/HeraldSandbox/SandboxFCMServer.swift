@@ -24,12 +24,14 @@ enum SandboxFCMServer {
         onRunning: @escaping @Sendable (Int) -> Void
     ) throws -> some ApplicationProtocol {
         let configuration = core.configuration
-        let tls = TLSConfiguration.makeServerConfiguration(
+        var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(configuration.tls.certificateChainPath).map {
                 .certificate($0)
             },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: configuration.tls.privateKeyPath, format: .pem))
         )
+        // RFC 9113 §9.2 requires TLS 1.2 or later for HTTP/2; HTTP/1.1 clients get the same floor.
+        tls.minimumTLSVersion = .tlsv12
         return Application(
             router: router(core: core),
             server: try .http2Upgrade(tlsConfiguration: tls),
@@ -50,8 +52,8 @@ enum SandboxFCMServer {
         router.post("/v1/projects/:project/messages:send") { request, context -> Response in
             let project = try context.parameters.require("project")
             // Too large (or cut off): nil, which the core answers 400.
-            let body = try? await request.body.collect(upTo: SandboxCore.maximumSendBody)
-            let answer = core.send(
+            let body = try? await request.body.collect(upTo: FCMEmulator.maximumSendBody)
+            let answer = core.fcm.send(
                 project: project,
                 authorization: request.headers[.authorization],
                 body: body.map { Array($0.readableBytesView) }
@@ -62,7 +64,7 @@ enum SandboxFCMServer {
         router.post("/token") { request, context -> Response in
             let body = try? await request.body.collect(upTo: 64 * 1024)
             let form = Self.form(body ?? ByteBuffer(), contentType: request.headers[.contentType])
-            return try await response(core.grantAccessToken(form: form))
+            return try await response(core.fcm.grantAccessToken(form: form))
         }
         return router
     }

@@ -1,0 +1,490 @@
+import DequeModule
+import Synchronization
+
+/// The state of a token the sandbox issued.
+enum TokenState: Equatable, Sendable {
+    case active
+    /// The app was uninstalled, at this moment (milliseconds since the epoch).
+    case unregistered(at: Int64)
+    /// Expired through the control API, at this moment (milliseconds since the epoch).
+    case expired(at: Int64)
+}
+
+/// An APNs device token as the APNs rules need it.
+struct APNsTokenRecord: Equatable, Sendable {
+    let deviceID: String
+    /// The topic it takes pushes for: the bundle id, or the bundle id + `.voip`.
+    let topic: String
+    let kind: SandboxTokenKind
+    var state: TokenState = .active
+}
+
+/// An FCM registration token as the `messages:send` rules need it.
+struct FCMTokenRecord: Equatable, Sendable {
+    let deviceID: String
+    let projectID: String
+    var state: TokenState = .active
+}
+
+/// What became of a push handed to its device.
+enum DeviceDelivery: Equatable, Sendable {
+    /// The device is connected and has it.
+    case delivered
+    /// The device is offline; it gets the push when it connects.
+    case stored
+    /// The device is offline and the push was not to be kept.
+    case notKept
+    /// The token stopped being active after the push was checked (an uninstall or an expiry
+    /// that won the race): the push must be refused as if it had come later.
+    case refused(TokenState)
+}
+
+/// A push on its way to a connected device, which gets it at `complete()`.
+///
+/// The emulators complete it once the push is in the inspection log: whoever sees a push on a
+/// device then also finds its record, as when one lock covered both.
+struct DeviceHandoff: Sendable {
+    private let connection: AsyncStream<SandboxDeviceEvent>.Continuation?
+    private let event: SandboxDeviceEvent?
+
+    /// Nothing to hand over: the push was kept, dropped or refused.
+    static let none = DeviceHandoff(connection: nil, event: nil)
+
+    fileprivate init(connection: AsyncStream<SandboxDeviceEvent>.Continuation?, event: SandboxDeviceEvent?) {
+        self.connection = connection
+        self.event = event
+    }
+
+    /// Puts the push on the device's connection.
+    func complete() {
+        if let connection, let event { connection.yield(event) }
+    }
+}
+
+/// What the APNs emulator asks of the devices.
+protocol APNsDeviceDirectory: Sendable {
+    /// The team of a registered app, nil when the app is unknown.
+    func team(ofApp bundleID: String) -> String?
+    /// An APNs device token the sandbox issued (`token` in lowercase).
+    func apnsToken(_ token: String) -> APNsTokenRecord?
+    /// Hands an accepted notification to the device its token belongs to, or keeps it (the last
+    /// one per topic) until `keepUntil` (milliseconds since the epoch) while the device is
+    /// offline; nil keeps nothing. A delivered one reaches the device at `handoff.complete()`.
+    func deliver(
+        _ notification: SandboxNotification,
+        keepUntil: Int64?
+    ) -> (delivery: DeviceDelivery, handoff: DeviceHandoff)
+}
+
+/// What the FCM emulator asks of the devices.
+protocol FCMDeviceDirectory: Sendable {
+    /// An FCM registration token the sandbox issued.
+    func fcmToken(_ token: String) -> FCMTokenRecord?
+    /// Hands an accepted message to the device its token belongs to, or queues it until
+    /// `keepUntil` (milliseconds since the epoch) while the device is offline; nil keeps nothing.
+    /// A delivered one reaches the device at `handoff.complete()`.
+    func deliver(_ message: SandboxFCMMessage, keepUntil: Int64?) -> (delivery: DeviceDelivery, handoff: DeviceHandoff)
+}
+
+/// The emulated devices: apps, devices and the tokens issued to them, uninstalls and expiries,
+/// device connections, and what is kept for offline devices (the last notification per topic,
+/// a queue of FCM messages).
+///
+/// On the APNs path for every push, so its state sits behind a `Mutex` held for a few
+/// microseconds rather than in an actor.
+final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
+    /// How many messages FCM keeps for an offline device; the oldest goes first.
+    static let storedMessageLimit = 100
+
+    private let state: Mutex<State>
+    private let clock = ContinuousClock()
+
+    /// A registry that knows `apps` (bundle id and team) and no device yet.
+    init(apps: [SandboxApp] = []) {
+        var initial = State()
+        for app in apps { initial.apps[app.bundleID] = app.teamID }
+        state = Mutex(initial)
+    }
+
+    // MARK: - Apps
+
+    /// Registers (or re-registers) an app.
+    func register(app: SandboxApp) throws(SandboxError) {
+        guard !app.bundleID.isEmpty, !app.teamID.isEmpty else {
+            throw .invalidRequest("bundle_id and team_id must not be empty")
+        }
+        state.withLock { $0.apps[app.bundleID] = app.teamID }
+    }
+
+    /// The registered apps, by bundle id.
+    var apps: [SandboxApp] {
+        state.withLock { $0.apps.map { SandboxApp(bundleID: $0.key, teamID: $0.value) } }
+            .sorted { $0.bundleID < $1.bundleID }
+    }
+
+    func team(ofApp bundleID: String) -> String? {
+        state.withLock { $0.apps[bundleID] }
+    }
+
+    // MARK: - Devices and tokens
+
+    /// Registers an emulated device and issues its tokens, which the device receives after the
+    /// given delays.
+    ///
+    /// An iOS device is for a registered app and gets an APNs messaging token and a VoIP token.
+    /// An Android device gets one FCM registration token for `projectID`, which defaults to the
+    /// one project in `serviceAccountProjects`; its `bundleID` is a package name and needs no
+    /// registration.
+    func registerDevice(
+        bundleID: String,
+        messagingTokenDelay: Duration = .zero,
+        voipTokenDelay: Duration = .zero,
+        platform: SandboxPlatform = .ios,
+        projectID: String? = nil,
+        serviceAccountProjects: @autoclosure () -> Set<String> = []
+    ) throws(SandboxError) -> SandboxDevice {
+        let now = clock.now
+        switch platform {
+        case .ios:
+            guard projectID == nil else {
+                throw .invalidRequest("project_id is for Android devices; an iOS device gets APNs tokens")
+            }
+            let device = DeviceRecord(
+                id: "dev-" + RandomText.hex(bytes: 8),
+                bundleID: bundleID,
+                platform: .ios,
+                projectID: nil,
+                messagingToken: RandomText.hex(bytes: 32),
+                voipToken: RandomText.hex(bytes: 32),
+                messagingReadyAt: now + messagingTokenDelay,
+                voipReadyAt: now + voipTokenDelay
+            )
+            return try state.withLock { (state) throws(SandboxError) in
+                guard state.apps[bundleID] != nil else { throw .unknownApp(bundleID) }
+                state.devices[device.id] = device
+                state.apnsTokens[device.messagingToken] = APNsTokenRecord(
+                    deviceID: device.id,
+                    topic: bundleID,
+                    kind: .messaging
+                )
+                if let voipToken = device.voipToken {
+                    state.apnsTokens[voipToken] = APNsTokenRecord(
+                        deviceID: device.id,
+                        topic: bundleID + ".voip",
+                        kind: .voip
+                    )
+                }
+                return state.view(of: device, now: now)
+            }
+        case .android:
+            guard !bundleID.isEmpty else { throw .invalidRequest("bundle_id (the package name) must not be empty") }
+            let project = try Self.project(projectID, serviceAccountProjects: serviceAccountProjects())
+            let device = DeviceRecord(
+                id: "dev-" + RandomText.hex(bytes: 8),
+                bundleID: bundleID,
+                platform: .android,
+                projectID: project,
+                messagingToken: RandomText.registrationToken(),
+                voipToken: nil,
+                messagingReadyAt: now + messagingTokenDelay,
+                voipReadyAt: now
+            )
+            return state.withLock { state in
+                state.devices[device.id] = device
+                state.fcmTokens[device.messagingToken] = FCMTokenRecord(deviceID: device.id, projectID: project)
+                return state.view(of: device, now: now)
+            }
+        }
+    }
+
+    /// The project of a new Android device: the one asked for, or the service accounts' project
+    /// when there is exactly one.
+    private static func project(
+        _ projectID: String?,
+        serviceAccountProjects projects: Set<String>
+    ) throws(SandboxError) -> String {
+        if let projectID {
+            guard !projectID.isEmpty else { throw .invalidRequest("project_id must not be empty") }
+            return projectID
+        }
+        guard projects.count == 1, let project = projects.first else {
+            throw .invalidRequest(
+                projects.isEmpty
+                    ? "project_id is required for an Android device: no service account is registered "
+                        + "(POST /sandbox/fcm/service-accounts) to take the project from"
+                    : "project_id is required for an Android device: service accounts of \(projects.count) "
+                        + "projects are registered (\(projects.sorted().joined(separator: ", ")))"
+            )
+        }
+        return project
+    }
+
+    /// A device as the control API shows it: tokens appear only once their delay has passed.
+    func device(id: String) throws(SandboxError) -> SandboxDevice {
+        let now = clock.now
+        return try state.withLock { (state) throws(SandboxError) in
+            guard let device = state.devices[id] else { throw .unknownDevice(id) }
+            return state.view(of: device, now: now)
+        }
+    }
+
+    /// Uninstalls the app from a device: its tokens become unregistered (with this moment as the
+    /// timestamp), and its connection and what was kept for it go.
+    func uninstall(deviceID: String) throws(SandboxError) {
+        let timestamp = EpochTime.milliseconds()
+        let connection = try state.withLock { (state) throws(SandboxError) -> DeviceConnection? in
+            guard let device = state.devices[deviceID] else { throw .unknownDevice(deviceID) }
+            switch device.platform {
+            case .ios:
+                for token in [device.messagingToken] + (device.voipToken.map { [$0] } ?? [])
+                where state.apnsTokens[token]?.state == .active {
+                    state.apnsTokens[token]?.state = .unregistered(at: timestamp)
+                }
+            case .android:
+                if state.fcmTokens[device.messagingToken]?.state == .active {
+                    state.fcmTokens[device.messagingToken]?.state = .unregistered(at: timestamp)
+                }
+            }
+            state.storedNotifications = state.storedNotifications.filter { $0.key.deviceID != deviceID }
+            state.storedMessages[deviceID] = nil
+            return state.connections.removeValue(forKey: deviceID)
+        }
+        connection?.events.finish()
+    }
+
+    /// Marks one token expired. Registration tokens are matched exactly; APNs device tokens in
+    /// any case.
+    func expire(token: String) throws(SandboxError) {
+        let timestamp = EpochTime.milliseconds()
+        try state.withLock { (state) throws(SandboxError) in
+            if state.fcmTokens[token] != nil {
+                state.fcmTokens[token]?.state = .expired(at: timestamp)
+                return
+            }
+            guard state.apnsTokens[token.lowercased()] != nil else { throw .unknownToken(token) }
+            state.apnsTokens[token.lowercased()]?.state = .expired(at: timestamp)
+        }
+    }
+
+    func apnsToken(_ token: String) -> APNsTokenRecord? {
+        state.withLock { $0.apnsTokens[token] }
+    }
+
+    func fcmToken(_ token: String) -> FCMTokenRecord? {
+        state.withLock { $0.fcmTokens[token] }
+    }
+
+    // MARK: - Delivery
+
+    func deliver(
+        _ notification: SandboxNotification,
+        keepUntil: Int64?
+    ) -> (delivery: DeviceDelivery, handoff: DeviceHandoff) {
+        let (delivery, connection) = state.withLock { state -> (DeviceDelivery, DeviceConnection?) in
+            guard let token = state.apnsTokens[notification.token] else { return (.notKept, nil) }
+            guard token.state == .active else { return (.refused(token.state), nil) }
+            if let connection = state.connections[token.deviceID] { return (.delivered, connection) }
+            guard let keepUntil else { return (.notKept, nil) }
+            // APNs keeps only the last notification per app (topic) for an offline device.
+            state.storedNotifications[StoredKey(deviceID: token.deviceID, topic: notification.topic)] =
+                StoredNotification(notification: notification, expiresAt: keepUntil)
+            return (.stored, nil)
+        }
+        return (delivery, DeviceHandoff(connection: connection?.events, event: .notification(notification)))
+    }
+
+    func deliver(_ message: SandboxFCMMessage, keepUntil: Int64?) -> (delivery: DeviceDelivery, handoff: DeviceHandoff)
+    {
+        let now = EpochTime.milliseconds()
+        let (delivery, connection) = state.withLock { state -> (DeviceDelivery, DeviceConnection?) in
+            guard let token = state.fcmTokens[message.token] else { return (.notKept, nil) }
+            guard token.state == .active else { return (.refused(token.state), nil) }
+            if let connection = state.connections[token.deviceID] { return (.delivered, connection) }
+            guard let keepUntil else { return (.notKept, nil) }
+            state.store(StoredMessage(message: message, expiresAt: keepUntil), for: token.deviceID, now: now)
+            return (.stored, nil)
+        }
+        return (delivery, DeviceHandoff(connection: connection?.events, event: .fcmMessage(message)))
+    }
+
+    // MARK: - Device connections
+
+    /// Throws unless the device exists and its app is installed: checked before a WebSocket
+    /// upgrade, so a refusal is an HTTP answer and not a socket that closes at once.
+    func checkConnectable(deviceID: String) throws(SandboxError) {
+        try state.withLock { (state) throws(SandboxError) in try state.checkConnectable(deviceID) }
+    }
+
+    /// Opens the device's connection: the returned stream yields its tokens as they become
+    /// available, what was kept while it was offline, then every new push, in order. A second
+    /// connection for the same device replaces the first.
+    func connect(deviceID: String) throws(SandboxError) -> AsyncStream<SandboxDeviceEvent> {
+        let now = clock.now
+        let nowMilliseconds = EpochTime.milliseconds()
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: SandboxDeviceEvent.self,
+            bufferingPolicy: .bufferingOldest(10_000)
+        )
+        let (id, replaced, later) = try state.withLock {
+            (state) throws(SandboxError) -> (UInt64, DeviceConnection?, [TokenReveal]) in
+            try state.checkConnectable(deviceID)
+            let device = state.devices[deviceID]!
+            state.nextConnectionID += 1
+            let replaced = state.connections.updateValue(
+                DeviceConnection(id: state.nextConnectionID, events: continuation),
+                forKey: deviceID
+            )
+            // Yielded under the lock: a push delivered right after must not overtake these.
+            var later: [TokenReveal] = []
+            var tokens = [(SandboxTokenKind.messaging, device.messagingToken, device.messagingReadyAt)]
+            if let voipToken = device.voipToken { tokens.append((.voip, voipToken, device.voipReadyAt)) }
+            for (kind, token, readyAt) in tokens {
+                if readyAt <= now {
+                    continuation.yield(.token(kind: kind, token: token))
+                } else {
+                    later.append((kind, token, readyAt))
+                }
+            }
+            for key in state.storedNotifications.keys where key.deviceID == deviceID {
+                if let stored = state.storedNotifications.removeValue(forKey: key), stored.expiresAt > nowMilliseconds {
+                    continuation.yield(.notification(stored.notification))
+                }
+            }
+            for stored in state.storedMessages.removeValue(forKey: deviceID) ?? []
+            where stored.expiresAt > nowMilliseconds {
+                continuation.yield(.fcmMessage(stored.message))
+            }
+            return (state.nextConnectionID, replaced, later)
+        }
+        replaced?.events.finish()
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { state in
+                if state.connections[deviceID]?.id == id { state.connections[deviceID] = nil }
+            }
+        }
+        if !later.isEmpty {
+            // onTermination has one slot: chain the reveal cancellation into the removal above.
+            let removal = continuation.onTermination
+            let clock = clock
+            let reveal = Task {
+                for (kind, token, readyAt) in later.sorted(by: { $0.2 < $1.2 }) {
+                    try await clock.sleep(until: readyAt)
+                    continuation.yield(.token(kind: kind, token: token))
+                }
+            }
+            continuation.onTermination = { reason in
+                reveal.cancel()
+                removal?(reason)
+            }
+        }
+        return stream
+    }
+
+    /// Ends every device connection.
+    func disconnectAll() {
+        let connections = state.withLock { state in
+            defer { state.connections.removeAll() }
+            return Array(state.connections.values)
+        }
+        for connection in connections { connection.events.finish() }
+    }
+}
+
+// MARK: - State
+
+extension DeviceRegistry {
+    struct DeviceRecord {
+        let id: String
+        let bundleID: String
+        let platform: SandboxPlatform
+        let projectID: String?
+        /// The APNs device token (iOS) or the FCM registration token (Android).
+        let messagingToken: String
+        /// nil for Android.
+        let voipToken: String?
+        let messagingReadyAt: ContinuousClock.Instant
+        let voipReadyAt: ContinuousClock.Instant
+    }
+
+    /// A token handed to a device later, at its retrieval delay.
+    typealias TokenReveal = (kind: SandboxTokenKind, token: String, readyAt: ContinuousClock.Instant)
+
+    /// What APNs keeps per offline device: one notification per topic.
+    struct StoredKey: Hashable {
+        let deviceID: String
+        let topic: String
+    }
+
+    struct StoredNotification {
+        let notification: SandboxNotification
+        /// Milliseconds since the epoch.
+        let expiresAt: Int64
+    }
+
+    struct StoredMessage {
+        let message: SandboxFCMMessage
+        /// Milliseconds since the epoch.
+        let expiresAt: Int64
+    }
+
+    struct DeviceConnection {
+        let id: UInt64
+        let events: AsyncStream<SandboxDeviceEvent>.Continuation
+    }
+
+    struct State {
+        var apps: [String: String] = [:]
+        var devices: [String: DeviceRecord] = [:]
+        var apnsTokens: [String: APNsTokenRecord] = [:]
+        var fcmTokens: [String: FCMTokenRecord] = [:]
+        var storedNotifications: [StoredKey: StoredNotification] = [:]
+        var storedMessages: [String: Deque<StoredMessage>] = [:]
+        var connections: [String: DeviceConnection] = [:]
+        var nextConnectionID: UInt64 = 0
+
+        /// Throws unless `deviceID` exists and its app is installed.
+        func checkConnectable(_ deviceID: String) throws(SandboxError) {
+            guard let device = devices[deviceID] else { throw .unknownDevice(deviceID) }
+            let status =
+                switch device.platform {
+                case .ios: apnsTokens[device.messagingToken]?.state
+                case .android: fcmTokens[device.messagingToken]?.state
+                }
+            if case .unregistered = status {
+                throw .appUninstalled(deviceID)
+            }
+        }
+
+        func view(of device: DeviceRecord, now: ContinuousClock.Instant) -> SandboxDevice {
+            func remaining(_ instant: ContinuousClock.Instant) -> Int64 {
+                instant <= now ? 0 : Int64((instant - now) / .milliseconds(1)) + 1
+            }
+            return SandboxDevice(
+                deviceID: device.id,
+                bundleID: device.bundleID,
+                platform: device.platform,
+                projectID: device.projectID,
+                messagingToken: device.messagingReadyAt <= now ? device.messagingToken : nil,
+                voipToken: device.voipReadyAt <= now ? device.voipToken : nil,
+                messagingTokenReadyInMs: remaining(device.messagingReadyAt),
+                voipTokenReadyInMs: device.voipToken == nil ? 0 : remaining(device.voipReadyAt),
+                connected: connections[device.id] != nil
+            )
+        }
+
+        /// Keeps a message for an offline device: expired ones go, one with the same collapse key
+        /// is replaced, and beyond the limit the oldest is dropped.
+        mutating func store(_ stored: StoredMessage, for deviceID: String, now: Int64) {
+            var queue = storedMessages.removeValue(forKey: deviceID) ?? []
+            queue.removeAll { $0.expiresAt <= now }
+            if let key = stored.message.collapseKey {
+                queue.removeAll { $0.message.collapseKey == key }
+            }
+            queue.append(stored)
+            if queue.count > DeviceRegistry.storedMessageLimit {
+                queue.removeFirst(queue.count - DeviceRegistry.storedMessageLimit)
+            }
+            storedMessages[deviceID] = queue
+        }
+    }
+}

@@ -1,0 +1,346 @@
+import Foundation
+import HeraldAPNsCore
+import HeraldFCMCore
+import Synchronization
+
+/// An answer of the FCM listener, as the emulator decides it: the transport only writes it.
+struct SandboxFCMAnswer: Sendable {
+    var status: Int
+    var body: Data
+    /// Seconds for a `Retry-After` header.
+    var retryAfter: Int?
+    /// Latency to add before answering.
+    var delay: Duration = .zero
+    /// Adds `WWW-Authenticate: Bearer`, as Google does with 401.
+    var challenge = false
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    static func json(_ status: Int, _ value: some Encodable) -> Self {
+        SandboxFCMAnswer(status: status, body: (try? encoder.encode(value)) ?? Data("{}".utf8))
+    }
+}
+
+/// FCM HTTP v1: the `messages:send` rules and error codes, FCM faults and latency, and the
+/// OAuth2 token endpoint whose access tokens authorize the sends. Registration tokens and
+/// devices are the registry's: the emulator asks it whether a token is live and hands it
+/// accepted messages.
+final class FCMEmulator: Sendable {
+    /// The token endpoint (`POST /token`) whose access tokens authorize sends.
+    let tokenEndpoint: FCMTokenEndpoint
+    private let devices: any FCMDeviceDirectory
+    /// Where every send and token request is recorded.
+    let log: InspectionLog<SandboxFCMInspectionRecord>
+    private let state = Mutex(State())
+
+    /// The configuration's service accounts and token lifetime, over `devices`, recording into `log`.
+    init(
+        configuration: SandboxConfiguration,
+        devices: any FCMDeviceDirectory,
+        log: InspectionLog<SandboxFCMInspectionRecord>
+    ) throws(SandboxError) {
+        tokenEndpoint = try FCMTokenEndpoint(
+            serviceAccounts: configuration.serviceAccounts,
+            accessTokenLifetime: configuration.fcmAccessTokenLifetime
+        )
+        self.devices = devices
+        self.log = log
+    }
+
+    // MARK: - Faults, latency, shutdown
+
+    /// Queues a fault for the next matching `messages:send` requests.
+    func inject(_ fault: SandboxFCMFault) throws(SandboxError) {
+        guard fault.count > 0 else { throw .invalidRequest("count must be at least 1") }
+        if let status = fault.status, !(400...599).contains(status) {
+            throw .invalidRequest("status must be an error status, between 400 and 599")
+        }
+        if let retryAfter = fault.retryAfter, !(0...86_400).contains(retryAfter) {
+            throw .invalidRequest("retry_after must be between 0 and 86400 seconds")
+        }
+        state.withLock { $0.faults.append(fault) }
+    }
+
+    /// Adds latency to every answer (sends and token requests) from now on; `.zero` removes it.
+    func setLatency(_ latency: Duration) {
+        state.withLock { $0.latency = latency }
+    }
+
+    /// Removes every queued fault and the latency.
+    func clearFaults() {
+        state.withLock {
+            $0.faults.removeAll()
+            $0.latency = .zero
+        }
+    }
+
+    /// From now on every send gets 503 UNAVAILABLE.
+    func beginShutdown() {
+        state.withLock { $0.shuttingDown = true }
+    }
+
+    // MARK: - Requests
+
+    /// `POST /token`: the token endpoint's answer, recorded and delayed like every FCM answer.
+    func grantAccessToken(form: [String: String]) -> SandboxFCMAnswer {
+        var record = SandboxFCMInspectionRecord(kind: .token, receivedAt: EpochTime.milliseconds())
+        var answer = tokenEndpoint.grant(form: form, record: &record)
+        answer.delay = state.withLock { $0.latency }
+        log.append(record)
+        return answer
+    }
+
+    /// `POST /v1/projects/{project}/messages:send`: applies FCM's rules to one request, records it
+    /// in the FCM inspection log, and hands an accepted message to the registry. `body` is nil
+    /// when it was larger than the listener reads.
+    func send(project: String, authorization: String?, body: [UInt8]?) -> SandboxFCMAnswer {
+        let parsed = Self.parseSend(body)
+        let nowMilliseconds = EpochTime.milliseconds()
+        var record = SandboxFCMInspectionRecord(kind: .send, receivedAt: nowMilliseconds)
+        record.project = project
+        record.token = parsed.token
+        if let message = parsed.request?.message {
+            record.priority = message.android?.priority?.rawValue
+            record.ttl = message.android?.ttl
+            record.collapseKey = message.android?.collapseKey
+            record.data = message.data ?? [:]
+        }
+        // Looked up before the emulator's lock (locks are never nested); it changes nothing.
+        let access = Self.bearer(authorization).flatMap(tokenEndpoint.access(for:))
+        let authorized = access.map { $0.projectID == project && $0.messaging } ?? false
+        let admission = state.withLock { state in
+            Admission(
+                seed: state.random.next(),
+                latency: state.latency,
+                shuttingDown: state.shuttingDown,
+                // Injected faults hit authorized requests, as FCM's own failures do.
+                fault: authorized && !state.shuttingDown ? state.takeFault(matching: parsed.token) : nil
+            )
+        }
+        var handoff = DeviceHandoff.none
+        var answer = evaluate(
+            parsed,
+            project: project,
+            access: access,
+            admission: admission,
+            nowMilliseconds: nowMilliseconds,
+            record: &record,
+            handoff: &handoff
+        )
+        answer.delay = admission.latency
+        log.append(record)
+        // After the record: whoever sees the message on the device also finds it in the log.
+        handoff.complete()
+        return answer
+    }
+
+    private struct Admission {
+        /// Seeds the message name.
+        var seed: UInt64
+        var latency: Duration
+        var shuttingDown: Bool
+        var fault: SandboxFCMFault?
+    }
+
+    /// FCM's order: the service, the credentials and their permission, then the request, the
+    /// target, and last the registration token.
+    private func evaluate(
+        _ parsed: ParsedSend,
+        project: String,
+        access: FCMTokenEndpoint.AccessGrant?,
+        admission: Admission,
+        nowMilliseconds: Int64,
+        record: inout SandboxFCMInspectionRecord,
+        handoff: inout DeviceHandoff
+    ) -> SandboxFCMAnswer {
+        func fail(_ body: FCMErrorBody, code: String) -> SandboxFCMAnswer {
+            record.status = body.error.code
+            record.errorCode = code
+            record.errorMessage = body.error.message
+            return .json(body.error.code, body)
+        }
+        func fail(_ code: FCMErrorCode, _ message: String? = nil, field: String? = nil) -> SandboxFCMAnswer {
+            fail(FCMErrorBody(code: code, message: message, field: field), code: code.rawValue)
+        }
+
+        if admission.shuttingDown { return fail(.unavailable) }
+
+        // Credentials: an unexpired access token from the token endpoint, for this project.
+        guard let access else {
+            var answer = fail(Self.unauthenticated, code: "UNAUTHENTICATED")
+            answer.challenge = true
+            return answer
+        }
+        guard access.projectID == project else {
+            return fail(Self.permissionDenied(project: project), code: "PERMISSION_DENIED")
+        }
+        guard access.messaging else {
+            return fail(Self.insufficientScopes, code: "PERMISSION_DENIED")
+        }
+
+        if let fault = admission.fault {
+            var body = FCMErrorBody(code: fault.errorCode)
+            if let status = fault.status { body.error.code = status }
+            var answer = fail(body, code: fault.errorCode.rawValue)
+            answer.retryAfter = fault.retryAfter
+            record.outcome = "injected"
+            return answer
+        }
+
+        // The request.
+        let request: FCMSendRequest
+        switch parsed.result {
+        case .failure(let invalid):
+            return fail(.invalidArgument, invalid.message, field: invalid.field)
+        case .success(let value):
+            request = value
+        }
+        let message = request.message
+        do {
+            try message.validate()
+        } catch {
+            return fail(.invalidArgument, error.message, field: error.field)
+        }
+        guard let token = message.token else {
+            let field = message.topic != nil ? "message.topic" : "message.condition"
+            return fail(
+                .invalidArgument,
+                "The sandbox delivers to registration tokens only; topic and condition messages are not supported.",
+                field: field
+            )
+        }
+
+        // The registration token.
+        guard let tokenRecord = devices.fcmToken(token) else {
+            return fail(
+                .invalidArgument,
+                "The registration token is not a valid FCM registration token",
+                field: "message.token"
+            )
+        }
+        guard tokenRecord.projectID == project else { return fail(.senderIDMismatch) }
+        guard tokenRecord.state == .active else { return fail(.unregistered) }
+
+        if request.validateOnly == true {
+            let name = "projects/\(project)/messages/fake_message_id"
+            record.accept(name: name, delivery: "validate_only")
+            return .json(200, ["name": name])
+        }
+        var random = SplitMix64(seed: admission.seed)
+        let name = "projects/\(project)/messages/0:\(nowMilliseconds)%\(RandomText.hex16(random.next()))"
+        let delivered = SandboxFCMMessage(
+            name: name,
+            token: token,
+            data: message.data ?? [:],
+            priority: message.android?.priority ?? .normal,
+            ttl: message.android?.ttl,
+            collapseKey: message.android?.collapseKey,
+            sentAt: nowMilliseconds
+        )
+        let ttlSeconds = message.android?.ttl.flatMap(FCMMessage.seconds(ttl:)) ?? FCMMessage.maximumTTLSeconds
+        let keepUntil = ttlSeconds == 0 ? nil : nowMilliseconds + ttlSeconds * 1000
+        let delivery: DeviceDelivery
+        (delivery, handoff) = devices.deliver(delivered, keepUntil: keepUntil)
+        switch delivery {
+        case .delivered: record.accept(name: name, delivery: "delivered")
+        case .stored: record.accept(name: name, delivery: "stored")
+        case .notKept: record.accept(name: name, delivery: "discarded: device offline and ttl is 0s")
+        case .refused: return fail(.unregistered)
+        }
+        return .json(200, ["name": name])
+    }
+
+    /// The access token of an `Authorization: Bearer …` header.
+    private static func bearer(_ authorization: String?) -> String? {
+        guard let authorization, authorization.utf8.count > 7,
+            authorization.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
+        else { return nil }
+        return String(Substring(authorization.utf8.dropFirst(7)))
+    }
+
+    static let unauthenticated = FCMErrorBody(
+        error: .init(
+            code: 401,
+            message: "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie "
+                + "or other valid authentication credential. "
+                + "See https://developers.google.com/identity/sign-in/web/devconsole-project.",
+            status: "UNAUTHENTICATED"
+        )
+    )
+
+    static let insufficientScopes = FCMErrorBody(
+        error: .init(code: 403, message: "Request had insufficient authentication scopes.", status: "PERMISSION_DENIED")
+    )
+
+    static func permissionDenied(project: String) -> FCMErrorBody {
+        FCMErrorBody(
+            error: .init(
+                code: 403,
+                message: "Permission 'cloudmessaging.messages.create' denied on resource "
+                    + "'//cloudresourcemanager.googleapis.com/projects/\(project)' (or it may not exist).",
+                status: "PERMISSION_DENIED"
+            )
+        )
+    }
+}
+
+// MARK: - State
+
+extension FCMEmulator {
+    struct State {
+        var faults: [SandboxFCMFault] = []
+        var latency: Duration = .zero
+        var shuttingDown = false
+        var random: SplitMix64 = {
+            var system = SystemRandomNumberGenerator()
+            return SplitMix64(seed: system.next())
+        }()
+
+        /// Takes one use of the first fault that matches `token`.
+        mutating func takeFault(matching token: String?) -> SandboxFCMFault? {
+            guard let index = faults.firstIndex(where: { $0.matches(token: token) }) else { return nil }
+            let fault = faults[index]
+            if fault.count <= 1 {
+                faults.remove(at: index)
+            } else {
+                faults[index].count -= 1
+            }
+            return fault
+        }
+    }
+}
+
+extension SandboxFCMInspectionRecord {
+    /// A record about to be filled in.
+    init(kind: Kind, receivedAt: Int64) {
+        self.init(
+            sequence: 0,
+            receivedAt: receivedAt,
+            kind: kind,
+            project: nil,
+            token: nil,
+            priority: nil,
+            ttl: nil,
+            collapseKey: nil,
+            data: nil,
+            status: 0,
+            errorCode: nil,
+            errorMessage: nil,
+            outcome: "rejected",
+            delivery: nil,
+            name: nil
+        )
+    }
+
+    /// Marks an accepted send.
+    mutating func accept(name: String, delivery: String) {
+        status = 200
+        outcome = "accepted"
+        self.name = name
+        self.delivery = delivery
+    }
+}

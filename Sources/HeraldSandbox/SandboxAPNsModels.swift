@@ -1,0 +1,78 @@
+public import HeraldAPNsCore
+
+/// One APNs request as the listener read it off an HTTP/2 stream.
+public struct SandboxAPNsRequest: Sendable {
+    public var method: String?
+    public var path: String?
+    public var authorization: String?
+    public var topic: String?
+    public var pushType: String?
+    public var priority: String?
+    public var expiration: String?
+    public var collapseID: String?
+    public var apnsID: String?
+    /// An `apns-*` or `authorization` header appeared more than once.
+    public var duplicateHeaders = false
+    /// The body, up to one byte past the largest allowed payload.
+    public var body: [UInt8] = []
+    /// The body was longer than `body` holds.
+    public var bodyTruncated = false
+
+    public init() {}
+
+    /// The most body bytes worth keeping: one past the VoIP limit proves "too large".
+    public static let bodyCapacity = 5121
+}
+
+/// Per-connection facts that APNs rules depend on.
+public struct SandboxConnectionState: Sendable {
+    /// The key id of the first provider token sent on this connection.
+    public var keyID: String?
+    /// The TLS client certificate the connection presented, if any: such a connection is
+    /// certificate-based and needs no provider token.
+    public var clientCertificate: SandboxClientCertificate?
+    /// Whether a valid provider token has been seen (the stream limit is raised after it).
+    public var authenticated = false
+
+    public init() {}
+}
+
+/// A TLS client certificate a connection presented.
+public enum SandboxClientCertificate: Sendable, Hashable {
+    /// Issued by the sandbox's CA for an app, for an environment.
+    case trusted(bundleID: String, environment: SandboxKey.Environment)
+    /// Not issued by the sandbox's CA, expired, or unreadable: 403 BadCertificate.
+    case untrusted
+}
+
+/// What the listener must do with a request.
+public enum SandboxAPNsOutcome: Sendable, Equatable {
+    /// Answer on the stream, after `delay`.
+    case respond(SandboxAPNsResponse, delay: Duration)
+    /// Close the connection without answering.
+    case drop
+    /// Send GOAWAY with this reason in its debug data, then close.
+    case goaway(APNsReason?)
+    /// Never answer.
+    case stall
+}
+
+/// An APNs answer.
+public struct SandboxAPNsResponse: Sendable, Equatable {
+    public var status: Int
+    public var apnsID: String
+    /// Sent on success, as Apple's development environment does.
+    public var uniqueID: String?
+    public var reason: APNsReason?
+    /// For 410: when the token stopped being valid, in milliseconds since the epoch.
+    public var timestamp: Int64?
+
+    /// The JSON body Apple sends with an error: `{"reason":"…"}`, plus `"timestamp"` for 410.
+    public var body: [UInt8]? {
+        guard let reason else { return nil }
+        if let timestamp {
+            return Array(#"{"reason":"\#(reason.rawValue)","timestamp":\#(timestamp)}"#.utf8)
+        }
+        return Array(#"{"reason":"\#(reason.rawValue)"}"#.utf8)
+    }
+}
