@@ -100,6 +100,7 @@ let package = Package(
             name: "HeraldSandbox",
             dependencies: [
                 "HeraldAPNsCore",
+                "HeraldHTTPSupport",
                 "HeraldFCMCore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),

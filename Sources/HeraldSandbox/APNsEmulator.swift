@@ -1,4 +1,5 @@
 import HeraldAPNsCore
+import HeraldHTTPSupport
 import Synchronization
 
 /// The APNs rules: provider keys and provider-token verification (with Apple's
@@ -262,12 +263,9 @@ final class APNsEmulator: Sendable {
                 admission.teamID = certificateTeam
             } else {
                 guard let authorization = request.authorization else { return refuse(.missingProviderToken) }
-                guard authorization.utf8.count > 7,
-                    authorization.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
-                else {
+                guard let jwt = Bearer.token(in: authorization).map(String.init) else {
                     return refuse(.invalidProviderToken)
                 }
-                let jwt = String(Substring(authorization.utf8.dropFirst(7)))
                 switch state.verify(providerToken: jwt, rules: rules, now: now, nowSeconds: nowMilliseconds / 1000) {
                 case .invalid(let reason, let keyID, let team):
                     admission.keyID = keyID

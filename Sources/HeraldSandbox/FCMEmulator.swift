@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldFCMCore
+import HeraldHTTPSupport
 import Synchronization
 
 /// An answer of the FCM listener, as the emulator decides it: the transport only writes it.
@@ -256,10 +257,7 @@ final class FCMEmulator: Sendable {
 
     /// The access token of an `Authorization: Bearer …` header.
     private static func bearer(_ authorization: String?) -> String? {
-        guard let authorization, authorization.utf8.count > 7,
-            authorization.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
-        else { return nil }
-        return String(Substring(authorization.utf8.dropFirst(7)))
+        Bearer.token(in: authorization).map(String.init)
     }
 
     static let unauthenticated = FCMErrorBody(

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsCore
+import HeraldHTTPSupport
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -221,15 +222,7 @@ struct JSON<Value: Encodable>: ResponseGenerator {
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(
-            status: status,
-            headers: headers,
-            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
-        )
+        try JSONResponse.make(status, value)
     }
 }
 
@@ -288,12 +281,9 @@ struct ControlErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
+    /// The control API's error answer: `{"error": message}` (docs/sandbox.md).
     static func response(status: HTTPResponse.Status, message: String) -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .withoutEscapingSlashes
-        let body = (try? encoder.encode(["error": message])) ?? Data(#"{"error":"internal error"}"#.utf8)
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        (try? JSONResponse.make(status, ["error": message]))
+            ?? JSONResponse.text(status, #"{"error":"internal error"}"#)
     }
 }

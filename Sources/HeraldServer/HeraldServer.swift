@@ -5,8 +5,8 @@ import HeraldCrypto
 import HeraldFCM
 import HeraldFCMCore
 import HeraldProvider
-public import HeraldPush
-public import HeraldRelay
+import HeraldPush
+import HeraldRelay
 import HeraldRelayHTTP
 import HeraldRelayProvider
 import HeraldSandbox
@@ -19,7 +19,7 @@ import Metrics
 import NIOCore
 import NIOPosix
 public import Prometheus
-public import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 /// A running Herald built from one resolved configuration: `herald serve` (the relay with the

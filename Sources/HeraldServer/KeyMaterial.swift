@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-public import HeraldCrypto
+import HeraldCrypto
 public import HeraldFCMCore
 import HeraldSandbox
 
