@@ -18,11 +18,14 @@ extension StoreConformance {
                 let node = nodes[worker % 2]
                 group.addTask {
                     var mine: [ClaimedPush] = []
-                    while true {
+                    // Bounded, so an engine that hands the same pushes out again fails the counts
+                    // below instead of spinning.
+                    for _ in 0..<pushes.count {
                         let batch = try await node.claim(limit: 7, owner: "w\(worker)", now: 1000, leaseUntil: 9000)
-                        if batch.isEmpty { return mine }
+                        if batch.isEmpty { break }
                         mine += batch
                     }
+                    return mine
                 }
             }
             var all: [ClaimedPush] = []
