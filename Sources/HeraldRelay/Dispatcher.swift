@@ -23,7 +23,7 @@ public struct DispatcherConfiguration: Sendable {
     /// The first retry delay after `retry later`; doubled per attempt up to `retryMaximum`, then
     /// drawn between half of that and all of it (see `Dispatcher.retryDelay(attempts:)`).
     public var retryBase: Duration = .seconds(1)
-    /// The longest retry delay, jitter included.
+    /// The longest backoff, jitter included (a longer `Retry-After` from the network still wins).
     public var retryMaximum: Duration = .seconds(300)
 
     public init() {}
