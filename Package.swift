@@ -233,6 +233,20 @@ let package = Package(
             dependencies: ["HeraldStore"],
             swiftSettings: swiftSettings
         ),
+        // Test support shared by the test targets: the scripted push sender, a manual clock, and
+        // the records the store tests build. Not shipped.
+        .target(
+            name: "HeraldTestSupport",
+            dependencies: ["HeraldPush", "HeraldStore"],
+            swiftSettings: swiftSettings
+        ),
+        // Every promise of the store protocols, written once as a rule any engine runs (with
+        // swift-testing's expectations): SQLite now, PostgreSQL next. Not shipped.
+        .target(
+            name: "HeraldStoreConformance",
+            dependencies: ["HeraldStore", "HeraldPush", "HeraldTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         // The relay's logic: activation and key agreement, presence, sealing, ingest, the
         // dispatcher. Knows a store and a push sender only through protocols, and no transport.
         .target(
@@ -495,6 +509,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldStoreSQLiteTests",
+            dependencies: [
+                "HeraldStore",
+                "HeraldStoreConformance",
+                "HeraldStoreSQLite",
+                "HeraldTestSupport",
+                "HeraldPush",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldRelay",
@@ -510,7 +537,7 @@ let package = Package(
                 "HeraldRelayProvider",
                 "HeraldStore",
                 "HeraldStoreSQLite",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "HeraldTestSupport",
                 "HeraldCrypto",
                 "HeraldAPNs",
                 "HeraldAPNsCore",

@@ -20,8 +20,10 @@ public struct DispatcherConfiguration: Sendable {
     public var lease: Duration = .seconds(60)
     /// How long an idle loop sleeps when nothing wakes it.
     public var idlePoll: Duration = .seconds(1)
-    /// The first retry delay after `retry later`; doubled per attempt, with jitter.
+    /// The first retry delay after `retry later`; doubled per attempt up to `retryMaximum`, then
+    /// drawn between half of that and all of it (see `Dispatcher.retryDelay(attempts:)`).
     public var retryBase: Duration = .seconds(1)
+    /// The longest backoff, jitter included (a longer `Retry-After` from the network still wins).
     public var retryMaximum: Duration = .seconds(300)
 
     public init() {}
@@ -33,7 +35,7 @@ public struct DispatcherConfiguration: Sendable {
 /// Run it under a `ServiceGroup`. On graceful shutdown it stops claiming, finishes the batches in
 /// flight, and returns.
 public final class Dispatcher: Service, Sendable {
-    private let store: any HeraldStore
+    private let store: any OutboxStore
     private let sender: any PushSender
     private let configuration: DispatcherConfiguration
     private let logger: Logger
@@ -50,7 +52,7 @@ public final class Dispatcher: Service, Sendable {
     private let retries = Counter(label: "herald_relay_push_retries_total")
 
     public init(
-        store: any HeraldStore,
+        store: any OutboxStore,
         sender: any PushSender,
         configuration: DispatcherConfiguration = DispatcherConfiguration(),
         logger: Logger,
@@ -192,7 +194,10 @@ public final class Dispatcher: Service, Sendable {
         }
     }
 
-    /// Exponential backoff with full jitter, in milliseconds.
+    /// Exponential backoff with equal jitter, in milliseconds: the ceiling doubles per attempt
+    /// (`retryBase`, then twice that, … up to `retryMaximum`) and the delay is drawn uniformly
+    /// from half the ceiling to the ceiling. Half is kept, rather than drawing from zero ("full
+    /// jitter"), so a burst of throttled pushes never comes back almost at once.
     func retryDelay(attempts: Int) -> Int64 {
         let base = configuration.retryBase.milliseconds
         let ceiling = min(configuration.retryMaximum.milliseconds, base << min(max(attempts - 1, 0), 20))

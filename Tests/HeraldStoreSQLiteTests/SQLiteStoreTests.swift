@@ -2,46 +2,53 @@ import Foundation
 import GRDB
 import HeraldPush
 import HeraldStore
+import HeraldTestSupport
 import Logging
 import Testing
 
 @testable import HeraldStoreSQLite
 
-/// The outbox keeps a push's network and its typed payload, and the v6 migration carries the
-/// rows written before the network had its own column.
-@Suite(.timeLimit(.minutes(1)))
-struct OutboxPayloadTests {
-    @Test("an FCM push is stored and claimed with its network, priority and data, to the messaging token")
-    func fcmRoundTrip() async throws {
-        try await SQLiteStoreTests.withStore { store, _ in
-            var device = SQLiteStoreTests.device("a1", token: "fcm-token-a1")
-            device.platform = .android
-            try await store.saveDevice(device)
-            var entry = SQLiteStoreTests.push("f1", device: "a1", kind: .call, at: 1)
-            let data = ["kind": "call", "sealed": "AT\"x\\y/", "call_id": "c-1"]
-            entry.payload = .fcm(FCMPayload(package: "com.example.chat", priority: .high, data: data))
-            _ = try await store.accept(Ingest(idempotencyKey: nil, message: nil, pushes: [entry], receipt: []))
-            #expect(try await store.push(id: "f1")?.payload == entry.payload)
-            let claimed = try await store.claim(limit: 10, owner: "w", now: 2, leaseUntil: 100)
-            #expect(
-                claimed.map(\.push) == [
-                    Push(id: "f1", token: "fcm-token-a1", payload: entry.payload, expiration: 1_000, collapseID: nil)
-                ]
-            )
-        }
+/// What only the SQLite store does: group commit, and its migrations. The rules every engine keeps
+/// are in `SQLiteConformanceTests`.
+@Suite("SQLite store", .timeLimit(.minutes(2)))
+struct SQLiteStoreTests {
+    static func withStore(_ body: (SQLiteStore) async throws -> Void) async throws {
+        let directory = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(
+            configuration: .init(path: directory + "/herald.sqlite"),
+            logger: Logger(label: "test.store")
+        )
+        try await store.saveApp(StoreFixtures.app())
+        try await body(store)
     }
 
-    @Test("a VoIP push is claimed to the PushKit token, an alert to the messaging token")
-    func tokensByType() async throws {
-        try await SQLiteStoreTests.withStore { store, _ in
-            try await store.saveDevice(SQLiteStoreTests.device("d1", token: "msg", voip: "voip"))
-            let pushes = [
-                SQLiteStoreTests.push("c1", device: "d1", kind: .call, at: 1),
-                SQLiteStoreTests.push("m1", device: "d1", kind: .message, at: 1),
-            ]
-            _ = try await store.accept(Ingest(idempotencyKey: nil, message: nil, pushes: pushes, receipt: []))
-            let claimed = try await store.claim(limit: 10, owner: "w", now: 2, leaseUntil: 100)
-            #expect(claimed.map { [$0.entry.pushID, $0.deviceToken] } == [["c1", "voip"], ["m1", "msg"]])
+    @Test("one failing write in a group does not undo the others")
+    func failingWriteInGroup() async throws {
+        try await Self.withStore { store in
+            try await store.saveDevice(StoreFixtures.device("d1"))
+            _ = try await store.accept(StoreFixtures.ingest([StoreFixtures.push("taken", device: "d1", at: 0)]))
+            let results = await withTaskGroup(of: (Int, Bool).self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        // Every fourth reuses a push id that exists: a primary-key conflict.
+                        let id = index % 4 == 0 ? "taken" : "fresh-\(index)"
+                        let outcome = try? await store.accept(
+                            StoreFixtures.ingest([StoreFixtures.push(id, device: "d1", at: 1)])
+                        )
+                        return (index, outcome == .accepted)
+                    }
+                }
+                var all: [Int: Bool] = [:]
+                for await (index, accepted) in group { all[index] = accepted }
+                return all
+            }
+            #expect(results.count == 40)
+            for (index, accepted) in results { #expect(accepted == (index % 4 != 0), "write \(index)") }
+            for index in 0..<40 where index % 4 != 0 {
+                #expect(try await store.push(id: "fresh-\(index)") != nil)
+            }
+            #expect(try await store.push(id: "taken")?.createdAt == 0)
         }
     }
 

@@ -1,0 +1,25 @@
+/// Activated devices: their tokens, the relay's half of their key agreement, and their presence.
+///
+/// A token belongs to one device at a time: whatever gives a device a token takes it from any
+/// other device that had it.
+public protocol DeviceStore: Sendable {
+    /// Adds or replaces a device (by id). Its tokens are taken away from any other device that had
+    /// them.
+    func saveDevice(_ device: DeviceRecord) async throws
+    /// The device with this id, as last saved or changed, or `nil`.
+    func device(id: String) async throws -> DeviceRecord?
+    /// The user's devices, oldest first, each with its presence if it has one, in one read: what
+    /// every ingest needs.
+    func recipients(userID: String) async throws -> [Recipient]
+    /// Sets a device's tokens (`nil` leaves one as it is; an empty string removes it), taking them
+    /// away from any other device; a token set clears the device's `tokenDeadReason`. Returns the
+    /// device after the change, or `nil` if unknown.
+    func updateTokens(deviceID: String, messaging: String?, voip: String?, now: Int64) async throws -> DeviceRecord?
+    /// Removes a device with its tokens, keys, credential, presence and chat disconnects. Returns
+    /// whether it existed.
+    func deleteDevice(id: String) async throws -> Bool
+    /// How many devices are stored.
+    func deviceCount() async throws -> Int
+    /// Adds or replaces a device's presence (its last heartbeat).
+    func savePresence(_ presence: PresenceRecord) async throws
+}

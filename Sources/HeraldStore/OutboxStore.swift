@@ -1,0 +1,46 @@
+/// Ingests and the outbox: messages and their pushes, written once per idempotency key, drained
+/// by dispatchers.
+///
+/// `accept(_:)` is durable before it returns. `claim(limit:owner:now:leaseUntil:)` is safe with
+/// several workers, on one node or many, draining the same outbox: a push is claimed by one worker
+/// at a time, and a claim that is not completed by the end of its lease goes back to the queue.
+public protocol OutboxStore: Sendable {
+    // MARK: Ingest
+
+    /// Writes a message and its pushes together or not at all, once per idempotency key; durable
+    /// when it returns. Of concurrent ingests with one key, exactly one writes (`accepted`) and
+    /// every other answers that one's receipt (`duplicate`), writing nothing.
+    func accept(_ ingest: Ingest) async throws -> IngestOutcome
+    /// A message written by `accept(_:)`, until retention removes it; `nil` otherwise.
+    func message(id: String) async throws -> MessageRecord?
+
+    // MARK: Outbox
+
+    /// A push as it is now (every field as accepted, but for its state, attempts, next attempt,
+    /// reason and last change), or `nil` if unknown or removed by retention.
+    func push(id: String) async throws -> OutboxEntry?
+    /// A push's history, oldest first: its acceptance (`queued`), each return to the queue with
+    /// the reason, and its final state if it has one. Empty for an unknown push.
+    func deliveryLog(pushID: String) async throws -> [DeliveryEvent]
+    /// Claims up to `limit` due pushes (queued, next attempt at or before `now`, or claimed under
+    /// a lease that ended before `now`) for `owner`, held through `leaseUntil`: calls before
+    /// messages, then the longest waiting since acceptance first, returned in that order, each
+    /// `sending` with one more attempt and the device's current token for its kind (VoIP pushes
+    /// to the PushKit token, the others to the messaging token). Pushes past their expiration are
+    /// finished `expired` (`expired before sending`), pushes whose device is gone or has no token
+    /// for them `skipped` (`device_deactivated`, `no_token`, `token_dead: <reason>`), instead of
+    /// returned, and count no attempt.
+    func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush]
+    /// Records what the dispatcher learned: a final state, or back to the queue at a given time
+    /// (logged with its reason). A dead token is cleared from its device only if the device still
+    /// has that token (a newer one is kept), and the device remembers why.
+    func complete(_ completions: [PushCompletion], now: Int64) async throws
+    /// Puts back every push `owner` had claimed (after a restart of that owner), due at once;
+    /// returns how many.
+    func releaseClaims(owner: String, now: Int64) async throws -> Int
+    /// When the next queued push becomes due, if any is queued (claimed and finished pushes do
+    /// not count).
+    func nextDueTime() async throws -> Int64?
+    /// How many pushes are in each state.
+    func outboxCounts() async throws -> OutboxCounts
+}

@@ -1,0 +1,8 @@
+/// What the janitor removes, so the store does not grow without bound.
+public protocol RetentionStore: Sendable {
+    /// Deletes messages whose retention ended at or before `now`, and what is older than
+    /// `historyBefore`: idempotency keys first used then (the key may be used again), and finished
+    /// pushes last changed then, with their payload and history. Queued and claimed pushes stay,
+    /// however old. Returns how many messages and pushes went.
+    func deleteExpired(now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int)
+}

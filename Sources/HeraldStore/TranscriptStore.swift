@@ -1,0 +1,18 @@
+/// Chat transcripts with their positions, and the devices that went to the background in a chat.
+public protocol TranscriptStore: Sendable {
+    /// Appends an event at the conversation's next position (1, 2, 3 … per conversation, none
+    /// given twice, even to concurrent appends); returns the position.
+    func appendTranscript(_ event: TranscriptEvent) async throws -> Int
+    /// The conversation's events after `position`, in order.
+    func transcript(conversation: String, after position: Int) async throws -> [TranscriptEvent]
+    /// Records (or replaces) a device's disconnect from a chat; the device must exist.
+    func saveDisconnect(_ disconnect: ChatDisconnect) async throws
+    /// Notes that a disconnected device got its first push (only if it is still disconnected).
+    func markDisconnectPushed(deviceID: String, conversation: String) async throws
+    /// Removes a device's disconnect and returns it, if it had one.
+    func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect?
+    /// The devices disconnected from a chat, in no particular order.
+    func disconnects(conversation: String) async throws -> [ChatDisconnect]
+    /// Every disconnect whose first push has not been sent yet, in every chat.
+    func pendingDisconnects() async throws -> [ChatDisconnect]
+}

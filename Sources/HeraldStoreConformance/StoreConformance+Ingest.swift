@@ -1,0 +1,151 @@
+import HeraldPush
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+extension StoreConformance {
+    /// An idempotency key writes once: a repeat writes nothing and answers the first receipt, on
+    /// any node; of 20 concurrent ingests with one key on two nodes exactly one writes and every
+    /// other answers its receipt. An ingest that fails writes nothing, its key included.
+    public static func idempotencyRaces(_ engine: some StoreEngine) async throws {
+        let (store, storage) = try await fresh(engine)
+        let otherNode = try await engine.open(storage)
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        let first = StoreFixtures.ingest(
+            [StoreFixtures.push("x", device: "d1", at: 0)],
+            key: "k",
+            message: StoreFixtures.message("m-x", expires: 10_000),
+            receipt: [1, 2]
+        )
+        let second = StoreFixtures.ingest(
+            [StoreFixtures.push("y", device: "d1", at: 0)],
+            key: "k",
+            message: StoreFixtures.message("m-y", expires: 10_000),
+            receipt: [9]
+        )
+        #expect(try await store.accept(first) == .accepted)
+        #expect(try await otherNode.accept(second) == .duplicate(receipt: [1, 2]))
+        #expect(try await store.accept(second) == .duplicate(receipt: [1, 2]))
+        #expect(try await store.push(id: "y") == nil)
+        #expect(try await store.message(id: "m-y") == nil)
+        // Without a key every ingest writes.
+        #expect(
+            try await store.accept(StoreFixtures.ingest([StoreFixtures.push("n1", device: "d1", at: 0)])) == .accepted
+        )
+        #expect(
+            try await store.accept(StoreFixtures.ingest([StoreFixtures.push("n2", device: "d1", at: 0)])) == .accepted
+        )
+
+        let racers = 20
+        let nodes = [store, otherNode]
+        let outcomes = try await withThrowingTaskGroup(of: (Int, IngestOutcome).self) { group in
+            for index in 0..<racers {
+                let node = nodes[index % 2]
+                group.addTask {
+                    let ingest = StoreFixtures.ingest(
+                        [StoreFixtures.push("race-\(index)", device: "d1", at: 1)],
+                        key: "race",
+                        message: StoreFixtures.message("race-message-\(index)", expires: 10_000),
+                        receipt: [UInt8(100 + index)]
+                    )
+                    return (index, try await node.accept(ingest))
+                }
+            }
+            var all: [Int: IngestOutcome] = [:]
+            for try await (index, outcome) in group { all[index] = outcome }
+            return all
+        }
+        let winners = outcomes.filter { $0.value == .accepted }.map(\.key)
+        #expect(winners.count == 1)
+        let winner = try #require(winners.first)
+        for (index, outcome) in outcomes where index != winner {
+            #expect(outcome == .duplicate(receipt: [UInt8(100 + winner)]), "racer \(index)")
+        }
+        for index in 0..<racers {
+            #expect((try await store.push(id: "race-\(index)") != nil) == (index == winner), "racer \(index)")
+            #expect((try await store.message(id: "race-message-\(index)") != nil) == (index == winner))
+        }
+
+        // All or nothing: a push id already taken fails the ingest, and its message and key are
+        // not written.
+        let clash = StoreFixtures.ingest(
+            [StoreFixtures.push("fresh", device: "d1", at: 2), StoreFixtures.push("x", device: "d1", at: 2)],
+            key: "clash",
+            message: StoreFixtures.message("m-clash", expires: 10_000),
+            receipt: [5]
+        )
+        await #expect(throws: (any Error).self) { try await store.accept(clash) }
+        #expect(try await store.message(id: "m-clash") == nil)
+        #expect(try await store.push(id: "fresh") == nil)
+        #expect(try await store.push(id: "x")?.createdAt == 0)
+        #expect(
+            try await store.accept(StoreFixtures.ingest([], key: "clash", receipt: [6])) == .accepted,
+            "the failed ingest's key was not kept"
+        )
+    }
+
+    /// Messages past their retention, idempotency keys and finished pushes (with their payload and
+    /// history) older than the history limit go; newer ones, and queued or claimed pushes however
+    /// old, stay.
+    public static func retention(_ engine: some StoreEngine) async throws {
+        let (store, _) = try await fresh(engine)
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        let far: Int64 = 99_999_999
+        _ = try await store.accept(
+            StoreFixtures.ingest(
+                [
+                    StoreFixtures.push("old-done", device: "d1", at: 0),
+                    StoreFixtures.push("old-failed", device: "d1", at: 1),
+                    StoreFixtures.push("old-queued", device: "d1", at: 2, expires: far),
+                    StoreFixtures.push("old-sending", device: "d1", at: 3, expires: far),
+                ],
+                key: "k-old",
+                message: StoreFixtures.message("m-old", at: 0, expires: 100),
+                receipt: [7]
+            )
+        )
+        #expect(
+            try await claimIDs(store, owner: "w", now: 10, leaseUntil: far) == [
+                "old-done", "old-failed", "old-queued", "old-sending",
+            ]
+        )
+        try await store.complete(
+            [
+                PushCompletion(pushID: "old-done", disposition: .finish(.delivered), reason: nil, deadToken: nil),
+                PushCompletion(pushID: "old-failed", disposition: .finish(.failed), reason: "BadTopic", deadToken: nil),
+                PushCompletion(pushID: "old-queued", disposition: .retry(at: 5_000), reason: "later", deadToken: nil),
+            ],
+            now: 20
+        )
+        _ = try await store.accept(
+            StoreFixtures.ingest(
+                [StoreFixtures.push("new-done", device: "d1", at: 600)],
+                key: "k-new",
+                message: StoreFixtures.message("m-new", at: 600, expires: 5_000),
+                receipt: [8]
+            )
+        )
+        #expect(try await claimIDs(store, now: 600) == ["new-done"])
+        try await store.complete(
+            [PushCompletion(pushID: "new-done", disposition: .finish(.delivered), reason: nil, deadToken: nil)],
+            now: 650
+        )
+
+        let removed = try await store.deleteExpired(now: 1_000, historyBefore: 500)
+        #expect(removed.messages == 1 && removed.pushes == 2)
+        #expect(try await store.message(id: "m-old") == nil)
+        #expect(try await store.message(id: "m-new") != nil)
+        for id in ["old-done", "old-failed"] {
+            #expect(try await store.push(id: id) == nil, "\(id)")
+            #expect(try await store.deliveryLog(pushID: id) == [], "\(id)")
+        }
+        #expect(try await store.push(id: "old-queued")?.state == .queued)
+        #expect(try await store.deliveryLog(pushID: "old-queued").map(\.reason) == [nil, "later"])
+        #expect(try await store.push(id: "old-sending")?.state == .sending)
+        #expect(try await store.push(id: "new-done")?.state == .delivered)
+        #expect(try await store.accept(StoreFixtures.ingest([], key: "k-old", receipt: [])) == .accepted)
+        #expect(try await store.accept(StoreFixtures.ingest([], key: "k-new", receipt: [])) == .duplicate(receipt: [8]))
+        let again = try await store.deleteExpired(now: 1_000, historyBefore: 500)
+        #expect(again.messages == 0 && again.pushes == 0)
+    }
+}

@@ -1,0 +1,84 @@
+import HeraldStore
+import HeraldTestSupport
+
+/// Every promise the store protocols make, each written once as a rule that any engine runs.
+///
+/// A rule takes an engine (`StoreEngine`), opens stores on fresh storage, and checks what the
+/// protocols' documentation promises with swift-testing's `#expect` and `#require`, so it must
+/// run inside a test. An engine's test target runs every rule, one test per rule:
+///
+/// ```swift
+/// @Test func claimsAreExclusive() async throws {
+///     try await StoreConformance.Rule.claimsAreExclusive.check(MyEngine())
+/// }
+/// ```
+///
+/// or all at once with `@Test(arguments: StoreConformance.Rule.allCases)`.
+public enum StoreConformance {
+    /// The rules, by name.
+    public enum Rule: String, Sendable, CaseIterable, CustomStringConvertible {
+        case claimsAreExclusive
+        case leasesLapseAndComeBack
+        case releaseClaimsOfARestartedOwner
+        case callsFirstThenLongestWait
+        case expiredAndTokenlessPushesAreFinished
+        case voipToPushKitTokenOthersToMessagingToken
+        case pushesRoundTrip
+        case completionsFinishOrRetry
+        case deadTokensClearedOnlyWhereStillHeld
+        case idempotencyRaces
+        case aTokenBelongsToOneDevice
+        case appsDevicesAndPresence
+        case retention
+        case transcriptsAndDisconnects
+        case outboxCountsAndNextDueTime
+
+        public var description: String { rawValue }
+
+        /// Runs the rule against `engine`.
+        public func check(_ engine: some StoreEngine) async throws {
+            switch self {
+            case .claimsAreExclusive: try await StoreConformance.claimsAreExclusive(engine)
+            case .leasesLapseAndComeBack: try await StoreConformance.leasesLapseAndComeBack(engine)
+            case .releaseClaimsOfARestartedOwner: try await StoreConformance.releaseClaimsOfARestartedOwner(engine)
+            case .callsFirstThenLongestWait: try await StoreConformance.callsFirstThenLongestWait(engine)
+            case .expiredAndTokenlessPushesAreFinished:
+                try await StoreConformance.expiredAndTokenlessPushesAreFinished(engine)
+            case .voipToPushKitTokenOthersToMessagingToken:
+                try await StoreConformance.voipToPushKitTokenOthersToMessagingToken(engine)
+            case .pushesRoundTrip: try await StoreConformance.pushesRoundTrip(engine)
+            case .completionsFinishOrRetry: try await StoreConformance.completionsFinishOrRetry(engine)
+            case .deadTokensClearedOnlyWhereStillHeld:
+                try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
+            case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)
+            case .aTokenBelongsToOneDevice: try await StoreConformance.aTokenBelongsToOneDevice(engine)
+            case .appsDevicesAndPresence: try await StoreConformance.appsDevicesAndPresence(engine)
+            case .retention: try await StoreConformance.retention(engine)
+            case .transcriptsAndDisconnects: try await StoreConformance.transcriptsAndDisconnects(engine)
+            case .outboxCountsAndNextDueTime: try await StoreConformance.outboxCountsAndNextDueTime(engine)
+            }
+        }
+    }
+
+    /// Fresh storage holding the fixture app, and a store on it.
+    static func fresh<Engine: StoreEngine>(
+        _ engine: Engine
+    ) async throws -> (store: any HeraldStore, storage: Engine.Storage) {
+        let storage = try await engine.makeStorage()
+        let store = try await engine.open(storage)
+        try await store.saveApp(StoreFixtures.app())
+        return (store, storage)
+    }
+
+    /// Claims every due push at `now` for `owner`, in the store's order.
+    static func claimIDs(
+        _ store: any HeraldStore,
+        limit: Int = 100,
+        owner: String = "w",
+        now: Int64,
+        leaseUntil: Int64? = nil
+    ) async throws -> [String] {
+        try await store.claim(limit: limit, owner: owner, now: now, leaseUntil: leaseUntil ?? now + 60_000)
+            .map(\.entry.pushID)
+    }
+}
