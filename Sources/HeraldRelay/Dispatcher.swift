@@ -199,9 +199,8 @@ public final class Dispatcher: Service, Sendable {
     /// from half the ceiling to the ceiling. Half is kept, rather than drawing from zero ("full
     /// jitter"), so a burst of throttled pushes never comes back almost at once.
     func retryDelay(attempts: Int) -> Int64 {
-        let base = configuration.retryBase.milliseconds
-        let ceiling = min(configuration.retryMaximum.milliseconds, base << min(max(attempts - 1, 0), 20))
-        return Int64.random(in: (ceiling / 2)...max(ceiling / 2, ceiling))
+        Backoff(base: configuration.retryBase, maximum: configuration.retryMaximum, jitter: .equal)
+            .delay(attempt: attempts).milliseconds
     }
 }
 
