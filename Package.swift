@@ -330,6 +330,7 @@ let package = Package(
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldProvider",
+                "HeraldProviderHTTP",
                 "HeraldPush",
                 "HeraldRelay",
                 "HeraldRelayHTTP",

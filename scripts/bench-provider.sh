@@ -105,7 +105,7 @@ run_herald() {
     [ "$type" = voip ] && device_token=$voip
     cpu0=$(sandbox_cpu)
     t0=$(now)
-    "$herald" bench provider --apns-url "$apns" --ca "$ca" --key "$key" --key-id "$key_id" \
+    "$herald" bench provider --apns-url "$apns" --apns-ca "$ca" --apns-key "$key" --apns-key-id "$key_id" \
         --team-id "$team_id" --bundle "$bundle" --token "$device_token" --push-type "$type" \
         --payload-bytes "$bytes" --count "$count" --connections "$connections" \
         --concurrency $((per_connection * connections)) | tee -a "$out" || status=1

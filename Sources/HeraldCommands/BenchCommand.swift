@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldServer
 import Logging
 import NIOCore
 import NIOPosix
@@ -63,7 +64,19 @@ extension BenchCommand {
         func run() async throws {
             var logger = Logger(label: "herald.bench")
             logger.logLevel = .error
-            let (client, _) = try apns.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+            let resolved = try apns.resolved()
+            let settings = APNsSettings(
+                key: resolved.key,
+                keyID: resolved.keyID,
+                teamID: resolved.teamID,
+                url: resolved.url,
+                caFile: resolved.ca,
+                connections: resolved.connections,
+                requestTimeout: Int(resolved.requestTimeout.components.seconds)
+            )
+            let (client, _) = try HeraldServerError.validating {
+                try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+            }
             let filler = String(repeating: "A", count: max(0, payloadBytes - 100))
             let payload =
                 pushType == "voip"
@@ -131,7 +144,7 @@ extension BenchCommand {
                     "seconds": (seconds * 1000).rounded() / 1000,
                     "pushes_per_second": (Double(count) / seconds).rounded(),
                     "p50_ms": (pick(0.5) * 100).rounded() / 100, "p99_ms": (pick(0.99) * 100).rounded() / 100,
-                    "connections": apns.connections, "concurrency": workers * batch, "batch": batch,
+                    "connections": apns.connections ?? 2, "concurrency": workers * batch, "batch": batch,
                     "push_type": pushType,
                 ]
                 let data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])

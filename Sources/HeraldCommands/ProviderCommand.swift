@@ -1,78 +1,96 @@
 import ArgumentParser
 import Foundation
-import HeraldAPNs
-import HeraldAPNsCore
-import HeraldCrypto
-import HeraldFCM
-import HeraldProvider
-import HeraldProviderHTTP
 import HeraldServer
-import Hummingbird
 import Logging
-import NIOCore
-import NIOPosix
-import ServiceLifecycle
 
-/// Options shared by everything that talks to APNs: credentials and connection.
+/// The APNs flags, named alike in every command (`herald serve`, `herald provider`, `herald bench
+/// provider`); the shorter names of earlier releases still work. Each is unset unless given, so
+/// the environment and the configuration file can fill it.
 struct APNsOptions: ParsableArguments {
-    @Option(help: "The AuthKey_<KEYID>.p8 file (ES256 provider key).")
+    @Option(
+        name: [.customLong("apns-key"), .customLong("key")],
+        help: "Apple's AuthKey_<KEYID>.p8 (ES256 provider key). (HERALD_APNS_KEY)"
+    )
     var key: String?
 
-    @Option(name: .customLong("key-id"), help: "The key id; read from the file name when omitted.")
+    @Option(
+        name: [.customLong("apns-key-id"), .customLong("key-id")],
+        help: "The key id; read from the file name when omitted. (HERALD_APNS_KEY_ID)"
+    )
     var keyID: String?
 
-    @Option(name: .customLong("team-id"), help: "The team id the key belongs to.")
+    @Option(
+        name: [.customLong("apns-team-id"), .customLong("team-id")],
+        help: "The team id the key belongs to. (HERALD_APNS_TEAM_ID)"
+    )
     var teamID: String?
 
-    @Option(help: "development (api.sandbox.push.apple.com) or production (api.push.apple.com).")
-    var environment: String = "development"
+    @Option(
+        name: [.customLong("apns-environment"), .customLong("environment")],
+        help: "development (api.sandbox.push.apple.com, the default) or production. (HERALD_APNS_ENVIRONMENT)"
+    )
+    var environment: String?
 
     @Option(
         name: .customLong("apns-url"),
-        help: "Another APNs endpoint, such as the local sandbox (https://127.0.0.1:2197)."
+        help: "Another APNs endpoint, such as the local sandbox (https://127.0.0.1:2197). (HERALD_APNS_URL)"
     )
     var apnsURL: String?
 
-    @Option(name: .customLong("ca"), help: "A CA certificate (PEM) to trust, such as keys/sandbox-ca.pem.")
+    @Option(
+        name: [.customLong("apns-ca"), .customLong("ca")],
+        help: "A CA certificate (PEM) to trust, such as keys/sandbox-ca.pem. (HERALD_APNS_CA)"
+    )
     var caFile: String?
 
-    @Option(help: "HTTP/2 connections to APNs.")
-    var connections: Int = 2
+    @Option(
+        name: [.customLong("apns-connections"), .customLong("connections")],
+        help: "HTTP/2 connections to APNs (default 2)."
+    )
+    var connections: Int?
 
-    @Option(name: .customLong("request-timeout"), help: "Seconds one attempt may take.")
-    var requestTimeout: Int = 10
+    @Option(
+        name: [.customLong("apns-request-timeout"), .customLong("request-timeout")],
+        help: "Seconds one APNs attempt may take (default 10)."
+    )
+    var requestTimeout: Int?
 
     func validate() throws {
-        guard ["development", "production"].contains(environment) else {
-            throw ValidationError("--environment must be development or production")
+        if let environment, !["development", "production"].contains(environment) {
+            throw ValidationError("--apns-environment must be development or production")
         }
-        guard (1...64).contains(connections) else { throw ValidationError("--connections must be between 1 and 64") }
-        guard requestTimeout > 0 else { throw ValidationError("--request-timeout must be at least 1") }
+        if let connections, !(1...64).contains(connections) {
+            throw ValidationError("--apns-connections must be between 1 and 64")
+        }
     }
 
-    func makeClient(
-        logger: Logger,
-        group: any EventLoopGroup,
-        tokenCache: String? = nil,
-        feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
-    )
-        throws -> (APNsClient, ProviderTokenManager)
-    {
-        guard let key, let teamID else { throw ValidationError("--key and --team-id are needed for APNs") }
-        let url =
-            apnsURL
-            ?? (environment == "production" ? APNsClientConfiguration.production : APNsClientConfiguration.development)
-        let settings = APNsSettings(
-            key: key,
-            keyID: keyID,
-            teamID: teamID,
-            url: url,
-            caFile: caFile,
-            connections: connections,
-            requestTimeout: requestTimeout,
-            tokenCache: tokenCache
-        )
-        return try settings.makeClient(logger: logger, group: group, feedback: feedback)
+    /// What these flags set, as a configuration layer.
+    var layer: ConfigurationFile.APNs? {
+        var apns = ConfigurationFile.APNs()
+        apns.key = key
+        apns.keyID = keyID
+        apns.teamID = teamID
+        apns.environment = environment
+        apns.url = apnsURL
+        apns.ca = caFile
+        apns.connections = connections
+        apns.requestTimeout = requestTimeout
+        return apns == ConfigurationFile.APNs() ? nil : apns
+    }
+
+    /// The APNs settings from these flags over the environment; an error without a key and team.
+    func resolved() throws -> HeraldConfiguration.APNs {
+        var flags = ConfigurationFile()
+        flags.apns = layer
+        let configuration = try HeraldServerError.validating {
+            try HeraldConfiguration(layers: [
+                flags, try ConfigurationFile.environment(ProcessInfo.processInfo.environment),
+            ])
+        }
+        guard let apns = configuration.apns else {
+            throw ValidationError("--apns-key and --apns-team-id are needed for APNs")
+        }
+        return apns
     }
 }
 
@@ -115,81 +133,39 @@ struct ProviderCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-        guard apns.key != nil || fcm.serviceAccount != nil else {
-            throw ValidationError("give --key and --team-id (APNs), --fcm-service-account (FCM), or both")
-        }
-        if apns.key != nil, apns.teamID == nil { throw ValidationError("--team-id is needed with --key") }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown --log-level '\(logLevel)'")
+        }
+        _ = try resolve()
+    }
+
+    /// These flags over the environment, with at least one network.
+    func resolve() throws -> HeraldConfiguration {
+        var flags = ConfigurationFile()
+        flags.apns = apns.layer
+        flags.fcm = fcm.layer
+        flags.logLevel = logLevel
+        return try HeraldServerError.validating {
+            let environment = try ConfigurationFile.environment(ProcessInfo.processInfo.environment)
+            let configuration = try HeraldConfiguration(layers: [flags, environment])
+            guard configuration.apns != nil || configuration.fcm != nil else {
+                throw HeraldServerError.configuration(
+                    "give --apns-key and --apns-team-id (APNs), --fcm-service-account (FCM), or both"
+                )
+            }
+            return configuration
         }
     }
 
     func run() async throws {
-        var logger = Logger(label: "herald.provider")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        // The key first: a wrong key path should not leave a new secret file behind.
-        let client =
-            apns.key == nil
-            ? nil
-            : try apns.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton, tokenCache: tokenCache)
-                .0
-        let fcmClient = try fcm.settings?.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
-        let secret = try loadOrMakeSecret()
-        let ready = AsyncStream.makeStream(of: Int.self)
-        let app = Application(
-            router: ProviderHTTPService.router(stage: ProviderStage(apns: client, fcm: fcmClient), secret: secret),
-            configuration: .init(address: .hostname(host, port: port), serverName: "herald-provider"),
-            onServerRunning: { channel in ready.continuation.yield(channel.localAddress?.port ?? 0) },
-            logger: logger
-        )
-        let services = ServiceGroup(
-            configuration: .init(
-                services: ([client, fcmClient] as [(any Service)?]).compactMap { $0 }.map { .init(service: $0) }
-                    + [.init(service: app)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await services.run() }
-            var ports = ready.stream.makeAsyncIterator()
-            if let bound = await ports.next() {
-                print("herald provider")
-                print("  listening    http://\(host):\(bound)/v1/push/batch   (bearer secret in \(secretSource))")
-                if client != nil {
-                    print("  APNs         \(apns.apnsURL ?? apns.environment), \(apns.connections) connection(s)")
-                } else {
-                    print("  APNs         off (no --key)")
-                }
-                if let fcmClient {
-                    print(
-                        "  FCM          \(fcm.url ?? FCMClientConfiguration.googleURL) (project \(fcmClient.projectID))"
-                    )
-                } else {
-                    print("  FCM          off (no --fcm-service-account)")
-                }
+        let configuration = try resolve()
+        let listener = ProviderListener(host: host, port: port, secretFile: secretFile, tokenCache: tokenCache)
+        try await HeraldServerError.asValidation {
+            let server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.provider"))
+            try await server.provider(listener: listener) { lines in
+                for line in lines { print(line) }
                 fflush(nil)
             }
-            try await tasks.next()
         }
-    }
-
-    private var secretSource: String {
-        ProcessInfo.processInfo.environment["HERALD_PROVIDER_SECRET"] != nil ? "HERALD_PROVIDER_SECRET" : secretFile
-    }
-
-    func loadOrMakeSecret() throws -> String {
-        if let value = ProcessInfo.processInfo.environment["HERALD_PROVIDER_SECRET"], !value.isEmpty { return value }
-        if let text = try? String(contentsOfFile: secretFile, encoding: .utf8) {
-            let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard secret.count >= 16 else {
-                throw ValidationError("\(secretFile) holds a secret shorter than 16 characters")
-            }
-            return secret
-        }
-        try KeyFiles.makeParentDirectory(of: secretFile)
-        let secret = ByteEncoding.hex(SecureBytes.random(count: 32).copyBytes())
-        try SecretFile.write(Array((secret + "\n").utf8), to: secretFile, mode: 0o600)
-        return secret
     }
 }

@@ -24,53 +24,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var relay: RelayOptions
 
-    @Option(
-        name: .customLong("apns-key"),
-        help: "Apple's AuthKey_<KEYID>.p8; without it the sandbox runs in-process. (HERALD_APNS_KEY)"
-    )
-    var apnsKey: String?
+    @OptionGroup var apns: APNsOptions
 
-    @Option(
-        name: .customLong("apns-key-id"),
-        help: "The key id; read from the file name when omitted. (HERALD_APNS_KEY_ID)"
-    )
-    var apnsKeyID: String?
-
-    @Option(name: .customLong("apns-team-id"), help: "The team id of the key. (HERALD_APNS_TEAM_ID)")
-    var apnsTeamID: String?
-
-    @Option(
-        name: .customLong("apns-environment"),
-        help: "development or production. (HERALD_APNS_ENVIRONMENT; default development)"
-    )
-    var apnsEnvironment: String?
-
-    @Option(
-        name: .customLong("apns-url"),
-        help: "Another APNs endpoint, such as a sandbox started apart. (HERALD_APNS_URL)"
-    )
-    var apnsURL: String?
-
-    @Option(name: .customLong("apns-ca"), help: "A CA certificate (PEM) to trust for --apns-url. (HERALD_APNS_CA)")
-    var apnsCA: String?
-
-    @Option(name: .customLong("apns-connections"), help: "HTTP/2 connections to APNs. (default 2)")
-    var apnsConnections: Int?
-
-    @Option(
-        name: .customLong("fcm-service-account"),
-        help: """
-            A Google service-account JSON file for Android pushes (HERALD_FCM_SERVICE_ACCOUNT); in \
-            sandbox mode keys/fcm-service-account.json is made and used when omitted.
-            """
-    )
-    var fcmServiceAccount: String?
-
-    @Option(name: .customLong("fcm-url"), help: "Another FCM endpoint. (HERALD_FCM_URL)")
-    var fcmURL: String?
-
-    @Option(name: .customLong("fcm-ca"), help: "A CA certificate (PEM) to trust for --fcm-url. (HERALD_FCM_CA)")
-    var fcmCA: String?
+    @OptionGroup var fcm: FCMOptions
 
     @Option(
         name: .customLong("sandbox-fcm-port"),
@@ -94,28 +50,13 @@ struct ServeCommand: AsyncParsableCommand {
         for port in [sandboxAPNsPort, sandboxControlPort, sandboxFCMPort] where !(0...65_535).contains(port) {
             throw ValidationError("sandbox ports must be between 0 and 65535")
         }
-        if let apnsConnections, !(1...64).contains(apnsConnections) {
-            throw ValidationError("--apns-connections must be between 1 and 64")
-        }
     }
 
     /// What this command's own flags set.
     var layer: ConfigurationFile {
         var layer = ConfigurationFile()
-        var apns = ConfigurationFile.APNs()
-        apns.key = apnsKey
-        apns.keyID = apnsKeyID
-        apns.teamID = apnsTeamID
-        apns.environment = apnsEnvironment
-        apns.url = apnsURL
-        apns.ca = apnsCA
-        apns.connections = apnsConnections
-        if apns != ConfigurationFile.APNs() { layer.apns = apns }
-        var fcm = ConfigurationFile.FCM()
-        fcm.serviceAccount = fcmServiceAccount
-        fcm.url = fcmURL
-        fcm.ca = fcmCA
-        if fcm != ConfigurationFile.FCM() { layer.fcm = fcm }
+        layer.apns = apns.layer
+        layer.fcm = fcm.layer
         // Sandbox ports are flags with defaults; the file's win only over the defaults.
         var sandbox = ConfigurationFile.Sandbox()
         if sandboxAPNsPort != 2197 { sandbox.apnsPort = sandboxAPNsPort }

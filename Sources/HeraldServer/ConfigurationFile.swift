@@ -31,12 +31,15 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         public var url: String?
         public var ca: String?
         public var connections: Int?
+        /// Seconds one APNs attempt may take (10).
+        public var requestTimeout: Int?
 
         enum CodingKeys: String, CodingKey {
             case key
             case keyID = "key_id"
             case teamID = "team_id"
             case environment, url, ca, connections
+            case requestTimeout = "request_timeout"
         }
     }
 

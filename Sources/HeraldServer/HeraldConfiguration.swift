@@ -78,6 +78,8 @@ public struct HeraldConfiguration: Sendable {
         public var ca: String?
         /// HTTP/2 connections to APNs (2).
         public var connections: Int
+        /// How long one attempt may take (10 s).
+        public var requestTimeout: Duration
     }
 
     /// Google's service account and where FCM is.
@@ -151,7 +153,8 @@ public struct HeraldConfiguration: Sendable {
                 environment: environment,
                 url: apns.url ?? (environment == "production" ? Self.appleProduction : Self.appleDevelopment),
                 ca: apns.ca,
-                connections: apns.connections ?? 2
+                connections: apns.connections ?? 2,
+                requestTimeout: .seconds(apns.requestTimeout ?? 10)
             )
         }
         if let fcm = file.fcm, let account = fcm.serviceAccount {
@@ -190,6 +193,9 @@ public struct HeraldConfiguration: Sendable {
         }
         if let apns, !(1...64).contains(apns.connections) {
             throw .configuration("--apns-connections must be between 1 and 64")
+        }
+        if let apns, !(Duration.seconds(1)...Duration.seconds(300)).contains(apns.requestTimeout) {
+            throw .configuration("--apns-request-timeout must be between 1 and 300 seconds")
         }
     }
 

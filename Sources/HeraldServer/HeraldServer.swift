@@ -63,6 +63,7 @@ public struct HeraldServer: Sendable {
                 url: apns.url,
                 caFile: apns.ca,
                 connections: apns.connections,
+                requestTimeout: Int(apns.requestTimeout.components.seconds),
                 tokenCache: configuration.providerTokenPath
             )
             let (client, _) = try settings.makeClient(logger: logger, group: group)
