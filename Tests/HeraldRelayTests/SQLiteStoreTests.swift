@@ -6,7 +6,7 @@ import Logging
 import Testing
 
 /// The SQLite store's outbox rules, directly: order, exclusive claims, leases, restarts.
-@Suite("SQLite store")
+@Suite("SQLite store", .timeLimit(.minutes(1)))
 struct SQLiteStoreTests {
     static func withStore(_ body: (SQLiteStore, String) async throws -> Void) async throws {
         let directory = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)"
