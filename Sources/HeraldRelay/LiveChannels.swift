@@ -105,18 +105,19 @@ public final class LiveChannels: Sendable {
 
     /// Sends a message over the device's channel; false when it has none (the caller pushes).
     func deliver(_ message: LiveMessage, to deviceID: String) -> Bool {
-        let timeout = ackTimeout
-        let sent = state.withLock { state -> (deadline: Int64, sleep: @Sendable (Int64) async throws -> Void)? in
-            guard var open = state.open[deviceID] else { return nil }
+        let (now, sleep) = state.withLock { ($0.now, $0.sleep) }
+        // The deadline is fixed now, not when the timer task first runs.
+        let deadline = now() + ackTimeout.milliseconds
+        let sent = state.withLock { state -> Bool in
+            guard var open = state.open[deviceID] else { return false }
             open.pending[message.messageID] = message
             state.open[deviceID] = open
             open.continuation.yield(message)
-            // The deadline is fixed now, not when the timer task first runs.
-            return (state.now() + timeout.milliseconds, state.sleep)
+            return true
         }
-        guard let sent else { return false }
+        guard sent else { return false }
         Task { [weak self] in
-            try? await sent.sleep(sent.deadline)
+            try? await sleep(deadline)
             self?.expire(messageID: message.messageID, deviceID: deviceID)
         }
         return true

@@ -94,9 +94,6 @@ final class RelayHarness: Sendable {
         var remoteProvider = false
         /// The relay's settings (chat semantics among them).
         var relay = RelayConfiguration()
-        /// How long a live message may wait for its acknowledgement before it is pushed; `nil`
-        /// keeps the relay's default.
-        var liveAckTimeout: Duration? = nil
         /// Contact-center webhooks to serve.
         var adapters: [any ContactCenterAdapter] = []
     }
@@ -208,8 +205,7 @@ final class RelayHarness: Sendable {
                 logger: logger,
                 now: { clock.now() },
                 sleep: { try await clock.sleep(until: $0) },
-                onAccepted: { dispatcher.wake() },
-                live: setup.liveAckTimeout.map { LiveChannels(ackTimeout: $0) } ?? LiveChannels()
+                onAccepted: { dispatcher.wake() }
             )
             try await relay.saveApp(setup.app)
 
@@ -470,6 +466,7 @@ final class TestClock: Sendable {
         state.withLock { state in state.frozenAt = state.now }
     }
 
+    /// Moves the clock forward and wakes every sleeper to check its deadline again.
     func advance(by duration: Duration) {
         let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
