@@ -28,6 +28,9 @@ public final class LiveChannels: Sendable {
         var open: [String: Open] = [:]
         var nextID: UInt64 = 0
         var fallback: (@Sendable (String, String) async -> Void)?
+        /// The relay's clock (see `attach`); the wall clock until then.
+        var now: @Sendable () -> Int64 = RelayClock.now
+        var sleep: @Sendable (Int64) async throws -> Void = { try await RelayClock.sleep(until: $0) }
     }
 
     private let state = Mutex(State())
@@ -37,9 +40,19 @@ public final class LiveChannels: Sendable {
         self.ackTimeout = ackTimeout
     }
 
-    /// Who queues the push for a message the device did not acknowledge: (device id, message id).
-    func setFallback(_ fallback: @escaping @Sendable (String, String) async -> Void) {
-        state.withLock { $0.fallback = fallback }
+    /// The relay these channels serve: its clock times the acknowledgements (`now` in
+    /// milliseconds since the epoch, `sleep` waits until `now` reads a time), and `fallback`
+    /// queues the push for a message the device did not acknowledge: (device id, message id).
+    func attach(
+        now: @escaping @Sendable () -> Int64,
+        sleep: @escaping @Sendable (Int64) async throws -> Void,
+        fallback: @escaping @Sendable (String, String) async -> Void
+    ) {
+        state.withLock { state in
+            state.now = now
+            state.sleep = sleep
+            state.fallback = fallback
+        }
     }
 
     /// Opens the device's channel; a channel it had is closed (its unacknowledged messages fall back).
@@ -92,6 +105,9 @@ public final class LiveChannels: Sendable {
 
     /// Sends a message over the device's channel; false when it has none (the caller pushes).
     func deliver(_ message: LiveMessage, to deviceID: String) -> Bool {
+        let (now, sleep) = state.withLock { ($0.now, $0.sleep) }
+        // The deadline is fixed now, not when the timer task first runs.
+        let deadline = now() + ackTimeout.milliseconds
         let sent = state.withLock { state -> Bool in
             guard var open = state.open[deviceID] else { return false }
             open.pending[message.messageID] = message
@@ -100,9 +116,8 @@ public final class LiveChannels: Sendable {
             return true
         }
         guard sent else { return false }
-        let timeout = ackTimeout
         Task { [weak self] in
-            try? await Task.sleep(for: timeout)
+            try? await sleep(deadline)
             self?.expire(messageID: message.messageID, deviceID: deviceID)
         }
         return true

@@ -171,11 +171,10 @@ extension Relay {
                         $0.fromAgent && !configuration.chat.filteredTypes.contains($0.type)
                     })
                 else { continue }
-                let remaining = max(0, first.at + delay - now())
                 scheduleFirstPush(
                     conversation: disconnect.conversation,
                     deviceID: disconnect.deviceID,
-                    after: .milliseconds(remaining)
+                    at: first.at + delay
                 )
             }
         } catch {
@@ -183,13 +182,17 @@ extension Relay {
         }
     }
 
-    private func scheduleFirstPush(conversation: String, deviceID: String, after wait: Duration? = nil) {
+    /// Pushes at `deadline` (milliseconds since the epoch; by default `firstPushDelay` from now)
+    /// unless cancelled first; a timer already armed for the device and chat is kept.
+    private func scheduleFirstPush(conversation: String, deviceID: String, at deadline: Int64? = nil) {
         let key = timerKey(conversation, deviceID)
-        let delay = wait ?? configuration.chat.firstPushDelay
+        // The deadline is fixed now, not when the timer task first runs.
+        let deadline = deadline ?? now() + configuration.chat.firstPushDelay.milliseconds
+        let sleep = sleep
         chatTimers.withLock { timers in
             guard timers[key] == nil else { return }
             timers[key] = Task { [weak self] in
-                try? await Task.sleep(for: delay)
+                try? await sleep(deadline)
                 guard let self, !Task.isCancelled else { return }
                 self.chatTimers.withLock { _ = $0.removeValue(forKey: key) }
                 _ = await self.pushTranscript(conversation: conversation, deviceID: deviceID)

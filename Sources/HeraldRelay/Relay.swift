@@ -17,6 +17,8 @@ public final class Relay: Sendable {
     let masterKey: MasterKey
     public let logger: Logger
     let now: @Sendable () -> Int64
+    /// Waits until `now` reaches a time (milliseconds since the epoch): the chat timers' wait.
+    let sleep: @Sendable (_ until: Int64) async throws -> Void
     private let onAccepted: @Sendable () -> Void
     private let onAppSaved: @Sendable (AppRecord) -> Void
     private let appCache = Mutex<[String: AppRecord]>([:])
@@ -28,6 +30,9 @@ public final class Relay: Sendable {
 
     /// - Parameters:
     ///   - now: the clock, in milliseconds since the epoch.
+    ///   - sleep: waits until `now` reads at least the given time, throwing when the task is
+    ///     cancelled; the chat delays and the live channels' acknowledgement timeouts wait with it.
+    ///     `nil` sleeps in real time until `now` reaches it. Tests pass a clock they can advance.
     ///   - onAccepted: called after each ingest that queued pushes (wakes the dispatcher).
     ///   - onAppSaved: called after an app was added or changed (say, to register it with a sandbox).
     public init(
@@ -36,6 +41,7 @@ public final class Relay: Sendable {
         masterKey: MasterKey,
         logger: Logger,
         now: @escaping @Sendable () -> Int64 = RelayClock.now,
+        sleep: (@Sendable (_ until: Int64) async throws -> Void)? = nil,
         onAccepted: @escaping @Sendable () -> Void = {},
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
         live: LiveChannels = LiveChannels()
@@ -47,8 +53,10 @@ public final class Relay: Sendable {
         self.masterKey = masterKey
         self.logger = logger
         self.now = now
+        let sleep = sleep ?? { deadline in try await RelayClock.sleep(until: deadline, now: now) }
+        self.sleep = sleep
         self.onAccepted = onAccepted
-        live.setFallback { [weak self] deviceID, messageID in
+        live.attach(now: now, sleep: sleep) { [weak self] deviceID, messageID in
             await self?.pushAfterLiveDelivery(messageID: messageID, deviceID: deviceID)
         }
     }
@@ -314,4 +322,13 @@ struct RelayMetrics: Sendable {
 public enum RelayClock {
     /// Milliseconds since the Unix epoch.
     @Sendable public static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Sleeps in real time until `now` reads at least `deadline`; throws `CancellationError`
+    /// when the task is cancelled.
+    public static func sleep(until deadline: Int64, now: @Sendable () -> Int64 = RelayClock.now) async throws {
+        while case let remaining = deadline - now(), remaining > 0 {
+            try await Task.sleep(for: .milliseconds(remaining))
+        }
+        try Task.checkCancellation()
+    }
 }

@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 import Testing
 
-@Suite struct ConnectionTests {
+@Suite(.timeLimit(.minutes(2))) struct ConnectionTests {
     /// Sends `count` pushes at once and returns their results.
     func burst(_ harness: ProviderHarness, _ pushes: [APNsNotification]) async -> [APNsResult] {
         await withTaskGroup(of: APNsResult.self) { group in

@@ -13,7 +13,7 @@ import ServiceLifecycle
 import Testing
 
 /// `herald provider` over HTTP, in front of the client, against the sandbox.
-@Suite struct ProviderServiceTests {
+@Suite(.timeLimit(.minutes(2))) struct ProviderServiceTests {
     static let secret = "0123456789abcdef0123456789abcdef"
 
     func withService(_ harness: ProviderHarness, _ body: (String) async throws -> Void) async throws {

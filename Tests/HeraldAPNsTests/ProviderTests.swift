@@ -5,7 +5,7 @@ import HeraldSandbox
 import NIOCore
 import Testing
 
-@Suite struct ProviderTests {
+@Suite(.timeLimit(.minutes(2))) struct ProviderTests {
     @Test func alertAndVoIPPushesAreDelivered() async throws {
         try await ProviderHarness.with { harness in
             let device = try harness.device()

@@ -6,7 +6,7 @@ import Testing
 
 /// A restarted provider takes up its last token instead of signing a new one at once, which APNs
 /// would refuse (TooManyProviderTokenUpdates) within 20 minutes of the previous one.
-@Suite("Provider token across restarts")
+@Suite("Provider token across restarts", .timeLimit(.minutes(1)))
 struct ProviderTokenRestoreTests {
     static let key = P256.Signing.PrivateKey()
     static let signer = ProviderTokenSigner(privateKey: key, keyID: "KEY1234567", teamID: "TEAM123456")

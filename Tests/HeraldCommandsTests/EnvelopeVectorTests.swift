@@ -7,8 +7,10 @@ import Testing
 /// docs/test-vectors/envelope-v1.json: Herald must reproduce every vector byte for byte, open it,
 /// and refuse every negative one with the recorded error.
 ///
-/// Set HERALD_WRITE_VECTORS=1 to rewrite the file after a deliberate format change.
-@Suite struct EnvelopeVectorTests {
+/// After a deliberate format change, run with HERALD_WRITE_VECTORS=1: the fresh file is written
+/// to a temporary path (named in the failure) to review and copy over the committed one; the
+/// test fails until the committed file matches.
+@Suite(.timeLimit(.minutes(1))) struct EnvelopeVectorTests {
     static let vectorURL = URL(filePath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appending(path: "docs/test-vectors/envelope-v1.json")
@@ -18,19 +20,34 @@ import Testing
         return try JSONDecoder().decode(EnvelopeVectorFile.self, from: data)
     }
 
+    /// The vector file as this build writes it, byte for byte.
+    static func generatedBytes() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(try VectorGenerator.file()) + Data([0x0A])
+    }
+
     @Test func generatedVectorsEqualTheCommittedFile() throws {
         let generated = try VectorGenerator.file()
-        if ProcessInfo.processInfo.environment["HERALD_WRITE_VECTORS"] == "1" {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            try (encoder.encode(generated) + Data([0x0A])).write(to: Self.vectorURL)
+        let bytes = try Self.generatedBytes()
+        // Fixed seeds and nonces: two runs write the same bytes.
+        #expect(try Self.generatedBytes() == bytes)
+        let committedBytes = try Data(contentsOf: Self.vectorURL)
+        if ProcessInfo.processInfo.environment["HERALD_WRITE_VECTORS"] == "1", committedBytes != bytes {
+            let fresh = URL(filePath: NSTemporaryDirectory()).appending(path: "envelope-v1-\(getpid()).json")
+            try bytes.write(to: fresh)
+            Issue.record(
+                "wrote \(fresh.path): review it and copy it over \(Self.vectorURL.path) if the change is deliberate"
+            )
         }
         let committed = try Self.committedFile()
         #expect(committed.vectors.count == generated.vectors.count)
         for (lhs, rhs) in zip(committed.vectors, generated.vectors) {
-            #expect(lhs == rhs, "vector \(lhs.name) differs from what this build seals")
+            #expect(lhs == rhs, "vector \(lhs.name ?? "") differs from what this build seals")
         }
         #expect(committed.negative == generated.negative)
+        // The whole file too (notes, order, formatting), not only what decodes.
+        #expect(committedBytes == bytes, "the committed file is not what this build writes")
     }
 
     @Test func everyCommittedVectorOpens() throws {

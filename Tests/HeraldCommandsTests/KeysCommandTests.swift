@@ -10,7 +10,7 @@ import Testing
 
 @testable import HeraldCommands
 
-@Suite struct KeysCommandTests {
+@Suite(.timeLimit(.minutes(1))) struct KeysCommandTests {
     let directory = NSTemporaryDirectory() + "herald-keys-\(UUID().uuidString)"
 
     func run(_ arguments: [String]) async throws {
@@ -92,7 +92,7 @@ import Testing
     }
 }
 
-@Suite struct FCMKeysCommandTests {
+@Suite(.timeLimit(.minutes(1))) struct FCMKeysCommandTests {
     let directory = NSTemporaryDirectory() + "herald-fcm-keys-\(UUID().uuidString)"
 
     @Test func fcmMakesAServiceAccountAndItsPublicRegistration() async throws {

@@ -15,7 +15,7 @@ import Testing
 @testable import HeraldCommands
 
 /// A provider of FCM alone, and a relay that learns from its `/health` which networks it has.
-@Suite struct ProviderNetworksTests {
+@Suite(.timeLimit(.minutes(1))) struct ProviderNetworksTests {
     @Test func aProviderForFCMAloneSaysSoAndRefusesAPNsPushes() async throws {
         var logger = Logger(label: "test.provider-networks")
         logger.logLevel = .critical

@@ -1,7 +1,7 @@
 import HeraldCrypto
 import Testing
 
-@Suite struct EnvelopeTests {
+@Suite(.timeLimit(.minutes(1))) struct EnvelopeTests {
     let pair = Pair()
 
     @Test(arguments: [PushContent.message(.sample()), .call(.sample)])

@@ -1,7 +1,7 @@
 import HeraldCrypto
 import Testing
 
-@Suite struct KeyExchangeTests {
+@Suite(.timeLimit(.minutes(1))) struct KeyExchangeTests {
     @Test func bothSidesAgreeOnKeysAndKeyID() {
         let pair = Pair()
         #expect(pair.relayKeys.transmit == pair.deviceKeys.receive)

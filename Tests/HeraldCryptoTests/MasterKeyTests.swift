@@ -2,7 +2,7 @@ import Foundation
 import HeraldCrypto
 import Testing
 
-@Suite struct MasterKeyTests {
+@Suite(.timeLimit(.minutes(1))) struct MasterKeyTests {
     let directory: String
 
     init() throws {

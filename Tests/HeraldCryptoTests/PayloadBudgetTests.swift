@@ -2,7 +2,7 @@ import HeraldCrypto
 import PropertyBased
 import Testing
 
-@Suite struct PayloadBudgetTests {
+@Suite(.timeLimit(.minutes(1))) struct PayloadBudgetTests {
     @Test func capacityFollowsTheDocumentedFormula() {
         #expect(PayloadBudget.apnsAlert.plaintextCapacity(surroundingBytes: 300) == 2798)
         #expect(PayloadBudget.apnsVoIP.plaintextCapacity(surroundingBytes: 300) == 3566)

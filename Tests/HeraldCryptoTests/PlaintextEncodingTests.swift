@@ -1,7 +1,7 @@
 import HeraldCrypto
 import Testing
 
-@Suite struct PlaintextEncodingTests {
+@Suite(.timeLimit(.minutes(1))) struct PlaintextEncodingTests {
     @Test func messageLayoutIsAsDocumented() throws {
         let message = MessageContent(
             messageID: "m",

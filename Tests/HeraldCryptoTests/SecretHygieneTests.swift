@@ -2,7 +2,7 @@ import Foundation
 import HeraldCrypto
 import Testing
 
-@Suite struct SecretHygieneTests {
+@Suite(.timeLimit(.minutes(1))) struct SecretHygieneTests {
     @Test func keysNeverPrintTheirBytes() {
         let secret = SecureBytes(copying: Array("super-secret-key-material-123456".utf8))
         let renderings = [
@@ -32,7 +32,7 @@ import Testing
     }
 }
 
-@Suite struct ByteEncodingTests {
+@Suite(.timeLimit(.minutes(1))) struct ByteEncodingTests {
     @Test func hexRoundTrips() {
         #expect(ByteEncoding.hex([0x00, 0xAB, 0xFF]) == "00abff")
         #expect(ByteEncoding.bytes(hex: "00ABff") == [0x00, 0xAB, 0xFF])

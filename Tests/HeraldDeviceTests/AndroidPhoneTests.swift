@@ -7,7 +7,7 @@ import Testing
 @testable import HeraldCommands
 
 /// The emulated phone in Android mode against a real sandbox (FCM side), relay and provider.
-@Suite("Emulated Android phone, end to end")
+@Suite("Emulated Android phone, end to end", .timeLimit(.minutes(3)))
 struct AndroidPhoneTests {
     static var android: DeviceFlowTests.Tweaks {
         var tweaks = DeviceFlowTests.Tweaks()

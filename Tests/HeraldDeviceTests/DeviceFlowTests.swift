@@ -9,7 +9,7 @@ import Testing
 @testable import HeraldCommands
 
 /// The emulated phone against a real sandbox, relay and provider (in-process, loopback).
-@Suite("Emulated phone, end to end")
+@Suite("Emulated phone, end to end", .timeLimit(.minutes(3)))
 struct DeviceFlowTests {
     /// What a test changes in the phone's configuration.
     struct Tweaks {
@@ -228,7 +228,7 @@ struct DeviceFlowTests {
 }
 
 /// `herald simulate` and `herald extension`, run as a user runs them.
-@Suite("Simulations and the extension harness")
+@Suite("Simulations and the extension harness", .timeLimit(.minutes(3)))
 struct SimulationCommandTests {
     static func temporary(_ name: String) -> String {
         NSTemporaryDirectory() + "herald-\(name)-\(UUID().uuidString)"

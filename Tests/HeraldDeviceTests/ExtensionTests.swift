@@ -49,7 +49,7 @@ struct Pairing {
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
 }
 
-@Suite("Notification Service Extension emulator")
+@Suite("Notification Service Extension emulator", .timeLimit(.minutes(1)))
 struct ExtensionTests {
     @Test("opens the sealed content and shows sender and text instead of the generic text")
     func opens() async throws {
@@ -143,7 +143,7 @@ struct ExtensionTests {
     }
 }
 
-@Suite("PushKit and CallKit emulators")
+@Suite("PushKit and CallKit emulators", .timeLimit(.minutes(1)))
 struct PushKitTests {
     @Test("a reported VoIP push rings with the sealed caller's name; the user answers")
     func reported() async throws {

@@ -2,7 +2,7 @@ import HeraldDevice
 import Testing
 
 /// Seed 004's token-delay rule, every case.
-@Suite("Late-token rule")
+@Suite("Late-token rule", .timeLimit(.minutes(1)))
 struct LateTokenMachineTests {
     typealias Tokens = AppGroupStore.Tokens
 

@@ -4,7 +4,7 @@ import HeraldFCMCore
 import HeraldSandbox
 import Testing
 
-@Suite("FCM sender against the sandbox", .serialized)
+@Suite("FCM sender against the sandbox", .serialized, .timeLimit(.minutes(2)))
 struct FCMClientTests {
     @Test("OAuth2: one assertion buys one access token, shared by every send, then messages:send delivers")
     func oauthAndSend() async throws {

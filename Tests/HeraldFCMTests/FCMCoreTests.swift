@@ -5,7 +5,7 @@ import Testing
 
 @testable import HeraldFCM
 
-@Suite("FCM protocol facts")
+@Suite("FCM protocol facts", .timeLimit(.minutes(1)))
 struct FCMCoreTests {
     static let account = try! FCMServiceAccount.generate(projectID: "herald-test", tokenURI: "https://t.example/token")
 

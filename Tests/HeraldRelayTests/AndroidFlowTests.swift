@@ -8,7 +8,7 @@ import HeraldStore
 import Testing
 
 /// Android devices: activation → message / call → the FCM data message the sandbox received.
-@Suite("Relay flows on Android (FCM)")
+@Suite("Relay flows on Android (FCM)", .timeLimit(.minutes(2)))
 struct AndroidFlowTests {
     static func open(
         _ data: [String: String],

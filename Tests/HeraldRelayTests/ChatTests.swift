@@ -7,7 +7,7 @@ import Testing
 
 /// Seed 001's chat background semantics: a delayed first push, immediate later ones, no push
 /// when the app returns in time, filtered event types, resync.
-@Suite("Chat background semantics")
+@Suite("Chat background semantics", .timeLimit(.minutes(2)))
 struct ChatTests {
     static func setup(delay: Duration) -> RelayHarness.Setup {
         var setup = RelayHarness.Setup()
@@ -42,9 +42,13 @@ struct ChatTests {
         return message.text
     }
 
+    /// Long enough that no real-time window matters: the delay ends when a test moves the clock.
+    static let delay = Duration.seconds(3600)
+
     @Test("the first agent event after a disconnect pushes after the delay, with the lines since; later ones at once")
     func delayedThenImmediate() async throws {
-        try await RelayHarness.with(Self.setup(delay: .milliseconds(300))) { harness in
+        try await RelayHarness.with(Self.setup(delay: Self.delay)) { harness in
+            harness.clock.freeze()
             let phone = try await harness.phone(user: "cust")
             _ = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Welcome"))
             try await Self.disconnect(harness, phone, at: 1)
@@ -58,7 +62,16 @@ struct ChatTests {
             )
             .decode(ChatEventReceipt.self)
             #expect(second.pushes.isEmpty && second.scheduled == [phone.deviceID])
+            // One timer for the device and chat, asleep.
+            try await harness.eventually("the first push's timer") { harness.clock.sleepers == 1 }
+
+            // A millisecond short of the delay: the timer wakes, finds it early and sleeps again.
+            harness.clock.advance(by: Self.delay - .milliseconds(1))
+            try await harness.eventually("the timer asleep again") { harness.clock.sleepers == 1 }
+            #expect(try await harness.store.outboxCounts().byState.isEmpty)
             #expect(harness.accepted(token: phone.messagingToken).isEmpty)
+
+            harness.clock.advance(by: .milliseconds(1))
             try await harness.eventually("the delayed push") { !harness.accepted(token: phone.messagingToken).isEmpty }
             #expect(try Self.sealedText(harness, phone) == "Dana: Hello\nDana: Are you there?")
             let record = try #require(harness.accepted(token: phone.messagingToken).first)
@@ -68,15 +81,23 @@ struct ChatTests {
                 .decode(ChatEventReceipt.self)
             #expect(third.pushes.count == 1 && third.scheduled.isEmpty)
             try await harness.push(try #require(third.pushes.first).pushID, reaches: .delivered)
+            #expect(harness.accepted(token: phone.messagingToken).count == 2)
         }
     }
 
     @Test("an app that returns before the delay gets no push, and the events it missed")
     func returnBeforeDelay() async throws {
-        try await RelayHarness.with(Self.setup(delay: .milliseconds(400))) { harness in
+        try await RelayHarness.with(Self.setup(delay: Self.delay)) { harness in
+            harness.clock.freeze()
             let phone = try await harness.phone(user: "cust")
+            // The customer's tablet stays away: its push shows when the delay's end was handled.
+            let tablet = try await harness.phone(user: "cust")
             try await Self.disconnect(harness, phone, at: 0)
-            _ = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Hello"))
+            try await Self.disconnect(harness, tablet, at: 0)
+            let receipt = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Hello"))
+                .decode(ChatEventReceipt.self)
+            #expect(Set(receipt.scheduled) == [phone.deviceID, tablet.deviceID])
+            try await harness.eventually("both timers") { harness.clock.sleepers == 2 }
             let back = try await harness.call(
                 .POST,
                 "/v1/devices/\(phone.deviceID)/chats/chat-1/connect",
@@ -85,10 +106,17 @@ struct ChatTests {
             #expect(back.status == 200)
             let resync = try back.decode(TranscriptView.self)
             #expect(resync.events.map(\.text) == ["Hello"])
-            // Absence is what is under test: wait past the delay.
-            try await Task.sleep(for: .milliseconds(800))
+            // The phone's timer is cancelled, not merely ignored later.
+            try await harness.eventually("the phone's timer cancelled") { harness.clock.sleepers == 1 }
+
+            harness.clock.advance(by: Self.delay)
+            try await harness.eventually("the tablet's push") {
+                !harness.accepted(token: tablet.messagingToken).isEmpty
+            }
             #expect(harness.accepted(token: phone.messagingToken).isEmpty)
-            #expect(try await harness.store.outboxCounts().byState.isEmpty)
+            try await harness.eventually("the tablet's push recorded") {
+                try await harness.store.outboxCounts().byState == [.delivered: 1]
+            }
         }
     }
 
@@ -150,35 +178,53 @@ struct ChatTests {
 
     @Test("a first push still waiting when the relay stops is sent by the next run once its delay ends")
     func firstPushSurvivesARestart() async throws {
-        try await RelayHarness.with(Self.setup(delay: .seconds(3600))) { harness in
+        try await RelayHarness.with(Self.setup(delay: Self.delay)) { harness in
+            harness.clock.freeze()
             let phone = try await harness.phone(user: "cust")
             try await Self.disconnect(harness, phone, at: 0)
-            let first = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Still there?"))
-                .decode(ChatEventReceipt.self)
-            #expect(first.scheduled == [phone.deviceID])
-
-            // The next run, on the same store, before the hour is up: nothing yet.
             var configuration = RelayConfiguration()
-            configuration.chat.firstPushDelay = .seconds(3600)
-            let restarted = Relay(
-                configuration: configuration,
-                store: harness.store,
-                masterKey: harness.masterKey,
-                logger: Logger(label: "test.restarted"),
-                now: { harness.clock.now() }
-            )
+            configuration.chat.firstPushDelay = Self.delay
+            /// A run of the relay on the harness's store and clock (the harness's own relay
+            /// would keep its timer: it never stops).
+            func run() -> Relay {
+                Relay(
+                    configuration: configuration,
+                    store: harness.store,
+                    masterKey: harness.masterKey,
+                    logger: Logger(label: "test.restarted"),
+                    now: { harness.clock.now() },
+                    sleep: { try await harness.clock.sleep(until: $0) },
+                    onAccepted: {}
+                )
+            }
+            weak var stopped: Relay?
+            do {
+                let first = run()
+                stopped = first
+                let receipt = try await first.chatEvent(
+                    conversation: "chat-1",
+                    ChatEventRequest(
+                        to: "cust",
+                        type: "Message.Text",
+                        from: Party(id: "agent-1", name: "Dana"),
+                        text: "Still there?"
+                    )
+                )
+                #expect(receipt.scheduled == [phone.deviceID])
+            }
+            // The first run is gone: its timer still sleeps, but finds no relay when it wakes.
+            #expect(stopped == nil)
+            try await harness.eventually("the first run's timer") { harness.clock.sleepers == 1 }
+
+            // The next run, on the same store, a second before the hour is up: nothing yet.
+            harness.clock.advance(by: Self.delay - .seconds(1))
+            let restarted = run()
             await restarted.resumeChatPushes()
+            try await harness.eventually("the re-armed timer asleep") { harness.clock.sleepers == 2 }
             #expect(try await harness.store.pendingDisconnects().count == 1)
-            // And after it: the push goes, with the line sealed in it.
-            harness.clock.advance(by: .seconds(3601))
-            let again = Relay(
-                configuration: configuration,
-                store: harness.store,
-                masterKey: harness.masterKey,
-                logger: Logger(label: "test.restarted"),
-                now: { harness.clock.now() }
-            )
-            await again.resumeChatPushes()
+            #expect(try await harness.store.outboxCounts().byState.isEmpty)
+            // The hour is up: the push goes, with the line sealed in it.
+            harness.clock.advance(by: .seconds(1))
             try await harness.eventually("the re-armed push") { !harness.accepted(token: phone.messagingToken).isEmpty }
             #expect(try Self.sealedText(harness, phone).contains("Still there?"))
             #expect(try await harness.store.pendingDisconnects().isEmpty)

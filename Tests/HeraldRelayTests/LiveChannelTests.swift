@@ -1,9 +1,11 @@
+import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
 import HummingbirdWSClient
 import Logging
+import NIOCore
 import Testing
 
 /// A test app's live channel: what arrives, and a way to send.
@@ -57,7 +59,7 @@ final class LiveClient: Sendable {
     }
 }
 
-@Suite("Live channel and broadcast")
+@Suite("Live channel and broadcast", .timeLimit(.minutes(2)))
 struct LiveChannelTests {
     static func message(to user: String, conversation: String = "c-1", text: String) -> String {
         #"{"to":"\#(user)","from":{"id":"agent-7","name":"Dana"},"conversation":"\#(conversation)","text":"\#(text)"}"#
@@ -80,42 +82,77 @@ struct LiveChannelTests {
         return client
     }
 
-    @Test("an app on screen gets the message over its channel, and no push")
+    /// The relay's default acknowledgement timeout (docs/relay.md: 10 seconds).
+    static let ackTimeout = Duration.seconds(10)
+
+    /// Sends frames on the channel and returns once the relay has handled them: frames are
+    /// handled in order, so a presence change sent after them is the signal.
+    static func sendAndWait(
+        _ frames: [String],
+        on client: LiveClient,
+        _ harness: RelayHarness,
+        _ phone: RelayHarness.Phone,
+        thenActiveIn conversation: String
+    ) async throws {
+        for frame in frames { client.send(frame) }
+        client.send(#"{"type":"presence","state":"active","conversation":"\#(conversation)"}"#)
+        try await harness.eventually("the frames handled") {
+            harness.relay.live.isActive(deviceID: phone.deviceID, in: conversation)
+        }
+    }
+
+    @Test("an app on screen gets the message over its channel, and no push once it acknowledges")
     func liveSuppressesPush() async throws {
-        var setup = RelayHarness.Setup()
-        setup.liveAckTimeout = .milliseconds(300)
-        try await RelayHarness.with(setup) { harness in
+        try await RelayHarness.with { harness in
+            harness.clock.freeze()
             let phone = try await harness.phone(user: "u1")
             let client = try await Self.activeChannel(harness, phone)
-            let receipt = try await harness.call(
-                .POST,
-                "/v1/messages",
-                body: Self.message(to: "u1", text: "live hello")
-            )
-            .decode(IngestReceipt.self)
-            #expect(receipt.pushes.isEmpty)
-            #expect(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
+            var receipts: [IngestReceipt] = []
+            for text in ["live hello", "never acknowledged"] {
+                let receipt = try await harness.call(.POST, "/v1/messages", body: Self.message(to: "u1", text: text))
+                    .decode(IngestReceipt.self)
+                #expect(receipt.pushes.isEmpty)
+                #expect(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
+                receipts.append(receipt)
+            }
             var iterator = client.received.makeAsyncIterator()
             let event = try #require(await LiveClient.next(&iterator))
             #expect(event["type"] as? String == "message" && event["text"] as? String == "live hello")
-            #expect(event["message_id"] as? String == receipt.id)
-            client.send(#"{"type":"ack","message_id":"\#(receipt.id)"}"#)
-            // Absence is what is under test: wait past the acknowledgement timeout.
-            try await Task.sleep(for: .milliseconds(700))
-            #expect(try await harness.store.outboxCounts().byState.isEmpty)
-            #expect(harness.accepted(token: phone.messagingToken).isEmpty)
+            #expect(event["message_id"] as? String == receipts[0].id)
+            #expect(try #require(await LiveClient.next(&iterator))["message_id"] as? String == receipts[1].id)
+            try await Self.sendAndWait(
+                [#"{"type":"ack","message_id":"\#(receipts[0].id)"}"#],
+                on: client,
+                harness,
+                phone,
+                thenActiveIn: "c-9"
+            )
+            try await harness.eventually("both acknowledgement timers") { harness.clock.sleepers == 2 }
+            // The timeout passes: the unacknowledged message is pushed, the acknowledged one not.
+            harness.clock.advance(by: Self.ackTimeout)
+            try await harness.eventually("the unacknowledged message's push") {
+                !harness.accepted(token: phone.messagingToken).isEmpty
+            }
+            let pushed = try RelayFlowTests.heraldField(
+                try #require(harness.accepted(token: phone.messagingToken).first).payload
+            )
+            #expect(pushed["message_id"] as? String == receipts[1].id)
+            try await harness.eventually("the push recorded") {
+                try await harness.store.outboxCounts().byState == [.delivered: 1]
+            }
+            #expect(harness.accepted(token: phone.messagingToken).count == 1)
             client.close()
             await client.ended
             // Another conversation is not on screen: pushed.
             let other = LiveClient(harness: harness, phone: phone)
             defer { other.close() }
             try await harness.eventually("the second channel") { harness.relay.live.isOpen(deviceID: phone.deviceID) }
-            let pushed = try await harness.call(
+            let elsewhere = try await harness.call(
                 .POST,
                 "/v1/messages",
                 body: Self.message(to: "u1", conversation: "c-2", text: "elsewhere")
             ).decode(IngestReceipt.self)
-            #expect(pushed.pushes.count == 1)
+            #expect(elsewhere.pushes.count == 1)
         }
     }
 
@@ -146,16 +183,100 @@ struct LiveChannelTests {
         }
     }
 
-    @Test("no acknowledgement in time, channel still open: the message is pushed")
+    @Test("no acknowledgement within the timeout, channel still open: the message is pushed then, not before")
     func ackTimeoutFallsBack() async throws {
-        var setup = RelayHarness.Setup()
-        setup.liveAckTimeout = .milliseconds(200)
-        try await RelayHarness.with(setup) { harness in
+        try await RelayHarness.with { harness in
+            harness.clock.freeze()
             let phone = try await harness.phone(user: "u1")
             let client = try await Self.activeChannel(harness, phone)
             defer { client.close() }
-            _ = try await harness.call(.POST, "/v1/messages", body: Self.message(to: "u1", text: "silent app"))
+            let receipt = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: Self.message(to: "u1", text: "silent app")
+            )
+            .decode(IngestReceipt.self)
+            #expect(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
+            try await harness.eventually("the acknowledgement timer") { harness.clock.sleepers == 1 }
+            // A millisecond short: the timer wakes, finds it early and sleeps again.
+            harness.clock.advance(by: Self.ackTimeout - .milliseconds(1))
+            try await harness.eventually("the timer asleep again") { harness.clock.sleepers == 1 }
+            #expect(try await harness.store.outboxCounts().byState.isEmpty)
+            harness.clock.advance(by: .milliseconds(1))
             try await harness.eventually("the fallback push") { !harness.accepted(token: phone.messagingToken).isEmpty }
+            let pushed = try RelayFlowTests.heraldField(
+                try #require(harness.accepted(token: phone.messagingToken).first).payload
+            )
+            #expect(pushed["message_id"] as? String == receipt.id)
+        }
+    }
+
+    @Test("a second channel for the device replaces the first; an unacknowledged message is pushed once")
+    func secondChannelReplacesFirst() async throws {
+        try await RelayHarness.with { harness in
+            harness.clock.freeze()
+            let phone = try await harness.phone(user: "u1")
+            let first = try await Self.activeChannel(harness, phone)
+            defer { first.close() }
+            let receipt = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: Self.message(to: "u1", text: "in between")
+            )
+            .decode(IngestReceipt.self)
+            var firstFrames = first.received.makeAsyncIterator()
+            #expect(try #require(await LiveClient.next(&firstFrames))["message_id"] as? String == receipt.id)
+
+            // The second channel: the relay ends the first (its stream finishes) and pushes what
+            // the first left unacknowledged.
+            let second = LiveClient(harness: harness, phone: phone)
+            defer { second.close() }
+            #expect(await LiveClient.next(&firstFrames) == nil)
+            await first.ended
+            try await harness.eventually("the replaced channel's push") {
+                !harness.accepted(token: phone.messagingToken).isEmpty
+            }
+            let pushed = try RelayFlowTests.heraldField(
+                try #require(harness.accepted(token: phone.messagingToken).first).payload
+            )
+            #expect(pushed["message_id"] as? String == receipt.id)
+
+            // The second channel is the device's now: it carries the next message.
+            try await Self.sendAndWait([], on: second, harness, phone, thenActiveIn: "c-1")
+            let next = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: Self.message(to: "u1", text: "to the new one")
+            )
+            .decode(IngestReceipt.self)
+            #expect(next.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
+            var secondFrames = second.received.makeAsyncIterator()
+            #expect(try #require(await LiveClient.next(&secondFrames))["message_id"] as? String == next.id)
+            try await Self.sendAndWait(
+                [#"{"type":"ack","message_id":"\#(next.id)"}"#],
+                on: second,
+                harness,
+                phone,
+                thenActiveIn: "c-9"
+            )
+            // Both acknowledgement timers run out: the first message was already pushed, the
+            // second acknowledged; a control message to another conversation shows when the
+            // relay has handled them.
+            try await harness.eventually("both acknowledgement timers") { harness.clock.sleepers == 2 }
+            harness.clock.advance(by: Self.ackTimeout)
+            let control = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: Self.message(to: "u1", conversation: "c-2", text: "control")
+            ).decode(IngestReceipt.self)
+            try await harness.push(try #require(control.pushes.first).pushID, reaches: .delivered)
+            let ids = try harness.accepted(token: phone.messagingToken).map {
+                try RelayFlowTests.heraldField($0.payload)["message_id"] as? String
+            }
+            #expect(ids == [receipt.id, control.id])
+            try await harness.eventually("both pushes recorded") {
+                try await harness.store.outboxCounts().byState == [.delivered: 2]
+            }
         }
     }
 
@@ -203,14 +324,51 @@ struct LiveChannelTests {
         }
     }
 
-    @Test("a live channel needs the device's own credential")
+    /// The status a WebSocket upgrade request gets, within `deadline` (a refusal that never
+    /// came would look like "not open" too). Its own client: a refused upgrade ends the
+    /// connection, which a pooled client would reuse.
+    static func upgradeStatus(
+        _ harness: RelayHarness,
+        _ path: String,
+        authorization: String? = nil,
+        deadline: Duration = .seconds(10)
+    ) async throws -> Int {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        var request = HTTPClientRequest(url: harness.baseURL + path)
+        request.headers.add(contentsOf: [
+            ("connection", "Upgrade"), ("upgrade", "websocket"), ("sec-websocket-version", "13"),
+            ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ])
+        if let authorization { request.headers.add(name: "authorization", value: authorization) }
+        do {
+            let status = try await client.execute(request, timeout: TimeAmount(deadline)).status.code
+            try await client.shutdown()
+            return Int(status)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    @Test("a live channel needs the device's own credential: any other is refused with an answer, at once")
     func liveNeedsCredential() async throws {
         try await RelayHarness.with { harness in
             let phone = try await harness.phone(user: "u1")
             let other = try await harness.phone(user: "u2")
-            let client = LiveClient(harness: harness, phone: phone, credential: other.credential)
-            await client.ended
+            let path = "/v1/devices/\(phone.deviceID)/live"
+            let refusals: [(String, String?)] = [
+                (path + "?credential=" + other.credential, nil), (path, "Bearer " + other.credential),
+                (path + "?credential=not-a-credential", nil), (path, nil),
+            ]
+            for (path, authorization) in refusals {
+                let status = try await Self.upgradeStatus(harness, path, authorization: authorization)
+                #expect((400..<500).contains(status), "\(path) \(authorization ?? ""): \(status)")
+            }
             #expect(!harness.relay.live.isOpen(deviceID: phone.deviceID))
+            // The same request with the device's own credential is upgraded: the probe can tell.
+            #expect(try await Self.upgradeStatus(harness, path + "?credential=" + phone.credential) == 101)
         }
     }
 }

@@ -3,7 +3,7 @@ import HeraldRelay
 import HeraldRelayAPI
 import Testing
 
-@Suite("JSON written by hand")
+@Suite("JSON written by hand", .timeLimit(.minutes(1)))
 struct PushPayloadTests {
     @Test(
         "quoted strings decode back to the original",

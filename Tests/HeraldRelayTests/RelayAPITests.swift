@@ -5,12 +5,10 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldSandbox
 import HeraldStore
-import Metrics
-import Prometheus
 import Testing
 
 /// Authentication, malformed input, device life cycle, retries and expiry through the HTTP API.
-@Suite("Relay API")
+@Suite("Relay API", .timeLimit(.minutes(2)))
 struct RelayAPITests {
     static let message = #"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":"hello"}"#
 
@@ -148,8 +146,21 @@ struct RelayAPITests {
 
     @Test("re-activation rotates keys: new key id, previous kept for pushes in flight, old credential dead")
     func reactivationRotatesKeys() async throws {
-        try await RelayHarness.with { harness in
+        var setup = RelayHarness.Setup()
+        setup.client = { $0.maximumAttempts = 1 }
+        try await RelayHarness.with(setup) { harness in
             let phone = try await harness.phone(user: "u1")
+            // A push sealed before the rotation and still in flight across it: APNs refuses it
+            // until after the rotation, so the relay keeps retrying it.
+            try harness.core.inject(
+                SandboxFault(status: 503, reason: .serviceUnavailable, count: 1000, token: phone.messagingToken)
+            )
+            let inFlight = try await harness.call(.POST, "/v1/messages", body: Self.message).decode(IngestReceipt.self)
+            let inFlightID = try #require(inFlight.pushes.first).pushID
+            try await harness.eventually("a refused attempt") {
+                let status = try await harness.relay.pushStatus(id: inFlightID)
+                return status.attempts >= 1 && status.state == .queued
+            }
             let newKeys = KeyPair.generate()
             let request = ActivationRequest(
                 userID: "u1",
@@ -167,6 +178,30 @@ struct RelayAPITests {
             #expect(rotated.deviceCredential != phone.credential)
             let stale = try await harness.call(.GET, "/v1/devices/\(phone.deviceID)", auth: .bearer(phone.credential))
             #expect(stale.status == 401)
+            let rotatedSession = try KeyExchange.deviceSessionKeys(
+                device: newKeys,
+                relay: try PublicKey(base64: rotated.relayPublicKey)
+            )
+            // The push sealed before arrives after the rotation, under the previous key: the
+            // device opens it because it kept that key, and could not with the new one alone.
+            harness.core.clearFaults()
+            try await harness.push(inFlightID, reaches: .delivered)
+            let early = try #require(harness.accepted(token: phone.messagingToken).first)
+            let earlyEnvelope = try Envelope(
+                text: try #require(RelayFlowTests.heraldField(early.payload)["sealed"] as? String)
+            )
+            #expect(earlyEnvelope.keyID.hex == phone.activation.keyID)
+            let earlyContext = EnvelopeContext(kind: .message, pushID: inFlight.id, deviceID: phone.deviceID)
+            let opened = try EnvelopeOpener(sessionKeys: [rotatedSession, try phone.sessionKeys()])
+                .openContent(earlyEnvelope, context: earlyContext)
+            guard case .message(let earlyMessage) = opened else {
+                Issue.record("not a message")
+                return
+            }
+            #expect(earlyMessage.messageID == inFlight.id)
+            #expect(throws: HeraldCryptoError.unknownKeyID) {
+                try EnvelopeOpener(sessionKeys: [rotatedSession]).openContent(earlyEnvelope, context: earlyContext)
+            }
             // Tokens survive the rotation; new pushes carry the new key id and open with the new keys.
             let receipt = try await harness.call(.POST, "/v1/messages", body: Self.message)
                 .decode(IngestReceipt.self)
@@ -175,11 +210,7 @@ struct RelayAPITests {
             let herald = try RelayFlowTests.heraldField(record.payload)
             let envelope = try Envelope(text: try #require(herald["sealed"] as? String))
             #expect(envelope.keyID.hex == rotated.keyID)
-            let session = try KeyExchange.deviceSessionKeys(
-                device: newKeys,
-                relay: try PublicKey(base64: rotated.relayPublicKey)
-            )
-            _ = try EnvelopeOpener(sessionKeys: [session, try phone.sessionKeys()])
+            _ = try EnvelopeOpener(sessionKeys: [rotatedSession])
                 .openContent(envelope, context: .init(kind: .message, pushID: receipt.id, deviceID: phone.deviceID))
             // Another user's credential cannot re-activate this device.
             let other = try await harness.phone(user: "u2")
@@ -314,12 +345,24 @@ struct RelayAPITests {
         }
     }
 
-    @Test("health counts the outbox; metrics speak Prometheus")
+    @Test("health counts the outbox; metrics speak Prometheus and count what this relay did")
     func healthAndMetrics() async throws {
         var setup = RelayHarness.Setup()
-        setup.registry = TestMetrics.registry
+        setup.servesMetrics = true
         try await RelayHarness.with(setup) { harness in
             _ = try await harness.phone(user: "u1")
+            func scrape() async throws -> RelayHarness.Reply {
+                let metrics = try await harness.call(.GET, "/metrics", auth: .none)
+                #expect(metrics.status == 200)
+                #expect(metrics.headers.contains { $0.0 == "content-type" && $0.1.hasPrefix("text/plain") })
+                return metrics
+            }
+            let accepted = "herald_relay_messages_accepted_total"
+            let delivered = #"herald_relay_pushes_completed_total{state="delivered"}"#
+            let before = try await scrape()
+            #expect(TestMetrics.value(accepted, in: before.text) == 0)
+            #expect(TestMetrics.value(delivered, in: before.text) == 0)
+
             let receipt = try await harness.call(.POST, "/v1/messages", body: Self.message).decode(IngestReceipt.self)
             try await harness.push(try #require(receipt.pushes.first).pushID, reaches: .delivered)
             let health = try await harness.call(.GET, "/health", auth: .none)
@@ -327,26 +370,17 @@ struct RelayAPITests {
             #expect(health.json["status"] as? String == "ok")
             #expect(health.json["outbox_delivered"] as? Int == 1)
             #expect(health.json["devices"] as? Int == 1)
-            let metrics = try await harness.call(.GET, "/metrics", auth: .none)
-            #expect(metrics.status == 200)
-            #expect(metrics.headers.contains { $0.0 == "content-type" && $0.1.hasPrefix("text/plain") })
-            #expect(metrics.text.contains("herald_relay_messages_accepted_total"))
-            #expect(metrics.text.contains("herald_relay_pushes_completed_total{state=\"delivered\"}"))
+            // The registry is this relay's alone: the one message and its one delivery, exactly.
+            let after = try await scrape()
+            #expect(TestMetrics.value(accepted, in: after.text) == 1)
+            #expect(TestMetrics.value(delivered, in: after.text) == 1)
         }
     }
-}
 
-/// One metrics backend for the test process (swift-metrics bootstraps once).
-enum TestMetrics {
-    static let registry: PrometheusCollectorRegistry = {
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        return registry
-    }()
 }
 
 /// `herald relay` with a remote `herald provider`: the same flows over the provider's batch API.
-@Suite("Relay with a remote provider")
+@Suite("Relay with a remote provider", .timeLimit(.minutes(2)))
 struct RemoteProviderTests {
     @Test("messages and calls reach the sandbox through the provider's HTTP batch API; dead tokens come back")
     func remoteProvider() async throws {
@@ -378,7 +412,7 @@ struct RemoteProviderTests {
 }
 
 /// Fixes for what the OpenAPI conformance test found.
-@Suite("Relay API edges")
+@Suite("Relay API edges", .timeLimit(.minutes(2)))
 struct RelayAPIEdgeTests {
     @Test("message_ttl is bounded (no overflow), a platform cannot change on re-activation, unknown routes answer JSON")
     func edges() async throws {

@@ -7,7 +7,7 @@ import HeraldStore
 import Testing
 
 /// Activation → message / call → what the sandbox received, over real HTTP, SQLite and HTTP/2.
-@Suite("Relay flows")
+@Suite("Relay flows", .timeLimit(.minutes(2)))
 struct RelayFlowTests {
     static func message(to user: String, conversation: String = "c-1", text: String, key: String? = nil) -> String {
         let body: [String: Any] = [

@@ -28,7 +28,8 @@ import Synchronization
 import Testing
 
 /// The relay as `herald serve` runs it, on loopback: its HTTP API, SQLite store, dispatcher and
-/// APNs client, against a real sandbox over HTTP/2 + TLS. A test clock lets presence age.
+/// APNs client, against a real sandbox over HTTP/2 + TLS. A test clock lets presence age and
+/// fires the relay's timers; the metrics all of it makes go to a registry of the test's own.
 final class RelayHarness: Sendable {
     static let bundleID = "com.example.chat"
     static let teamID = "TEAM123456"
@@ -51,6 +52,8 @@ final class RelayHarness: Sendable {
     let http: HTTPClient
     let baseURL: String
     let clock: TestClock
+    /// Every metric this harness's relay, dispatcher and clients made, and nothing else.
+    let metrics: PrometheusCollectorRegistry
 
     private init(
         sandbox: Sandbox,
@@ -59,7 +62,8 @@ final class RelayHarness: Sendable {
         store: SQLiteStore,
         http: HTTPClient,
         baseURL: String,
-        clock: TestClock
+        clock: TestClock,
+        metrics: PrometheusCollectorRegistry
     ) {
         self.sandbox = sandbox
         self.relay = relay
@@ -68,26 +72,41 @@ final class RelayHarness: Sendable {
         self.http = http
         self.baseURL = baseURL
         self.clock = clock
+        self.metrics = metrics
     }
 
     var core: SandboxCore { sandbox.core }
+
+    /// A series' value in this harness's metrics (0 before it is written).
+    func metric(_ series: String) -> Double {
+        TestMetrics.value(series, in: metrics.emitToString())
+    }
 
     struct Setup {
         var app = AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID)
         var dispatcher: (inout DispatcherConfiguration) -> Void = { _ in }
         var client: (inout APNsClientConfiguration) -> Void = { _ in }
-        var registry: PrometheusCollectorRegistry? = nil
+        /// Serve `GET /metrics` (from the harness's own registry).
+        var servesMetrics = false
+        /// Where the relay, the sandbox and the clients log; `nil` keeps only critical messages.
+        var logger: Logger? = nil
         /// Send through a `herald provider` HTTP service (on loopback) instead of in-process.
         var remoteProvider = false
         /// The relay's settings (chat semantics among them).
         var relay = RelayConfiguration()
-        /// How long a live message may wait for its acknowledgement before it is pushed.
-        var liveAckTimeout: Duration = .seconds(10)
         /// Contact-center webhooks to serve.
         var adapters: [any ContactCenterAdapter] = []
     }
 
     static func with(_ setup: Setup = Setup(), _ body: (RelayHarness) async throws -> Void) async throws {
+        try await TestMetrics.isolated { registry in try await run(setup, metrics: registry, body) }
+    }
+
+    private static func run(
+        _ setup: Setup,
+        metrics: PrometheusCollectorRegistry,
+        _ body: (RelayHarness) async throws -> Void
+    ) async throws {
         let key = P256.Signing.PrivateKey()
         var sandboxConfiguration = SandboxConfiguration(tls: tls)
         sandboxConfiguration.apnsPort = 0
@@ -98,8 +117,13 @@ final class RelayHarness: Sendable {
         sandboxConfiguration.keys = [
             SandboxKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
         ]
-        var logger = Logger(label: "test.relay")
-        logger.logLevel = .critical
+        let logger =
+            setup.logger
+            ?? {
+                var logger = Logger(label: "test.relay")
+                logger.logLevel = .critical
+                return logger
+            }()
         let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
         let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
         let directory = NSTemporaryDirectory() + "herald-relay-\(UUID().uuidString)"
@@ -180,8 +204,8 @@ final class RelayHarness: Sendable {
                 masterKey: masterKey,
                 logger: logger,
                 now: { clock.now() },
-                onAccepted: { dispatcher.wake() },
-                live: LiveChannels(ackTimeout: setup.liveAckTimeout)
+                sleep: { try await clock.sleep(until: $0) },
+                onAccepted: { dispatcher.wake() }
             )
             try await relay.saveApp(setup.app)
 
@@ -189,7 +213,7 @@ final class RelayHarness: Sendable {
             let router = RelayHTTPService.router(
                 relay: relay,
                 configuration: RelayHTTPConfiguration(apiKey: apiKey),
-                registry: setup.registry,
+                registry: setup.servesMetrics ? metrics : nil,
                 adapters: setup.adapters
             )
             let app = Application(
@@ -214,7 +238,8 @@ final class RelayHarness: Sendable {
                 store: store,
                 http: http,
                 baseURL: "http://127.0.0.1:\(port)",
-                clock: clock
+                clock: clock,
+                metrics: metrics
             )
             func stop() async {
                 try? await http.shutdown()
@@ -399,16 +424,114 @@ enum HarnessError: Error {
     case timeout(String)
 }
 
-/// Real time plus an offset the test can advance.
+/// The relay's and the dispatcher's clock in tests: real time plus an offset the test moves
+/// with `advance(by:)`, or, after `freeze()`, a time that moves only then (for exact
+/// boundaries). `sleep(until:)` returns once `now()` reads the deadline, whether real time or an
+/// advance brought it there: a timer set far ahead fires when the test moves the clock, never by
+/// winning or losing a race with real time.
 final class TestClock: Sendable {
-    private let offset = Atomic<Int64>(0)
+    private enum Waiter {
+        case waiting(CheckedContinuation<Void, Never>)
+        case cancelled
+    }
 
-    func now() -> Int64 { RelayClock.now() + offset.load(ordering: .relaxed) }
+    private struct State {
+        var offset: Int64 = 0
+        var frozenAt: Int64?
+        /// Counts the advances, so that a sleeper that read the time before one knows it happened.
+        var generation: UInt64 = 0
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiter: UInt64 = 0
 
+        var now: Int64 { frozenAt ?? RelayClock.now() + offset }
+    }
+
+    private let state = Mutex(State())
+
+    /// Milliseconds since the epoch.
+    func now() -> Int64 { state.withLock { $0.now } }
+
+    /// How many `sleep(until:)` calls are waiting: a timer that woke on an advance and found
+    /// its deadline not yet reached counts again once it has gone back to sleep.
+    var sleepers: Int {
+        state.withLock { state in
+            state.waiters.values.count { waiter in
+                if case .waiting = waiter { true } else { false }
+            }
+        }
+    }
+
+    /// Stops real time: from now on the clock moves only when advanced.
+    func freeze() {
+        state.withLock { state in state.frozenAt = state.now }
+    }
+
+    /// Moves the clock forward and wakes every sleeper to check its deadline again.
     func advance(by duration: Duration) {
-        offset.add(
-            duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000,
-            ordering: .relaxed
-        )
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            if let frozenAt = state.frozenAt {
+                state.frozenAt = frozenAt + milliseconds
+            } else {
+                state.offset += milliseconds
+            }
+            state.generation += 1
+            defer { state.waiters.removeAll() }
+            return state.waiters.values.compactMap { waiter in
+                guard case .waiting(let continuation) = waiter else { return nil }
+                return continuation
+            }
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// Returns once `now()` reads at least `deadline`; throws `CancellationError` when cancelled.
+    func sleep(until deadline: Int64) async throws {
+        while true {
+            let (remaining, generation, frozen) = state.withLock { state in
+                (deadline - state.now, state.generation, state.frozenAt != nil)
+            }
+            guard remaining > 0 else { break }
+            try Task.checkCancellation()
+            // Whichever comes first: real time reaching the deadline, or an advance.
+            await withTaskGroup(of: Void.self) { group in
+                if !frozen { group.addTask { try? await Task.sleep(for: .milliseconds(remaining)) } }
+                group.addTask { await self.advanced(since: generation) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        try Task.checkCancellation()
+    }
+
+    /// Returns after the first advance past `generation` (at once if there was one), or when
+    /// the task is cancelled.
+    private func advanced(since generation: UInt64) async {
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.generation != generation { return true }
+                    if case .cancelled = state.waiters[id] {
+                        state.waiters[id] = nil
+                        return true
+                    }
+                    state.waiters[id] = .waiting(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if case .waiting(let continuation) = state.waiters.removeValue(forKey: id) { return continuation }
+                // Not registered yet: the registration sees this and returns at once.
+                state.waiters[id] = .cancelled
+                return nil
+            }
+            waiting?.resume()
+        }
     }
 }

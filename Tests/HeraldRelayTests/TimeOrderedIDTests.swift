@@ -2,7 +2,7 @@ import Testing
 
 @testable import HeraldRelay
 
-@Suite("Time-ordered ids")
+@Suite("Time-ordered ids", .timeLimit(.minutes(1)))
 struct TimeOrderedIDTests {
     @Test("canonical version-7 UUIDs that sort by time and do not repeat")
     func shape() {

@@ -3,7 +3,7 @@ import Foundation
 import HeraldAPNsCore
 import Testing
 
-@Suite struct APNsCoreTests {
+@Suite(.timeLimit(.minutes(1))) struct APNsCoreTests {
     @Test(arguments: [
         #"{}"#, #" { "aps" : { "alert" : "hi" } } "#, #"{"a":[1,-2.5e+3,true,false,null,"x\"\\\/\b\f\n\r\t\u00e9"]}"#,
         #"{"emoji":"👋🏽","cjk":"你好"}"#, #"{"n":0,"m":-0.0,"e":1E9}"#,

@@ -7,7 +7,7 @@ import NIOHTTP1
 import Testing
 
 /// Every rule of "Sending notification requests to APNs", over real HTTP/2 + TLS on loopback.
-@Suite struct APNsRulesTests {
+@Suite(.timeLimit(.minutes(2))) struct APNsRulesTests {
     @Test func anAcceptedPushAnswers200WithItsIDsAndIsRecorded() async throws {
         try await SandboxHarness.with { sandbox in
             let device = try sandbox.device()

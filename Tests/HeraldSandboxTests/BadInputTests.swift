@@ -10,7 +10,7 @@ import Testing
 
 /// What a hostile or broken client can throw at the APNs port: each gets Apple's answer or a
 /// closed connection, and the sandbox keeps serving.
-@Suite struct BadInputTests {
+@Suite(.timeLimit(.minutes(2))) struct BadInputTests {
     /// A TCP connection (optionally TLS with ALPN h2) that writes raw bytes and reports when the
     /// server closes it.
     final class RawSocket: Sendable {

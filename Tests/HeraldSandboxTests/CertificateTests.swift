@@ -10,7 +10,7 @@ import Testing
 import X509
 
 /// Certificate-based connections: the reasons only a TLS client certificate can cause.
-@Suite struct CertificateTests {
+@Suite(.timeLimit(.minutes(2))) struct CertificateTests {
     func client(_ sandbox: SandboxHarness, certificatePEM: String, keyPEM: String) throws -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         var tls = TLSConfiguration.makeClientConfiguration()

@@ -8,7 +8,7 @@ import NIOHTTP1
 import Testing
 
 /// The control API over the network, as `herald sandbox` serves it.
-@Suite struct ControlAPITests {
+@Suite(.timeLimit(.minutes(2))) struct ControlAPITests {
     struct Reply {
         let status: Int
         let json: [String: Any]

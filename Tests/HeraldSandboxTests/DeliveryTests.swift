@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 import Testing
 
-@Suite struct DeliveryTests {
+@Suite(.timeLimit(.minutes(2))) struct DeliveryTests {
     @Test func aConnectedDeviceReceivesEveryPushInOrder() async throws {
         try await SandboxHarness.with { sandbox in
             let device = try sandbox.device()

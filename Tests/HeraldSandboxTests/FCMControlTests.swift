@@ -6,7 +6,7 @@ import NIOHTTP1
 import Testing
 
 /// The FCM side of the control API: service accounts, Android devices, faults, inspection.
-@Suite struct FCMControlTests {
+@Suite(.timeLimit(.minutes(2))) struct FCMControlTests {
     @Test func serviceAccountsAndAndroidDevicesCanBeRegisteredOverHTTP() async throws {
         try await SandboxHarness.with { sandbox in
             // No account yet: an Android device needs a project.

@@ -7,7 +7,7 @@ import NIOCore
 import Testing
 
 /// Accepted `messages:send` requests reaching Android devices: at once, or stored while offline.
-@Suite struct FCMDeliveryTests {
+@Suite(.timeLimit(.minutes(2))) struct FCMDeliveryTests {
     /// The whole path over the network: token endpoint, messages:send over HTTP/2, and the
     /// device WebSocket.
     @Test func aSendReachesAConnectedAndroidDeviceOverTheWebSocket() async throws {

@@ -9,7 +9,7 @@ import ServiceLifecycle
 import Testing
 
 /// The FCM listener itself: HTTP/2, unknown paths, and its place in the sandbox's lifecycle.
-@Suite struct FCMListenerTests {
+@Suite(.timeLimit(.minutes(2))) struct FCMListenerTests {
     @Test func unknownPathsGetAJSONNotFound() async throws {
         try await SandboxHarness.with(.fcm) { sandbox in
             var request = HTTPClientRequest(url: sandbox.endpoints.fcmURL + "/v1/projects/p/messages:batchSend")

@@ -7,7 +7,7 @@ import NIOHTTP2
 import Testing
 
 /// Every refusal of `messages:send`, with FCM's status, body and error code.
-@Suite struct FCMSendErrorTests {
+@Suite(.timeLimit(.minutes(2))) struct FCMSendErrorTests {
     @Test func missingUnknownAndExpiredAccessTokensAreUnauthenticated() async throws {
         try await SandboxHarness.with(.fcm) { sandbox in
             let token = try #require(try sandbox.androidDevice().messagingToken)

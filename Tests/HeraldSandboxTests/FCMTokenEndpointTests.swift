@@ -5,7 +5,7 @@ import HeraldSandbox
 import Testing
 
 /// `POST /token`: Google's OAuth2 JWT-bearer exchange.
-@Suite struct FCMTokenEndpointTests {
+@Suite(.timeLimit(.minutes(2))) struct FCMTokenEndpointTests {
     static let shortLived =
         "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. "
         + "Check your iat and exp values in the JWT claim."

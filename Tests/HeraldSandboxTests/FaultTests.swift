@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTP2
 import Testing
 
-@Suite struct FaultTests {
+@Suite(.timeLimit(.minutes(2))) struct FaultTests {
     @Test func respondFaultsHitTheNextMatchingRequestsThenStop() async throws {
         try await SandboxHarness.with { sandbox in
             let token = try #require(try sandbox.device().messagingToken)

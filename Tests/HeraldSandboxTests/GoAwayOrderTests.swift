@@ -6,7 +6,7 @@ import Testing
 
 /// A GOAWAY fault must not name as unprocessed a stream the sandbox already acted on: streams
 /// complete in the order their DATA arrives, not in id order.
-@Suite struct GoAwayOrderTests {
+@Suite(.timeLimit(.minutes(2))) struct GoAwayOrderTests {
     @Test func aGoAwayNeverDisownsAStreamAlreadyProcessed() async throws {
         try await SandboxHarness.with { sandbox in
             let token = try #require(try sandbox.device().messagingToken)

@@ -5,7 +5,7 @@ import HeraldSandbox
 import NIOHTTP2
 import Testing
 
-@Suite struct ProviderTokenTests {
+@Suite(.timeLimit(.minutes(2))) struct ProviderTokenTests {
     func token(
         key: P256.Signing.PrivateKey,
         keyID: String = SandboxHarness.keyID,

@@ -4,12 +4,16 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Testing
 
 /// A frame-level HTTP/2 client over TLS, for what a high-level client hides: SETTINGS values,
 /// GOAWAY debug data, duplicate headers, floods of streams.
+///
+/// Each connection has a deadline: still open then, it is closed and the test fails, so a loop
+/// over `frames` waiting for a frame that never comes ends instead of hanging.
 final class RawHTTP2Client: Sendable {
     let channel: any Channel
-    /// Every frame the server sent, in order; ends when the connection closes.
+    /// Every frame the server sent, in order; ends when the connection closes (or at the deadline).
     let frames: AsyncStream<HTTP2Frame>
 
     private init(channel: any Channel, frames: AsyncStream<HTTP2Frame>) {
@@ -17,7 +21,8 @@ final class RawHTTP2Client: Sendable {
         self.frames = frames
     }
 
-    static func connect(port: Int, caPath: String) async throws -> RawHTTP2Client {
+    /// - Parameter deadline: how long the connection may stay open; longer fails the test.
+    static func connect(port: Int, caPath: String, deadline: Duration = .seconds(20)) async throws -> RawHTTP2Client {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .file(caPath)
         tls.applicationProtocols = ["h2"]
@@ -40,6 +45,14 @@ final class RawHTTP2Client: Sendable {
             }
             .connect(host: "127.0.0.1", port: port)
             .get()
+        // Made from the test's task, the watchdog records its issue against that test.
+        let watchdog = Task {
+            try await Task.sleep(for: deadline)
+            guard channel.isActive else { return }
+            Issue.record("the raw HTTP/2 connection was still open \(deadline) after it was made")
+            try? await channel.close()
+        }
+        channel.closeFuture.whenComplete { _ in watchdog.cancel() }
         return RawHTTP2Client(channel: channel, frames: frames)
     }
 

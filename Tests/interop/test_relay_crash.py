@@ -9,11 +9,15 @@ The test drives the real `herald` binary as subprocesses and talks to it only ov
   sandbox);
 * 20 users get one emulated iOS device each (a sandbox messaging token, a PyNaCl crypto_kx
   public key), activated at the relay;
+* the sandbox answers every push SANDBOX_LATENCY_MS late, so the relay always has pushes in
+  flight: a push acknowledged less than that before the kill cannot have been delivered;
 * several threads send a burst of `POST /v1/messages` over keep-alive connections; every 202
   answer is an acknowledgement, and the push ids it names are recorded;
 * once enough acknowledgements have arrived, and while the threads are still sending, the relay
   gets SIGKILL. Requests cut off by the kill are not acknowledged (they may or may not have been
-  committed);
+  committed). The kill must have hit work in flight: some acknowledged pushes were not delivered
+  when it came, as the relay's second run shows (it sends them: for the first time, or again when
+  the first run's answer was still on its way). The latency is then removed;
 * the relay is started again with the same arguments. Every acknowledged push must then reach
   the sandbox, accepted (status 200) under the apns-id it was given at ingest (apns-id = push
   id), and `GET /v1/pushes/{id}` must show it `delivered`. A push sent before the crash whose
@@ -59,6 +63,7 @@ BUNDLE_ID = "com.example.crash"
 USERS = 20
 SENDER_THREADS = 8
 ACKS_BEFORE_KILL = 300
+SANDBOX_LATENCY_MS = 1000  # longer than the kill takes after the last acknowledgement
 STARTUP_TIMEOUT = 30.0  # a debug build under load can take a while to bind
 ACK_TIMEOUT = 30.0  # for the first ACKS_BEFORE_KILL acknowledgements
 DELIVERY_TIMEOUT = 60.0  # after the restart, for every acknowledged push to reach the sandbox
@@ -380,7 +385,9 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
         )
         assert status == 201, activation
 
-    # The burst, and SIGKILL in the middle of it.
+    # The burst, and SIGKILL in the middle of it, with every push answered late.
+    status, body = call(f"{control_url}/sandbox/faults/latency", "PUT", {"ms": SANDBOX_LATENCY_MS})
+    assert status == 204, body
     burst = Burst(relay_port, api_key, users)
     burst.start()
     if not burst.enough.wait(ACK_TIMEOUT):
@@ -400,6 +407,8 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
     acked = dict(burst.acked)
     at_kill, _ = accepted_apns_ids(control_url)
     missing_at_kill = sum(1 for push_id in acked if push_id not in at_kill)
+    status, body = call(f"{control_url}/sandbox/faults/latency", "PUT", {"ms": 0})
+    assert status == 204, body
 
     # Restart with the same arguments; the acknowledged pushes must all arrive.
     relay = processes.start("serve-2", serve_argv, cwd=root)
@@ -429,6 +438,9 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
         time.sleep(0.25)
     waited = time.monotonic() - restarted_at
     duplicated = sum(1 for push_id in expected if seen[push_id] > 1)
+    # Acknowledged but not delivered when the kill came: what the second run sent, because the
+    # first never did or because its answer had not arrived (the second run sent it again).
+    in_flight_at_kill = [push_id for push_id in acked if seen[push_id] > at_kill[push_id]]
 
     # The relay's own view: every expected push delivered, under its push id as apns-id.
     not_delivered: list[str] = []
@@ -446,7 +458,8 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
 
     summary = (
         f"{len(acked)} pushes acknowledged before the kill ({missing_at_kill} not yet at the sandbox "
-        f"when it happened; the restarted relay re-queued {requeued.group(1) if requeued else 0} claimed pushes), "
+        f"when it happened, {len(in_flight_at_kill)} not delivered then; the restarted relay re-queued "
+        f"{requeued.group(1) if requeued else 0} claimed pushes), "
         f"{len(burst.unknown)} requests cut off by the kill and retried "
         f"({retried_duplicates} answered as duplicates: committed before the kill), "
         f"{len(expected)} pushes expected, {len(expected) - len(missing)} seen accepted by the sandbox "
@@ -458,6 +471,7 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
     assert relay.popen.poll() is None, (
         f"the restarted relay exited ({relay.popen.returncode}): {summary}\nstderr (tail):\n{relay.stderr_tail()}"
     )
+    assert in_flight_at_kill, f"the kill hit no work in flight (every acknowledged push was delivered): {summary}"
     assert not missing, (
         f"{len(missing)} acknowledged pushes never reached the sandbox, e.g. {missing[:5]!r}: {summary}\n"
         f"serve stderr (tail):\n{relay.stderr_tail()}"
