@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "HeraldAdapters", targets: ["HeraldAdapters"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -351,6 +352,37 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // One call starts a sandbox, and on request the provider's clients and a relay, on loopback:
+        // for tests and for `herald simulate`.
+        .target(
+            name: "HeraldTesting",
+            dependencies: [
+                "HeraldAdapters",
+                "HeraldAPNs",
+                "HeraldAPNsCore",
+                "HeraldCrypto",
+                "HeraldFCM",
+                "HeraldFCMCore",
+                "HeraldProvider",
+                "HeraldProviderHTTP",
+                "HeraldPush",
+                "HeraldRelay",
+                "HeraldRelayHTTP",
+                "HeraldRelayProvider",
+                "HeraldSandbox",
+                "HeraldStore",
+                "HeraldStoreSQLite",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `herald` subcommands, as a library so tests can run them in-process.
         .target(
             name: "HeraldCommands",
@@ -374,6 +406,7 @@ let package = Package(
                 "HeraldDevice",
                 "HeraldAdapters",
                 "HeraldServer",
+                "HeraldTesting",
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -423,6 +456,7 @@ let package = Package(
         .testTarget(
             name: "HeraldSandboxTests",
             dependencies: [
+                "HeraldTesting",
                 "HeraldSandbox",
                 "HeraldAPNsCore",
                 "HeraldFCMCore",
@@ -443,6 +477,7 @@ let package = Package(
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [
+                "HeraldTesting",
                 "HeraldAPNs",
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 "HeraldProvider",
@@ -463,6 +498,7 @@ let package = Package(
         .testTarget(
             name: "HeraldFCMTests",
             dependencies: [
+                "HeraldTesting",
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldSandbox",
@@ -499,6 +535,7 @@ let package = Package(
         .testTarget(
             name: "HeraldDeviceTests",
             dependencies: [
+                "HeraldTesting",
                 "HeraldDevice",
                 "HeraldCommands",
                 "HeraldCrypto",
@@ -525,6 +562,7 @@ let package = Package(
         .testTarget(
             name: "HeraldRelayTests",
             dependencies: [
+                "HeraldTesting",
                 "HeraldRelay",
                 "HeraldRelayAPI",
                 "HeraldAdapters",

@@ -5,6 +5,7 @@ import HeraldDevice
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTesting
 import Logging
 import NIOCore
 
@@ -171,7 +172,7 @@ struct SimulatedBackend: Sendable {
 }
 
 enum Simulation {
-    typealias Flow = @Sendable (EmulatedPhone, SimulatedBackend, SimulatedClock) async throws -> Void
+    typealias Flow = @Sendable (EmulatedPhone, SimulatedBackend, TestClock) async throws -> Void
 
     /// Sets up (or reaches) relay and sandbox, a phone and a backend, and plays `flow`.
     static func run(
@@ -182,7 +183,7 @@ enum Simulation {
     ) async throws -> Timeline {
         var logger = Logger(label: "herald.simulate")
         logger.logLevel = .critical
-        let clock = SimulatedClock()
+        let clock = TestClock()
         let quiet = options.quiet
         let timeline = Timeline(
             now: { clock.now() },
@@ -256,7 +257,7 @@ enum Simulation {
         return timeline
     }
 
-    static func messaging(phone: EmulatedPhone, backend: SimulatedBackend, clock: SimulatedClock) async throws {
+    static func messaging(phone: EmulatedPhone, backend: SimulatedBackend, clock: TestClock) async throws {
         try await phone.presence(.background)
         let messages = [
             (0, "Hi, this is Dana from Acme support. I am looking at your order now."),
@@ -265,7 +266,7 @@ enum Simulation {
         ]
         var minute = 0
         for (index, (at, text)) in messages.enumerated() {
-            clock.advance(milliseconds: Int64(at - minute) * 60_000)
+            clock.advance(by: .seconds(Int64(at - minute) * 60))
             minute = at
             let body =
                 #"{"to":"customer-42","from":{"id":"agent-dana","name":"Dana (Acme support)"},"conversation":"case-1001","text":"\#(text)","idempotency_key":"case-1001-\#(index)"}"#

@@ -2,7 +2,9 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldFCMCore
 import HeraldSandbox
+import HeraldTesting
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -15,17 +17,17 @@ final class ProviderHarness: Sendable {
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"
 
-    static let tls: SandboxTLS = {
-        let directory = NSTemporaryDirectory() + "herald-provider-tests-\(getpid())"
-        return try! SandboxCertificateAuthority.ensure(directory: directory)
-    }()
-
     let sandbox: Sandbox
     let client: APNsClient
     let tokens: ProviderTokenManager
-    let feedback: FeedbackLog
+    let feedback: HeraldTestStack.Feedback<APNsTokenFeedback>
 
-    private init(sandbox: Sandbox, client: APNsClient, tokens: ProviderTokenManager, feedback: FeedbackLog) {
+    private init(
+        sandbox: Sandbox,
+        client: APNsClient,
+        tokens: ProviderTokenManager,
+        feedback: HeraldTestStack.Feedback<APNsTokenFeedback>
+    ) {
         self.sandbox = sandbox
         self.client = client
         self.tokens = tokens
@@ -42,55 +44,35 @@ final class ProviderHarness: Sendable {
     }
 
     static func with(_ setup: Setup = Setup(), _ body: (ProviderHarness) async throws -> Void) async throws {
-        let key = P256.Signing.PrivateKey()
-        var sandboxConfiguration = SandboxConfiguration(tls: tls)
-        sandboxConfiguration.apnsPort = 0
-        sandboxConfiguration.controlPort = 0
-        sandboxConfiguration.fcmPort = 0
-        sandboxConfiguration.apps = [SandboxApp(bundleID: bundleID, teamID: teamID)]
-        sandboxConfiguration.keys = [
-            SandboxKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
-        ]
-        setup.sandbox(&sandboxConfiguration)
-        var logger = Logger(label: "test.provider")
-        logger.logLevel = .critical
-        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
-        let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await sandboxGroup.run() }
-            let endpoints = try await sandbox.endpoints()
-
-            var clientConfiguration = try APNsClientConfiguration(url: endpoints.apnsURL)
-            clientConfiguration.caCertificatePath = endpoints.caCertificatePath
-            clientConfiguration.serverHostname = "localhost"
-            clientConfiguration.retryBaseDelay = .milliseconds(10)
-            clientConfiguration.retryMaximumDelay = .milliseconds(100)
-            setup.client(&clientConfiguration)
-            let tokens = ProviderTokenManager(
-                signer: ProviderTokenSigner(privateKey: key, keyID: keyID, teamID: teamID),
-                refreshAfter: setup.refreshAfter,
-                minimumInterval: setup.minimumInterval,
-                now: { Int64(Date().timeIntervalSince1970) }
+        var options = HeraldTestStack.Options(fcmAccount: fcmAccount)
+        options.bundleID = bundleID
+        options.teamID = teamID
+        options.keyID = keyID
+        options.sandbox = setup.sandbox
+        options.fcm = nil
+        var apns = HeraldTestStack.APNs()
+        apns.client = { configuration in
+            configuration.retryBaseDelay = .milliseconds(10)
+            configuration.retryMaximumDelay = .milliseconds(100)
+            setup.client(&configuration)
+        }
+        apns.refreshAfter = setup.refreshAfter
+        apns.minimumInterval = setup.minimumInterval
+        options.apns = apns
+        try await HeraldTestStack.with(options) { stack in
+            let harness = ProviderHarness(
+                sandbox: stack.sandbox,
+                client: try #require(stack.apns),
+                tokens: try #require(stack.apnsTokens),
+                feedback: stack.apnsFeedback
             )
-            let feedback = FeedbackLog()
-            let client = try APNsClient(configuration: clientConfiguration, tokens: tokens, logger: logger) { event in
-                feedback.entries.withLock { $0.append(event) }
-            }
-            let clientGroup = ServiceGroup(services: [client], logger: logger)
-            tasks.addTask { try await clientGroup.run() }
-            let harness = ProviderHarness(sandbox: sandbox, client: client, tokens: tokens, feedback: feedback)
-            do {
-                try await body(harness)
-            } catch {
-                await clientGroup.triggerGracefulShutdown()
-                await sandboxGroup.triggerGracefulShutdown()
-                throw error
-            }
-            await clientGroup.triggerGracefulShutdown()
-            await sandboxGroup.triggerGracefulShutdown()
-            try await tasks.waitForAll()
+            try await body(harness)
         }
     }
+
+    /// The sandbox registers one; the APNs tests send none.
+    static let fcmAccount = try! FCMServiceAccount.generate(projectID: "herald-test", tokenURI: "https://unused/token")
+        .account
 
     func device() throws -> SandboxDevice {
         try core.registerDevice(bundleID: Self.bundleID)
@@ -116,14 +98,5 @@ final class ProviderHarness: Sendable {
             payload: ByteBuffer(string: #"{"aps":{},"c":"\#(String(repeating: "B", count: 900))"}"#),
             expiration: Int64(Date().timeIntervalSince1970) + 30
         )
-    }
-}
-
-/// What the feedback handler was told.
-final class FeedbackLog: Sendable {
-    let entries = Mutex<[APNsTokenFeedback]>([])
-
-    func withLock<R>(_ body: (inout [APNsTokenFeedback]) -> R) -> R {
-        entries.withLock { body(&$0) }
     }
 }

@@ -93,7 +93,7 @@ import Testing
             #expect(reason == .unregistered)
             let stamp = try #require(timestamp)
             #expect(abs(stamp - Int64(Date().timeIntervalSince1970 * 1000)) < 60_000)
-            let feedback = harness.feedback.withLock { $0 }
+            let feedback = harness.feedback.all
             #expect(
                 feedback == [
                     APNsTokenFeedback(
@@ -116,7 +116,7 @@ import Testing
             #expect(
                 await harness.client.send(wrongTopic) == .tokenDead(reason: .deviceTokenNotForTopic, timestamp: nil)
             )
-            #expect(harness.feedback.withLock { $0.count } == 3)
+            #expect(harness.feedback.all.count == 3)
         }
     }
 

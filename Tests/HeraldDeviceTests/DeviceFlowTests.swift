@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import HeraldDevice
 import HeraldStore
+import HeraldTesting
 import Logging
 import Testing
 
@@ -26,7 +27,7 @@ struct DeviceFlowTests {
         store: String? = nil,
         _ body: (EmulatedPhone, SimulationEndpoints, SimulatedBackend) async throws -> Void
     ) async throws {
-        let clock = SimulatedClock()
+        let clock = TestClock()
         var logger = Logger(label: "test.device")
         logger.logLevel = .critical
         let http = HTTPClient(eventLoopGroupProvider: .singleton)

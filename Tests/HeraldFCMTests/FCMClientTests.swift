@@ -65,7 +65,7 @@ struct FCMClientTests {
             let (device, token) = try harness.device()
             try harness.core.uninstall(deviceID: device.deviceID)
             #expect(await harness.client.send(harness.push(to: token)) == .tokenDead(code: .unregistered))
-            #expect(harness.feedback.entries.withLock { $0 } == [FCMTokenFeedback(token: token, code: .unregistered)])
+            #expect(harness.feedback.all == [FCMTokenFeedback(token: token, code: .unregistered)])
         }
     }
 

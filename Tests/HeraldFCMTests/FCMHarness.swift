@@ -2,6 +2,7 @@ import Foundation
 import HeraldFCM
 import HeraldFCMCore
 import HeraldSandbox
+import HeraldTesting
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -12,23 +13,13 @@ final class FCMHarness: Sendable {
     static let projectID = "herald-test"
     static let package = "com.example.chat"
 
-    static let tls: SandboxTLS = {
-        let directory = NSTemporaryDirectory() + "herald-fcm-tests-\(getpid())"
-        return try! SandboxCertificateAuthority.ensure(directory: directory)
-    }()
-
     static let account = try! FCMServiceAccount.generate(projectID: projectID, tokenURI: "https://unused/token")
 
     let sandbox: Sandbox
     let client: FCMClient
-    let feedback: FeedbackLog
+    let feedback: HeraldTestStack.Feedback<FCMTokenFeedback>
 
-    /// What the feedback handler was told.
-    final class FeedbackLog: Sendable {
-        let entries = Mutex<[FCMTokenFeedback]>([])
-    }
-
-    private init(sandbox: Sandbox, client: FCMClient, feedback: FeedbackLog) {
+    private init(sandbox: Sandbox, client: FCMClient, feedback: HeraldTestStack.Feedback<FCMTokenFeedback>) {
         self.sandbox = sandbox
         self.client = client
         self.feedback = feedback
@@ -44,44 +35,21 @@ final class FCMHarness: Sendable {
     }
 
     static func with(_ setup: Setup = Setup(), _ body: (FCMHarness) async throws -> Void) async throws {
-        var sandboxConfiguration = SandboxConfiguration(tls: tls)
-        sandboxConfiguration.apnsPort = 0
-        sandboxConfiguration.controlPort = 0
-        sandboxConfiguration.fcmPort = 0
-        sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(account.account)]
-        setup.sandbox(&sandboxConfiguration)
-        var logger = Logger(label: "test.fcm")
-        logger.logLevel = .critical
-        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
-        let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await sandboxGroup.run() }
-            let endpoints = try await sandbox.endpoints()
-            var account = setup.account
-            account.tokenURI = endpoints.tokenURL
-            var configuration = FCMClientConfiguration(account: account)
-            configuration.baseURL = endpoints.fcmURL
-            configuration.caCertificatePath = endpoints.caCertificatePath
+        var options = HeraldTestStack.Options(fcmAccount: account.account)
+        options.sandbox = setup.sandbox
+        options.apns = nil
+        var fcm = HeraldTestStack.FCM()
+        fcm.account = setup.account
+        fcm.client = { configuration in
             configuration.retryBaseDelay = .milliseconds(10)
             configuration.retryMaximumDelay = .milliseconds(200)
             setup.client(&configuration)
-            let feedback = FeedbackLog()
-            let client = try FCMClient(configuration: configuration, logger: logger) { event in
-                feedback.entries.withLock { $0.append(event) }
-            }
-            let clientGroup = ServiceGroup(services: [client], logger: logger)
-            tasks.addTask { try await clientGroup.run() }
-            let harness = FCMHarness(sandbox: sandbox, client: client, feedback: feedback)
-            do {
-                try await body(harness)
-            } catch {
-                await clientGroup.triggerGracefulShutdown()
-                await sandboxGroup.triggerGracefulShutdown()
-                throw error
-            }
-            await clientGroup.triggerGracefulShutdown()
-            await sandboxGroup.triggerGracefulShutdown()
-            try await tasks.waitForAll()
+        }
+        options.fcm = fcm
+        try await HeraldTestStack.with(options) { stack in
+            try await body(
+                FCMHarness(sandbox: stack.sandbox, client: try #require(stack.fcm), feedback: stack.fcmFeedback)
+            )
         }
     }
 

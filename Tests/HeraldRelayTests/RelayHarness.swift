@@ -17,6 +17,7 @@ import HeraldRelayProvider
 import HeraldSandbox
 import HeraldStore
 import HeraldStoreSQLite
+import HeraldTesting
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -35,11 +36,6 @@ final class RelayHarness: Sendable {
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"
     static let apiKey = "test-api-key-0123456789"
-
-    static let tls: SandboxTLS = {
-        let directory = NSTemporaryDirectory() + "herald-relay-tests-\(getpid())"
-        return try! SandboxCertificateAuthority.ensure(directory: directory)
-    }()
 
     /// The FCM service account the relay's sender uses, registered with the sandbox.
     static let fcmAccount = try! FCMServiceAccount.generate(projectID: "herald-test", tokenURI: "https://unused/token")
@@ -107,155 +103,44 @@ final class RelayHarness: Sendable {
         metrics: PrometheusCollectorRegistry,
         _ body: (RelayHarness) async throws -> Void
     ) async throws {
-        let key = P256.Signing.PrivateKey()
-        var sandboxConfiguration = SandboxConfiguration(tls: tls)
-        sandboxConfiguration.apnsPort = 0
-        sandboxConfiguration.controlPort = 0
-        sandboxConfiguration.fcmPort = 0
-        sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(fcmAccount.account)]
-        sandboxConfiguration.apps = [SandboxApp(bundleID: setup.app.id, teamID: teamID)]
-        sandboxConfiguration.keys = [
-            SandboxKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation)
-        ]
-        let logger =
-            setup.logger
-            ?? {
-                var logger = Logger(label: "test.relay")
-                logger.logLevel = .critical
-                return logger
-            }()
-        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
-        let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
-        let directory = NSTemporaryDirectory() + "herald-relay-\(UUID().uuidString)"
-        let providerStop = Mutex<ServiceGroup?>(nil)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await sandboxGroup.run() }
-            let endpoints = try await sandbox.endpoints()
-
-            var clientConfiguration = try APNsClientConfiguration(url: endpoints.apnsURL)
-            clientConfiguration.caCertificatePath = endpoints.caCertificatePath
-            clientConfiguration.serverHostname = "localhost"
-            clientConfiguration.retryBaseDelay = .milliseconds(5)
-            clientConfiguration.retryMaximumDelay = .milliseconds(20)
-            setup.client(&clientConfiguration)
-            let tokens = ProviderTokenManager(
-                signer: ProviderTokenSigner(privateKey: key, keyID: keyID, teamID: teamID),
-                now: { Int64(Date().timeIntervalSince1970) }
-            )
-            let client = try APNsClient(configuration: clientConfiguration, tokens: tokens, logger: logger)
-            var fcmAccount = fcmAccount.account
-            fcmAccount.tokenURI = endpoints.tokenURL
-            var fcmConfiguration = FCMClientConfiguration(account: fcmAccount)
-            fcmConfiguration.baseURL = endpoints.fcmURL
-            fcmConfiguration.caCertificatePath = endpoints.caCertificatePath
-            fcmConfiguration.retryBaseDelay = .milliseconds(5)
-            fcmConfiguration.retryMaximumDelay = .milliseconds(20)
-            let fcmClient = try FCMClient(configuration: fcmConfiguration, logger: logger)
-            let stage = ProviderStage(apns: client, fcm: fcmClient)
-
-            var storeConfiguration = SQLiteStore.Configuration(path: directory + "/herald.sqlite")
-            storeConfiguration.durable = false
-            let store = try SQLiteStore(configuration: storeConfiguration, logger: logger)
-            let clock = TestClock()
-            let services: [any Service] = [client, fcmClient]
-            let sender: any PushSender
-            let providerHTTP = HTTPClient(eventLoopGroupProvider: .singleton)
-            if setup.remoteProvider {
-                let secret = "provider-secret-0123456789"
-                let providerPorts = AsyncStream.makeStream(of: Int.self)
-                let provider = Application(
-                    router: ProviderHTTPService.router(stage: stage, secret: secret),
-                    configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                    onServerRunning: { channel in providerPorts.continuation.yield(channel.localAddress?.port ?? 0) },
-                    logger: logger
-                )
-                let providerGroup = ServiceGroup(services: [provider], logger: logger)
-                tasks.addTask { try await providerGroup.run() }
-                var ports = providerPorts.stream.makeAsyncIterator()
-                let providerPort = await ports.next() ?? 0
-                sender = RemotePushSender(
-                    url: "http://127.0.0.1:\(providerPort)",
-                    secret: secret,
-                    client: providerHTTP,
-                    logger: logger
-                )
-                providerStop.withLock { $0 = providerGroup }
-            } else {
-                sender = stage
-            }
-            var dispatcherConfiguration = DispatcherConfiguration()
-            dispatcherConfiguration.retryBase = .milliseconds(20)
-            dispatcherConfiguration.retryMaximum = .milliseconds(100)
-            dispatcherConfiguration.idlePoll = .milliseconds(50)
-            setup.dispatcher(&dispatcherConfiguration)
-            let dispatcher = Dispatcher(
-                store: store,
-                sender: sender,
-                configuration: dispatcherConfiguration,
-                logger: logger,
-                now: { clock.now() }
-            )
-            let masterKey = MasterKey.generate()
-            let relay = Relay(
-                configuration: setup.relay,
-                store: store,
-                masterKey: masterKey,
-                logger: logger,
-                now: { clock.now() },
-                sleep: { try await clock.sleep(until: $0) },
-                onAccepted: { dispatcher.wake() }
-            )
-            try await relay.saveApp(setup.app)
-
-            let ports = AsyncStream.makeStream(of: Int.self)
-            let router = RelayHTTPService.router(
-                relay: relay,
-                configuration: RelayHTTPConfiguration(apiKey: apiKey),
-                registry: setup.servesMetrics ? metrics : nil,
-                adapters: setup.adapters
-            )
-            let app = Application(
-                router: router,
-                server: .http1WebSocketUpgrade(webSocketRouter: router),
-                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
-                logger: logger
-            )
-            let relayGroup = ServiceGroup(
-                services: services + [dispatcher, app],
-                logger: logger
-            )
-            tasks.addTask { try await relayGroup.run() }
-            var iterator = ports.stream.makeAsyncIterator()
-            let port = await iterator.next() ?? 0
+        let clock = TestClock()
+        var options = HeraldTestStack.Options(fcmAccount: fcmAccount.account)
+        options.bundleID = setup.app.id
+        options.teamID = teamID
+        options.keyID = keyID
+        options.logger = setup.logger
+        options.apns?.client = setup.client
+        var relay = HeraldTestStack.RelayOptions()
+        relay.app = setup.app
+        relay.configuration = setup.relay
+        relay.dispatcher = setup.dispatcher
+        relay.remoteProvider = setup.remoteProvider
+        relay.adapters = setup.adapters
+        relay.metrics = setup.servesMetrics ? metrics : nil
+        relay.apiKey = apiKey
+        relay.now = { clock.now() }
+        relay.sleep = { try await clock.sleep(until: $0) }
+        options.relay = relay
+        try await HeraldTestStack.with(options) { stack in
+            let parts = try #require(stack.relay)
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             let harness = RelayHarness(
-                sandbox: sandbox,
-                relay: relay,
-                masterKey: masterKey,
-                store: store,
+                sandbox: stack.sandbox,
+                relay: parts.relay,
+                masterKey: parts.masterKey,
+                store: parts.store,
                 http: http,
-                baseURL: "http://127.0.0.1:\(port)",
+                baseURL: parts.baseURL,
                 clock: clock,
                 metrics: metrics
             )
-            func stop() async {
-                try? await http.shutdown()
-                await relayGroup.triggerGracefulShutdown()
-                if let providerGroup = providerStop.withLock({ $0 }) { await providerGroup.triggerGracefulShutdown() }
-                try? await providerHTTP.shutdown()
-                await sandboxGroup.triggerGracefulShutdown()
-            }
             do {
                 try await body(harness)
             } catch {
-                await stop()
+                try? await http.shutdown()
                 throw error
             }
-            await stop()
-            try await tasks.waitForAll()
+            try await http.shutdown()
         }
     }
 
@@ -422,116 +307,4 @@ final class RelayHarness: Sendable {
 
 enum HarnessError: Error {
     case timeout(String)
-}
-
-/// The relay's and the dispatcher's clock in tests: real time plus an offset the test moves
-/// with `advance(by:)`, or, after `freeze()`, a time that moves only then (for exact
-/// boundaries). `sleep(until:)` returns once `now()` reads the deadline, whether real time or an
-/// advance brought it there: a timer set far ahead fires when the test moves the clock, never by
-/// winning or losing a race with real time.
-final class TestClock: Sendable {
-    private enum Waiter {
-        case waiting(CheckedContinuation<Void, Never>)
-        case cancelled
-    }
-
-    private struct State {
-        var offset: Int64 = 0
-        var frozenAt: Int64?
-        /// Counts the advances, so that a sleeper that read the time before one knows it happened.
-        var generation: UInt64 = 0
-        var waiters: [UInt64: Waiter] = [:]
-        var nextWaiter: UInt64 = 0
-
-        var now: Int64 { frozenAt ?? RelayClock.now() + offset }
-    }
-
-    private let state = Mutex(State())
-
-    /// Milliseconds since the epoch.
-    func now() -> Int64 { state.withLock { $0.now } }
-
-    /// How many `sleep(until:)` calls are waiting: a timer that woke on an advance and found
-    /// its deadline not yet reached counts again once it has gone back to sleep.
-    var sleepers: Int {
-        state.withLock { state in
-            state.waiters.values.count { waiter in
-                if case .waiting = waiter { true } else { false }
-            }
-        }
-    }
-
-    /// Stops real time: from now on the clock moves only when advanced.
-    func freeze() {
-        state.withLock { state in state.frozenAt = state.now }
-    }
-
-    /// Moves the clock forward and wakes every sleeper to check its deadline again.
-    func advance(by duration: Duration) {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            if let frozenAt = state.frozenAt {
-                state.frozenAt = frozenAt + milliseconds
-            } else {
-                state.offset += milliseconds
-            }
-            state.generation += 1
-            defer { state.waiters.removeAll() }
-            return state.waiters.values.compactMap { waiter in
-                guard case .waiting(let continuation) = waiter else { return nil }
-                return continuation
-            }
-        }
-        for continuation in woken { continuation.resume() }
-    }
-
-    /// Returns once `now()` reads at least `deadline`; throws `CancellationError` when cancelled.
-    func sleep(until deadline: Int64) async throws {
-        while true {
-            let (remaining, generation, frozen) = state.withLock { state in
-                (deadline - state.now, state.generation, state.frozenAt != nil)
-            }
-            guard remaining > 0 else { break }
-            try Task.checkCancellation()
-            // Whichever comes first: real time reaching the deadline, or an advance.
-            await withTaskGroup(of: Void.self) { group in
-                if !frozen { group.addTask { try? await Task.sleep(for: .milliseconds(remaining)) } }
-                group.addTask { await self.advanced(since: generation) }
-                await group.next()
-                group.cancelAll()
-            }
-        }
-        try Task.checkCancellation()
-    }
-
-    /// Returns after the first advance past `generation` (at once if there was one), or when
-    /// the task is cancelled.
-    private func advanced(since generation: UInt64) async {
-        let id = state.withLock { state in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.generation != generation { return true }
-                    if case .cancelled = state.waiters[id] {
-                        state.waiters[id] = nil
-                        return true
-                    }
-                    state.waiters[id] = .waiting(continuation)
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                if case .waiting(let continuation) = state.waiters.removeValue(forKey: id) { return continuation }
-                // Not registered yet: the registration sees this and returns at once.
-                state.waiters[id] = .cancelled
-                return nil
-            }
-            waiting?.resume()
-        }
-    }
 }

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNsCore
 import HeraldSandbox
+import HeraldTesting
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -20,10 +21,7 @@ final class SandboxHarness: Sendable {
     static let keyID = "KEY1234567"
 
     /// The TLS files, made once per test process.
-    static let tls: SandboxTLS = {
-        let directory = NSTemporaryDirectory() + "herald-sandbox-tests-\(getpid())"
-        return try! SandboxCertificateAuthority.ensure(directory: directory)
-    }()
+    static var tls: SandboxTLS { HeraldTestStack.tls }
 
     let sandbox: Sandbox
     let endpoints: SandboxEndpoints
@@ -66,31 +64,28 @@ final class SandboxHarness: Sendable {
         _ setup: Setup = Setup { _ in },
         _ body: (SandboxHarness) async throws -> Void
     ) async throws {
-        let (privateKey, key) = Self.key()
-        var configuration = SandboxConfiguration(tls: tls)
-        configuration.apnsPort = 0
-        configuration.controlPort = 0
-        configuration.fcmPort = 0
-        configuration.apps = [SandboxApp(bundleID: bundleID, teamID: teamID)]
-        configuration.keys = [key]
-        setup.apply(&configuration)
-        var logger = Logger(label: "test.sandbox")
-        logger.logLevel = .critical
-        let sandbox = try Sandbox(configuration: configuration, logger: logger)
-        let group = ServiceGroup(services: [sandbox], logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            let endpoints = try await sandbox.endpoints()
+        var options = HeraldTestStack.Options(fcmAccount: FCMFixtures.primary)
+        options.bundleID = bundleID
+        options.teamID = teamID
+        options.keyID = keyID
+        options.apns = nil
+        options.fcm = nil
+        options.sandbox = { configuration in
+            // The sandbox tests register what they need themselves.
+            configuration.serviceAccounts = []
+            setup.apply(&configuration)
+        }
+        try await HeraldTestStack.with(options) { stack in
             var clientConfiguration = HTTPClient.Configuration()
             var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
-            tlsConfiguration.trustRoots = .file(endpoints.caCertificatePath)
+            tlsConfiguration.trustRoots = .file(stack.endpoints.caCertificatePath)
             clientConfiguration.tlsConfiguration = tlsConfiguration
             clientConfiguration.httpVersion = .automatic
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
             let harness = try SandboxHarness(
-                sandbox: sandbox,
-                endpoints: endpoints,
-                signer: ProviderTokenSigner(privateKey: privateKey, keyID: keyID, teamID: teamID),
+                sandbox: stack.sandbox,
+                endpoints: stack.endpoints,
+                signer: stack.signer,
                 client: client
             )
             do {
@@ -98,13 +93,10 @@ final class SandboxHarness: Sendable {
             } catch {
                 await harness.shutDownExtraClients()
                 try? await client.shutdown()
-                await group.triggerGracefulShutdown()
                 throw error
             }
             await harness.shutDownExtraClients()
             try await client.shutdown()
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
         }
     }
 

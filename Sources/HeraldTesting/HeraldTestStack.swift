@@ -1,0 +1,352 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+public import HeraldAPNs
+public import HeraldAPNsCore
+public import HeraldAdapters
+public import HeraldCrypto
+public import HeraldFCM
+public import HeraldFCMCore
+import HeraldProvider
+import HeraldProviderHTTP
+import HeraldPush
+public import HeraldRelay
+import HeraldRelayHTTP
+import HeraldRelayProvider
+public import HeraldSandbox
+public import HeraldStore
+public import HeraldStoreSQLite
+import Hummingbird
+import HummingbirdWebSocket
+public import Logging
+import NIOCore
+public import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// A sandbox on loopback ports the system picks, and on request the provider's clients (APNs,
+/// FCM) and a relay as `herald serve` runs it (HTTP API, SQLite store, dispatcher, in-process or
+/// remote provider): one call starts them for a test or a simulation, hands back ready parts, and
+/// stops them gracefully after.
+public final class HeraldTestStack: Sendable {
+    /// The sandbox and where it listens.
+    public let sandbox: Sandbox
+    public let endpoints: SandboxEndpoints
+    /// The APNs client, its provider tokens and what its feedback handler was told; nil without `Options.apns`.
+    public let apns: APNsClient?
+    public let apnsTokens: ProviderTokenManager?
+    public let apnsFeedback: Feedback<APNsTokenFeedback>
+    /// The FCM sender and what its feedback handler was told; nil without `Options.fcm`.
+    public let fcm: FCMClient?
+    public let fcmFeedback: Feedback<FCMTokenFeedback>
+    /// The relay and its parts; nil without `Options.relay`.
+    public let relay: RelayParts?
+
+    /// Signs provider tokens with the key the sandbox knows (for hand-made APNs requests).
+    public let signer: ProviderTokenSigner
+
+    /// The sandbox's rules and devices.
+    public var core: SandboxCore { sandbox.core }
+
+    /// A relay as the stack runs it.
+    public struct RelayParts: Sendable {
+        public let relay: Relay
+        public let store: SQLiteStore
+        public let dispatcher: Dispatcher
+        /// `http://127.0.0.1:<port>`.
+        public let baseURL: String
+        public let apiKey: String
+        /// For a second relay on the same store (a restart).
+        public let masterKey: MasterKey
+    }
+
+    /// What the feedback handler of a client was told, in order.
+    public final class Feedback<Event: Sendable>: Sendable {
+        private let events = Mutex<[Event]>([])
+
+        init() {}
+
+        func record(_ event: Event) { events.withLock { $0.append(event) } }
+
+        /// Every event so far.
+        public var all: [Event] { events.withLock { $0 } }
+    }
+
+    /// What to start.
+    public struct Options {
+        /// The app every part knows, its team and the APNs key's id.
+        public var bundleID = "com.example.chat"
+        public var teamID = "TEAM123456"
+        public var keyID = "KEY1234567"
+        /// The FCM service account (the sandbox registers it; the sender uses it).
+        public var fcmAccount: FCMServiceAccount
+        /// Where everything logs; only critical messages when nil.
+        public var logger: Logger?
+        /// A change to the sandbox's configuration (ports, apps and keys are set already).
+        public var sandbox: (inout SandboxConfiguration) -> Void = { _ in }
+        /// Start an APNs client; nil starts none.
+        public var apns: APNs? = APNs()
+        /// Start an FCM sender; nil starts none.
+        public var fcm: FCM? = FCM()
+        /// Start a relay over the clients; nil starts none.
+        public var relay: RelayOptions?
+
+        public init(fcmAccount: FCMServiceAccount) {
+            self.fcmAccount = fcmAccount
+        }
+    }
+
+    /// The APNs client's settings: quick retries, for tests.
+    public struct APNs {
+        public var client: (inout APNsClientConfiguration) -> Void = { _ in }
+        public var refreshAfter: Duration = ProviderTokenManager.defaultRefreshAfter
+        public var minimumInterval: Duration = ProviderTokenManager.defaultMinimumInterval
+
+        public init() {}
+    }
+
+    /// The FCM sender's settings: quick retries, for tests; another account than the sandbox's.
+    public struct FCM {
+        public var client: (inout FCMClientConfiguration) -> Void = { _ in }
+        public var account: FCMServiceAccount?
+
+        public init() {}
+    }
+
+    /// The relay's settings.
+    public struct RelayOptions {
+        /// The app registered with the relay (the stack's bundle id and team when nil).
+        public var app: AppRecord?
+        public var configuration = RelayConfiguration()
+        public var dispatcher: (inout DispatcherConfiguration) -> Void = { _ in }
+        /// Send through a `herald provider` HTTP service (on loopback) instead of in process.
+        public var remoteProvider = false
+        public var adapters: [any ContactCenterAdapter] = []
+        /// Serve `GET /metrics` from this registry.
+        public var metrics: PrometheusCollectorRegistry?
+        public var apiKey = "test-api-key-0123456789"
+        /// The relay's and the dispatcher's clock (milliseconds), and the relay's timers' sleep.
+        public var now: @Sendable () -> Int64 = RelayClock.now
+        public var sleep: (@Sendable (Int64) async throws -> Void)?
+        /// Commit with fsync (off for tests: a crash of the test process loses nothing it checks).
+        public var durable = false
+
+        public init() {}
+    }
+
+    private init(
+        sandbox: Sandbox,
+        endpoints: SandboxEndpoints,
+        signer: ProviderTokenSigner,
+        apns: APNsClient?,
+        apnsTokens: ProviderTokenManager?,
+        apnsFeedback: Feedback<APNsTokenFeedback>,
+        fcm: FCMClient?,
+        fcmFeedback: Feedback<FCMTokenFeedback>,
+        relay: RelayParts?
+    ) {
+        self.sandbox = sandbox
+        self.endpoints = endpoints
+        self.signer = signer
+        self.apns = apns
+        self.apnsTokens = apnsTokens
+        self.apnsFeedback = apnsFeedback
+        self.fcm = fcm
+        self.fcmFeedback = fcmFeedback
+        self.relay = relay
+    }
+
+    /// The sandbox's development CA, made once per process under the temporary directory.
+    public static let tls: SandboxTLS = {
+        let directory = NSTemporaryDirectory() + "herald-test-stack-\(getpid())"
+        // A CA that cannot be made leaves nothing to test against.
+        return try! SandboxCertificateAuthority.ensure(directory: directory)
+    }()
+
+    /// Starts what `options` asks for, runs `body`, and stops everything gracefully (also when
+    /// `body` throws).
+    public static func with<T: Sendable>(
+        _ options: Options,
+        _ body: (HeraldTestStack) async throws -> T
+    ) async throws -> T {
+        let logger =
+            options.logger
+            ?? {
+                var logger = Logger(label: "herald.test")
+                logger.logLevel = .critical
+                return logger
+            }()
+        let key = P256.Signing.PrivateKey()
+        var sandboxConfiguration = SandboxConfiguration(tls: tls)
+        sandboxConfiguration.apnsPort = 0
+        sandboxConfiguration.controlPort = 0
+        sandboxConfiguration.fcmPort = 0
+        sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(options.fcmAccount)]
+        sandboxConfiguration.apps = [SandboxApp(bundleID: options.bundleID, teamID: options.teamID)]
+        sandboxConfiguration.keys = [
+            SandboxKey(keyID: options.keyID, teamID: options.teamID, publicKeyPEM: key.publicKey.pemRepresentation)
+        ]
+        options.sandbox(&sandboxConfiguration)
+        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
+        let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
+        let directory = NSTemporaryDirectory() + "herald-test-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        return try await withThrowingTaskGroup(of: Void.self, returning: T.self) { tasks in
+            tasks.addTask { try await sandboxGroup.run() }
+            let endpoints = try await sandbox.endpoints()
+            var groups: [ServiceGroup] = []
+            var httpClients: [HTTPClient] = []
+            func stop() async {
+                for client in httpClients { try? await client.shutdown() }
+                // Relay first, then the provider service, then the clients: the reverse of start.
+                for group in groups.reversed() { await group.triggerGracefulShutdown() }
+                await sandboxGroup.triggerGracefulShutdown()
+            }
+            do {
+                let apnsFeedback = Feedback<APNsTokenFeedback>()
+                var apns: APNsClient?
+                var tokens: ProviderTokenManager?
+                if let settings = options.apns {
+                    var configuration = try APNsClientConfiguration(url: endpoints.apnsURL)
+                    configuration.caCertificatePath = endpoints.caCertificatePath
+                    configuration.serverHostname = "localhost"
+                    configuration.retryBaseDelay = .milliseconds(5)
+                    configuration.retryMaximumDelay = .milliseconds(20)
+                    settings.client(&configuration)
+                    let made = ProviderTokenManager(
+                        signer: ProviderTokenSigner(privateKey: key, keyID: options.keyID, teamID: options.teamID),
+                        refreshAfter: settings.refreshAfter,
+                        minimumInterval: settings.minimumInterval,
+                        now: { Int64(Date().timeIntervalSince1970) }
+                    )
+                    tokens = made
+                    apns = try APNsClient(configuration: configuration, tokens: made, logger: logger) {
+                        apnsFeedback.record($0)
+                    }
+                }
+                let fcmFeedback = Feedback<FCMTokenFeedback>()
+                var fcm: FCMClient?
+                if let settings = options.fcm {
+                    var account = settings.account ?? options.fcmAccount
+                    account.tokenURI = endpoints.tokenURL
+                    var configuration = FCMClientConfiguration(account: account)
+                    configuration.baseURL = endpoints.fcmURL
+                    configuration.caCertificatePath = endpoints.caCertificatePath
+                    configuration.retryBaseDelay = .milliseconds(5)
+                    configuration.retryMaximumDelay = .milliseconds(20)
+                    settings.client(&configuration)
+                    fcm = try FCMClient(configuration: configuration, logger: logger) { fcmFeedback.record($0) }
+                }
+                let clients = ServiceGroup(
+                    services: ([apns, fcm] as [(any Service)?]).compactMap { $0 },
+                    logger: logger
+                )
+                groups.append(clients)
+                tasks.addTask { try await clients.run() }
+
+                var parts: RelayParts?
+                if let settings = options.relay {
+                    let stage = ProviderStage(apns: apns, fcm: fcm)
+                    let sender: any PushSender
+                    if settings.remoteProvider {
+                        let secret = "provider-secret-0123456789"
+                        let ports = AsyncStream.makeStream(of: Int.self)
+                        let provider = Application(
+                            router: ProviderHTTPService.router(stage: stage, secret: secret),
+                            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                            onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
+                            logger: logger
+                        )
+                        let providerGroup = ServiceGroup(services: [provider], logger: logger)
+                        groups.append(providerGroup)
+                        tasks.addTask { try await providerGroup.run() }
+                        var bound = ports.stream.makeAsyncIterator()
+                        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                        httpClients.append(http)
+                        sender = RemotePushSender(
+                            url: "http://127.0.0.1:\(await bound.next() ?? 0)",
+                            secret: secret,
+                            client: http,
+                            logger: logger
+                        )
+                    } else {
+                        sender = stage
+                    }
+                    var storeConfiguration = SQLiteStore.Configuration(path: directory + "/herald.sqlite")
+                    storeConfiguration.durable = settings.durable
+                    let store = try SQLiteStore(configuration: storeConfiguration, logger: logger)
+                    var dispatcherConfiguration = DispatcherConfiguration()
+                    dispatcherConfiguration.retryBase = .milliseconds(20)
+                    dispatcherConfiguration.retryMaximum = .milliseconds(100)
+                    dispatcherConfiguration.idlePoll = .milliseconds(50)
+                    settings.dispatcher(&dispatcherConfiguration)
+                    let now = settings.now
+                    let dispatcher = Dispatcher(
+                        store: store,
+                        sender: sender,
+                        configuration: dispatcherConfiguration,
+                        logger: logger,
+                        now: now
+                    )
+                    let masterKey = MasterKey.generate()
+                    let relay = Relay(
+                        configuration: settings.configuration,
+                        store: store,
+                        masterKey: masterKey,
+                        logger: logger,
+                        now: now,
+                        sleep: settings.sleep,
+                        onAccepted: { dispatcher.wake() }
+                    )
+                    try await relay.saveApp(settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID))
+                    let ports = AsyncStream.makeStream(of: Int.self)
+                    let router = RelayHTTPService.router(
+                        relay: relay,
+                        configuration: RelayHTTPConfiguration(apiKey: settings.apiKey),
+                        registry: settings.metrics,
+                        adapters: settings.adapters
+                    )
+                    let app = Application(
+                        router: router,
+                        server: .http1WebSocketUpgrade(webSocketRouter: router),
+                        configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                        onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
+                        logger: logger
+                    )
+                    let relayGroup = ServiceGroup(services: [dispatcher, app], logger: logger)
+                    groups.append(relayGroup)
+                    tasks.addTask { try await relayGroup.run() }
+                    var bound = ports.stream.makeAsyncIterator()
+                    parts = RelayParts(
+                        relay: relay,
+                        store: store,
+                        dispatcher: dispatcher,
+                        baseURL: "http://127.0.0.1:\(await bound.next() ?? 0)",
+                        apiKey: settings.apiKey,
+                        masterKey: masterKey
+                    )
+                }
+                let stack = HeraldTestStack(
+                    sandbox: sandbox,
+                    endpoints: endpoints,
+                    signer: ProviderTokenSigner(privateKey: key, keyID: options.keyID, teamID: options.teamID),
+                    apns: apns,
+                    apnsTokens: tokens,
+                    apnsFeedback: apnsFeedback,
+                    fcm: fcm,
+                    fcmFeedback: fcmFeedback,
+                    relay: parts
+                )
+                let result = try await body(stack)
+                await stop()
+                try await tasks.waitForAll()
+                return result
+            } catch {
+                await stop()
+                try? await tasks.waitForAll()
+                throw error
+            }
+        }
+    }
+}
