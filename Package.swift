@@ -268,6 +268,7 @@ let package = Package(
         .target(
             name: "HeraldAdapters",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldRelayAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldHTTPSupport
 public import HeraldRelayAPI
 
 /// How a contact-center platform proves a webhook is its own.
@@ -13,16 +14,13 @@ public enum WebhookAuthentication: Sendable, Hashable {
     public func verify(authorization: String?, signature: String?, body: [UInt8]) -> Bool {
         switch self {
         case .sharedSecret(let secret):
-            guard let authorization, authorization.utf8.count > 7,
-                authorization.utf8.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8)
-            else { return false }
-            return Self.equal(Array(authorization.utf8.dropFirst(7)), Array(secret.utf8))
+            return Bearer.matches(authorization, secret: secret.utf8)
         case .hmacSHA256(let secret):
             guard let signature, signature.hasPrefix("sha256=") else { return false }
             let expected = Self.hex(
                 Array(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array(secret.utf8))))
             )
-            return Self.equal(Array(signature.dropFirst(7).lowercased().utf8), Array(expected.utf8))
+            return ConstantTime.equal(signature.dropFirst(7).lowercased().utf8, expected.utf8)
         }
     }
 
@@ -41,13 +39,6 @@ public enum WebhookAuthentication: Sendable, Hashable {
             out.append(digits[Int(byte & 0x0F)])
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    static func equal(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
     }
 }
 
