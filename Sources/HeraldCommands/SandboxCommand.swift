@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldSandbox
+import HeraldServer
 import Logging
 import NIOCore
 import NIOPosix
@@ -119,34 +120,9 @@ struct SandboxCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "herald.sandbox")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let configuration = try makeConfiguration()
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let sandbox = try Sandbox(configuration: configuration, logger: logger, group: group)
-        let services = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: sandbox)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await services.run() }
-            let endpoints = try await sandbox.endpoints()
-            print("herald sandbox")
-            print("  APNs         \(endpoints.apnsURL)   (HTTP/2 + TLS, trust \(endpoints.caCertificatePath))")
-            print("  FCM          \(endpoints.fcmURL)   (HTTP/2 + TLS, /v1/projects/{project}/messages:send)")
-            print("  FCM tokens   \(endpoints.tokenURL)   (a service account's token_uri)")
-            print("  control API  \(endpoints.controlURL)/sandbox   (docs/sandbox.md)")
-            print(
-                "  apps         \(configuration.apps.map { "\($0.bundleID) (team \($0.teamID))" }.joined(separator: ", "))"
-            )
-            print(
-                "  keys         \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))"
-            )
-            let accounts = configuration.serviceAccounts.map { "\($0.clientEmail) (project \($0.projectID))" }
-            print("  accounts     \(accounts.joined(separator: ", "))")
+        try await HeraldServer.sandbox(makeConfiguration(), threads: threads, logger: logger) { lines in
+            for line in lines { print(line) }
             fflush(nil)
-            try await tasks.next()
         }
     }
 
