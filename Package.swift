@@ -358,6 +358,7 @@ let package = Package(
         .target(
             name: "HeraldTesting",
             dependencies: [
+                "HeraldServer",
                 "HeraldAdapters",
                 "HeraldAPNs",
                 "HeraldAPNsCore",

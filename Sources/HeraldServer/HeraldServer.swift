@@ -71,7 +71,7 @@ public struct HeraldServer: Sendable {
                 try FCMSettings(serviceAccount: $0.serviceAccount, url: $0.url, caFile: $0.ca)
                     .makeClient(logger: logger, group: group)
             }
-            let runtime = RelayRuntime(
+            let runtime = try RelayRuntime(
                 configuration: configuration,
                 store: store,
                 masterKey: masterKey,
@@ -79,13 +79,13 @@ public struct HeraldServer: Sendable {
                 sender: ProviderStage(apns: client, fcm: fcmClient),
                 platforms: fcmClient == nil ? [.ios] : [.ios, .android],
                 registry: registry,
-                logger: logger
+                logger: logger,
+                environment: environment
             )
             _ = try await runtime.registerApps(defaultTeam: apns.teamID)
             let apps = try await runtime.relay.apps()
             try await runtime.run(
-                extraServices: [client] + (fcmClient.map { [$0] } ?? []),
-                environment: environment
+                extraServices: [client] + (fcmClient.map { [$0] } ?? [])
             ) { port in
                 var lines = ["herald serve"]
                 lines += runtime.commonLines(
@@ -179,7 +179,7 @@ public struct HeraldServer: Sendable {
                 caFile: endpoints.caCertificatePath,
                 tokenURI: endpoints.tokenURL
             ).makeClient(logger: logger, group: group)
-            let runtime = RelayRuntime(
+            let runtime = try RelayRuntime(
                 configuration: configuration,
                 store: store,
                 masterKey: masterKey,
@@ -191,7 +191,8 @@ public struct HeraldServer: Sendable {
                 // development team's there, whatever team it names for production.
                 onAppSaved: { app in
                     try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
-                }
+                },
+                environment: environment
             )
             _ = try await runtime.registerApps(defaultTeam: metadata.teamID)
             if try await runtime.relay.apps().isEmpty {
@@ -202,7 +203,7 @@ public struct HeraldServer: Sendable {
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
             }
             do {
-                try await runtime.run(extraServices: [client, fcmClient], environment: environment) { port in
+                try await runtime.run(extraServices: [client, fcmClient]) { port in
                     var lines = [
                         "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
                     ]
@@ -246,7 +247,7 @@ public struct HeraldServer: Sendable {
         let store = try openStore()
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let platforms = await Self.platforms(provider: provider.url, http: http, logger: logger)
-        let runtime = RelayRuntime(
+        let runtime = try RelayRuntime(
             configuration: configuration,
             store: store,
             masterKey: masterKey,
@@ -254,12 +255,13 @@ public struct HeraldServer: Sendable {
             sender: RemotePushSender(url: provider.url, secret: secret, client: http, logger: logger),
             platforms: platforms,
             registry: registry,
-            logger: logger
+            logger: logger,
+            environment: environment
         )
         do {
             _ = try await runtime.registerApps(defaultTeam: nil)
             let apps = try await runtime.relay.apps()
-            try await runtime.run(extraServices: [], environment: environment) { port in
+            try await runtime.run(extraServices: []) { port in
                 var lines = ["herald relay"]
                 lines += runtime.commonLines(
                     port: port,
@@ -313,14 +315,14 @@ public struct HeraldServer: Sendable {
     }
 }
 
-/// The relay's parts under one `ServiceGroup`: the HTTP API, the dispatcher and a janitor.
+/// The relay's parts under one `ServiceGroup`: the node (HTTP API, dispatcher) and a janitor.
 struct RelayRuntime: Sendable {
     let configuration: HeraldConfiguration
-    let relay: Relay
-    let dispatcher: Dispatcher
-    let apiKey: String
-    let registry: PrometheusCollectorRegistry
+    let node: RelayNode
     let logger: Logger
+    private let port: PortBox
+
+    var relay: Relay { node.relay }
 
     init(
         configuration: HeraldConfiguration,
@@ -331,28 +333,22 @@ struct RelayRuntime: Sendable {
         platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases),
         registry: PrometheusCollectorRegistry,
         logger: Logger,
-        onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in }
-    ) {
-        let dispatcher = Dispatcher(
-            store: store,
-            sender: sender,
-            configuration: configuration.dispatcherConfiguration,
-            logger: logger
-        )
+        onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
+        environment: [String: String]
+    ) throws(HeraldServerError) {
+        var parts = RelayNode.Parts(store: store, sender: sender, masterKey: masterKey, apiKey: apiKey)
+        parts.relay = configuration.relayConfiguration
+        parts.relay.platforms = platforms
+        parts.dispatcher = configuration.dispatcherConfiguration
+        parts.host = configuration.host
+        parts.port = configuration.port
+        parts.metrics = registry
+        parts.adapters = try configuration.contactCenterAdapters(environment: environment)
+        parts.onAppSaved = onAppSaved
+        let port = PortBox()
+        self.port = port
+        self.node = RelayNode(parts, logger: logger) { bound in port.bound(bound) }
         self.configuration = configuration
-        self.dispatcher = dispatcher
-        var relayConfiguration = configuration.relayConfiguration
-        relayConfiguration.platforms = platforms
-        self.relay = Relay(
-            configuration: relayConfiguration,
-            store: store,
-            masterKey: masterKey,
-            logger: logger,
-            onAccepted: { dispatcher.wake() },
-            onAppSaved: onAppSaved
-        )
-        self.apiKey = apiKey
-        self.registry = registry
         self.logger = logger
     }
 
@@ -379,36 +375,13 @@ struct RelayRuntime: Sendable {
     ///
     /// Shutdown runs in reverse order: the API stops accepting, the dispatcher finishes the
     /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
-    func run(
-        extraServices: [any Service],
-        environment: [String: String],
-        ready: @escaping @Sendable (Int) -> Void
-    ) async throws {
-        let dispatcher = dispatcher
+    func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
         // Chat pushes that were waiting out their delay when the last run stopped.
         await relay.resumeChatPushes()
-        let router = RelayHTTPService.router(
-            relay: relay,
-            configuration: RelayHTTPConfiguration(apiKey: apiKey),
-            registry: registry,
-            adapters: try configuration.contactCenterAdapters(environment: environment),
-            health: { ["pushes_in_flight": dispatcher.pushesInFlight] }
-        )
-        let app = Application(
-            router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
-            configuration: .init(
-                address: .hostname(configuration.host, port: configuration.port),
-                serverName: "herald"
-            ),
-            onServerRunning: { channel in ready(channel.localAddress?.port ?? 0) },
-            logger: logger
-        )
+        port.onBound(ready)
         let janitor = Janitor(relay: relay, logger: logger)
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-            extraServices.map { .init(service: $0) } + [
-                .init(service: dispatcher), .init(service: janitor), .init(service: app),
-            ]
+            (extraServices + [node.services[0], janitor] + node.services.dropFirst()).map { .init(service: $0) }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
@@ -430,6 +403,27 @@ struct RelayRuntime: Sendable {
             lines.append("  webhooks     \(adapters.map { "POST /v1/adapters/\($0)" }.joined(separator: ", "))")
         }
         return lines
+    }
+}
+
+/// The bound port, handed to whoever asks for it before or after the listener binds.
+final class PortBox: Sendable {
+    private let state = Mutex<(port: Int?, waiter: (@Sendable (Int) -> Void)?)>((nil, nil))
+
+    func bound(_ port: Int) {
+        let waiter = state.withLock { state in
+            state.port = port
+            return state.waiter
+        }
+        waiter?(port)
+    }
+
+    func onBound(_ waiter: @escaping @Sendable (Int) -> Void) {
+        let port = state.withLock { state in
+            state.waiter = waiter
+            return state.port
+        }
+        if let port { waiter(port) }
     }
 }
 

@@ -11,13 +11,12 @@ import HeraldProvider
 import HeraldProviderHTTP
 import HeraldPush
 public import HeraldRelay
-import HeraldRelayHTTP
 import HeraldRelayProvider
 public import HeraldSandbox
+import HeraldServer
 public import HeraldStore
 public import HeraldStoreSQLite
 import Hummingbird
-import HummingbirdWebSocket
 public import Logging
 import NIOCore
 public import Prometheus
@@ -276,55 +275,36 @@ public final class HeraldTestStack: Sendable {
                     var storeConfiguration = SQLiteStore.Configuration(path: directory + "/herald.sqlite")
                     storeConfiguration.durable = settings.durable
                     let store = try SQLiteStore(configuration: storeConfiguration, logger: logger)
-                    var dispatcherConfiguration = DispatcherConfiguration()
-                    dispatcherConfiguration.retryBase = .milliseconds(20)
-                    dispatcherConfiguration.retryMaximum = .milliseconds(100)
-                    dispatcherConfiguration.idlePoll = .milliseconds(50)
-                    settings.dispatcher(&dispatcherConfiguration)
-                    let now = settings.now
-                    let dispatcher = Dispatcher(
+                    var node = RelayNode.Parts(
                         store: store,
                         sender: sender,
-                        configuration: dispatcherConfiguration,
-                        logger: logger,
-                        now: now
+                        masterKey: MasterKey.generate(),
+                        apiKey: settings.apiKey
                     )
-                    let masterKey = MasterKey.generate()
-                    let relay = Relay(
-                        configuration: settings.configuration,
-                        store: store,
-                        masterKey: masterKey,
-                        logger: logger,
-                        now: now,
-                        sleep: settings.sleep,
-                        onAccepted: { dispatcher.wake() }
-                    )
-                    try await relay.saveApp(settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID))
+                    node.relay = settings.configuration
+                    node.dispatcher.retryBase = .milliseconds(20)
+                    node.dispatcher.retryMaximum = .milliseconds(100)
+                    node.dispatcher.idlePoll = .milliseconds(50)
+                    settings.dispatcher(&node.dispatcher)
+                    node.metrics = settings.metrics
+                    node.adapters = settings.adapters
+                    node.now = settings.now
+                    node.sleep = settings.sleep
                     let ports = AsyncStream.makeStream(of: Int.self)
-                    let router = RelayHTTPService.router(
-                        relay: relay,
-                        configuration: RelayHTTPConfiguration(apiKey: settings.apiKey),
-                        registry: settings.metrics,
-                        adapters: settings.adapters
-                    )
-                    let app = Application(
-                        router: router,
-                        server: .http1WebSocketUpgrade(webSocketRouter: router),
-                        configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                        onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
-                        logger: logger
-                    )
-                    let relayGroup = ServiceGroup(services: [dispatcher, app], logger: logger)
+                    let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }
+                    let relay = relayNode.relay
+                    try await relay.saveApp(settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID))
+                    let relayGroup = ServiceGroup(services: relayNode.services, logger: logger)
                     groups.append(relayGroup)
                     tasks.addTask { try await relayGroup.run() }
                     var bound = ports.stream.makeAsyncIterator()
                     parts = RelayParts(
                         relay: relay,
                         store: store,
-                        dispatcher: dispatcher,
+                        dispatcher: relayNode.dispatcher,
                         baseURL: "http://127.0.0.1:\(await bound.next() ?? 0)",
                         apiKey: settings.apiKey,
-                        masterKey: masterKey
+                        masterKey: node.masterKey
                     )
                 }
                 let stack = HeraldTestStack(

@@ -1,0 +1,92 @@
+import Foundation
+public import HeraldAdapters
+public import HeraldCrypto
+public import HeraldPush
+public import HeraldRelay
+import HeraldRelayHTTP
+public import HeraldStore
+import Hummingbird
+import HummingbirdWebSocket
+public import Logging
+public import Prometheus
+public import ServiceLifecycle
+
+/// One relay node's parts, assembled the one way every Herald runs them (`herald serve`,
+/// `herald relay`, the test stack, `herald simulate`): the relay over a store, the dispatcher
+/// draining its outbox into a push sender, and the HTTP API (with the live-channel WebSocket).
+public struct RelayNode: Sendable {
+    public let relay: Relay
+    public let dispatcher: Dispatcher
+    /// The dispatcher and the HTTP API, in the order a `ServiceGroup` starts them (it stops them
+    /// in reverse: the API stops accepting before the dispatcher finishes its batches).
+    public let services: [any Service]
+
+    /// What a node is built from.
+    public struct Parts {
+        public var store: any HeraldStore
+        public var sender: any PushSender
+        public var masterKey: MasterKey
+        /// The backend's bearer secret.
+        public var apiKey: String
+        public var relay = RelayConfiguration()
+        public var dispatcher = DispatcherConfiguration()
+        public var host = "127.0.0.1"
+        /// 0 picks a port.
+        public var port = 0
+        public var serverName = "herald"
+        /// Serves `GET /metrics` from it.
+        public var metrics: PrometheusCollectorRegistry?
+        public var adapters: [any ContactCenterAdapter] = []
+        /// The relay's and the dispatcher's clock (milliseconds since the epoch) and the relay
+        /// timers' sleep; the wall clock when not given.
+        public var now: @Sendable () -> Int64 = RelayClock.now
+        public var sleep: (@Sendable (Int64) async throws -> Void)?
+        /// Called after an app was added or changed (to register it with an in-process sandbox).
+        public var onAppSaved: @Sendable (AppRecord) -> Void = { _ in }
+
+        public init(store: any HeraldStore, sender: any PushSender, masterKey: MasterKey, apiKey: String) {
+            self.store = store
+            self.sender = sender
+            self.masterKey = masterKey
+            self.apiKey = apiKey
+        }
+    }
+
+    /// - Parameter ready: gets the bound port once the API listens.
+    public init(_ parts: Parts, logger: Logger, ready: @escaping @Sendable (Int) -> Void) {
+        let dispatcher = Dispatcher(
+            store: parts.store,
+            sender: parts.sender,
+            configuration: parts.dispatcher,
+            logger: logger,
+            now: parts.now
+        )
+        let relay = Relay(
+            configuration: parts.relay,
+            store: parts.store,
+            masterKey: parts.masterKey,
+            logger: logger,
+            now: parts.now,
+            sleep: parts.sleep,
+            onAccepted: { dispatcher.wake() },
+            onAppSaved: parts.onAppSaved
+        )
+        let router = RelayHTTPService.router(
+            relay: relay,
+            configuration: RelayHTTPConfiguration(apiKey: parts.apiKey),
+            registry: parts.metrics,
+            adapters: parts.adapters,
+            health: { ["pushes_in_flight": dispatcher.pushesInFlight] }
+        )
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname(parts.host, port: parts.port), serverName: parts.serverName),
+            onServerRunning: { channel in ready(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+        self.relay = relay
+        self.dispatcher = dispatcher
+        self.services = [dispatcher, app]
+    }
+}
