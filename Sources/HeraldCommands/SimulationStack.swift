@@ -106,7 +106,7 @@ enum SimulationStack {
                 now: { clock.now() },
                 onAccepted: { dispatcher.wake() }
             )
-            try await relay.saveApp(AppRecord(id: bundleID, teamID: teamID))
+            try await relay.activation.saveApp(AppRecord(id: bundleID, teamID: teamID))
             let apiKey = "sim_" + ByteEncoding.hex(SecureBytes.random(count: 16).copyBytes())
             let ports = AsyncStream.makeStream(of: Int.self)
             let router = RelayHTTPService.router(relay: relay, configuration: RelayHTTPConfiguration(apiKey: apiKey))

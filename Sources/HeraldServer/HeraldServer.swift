@@ -82,7 +82,7 @@ public struct HeraldServer: Sendable {
                 logger: logger
             )
             _ = try await runtime.registerApps(defaultTeam: apns.teamID)
-            let apps = try await runtime.relay.apps()
+            let apps = try await runtime.relay.activation.apps()
             try await runtime.run(
                 extraServices: [client] + (fcmClient.map { [$0] } ?? []),
                 environment: environment
@@ -194,10 +194,10 @@ public struct HeraldServer: Sendable {
                 }
             )
             _ = try await runtime.registerApps(defaultTeam: metadata.teamID)
-            if try await runtime.relay.apps().isEmpty {
-                try await runtime.relay.saveApp(AppRecord(id: "com.example.herald", teamID: metadata.teamID))
+            if try await runtime.relay.activation.apps().isEmpty {
+                try await runtime.relay.activation.saveApp(AppRecord(id: "com.example.herald", teamID: metadata.teamID))
             }
-            let shown = try await runtime.relay.apps()
+            let shown = try await runtime.relay.activation.apps()
             for app in shown {
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
             }
@@ -258,7 +258,7 @@ public struct HeraldServer: Sendable {
         )
         do {
             _ = try await runtime.registerApps(defaultTeam: nil)
-            let apps = try await runtime.relay.apps()
+            let apps = try await runtime.relay.activation.apps()
             try await runtime.run(extraServices: [], environment: environment) { port in
                 var lines = ["herald relay"]
                 lines += runtime.commonLines(
@@ -367,7 +367,7 @@ struct RelayRuntime: Sendable {
         }
         for app in all {
             do {
-                try await relay.saveApp(app)
+                try await relay.activation.saveApp(app)
             } catch {
                 throw .configuration("app \(app.id): \(error.detail)")
             }
@@ -386,7 +386,7 @@ struct RelayRuntime: Sendable {
     ) async throws {
         let dispatcher = dispatcher
         // Chat pushes that were waiting out their delay when the last run stopped.
-        await relay.resumeChatPushes()
+        await relay.transcripts.resumeChatPushes()
         let router = RelayHTTPService.router(
             relay: relay,
             configuration: RelayHTTPConfiguration(apiKey: apiKey),
@@ -441,7 +441,7 @@ struct Janitor: Service {
     func run() async throws {
         while !Task.isShuttingDownGracefully {
             do {
-                let removed = try await relay.purgeExpired()
+                let removed = try await relay.ingest.purgeExpired()
                 if removed.messages + removed.pushes > 0 {
                     logger.info(
                         "expired messages and old pushes deleted",

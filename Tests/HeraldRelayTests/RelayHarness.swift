@@ -207,7 +207,7 @@ final class RelayHarness: Sendable {
                 sleep: { try await clock.sleep(until: $0) },
                 onAccepted: { dispatcher.wake() }
             )
-            try await relay.saveApp(setup.app)
+            try await relay.activation.saveApp(setup.app)
 
             let ports = AsyncStream.makeStream(of: Int.self)
             let router = RelayHTTPService.router(
@@ -408,7 +408,7 @@ final class RelayHarness: Sendable {
             "push \(id) to be \(state.rawValue) (last: \(last?.state.rawValue ?? "none"))",
             timeout: timeout
         ) {
-            last = try await relay.pushStatus(id: id)
+            last = try await relay.ingest.pushStatus(id: id)
             return last?.state == state
         }
         return last!
