@@ -22,3 +22,17 @@ public struct RelayConfiguration: Sendable {
 
     public init() {}
 }
+
+/// Chat background semantics (seed 001, Genesys Mobile Services): how pushes follow a chat whose
+/// app went to the background.
+public struct ChatConfiguration: Sendable {
+    /// How long after the first agent event following a disconnect the first push waits (GMS's
+    /// `_client_timeout_notification`); zero pushes at once. Later events push at once.
+    public var firstPushDelay: Duration = .seconds(30)
+    /// Event types that never push (GMS's `_filtering_chat_events`).
+    public var filteredTypes: Set<String> = ["Notice.TypingStarted", "Notice.TypingStopped"]
+    /// The most transcript lines one push carries (the newest).
+    public var maximumLines: Int = 5
+
+    public init() {}
+}

@@ -53,7 +53,7 @@ struct AdapterWebhooks: Sendable {
             Counter(label: "herald_adapter_events_ignored_total", dimensions: [("source", name)]).increment()
             return try JSONResponse.make(.ok, ["ignored": reason])
         case .message(let message):
-            let receipt = try await relay.send(message: message)
+            let receipt = try await relay.ingest.send(message: message)
             count(name, "pushed")
             return JSONResponse.text(.accepted, receipt.jsonText)
         }

@@ -17,7 +17,7 @@ enum LiveChannelRoute {
         router.ws("/v1/devices/:id/live") { request, context in
             let id = try context.parameters.require("id")
             let credential = api.bearer(request) ?? request.uri.queryParameters.get("credential")
-            guard let credential, let device = try? await relay.authenticateDevice(credential: credential),
+            guard let credential, let device = try? await relay.activation.authenticateDevice(credential: credential),
                 device.id == id
             else { return .dontUpgrade }
             return .upgrade([:])

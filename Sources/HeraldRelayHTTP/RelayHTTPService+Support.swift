@@ -47,7 +47,7 @@ struct API: Sendable {
             throw RelayError.unauthorized.with(detail: "this endpoint needs the API key (authorization: Bearer <key>)")
         }
         if isBackend(request) { return }
-        if (try? await relay.authenticateDevice(credential: token)) != nil {
+        if (try? await relay.activation.authenticateDevice(credential: token)) != nil {
             throw RelayError.forbidden.with(detail: "this endpoint needs the API key, not a device credential")
         }
         throw RelayError.unauthorized.with(detail: "the API key is not valid")
@@ -63,7 +63,7 @@ struct API: Sendable {
         if isBackend(request) {
             throw RelayError.forbidden.with(detail: "this endpoint needs a device credential, not the API key")
         }
-        return try await relay.authenticateDevice(credential: token)
+        return try await relay.activation.authenticateDevice(credential: token)
     }
 
     /// The API key, or the credential of device `id` itself.

@@ -50,7 +50,7 @@ public enum RelayHTTPService {
         router.get("/health") { _, _ -> Response in
             var body: [String: Int] = [:]
             do {
-                let counts = try await relay.counts()
+                let counts = try await relay.ingest.counts()
                 for state in PushState.allCases { body["outbox_" + state.rawValue] = counts.outbox[state] }
                 body["devices"] = counts.devices
             } catch {
@@ -79,14 +79,14 @@ public enum RelayHTTPService {
                 var app = try await api.decode(AppBody.self, request)
                 app.id = id
                 let record = try app.record()
-                try await relay.saveApp(record)
+                try await relay.activation.saveApp(record)
                 return try JSONResponse.make(.ok, record)
             }
         }
         v1.get("apps") { request, _ in
             try await api.handle {
                 try await api.requireBackend(request)
-                let apps = try await relay.apps()
+                let apps = try await relay.activation.apps()
                 return try JSONResponse.make(.ok, ["apps": apps])
             }
         }
@@ -100,14 +100,14 @@ public enum RelayHTTPService {
                 } else {
                     try await api.requireBackend(request)
                 }
-                return try JSONResponse.make(.created, try await relay.activate(body))
+                return try JSONResponse.make(.created, try await relay.activation.activate(body))
             }
         }
         v1.get("devices/:id") { request, context in
             try await api.handle {
                 let id = try context.parameters.require("id")
                 try await api.requireBackendOrDevice(request, id: id)
-                return try JSONResponse.make(.ok, try await relay.device(id: id))
+                return try JSONResponse.make(.ok, try await relay.activation.device(id: id))
             }
         }
         v1.put("devices/:id/tokens") { request, context in
@@ -115,14 +115,14 @@ public enum RelayHTTPService {
                 let id = try context.parameters.require("id")
                 try await api.requireBackendOrDevice(request, id: id)
                 let body = try await api.decode(TokenUpdateRequest.self, request)
-                return try JSONResponse.make(.ok, try await relay.updateTokens(deviceID: id, body))
+                return try JSONResponse.make(.ok, try await relay.activation.updateTokens(deviceID: id, body))
             }
         }
         v1.delete("devices/:id") { request, context in
             try await api.handle {
                 let id = try context.parameters.require("id")
                 try await api.requireBackendOrDevice(request, id: id)
-                try await relay.deactivate(deviceID: id)
+                try await relay.activation.deactivate(deviceID: id)
                 return Response(status: .noContent)
             }
         }
@@ -134,28 +134,28 @@ public enum RelayHTTPService {
                     throw RelayError.forbidden.with(detail: "the credential is for another device")
                 }
                 let body = try await api.decode(HeartbeatRequest.self, request)
-                return try JSONResponse.make(.ok, try await relay.heartbeat(device: device, body))
+                return try JSONResponse.make(.ok, try await relay.activation.heartbeat(device: device, body))
             }
         }
         v1.post("messages") { request, _ in
             try await api.handle {
                 try await api.requireBackend(request)
                 let body = try await api.decode(MessageRequest.self, request)
-                return JSONResponse.text(.accepted, try await relay.send(message: body).jsonText)
+                return JSONResponse.text(.accepted, try await relay.ingest.send(message: body).jsonText)
             }
         }
         v1.get("messages/:id") { request, context in
             try await api.handle {
                 let id = try context.parameters.require("id")
                 let device = try await api.requireDevice(request)
-                return try JSONResponse.make(.ok, try await relay.message(id: id, for: device))
+                return try JSONResponse.make(.ok, try await relay.ingest.message(id: id, for: device))
             }
         }
         v1.post("calls") { request, _ in
             try await api.handle {
                 try await api.requireBackend(request)
                 let body = try await api.decode(CallRequest.self, request)
-                return JSONResponse.text(.accepted, try await relay.send(call: body).jsonText)
+                return JSONResponse.text(.accepted, try await relay.ingest.send(call: body).jsonText)
             }
         }
         let webhooks = AdapterWebhooks(adapters: adapters, relay: relay, api: api)
@@ -166,7 +166,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 try await api.requireBackend(request)
                 let body = try await api.decode(BroadcastRequest.self, request)
-                return try JSONResponse.make(.accepted, try await relay.broadcast(body))
+                return try JSONResponse.make(.accepted, try await relay.ingest.broadcast(body))
             }
         }
         LiveChannelRoute.add(to: router, relay: relay, api: api)
@@ -175,7 +175,10 @@ public enum RelayHTTPService {
                 try await api.requireBackend(request)
                 let conversation = try context.parameters.require("conversation")
                 let body = try await api.decode(ChatEventRequest.self, request)
-                return try JSONResponse.make(.accepted, try await relay.chatEvent(conversation: conversation, body))
+                return try JSONResponse.make(
+                    .accepted,
+                    try await relay.transcripts.chatEvent(conversation: conversation, body)
+                )
             }
         }
         v1.get("chats/:conversation/transcript") { request, context in
@@ -188,7 +191,7 @@ public enum RelayHTTPService {
                 }
                 return try JSONResponse.make(
                     .ok,
-                    try await relay.transcript(conversation: conversation, after: position, for: device)
+                    try await relay.transcripts.transcript(conversation: conversation, after: position, for: device)
                 )
             }
         }
@@ -201,7 +204,7 @@ public enum RelayHTTPService {
                     throw RelayError.forbidden.with(detail: "the credential is for another device")
                 }
                 let body = try await api.decode(ChatDisconnectRequest.self, request)
-                try await relay.chatDisconnect(device: device, conversation: conversation, body)
+                try await relay.transcripts.chatDisconnect(device: device, conversation: conversation, body)
                 return try JSONResponse.make(
                     .ok,
                     DisconnectAnswer(conversation: conversation, transcriptPosition: body.transcriptPosition)
@@ -218,7 +221,7 @@ public enum RelayHTTPService {
                 }
                 return try JSONResponse.make(
                     .ok,
-                    try await relay.chatConnect(device: device, conversation: conversation)
+                    try await relay.transcripts.chatConnect(device: device, conversation: conversation)
                 )
             }
         }
@@ -226,7 +229,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 try await api.requireBackend(request)
                 let id = try context.parameters.require("id")
-                return try JSONResponse.make(.ok, try await relay.pushStatus(id: id))
+                return try JSONResponse.make(.ok, try await relay.ingest.pushStatus(id: id))
             }
         }
         return router

@@ -83,7 +83,7 @@ public struct HeraldServer: Sendable {
                 environment: environment
             )
             _ = try await runtime.registerApps(defaultTeam: apns.teamID)
-            let apps = try await runtime.relay.apps()
+            let apps = try await runtime.relay.activation.apps()
             try await runtime.run(
                 extraServices: [client] + (fcmClient.map { [$0] } ?? [])
             ) { port in
@@ -195,10 +195,10 @@ public struct HeraldServer: Sendable {
                 environment: environment
             )
             _ = try await runtime.registerApps(defaultTeam: metadata.teamID)
-            if try await runtime.relay.apps().isEmpty {
-                try await runtime.relay.saveApp(AppRecord(id: "com.example.herald", teamID: metadata.teamID))
+            if try await runtime.relay.activation.apps().isEmpty {
+                try await runtime.relay.activation.saveApp(AppRecord(id: "com.example.herald", teamID: metadata.teamID))
             }
-            let shown = try await runtime.relay.apps()
+            let shown = try await runtime.relay.activation.apps()
             for app in shown {
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
             }
@@ -260,7 +260,7 @@ public struct HeraldServer: Sendable {
         )
         do {
             _ = try await runtime.registerApps(defaultTeam: nil)
-            let apps = try await runtime.relay.apps()
+            let apps = try await runtime.relay.activation.apps()
             try await runtime.run(extraServices: []) { port in
                 var lines = ["herald relay"]
                 lines += runtime.commonLines(
@@ -363,7 +363,7 @@ struct RelayRuntime: Sendable {
         }
         for app in all {
             do {
-                try await relay.saveApp(app)
+                try await relay.activation.saveApp(app)
             } catch {
                 throw .configuration("app \(app.id): \(error.detail)")
             }
@@ -377,7 +377,7 @@ struct RelayRuntime: Sendable {
     /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
     func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
         // Chat pushes that were waiting out their delay when the last run stopped.
-        await relay.resumeChatPushes()
+        await relay.transcripts.resumeChatPushes()
         port.onBound(ready)
         let janitor = Janitor(relay: relay, logger: logger)
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
@@ -435,7 +435,7 @@ struct Janitor: Service {
     func run() async throws {
         while !Task.isShuttingDownGracefully {
             do {
-                let removed = try await relay.purgeExpired()
+                let removed = try await relay.ingest.purgeExpired()
                 if removed.messages + removed.pushes > 0 {
                     logger.info(
                         "expired messages and old pushes deleted",

@@ -293,7 +293,9 @@ public final class HeraldTestStack: Sendable {
                     let ports = AsyncStream.makeStream(of: Int.self)
                     let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }
                     let relay = relayNode.relay
-                    try await relay.saveApp(settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID))
+                    try await relay.activation.saveApp(
+                        settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID)
+                    )
                     let relayGroup = ServiceGroup(services: relayNode.services, logger: logger)
                     groups.append(relayGroup)
                     tasks.addTask { try await relayGroup.run() }

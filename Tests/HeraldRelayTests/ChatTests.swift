@@ -201,7 +201,7 @@ struct ChatTests {
             do {
                 let first = run()
                 stopped = first
-                let receipt = try await first.chatEvent(
+                let receipt = try await first.transcripts.chatEvent(
                     conversation: "chat-1",
                     ChatEventRequest(
                         to: "cust",
@@ -219,7 +219,7 @@ struct ChatTests {
             // The next run, on the same store, a second before the hour is up: nothing yet.
             harness.clock.advance(by: Self.delay - .seconds(1))
             let restarted = run()
-            await restarted.resumeChatPushes()
+            await restarted.transcripts.resumeChatPushes()
             try await harness.eventually("the re-armed timer asleep") { harness.clock.sleepers == 2 }
             #expect(try await harness.store.pendingDisconnects().count == 1)
             #expect(try await harness.store.outboxCounts().byState.isEmpty)

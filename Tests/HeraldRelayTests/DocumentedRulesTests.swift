@@ -39,14 +39,14 @@ struct DocumentedRulesTests {
 
             // A minute before the retention ends: the janitor keeps both.
             harness.clock.advance(by: .seconds(24 * 60 * 60 - 60))
-            let early = try await harness.relay.purgeExpired()
+            let early = try await harness.relay.ingest.purgeExpired()
             #expect(early.messages == 0 && early.pushes == 0)
             #expect(try await statuses() == [200, 200])
             #expect(try await harness.call(.POST, "/v1/messages", body: body).decode(IngestReceipt.self).duplicate)
 
             // Past it: both gone, and the key makes a new message.
             harness.clock.advance(by: .seconds(120))
-            let purged = try await harness.relay.purgeExpired()
+            let purged = try await harness.relay.ingest.purgeExpired()
             #expect(purged.messages == 1 && purged.pushes == 1)
             #expect(try await statuses() == [404, 404])
             let again = try await harness.call(.POST, "/v1/messages", body: body).decode(IngestReceipt.self)

@@ -158,7 +158,7 @@ struct RelayAPITests {
             let inFlight = try await harness.call(.POST, "/v1/messages", body: Self.message).decode(IngestReceipt.self)
             let inFlightID = try #require(inFlight.pushes.first).pushID
             try await harness.eventually("a refused attempt") {
-                let status = try await harness.relay.pushStatus(id: inFlightID)
+                let status = try await harness.relay.ingest.pushStatus(id: inFlightID)
                 return status.attempts >= 1 && status.state == .queued
             }
             let newKeys = KeyPair.generate()

@@ -293,7 +293,7 @@ final class RelayHarness: Sendable {
             "push \(id) to be \(state.rawValue) (last: \(last?.state.rawValue ?? "none"))",
             timeout: timeout
         ) {
-            last = try await relay.pushStatus(id: id)
+            last = try await relay.ingest.pushStatus(id: id)
             return last?.state == state
         }
         return last!

@@ -1,6 +1,6 @@
 import HeraldStore
 
-extension Relay {
+extension RelayContext {
     enum FieldPattern {
         /// Printable text without control characters.
         case identifier

@@ -1,27 +1,49 @@
-import Crypto
 import Foundation
 import HeraldCrypto
 import HeraldPush
 public import HeraldRelayAPI
 public import HeraldStore
 
-extension Relay {
+/// The relay's ingest part: messages, calls and broadcasts into the durable outbox (one sealed
+/// push per device, committed before the answer), the push for a message a live channel did not
+/// deliver, fetching a message by id, push status, the outbox and device counts, and the purge
+/// of what is past retention.
+///
+/// Its only state is the live channels (the relay's `live`), which it delivers over instead of
+/// pushing.
+public final class RelayIngest: Sendable {
+    let context: RelayContext
+    /// Where a message for a device on screen in its conversation goes instead of a push.
+    let live: LiveChannels
+
+    init(context: RelayContext, live: LiveChannels) {
+        self.context = context
+        self.live = live
+    }
+
+    /// How many pushes are in each state, and how many devices are stored: what `/health` shows.
+    public func counts() async throws(RelayError) -> (outbox: OutboxCounts, devices: Int) {
+        try await context.storing { store in
+            (try await store.outboxCounts(), try await store.deviceCount())
+        }
+    }
+
     /// Accepts a message: stores it, seals one messaging push per device that is not looking at
     /// the conversation, and commits both before returning.
     public func send(message request: MessageRequest) async throws(RelayError) -> IngestReceipt {
-        try check(request.to, "to", pattern: .identifier)
-        try check(request.from.id, "from.id", pattern: .identifier)
-        try checkText(request.from.name, "from.name")
-        try check(request.conversation, "conversation", pattern: .identifier)
+        try context.check(request.to, "to", pattern: .identifier)
+        try context.check(request.from.id, "from.id", pattern: .identifier)
+        try context.checkText(request.from.name, "from.name")
+        try context.check(request.conversation, "conversation", pattern: .identifier)
         guard !request.text.isEmpty else { throw .invalidField("text", "must not be empty") }
-        guard request.text.utf8.count <= configuration.maximumTextBytes else {
-            throw .invalidField("text", "is longer than \(configuration.maximumTextBytes) bytes")
+        guard request.text.utf8.count <= context.configuration.maximumTextBytes else {
+            throw .invalidField("text", "is longer than \(context.configuration.maximumTextBytes) bytes")
         }
-        if let key = request.idempotencyKey { try check(key, "idempotency_key", pattern: .identifier) }
+        if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
 
-        let time = now()
+        let time = context.now()
         let messageID = TimeOrderedID.make(milliseconds: time)
-        let recipients = try await storing { try await self.store.recipients(userID: request.to) }
+        let recipients = try await context.storing { try await $0.recipients(userID: request.to) }
         let content = MessageContent(
             messageID: messageID,
             conversationID: request.conversation,
@@ -50,11 +72,11 @@ extension Relay {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "active_in_conversation"))
                 continue
             }
-            guard let app = try await app(id: device.appID) else {
+            guard let app = try await context.app(id: device.appID) else {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
                 continue
             }
-            let push = try messagePush(content, app: app, device: device, at: time)
+            let push = try context.messagePush(content, app: app, device: device, at: time)
             pushes.append(push)
             receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }
@@ -65,12 +87,12 @@ extension Relay {
             conversation: request.conversation,
             senderID: request.from.id,
             senderName: request.from.name,
-            sealedText: masterKey.seal(
+            sealedText: context.masterKey.seal(
                 SecureBytes(copying: Array(request.text.utf8)),
-                context: Self.messageContext(messageID)
+                context: RelayContext.messageContext(messageID)
             ),
             createdAt: time,
-            expiresAt: time + configuration.messageRetention * 1000
+            expiresAt: time + context.configuration.messageRetention * 1000
         )
         let outcome = try await commit(
             receipt: receipt,
@@ -79,7 +101,7 @@ extension Relay {
             pushes: pushes
         )
         if !outcome.duplicate {
-            relayMetrics.messages.increment()
+            context.metrics.messages.increment()
             let message = LiveMessage(
                 messageID: messageID,
                 conversation: request.conversation,
@@ -99,12 +121,13 @@ extension Relay {
     /// once per message and device).
     func pushAfterLiveDelivery(messageID: String, deviceID: String) async {
         do {
-            guard let message = try await store.message(id: messageID),
-                let device = try await store.device(id: deviceID),
-                isPushable(device), device.messagingToken != nil,
-                let app = try await app(id: device.appID)
+            guard let message = try await context.store.message(id: messageID),
+                let device = try await context.store.device(id: deviceID),
+                context.isPushable(device), device.messagingToken != nil,
+                let app = try await context.app(id: device.appID)
             else { return }
-            let text = try masterKey.open(message.sealedText, context: Self.messageContext(message.id)).copyBytes()
+            let text = try context.masterKey.open(message.sealedText, context: RelayContext.messageContext(message.id))
+                .copyBytes()
             let content = MessageContent(
                 messageID: message.id,
                 conversationID: message.conversation,
@@ -113,23 +136,26 @@ extension Relay {
                 text: String(decoding: text, as: UTF8.self),
                 sentAt: message.createdAt
             )
-            let entry = try messagePush(content, app: app, device: device, at: now())
+            let entry = try context.messagePush(content, app: app, device: device, at: context.now())
             let ingest = Ingest(
                 idempotencyKey: "live-fallback:\(messageID):\(deviceID)",
                 message: nil,
                 pushes: [entry],
                 receipt: []
             )
-            if try await store.accept(ingest) == .accepted {
-                relayMetrics.queued.increment()
-                logger.info(
+            if try await context.store.accept(ingest) == .accepted {
+                context.metrics.queued.increment()
+                context.logger.info(
                     "live message not acknowledged: pushed instead",
                     metadata: ["device": "\(deviceID)", "push": "\(entry.pushID)"]
                 )
-                accepted()
+                context.accepted()
             }
         } catch {
-            logger.error("cannot push a message the live channel did not deliver", metadata: ["error": "\(error)"])
+            context.logger.error(
+                "cannot push a message the live channel did not deliver",
+                metadata: ["error": "\(error)"]
+            )
         }
     }
 
@@ -139,8 +165,8 @@ extension Relay {
         guard !request.to.isEmpty, request.to.count <= 1000 else {
             throw .invalidField("to", "must list 1 to 1000 users")
         }
-        for (index, user) in request.to.enumerated() { try check(user, "to[\(index)]", pattern: .identifier) }
-        if let key = request.idempotencyKey { try check(key, "idempotency_key", pattern: .identifier) }
+        for (index, user) in request.to.enumerated() { try context.check(user, "to[\(index)]", pattern: .identifier) }
+        if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
         var seen = Set<String>()
         var members: [BroadcastReceipt.Member] = []
         for user in request.to where seen.insert(user).inserted {
@@ -161,10 +187,10 @@ extension Relay {
     /// Accepts a call: one VoIP push (priority 10, `<bundle>.voip`, short expiration) per iOS
     /// device of the user with a VoIP token. The same call id never rings twice.
     public func send(call request: CallRequest) async throws(RelayError) -> IngestReceipt {
-        try check(request.to, "to", pattern: .identifier)
-        try check(request.from.id, "from.id", pattern: .identifier)
-        try checkText(request.from.name, "from.name")
-        try check(request.callID, "call_id", pattern: .identifier)
+        try context.check(request.to, "to", pattern: .identifier)
+        try context.check(request.from.id, "from.id", pattern: .identifier)
+        try context.checkText(request.from.name, "from.name")
+        try context.check(request.callID, "call_id", pattern: .identifier)
         let media: CallMedia
         if let name = request.media {
             guard let parsed = CallMedia(rawValue: name) else {
@@ -175,8 +201,8 @@ extension Relay {
             media = .audio
         }
 
-        let time = now()
-        let devices = try await storing { try await self.store.recipients(userID: request.to) }.map(\.device)
+        let time = context.now()
+        let recipients = try await context.storing { try await $0.recipients(userID: request.to) }
         let content = CallContent(
             callID: request.callID,
             callerID: request.from.id,
@@ -186,19 +212,19 @@ extension Relay {
         )
         var pushes: [OutboxEntry] = []
         var receipt = IngestReceipt(id: request.callID, pushes: [], skipped: [])
-        for device in devices {
+        for device in recipients.map(\.device) {
             if let reason = try await skipReason(for: device, kind: .call) {
                 receipt.skipped.append(.init(deviceID: device.id, reason: reason))
                 continue
             }
-            guard let app = try await app(id: device.appID) else {
+            guard let app = try await context.app(id: device.appID) else {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
                 continue
             }
             let pushID = TimeOrderedID.make(milliseconds: time)
             let payload: Push.Payload
             do {
-                let sealer = try sealer(for: device)
+                let sealer = try context.sealer(for: device)
                 switch device.platform {
                 case .android:
                     let data = try PushPayload.fcmCall(content, deviceID: device.id, sealer: sealer)
@@ -237,72 +263,13 @@ extension Relay {
             receipt.pushes.append(.init(pushID: pushID, deviceID: device.id))
         }
         let outcome = try await commit(receipt: receipt, key: "call:" + request.callID, message: nil, pushes: pushes)
-        if !outcome.duplicate { relayMetrics.calls.increment() }
+        if !outcome.duplicate { context.metrics.calls.increment() }
         return outcome
-    }
-
-    /// The messaging push of `content` for one device, expiring after the app's `message_ttl`;
-    /// priority 5 (the provider sends it to FCM as `HIGH`: the app shows it at once); its push id
-    /// is also its apns-id. iOS: an APNs alert sealed within the alert budget. Android: an FCM
-    /// data message within FCM's 4096 bytes.
-    func messagePush(
-        _ content: MessageContent,
-        app: AppRecord,
-        device: DeviceRecord,
-        at time: Int64
-    )
-        throws(RelayError) -> OutboxEntry
-    {
-        let pushID = TimeOrderedID.make(milliseconds: time)
-        let payload: Push.Payload
-        do {
-            let sealer = try sealer(for: device)
-            switch device.platform {
-            case .android:
-                let data = try PushPayload.fcmMessage(content, app: app, deviceID: device.id, sealer: sealer).data
-                // HIGH: the app's messaging service shows the notification at once.
-                payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
-            case .ios:
-                let json = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer).body
-                payload = .apns(
-                    APNsPayload(topic: app.id, type: .alert, priority: .conserve, apnsID: pushID, json: json)
-                )
-            }
-        } catch let error as RelayError {
-            throw error
-        } catch {
-            throw RelayError.invalidField("from.name", "leaves no room for the message in the push")
-        }
-        var entry = OutboxEntry(
-            pushID: pushID,
-            deviceID: device.id,
-            kind: .message,
-            subjectID: content.messageID,
-            priority: 5,
-            payload: payload,
-            nextAttemptAt: time,
-            expiresAt: time + app.messageTTL * 1000,
-            createdAt: time,
-            updatedAt: time
-        )
-        if app.collapseByConversation { entry.collapseID = Self.collapseID(conversation: content.conversationID) }
-        return entry
-    }
-
-    /// A conversation's collapse id: APNs allows 64 bytes, so longer ids are hashed.
-    static func collapseID(conversation: String) -> String {
-        guard conversation.utf8.count > 64 else { return conversation }
-        return "c-" + SHA256.hash(data: Array(conversation.utf8)).map { String(format: "%02x", $0) }.joined().prefix(62)
-    }
-
-    /// Whether pushes can reach this device's platform through the configured provider stage.
-    func isPushable(_ device: DeviceRecord) -> Bool {
-        configuration.platforms.contains(device.platform)
     }
 
     /// Why a device gets no push of this kind, or `nil` if it gets one.
     private func skipReason(for device: DeviceRecord, kind: OutboxKind) async throws(RelayError) -> String? {
-        guard isPushable(device) else { return "platform_not_configured" }
+        guard context.isPushable(device) else { return "platform_not_configured" }
         // Android has one FCM token for messages and calls alike.
         let token = kind == .call && device.platform == .ios ? device.voipToken : device.messagingToken
         if token != nil { return nil }
@@ -319,14 +286,14 @@ extension Relay {
     ) async throws(RelayError) -> IngestReceipt {
         let encoded = Array(receipt.jsonText.utf8)
         let ingest = Ingest(idempotencyKey: key, message: message, pushes: pushes, receipt: encoded)
-        switch try await storing({ try await self.store.accept(ingest) }) {
+        switch try await context.storing({ try await $0.accept(ingest) }) {
         case .accepted:
-            relayMetrics.queued.increment(by: pushes.count)
-            relayMetrics.skipped.increment(by: receipt.skipped.count)
-            if !pushes.isEmpty { accepted() }
+            context.metrics.queued.increment(by: pushes.count)
+            context.metrics.skipped.increment(by: receipt.skipped.count)
+            if !pushes.isEmpty { context.accepted() }
             return receipt
         case .duplicate(let stored):
-            relayMetrics.duplicates.increment()
+            context.metrics.duplicates.increment()
             guard var first = try? JSONDecoder().decode(IngestReceipt.self, from: Data(stored)) else {
                 throw RelayError.unavailable.with(detail: "the first answer for this key is unreadable")
             }
@@ -339,15 +306,16 @@ extension Relay {
 
     /// A message, for a device of its recipient (content-free policy, cut texts).
     public func message(id: String, for device: DeviceRecord) async throws(RelayError) -> MessageView {
-        guard let message = try await storing({ try await self.store.message(id: id) }),
+        guard let message = try await context.storing({ try await $0.message(id: id) }),
             message.userID == device.userID
         else { throw RelayError.notFound.with(detail: "no message \(id) for this device") }
         let text: String
         do {
-            let bytes = try masterKey.open(message.sealedText, context: Self.messageContext(message.id)).copyBytes()
+            let bytes = try context.masterKey.open(message.sealedText, context: RelayContext.messageContext(message.id))
+                .copyBytes()
             text = String(decoding: bytes, as: UTF8.self)
         } catch {
-            logger.error("cannot open a stored message", metadata: ["message": "\(id)"])
+            context.logger.error("cannot open a stored message", metadata: ["message": "\(id)"])
             throw RelayError.unavailable.with(detail: "the relay cannot read this message")
         }
         return MessageView(
@@ -361,20 +329,20 @@ extension Relay {
 
     /// A push's state and history.
     public func pushStatus(id: String) async throws(RelayError) -> PushStatusView {
-        guard let entry = try await storing({ try await self.store.push(id: id) }) else {
+        guard let entry = try await context.storing({ try await $0.push(id: id) }) else {
             throw RelayError.notFound.with(detail: "no push \(id)")
         }
-        let history = try await storing { try await self.store.deliveryLog(pushID: id) }
+        let history = try await context.storing { try await $0.deliveryLog(pushID: id) }
         return PushStatusView(entry, history: history)
     }
 
     /// Deletes messages past retention, and idempotency keys and finished pushes older than it.
     public func purgeExpired() async throws(RelayError) -> (messages: Int, pushes: Int) {
-        let time = now()
-        return try await storing {
-            try await self.store.deleteExpired(
+        let time = context.now()
+        return try await context.storing { store in
+            try await store.deleteExpired(
                 now: time,
-                historyBefore: time - self.configuration.messageRetention * 1000
+                historyBefore: time - self.context.configuration.messageRetention * 1000
             )
         }
     }

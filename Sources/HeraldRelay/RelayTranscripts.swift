@@ -2,24 +2,21 @@ import Foundation
 import HeraldCrypto
 public import HeraldRelayAPI
 public import HeraldStore
+import Synchronization
 
-/// Chat background semantics (seed 001, Genesys Mobile Services): how pushes follow a chat whose
-/// app went to the background.
-public struct ChatConfiguration: Sendable {
-    /// How long after the first agent event following a disconnect the first push waits (GMS's
-    /// `_client_timeout_notification`); zero pushes at once. Later events push at once.
-    public var firstPushDelay: Duration = .seconds(30)
-    /// Event types that never push (GMS's `_filtering_chat_events`).
-    public var filteredTypes: Set<String> = ["Notice.TypingStarted", "Notice.TypingStopped"]
-    /// The most transcript lines one push carries (the newest).
-    public var maximumLines: Int = 5
+/// The relay's transcripts part: chat events appended to a transcript (sealed at rest), a
+/// device's disconnect from and return to a chat, transcript reads, and the pushes that follow a
+/// chat whose app is in the background, including the delayed first push and its re-arming
+/// after a restart.
+///
+/// Its own state is the first-push timers waiting out their delay.
+public final class RelayTranscripts: Sendable {
+    let context: RelayContext
+    /// First pushes waiting for their delay, by device and chat.
+    private let chatTimers = Mutex<[String: Task<Void, Never>]>([:])
 
-    public init() {}
-}
-
-extension Relay {
-    static func transcriptContext(_ conversation: String, _ position: Int) -> String {
-        "herald-transcript:\(conversation):\(position)"
+    init(context: RelayContext) {
+        self.context = context
     }
 
     /// Appends an event to a chat's transcript and pushes it to the customer's devices that are
@@ -31,19 +28,19 @@ extension Relay {
     ) async throws(RelayError)
         -> ChatEventReceipt
     {
-        try check(conversation, "conversation", pattern: .identifier)
-        try check(request.to, "to", pattern: .identifier)
-        try check(request.type, "type", pattern: .identifier)
-        try check(request.from.id, "from.id", pattern: .identifier)
-        try checkText(request.from.name, "from.name")
+        try context.check(conversation, "conversation", pattern: .identifier)
+        try context.check(request.to, "to", pattern: .identifier)
+        try context.check(request.type, "type", pattern: .identifier)
+        try context.check(request.from.id, "from.id", pattern: .identifier)
+        try context.checkText(request.from.name, "from.name")
         let text = request.text ?? ""
-        guard text.utf8.count <= configuration.maximumTextBytes else {
-            throw .invalidField("text", "is longer than \(configuration.maximumTextBytes) bytes")
+        guard text.utf8.count <= context.configuration.maximumTextBytes else {
+            throw .invalidField("text", "is longer than \(context.configuration.maximumTextBytes) bytes")
         }
         if request.type == "Message.Text", text.isEmpty {
             throw .invalidField("text", "must not be empty for Message.Text")
         }
-        let time = now()
+        let time = context.now()
         let fromAgent = request.fromAgent ?? true
         let event = TranscriptEvent(
             conversation: conversation,
@@ -55,16 +52,17 @@ extension Relay {
             sealedText: [],
             at: time
         )
-        let position = try await storing { try await self.store.appendTranscript(self.sealed(event, text: text)) }
-        let filtered = !fromAgent || configuration.chat.filteredTypes.contains(request.type)
+        let position = try await context.storing { try await $0.appendTranscript(self.sealed(event, text: text)) }
+        let filtered = !fromAgent || context.configuration.chat.filteredTypes.contains(request.type)
         var receipt = ChatEventReceipt(position: position, pushes: [], scheduled: [], filtered: filtered)
         if filtered { return receipt }
-        let disconnected = try await storing { try await self.store.disconnects(conversation: conversation) }
+        let disconnected = try await context.storing { try await $0.disconnects(conversation: conversation) }
         for disconnect in disconnected {
-            guard let device = try await storing({ try await self.store.device(id: disconnect.deviceID) }),
+            guard
+                let device = try await context.storing({ try await $0.device(id: disconnect.deviceID) }),
                 device.userID == request.to
             else { continue }
-            if disconnect.pushed || configuration.chat.firstPushDelay == .zero {
+            if disconnect.pushed || context.configuration.chat.firstPushDelay == .zero {
                 if let push = await pushTranscript(conversation: conversation, deviceID: device.id) {
                     receipt.pushes.append(push)
                 }
@@ -80,17 +78,22 @@ extension Relay {
     /// the position is not known before the store gives it).
     private func sealed(_ event: TranscriptEvent, text: String) -> TranscriptEvent {
         var event = event
-        event.sealedText = masterKey.seal(
+        event.sealedText = context.masterKey.seal(
             SecureBytes(copying: Array(text.utf8)),
-            context: "herald-transcript:\(event.conversation):\(event.at):\(event.authorID)"
+            context: Self.sealingContext(event)
         )
         return event
     }
 
     private func open(_ event: TranscriptEvent) -> String {
-        let context = "herald-transcript:\(event.conversation):\(event.at):\(event.authorID)"
-        guard let bytes = try? masterKey.open(event.sealedText, context: context).copyBytes() else { return "" }
+        let opened = try? context.masterKey.open(event.sealedText, context: Self.sealingContext(event))
+        guard let bytes = opened?.copyBytes() else { return "" }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// What a transcript event's text is sealed to (see `sealed`).
+    private static func sealingContext(_ event: TranscriptEvent) -> String {
+        "herald-transcript:\(event.conversation):\(event.at):\(event.authorID)"
     }
 
     /// The app goes to the background, having seen `transcriptPosition`.
@@ -101,24 +104,24 @@ extension Relay {
     )
         async throws(RelayError)
     {
-        try check(conversation, "conversation", pattern: .identifier)
+        try context.check(conversation, "conversation", pattern: .identifier)
         guard request.transcriptPosition >= 0 else { throw .invalidField("transcript_position", "must be 0 or more") }
         let disconnect = ChatDisconnect(
             deviceID: device.id,
             conversation: conversation,
             position: request.transcriptPosition,
-            at: now()
+            at: context.now()
         )
-        try await storing { try await self.store.saveDisconnect(disconnect) }
+        try await context.storing { try await $0.saveDisconnect(disconnect) }
     }
 
     /// The app is back: no more pushes for this chat (a pending first push is cancelled), and
     /// the events it missed since it disconnected.
     public func chatConnect(device: DeviceRecord, conversation: String) async throws(RelayError) -> TranscriptView {
-        try check(conversation, "conversation", pattern: .identifier)
+        try context.check(conversation, "conversation", pattern: .identifier)
         cancelFirstPush(conversation: conversation, deviceID: device.id)
-        let disconnect = try await storing {
-            try await self.store.removeDisconnect(deviceID: device.id, conversation: conversation)
+        let disconnect = try await context.storing {
+            try await $0.removeDisconnect(deviceID: device.id, conversation: conversation)
         }
         return try await transcript(conversation: conversation, after: disconnect?.position ?? 0, for: device)
     }
@@ -131,7 +134,7 @@ extension Relay {
     )
         async throws(RelayError) -> TranscriptView
     {
-        let events = try await storing { try await self.store.transcript(conversation: conversation, after: position) }
+        let events = try await context.storing { try await $0.transcript(conversation: conversation, after: position) }
         guard events.allSatisfy({ $0.userID == device.userID }) else {
             throw RelayError.forbidden.with(detail: "the chat is another user's")
         }
@@ -160,15 +163,15 @@ extension Relay {
     /// it already has.
     public func resumeChatPushes() async {
         do {
-            let delay = configuration.chat.firstPushDelay.milliseconds
-            for disconnect in try await store.pendingDisconnects() {
-                let events = try await store.transcript(
+            let delay = context.configuration.chat.firstPushDelay.milliseconds
+            for disconnect in try await context.store.pendingDisconnects() {
+                let events = try await context.store.transcript(
                     conversation: disconnect.conversation,
                     after: disconnect.position
                 )
                 guard
                     let first = events.first(where: {
-                        $0.fromAgent && !configuration.chat.filteredTypes.contains($0.type)
+                        $0.fromAgent && !context.configuration.chat.filteredTypes.contains($0.type)
                     })
                 else { continue }
                 scheduleFirstPush(
@@ -178,7 +181,7 @@ extension Relay {
                 )
             }
         } catch {
-            logger.error("cannot re-arm the chat pushes waiting at start", metadata: ["error": "\(error)"])
+            context.logger.error("cannot re-arm the chat pushes waiting at start", metadata: ["error": "\(error)"])
         }
     }
 
@@ -187,8 +190,8 @@ extension Relay {
     private func scheduleFirstPush(conversation: String, deviceID: String, at deadline: Int64? = nil) {
         let key = timerKey(conversation, deviceID)
         // The deadline is fixed now, not when the timer task first runs.
-        let deadline = deadline ?? now() + configuration.chat.firstPushDelay.milliseconds
-        let sleep = sleep
+        let deadline = deadline ?? context.now() + context.configuration.chat.firstPushDelay.milliseconds
+        let sleep = context.sleep
         chatTimers.withLock { timers in
             guard timers[key] == nil else { return }
             timers[key] = Task { [weak self] in
@@ -209,20 +212,20 @@ extension Relay {
     func pushTranscript(conversation: String, deviceID: String) async -> IngestReceipt.Push? {
         do {
             guard
-                let disconnect = try await store.disconnects(conversation: conversation).first(where: {
+                let disconnect = try await context.store.disconnects(conversation: conversation).first(where: {
                     $0.deviceID == deviceID
                 }),
-                let device = try await store.device(id: deviceID), isPushable(device),
-                device.messagingToken != nil, let app = try await app(id: device.appID)
+                let device = try await context.store.device(id: deviceID), context.isPushable(device),
+                device.messagingToken != nil, let app = try await context.app(id: device.appID)
             else { return nil }
-            let events = try await store.transcript(conversation: conversation, after: disconnect.position)
-                .filter { $0.fromAgent && !configuration.chat.filteredTypes.contains($0.type) }
+            let events = try await context.store.transcript(conversation: conversation, after: disconnect.position)
+                .filter { $0.fromAgent && !context.configuration.chat.filteredTypes.contains($0.type) }
             guard let last = events.last else { return nil }
-            let lines = events.suffix(configuration.chat.maximumLines).map { event -> String in
+            let lines = events.suffix(context.configuration.chat.maximumLines).map { event -> String in
                 let text = open(event)
                 return event.authorName + ": " + (text.isEmpty ? event.type : text)
             }
-            let time = now()
+            let time = context.now()
             let messageID = TimeOrderedID.make(milliseconds: time)
             let text = lines.joined(separator: "\n")
             let message = MessageRecord(
@@ -231,12 +234,12 @@ extension Relay {
                 conversation: conversation,
                 senderID: last.authorID,
                 senderName: last.authorName,
-                sealedText: masterKey.seal(
+                sealedText: context.masterKey.seal(
                     SecureBytes(copying: Array(text.utf8)),
-                    context: Self.messageContext(messageID)
+                    context: RelayContext.messageContext(messageID)
                 ),
                 createdAt: time,
-                expiresAt: time + configuration.messageRetention * 1000
+                expiresAt: time + context.configuration.messageRetention * 1000
             )
             let content = MessageContent(
                 messageID: messageID,
@@ -246,20 +249,20 @@ extension Relay {
                 text: text,
                 sentAt: time
             )
-            let entry = try messagePush(content, app: app, device: device, at: time)
+            let entry = try context.messagePush(content, app: app, device: device, at: time)
             let ingest = Ingest(
                 idempotencyKey: "chat:\(conversation):\(deviceID):\(last.position)",
                 message: message,
                 pushes: [entry],
                 receipt: []
             )
-            guard try await store.accept(ingest) == .accepted else { return nil }
-            try await store.markDisconnectPushed(deviceID: deviceID, conversation: conversation)
-            relayMetrics.queued.increment()
-            accepted()
+            guard try await context.store.accept(ingest) == .accepted else { return nil }
+            try await context.store.markDisconnectPushed(deviceID: deviceID, conversation: conversation)
+            context.metrics.queued.increment()
+            context.accepted()
             return IngestReceipt.Push(pushID: entry.pushID, deviceID: deviceID)
         } catch {
-            logger.error("cannot push a chat's transcript", metadata: ["error": "\(error)"])
+            context.logger.error("cannot push a chat's transcript", metadata: ["error": "\(error)"])
             return nil
         }
     }

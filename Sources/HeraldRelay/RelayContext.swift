@@ -1,0 +1,172 @@
+import Crypto
+import Foundation
+import HeraldCrypto
+import HeraldPush
+import HeraldStore
+import Logging
+import Metrics
+import Synchronization
+
+/// What the relay's parts share: the store, the settings, the master key, the clock, the app
+/// cache, the counters and the hooks, with the helpers more than one part uses (validation,
+/// sealing, store calls, building a message push).
+///
+/// The parts keep their own state; nothing here belongs to one of them alone.
+final class RelayContext: Sendable {
+    let store: any HeraldStore
+    let configuration: RelayConfiguration
+    let masterKey: MasterKey
+    let logger: Logger
+    /// The clock, in milliseconds since the epoch.
+    let now: @Sendable () -> Int64
+    /// Waits until `now` reaches a time (milliseconds since the epoch): the chat timers' wait.
+    let sleep: @Sendable (_ until: Int64) async throws -> Void
+    let metrics = RelayMetrics()
+    /// Apps by id: every push looks its app up, and apps change rarely (only through `saveApp`).
+    let appCache = Mutex<[String: AppRecord]>([:])
+    private let onAccepted: @Sendable () -> Void
+    /// Called after an app was added or changed.
+    let onAppSaved: @Sendable (AppRecord) -> Void
+
+    init(
+        configuration: RelayConfiguration,
+        store: any HeraldStore,
+        masterKey: MasterKey,
+        logger: Logger,
+        now: @escaping @Sendable () -> Int64,
+        sleep: @escaping @Sendable (_ until: Int64) async throws -> Void,
+        onAccepted: @escaping @Sendable () -> Void,
+        onAppSaved: @escaping @Sendable (AppRecord) -> Void
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.masterKey = masterKey
+        self.logger = logger
+        self.now = now
+        self.sleep = sleep
+        self.onAccepted = onAccepted
+        self.onAppSaved = onAppSaved
+    }
+
+    /// Tells the dispatcher that pushes were queued.
+    func accepted() { onAccepted() }
+
+    /// An app, from the cache or the store.
+    func app(id: String) async throws(RelayError) -> AppRecord? {
+        if let cached = appCache.withLock({ $0[id] }) { return cached }
+        let app = try await storing { try await $0.app(id: id) }
+        if let app { appCache.withLock { $0[id] = app } }
+        return app
+    }
+
+    /// Runs a store call; any failure is logged and answered as `unavailable`.
+    func storing<T: Sendable>(_ work: @Sendable (any HeraldStore) async throws -> T) async throws(RelayError) -> T {
+        do {
+            return try await work(store)
+        } catch {
+            logger.error("store failure", metadata: ["error": "\(error)"])
+            throw RelayError.unavailable
+        }
+    }
+
+    /// Whether pushes can reach this device's platform through the configured provider stage.
+    func isPushable(_ device: DeviceRecord) -> Bool {
+        configuration.platforms.contains(device.platform)
+    }
+
+    // MARK: Sealing
+
+    static func secretKeyContext(_ deviceID: String) -> String { "herald-relay-secret-key:" + deviceID }
+    static func sessionContext(_ deviceID: String) -> String { "herald-relay-session-keys:" + deviceID }
+    static func messageContext(_ messageID: String) -> String { "herald-message-text:" + messageID }
+
+    /// The sealer for a device, from its stored session keys.
+    func sealer(for device: DeviceRecord) throws(RelayError) -> EnvelopeSealer {
+        guard let keyID = KeyID(hex: device.keyID) else {
+            throw RelayError.unavailable.with(detail: "device \(device.id) has an unreadable key id")
+        }
+        do {
+            let bytes = try masterKey.open(device.sealedSessionKeys, context: Self.sessionContext(device.id))
+                .copyBytes()
+            guard bytes.count == 64 else { throw HeraldCryptoError.invalidKey }
+            let keys = try SessionKeys(
+                receive: SecureBytes(copying: bytes[0..<32]),
+                transmit: SecureBytes(copying: bytes[32..<64]),
+                keyID: keyID
+            )
+            return EnvelopeSealer(sessionKeys: keys)
+        } catch {
+            // A wrong master key, or a damaged row: the operator must know, the caller must not
+            // see details.
+            logger.error("cannot open a device's session keys", metadata: ["device": "\(device.id)"])
+            throw RelayError.unavailable.with(detail: "the relay cannot use this device's keys")
+        }
+    }
+
+    /// The messaging push of `content` for one device, expiring after the app's `message_ttl`;
+    /// priority 5 (the provider sends it to FCM as `HIGH`: the app shows it at once); its push id
+    /// is also its apns-id. iOS: an APNs alert sealed within the alert budget. Android: an FCM
+    /// data message within FCM's 4096 bytes.
+    ///
+    /// Shared: ingest pushes messages (and what a live channel did not deliver), transcripts push
+    /// a chat's lines as a message.
+    func messagePush(
+        _ content: MessageContent,
+        app: AppRecord,
+        device: DeviceRecord,
+        at time: Int64
+    )
+        throws(RelayError) -> OutboxEntry
+    {
+        let pushID = TimeOrderedID.make(milliseconds: time)
+        let payload: Push.Payload
+        do {
+            let sealer = try sealer(for: device)
+            switch device.platform {
+            case .android:
+                let data = try PushPayload.fcmMessage(content, app: app, deviceID: device.id, sealer: sealer).data
+                // HIGH: the app's messaging service shows the notification at once.
+                payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
+            case .ios:
+                let json = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer).body
+                payload = .apns(
+                    APNsPayload(topic: app.id, type: .alert, priority: .conserve, apnsID: pushID, json: json)
+                )
+            }
+        } catch let error as RelayError {
+            throw error
+        } catch {
+            throw RelayError.invalidField("from.name", "leaves no room for the message in the push")
+        }
+        var entry = OutboxEntry(
+            pushID: pushID,
+            deviceID: device.id,
+            kind: .message,
+            subjectID: content.messageID,
+            priority: 5,
+            payload: payload,
+            nextAttemptAt: time,
+            expiresAt: time + app.messageTTL * 1000,
+            createdAt: time,
+            updatedAt: time
+        )
+        if app.collapseByConversation { entry.collapseID = Self.collapseID(conversation: content.conversationID) }
+        return entry
+    }
+
+    /// A conversation's collapse id: APNs allows 64 bytes, so longer ids are hashed.
+    static func collapseID(conversation: String) -> String {
+        guard conversation.utf8.count > 64 else { return conversation }
+        return "c-" + SHA256.hash(data: Array(conversation.utf8)).map { String(format: "%02x", $0) }.joined().prefix(62)
+    }
+}
+
+/// The relay's counters, through swift-metrics.
+struct RelayMetrics: Sendable {
+    let activations = Counter(label: "herald_relay_activations_total")
+    let messages = Counter(label: "herald_relay_messages_accepted_total")
+    let calls = Counter(label: "herald_relay_calls_accepted_total")
+    let duplicates = Counter(label: "herald_relay_duplicate_ingests_total")
+    let queued = Counter(label: "herald_relay_pushes_queued_total")
+    let skipped = Counter(label: "herald_relay_pushes_skipped_total")
+}
