@@ -100,6 +100,7 @@ let package = Package(
         .target(
             name: "HeraldSandbox",
             dependencies: [
+                "HeraldPush",
                 "HeraldAPNsCore",
                 "HeraldHTTPSupport",
                 "HeraldFCMCore",

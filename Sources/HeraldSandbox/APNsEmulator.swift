@@ -16,15 +16,16 @@ final class APNsEmulator: Sendable {
     /// Where every answered request is recorded.
     let log: InspectionLog<APNsInspectionEntry>
     private let state: Mutex<State>
-    private let clock = ContinuousClock()
+    private let clock: SandboxClock
 
-    /// The configuration's rules and provider keys, over `devices`, recording into `log`.
+    /// The configuration's rules, provider keys and clock, over `devices`, recording into `log`.
     init(
         configuration: SandboxConfiguration,
         devices: any APNsDeviceDirectory,
         log: InspectionLog<APNsInspectionEntry>
     ) throws(SandboxError) {
         rules = Rules(configuration)
+        clock = configuration.clock
         self.devices = devices
         self.log = log
         var initial = State()
@@ -99,7 +100,7 @@ final class APNsEmulator: Sendable {
     /// recorded).
     func handle(_ request: SandboxAPNsRequest, connection: inout SandboxConnectionState) -> SandboxAPNsOutcome {
         let now = clock.now
-        let nowMilliseconds = EpochTime.milliseconds()
+        let nowMilliseconds = clock.epochMilliseconds
         let token = Self.token(inPath: request.path)
 
         let admission = admit(

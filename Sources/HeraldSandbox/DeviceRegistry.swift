@@ -97,10 +97,11 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
     static let storedMessageLimit = 100
 
     private let state: Mutex<State>
-    private let clock = ContinuousClock()
+    private let clock: SandboxClock
 
-    /// A registry that knows `apps` (bundle id and team) and no device yet.
-    init(apps: [SandboxApp] = []) {
+    /// A registry that knows `apps` (bundle id and team) and no device yet, on `clock`.
+    init(apps: [SandboxApp] = [], clock: SandboxClock = SandboxClock()) {
+        self.clock = clock
         var initial = State()
         for app in apps { initial.apps[app.bundleID] = app.teamID }
         state = Mutex(initial)
@@ -231,7 +232,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
     /// Uninstalls the app from a device: its tokens become unregistered (with this moment as the
     /// timestamp), and its connection and what was kept for it go.
     func uninstall(deviceID: String) throws(SandboxError) {
-        let timestamp = EpochTime.milliseconds()
+        let timestamp = clock.epochMilliseconds
         let connection = try state.withLock { (state) throws(SandboxError) -> DeviceConnection? in
             guard let device = state.devices[deviceID] else { throw .unknownDevice(deviceID) }
             switch device.platform {
@@ -255,7 +256,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
     /// Marks one token expired. Registration tokens are matched exactly; APNs device tokens in
     /// any case.
     func expire(token: String) throws(SandboxError) {
-        let timestamp = EpochTime.milliseconds()
+        let timestamp = clock.epochMilliseconds
         try state.withLock { (state) throws(SandboxError) in
             if state.fcmTokens[token] != nil {
                 state.fcmTokens[token]?.state = .expired(at: timestamp)
@@ -295,7 +296,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
 
     func deliver(_ message: SandboxFCMMessage, keepUntil: Int64?) -> (delivery: DeviceDelivery, handoff: DeviceHandoff)
     {
-        let now = EpochTime.milliseconds()
+        let now = clock.epochMilliseconds
         let (delivery, connection) = state.withLock { state -> (DeviceDelivery, DeviceConnection?) in
             guard let token = state.fcmTokens[message.token] else { return (.notKept, nil) }
             guard token.state == .active else { return (.refused(token.state), nil) }
@@ -320,7 +321,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
     /// connection for the same device replaces the first.
     func connect(deviceID: String) throws(SandboxError) -> AsyncStream<SandboxDeviceEvent> {
         let now = clock.now
-        let nowMilliseconds = EpochTime.milliseconds()
+        let nowMilliseconds = clock.epochMilliseconds
         let (stream, continuation) = AsyncStream.makeStream(
             of: SandboxDeviceEvent.self,
             bufferingPolicy: .bufferingOldest(10_000)

@@ -38,6 +38,8 @@ final class FCMEmulator: Sendable {
     let log: InspectionLog<SandboxFCMInspectionRecord>
     private let state = Mutex(State())
 
+    private let clock: SandboxClock
+
     /// The configuration's service accounts and token lifetime, over `devices`, recording into `log`.
     init(
         configuration: SandboxConfiguration,
@@ -46,8 +48,10 @@ final class FCMEmulator: Sendable {
     ) throws(SandboxError) {
         tokenEndpoint = try FCMTokenEndpoint(
             serviceAccounts: configuration.serviceAccounts,
-            accessTokenLifetime: configuration.fcmAccessTokenLifetime
+            accessTokenLifetime: configuration.fcmAccessTokenLifetime,
+            clock: configuration.clock
         )
+        clock = configuration.clock
         self.devices = devices
         self.log = log
     }
@@ -88,7 +92,7 @@ final class FCMEmulator: Sendable {
 
     /// `POST /token`: the token endpoint's answer, recorded and delayed like every FCM answer.
     func grantAccessToken(form: [String: String]) -> SandboxFCMAnswer {
-        var record = SandboxFCMInspectionRecord(kind: .token, receivedAt: EpochTime.milliseconds())
+        var record = SandboxFCMInspectionRecord(kind: .token, receivedAt: clock.epochMilliseconds)
         var answer = tokenEndpoint.grant(form: form, record: &record)
         answer.delay = state.withLock { $0.latency }
         log.append(record)
@@ -100,7 +104,7 @@ final class FCMEmulator: Sendable {
     /// when it was larger than the listener reads.
     func send(project: String, authorization: String?, body: [UInt8]?) -> SandboxFCMAnswer {
         let parsed = Self.parseSend(body)
-        let nowMilliseconds = EpochTime.milliseconds()
+        let nowMilliseconds = clock.epochMilliseconds
         var record = SandboxFCMInspectionRecord(kind: .send, receivedAt: nowMilliseconds)
         record.project = project
         record.token = parsed.token

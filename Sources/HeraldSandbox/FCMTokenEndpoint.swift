@@ -19,16 +19,18 @@ final class FCMTokenEndpoint: Sendable {
 
     private let lifetime: Duration
     private let state: Mutex<State>
-    private let clock = ContinuousClock()
+    private let clock: SandboxClock
 
     /// An endpoint that knows `serviceAccounts` and grants tokens valid for `accessTokenLifetime`.
     init(
         serviceAccounts: [SandboxServiceAccount] = [],
-        accessTokenLifetime: Duration = .seconds(3600)
+        accessTokenLifetime: Duration = .seconds(3600),
+        clock: SandboxClock = SandboxClock()
     )
         throws(SandboxError)
     {
         lifetime = accessTokenLifetime
+        self.clock = clock
         var initial = State()
         for account in serviceAccounts {
             initial.serviceAccounts[account.privateKeyID] = try RegisteredServiceAccount(account)
@@ -134,7 +136,7 @@ final class FCMTokenEndpoint: Sendable {
         guard assertion.isSigned(by: account.publicKey) else {
             return .refused(.init(error: "invalid_grant", errorDescription: "Invalid JWT Signature."))
         }
-        let now = EpochTime.milliseconds() / 1000
+        let now = clock.epochMilliseconds / 1000
         if assertion.expiresAt - assertion.issuedAt > 3600 || assertion.expiresAt <= assertion.issuedAt
             || assertion.issuedAt > now + 300 || assertion.expiresAt < now
         {

@@ -25,6 +25,8 @@ public struct SandboxConfiguration: Sendable {
     public var idleTimeout: Duration? = .seconds(60 * 60)
     /// How many requests the inspection log keeps (oldest dropped first).
     public var inspectionCapacity: Int = 10_000
+    /// The sandbox's time; tests advance it to reach a time rule's boundary without waiting.
+    public var clock = SandboxClock()
     /// Pushes per second one device token may receive before 429 TooManyRequests; nil for no limit.
     public var perTokenRateLimit: Int? = nil
     /// Storage for a notification with no `apns-expiration` while its device is offline.

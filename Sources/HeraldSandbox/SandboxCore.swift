@@ -16,7 +16,7 @@ public final class SandboxCore: Sendable {
     /// A sandbox with the configuration's apps, keys and service accounts registered.
     public init(configuration: SandboxConfiguration) throws {
         self.configuration = configuration
-        devices = DeviceRegistry(apps: configuration.apps)
+        devices = DeviceRegistry(apps: configuration.apps, clock: configuration.clock)
         apns = try APNsEmulator(
             configuration: configuration,
             devices: devices,

@@ -1,12 +1,5 @@
 import Foundation
 
-/// Wall-clock time as APNs and FCM report it: milliseconds since the epoch.
-enum EpochTime {
-    static func milliseconds() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-    }
-}
-
 /// Random identifiers and tokens in the shapes Apple and Google use.
 enum RandomText {
     /// `bytes` random bytes as lowercase hex.

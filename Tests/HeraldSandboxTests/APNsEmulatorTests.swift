@@ -97,7 +97,7 @@ struct APNsEmulatorTests {
         let jwt = try setup.signer.makeToken(issuedAt: SandboxHarness.now()).text
         let future = SandboxHarness.now() + 600
         var connection = SandboxConnectionState()
-        let before = EpochTime.milliseconds()
+        let before = SandboxClock().epochMilliseconds
         for expiration in [nil, future, 0, 1] as [Int64?] {
             let answer = Self.response(
                 setup.emulator.handle(Self.request(providerToken: jwt, expiration: expiration), connection: &connection)

@@ -74,18 +74,26 @@ import Testing
     }
 
     @Test func aStoredNotificationIsDroppedAtItsExpiration() async throws {
-        try await SandboxHarness.with { sandbox in
-            let device = try sandbox.device()
-            let token = try #require(device.messagingToken)
-            // apns-expiration has one-second resolution; the push is handled in-process right
-            // after reading the clock, so "two seconds ahead" is still ahead when it is stored.
-            let soon = SandboxHarness.now() + 2
-            var connection = SandboxConnectionState()
-            #expect(sandbox.handle(to: token, expiration: soon, connection: &connection)?.status == 200)
-            #expect(sandbox.core.inspection(token: token).last?.delivery == "stored")
-            let wait = Double(soon) - Date().timeIntervalSince1970 + 0.05
-            try await Task.sleep(for: .seconds(max(0, wait)))
-            var events = try sandbox.core.connect(deviceID: device.deviceID).makeAsyncIterator()
+        let clock = SandboxClock()
+        try await SandboxHarness.with(SandboxHarness.Setup { $0.clock = clock }) { sandbox in
+            // Two offline devices get a notification that expires at the same second.
+            let early = try sandbox.device()
+            let late = try sandbox.device()
+            let expiration = clock.epochMilliseconds / 1000 + 2
+            for device in [early, late] {
+                var connection = SandboxConnectionState()
+                let token = try #require(device.messagingToken)
+                #expect(sandbox.handle(to: token, expiration: expiration, connection: &connection)?.status == 200)
+                #expect(sandbox.core.inspection(token: token).last?.delivery == "stored")
+            }
+            // One millisecond before the expiration it is still kept for a device that connects.
+            clock.advance(by: .milliseconds(expiration * 1000 - clock.epochMilliseconds - 1))
+            var earlyEvents = try sandbox.core.connect(deviceID: early.deviceID).makeAsyncIterator()
+            #expect(try #require(await earlyEvents.nextNotification()).expiration == expiration)
+            // At the expiration it is gone: the first thing the other device gets is a new push.
+            clock.advance(by: .milliseconds(1))
+            let token = try #require(late.messagingToken)
+            var events = try sandbox.core.connect(deviceID: late.deviceID).makeAsyncIterator()
             #expect(try await sandbox.push(to: token, payload: #"{"aps":{"alert":"after"}}"#).status == 200)
             #expect(try #require(await events.nextNotification()).payload == #"{"aps":{"alert":"after"}}"#)
         }

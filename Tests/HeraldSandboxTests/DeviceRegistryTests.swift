@@ -27,7 +27,7 @@ struct DeviceRegistryTests {
         SandboxFCMMessage(name: name, token: token, data: [:], collapseKey: collapseKey, sentAt: 0)
     }
 
-    static let farFuture = EpochTime.milliseconds() + 3_600_000
+    static let farFuture = SandboxClock().epochMilliseconds + 3_600_000
 
     @Test func anIOSDeviceNeedsARegisteredAppAndNoProject() throws {
         let registry = DeviceRegistry(apps: [Self.app])
@@ -81,7 +81,7 @@ struct DeviceRegistryTests {
         var events = try registry.connect(deviceID: device.deviceID).makeAsyncIterator()
         #expect(try registry.device(id: device.deviceID).connected)
 
-        let before = EpochTime.milliseconds()
+        let before = SandboxClock().epochMilliseconds
         try registry.uninstall(deviceID: device.deviceID)
         guard case .unregistered(let at) = registry.apnsToken(token)?.state else {
             Issue.record("the token is still \(String(describing: registry.apnsToken(token)))")
@@ -163,7 +163,7 @@ struct DeviceRegistryTests {
         let registry = DeviceRegistry()
         let device = try registry.registerDevice(bundleID: "a", platform: .android, projectID: "p")
         let token = try #require(device.messagingToken)
-        let expired = EpochTime.milliseconds() - 1
+        let expired = SandboxClock().epochMilliseconds - 1
         #expect(registry.deliver(Self.message(to: token, name: "gone"), keepUntil: expired).delivery == .stored)
         #expect(
             registry.deliver(Self.message(to: token, name: "k1", collapseKey: "k"), keepUntil: Self.farFuture).delivery

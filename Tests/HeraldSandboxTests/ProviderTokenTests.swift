@@ -122,8 +122,12 @@ import Testing
     }
 
     @Test func newTokensMoreOftenThanTheIntervalAreRefused() async throws {
-        try await SandboxHarness.with(SandboxHarness.Setup { $0.providerTokenUpdateInterval = .milliseconds(400) }) {
-            sandbox in
+        let clock = SandboxClock()
+        let setup = SandboxHarness.Setup {
+            $0.providerTokenUpdateInterval = .milliseconds(400)
+            $0.clock = clock
+        }
+        try await SandboxHarness.with(setup) { sandbox in
             let device = try #require(try sandbox.device().messagingToken)
             var connection = SandboxConnectionState()
             #expect(sandbox.handle(to: device, connection: &connection)?.status == 200)
@@ -134,8 +138,11 @@ import Testing
             #expect(refused?.reason == .tooManyProviderTokenUpdates)
             // The current token keeps working meanwhile.
             #expect(sandbox.handle(to: device, connection: &connection)?.status == 200)
-            // Time is the thing under test here: wait out the interval, then the new token is welcome.
-            try await Task.sleep(for: .milliseconds(450))
+            // Just short of the interval the new token is still refused; at the interval it is welcome.
+            clock.advance(by: .milliseconds(390))
+            var early = SandboxConnectionState()
+            #expect(sandbox.handle(to: device, token: newer, connection: &early)?.status == 429)
+            clock.advance(by: .milliseconds(10))
             #expect(sandbox.handle(to: device, token: newer, connection: &other)?.status == 200)
         }
     }
