@@ -14,13 +14,13 @@ public enum WebhookAuthentication: Sendable, Hashable {
     public func verify(authorization: String?, signature: String?, body: [UInt8]) -> Bool {
         switch self {
         case .sharedSecret(let secret):
-            return Bearer.matches(authorization, secret: secret.utf8)
+            return Bearer.matches(authorization, secret: Array(secret.utf8))
         case .hmacSHA256(let secret):
             guard let signature, signature.hasPrefix("sha256=") else { return false }
             let expected = Self.hex(
                 Array(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array(secret.utf8))))
             )
-            return ConstantTime.equal(signature.dropFirst(7).lowercased().utf8, expected.utf8)
+            return ConstantTime.equal(Array(signature.dropFirst(7).lowercased().utf8), Array(expected.utf8))
         }
     }
 

@@ -13,19 +13,21 @@ public enum Bearer {
     }
 
     /// Whether `authorization` carries exactly `secret`, compared in constant time.
-    public static func matches(_ authorization: String?, secret: some Collection<UInt8>) -> Bool {
+    public static func matches(_ authorization: String?, secret: [UInt8]) -> Bool {
         guard let token = token(in: authorization) else { return false }
-        return ConstantTime.equal(token.utf8, secret)
+        return ConstantTime.equal(Array(token.utf8), secret)
     }
 }
 
 /// Comparisons whose time does not depend on where two secrets differ.
 public enum ConstantTime {
-    /// Whether the two byte sequences are equal; the time depends only on their lengths.
-    public static func equal(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
+    /// Whether the two byte arrays are equal; the time depends only on their lengths. Arrays,
+    /// not any collection: a generic version is not specialized across modules, and every request
+    /// pays for its compare.
+    public static func equal(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
         guard lhs.count == rhs.count else { return false }
         var difference: UInt8 = 0
-        for (left, right) in zip(lhs, rhs) { difference |= left ^ right }
+        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
         return difference == 0
     }
 }

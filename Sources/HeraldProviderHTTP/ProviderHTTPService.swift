@@ -96,7 +96,7 @@ public enum ProviderHTTPService {
 
     /// Whether the request carries the bearer secret (compared in constant time).
     static func authorized(_ request: Request, secret: String) -> Bool {
-        Bearer.matches(request.headers[.authorization], secret: secret.utf8)
+        Bearer.matches(request.headers[.authorization], secret: Array(secret.utf8))
     }
 
     static func json(_ object: [String: String], status: HTTPResponse.Status = .ok) -> Response {

@@ -38,7 +38,7 @@ struct API: Sendable {
 
     func isBackend(_ request: Request) -> Bool {
         guard let token = bearer(request) else { return false }
-        return ConstantTime.equal(token.utf8, configuration.apiKeyBytes)
+        return ConstantTime.equal(Array(token.utf8), configuration.apiKeyBytes)
     }
 
     /// The API key; a device credential here is 403, anything else 401.
