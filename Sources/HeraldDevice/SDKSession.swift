@@ -1,0 +1,78 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldCrypto
+import HeraldRelayAPI
+import HeraldStore
+import Logging
+import Synchronization
+
+/// The vendor SDK's user session (the analog of `CSUser`): created with the tokens it has, never
+/// changing them while started. Starting it activates the device at the relay the first time,
+/// and sends its tokens afterwards.
+public final class SDKSession: Sendable {
+    public let tokens: AppGroupStore.Tokens
+    /// 1 for the first session of a launch, 2 for the next, …
+    public let number: Int
+    private let started = Mutex(false)
+
+    init(tokens: AppGroupStore.Tokens, number: Int) {
+        self.tokens = tokens
+        self.number = number
+    }
+
+    public var isStarted: Bool { started.withLock { $0 } }
+
+    func start(phone: EmulatedPhone) async throws {
+        let configuration = phone.configuration
+        if let registration = phone.store.registration(), let credential = phone.store.credential() {
+            if !tokens.isEmpty {
+                _ = try await phone.http.updateTokens(
+                    relay: configuration.relayURL,
+                    deviceID: registration.deviceID,
+                    TokenUpdateRequest(messagingToken: tokens.messaging, voipToken: tokens.voip),
+                    credential: credential
+                )
+                phone.timeline.record("sdk", "relay", "tokens sent", detail: tokens.summary)
+            }
+        } else {
+            let keys = KeyPair.generate()
+            let activation = try await phone.http.activate(
+                relay: configuration.relayURL,
+                ActivationRequest(
+                    userID: configuration.userID,
+                    app: configuration.bundleID,
+                    platform: configuration.platform,
+                    publicKey: keys.publicKey.base64,
+                    messagingToken: tokens.messaging,
+                    voipToken: tokens.voip
+                ),
+                bearer: configuration.apiKey
+            )
+            try phone.store.adopt(activation, keys: keys)
+            try phone.store.save(
+                AppGroupStore.Registration(
+                    deviceID: activation.deviceID,
+                    userID: activation.userID,
+                    app: activation.app,
+                    relayURL: configuration.relayURL,
+                    keyID: activation.keyID,
+                    previousKeyID: nil,
+                    contentPolicy: activation.contentPolicy
+                )
+            )
+            phone.timeline.record(
+                "sdk",
+                "relay",
+                "activated (key agreement)",
+                detail: "device \(activation.deviceID), key id \(activation.keyID), \(tokens.summary)"
+            )
+        }
+        started.withLock { $0 = true }
+        phone.timeline.record("app", "sdk", "session \(number) started", detail: tokens.summary)
+    }
+
+    func stop(phone: EmulatedPhone) {
+        started.withLock { $0 = false }
+        phone.timeline.record("app", "sdk", "session \(number) stopped")
+    }
+}
