@@ -40,6 +40,9 @@ public enum ProviderHTTPService {
             } catch {
                 return Self.error(.contentTooLarge, "the batch is larger than 16 MiB")
             }
+            if let repeated = DuplicateKeys.first(in: body.readableBytesView) {
+                return error(.badRequest, "the field '\(repeated)' is given twice")
+            }
             let batch: ProviderBatch
             do {
                 batch = try JSONDecoder().decode(ProviderBatch.self, from: Data(body.readableBytesView))

@@ -85,6 +85,9 @@ struct API: Sendable {
                 .tooLarge
         }
         guard buffer.readableBytes > 0 else { throw RelayError.invalidField("body", "must be a JSON object") }
+        if let repeated = DuplicateKeys.first(in: buffer.readableBytesView) {
+            throw RelayError.invalidField(repeated, "is given twice")
+        }
         do {
             return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
         } catch let DecodingError.keyNotFound(key, context) {

@@ -129,6 +129,34 @@ struct RelayAPITests {
         }
     }
 
+    @Test("a key given twice is refused with its name, never decoded to one of the two")
+    func duplicateKeys() async throws {
+        try await RelayHarness.with { harness in
+            let cases: [(String, String, String)] = [
+                (
+                    "/v1/messages",
+                    #"{"to":"alice","to":"mallory","from":{"id":"a","name":"A"},"conversation":"c","text":"t"}"#, "to"
+                ),
+                (
+                    "/v1/messages",
+                    #"{"to":"alice","from":{"id":"a","name":"A","name":"B"},"conversation":"c","text":"t"}"#,
+                    "from.name"
+                ),
+                (
+                    "/v1/calls", #"{"to":"alice","from":{"id":"a","name":"A"},"call_id":"c1","\u0063all_id":"c2"}"#,
+                    "call_id"
+                ),
+            ]
+            for (path, body, field) in cases {
+                let reply = try await harness.call(.POST, path, body: body)
+                #expect(reply.status == 400, "\(body) → \(reply.text)")
+                #expect(reply.json["field"] as? String == field, "\(body) → \(reply.text)")
+                #expect((reply.json["reason"] as? String ?? "").contains("given twice"), "\(reply.text)")
+            }
+            #expect(try await harness.store.outboxCounts().byState.isEmpty)
+        }
+    }
+
     @Test("a body over the size limit is 413, unknown ids are 404")
     func sizeAndNotFound() async throws {
         try await RelayHarness.with { harness in
