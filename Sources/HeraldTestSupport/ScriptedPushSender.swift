@@ -31,14 +31,12 @@ public final class ScriptedPushSender: PushSender {
     private struct State {
         var inOrder: [PushOutcome]
         var perPush: [String: [PushOutcome]]
-        var calls: [Call] = []
         var gateClosed = false
         var held: [CheckedContinuation<Void, Never>] = []
-        var waiters: [UInt64: (count: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
-        var nextWaiter: UInt64 = 0
     }
 
     private let state: Mutex<State>
+    private let recorded = Recorded<Call>()
     private let otherwise: PushOutcome
     private let now: @Sendable () -> Int64
 
@@ -58,7 +56,7 @@ public final class ScriptedPushSender: PushSender {
     }
 
     /// Every call so far, in the order they came (held ones included).
-    public var calls: [Call] { state.withLock { $0.calls } }
+    public var calls: [Call] { recorded.all }
 
     /// The ids of every push sent so far, in order, a push once per attempt.
     public var sentIDs: [String] { calls.flatMap(\.pushIDs) }
@@ -83,28 +81,12 @@ public final class ScriptedPushSender: PushSender {
     /// returns early if the task is cancelled.
     @discardableResult
     public func waitForCalls(_ count: Int) async -> [Call] {
-        let id = state.withLock { state -> UInt64 in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = state.withLock { state -> Bool in
-                    if state.calls.count >= count || Task.isCancelled { return true }
-                    state.waiters[id] = (count, continuation)
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
-        }
-        return calls
+        await recorded.wait(forCount: count)
     }
 
     public func send(_ pushes: [Push]) async -> [PushOutcome] {
         let time = now()
-        let (outcomes, hold, ready) = state.withLock { state in
+        let (outcomes, hold) = state.withLock { state in
             var outcomes: [PushOutcome] = []
             outcomes.reserveCapacity(pushes.count)
             for push in pushes {
@@ -117,13 +99,9 @@ public final class ScriptedPushSender: PushSender {
                     outcomes.append(otherwise)
                 }
             }
-            state.calls.append(Call(pushes: pushes, outcomes: outcomes, at: time))
-            let count = state.calls.count
-            let ready = state.waiters.filter { $0.value.count <= count }
-            for id in ready.keys { state.waiters.removeValue(forKey: id) }
-            return (outcomes, state.gateClosed, ready.values.map(\.continuation))
+            return (outcomes, state.gateClosed)
         }
-        for waiter in ready { waiter.resume() }
+        recorded.append(contentsOf: [Call(pushes: pushes, outcomes: outcomes, at: time)])
         if hold {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in

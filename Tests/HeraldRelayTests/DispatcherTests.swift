@@ -347,16 +347,11 @@ struct Rig {
 /// dispatcher was about to claim: those claims wait until their task is cancelled and find
 /// nothing.
 final class ObservedOutboxStore: OutboxStore {
-    private struct State {
-        var completions: [PushCompletion] = []
-        var claims = 0
-        var waiters: [UInt64: (count: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
-        var nextWaiter: UInt64 = 0
-    }
+    private let completions = Recorded<PushCompletion>()
+    private let claims = Mutex(0)
 
     private let base: any OutboxStore
     private let claimsServed: Int?
-    private let state = Mutex(State())
 
     init(_ base: any OutboxStore, claimsServed: Int? = nil) {
         self.base = base
@@ -366,41 +361,18 @@ final class ObservedOutboxStore: OutboxStore {
     /// Returns the completions recorded so far once there are at least `count` (or the task is
     /// cancelled).
     func waitForCompletions(_ count: Int) async -> [PushCompletion] {
-        let id = state.withLock { state -> UInt64 in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = state.withLock { state -> Bool in
-                    if state.completions.count >= count || Task.isCancelled { return true }
-                    state.waiters[id] = (count, continuation)
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
-        }
-        return state.withLock { $0.completions }
+        await completions.wait(forCount: count)
     }
 
     func complete(_ completions: [PushCompletion], now: Int64) async throws {
         try await base.complete(completions, now: now)
-        let ready = state.withLock { state in
-            state.completions += completions
-            let count = state.completions.count
-            let ready = state.waiters.filter { $0.value.count <= count }
-            for id in ready.keys { state.waiters.removeValue(forKey: id) }
-            return ready.values.map(\.continuation)
-        }
-        for waiter in ready { waiter.resume() }
+        self.completions.append(contentsOf: completions)
     }
 
     func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
-        let serve = state.withLock { state -> Bool in
-            state.claims += 1
-            return claimsServed.map { state.claims <= $0 } ?? true
+        let serve = claims.withLock { claims -> Bool in
+            claims += 1
+            return claimsServed.map { claims <= $0 } ?? true
         }
         guard serve else {
             let (cancelled, signal) = AsyncStream<Void>.makeStream()
