@@ -4,9 +4,10 @@
 public enum DuplicateKeys {
     /// The path of the first key that appears twice in the same object (`to`, `from.name`,
     /// `pushes[1].id`), compared after unescaping (`"\u0074o"` is `to`); nil when there is none.
-    /// Malformed JSON answers nil: the decoder reports it.
-    public static func first(in json: some Collection<UInt8>) -> String? {
-        var scanner = Scanner(bytes: Array(json))
+    /// Malformed JSON answers nil: the decoder reports it. Bytes, not any collection: a generic
+    /// function is not specialized across modules, and every request body passes through here.
+    public static func first(in json: [UInt8]) -> String? {
+        var scanner = Scanner(bytes: json)
         return scanner.firstDuplicate()
     }
 

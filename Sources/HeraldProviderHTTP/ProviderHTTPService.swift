@@ -40,7 +40,7 @@ public enum ProviderHTTPService {
             } catch {
                 return Self.error(.contentTooLarge, "the batch is larger than 16 MiB")
             }
-            if let repeated = DuplicateKeys.first(in: body.readableBytesView) {
+            if let repeated = DuplicateKeys.first(in: Array(body.readableBytesView)) {
                 return error(.badRequest, "the field '\(repeated)' is given twice")
             }
             let batch: ProviderBatch

@@ -85,7 +85,7 @@ struct API: Sendable {
                 .tooLarge
         }
         guard buffer.readableBytes > 0 else { throw RelayError.invalidField("body", "must be a JSON object") }
-        if let repeated = DuplicateKeys.first(in: buffer.readableBytesView) {
+        if let repeated = DuplicateKeys.first(in: Array(buffer.readableBytesView)) {
             throw RelayError.invalidField(repeated, "is given twice")
         }
         do {

@@ -320,6 +320,8 @@ struct RelayRuntime: Sendable {
     let configuration: HeraldConfiguration
     let node: RelayNode
     let logger: Logger
+    /// The webhooks served (the file's and those the environment's secrets turn on), for the banner.
+    let adapterNames: [String]
     private let port: PortBox
 
     var relay: Relay { node.relay }
@@ -344,6 +346,7 @@ struct RelayRuntime: Sendable {
         parts.port = configuration.port
         parts.metrics = registry
         parts.adapters = try configuration.contactCenterAdapters(environment: environment)
+        adapterNames = parts.adapters.map(\.name)
         parts.onAppSaved = onAppSaved
         let port = PortBox()
         self.port = port
@@ -398,9 +401,8 @@ struct RelayRuntime: Sendable {
             "  database     \(configuration.databasePath)\(configuration.durable ? "" : "  (no fsync)")",
             "  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))",
         ]
-        let adapters = (try? configuration.contactCenterAdapters(environment: [:]).map(\.name)) ?? []
-        if !adapters.isEmpty {
-            lines.append("  webhooks     \(adapters.map { "POST /v1/adapters/\($0)" }.joined(separator: ", "))")
+        if !adapterNames.isEmpty {
+            lines.append("  webhooks     \(adapterNames.map { "POST /v1/adapters/\($0)" }.joined(separator: ", "))")
         }
         return lines
     }
