@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 PYTHON       ?= python3
 HERALD       := .build/debug/herald
-APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client
+APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client postgresql
 PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -48,8 +48,10 @@ lint:
 format:
 	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests
 
+# The PostgreSQL store's tests run against a throw-away cluster (scripts/with-postgres.sh), stopped
+# when the tests end, whatever their outcome.
 unit:
-	$(SWIFT) test --no-parallel
+	scripts/with-postgres.sh $(SWIFT) test --no-parallel
 
 interop: build
 	HERALD_BIN=$(HERALD) $(PYTHON) -m pytest -q Tests/interop

@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "HeraldProviderHTTP", targets: ["HeraldProviderHTTP"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
+        .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
         .library(name: "HeraldRelay", targets: ["HeraldRelay"]),
         .library(name: "HeraldRelayAPI", targets: ["HeraldRelayAPI"]),
         .library(name: "HeraldRelayHTTP", targets: ["HeraldRelayHTTP"]),
@@ -48,6 +49,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
@@ -228,6 +230,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `HeraldStore` on PostgreSQL (postgres-nio): several relay nodes on one database, claims
+        // with SKIP LOCKED, migrations under an advisory lock, wake-ups by LISTEN/NOTIFY.
+        .target(
+            name: "HeraldStorePostgres",
+            dependencies: [
+                "HeraldStore",
+                "HeraldPush",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The relay's `/v1` requests and answers (JSON), shared by the HTTP service and the phone.
         // No logic, no transport.
         .target(
@@ -340,6 +357,7 @@ let package = Package(
                 "HeraldRelayProvider",
                 "HeraldSandbox",
                 "HeraldStore",
+                "HeraldStorePostgres",
                 "HeraldStoreSQLite",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -545,6 +563,19 @@ let package = Package(
                 "HeraldRelay",
                 "HeraldRelayAPI",
                 "HeraldStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldStorePostgresTests",
+            dependencies: [
+                "HeraldStore",
+                "HeraldStoreConformance",
+                "HeraldStorePostgres",
+                "HeraldTestSupport",
+                "HeraldPush",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -19,6 +19,19 @@ struct RelayOptions: ParsableArguments {
     var data: String?
 
     @Option(
+        help:
+            "A PostgreSQL database several relay nodes share, postgres://user[:password]@host[:port]/database; SQLite under --data when not given. (HERALD_DATABASE_URL)"
+    )
+    var database: String?
+
+    @Option(
+        name: .customLong("node-id"),
+        help:
+            "This node's name among several on one database: unique, and the same across restarts. (HERALD_NODE_ID; default host:port)"
+    )
+    var nodeID: String?
+
+    @Option(
         name: .customLong("keys-dir"),
         help:
             "Where keys live: master.key, api.key, AuthKey_*, fcm-service-account.json, the sandbox CA. (HERALD_KEYS_DIR; default keys)"
@@ -88,6 +101,11 @@ struct RelayOptions: ParsableArguments {
         layer.port = port
         layer.data = data
         layer.keysDir = keysDir
+        layer.nodeID = nodeID
+        if let database {
+            layer.database = ConfigurationFile.Database()
+            layer.database?.url = database
+        }
         if workers != nil || batchSize != nil {
             layer.dispatcher = ConfigurationFile.Dispatcher()
             layer.dispatcher?.workers = workers

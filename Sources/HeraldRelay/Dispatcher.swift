@@ -85,6 +85,9 @@ public final class Dispatcher: Service, Sendable {
                 for _ in 0..<max(1, self.configuration.workers) {
                     group.addTask { await self.loop() }
                 }
+                // Pushes other relay nodes queued wake these loops too; it ends with them, on
+                // graceful shutdown.
+                group.addTask { await self.store.followQueuedElsewhere { self.wake() } }
             }
         }
     }

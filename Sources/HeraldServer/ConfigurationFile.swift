@@ -15,7 +15,9 @@ public import HeraldStore
 ///            "url": null, "ca": null, "connections": 2},
 ///   "provider": {"url": "http://127.0.0.1:2199", "secret_file": "keys/provider.secret"},
 ///   "dispatcher": {"workers": 4, "batch_size": 256},
-///   "presence_ttl": 60, "message_retention": 604800, "durable": true
+///   "presence_ttl": 60, "message_retention": 604800, "durable": true,
+///   "database": {"url": "postgres://herald@db:5432/herald", "pool_size": 10, "statement_timeout": 10},
+///   "node_id": "relay-a"
 /// }
 /// ```
 public struct ConfigurationFile: Codable, Sendable, Equatable {
@@ -118,6 +120,24 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         }
     }
 
+    /// The shared database; without it, SQLite under `data`.
+    public struct Database: Codable, Sendable, Equatable {
+        public init() {}
+
+        /// `postgres://user[:password]@host[:port]/database[?sslmode=…&schema=…]`.
+        public var url: String?
+        /// Connections each node keeps at most (10).
+        public var poolSize: Int?
+        /// Seconds a statement may run before the server cancels it (10).
+        public var statementTimeout: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case url
+            case poolSize = "pool_size"
+            case statementTimeout = "statement_timeout"
+        }
+    }
+
     /// Chat background semantics.
     public struct Chat: Codable, Sendable, Equatable {
         public init() {}
@@ -145,6 +165,9 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var presenceTTL: Int?
     public var messageRetention: Int64?
     public var durable: Bool?
+    public var database: Database?
+    /// This relay node's name among several on one database (claims are leased in its name).
+    public var nodeID: String?
     public var adapters: [String: Adapter]?
     public var chat: Chat?
     public var sandbox: Sandbox?
@@ -157,7 +180,9 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case apps, apns, fcm, provider, dispatcher
         case presenceTTL = "presence_ttl"
         case messageRetention = "message_retention"
-        case durable, adapters, chat, sandbox
+        case durable, database
+        case nodeID = "node_id"
+        case adapters, chat, sandbox
         case logLevel = "log_level"
     }
 }
@@ -209,6 +234,11 @@ extension ConfigurationFile {
         layer.data = string("HERALD_DATA")
         layer.keysDir = string("HERALD_KEYS_DIR")
         layer.logLevel = string("HERALD_LOG_LEVEL")
+        layer.nodeID = string("HERALD_NODE_ID")
+        if let url = string("HERALD_DATABASE_URL") {
+            layer.database = Database()
+            layer.database?.url = url
+        }
         if let workers = try int("HERALD_WORKERS") {
             layer.dispatcher = Dispatcher()
             layer.dispatcher?.workers = workers

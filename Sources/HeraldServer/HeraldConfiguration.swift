@@ -2,6 +2,7 @@ import Foundation
 public import HeraldAdapters
 public import HeraldRelay
 public import HeraldStore
+public import HeraldStorePostgres
 public import Logging
 
 /// Herald's configuration, resolved once from its sources (flags over environment over file over
@@ -16,7 +17,15 @@ public struct HeraldConfiguration: Sendable {
     /// Where keys live: master.key, api.key, AuthKey_*, the FCM service account, the sandbox CA.
     public var keysDirectory = "keys"
     /// Every commit synced to disk (true), or only written (survives a process crash, not a power cut).
+    /// SQLite only: PostgreSQL's durability is the server's (`synchronous_commit`).
     public var durable = true
+    /// Where the relay's state lives: SQLite under `dataDirectory` (the default), or PostgreSQL,
+    /// shared by several relay nodes.
+    public var database: Database = .sqlite
+    /// This node's name among several on one database (`host:port` when not given): claims are
+    /// leased in its name, and a restarted node takes back what it held, so it must be unique and
+    /// stay the same across restarts.
+    public var nodeID: String?
     public var logLevel = Logger.Level.info
     /// Apps to register at start, with the file's and the flags' together.
     public var apps: [AppRecord] = []
@@ -43,6 +52,14 @@ public struct HeraldConfiguration: Sendable {
     public var sandboxPorts = SandboxPorts()
     /// The contact-center webhooks, as the file gives them (secrets may come from the environment).
     public var adapters: [String: ConfigurationFile.Adapter] = [:]
+
+    /// The storage engine.
+    public enum Database: Sendable, Hashable {
+        /// The embedded default: one file, one process.
+        case sqlite
+        /// A PostgreSQL database several relay nodes share.
+        case postgres(PostgresStoreConfiguration)
+    }
 
     /// An app named on the command line.
     public struct ExtraApp: Sendable, Hashable {
@@ -118,6 +135,30 @@ public struct HeraldConfiguration: Sendable {
         dataDirectory = file.data ?? dataDirectory
         keysDirectory = file.keysDir ?? keysDirectory
         durable = file.durable ?? durable
+        nodeID = file.nodeID
+        if let settings = file.database, let url = settings.url {
+            var postgres: PostgresStoreConfiguration
+            do {
+                postgres = try PostgresStoreConfiguration(url: url)
+            } catch {
+                throw .configuration("--database: \(error.detail)")
+            }
+            if let size = settings.poolSize {
+                guard (2...500).contains(size) else {
+                    throw .configuration("database.pool_size must be between 2 and 500")
+                }
+                postgres.poolSize = size
+            }
+            if let seconds = settings.statementTimeout {
+                guard (1...3600).contains(seconds) else {
+                    throw .configuration("database.statement_timeout must be between 1 and 3600 seconds")
+                }
+                postgres.statementTimeout = .seconds(seconds)
+            }
+            database = .postgres(postgres)
+        } else if file.database != nil {
+            throw .configuration("database: the url is missing (postgres://user@host:port/database)")
+        }
         if let level = file.logLevel {
             guard let parsed = Logger.Level(rawValue: level) else {
                 throw .configuration(
@@ -199,6 +240,20 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
+    /// This node's name: the configured one, or `host:port`.
+    public var resolvedNodeID: String {
+        if let nodeID, !nodeID.isEmpty { return nodeID }
+        return "\(ProcessInfo.processInfo.hostName):\(port)"
+    }
+
+    /// Where the relay's state lives, for banners (no password).
+    public var databaseDescription: String {
+        switch database {
+        case .sqlite: databasePath + (durable ? "" : "  (no fsync)")
+        case .postgres(let postgres): "\(postgres)  (PostgreSQL, node \(resolvedNodeID))"
+        }
+    }
+
     /// The database file.
     public var databasePath: String { (dataDirectory as NSString).appendingPathComponent("herald.sqlite") }
     /// Where the provider token is kept between runs.
@@ -219,6 +274,7 @@ public struct HeraldConfiguration: Sendable {
         var configuration = DispatcherConfiguration()
         configuration.workers = workers
         configuration.batchSize = batchSize
+        configuration.owner = resolvedNodeID
         return configuration
     }
 

@@ -11,6 +11,7 @@ import HeraldRelayHTTP
 import HeraldRelayProvider
 import HeraldSandbox
 public import HeraldStore
+import HeraldStorePostgres
 import HeraldStoreSQLite
 import Hummingbird
 import HummingbirdWebSocket
@@ -52,7 +53,7 @@ public struct HeraldServer: Sendable {
         let keys = ServerKeys(keysDirectory: configuration.keysDirectory, environment: environment)
         let (masterKey, masterSource) = try keys.masterKey()
         let (apiKey, apiKeySource) = try keys.apiKey()
-        let store = try openStore()
+        let store = try await openStore()
         let group = MultiThreadedEventLoopGroup.singleton
 
         if let apns = configuration.apns {
@@ -244,7 +245,7 @@ public struct HeraldServer: Sendable {
         let registry = ServerMetrics.bootstrap()
         let (masterKey, masterSource) = try keys.masterKey()
         let (apiKey, apiKeySource) = try keys.apiKey()
-        let store = try openStore()
+        let store = try await openStore()
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let platforms = await Self.platforms(provider: provider.url, http: http, logger: logger)
         let runtime = try RelayRuntime(
@@ -281,13 +282,24 @@ public struct HeraldServer: Sendable {
         try await http.shutdown()
     }
 
-    private func openStore() throws(HeraldServerError) -> SQLiteStore {
-        var store = SQLiteStore.Configuration(path: configuration.databasePath)
-        store.durable = configuration.durable
-        do {
-            return try SQLiteStore(configuration: store, logger: logger)
-        } catch {
-            throw .startup("\(error)")
+    /// Opens the configured store; a database that cannot be reached or used fails the start
+    /// with one line naming it.
+    private func openStore() async throws(HeraldServerError) -> any HeraldStore {
+        switch configuration.database {
+        case .sqlite:
+            var store = SQLiteStore.Configuration(path: configuration.databasePath)
+            store.durable = configuration.durable
+            do {
+                return try SQLiteStore(configuration: store, logger: logger)
+            } catch {
+                throw .startup("\(error)")
+            }
+        case .postgres(let postgres):
+            do {
+                return try await PostgresStore.open(configuration: postgres, logger: logger)
+            } catch {
+                throw .startup(error.detail)
+            }
         }
     }
 
@@ -323,6 +335,7 @@ struct RelayRuntime: Sendable {
     /// The webhooks served (the file's and those the environment's secrets turn on), for the banner.
     let adapterNames: [String]
     private let port: PortBox
+    private let store: any HeraldStore
 
     var relay: Relay { node.relay }
 
@@ -351,6 +364,7 @@ struct RelayRuntime: Sendable {
         let port = PortBox()
         self.port = port
         self.node = RelayNode(parts, logger: logger) { bound in port.bound(bound) }
+        self.store = store
         self.configuration = configuration
         self.logger = logger
     }
@@ -388,7 +402,18 @@ struct RelayRuntime: Sendable {
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            await closeStore()
+            throw error
+        }
+        await closeStore()
+    }
+
+    /// The database's connections close last, after the dispatcher recorded its last outcomes.
+    private func closeStore() async {
+        if let postgres = store as? PostgresStore { await postgres.close() }
     }
 
     /// The banner's lines every relay prints.
@@ -398,7 +423,7 @@ struct RelayRuntime: Sendable {
             "  relay        http://\(host):\(port)/v1   (health /health, metrics /metrics, API docs/openapi.yaml)",
             "  API key      \(apiKeySource)",
             "  master key   \(masterSource)",
-            "  database     \(configuration.databasePath)\(configuration.durable ? "" : "  (no fsync)")",
+            "  database     \(configuration.databaseDescription)",
             "  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))",
         ]
         if !adapterNames.isEmpty {

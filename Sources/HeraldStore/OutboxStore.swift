@@ -43,4 +43,17 @@ public protocol OutboxStore: Sendable {
     func nextDueTime() async throws -> Int64?
     /// How many pushes are in each state.
     func outboxCounts() async throws -> OutboxCounts
+
+    // MARK: Other writers
+
+    /// Runs until the calling task is cancelled, calling `queued` soon after another store on the
+    /// same data (another relay node) queued pushes, and once whenever it may have missed some
+    /// (after a lost connection), so idle dispatchers claim them at once rather than at their
+    /// next poll. An engine whose data no other store writes returns at once.
+    func followQueuedElsewhere(_ queued: @escaping @Sendable () -> Void) async
+}
+
+extension OutboxStore {
+    /// Nothing else writes this store's data: nothing to follow.
+    public func followQueuedElsewhere(_ queued: @escaping @Sendable () -> Void) async {}
 }

@@ -42,7 +42,7 @@ extension SQLiteStore {
                 sql: "INSERT INTO outbox_payloads (push_id, payload) VALUES (?, ?)"
             )
             for push in ingest.pushes {
-                let columns = PayloadColumns(push.payload)
+                let columns = StoredPayload(push.payload)
                 try insert.execute(arguments: [
                     push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
                     push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
@@ -330,50 +330,17 @@ struct OutboxRow {
     }
 
     private func payload(body: String) throws(StoreError) -> Push.Payload {
-        switch PushNetwork(rawValue: network) {
-        case .apns:
-            guard let type = pushType.flatMap(APNsPushType.init(rawValue:)),
-                let priority = apnsPriority.flatMap(APNsPriority.init(rawValue:)), let apnsID
-            else {
-                throw StoreError.corrupt.with(detail: "APNs push \(pushID) has no valid push type, priority or apns-id")
-            }
-            return .apns(APNsPayload(topic: topic, type: type, priority: priority, apnsID: apnsID, json: body))
-        case .fcm:
-            guard let priority = fcmPriority.flatMap(FCMPriority.init(rawValue:)),
-                let data = try? JSONDecoder().decode([String: String].self, from: Data(body.utf8))
-            else { throw StoreError.corrupt.with(detail: "FCM push \(pushID) has no valid priority or data") }
-            return .fcm(FCMPayload(package: topic, priority: priority, data: data))
-        case nil:
+        guard let network = PushNetwork(rawValue: network) else {
             throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown network \(network)")
         }
-    }
-}
-
-/// A payload as the outbox's columns keep it: the network's fields in columns of their own, the
-/// body (APNs' JSON, FCM's data as a JSON object of strings) apart in `outbox_payloads`.
-struct PayloadColumns {
-    var topic: String
-    var pushType: String?
-    var apnsPriority: Int?
-    var apnsID: String?
-    var fcmPriority: String?
-    var body: String
-
-    init(_ payload: Push.Payload) {
-        switch payload {
-        case .apns(let apns):
-            topic = apns.topic
-            pushType = apns.type.rawValue
-            apnsPriority = apns.priority.rawValue
-            apnsID = apns.apnsID
-            body = apns.json
-        case .fcm(let fcm):
-            topic = fcm.package
-            fcmPriority = fcm.priority.rawValue
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            // Encoding a dictionary of strings cannot fail.
-            body = (try? encoder.encode(fcm.data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        }
+        return try StoredPayload(
+            network: network,
+            topic: topic,
+            pushType: pushType,
+            apnsPriority: apnsPriority,
+            apnsID: apnsID,
+            fcmPriority: fcmPriority,
+            body: body
+        ).payload(pushID: pushID)
     }
 }

@@ -1,0 +1,421 @@
+import HeraldPush
+public import HeraldStore
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore {
+    /// The columns `entry(_:)` reads, in its order: the outbox row (alias `o`), then the payload's
+    /// body (alias `p`, joined).
+    static let outboxColumns = """
+        o.push_id, o.device_id, o.kind, o.subject_id, o.priority, o.network, o.topic, o.push_type, \
+        o.apns_priority, o.apns_id, o.fcm_priority, o.collapse_id, o.attempts, o.next_attempt_at, o.expires_at, \
+        o.state, o.last_reason, o.created_at, o.updated_at, COALESCE(p.payload, '')
+        """
+
+    static func entry(_ row: PostgresRow) throws -> OutboxEntry {
+        var columns = Columns(row)
+        let pushID: String = try columns.next()
+        let deviceID: String = try columns.next()
+        let kindText: String = try columns.next()
+        let subjectID: String = try columns.next()
+        let priority: Int64 = try columns.next()
+        let networkText: String = try columns.next()
+        let topic: String = try columns.next()
+        let pushType: String? = try columns.next()
+        let apnsPriority: Int64? = try columns.next()
+        let apnsID: String? = try columns.next()
+        let fcmPriority: String? = try columns.next()
+        let collapseID: String? = try columns.next()
+        let attempts: Int64 = try columns.next()
+        let nextAttemptAt: Int64 = try columns.next()
+        let expiresAt: Int64 = try columns.next()
+        let stateText: String = try columns.next()
+        let lastReason: String? = try columns.next()
+        let createdAt: Int64 = try columns.next()
+        let updatedAt: Int64 = try columns.next()
+        let body: String = try columns.next()
+        guard let kind = OutboxKind(rawValue: kindText), let state = PushState(rawValue: stateText) else {
+            throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown kind or state")
+        }
+        guard let network = PushNetwork(rawValue: networkText) else {
+            throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown network \(networkText)")
+        }
+        let payload = try StoredPayload(
+            network: network,
+            topic: topic,
+            pushType: pushType,
+            apnsPriority: apnsPriority.map { Int($0) },
+            apnsID: apnsID,
+            fcmPriority: fcmPriority,
+            body: body
+        ).payload(pushID: pushID)
+        return OutboxEntry(
+            pushID: pushID,
+            deviceID: deviceID,
+            kind: kind,
+            subjectID: subjectID,
+            priority: Int(priority),
+            payload: payload,
+            collapseID: collapseID,
+            attempts: Int(attempts),
+            nextAttemptAt: nextAttemptAt,
+            expiresAt: expiresAt,
+            state: state,
+            lastReason: lastReason,
+            createdAt: createdAt,
+            updatedAt: updatedAt
+        )
+    }
+
+    // MARK: Ingest
+
+    public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
+        let outcome = try await transaction("accept an ingest") { connection -> IngestOutcome in
+            if let key = ingest.idempotencyKey {
+                let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
+                // Of two transactions writing one key, the second waits for the first: if it
+                // committed, the second inserts nothing and answers the first's receipt.
+                let inserted = try await connection.run(
+                    """
+                    INSERT INTO ingests (idempotency_key, receipt, created_at)
+                    VALUES (\(key), \(ByteBuffer(ingest.receipt)), \(now))
+                    ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1
+                    """,
+                    logger: logger
+                )
+                if inserted.isEmpty {
+                    let seen = try await connection.run(
+                        "SELECT receipt FROM ingests WHERE idempotency_key = \(key)",
+                        logger: logger
+                    )
+                    var columns = try Columns(seen.first.unwrap())
+                    return .duplicate(receipt: try columns.bytes())
+                }
+            }
+            if let message = ingest.message {
+                try await connection.run(
+                    """
+                    INSERT INTO messages
+                        (id, user_id, conversation, sender_id, sender_name, sealed_text, created_at, expires_at)
+                    VALUES (\(message.id), \(message.userID), \(message.conversation), \(message.senderID),
+                        \(message.senderName), \(ByteBuffer(message.sealedText)), \(message.createdAt),
+                        \(message.expiresAt))
+                    """,
+                    logger: logger
+                )
+            }
+            if !ingest.pushes.isEmpty {
+                try await connection.run(Self.insertPushes(ingest.pushes), logger: logger)
+                try await connection.run(Self.insertPayloads(ingest.pushes), logger: logger)
+            }
+            return .accepted
+        }
+        if case .accepted = outcome, !ingest.pushes.isEmpty { announceQueued() }
+        return outcome
+    }
+
+    /// One INSERT for all of an ingest's pushes (a round trip per push would be most of an
+    /// ingest's time).
+    static func insertPushes(_ pushes: [OutboxEntry]) throws -> PostgresQuery {
+        var sql = """
+            INSERT INTO outbox
+                (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
+                 fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
+                 updated_at)
+            VALUES
+            """
+        var binds = PostgresBindings(capacity: pushes.count * 19)
+        for (index, push) in pushes.enumerated() {
+            let columns = StoredPayload(push.payload)
+            let first = index * 19
+            sql += (index == 0 ? " (" : ", (") + (1...19).map { "$\(first + $0)" }.joined(separator: ", ") + ")"
+            binds.append(push.pushID)
+            binds.append(push.deviceID)
+            binds.append(push.kind.rawValue)
+            binds.append(push.subjectID)
+            binds.append(Int64(push.priority))
+            binds.append(push.network.rawValue)
+            binds.append(columns.topic)
+            binds.append(columns.pushType)
+            binds.append(columns.apnsPriority.map { Int64($0) })
+            binds.append(columns.apnsID)
+            binds.append(columns.fcmPriority)
+            binds.append(push.collapseID)
+            binds.append(Int64(push.attempts))
+            binds.append(push.nextAttemptAt)
+            binds.append(push.expiresAt)
+            binds.append(push.state.rawValue)
+            binds.append(push.lastReason)
+            binds.append(push.createdAt)
+            binds.append(push.updatedAt)
+        }
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
+    }
+
+    static func insertPayloads(_ pushes: [OutboxEntry]) -> PostgresQuery {
+        var sql = "INSERT INTO outbox_payloads (push_id, payload) VALUES"
+        var binds = PostgresBindings(capacity: pushes.count * 2)
+        for (index, push) in pushes.enumerated() {
+            sql += (index == 0 ? " " : ", ") + "($\(index * 2 + 1), $\(index * 2 + 2))"
+            binds.append(push.pushID)
+            binds.append(StoredPayload(push.payload).body)
+        }
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
+    }
+
+    // MARK: Outbox
+
+    public func push(id: String) async throws -> OutboxEntry? {
+        try await rows(
+            "read a push",
+            """
+            SELECT \(unescaped: Self.outboxColumns)
+            FROM outbox o LEFT JOIN outbox_payloads p ON p.push_id = o.push_id WHERE o.push_id = \(id)
+            """
+        ).first.map(Self.entry(_:))
+    }
+
+    /// As on SQLite: the acceptance and the current state are the outbox row itself; the log
+    /// holds each return to the queue.
+    public func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
+        try await transaction("read a push's history") { connection -> [DeliveryEvent] in
+            let rows = try await connection.run(
+                "SELECT created_at, state, updated_at, last_reason FROM outbox WHERE push_id = \(pushID)",
+                logger: logger
+            )
+            guard let row = rows.first else { return [] }
+            let (createdAt, stateText, updatedAt, lastReason) = try row.decode((Int64, String, Int64, String?).self)
+            guard let state = PushState(rawValue: stateText) else { return [] }
+            var events = [DeliveryEvent(pushID: pushID, at: createdAt, state: .queued, reason: nil)]
+            for row in try await connection.run(
+                "SELECT at, state, reason FROM delivery_log WHERE push_id = \(pushID) ORDER BY id",
+                logger: logger
+            ) {
+                let (at, logged, reason) = try row.decode((Int64, String, String?).self)
+                if let logged = PushState(rawValue: logged) {
+                    events.append(DeliveryEvent(pushID: pushID, at: at, state: logged, reason: reason))
+                }
+            }
+            if state != .queued {
+                events.append(DeliveryEvent(pushID: pushID, at: updatedAt, state: state, reason: lastReason))
+            }
+            return events
+        }
+    }
+
+    public func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
+        try await transaction("claim pushes") { connection -> [ClaimedPush] in
+            // Claims whose owner never came back go back to the queue. SKIP LOCKED: a lease
+            // another node is putting back or finishing right now is left to it.
+            try await connection.run(
+                """
+                UPDATE outbox SET state = 'queued', claim_owner = NULL, claim_until = NULL
+                WHERE push_id IN (
+                    SELECT push_id FROM outbox WHERE state = 'sending' AND claim_until < \(now)
+                    FOR UPDATE SKIP LOCKED)
+                """,
+                logger: logger
+            )
+            // Pick and take in one statement: the due pushes, calls first, then the oldest. Rows
+            // another node is taking at this moment are skipped, not waited for, so nodes never
+            // queue behind each other's claims and no push is held by two.
+            let taken = try await connection.run(
+                """
+                WITH due AS (
+                    SELECT push_id FROM outbox WHERE state = 'queued' AND next_attempt_at <= \(now)
+                    ORDER BY priority DESC, created_at ASC LIMIT \(Int64(limit))
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE outbox o SET state = 'sending', claim_owner = \(owner), claim_until = \(leaseUntil),
+                    attempts = o.attempts + 1, updated_at = \(now)
+                FROM due LEFT JOIN outbox_payloads p ON p.push_id = due.push_id
+                WHERE o.push_id = due.push_id
+                RETURNING \(unescaped: Self.outboxColumns)
+                """,
+                logger: logger
+            )
+            var entries = try taken.map(Self.entry(_:))
+            entries.sort { ($0.priority, -$0.createdAt, $0.pushID) > ($1.priority, -$1.createdAt, $1.pushID) }
+
+            var devices: [String: (messaging: String?, voip: String?, deadReason: String?)] = [:]
+            let deviceIDs = Array(Set(entries.map(\.deviceID)))
+            if !deviceIDs.isEmpty {
+                for row in try await connection.run(
+                    "SELECT id, messaging_token, voip_token, token_dead_reason FROM devices WHERE id = ANY(\(deviceIDs))",
+                    logger: logger
+                ) {
+                    let (id, messaging, voip, dead) = try row.decode((String, String?, String?, String?).self)
+                    devices[id] = (messaging, voip, dead)
+                }
+            }
+            var claimed: [ClaimedPush] = []
+            claimed.reserveCapacity(entries.count)
+            var unsendable: (ids: [String], states: [String], reasons: [String]) = ([], [], [])
+            for entry in entries {
+                let device = devices[entry.deviceID]
+                // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
+                // to the messaging token.
+                let token = device.flatMap { entry.usesVoIPToken ? $0.voip : $0.messaging }
+                let finish: (PushState, String)?
+                if entry.expiresAt <= now {
+                    finish = (.expired, "expired before sending")
+                } else if device == nil {
+                    finish = (.skipped, "device_deactivated")
+                } else if let token {
+                    finish = nil
+                    claimed.append(ClaimedPush(entry: entry, deviceToken: token))
+                } else {
+                    finish = (.skipped, device?.deadReason.map { "token_dead: \($0)" } ?? "no_token")
+                }
+                if let (state, reason) = finish {
+                    unsendable.ids.append(entry.pushID)
+                    unsendable.states.append(state.rawValue)
+                    unsendable.reasons.append(reason)
+                }
+            }
+            if !unsendable.ids.isEmpty {
+                // Finished instead of sent: the claim's attempt is given back.
+                try await connection.run(
+                    """
+                    UPDATE outbox o SET state = u.state, last_reason = u.reason, attempts = o.attempts - 1,
+                        claim_owner = NULL, claim_until = NULL, updated_at = \(now)
+                    FROM unnest(\(unsendable.ids)::text[], \(unsendable.states)::text[], \(unsendable.reasons)::text[])
+                        AS u(id, state, reason)
+                    WHERE o.push_id = u.id
+                    """,
+                    logger: logger
+                )
+            }
+            return claimed
+        }
+    }
+
+    public func complete(_ completions: [PushCompletion], now: Int64) async throws {
+        if completions.isEmpty { return }
+        var finished: (ids: [String], states: [String], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
+        var retried: (ids: [String], at: [Int64], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
+        var dead: (devices: [String], tokens: [String], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
+        for completion in completions {
+            switch completion.disposition {
+            case .finish(let state):
+                finished.ids.append(completion.pushID)
+                finished.states.append(state.rawValue)
+                finished.reasons.append(completion.reason ?? "")
+                finished.hasReason.append(completion.reason != nil)
+            case .retry(let at):
+                retried.ids.append(completion.pushID)
+                retried.at.append(at)
+                retried.reasons.append(completion.reason ?? "")
+                retried.hasReason.append(completion.reason != nil)
+            }
+            if let token = completion.deadToken {
+                dead.devices.append(token.deviceID)
+                dead.tokens.append(token.token)
+                dead.reasons.append(completion.reason ?? "")
+                dead.hasReason.append(completion.reason != nil)
+            }
+        }
+        // Arrays carry no NULL through postgres-nio's encoders: a reason is nil where its flag
+        // says so.
+        try await transaction("record push outcomes") { connection in
+            if !finished.ids.isEmpty {
+                try await connection.run(
+                    """
+                    UPDATE outbox o SET state = u.state, last_reason = CASE WHEN u.has THEN u.reason END,
+                        claim_owner = NULL, claim_until = NULL, updated_at = \(now)
+                    FROM unnest(\(finished.ids)::text[], \(finished.states)::text[], \(finished.reasons)::text[],
+                        \(finished.hasReason)::bool[]) AS u(id, state, reason, has)
+                    WHERE o.push_id = u.id
+                    """,
+                    logger: logger
+                )
+            }
+            if !retried.ids.isEmpty {
+                try await connection.run(
+                    """
+                    UPDATE outbox o SET state = 'queued', next_attempt_at = u.at,
+                        last_reason = CASE WHEN u.has THEN u.reason END, claim_owner = NULL, claim_until = NULL,
+                        updated_at = \(now)
+                    FROM unnest(\(retried.ids)::text[], \(retried.at)::bigint[], \(retried.reasons)::text[],
+                        \(retried.hasReason)::bool[]) AS u(id, at, reason, has)
+                    WHERE o.push_id = u.id
+                    """,
+                    logger: logger
+                )
+                try await connection.run(
+                    """
+                    INSERT INTO delivery_log (push_id, at, state, reason)
+                    SELECT u.id, \(now), 'queued', CASE WHEN u.has THEN u.reason END
+                    FROM unnest(\(retried.ids)::text[], \(retried.reasons)::text[], \(retried.hasReason)::bool[])
+                        WITH ORDINALITY AS u(id, reason, has, n)
+                    ORDER BY u.n
+                    """,
+                    logger: logger
+                )
+            }
+            if !dead.devices.isEmpty {
+                // Cleared only where the device still has that token: a newer one is kept.
+                try await connection.run(
+                    """
+                    UPDATE devices d SET messaging_token = NULL,
+                        token_dead_reason = CASE WHEN u.has THEN u.reason END, updated_at = \(now)
+                    FROM unnest(\(dead.devices)::text[], \(dead.tokens)::text[], \(dead.reasons)::text[],
+                        \(dead.hasReason)::bool[]) AS u(id, token, reason, has)
+                    WHERE d.id = u.id AND d.messaging_token = u.token
+                    """,
+                    logger: logger
+                )
+                try await connection.run(
+                    """
+                    UPDATE devices d SET voip_token = NULL,
+                        token_dead_reason = CASE WHEN u.has THEN u.reason END, updated_at = \(now)
+                    FROM unnest(\(dead.devices)::text[], \(dead.tokens)::text[], \(dead.reasons)::text[],
+                        \(dead.hasReason)::bool[]) AS u(id, token, reason, has)
+                    WHERE d.id = u.id AND d.voip_token = u.token
+                    """,
+                    logger: logger
+                )
+            }
+        }
+    }
+
+    public func releaseClaims(owner: String, now: Int64) async throws -> Int {
+        let released = try await transaction("release claims") { connection in
+            try await connection.run(
+                """
+                UPDATE outbox SET state = 'queued', claim_owner = NULL, claim_until = NULL, updated_at = \(now)
+                WHERE state = 'sending' AND claim_owner = \(owner)
+                RETURNING 1
+                """,
+                logger: logger
+            ).count
+        }
+        if released > 0 { announceQueued() }
+        return released
+    }
+
+    public func nextDueTime() async throws -> Int64? {
+        let rows = try await rows(
+            "read the next due time",
+            "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'queued'"
+        )
+        do {
+            return try rows.first?.decode(Int64?.self) ?? nil
+        } catch {
+            throw StoreError.corrupt.with(detail: "read the next due time: \(error)")
+        }
+    }
+
+    public func outboxCounts() async throws -> OutboxCounts {
+        let rows = try await rows("count the outbox", "SELECT state, COUNT(*) FROM outbox GROUP BY state")
+        var counts: [PushState: Int] = [:]
+        do {
+            for row in rows {
+                let (state, count) = try row.decode((String, Int64).self)
+                if let state = PushState(rawValue: state) { counts[state] = Int(count) }
+            }
+        } catch {
+            throw StoreError.corrupt.with(detail: "count the outbox: \(error)")
+        }
+        return OutboxCounts(byState: counts)
+    }
+}

@@ -1,0 +1,370 @@
+public import HeraldStore
+import NIOCore
+import PostgresNIO
+
+/// Reads a row's columns in order, so a record's reader and its SELECT list cannot drift apart
+/// by name, and a column is found by position rather than by a name search.
+struct Columns {
+    private let row: PostgresRandomAccessRow
+    private var index = 0
+
+    init(_ row: PostgresRow) {
+        self.row = PostgresRandomAccessRow(row)
+    }
+
+    mutating func next<T: PostgresDecodable>(_ type: T.Type = T.self) throws -> T {
+        defer { index += 1 }
+        return try row[index].decode(T.self)
+    }
+
+    mutating func bytes() throws -> [UInt8] {
+        try next(ByteBuffer.self).bytes
+    }
+}
+
+extension PostgresStore {
+    // MARK: Apps
+
+    static let appColumns = """
+        id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation
+        """
+
+    public func saveApp(_ app: AppRecord) async throws {
+        try await transaction("save an app") { connection in
+            try await connection.run(
+                """
+                INSERT INTO apps (\(unescaped: Self.appColumns))
+                VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
+                    \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation))
+                ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
+                    alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
+                    message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
+                    collapse_by_conversation = EXCLUDED.collapse_by_conversation
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    public func app(id: String) async throws -> AppRecord? {
+        try await rows("read an app", "SELECT \(unescaped: Self.appColumns) FROM apps WHERE id = \(id)")
+            .first.map(Self.app(from:))
+    }
+
+    public func apps() async throws -> [AppRecord] {
+        try await rows("read the apps", "SELECT \(unescaped: Self.appColumns) FROM apps ORDER BY id")
+            .map(Self.app(from:))
+    }
+
+    static func app(from row: PostgresRow) throws -> AppRecord {
+        var columns = Columns(row)
+        let id: String = try columns.next()
+        let teamID: String = try columns.next()
+        guard let policy = ContentPolicy(rawValue: try columns.next()) else {
+            throw StoreError.corrupt.with(detail: "app \(id) has an unknown content policy")
+        }
+        return AppRecord(
+            id: id,
+            teamID: teamID,
+            contentPolicy: policy,
+            alertTitle: try columns.next(),
+            alertBody: try columns.next(),
+            messageTTL: try columns.next(),
+            callTTL: try columns.next(),
+            collapseByConversation: try columns.next()
+        )
+    }
+
+    // MARK: Devices
+
+    /// The device columns in the order `device(_:)` reads them, from table alias `d`.
+    static let deviceColumns = """
+        d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
+        d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
+        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at
+        """
+
+    static func device(_ columns: inout Columns) throws -> DeviceRecord {
+        let id: String = try columns.next()
+        let userID: String = try columns.next()
+        let appID: String = try columns.next()
+        guard let platform = DevicePlatform(rawValue: try columns.next()) else {
+            throw StoreError.corrupt.with(detail: "device \(id) has an unknown platform")
+        }
+        return DeviceRecord(
+            id: id,
+            userID: userID,
+            appID: appID,
+            platform: platform,
+            messagingToken: try columns.next(),
+            voipToken: try columns.next(),
+            keyID: try columns.next(),
+            previousKeyID: try columns.next(),
+            devicePublicKey: try columns.bytes(),
+            relayPublicKey: try columns.bytes(),
+            sealedRelaySecretKey: try columns.bytes(),
+            sealedSessionKeys: try columns.bytes(),
+            credentialHash: try columns.bytes(),
+            tokenDeadReason: try columns.next(),
+            createdAt: try columns.next(),
+            updatedAt: try columns.next()
+        )
+    }
+
+    public func saveDevice(_ device: DeviceRecord) async throws {
+        try await transaction("save a device") { connection in
+            try await Self.takeTokens(
+                connection,
+                messaging: device.messagingToken,
+                voip: device.voipToken,
+                from: device.id,
+                logger: logger
+            )
+            try await connection.run(
+                """
+                INSERT INTO devices
+                    (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
+                     device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
+                     credential_hash, token_dead_reason, created_at, updated_at)
+                VALUES (\(device.id), \(device.userID), \(device.appID), \(device.platform.rawValue),
+                    \(device.messagingToken), \(device.voipToken), \(device.keyID), \(device.previousKeyID),
+                    \(ByteBuffer(device.devicePublicKey)), \(ByteBuffer(device.relayPublicKey)),
+                    \(ByteBuffer(device.sealedRelaySecretKey)), \(ByteBuffer(device.sealedSessionKeys)),
+                    \(ByteBuffer(device.credentialHash)), \(device.tokenDeadReason), \(device.createdAt),
+                    \(device.updatedAt))
+                ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, app_id = EXCLUDED.app_id,
+                    platform = EXCLUDED.platform, messaging_token = EXCLUDED.messaging_token,
+                    voip_token = EXCLUDED.voip_token, key_id = EXCLUDED.key_id,
+                    previous_key_id = EXCLUDED.previous_key_id, device_public_key = EXCLUDED.device_public_key,
+                    relay_public_key = EXCLUDED.relay_public_key,
+                    sealed_relay_secret_key = EXCLUDED.sealed_relay_secret_key,
+                    sealed_session_keys = EXCLUDED.sealed_session_keys, credential_hash = EXCLUDED.credential_hash,
+                    token_dead_reason = EXCLUDED.token_dead_reason, created_at = EXCLUDED.created_at,
+                    updated_at = EXCLUDED.updated_at
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    /// A token belongs to one device: whoever had it loses it. Two nodes giving one token to two
+    /// devices at once collide on the unique column; the loser's transaction runs again and then
+    /// takes it.
+    private static func takeTokens(
+        _ connection: PostgresConnection,
+        messaging: String?,
+        voip: String?,
+        from deviceID: String,
+        logger: Logger
+    ) async throws {
+        if let messaging, !messaging.isEmpty {
+            try await connection.run(
+                "UPDATE devices SET messaging_token = NULL WHERE messaging_token = \(messaging) AND id <> \(deviceID)",
+                logger: logger
+            )
+        }
+        if let voip, !voip.isEmpty {
+            try await connection.run(
+                "UPDATE devices SET voip_token = NULL WHERE voip_token = \(voip) AND id <> \(deviceID)",
+                logger: logger
+            )
+        }
+    }
+
+    public func device(id: String) async throws -> DeviceRecord? {
+        try await rows("read a device", "SELECT \(unescaped: Self.deviceColumns) FROM devices d WHERE d.id = \(id)")
+            .first.map { row in
+                var columns = Columns(row)
+                return try Self.device(&columns)
+            }
+    }
+
+    public func recipients(userID: String) async throws -> [Recipient] {
+        try await rows(
+            "read a user's devices",
+            """
+            SELECT \(unescaped: Self.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at
+            FROM devices d LEFT JOIN presence p ON p.device_id = d.id
+            WHERE d.user_id = \(userID) ORDER BY d.created_at, d.id
+            """
+        ).map { row in
+            var columns = Columns(row)
+            let device = try Self.device(&columns)
+            let conversation: String? = try columns.next()
+            let state: String? = try columns.next()
+            let updatedAt: Int64? = try columns.next()
+            let expiresAt: Int64? = try columns.next()
+            var presence: PresenceRecord?
+            if let state = state.flatMap(PresenceState.init(rawValue:)), let updatedAt, let expiresAt {
+                presence = PresenceRecord(
+                    deviceID: device.id,
+                    userID: device.userID,
+                    conversation: conversation,
+                    state: state,
+                    updatedAt: updatedAt,
+                    expiresAt: expiresAt
+                )
+            }
+            return Recipient(device: device, presence: presence)
+        }
+    }
+
+    public func updateTokens(
+        deviceID: String,
+        messaging: String?,
+        voip: String?,
+        now: Int64
+    ) async throws
+        -> DeviceRecord?
+    {
+        try await transaction("update a device's tokens") { connection -> DeviceRecord? in
+            // Locks the row: two updates of one device's tokens run one after the other.
+            let exists = try await connection.run(
+                "SELECT 1 FROM devices WHERE id = \(deviceID) FOR UPDATE",
+                logger: logger
+            )
+            guard !exists.isEmpty else { return nil }
+            try await Self.takeTokens(connection, messaging: messaging, voip: voip, from: deviceID, logger: logger)
+            if let messaging {
+                let token: String? = messaging.isEmpty ? nil : messaging
+                try await connection.run(
+                    """
+                    UPDATE devices SET messaging_token = \(token), token_dead_reason = NULL, updated_at = \(now)
+                    WHERE id = \(deviceID)
+                    """,
+                    logger: logger
+                )
+            }
+            if let voip {
+                let token: String? = voip.isEmpty ? nil : voip
+                try await connection.run(
+                    """
+                    UPDATE devices SET voip_token = \(token), token_dead_reason = NULL, updated_at = \(now)
+                    WHERE id = \(deviceID)
+                    """,
+                    logger: logger
+                )
+            }
+            let rows = try await connection.run(
+                "SELECT \(unescaped: Self.deviceColumns) FROM devices d WHERE d.id = \(deviceID)",
+                logger: logger
+            )
+            return try rows.first.map { row in
+                var columns = Columns(row)
+                return try Self.device(&columns)
+            }
+        }
+    }
+
+    public func deleteDevice(id: String) async throws -> Bool {
+        try await transaction("delete a device") { connection in
+            // Presence and chat disconnects go with the device (ON DELETE CASCADE).
+            let deleted = try await connection.run(
+                "DELETE FROM devices WHERE id = \(id) RETURNING id",
+                logger: logger
+            )
+            return !deleted.isEmpty
+        }
+    }
+
+    public func deviceCount() async throws -> Int {
+        let rows = try await rows("count the devices", "SELECT COUNT(*) FROM devices")
+        do {
+            var columns = try Columns(rows.first.unwrap())
+            return Int(try columns.next(Int64.self))
+        } catch {
+            throw StoreError.corrupt.with(detail: "count the devices: \(error)")
+        }
+    }
+
+    // MARK: Presence
+
+    public func savePresence(_ presence: PresenceRecord) async throws {
+        try await transaction("save a presence") { connection in
+            try await connection.run(
+                """
+                INSERT INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
+                VALUES (\(presence.deviceID), \(presence.userID), \(presence.conversation),
+                    \(presence.state.rawValue), \(presence.updatedAt), \(presence.expiresAt))
+                ON CONFLICT (device_id) DO UPDATE SET user_id = EXCLUDED.user_id,
+                    conversation = EXCLUDED.conversation, state = EXCLUDED.state,
+                    updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    // MARK: Messages and retention
+
+    public func message(id: String) async throws -> MessageRecord? {
+        try await rows(
+            "read a message",
+            """
+            SELECT id, user_id, conversation, sender_id, sender_name, sealed_text, created_at, expires_at
+            FROM messages WHERE id = \(id)
+            """
+        ).first.map { row in
+            var columns = Columns(row)
+            return MessageRecord(
+                id: try columns.next(),
+                userID: try columns.next(),
+                conversation: try columns.next(),
+                senderID: try columns.next(),
+                senderName: try columns.next(),
+                sealedText: try columns.bytes(),
+                createdAt: try columns.next(),
+                expiresAt: try columns.next()
+            )
+        }
+    }
+
+    /// On one node at a time: the sweep holds an advisory lock, and a node that finds it taken
+    /// skips its turn (another node is doing the same work).
+    public func deleteExpired(now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
+        try await transaction("delete expired records") { connection -> (messages: Int, pushes: Int) in
+            var locked = false
+            for row in try await connection.run(
+                "SELECT pg_try_advisory_xact_lock(hashtext('herald janitor ' || current_schema()))",
+                logger: logger
+            ) {
+                let held = try row.decode(Bool.self)
+                locked = held
+            }
+            guard locked else { return (0, 0) }
+            let messages = try await connection.run(
+                "DELETE FROM messages WHERE expires_at <= \(now) RETURNING 1",
+                logger: logger
+            ).count
+            try await connection.run("DELETE FROM ingests WHERE created_at < \(historyBefore)", logger: logger)
+            // At most a batch per call, so no transaction holds many rows for long.
+            let finished = try await connection.run(
+                """
+                DELETE FROM outbox WHERE push_id IN (
+                    SELECT push_id FROM outbox
+                    WHERE state NOT IN ('queued', 'sending') AND updated_at < \(historyBefore) LIMIT 10000)
+                RETURNING push_id
+                """,
+                logger: logger
+            ).map { row in try row.decode(String.self) }
+            if !finished.isEmpty {
+                try await connection.run(
+                    "DELETE FROM delivery_log WHERE push_id = ANY(\(finished))",
+                    logger: logger
+                )
+                try await connection.run(
+                    "DELETE FROM outbox_payloads WHERE push_id = ANY(\(finished))",
+                    logger: logger
+                )
+            }
+            return (messages, finished.count)
+        }
+    }
+}
+
+extension Optional {
+    func unwrap() throws(StoreError) -> Wrapped {
+        guard let self else { throw StoreError.corrupt.with(detail: "a row was expected and none came") }
+        return self
+    }
+}

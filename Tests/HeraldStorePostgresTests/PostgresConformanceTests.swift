@@ -1,0 +1,88 @@
+import HeraldStoreConformance
+import Testing
+
+/// Every store conformance rule against PostgreSQL, one test per rule.
+@Suite("PostgreSQL store conformance", .timeLimit(.minutes(2)))
+struct PostgresConformanceTests {
+    @Test func claimsAreExclusive() async throws {
+        try await PostgresEngine.check(.claimsAreExclusive)
+    }
+
+    @Test func leasesLapseAndComeBack() async throws {
+        try await PostgresEngine.check(.leasesLapseAndComeBack)
+    }
+
+    @Test func releaseClaimsOfARestartedOwner() async throws {
+        try await PostgresEngine.check(.releaseClaimsOfARestartedOwner)
+    }
+
+    @Test func callsFirstThenLongestWait() async throws {
+        try await PostgresEngine.check(.callsFirstThenLongestWait)
+    }
+
+    @Test func expiredAndTokenlessPushesAreFinished() async throws {
+        try await PostgresEngine.check(.expiredAndTokenlessPushesAreFinished)
+    }
+
+    @Test func voipToPushKitTokenOthersToMessagingToken() async throws {
+        try await PostgresEngine.check(.voipToPushKitTokenOthersToMessagingToken)
+    }
+
+    @Test func pushesRoundTrip() async throws {
+        try await PostgresEngine.check(.pushesRoundTrip)
+    }
+
+    @Test func completionsFinishOrRetry() async throws {
+        try await PostgresEngine.check(.completionsFinishOrRetry)
+    }
+
+    @Test func deadTokensClearedOnlyWhereStillHeld() async throws {
+        try await PostgresEngine.check(.deadTokensClearedOnlyWhereStillHeld)
+    }
+
+    @Test func idempotencyRaces() async throws {
+        try await PostgresEngine.check(.idempotencyRaces)
+    }
+
+    @Test func aTokenBelongsToOneDevice() async throws {
+        try await PostgresEngine.check(.aTokenBelongsToOneDevice)
+    }
+
+    @Test func appsDevicesAndPresence() async throws {
+        try await PostgresEngine.check(.appsDevicesAndPresence)
+    }
+
+    @Test func retention() async throws {
+        try await PostgresEngine.check(.retention)
+    }
+
+    @Test func transcriptsAndDisconnects() async throws {
+        try await PostgresEngine.check(.transcriptsAndDisconnects)
+    }
+
+    @Test func outboxCountsAndNextDueTime() async throws {
+        try await PostgresEngine.check(.outboxCountsAndNextDueTime)
+    }
+
+    @Test("this suite runs every rule: a new rule fails here until it has its test above")
+    func runsEveryRule() {
+        let tested: Set<StoreConformance.Rule> = [
+            .claimsAreExclusive,
+            .leasesLapseAndComeBack,
+            .releaseClaimsOfARestartedOwner,
+            .callsFirstThenLongestWait,
+            .expiredAndTokenlessPushesAreFinished,
+            .voipToPushKitTokenOthersToMessagingToken,
+            .pushesRoundTrip,
+            .completionsFinishOrRetry,
+            .deadTokensClearedOnlyWhereStillHeld,
+            .idempotencyRaces,
+            .aTokenBelongsToOneDevice,
+            .appsDevicesAndPresence,
+            .retention,
+            .transcriptsAndDisconnects,
+            .outboxCountsAndNextDueTime,
+        ]
+        #expect(Set(StoreConformance.Rule.allCases) == tested)
+    }
+}

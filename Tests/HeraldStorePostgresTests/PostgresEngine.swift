@@ -1,0 +1,90 @@
+import Foundation
+import HeraldStore
+import HeraldStoreConformance
+import Logging
+import Synchronization
+
+@testable import HeraldStorePostgres
+
+/// PostgreSQL for the conformance rules: each storage is a new schema in the test cluster that
+/// `scripts/with-postgres.sh` starts (`make unit` runs the tests through it), dropped when the
+/// rule ends, with every store opened on it closed.
+///
+/// Without the cluster these tests fail, saying so: in CI they must never be skipped silently.
+final class PostgresEngine: StoreEngine {
+    let base: PostgresStoreConfiguration
+    private let opened = Mutex<[PostgresStore]>([])
+    private let schemas = Mutex<[String]>([])
+
+    init() throws {
+        base = try Self.testConfiguration()
+    }
+
+    /// The test cluster's configuration, from `HERALD_TEST_POSTGRES_URL`.
+    static func testConfiguration() throws -> PostgresStoreConfiguration {
+        guard let url = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"] else {
+            throw MissingCluster()
+        }
+        var configuration = try PostgresStoreConfiguration(url: url)
+        configuration.poolSize = 6
+        return configuration
+    }
+
+    struct MissingCluster: Error, CustomStringConvertible {
+        var description: String {
+            "HERALD_TEST_POSTGRES_URL is not set: run the PostgreSQL tests through `make unit`, or "
+                + "`scripts/with-postgres.sh swift test --filter Postgres`"
+        }
+    }
+
+    func makeStorage() -> String {
+        let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        schemas.withLock { $0.append(schema) }
+        return schema
+    }
+
+    func open(_ schema: String) async throws -> any HeraldStore {
+        try await openStore(schema)
+    }
+
+    func openStore(_ schema: String) async throws -> PostgresStore {
+        var configuration = base
+        configuration.schema = schema
+        let store = try await PostgresStore.open(configuration: configuration, logger: Logger(label: "test.store"))
+        opened.withLock { $0.append(store) }
+        return store
+    }
+
+    /// Closes every store and drops every schema this engine made.
+    func tearDown() async {
+        for store in opened.withLock({ stores in
+            defer { stores = [] }
+            return stores
+        }) {
+            await store.close()
+        }
+        let dropped = schemas.withLock { names in
+            defer { names = [] }
+            return names
+        }
+        guard !dropped.isEmpty else { return }
+        if let admin = try? await PostgresStore.open(configuration: base, logger: Logger(label: "test.admin")) {
+            for schema in dropped {
+                try? await admin.execute(unsafeSQL: "DROP SCHEMA IF EXISTS \(schema) CASCADE")
+            }
+            await admin.close()
+        }
+    }
+
+    /// Runs `rule` against PostgreSQL, then cleans up.
+    static func check(_ rule: StoreConformance.Rule) async throws {
+        let engine = try PostgresEngine()
+        do {
+            try await rule.check(engine)
+        } catch {
+            await engine.tearDown()
+            throw error
+        }
+        await engine.tearDown()
+    }
+}
