@@ -157,10 +157,11 @@ public final class RelayTranscripts: Sendable {
 
     private func timerKey(_ conversation: String, _ deviceID: String) -> String { deviceID + "|" + conversation }
 
-    /// Re-arms the delayed first pushes a restart dropped (their timers lived in memory): each
-    /// device still disconnected from a chat, with unfiltered agent events since and no push yet,
-    /// gets its push when the delay that began with the first of those events ends, at once if
-    /// it already has.
+    /// Re-arms the delayed first pushes a restart dropped (their timers lived in memory), or
+    /// another node armed (it may die before they fire): each device still disconnected from a
+    /// chat, with unfiltered agent events since and no push yet, gets its push when the delay that
+    /// began with the first of those events ends, at once if it already has. A timer already
+    /// armed here is kept.
     public func resumeChatPushes() async {
         do {
             let delay = context.configuration.chat.firstPushDelay.milliseconds
@@ -198,7 +199,7 @@ public final class RelayTranscripts: Sendable {
                 try? await sleep(deadline)
                 guard let self, !Task.isCancelled else { return }
                 self.chatTimers.withLock { _ = $0.removeValue(forKey: key) }
-                _ = await self.pushTranscript(conversation: conversation, deviceID: deviceID)
+                _ = await self.pushTranscript(conversation: conversation, deviceID: deviceID, onlyFirst: true)
             }
         }
     }
@@ -208,13 +209,18 @@ public final class RelayTranscripts: Sendable {
     }
 
     /// Pushes the agent lines since the device disconnected (sealed, as a message it can also
-    /// fetch by id), and marks its first push sent. Nothing when the device came back meanwhile.
-    func pushTranscript(conversation: String, deviceID: String) async -> IngestReceipt.Push? {
+    /// fetch by id), and marks its first push sent. Nothing when the device came back meanwhile,
+    /// nor, for a first push (`onlyFirst`), when it was already sent.
+    ///
+    /// Several relay nodes may fire the same first push (each arms a timer for a pending
+    /// disconnect it sees): it is written once, under one idempotency key per device, chat and
+    /// last event, and after it no other node's timer pushes again.
+    func pushTranscript(conversation: String, deviceID: String, onlyFirst: Bool = false) async -> IngestReceipt.Push? {
         do {
             guard
                 let disconnect = try await context.store.disconnects(conversation: conversation).first(where: {
                     $0.deviceID == deviceID
-                }),
+                }), !(onlyFirst && disconnect.pushed),
                 let device = try await context.store.device(id: deviceID), context.isPushable(device),
                 device.messagingToken != nil, let app = try await context.app(id: device.appID)
             else { return nil }

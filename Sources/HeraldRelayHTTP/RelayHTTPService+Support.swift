@@ -26,8 +26,17 @@ struct API: Sendable {
     }
 
     static func answer(_ error: RelayError) -> Response {
-        JSONResponse.error(error.httpStatus, error.identifier, reason: error.detail, field: error.field)
+        var response = JSONResponse.error(error.httpStatus, error.identifier, reason: error.detail, field: error.field)
+        if response.status == .serviceUnavailable {
+            // The store is away (a database restarting or failing over): nothing was written, and
+            // the same request, with its idempotency key, may be sent again shortly.
+            response.headers[.retryAfter] = "\(retryAfterSeconds)"
+        }
+        return response
     }
+
+    /// What a 503 tells the client to wait before sending again.
+    static let retryAfterSeconds = 2
 
     // MARK: Authentication
 

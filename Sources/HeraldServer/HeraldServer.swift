@@ -396,9 +396,12 @@ struct RelayRuntime: Sendable {
         // Chat pushes that were waiting out their delay when the last run stopped.
         await relay.transcripts.resumeChatPushes()
         port.onBound(ready)
-        let janitor = Janitor(relay: relay, logger: logger)
+        var background: [any Service] = [Janitor(relay: relay, logger: logger)]
+        if case .postgres = configuration.database {
+            background.append(ChatTimerSweep(relay: relay))
+        }
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-            (extraServices + [node.services[0], janitor] + node.services.dropFirst()).map { .init(service: $0) }
+            (extraServices + [node.services[0]] + background + node.services.dropFirst()).map { .init(service: $0) }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
@@ -451,6 +454,23 @@ final class PortBox: Sendable {
             return state.port
         }
         if let port { waiter(port) }
+    }
+}
+
+/// On a shared database, arms on this node the chats' first-push timers other nodes armed, so a
+/// first push fires even when the node that armed it died (the push is written once whichever
+/// nodes fire it). A timer armed here already is kept; a push whose delay ended is sent at once,
+/// so a dead node's timer fires at most `interval` late.
+struct ChatTimerSweep: Service {
+    let relay: Relay
+    var interval: Duration = .seconds(5)
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            if Task.isShuttingDownGracefully { return }
+            await relay.transcripts.resumeChatPushes()
+        }
     }
 }
 

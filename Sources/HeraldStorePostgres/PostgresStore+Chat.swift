@@ -4,7 +4,7 @@ import PostgresNIO
 
 extension PostgresStore {
     public func appendTranscript(_ event: TranscriptEvent) async throws -> Int {
-        try await transaction("append to a transcript") { connection -> Int in
+        try await transaction("append to a transcript") { [logger] connection -> Int in
             // The conversation's counter row is taken (and locked) by the upsert, so concurrent
             // appends on any node get the next positions one after the other.
             let rows = try await connection.run(
@@ -52,7 +52,7 @@ extension PostgresStore {
     }
 
     public func saveDisconnect(_ disconnect: ChatDisconnect) async throws {
-        try await transaction("save a chat disconnect") { connection in
+        try await transaction("save a chat disconnect") { [logger] connection in
             try await connection.run(
                 """
                 INSERT INTO chat_disconnects (device_id, conversation, position, at, pushed)
@@ -67,7 +67,7 @@ extension PostgresStore {
     }
 
     public func markDisconnectPushed(deviceID: String, conversation: String) async throws {
-        try await transaction("mark a chat disconnect pushed") { connection in
+        try await transaction("mark a chat disconnect pushed") { [logger] connection in
             try await connection.run(
                 """
                 UPDATE chat_disconnects SET pushed = true
@@ -79,7 +79,7 @@ extension PostgresStore {
     }
 
     public func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect? {
-        try await transaction("remove a chat disconnect") { connection -> ChatDisconnect? in
+        try await transaction("remove a chat disconnect") { [logger] connection -> ChatDisconnect? in
             let rows = try await connection.run(
                 """
                 DELETE FROM chat_disconnects WHERE device_id = \(deviceID) AND conversation = \(conversation)

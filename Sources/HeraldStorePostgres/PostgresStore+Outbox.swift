@@ -70,7 +70,7 @@ extension PostgresStore {
     // MARK: Ingest
 
     public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
-        let outcome = try await transaction("accept an ingest") { connection -> IngestOutcome in
+        let outcome = try await transaction("accept an ingest") { [logger] connection -> IngestOutcome in
             if let key = ingest.idempotencyKey {
                 let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
                 // Of two transactions writing one key, the second waits for the first: if it
@@ -178,7 +178,7 @@ extension PostgresStore {
     /// As on SQLite: the acceptance and the current state are the outbox row itself; the log
     /// holds each return to the queue.
     public func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
-        try await transaction("read a push's history") { connection -> [DeliveryEvent] in
+        try await transaction("read a push's history") { [logger] connection -> [DeliveryEvent] in
             let rows = try await connection.run(
                 "SELECT created_at, state, updated_at, last_reason FROM outbox WHERE push_id = \(pushID)",
                 logger: logger
@@ -204,7 +204,7 @@ extension PostgresStore {
     }
 
     public func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
-        try await transaction("claim pushes") { connection -> [ClaimedPush] in
+        try await transaction("claim pushes") { [logger] connection -> [ClaimedPush] in
             // Claims whose owner never came back go back to the queue. SKIP LOCKED: a lease
             // another node is putting back or finishing right now is left to it.
             try await connection.run(
@@ -316,7 +316,7 @@ extension PostgresStore {
         }
         // Arrays carry no NULL through postgres-nio's encoders: a reason is nil where its flag
         // says so.
-        try await transaction("record push outcomes") { connection in
+        try await transaction("record push outcomes") { [logger, finished, retried, dead] connection in
             if !finished.ids.isEmpty {
                 try await connection.run(
                     """
@@ -379,7 +379,7 @@ extension PostgresStore {
     }
 
     public func releaseClaims(owner: String, now: Int64) async throws -> Int {
-        let released = try await transaction("release claims") { connection in
+        let released = try await transaction("release claims") { [logger] connection in
             try await connection.run(
                 """
                 UPDATE outbox SET state = 'queued', claim_owner = NULL, claim_until = NULL, updated_at = \(now)

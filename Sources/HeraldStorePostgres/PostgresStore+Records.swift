@@ -30,7 +30,7 @@ extension PostgresStore {
         """
 
     public func saveApp(_ app: AppRecord) async throws {
-        try await transaction("save an app") { connection in
+        try await transaction("save an app") { [logger] connection in
             try await connection.run(
                 """
                 INSERT INTO apps (\(unescaped: Self.appColumns))
@@ -112,7 +112,7 @@ extension PostgresStore {
     }
 
     public func saveDevice(_ device: DeviceRecord) async throws {
-        try await transaction("save a device") { connection in
+        try await transaction("save a device") { [logger] connection in
             try await Self.takeTokens(
                 connection,
                 messaging: device.messagingToken,
@@ -217,7 +217,7 @@ extension PostgresStore {
     ) async throws
         -> DeviceRecord?
     {
-        try await transaction("update a device's tokens") { connection -> DeviceRecord? in
+        try await transaction("update a device's tokens") { [logger] connection -> DeviceRecord? in
             // Locks the row: two updates of one device's tokens run one after the other.
             let exists = try await connection.run(
                 "SELECT 1 FROM devices WHERE id = \(deviceID) FOR UPDATE",
@@ -257,7 +257,7 @@ extension PostgresStore {
     }
 
     public func deleteDevice(id: String) async throws -> Bool {
-        try await transaction("delete a device") { connection in
+        try await transaction("delete a device") { [logger] connection in
             // Presence and chat disconnects go with the device (ON DELETE CASCADE).
             let deleted = try await connection.run(
                 "DELETE FROM devices WHERE id = \(id) RETURNING id",
@@ -280,7 +280,7 @@ extension PostgresStore {
     // MARK: Presence
 
     public func savePresence(_ presence: PresenceRecord) async throws {
-        try await transaction("save a presence") { connection in
+        try await transaction("save a presence") { [logger] connection in
             try await connection.run(
                 """
                 INSERT INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
@@ -322,7 +322,7 @@ extension PostgresStore {
     /// On one node at a time: the sweep holds an advisory lock, and a node that finds it taken
     /// skips its turn (another node is doing the same work).
     public func deleteExpired(now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
-        try await transaction("delete expired records") { connection -> (messages: Int, pushes: Int) in
+        try await transaction("delete expired records") { [logger] connection -> (messages: Int, pushes: Int) in
             var locked = false
             for row in try await connection.run(
                 "SELECT pg_try_advisory_xact_lock(hashtext('herald janitor ' || current_schema()))",

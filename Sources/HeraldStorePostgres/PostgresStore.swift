@@ -4,6 +4,7 @@ public import Logging
 import NIOCore
 import PostgresNIO
 import Synchronization
+import _ConnectionPoolModule
 
 /// `HeraldStore` on PostgreSQL: the store several relay nodes share.
 ///
@@ -13,25 +14,37 @@ import Synchronization
 /// row, and the janitor's sweep holds an advisory lock. Commits are durable when they return
 /// (the server's `synchronous_commit`, on by default).
 public final class PostgresStore: HeraldStore {
-    let client: PostgresClient
     let logger: Logger
     let configuration: PostgresStoreConfiguration
     /// Names this store in its NOTIFY payloads, so it ignores its own.
     let instance = UUID().uuidString
-    private let runner: Task<Void, Never>
-    private let running = RunFlag()
+    private let pool: Mutex<Pool>
+    private let health = Mutex(DatabaseHealth())
     private let notifyPending = Atomic<Bool>(false)
 
-    private init(configuration: PostgresStoreConfiguration, logger: Logger) {
+    /// A connection pool and the task running it. Replaced by a fresh one when the database comes
+    /// back after an outage: the old pool would still be waiting out its reconnect backoff.
+    private struct Pool: Sendable {
+        let client: PostgresClient
+        let runner: Task<Void, Never>
+
+        static func start(_ configuration: PostgresStoreConfiguration, logger: Logger) async -> Pool {
+            let client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: logger)
+            let running = RunFlag()
+            let runner = Task {
+                running.value.store(true, ordering: .releasing)
+                await client.run()
+            }
+            // The pool serves no lease before its run loop started (it warns and waits).
+            while !running.value.load(ordering: .acquiring) { await Task.yield() }
+            return Pool(client: client, runner: runner)
+        }
+    }
+
+    private init(configuration: PostgresStoreConfiguration, logger: Logger, pool: Pool) {
         self.configuration = configuration
         self.logger = logger
-        let client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: logger)
-        self.client = client
-        let running = self.running
-        runner = Task {
-            running.value.store(true, ordering: .releasing)
-            await client.run()
-        }
+        self.pool = Mutex(pool)
     }
 
     /// Connects, brings the schema up to date (once, when several nodes start together), and
@@ -42,20 +55,22 @@ public final class PostgresStore: HeraldStore {
         logger: Logger
     ) async throws(StoreError) -> PostgresStore {
         try await PostgresMigrations.run(configuration: configuration, logger: logger)
-        let store = PostgresStore(configuration: configuration, logger: logger)
-        // The pool serves no lease before its run loop started (it warns and waits).
-        while !store.running.value.load(ordering: .acquiring) { await Task.yield() }
-        return store
+        return PostgresStore(
+            configuration: configuration,
+            logger: logger,
+            pool: await Pool.start(configuration, logger: logger)
+        )
     }
 
     /// Closes every connection; calls made afterwards fail with `unavailable`.
     public func close() async {
+        let runner = pool.withLock { $0.runner }
         runner.cancel()
         await runner.value
     }
 
     deinit {
-        runner.cancel()
+        pool.withLock { $0.runner.cancel() }
     }
 
     // MARK: Running statements
@@ -68,13 +83,14 @@ public final class PostgresStore: HeraldStore {
     @discardableResult
     func transaction<T: Sendable>(
         _ what: String,
-        _ work: (PostgresConnection) async throws -> T
+        _ work: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(StoreError) -> T {
+        let logger = logger
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try await client.withConnection { connection in
+                return try await withConnection(what) { connection in
                     try await connection.run("BEGIN", logger: logger)
                     do {
                         let value = try await work(connection)
@@ -96,13 +112,125 @@ public final class PostgresStore: HeraldStore {
 
     /// Runs one statement on a pooled connection and collects its rows.
     func rows(_ what: String, _ query: PostgresQuery) async throws(StoreError) -> [PostgresRow] {
+        let logger = logger
         do {
-            return try await client.withConnection { connection in
+            return try await withConnection(what) { connection in
                 try await connection.run(query, logger: logger)
             }
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw PostgresFailure.storeError(error, while: what)
         }
+    }
+
+    /// Runs `body` on a pooled connection, or fails fast with `unavailable` while the database is
+    /// known to be down.
+    ///
+    /// Waiting for a connection is bounded by `connectTimeout`; a statement, once it runs, by the
+    /// server's statement timeout. A wait that ends without a connection, or a connection that
+    /// fails, marks the database down until a probe on a fresh connection succeeds.
+    private func withConnection<T: Sendable>(
+        _ what: String,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        switch health.withLock({ $0.beforeCall(at: .now) }) {
+        case .proceed:
+            break
+        case .refuse(let since):
+            throw StoreError.unavailable.with(
+                detail: "\(what): the database has not answered for \(Self.seconds(ContinuousClock.now - since)) s"
+            )
+        case .probe:
+            try await probe(what)
+        }
+        let client = pool.withLock { $0.client }
+        let leased = RunFlag()
+        let limit = configuration.connectTimeout
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask {
+                    try await client.withConnection { connection in
+                        leased.value.store(true, ordering: .releasing)
+                        return try await body(connection)
+                    }
+                }
+                group.addTask {
+                    try await Task.sleep(for: limit)
+                    return nil
+                }
+                while let next = try await group.next() {
+                    if let value = next {
+                        group.cancelAll()
+                        return value
+                    }
+                    // The time is up: only a call still waiting for a connection gives up; one
+                    // that has its connection finishes (its statements are bounded by the server).
+                    if !leased.value.load(ordering: .acquiring) {
+                        group.cancelAll()
+                        throw NoConnection(limit: limit)
+                    }
+                }
+                throw NoConnection(limit: limit)
+            }
+        } catch {
+            if error is NoConnection || PostgresFailure.isConnectionFailure(error) {
+                noteUnreachable(error)
+            }
+            throw error
+        }
+    }
+
+    /// No connection came within the time allowed.
+    struct NoConnection: Error, CustomStringConvertible {
+        let limit: Duration
+        var description: String { "no connection to the database within \(PostgresStore.seconds(limit)) s" }
+    }
+
+    private func noteUnreachable(_ error: any Error) {
+        if health.withLock({ $0.unreachable(at: .now) }) == .wentDown {
+            logger.warning(
+                "the database is unreachable: calls fail at once until it answers a probe",
+                metadata: ["database": "\(configuration)", "error": "\(PostgresFailure.describe(error))"]
+            )
+        }
+    }
+
+    /// Connects afresh; on success starts a new pool in place of the old one.
+    private func probe(_ what: String) async throws {
+        do {
+            let connection = try await PostgresMigrations.connect(configuration, logger: logger)
+            _ = try await connection.run("SELECT 1", logger: logger)
+            try? await connection.close()
+        } catch {
+            let since = health.withLock { state -> ContinuousClock.Instant in
+                _ = state.probed(succeeded: false, at: .now)
+                if case .down(let since, _) = state.state { return since }
+                return .now
+            }
+            throw StoreError.unavailable.with(
+                detail:
+                    "\(what): the database has not answered for \(Self.seconds(ContinuousClock.now - since)) s (\(PostgresFailure.describe(error)))"
+            )
+        }
+        let fresh = await Pool.start(configuration, logger: logger)
+        let old = pool.withLock { pool in
+            defer { pool = fresh }
+            return pool
+        }
+        old.runner.cancel()
+        if case .cameBack(let downFor) = health.withLock({ $0.probed(succeeded: true, at: .now) }) {
+            logger.notice(
+                "the database answers again",
+                metadata: ["database": "\(configuration)", "down_seconds": "\(Self.seconds(downFor))"]
+            )
+        }
+        // Pushes may have been queued by other nodes meanwhile.
+        announceQueued()
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        String(format: "%.1f", Double(duration.milliseconds) / 1000)
     }
 
     /// Tells the other stores on this database (other relay nodes) that pushes were queued.
@@ -140,6 +268,14 @@ enum PostgresFailure {
 
     static func isTransient(_ error: any Error) -> Bool {
         sqlState(error).map(transientStates.contains) ?? false
+    }
+
+    /// The connection failed or could not be made (not a statement the server refused).
+    static func isConnectionFailure(_ error: any Error) -> Bool {
+        if error is ConnectionPoolError { return true }
+        guard let error = error as? PSQLError else { return false }
+        return [.connectionError, .serverClosedConnection, .uncleanShutdown, .sslUnsupported].contains(error.code)
+            || error.serverInfo?[.sqlState].map { $0.hasPrefix("08") || $0 == "57P01" || $0 == "57P03" } == true
     }
 
     static func storeError(_ error: any Error, while what: String) -> StoreError {
@@ -187,6 +323,7 @@ extension PostgresStore {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
+                let client = pool.withLock { $0.client }
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
                         // Whatever was queued while nobody listened.

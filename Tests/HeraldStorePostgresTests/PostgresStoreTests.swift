@@ -174,3 +174,35 @@ struct PostgresStoreTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
+
+@Suite("PostgreSQL store: the server goes away", .timeLimit(.minutes(2)))
+struct PostgresOutageTests {
+    @Test("while the server is down calls fail fast as unavailable; when it is back the store works again by itself")
+    func serverRestart() async throws {
+        let cluster = try PrivateCluster()
+        defer { cluster.remove() }
+        var configuration = try PostgresStoreConfiguration(url: cluster.url)
+        configuration.connectTimeout = .seconds(2)
+        let store = try await PostgresStore.open(configuration: configuration, logger: Logger(label: "test"))
+        defer { Task { await store.close() } }
+        try await store.saveApp(StoreFixtures.app())
+        #expect(try await store.apps().count == 1)
+
+        try cluster.stop()
+        let clock = ContinuousClock()
+        let started = clock.now
+        await #expect(throws: StoreError.unavailable) { _ = try await store.apps() }
+        await #expect(throws: StoreError.unavailable) { try await store.saveApp(StoreFixtures.app()) }
+        let waited = clock.now - started
+        #expect(waited < .seconds(6), "failed after \(waited)")
+
+        try cluster.start()
+        // Back without a restart of the store: the pool connects again on the next call.
+        var answered = false
+        for _ in 0..<50 where !answered {
+            answered = (try? await store.apps().count) == 1
+            if !answered { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(answered)
+    }
+}
