@@ -21,10 +21,9 @@ extension AppGroupStore {
     /// Records `pushID` as shown, keeping the newest `capacity` ids; returns false when it was
     /// already recorded (a repeat to drop).
     ///
-    /// The read-modify-write holds an exclusive `flock` on `shown-pushes.lock`: the app and its
-    /// extensions (separate processes on a phone, as `herald device` and `herald extension` are
-    /// here) share the list. A list that cannot be read starts empty, so a damaged file costs at
-    /// worst one repeat shown, never a push lost.
+    /// The read-modify-write holds an exclusive `flock` on `shown-pushes.lock`: on a phone the
+    /// app and its extensions are separate processes sharing the list. A list that cannot be
+    /// read starts empty, so a damaged file costs at worst some repeats shown, never a push lost.
     public func recordShown(_ pushID: String, capacity: Int = defaultRememberedPushes) throws(DeviceError) -> Bool {
         guard capacity > 0 else { return true }
         let lock = openLockFile(path(Self.shownLockName))
