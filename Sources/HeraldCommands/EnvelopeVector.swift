@@ -82,8 +82,54 @@ struct EnvelopeVectorFile: Codable, Equatable {
         }
     }
 
+    /// One clear field Herald puts beside the envelope in a push, and what vouches for it.
+    struct ClearField: Codable, Equatable {
+        /// `apns` (a path in the JSON body) or `fcm` (a data key).
+        var network: String
+        var field: String
+        /// `additional_data` (a different value does not open), `sealed_content` (must equal
+        /// the sealed field, else the push is tampered), `push_type` (the APNs push type picks
+        /// the kind) or `none` (not authenticated; not used for routing).
+        var boundBy: String
+        var rule: String
+
+        enum CodingKeys: String, CodingKey {
+            case network, field, rule
+            case boundBy = "bound_by"
+        }
+    }
+
+    /// A whole push built around a vector's envelope, possibly with its clear fields changed,
+    /// and what the receiver must make of it: `opened`, `tampered` (the envelope opens but a
+    /// clear routing field disagrees with it: the generic text, reported as tampered) or
+    /// `refused` (the envelope does not open).
+    struct Routing: Codable, Equatable {
+        var name: String
+        var base: String
+        var network: String
+        /// The APNs push type (`alert`), for `apns` entries.
+        var pushType: String?
+        /// The APNs JSON body, for `apns` entries.
+        var payload: String?
+        /// The FCM data message's data, for `fcm` entries.
+        var data: [String: String]?
+        var expect: String
+
+        enum CodingKeys: String, CodingKey {
+            case name, base, network, payload, data, expect
+            case pushType = "push_type"
+        }
+    }
+
     var format: String
     var notes: [String]
     var vectors: [EnvelopeVector]
     var negative: [Negative]
+    var clearFields: [ClearField]
+    var routing: [Routing]
+
+    enum CodingKeys: String, CodingKey {
+        case format, notes, vectors, negative, routing
+        case clearFields = "clear_fields"
+    }
 }

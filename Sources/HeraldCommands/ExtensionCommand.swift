@@ -79,7 +79,8 @@ struct ExtensionCommand: AsyncParsableCommand {
                 diagnostic: nil
             )
         }
-        let result = await NotificationServiceEmulator(store: store, budget: budget).receive(
+        // The harness opens a capture as often as asked: it remembers no shown pushes.
+        let result = await NotificationServiceEmulator(store: store, budget: budget, rememberedPushes: 0).receive(
             payload: payload,
             pushType: pushType
         )
@@ -96,6 +97,7 @@ struct ExtensionCommand: AsyncParsableCommand {
     static func openFCM(_ data: [String: String], store: AppGroupStore) -> Outcome {
         let service = FirebaseMessagingServiceEmulator(
             store: store,
+            rememberedPushes: 0,
             now: { Int64(Date().timeIntervalSince1970 * 1000) }
         )
         switch service.onMessageReceived(data) {
@@ -111,6 +113,14 @@ struct ExtensionCommand: AsyncParsableCommand {
             )
         case .ignored(let why):
             return Outcome(pushType: "fcm", notification: nil, call: nil, opened: false, diagnostic: why)
+        case .duplicate(let pushID):
+            return Outcome(
+                pushType: "fcm",
+                notification: nil,
+                call: nil,
+                opened: false,
+                diagnostic: "push \(pushID) was already shown"
+            )
         }
     }
 

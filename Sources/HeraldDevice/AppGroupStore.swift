@@ -8,7 +8,8 @@ public import HeraldStore
 ///
 /// `registration.json` says who the device is; `credential` holds the relay's device credential;
 /// `keys/<key id>.json` holds the device's key pair and the relay's public key for each agreement
-/// still in use (the current and the previous one); `tokens.json` holds the last push tokens.
+/// still in use (the current and the previous one); `tokens.json` holds the last push tokens;
+/// `shown-pushes.json` names the last pushes shown, so a repeat is dropped.
 public struct AppGroupStore: Sendable {
     /// Who the device is at the relay.
     public struct Registration: Codable, Sendable, Hashable {
@@ -200,7 +201,7 @@ public struct AppGroupStore: Sendable {
     }
 
     /// Writes beside, then renames: a reader (the extension) never sees half a file.
-    private func replace(_ name: String, with bytes: [UInt8]) throws {
+    func replace(_ name: String, with bytes: [UInt8]) throws {
         let target = path(name)
         let temporary = target + ".new"
         try? FileManager.default.removeItem(atPath: temporary)

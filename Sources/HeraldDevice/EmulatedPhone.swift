@@ -28,6 +28,7 @@ public final class EmulatedPhone: Sendable {
         var sessions = 0
         var pushAvailable = false
         var shown: [DisplayedNotification] = []
+        var duplicates = 0
         var diagnostics: [String] = []
         var loop: Task<Void, Never>?
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -52,9 +53,14 @@ public final class EmulatedPhone: Sendable {
             store: store,
             budget: configuration.extensionBudget,
             delay: configuration.extensionDelay,
+            rememberedPushes: configuration.rememberedPushes,
             now: clock
         )
-        messagingService = FirebaseMessagingServiceEmulator(store: store, now: clock)
+        messagingService = FirebaseMessagingServiceEmulator(
+            store: store,
+            rememberedPushes: configuration.rememberedPushes,
+            now: clock
+        )
     }
 
     /// The push network as the timeline names it.
@@ -64,6 +70,8 @@ public final class EmulatedPhone: Sendable {
 
     /// The notification center, oldest first.
     public var notifications: [DisplayedNotification] { state.withLock { $0.shown } }
+    /// Pushes dropped because they were shown before (re-sent by the relay, at least once).
+    public var duplicatesDropped: Int { state.withLock { $0.duplicates } }
     /// What the extension or PushKit reported when they could not do their job.
     public var diagnostics: [String] { state.withLock { $0.diagnostics } }
     /// Whether a push token is known (else the app shows "Push service not available").
@@ -262,6 +270,10 @@ public final class EmulatedPhone: Sendable {
             return
         }
         let result = await serviceExtension.receive(payload: push.payload, pushType: push.pushType)
+        if result.duplicate {
+            dropped(by: "nse", result.diagnostic)
+            return
+        }
         if result.ranExtension {
             timeline.record(
                 "app",
@@ -311,7 +323,18 @@ public final class EmulatedPhone: Sendable {
             callKit.reportIncomingCall(callID: callID, callerName: callerName, video: video)
         case .ignored(let why):
             record(diagnostic: why)
+        case .duplicate(let pushID):
+            dropped(by: "fcm-service", "push \(pushID) was already shown; the repeat is dropped")
         }
+    }
+
+    /// Counts and logs a repeat that was not shown; it is not a diagnostic (at least once is
+    /// the relay's documented promise), but it is worth seeing.
+    private func dropped(by component: String, _ detail: String?) {
+        state.withLock { $0.duplicates += 1 }
+        timeline.record(component, component, "duplicate push dropped", detail: detail)
+        logger.info("duplicate push dropped", metadata: ["detail": "\(detail ?? "")"])
+        changed()
     }
 
     private func appendToLog(_ notification: DisplayedNotification) {

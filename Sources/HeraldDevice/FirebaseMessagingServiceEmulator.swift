@@ -21,6 +21,11 @@ public struct DeliveredFCMMessage: Sendable, Hashable {
 /// only (Google never sees a notification block it could read), so the app opens the sealed
 /// content with its app-group key and builds the notification itself, or, for a call, raises
 /// the incoming-call screen.
+///
+/// Routing comes from what the envelope authenticates: a message is threaded under its sealed
+/// `conversation_id`, and one whose clear `conversation_id` disagrees with it (or is missing)
+/// keeps the generic text and is reported as tampered (docs/envelope.md §5). A message or call
+/// already shown is dropped.
 public struct FirebaseMessagingServiceEmulator: Sendable {
     /// What the app made of one data message.
     public enum Outcome: Sendable, Hashable {
@@ -31,16 +36,27 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
         case call(callID: String, callerName: String, video: Bool, diagnostic: String?)
         /// Nothing to show, and why.
         case ignored(String)
+        /// Shown before (the relay sends at least once): dropped. The push's name
+        /// (`AppGroupStore.shownPushID`).
+        case duplicate(String)
     }
 
     public let store: AppGroupStore
     /// The app's own text for a message it cannot open or must fetch (Android apps ship it).
     public var genericTitle = "New message"
     public var genericBody = "You have a new message"
+    /// How many shown pushes the app-group store remembers to drop a repeat; 0 remembers none
+    /// (the `herald extension` harness, which opens captures again on purpose).
+    public var rememberedPushes: Int
     let now: @Sendable () -> Int64
 
-    public init(store: AppGroupStore, now: @escaping @Sendable () -> Int64) {
+    public init(
+        store: AppGroupStore,
+        rememberedPushes: Int = AppGroupStore.defaultRememberedPushes,
+        now: @escaping @Sendable () -> Int64
+    ) {
         self.store = store
+        self.rememberedPushes = rememberedPushes
         self.now = now
     }
 
@@ -57,29 +73,54 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
         var shown = DisplayedNotification(
             title: genericTitle,
             body: genericBody,
-            thread: data["conversation_id"],
+            thread: nil,
             messageID: data["message_id"],
-            conversationID: data["conversation_id"],
+            conversationID: nil,
             fetchOnTap: false,
             shownAt: now()
         )
         guard let sealed = data["sealed"] else {
-            // Content policy "none": only ids travel; a tap fetches the message.
+            // Content policy "none": only ids travel, nothing authenticates them, so the clear
+            // conversation is all there is; a tap fetches the message by the clear id.
+            shown.thread = data["conversation_id"]
+            shown.conversationID = data["conversation_id"]
             shown.fetchOnTap = true
+            if let messageID = data["message_id"], let repeated = repeated(.message, messageID) { return repeated }
             let diagnostic = data["policy"] == "none" ? nil : "the message carries no sealed content"
             return .notification(shown, opened: false, diagnostic: diagnostic)
         }
         guard let messageID = data["message_id"] else {
             return .notification(shown, opened: false, diagnostic: "the message carries no message id")
         }
+        let message: MessageContent
         do {
-            guard case .message(let message) = try store.open(sealed: sealed, kind: .message, subjectID: messageID)
+            guard case .message(let opened) = try store.open(sealed: sealed, kind: .message, subjectID: messageID)
             else { return .notification(shown, opened: false, diagnostic: "the sealed content is not a message") }
-            shown.show(message)
-            return .notification(shown, opened: true, diagnostic: nil)
+            message = opened
         } catch {
             return .notification(shown, opened: false, diagnostic: error.detail)
         }
+        if let repeated = repeated(.message, message.messageID) { return repeated }
+        // The envelope authenticated (its additional data binds `kind` and `message_id`): the
+        // sealed content decides the conversation.
+        shown.thread = message.conversationID
+        shown.conversationID = message.conversationID
+        if let tampered = RoutingCheck.mismatch([
+            ("conversation_id", data["conversation_id"], message.conversationID)
+        ]) {
+            shown.fetchOnTap = true
+            return .notification(shown, opened: false, diagnostic: tampered)
+        }
+        shown.show(message)
+        return .notification(shown, opened: true, diagnostic: nil)
+    }
+
+    /// `.duplicate` for a push already shown, or nil (and the push remembered) for a new one.
+    private func repeated(_ kind: PushKind, _ subjectID: String) -> Outcome? {
+        let pushID = AppGroupStore.shownPushID(kind: kind, subjectID: subjectID)
+        // A store that cannot record shows the push: a repeat is better than a loss.
+        guard (try? store.recordShown(pushID, capacity: rememberedPushes)) == false else { return nil }
+        return .duplicate(pushID)
     }
 
     private func call(_ data: [String: String]) -> Outcome {
@@ -94,6 +135,7 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
             guard case .call(let call) = try store.open(sealed: sealed, kind: .call, subjectID: callID) else {
                 return unknown("the sealed content is not a call")
             }
+            if let repeated = repeated(.call, call.callID) { return repeated }
             return .call(callID: call.callID, callerName: call.callerName, video: call.media == .video, diagnostic: nil)
         } catch {
             return unknown(error.detail)

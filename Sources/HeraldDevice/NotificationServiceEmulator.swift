@@ -65,30 +65,45 @@ public struct ServiceExtensionResult: Sendable, Hashable {
     public var ranExtension: Bool
     /// The sealed content opened and replaced the generic text.
     public var opened: Bool
-    /// Why the generic text stayed, when it did for a reason other than the content policy.
+    /// Why the generic text stayed, when it did for a reason other than the content policy
+    /// (a push whose clear fields disagree with its sealed content says `tampered`), or why
+    /// nothing is shown (a repeat).
     public var diagnostic: String?
+    /// The push was shown before (the relay sends at least once): nothing is shown again.
+    public var duplicate: Bool = false
 }
 
 /// The Notification Service Extension, as iOS runs it: only for alert pushes with
 /// `mutable-content: 1`, with a time budget (30 s on iOS) after which the original content is
 /// shown. It opens `herald.sealed` with the key the app-group store holds for the envelope's key
 /// id and replaces the generic title and body with the sender and the text.
+///
+/// Routing comes from what the envelope authenticates, never from the clear fields beside it:
+/// the notification is threaded under the sealed `conversation_id`, and a push whose clear
+/// `herald.conversation_id`, `aps.thread-id` or `herald.kind` disagrees with the sealed content
+/// (or is missing) keeps the generic text and is reported as tampered (docs/envelope.md §5).
+/// A push already shown (same kind and message id) is dropped.
 public struct NotificationServiceEmulator: Sendable {
     public let store: AppGroupStore
     public let budget: Duration
     /// Extra time the extension takes before opening: lets tests and demos exceed the budget.
     public let delay: Duration
+    /// How many shown pushes the app-group store remembers to drop a repeat; 0 remembers none
+    /// (the `herald extension` harness, which opens captures again on purpose).
+    public let rememberedPushes: Int
     let now: @Sendable () -> Int64
 
     public init(
         store: AppGroupStore,
         budget: Duration = .seconds(30),
         delay: Duration = .zero,
+        rememberedPushes: Int = AppGroupStore.defaultRememberedPushes,
         now: @escaping @Sendable () -> Int64 = PhoneClock.now
     ) {
         self.store = store
         self.budget = budget
         self.delay = delay
+        self.rememberedPushes = rememberedPushes
         self.now = now
     }
 
@@ -115,7 +130,7 @@ public struct NotificationServiceEmulator: Sendable {
         // original content (serviceExtensionTimeWillExpire).
         let work = Task { () -> ServiceExtensionResult in
             if delay > .zero { try? await Task.sleep(for: delay) }
-            return open(herald: herald, original: original)
+            return open(herald: herald, threadID: aps["thread-id"] as? String, original: original)
         }
         let outcome = await withTaskGroup(of: ServiceExtensionResult?.self) { group in
             group.addTask { await work.value }
@@ -138,12 +153,20 @@ public struct NotificationServiceEmulator: Sendable {
         )
     }
 
-    private func open(herald: [String: Any], original: DisplayedNotification) -> ServiceExtensionResult {
+    private func open(
+        herald: [String: Any],
+        threadID: String?,
+        original: DisplayedNotification
+    ) -> ServiceExtensionResult {
         var shown = original
         let policy = herald["policy"] as? String ?? "full"
         guard let sealed = herald["sealed"] as? String else {
-            // Content policy "none": only ids travel; a tap fetches the message.
+            // Content policy "none": only ids travel, nothing authenticates them; a tap fetches
+            // the message (with the device's credential) by the clear id.
             shown.fetchOnTap = true
+            if let messageID = herald["message_id"] as? String, let repeated = repeated(.message, messageID) {
+                return repeated
+            }
             return ServiceExtensionResult(
                 notification: shown,
                 ranExtension: true,
@@ -163,12 +186,46 @@ public struct NotificationServiceEmulator: Sendable {
         guard case .message(let message) = content else {
             return failed(original, "the sealed content is not a message")
         }
+        if let repeated = repeated(.message, message.messageID) { return repeated }
+        // The envelope authenticated: from here on the sealed content decides the routing.
+        shown.thread = message.conversationID
+        shown.conversationID = message.conversationID
+        shown.messageID = message.messageID
+        let clear = RoutingCheck.mismatch([
+            ("herald.kind", herald["kind"] as? String, "message"),
+            ("herald.conversation_id", herald["conversation_id"] as? String, message.conversationID),
+            ("aps.thread-id", threadID, message.conversationID),
+        ])
+        if let tampered = clear {
+            // The generic text, under the sealed conversation; a tap fetches the message by its
+            // authenticated id.
+            shown.fetchOnTap = true
+            return ServiceExtensionResult(notification: shown, ranExtension: true, opened: false, diagnostic: tampered)
+        }
         shown.show(message)
         return ServiceExtensionResult(notification: shown, ranExtension: true, opened: true, diagnostic: nil)
     }
 
+    /// The result for a push already shown, or nil (and the push remembered) for a new one.
+    private func repeated(_ kind: PushKind, _ subjectID: String) -> ServiceExtensionResult? {
+        let pushID = AppGroupStore.shownPushID(kind: kind, subjectID: subjectID)
+        // A store that cannot record shows the push: a repeat is better than a loss.
+        guard (try? store.recordShown(pushID, capacity: rememberedPushes)) == false else { return nil }
+        return ServiceExtensionResult(
+            notification: nil,
+            ranExtension: true,
+            opened: false,
+            diagnostic: "push \(pushID) was already shown; the repeat is dropped",
+            duplicate: true
+        )
+    }
+
+    /// The generic text, under no conversation: the clear one is not authenticated.
     private func failed(_ original: DisplayedNotification, _ why: String) -> ServiceExtensionResult {
-        ServiceExtensionResult(notification: original, ranExtension: true, opened: false, diagnostic: why)
+        var shown = original
+        shown.thread = nil
+        shown.conversationID = nil
+        return ServiceExtensionResult(notification: shown, ranExtension: true, opened: false, diagnostic: why)
     }
 
     /// The notification as APNs delivered it (the generic text); nil when there is no alert.

@@ -36,6 +36,10 @@ public struct PhoneConfiguration: Sendable {
     public var reportsCalls: Bool = true
     /// Where the notification center's log goes, as JSON lines (title, body, thread, time).
     public var notificationLogPath: String?
+    /// How many shown pushes the app-group store remembers, so that a push the relay sends
+    /// again (at least once, after a crash) is dropped instead of shown twice; 0 remembers none.
+    /// Default `AppGroupStore.defaultRememberedPushes` (1,000).
+    public var rememberedPushes: Int = AppGroupStore.defaultRememberedPushes
 
     public init(
         relayURL: String,

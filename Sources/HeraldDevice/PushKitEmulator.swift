@@ -36,11 +36,26 @@ public final class CallKitEmulator: Sendable {
     }
 
     /// `CXProvider.reportNewIncomingCall` (Android: the incoming-call screen): the phone rings.
+    ///
+    /// A call id already reported (a VoIP push the relay sent again) counts as a report, which
+    /// PushKit requires for every VoIP push, but does not ring again: CallKit refuses a known call
+    /// UUID (`callUUIDAlreadyExists`), so an answered call stays answered.
     public func reportIncomingCall(callID: String, callerName: String, video: Bool) {
-        state.withLock { state in
-            if state.calls[callID] == nil { state.order.append(callID) }
-            state.calls[callID] = Call(callID: callID, callerName: callerName, video: video, state: .ringing)
+        let known = state.withLock { state -> Bool in
             state.reports += 1
+            guard state.calls[callID] == nil else { return true }
+            state.order.append(callID)
+            state.calls[callID] = Call(callID: callID, callerName: callerName, video: video, state: .ringing)
+            return false
+        }
+        guard !known else {
+            timeline?.record(
+                reporter,
+                screen,
+                "incoming call reported again",
+                detail: "call \(callID) is known: no ring"
+            )
+            return
         }
         timeline?.record(reporter, screen, "incoming call reported", detail: "\(callerName) is calling")
         timeline?.record(screen, "user", "phone rings", detail: callerName + (video ? " (video)" : ""))

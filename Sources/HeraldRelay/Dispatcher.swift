@@ -14,7 +14,10 @@ public struct DispatcherConfiguration: Sendable {
     /// Concurrent claim-send-complete loops. Few loops claim bigger batches; two keep the
     /// provider busy while one records outcomes (measured in docs/performance.md).
     public var workers: Int = 2
-    /// The most pushes one loop claims at a time.
+    /// The most pushes one loop claims at a time. A loop records a batch's outcomes before it
+    /// claims again, so at most `workers × batchSize` pushes (512 by default) are sent and not
+    /// yet recorded: after a crash, at most that many are sent again (at least once; the phone
+    /// drops the repeats). Measured in docs/performance.md.
     public var batchSize: Int = 256
     /// How long a claim holds before another worker may take the push again.
     public var lease: Duration = .seconds(60)

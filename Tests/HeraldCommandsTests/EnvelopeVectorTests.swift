@@ -46,6 +46,8 @@ import Testing
             #expect(lhs == rhs, "vector \(lhs.name ?? "") differs from what this build seals")
         }
         #expect(committed.negative == generated.negative)
+        #expect(committed.clearFields == generated.clearFields)
+        #expect(committed.routing == generated.routing)
         // The whole file too (notes, order, formatting), not only what decodes.
         #expect(committedBytes == bytes, "the committed file is not what this build writes")
     }
@@ -293,6 +295,160 @@ enum VectorGenerator {
         ]
     }
 
+    static let clearFields: [EnvelopeVectorFile.ClearField] = [
+        .init(
+            network: "apns",
+            field: "aps.alert.title, aps.alert.body",
+            boundBy: "none",
+            rule: "The app's generic text, shown only when the content does not open or is tampered."
+        ),
+        .init(
+            network: "apns",
+            field: "aps.thread-id",
+            boundBy: "sealed_content",
+            rule:
+                "Must equal the sealed conversation_id, else tampered; the notification is threaded by the sealed value."
+        ),
+        .init(
+            network: "apns",
+            field: "herald.v",
+            boundBy: "none",
+            rule: "The payload layout (1); the envelope's own version byte is in the additional data."
+        ),
+        .init(
+            network: "apns",
+            field: "herald.kind",
+            boundBy: "push_type",
+            rule:
+                "Must be the kind the push type gives (alert: message, voip: call), else tampered; that kind is the additional data's kind byte."
+        ),
+        .init(
+            network: "apns",
+            field: "herald.message_id, herald.call_id",
+            boundBy: "additional_data",
+            rule: "The additional data's push_id: another value does not open."
+        ),
+        .init(
+            network: "apns",
+            field: "herald.conversation_id",
+            boundBy: "sealed_content",
+            rule: "Must equal the sealed conversation_id (missing counts as different), else tampered."
+        ),
+        .init(
+            network: "apns",
+            field: "herald.policy",
+            boundBy: "none",
+            rule:
+                "Informational. With policy none there is no envelope: nothing is authenticated and the app fetches the message by id."
+        ),
+        .init(
+            network: "fcm",
+            field: "v",
+            boundBy: "none",
+            rule: "The payload layout (1); the envelope's own version byte is in the additional data."
+        ),
+        .init(
+            network: "fcm",
+            field: "kind",
+            boundBy: "additional_data",
+            rule: "The additional data's kind byte: another value does not open."
+        ),
+        .init(
+            network: "fcm",
+            field: "message_id, call_id",
+            boundBy: "additional_data",
+            rule: "The additional data's push_id: another value does not open."
+        ),
+        .init(
+            network: "fcm",
+            field: "conversation_id",
+            boundBy: "sealed_content",
+            rule: "Must equal the sealed conversation_id (missing counts as different), else tampered."
+        ),
+        .init(
+            network: "fcm",
+            field: "policy",
+            boundBy: "none",
+            rule:
+                "Informational. With policy none there is no envelope: nothing is authenticated and the app fetches the message by id."
+        ),
+    ]
+
+    /// The APNs body the relay sends for a message (`PushPayload.message`), with a clear field
+    /// left out when nil. The vector's ids need no JSON escaping.
+    static func apnsBody(
+        kind: String,
+        messageID: String,
+        conversationID: String?,
+        threadID: String?,
+        sealed: String
+    ) -> String {
+        func field(_ name: String, _ value: String?) -> String {
+            value.map { ",\"\(name)\":\"\($0)\"" } ?? ""
+        }
+        return "{\"aps\":{\"alert\":{\"title\":\"New message\",\"body\":\"You have a new message\"}"
+            + ",\"mutable-content\":1,\"sound\":\"default\"" + field("thread-id", threadID)
+            + "},\"herald\":{\"v\":1" + field("kind", kind) + field("message_id", messageID)
+            + field("conversation_id", conversationID) + field("policy", "full") + field("sealed", sealed) + "}}"
+    }
+
+    static func routing(base: EnvelopeVector) -> [EnvelopeVectorFile.Routing] {
+        guard case .message(let message) = base.content else { return [] }
+        let name = base.name ?? ""
+        let conversation = message.conversationID
+        func apns(_ entry: String, _ expect: String, body: String) -> EnvelopeVectorFile.Routing {
+            .init(name: entry, base: name, network: "apns", pushType: "alert", payload: body, expect: expect)
+        }
+        func fcm(
+            _ entry: String,
+            _ expect: String,
+            change: (inout [String: String]) -> Void
+        ) -> EnvelopeVectorFile.Routing {
+            var data = [
+                "v": "1", "kind": "message", "message_id": base.pushID, "conversation_id": conversation,
+                "policy": "full", "sealed": base.envelope,
+            ]
+            change(&data)
+            return .init(name: entry, base: name, network: "fcm", data: data, expect: expect)
+        }
+        /// The body as sent, with the changes asked for ("" removes a field).
+        func body(
+            kind: String = "message",
+            messageID: String? = nil,
+            conversationID: String? = nil,
+            threadID: String? = nil
+        ) -> String {
+            func value(_ changed: String?) -> String? {
+                guard let changed else { return conversation }
+                return changed.isEmpty ? nil : changed
+            }
+            return apnsBody(
+                kind: kind,
+                messageID: messageID ?? base.pushID,
+                conversationID: value(conversationID),
+                threadID: value(threadID),
+                sealed: base.envelope
+            )
+        }
+        return [
+            apns("apns-as-sent", "opened", body: body()),
+            apns("apns-conversation-changed", "tampered", body: body(conversationID: "evil-thread")),
+            apns("apns-conversation-removed", "tampered", body: body(conversationID: "")),
+            apns("apns-thread-id-changed", "tampered", body: body(threadID: "evil-thread")),
+            apns("apns-thread-id-removed", "tampered", body: body(threadID: "")),
+            apns("apns-kind-changed", "tampered", body: body(kind: "call")),
+            apns("apns-message-id-changed", "refused", body: body(messageID: "msg-9999")),
+            fcm("fcm-as-sent", "opened") { _ in },
+            fcm("fcm-conversation-changed", "tampered") { $0["conversation_id"] = "evil-thread" },
+            fcm("fcm-conversation-removed", "tampered") { $0["conversation_id"] = nil },
+            fcm("fcm-message-id-changed", "refused") { $0["message_id"] = "msg-9999" },
+            fcm("fcm-kind-changed", "refused") {
+                $0["kind"] = "call"
+                $0["call_id"] = $0["message_id"]
+            },
+        ]
+    }
+
     static func file() throws -> EnvelopeVectorFile {
         let vectors = try specs.enumerated().map { try vector($1, index: $0) }
         return EnvelopeVectorFile(
@@ -302,9 +458,13 @@ enum VectorGenerator {
                 "Key pairs come from crypto_kx_seed_keypair(seed); the device is the kx client, the relay the kx server.",
                 "The relay seals with its tx key (= device_rx); nonces here are fixed, in production they are random.",
                 "Each negative entry must fail to open; error is the name Herald reports.",
+                "clear_fields: every clear field beside the envelope in a push and what vouches for it (section 5).",
+                "routing: whole pushes around a vector's envelope, some with clear fields changed; expect is opened, tampered (opens, a clear field disagrees: generic text) or refused (does not open).",
             ],
             vectors: vectors,
-            negative: negatives(base: vectors[0], call: vectors[4])
+            negative: negatives(base: vectors[0], call: vectors[4]),
+            clearFields: clearFields,
+            routing: routing(base: vectors[0])
         )
     }
 }

@@ -7,6 +7,9 @@ is imported from Herald. The tests
 * recompute every vector in docs/test-vectors/envelope-v1.json (key pairs, session keys, key id,
   plaintext, additional data, envelope) and open it;
 * check that every entry of its `negative` list fails to open;
+* follow section 5's clear-field rules on every entry of its `routing` list (whole pushes with
+  clear fields changed or removed) and reach the outcome the file gives (opened, tampered,
+  refused);
 * seal fresh envelopes here and have Herald's binary (`herald envelope open`) open them, and
   refuse tampered ones.
 
@@ -884,3 +887,60 @@ def test_herald_refuses_negative(herald, tmp_path, neg):
     # The CLI prints a sentence, not the error's name, so only its presence is checked.
     assert stderr.startswith("Error: ") and len(stderr.strip()) > len("Error:"), stderr
     assert result.stdout.strip() == b""
+
+
+# --- 5. clear fields beside the envelope (section 5) ---------------------------------------------
+
+
+def _routing_params():
+    if VECTOR_FILE is None or not isinstance(VECTOR_FILE.get("routing"), list) or not VECTOR_FILE["routing"]:
+        return _MISSING
+    return [pytest.param(r, id=str(r.get("name", i))) for i, r in enumerate(VECTOR_FILE["routing"])]
+
+
+def test_clear_fields_listed():
+    assert VECTOR_FILE is not None, VECTOR_FILE_ERROR
+    fields = VECTOR_FILE.get("clear_fields")
+    assert isinstance(fields, list) and fields, "no clear_fields"
+    for f in fields:
+        assert {"network", "field", "bound_by", "rule"} <= set(f), f
+        assert f["network"] in {"apns", "fcm"} and f["bound_by"] in {
+            "additional_data", "sealed_content", "push_type", "none"
+        }, f  # fmt: skip
+    bound = {(f["network"], f["field"]): f["bound_by"] for f in fields}
+    assert bound[("apns", "herald.conversation_id")] == "sealed_content"
+    assert bound[("apns", "aps.thread-id")] == "sealed_content"
+    assert bound[("fcm", "conversation_id")] == "sealed_content"
+    assert {e["expect"] for e in VECTOR_FILE["routing"]} == {"opened", "tampered", "refused"}
+
+
+def receive(entry: dict, base: dict) -> str:
+    """A receiver written from section 5: route by what the envelope authenticates."""
+    keys = {bytes.fromhex(base["key_id"]): bytes.fromhex(base["device_rx"])}
+    if entry["network"] == "apns":
+        body = json.loads(entry["payload"])
+        aps, clear = body.get("aps", {}), body.get("herald", {})
+        kind = {"alert": "message", "voip": "call"}[entry["push_type"]]
+        checks = [(clear.get("kind"), lambda content: kind)]
+        conversations = [clear.get("conversation_id"), aps.get("thread-id")]
+    else:
+        clear = entry["data"]
+        kind = clear.get("kind")
+        checks = []
+        conversations = [clear.get("conversation_id")]
+    push_id = clear.get("message_id" if kind == "message" else "call_id")
+    try:
+        content = open_envelope(clear["sealed"], kind, push_id, base["device_id"], keys)
+    except EnvelopeError:
+        return "refused"
+    if kind == "message":
+        checks += [(value, lambda content: content["conversation_id"]) for value in conversations]
+    # Missing counts as different.
+    return "tampered" if any(value != sealed(content) for value, sealed in checks) else "opened"
+
+
+@pytest.mark.parametrize("entry", _routing_params())
+def test_routing_entry(entry):
+    e = _need(entry)
+    base = {v["name"]: v for v in VECTOR_FILE["vectors"]}[e["base"]]
+    assert receive(e, base) == e["expect"], e["name"]
