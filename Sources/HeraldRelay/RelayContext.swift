@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldCrypto
 import HeraldPush
+import HeraldRelayAPI
 import HeraldStore
 import Logging
 import Metrics
@@ -79,6 +80,26 @@ final class RelayContext: Sendable {
     static func secretKeyContext(_ deviceID: String) -> String { "herald-relay-secret-key:" + deviceID }
     static func sessionContext(_ deviceID: String) -> String { "herald-relay-session-keys:" + deviceID }
     static func messageContext(_ messageID: String) -> String { "herald-message-text:" + messageID }
+    static func senderContext(_ messageID: String) -> String { "herald-message-sender:" + messageID }
+
+    /// A message's sender sealed at rest (JSON `{"id","name"}`), bound to the message id like its
+    /// text: a sealed sender moved to another row does not open.
+    func sealSender(_ sender: Party, messageID: String) -> [UInt8] {
+        // Encoding two strings cannot fail.
+        let json = (try? JSONEncoder().encode(sender)) ?? Data()
+        return masterKey.seal(SecureBytes(copying: Array(json)), context: Self.senderContext(messageID))
+    }
+
+    /// A stored message's sender, or `unavailable` (logged) when it does not open.
+    func openSender(_ message: MessageRecord) throws(RelayError) -> Party {
+        do {
+            let bytes = try masterKey.open(message.sealedSender, context: Self.senderContext(message.id)).copyBytes()
+            return try JSONDecoder().decode(Party.self, from: Data(bytes))
+        } catch {
+            logger.error("cannot open a stored message's sender", metadata: ["message": "\(message.id)"])
+            throw RelayError.unavailable.with(detail: "the relay cannot read this message")
+        }
+    }
 
     /// The sealer for a device, from its stored session keys.
     func sealer(for device: DeviceRecord) throws(RelayError) -> EnvelopeSealer {

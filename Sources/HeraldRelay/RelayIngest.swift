@@ -85,8 +85,7 @@ public final class RelayIngest: Sendable {
             id: messageID,
             userID: request.to,
             conversation: request.conversation,
-            senderID: request.from.id,
-            senderName: request.from.name,
+            sealedSender: context.sealSender(request.from, messageID: messageID),
             sealedText: context.masterKey.seal(
                 SecureBytes(copying: Array(request.text.utf8)),
                 context: RelayContext.messageContext(messageID)
@@ -128,11 +127,12 @@ public final class RelayIngest: Sendable {
             else { return }
             let text = try context.masterKey.open(message.sealedText, context: RelayContext.messageContext(message.id))
                 .copyBytes()
+            let sender = try context.openSender(message)
             let content = MessageContent(
                 messageID: message.id,
                 conversationID: message.conversation,
-                senderID: message.senderID,
-                senderName: message.senderName,
+                senderID: sender.id,
+                senderName: sender.name,
                 text: String(decoding: text, as: UTF8.self),
                 sentAt: message.createdAt
             )
@@ -321,7 +321,7 @@ public final class RelayIngest: Sendable {
         return MessageView(
             messageID: message.id,
             conversation: message.conversation,
-            from: Party(id: message.senderID, name: message.senderName),
+            from: try context.openSender(message),
             text: text,
             sentAt: message.createdAt
         )
@@ -344,6 +344,33 @@ public final class RelayIngest: Sendable {
                 now: time,
                 historyBefore: time - self.context.configuration.messageRetention * 1000
             )
+        }
+    }
+
+    /// Seals the senders an older version stored in the clear, in batches, until none is left;
+    /// returns how many were sealed. Run at start, before the API listens: the store cannot do
+    /// it itself (only the relay holds the master key), and until then those messages cannot be
+    /// read back.
+    public func sealClearSenders() async throws(RelayError) -> Int {
+        var sealed = 0
+        while true {
+            let batch = try await context.storing { try await $0.clearSenders(limit: 500) }
+            if batch.isEmpty { return sealed }
+            var replacements: [String: [UInt8]] = [:]
+            for clear in batch {
+                replacements[clear.messageID] = context.sealSender(
+                    Party(id: clear.senderID, name: clear.senderName),
+                    messageID: clear.messageID
+                )
+            }
+            let sealedBatch = replacements
+            try await context.storing { try await $0.sealSenders(sealedBatch) }
+            let left = try await context.storing { try await $0.clearSenders(limit: batch.count) }
+            // A store that keeps answering the same senders would loop for ever: stop and say so.
+            guard Set(left.map(\.messageID)).isDisjoint(with: replacements.keys) else {
+                throw RelayError.unavailable.with(detail: "the store did not keep the sealed senders")
+            }
+            sealed += batch.count
         }
     }
 }

@@ -41,6 +41,7 @@ public final class RelayTranscripts: Sendable {
             throw .invalidField("text", "must not be empty for Message.Text")
         }
         let time = context.now()
+        try await refuseIfEnded(conversation, at: time)
         let fromAgent = request.fromAgent ?? true
         let event = TranscriptEvent(
             conversation: conversation,
@@ -52,7 +53,16 @@ public final class RelayTranscripts: Sendable {
             sealedText: [],
             at: time
         )
-        let position = try await context.storing { try await $0.appendTranscript(self.sealed(event, text: text)) }
+        let position: Int
+        do {
+            position = try await context.store.appendTranscript(sealed(event, text: text))
+        } catch let error as StoreError where error == .conflict {
+            // Ended between the check above and the append (by the backend or the janitor).
+            throw Self.ended(conversation)
+        } catch {
+            context.logger.error("store failure", metadata: ["error": "\(error)"])
+            throw RelayError.unavailable
+        }
         let filtered = !fromAgent || context.configuration.chat.filteredTypes.contains(request.type)
         var receipt = ChatEventReceipt(position: position, pushes: [], scheduled: [], filtered: filtered)
         if filtered { return receipt }
@@ -72,6 +82,72 @@ public final class RelayTranscripts: Sendable {
             }
         }
         return receipt
+    }
+
+    // MARK: Chat lifecycle
+
+    /// Why an event for an ended chat is refused (409), rather than starting a new chat under the
+    /// same id: a contact center's conversation id names one interaction (a GMS chat session, a
+    /// CXone contact), and positions, disconnects and the purge all hang on it. Reusing it would
+    /// append a new interaction to a transcript on its way out; the backend opens a new
+    /// conversation id instead.
+    private static func ended(_ conversation: String) -> RelayError {
+        RelayError.conflict.with(detail: "the chat \(conversation) has ended; start a new conversation")
+    }
+
+    /// Refuses an event for a chat that ended, or that has been idle for `idleEnd` (which ends it
+    /// now, at the time it became idle, without waiting for the janitor).
+    private func refuseIfEnded(_ conversation: String, at time: Int64) async throws(RelayError) {
+        guard let chat = try await context.storing({ try await $0.chat(conversation: conversation) }) else { return }
+        if chat.endedAt != nil { throw Self.ended(conversation) }
+        let idle = context.configuration.chat.idleEnd.milliseconds
+        if chat.lastEventAt + idle <= time {
+            _ = try await context.storing {
+                try await $0.endChat(conversation: conversation, at: chat.lastEventAt + idle)
+            }
+            throw Self.ended(conversation)
+        }
+    }
+
+    /// Ends a chat (`POST /v1/chats/{conversation}/end`): it takes no more events, and retention
+    /// purges its transcript and disconnects `messageRetention` after the end. Ending an ended
+    /// chat answers its first end (a backend may retry); an unknown one is `notFound`.
+    public func endChat(conversation: String) async throws(RelayError) -> ChatEndReceipt {
+        try context.check(conversation, "conversation", pattern: .identifier)
+        let time = context.now()
+        guard let chat = try await context.storing({ try await $0.chat(conversation: conversation) }) else {
+            throw RelayError.notFound.with(detail: "no chat \(conversation)")
+        }
+        // A chat already idle for `idleEnd` ended then, not now: the purge does not wait longer
+        // because the backend said so late.
+        let idleSince = chat.lastEventAt + context.configuration.chat.idleEnd.milliseconds
+        let end = chat.endedAt ?? min(time, idleSince)
+        guard let ended = try await context.storing({ try await $0.endChat(conversation: conversation, at: end) }),
+            let endedAt = ended.endedAt
+        else { throw RelayError.notFound.with(detail: "no chat \(conversation)") }
+        return ChatEndReceipt(
+            conversation: conversation,
+            endedAt: endedAt,
+            purgeAt: endedAt + context.configuration.messageRetention * 1000
+        )
+    }
+
+    /// The janitor's part for chats: ends those idle for `idleEnd`, and deletes those that ended
+    /// more than `messageRetention` ago with their transcripts and disconnects. Returns how many
+    /// ended and how many went.
+    public func purgeChats() async throws(RelayError) -> (ended: Int, deleted: Int) {
+        let time = context.now()
+        let idle = context.configuration.chat.idleEnd.milliseconds
+        let retention = context.configuration.messageRetention * 1000
+        return try await context.storing { store in
+            let ended = try await store.endIdleChats(now: time, idle: idle)
+            var deleted = 0
+            // The store deletes in batches; a long backlog takes several.
+            while case let batch = try await store.deleteEndedChats(endedBefore: time - retention + 1), batch > 0 {
+                deleted += batch
+            }
+            return (ended, deleted)
+        }
     }
 
     /// Seals a transcript event's text at rest (bound to the conversation and the event's time:
@@ -232,8 +308,7 @@ public final class RelayTranscripts: Sendable {
                 id: messageID,
                 userID: device.userID,
                 conversation: conversation,
-                senderID: last.authorID,
-                senderName: last.authorName,
+                sealedSender: context.sealSender(Party(id: last.authorID, name: last.authorName), messageID: messageID),
                 sealedText: context.masterKey.seal(
                     SecureBytes(copying: Array(text.utf8)),
                     context: RelayContext.messageContext(messageID)

@@ -379,6 +379,9 @@ struct RelayRuntime: Sendable {
     /// Shutdown runs in reverse order: the API stops accepting, the dispatcher finishes the
     /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
     func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
+        // Senders an older version stored in the clear, sealed before the API can read them.
+        let sealed = try await relay.ingest.sealClearSenders()
+        if sealed > 0 { logger.notice("message senders sealed at rest", metadata: ["messages": "\(sealed)"]) }
         // Chat pushes that were waiting out their delay when the last run stopped.
         await relay.transcripts.resumeChatPushes()
         port.onBound(ready)
@@ -429,7 +432,8 @@ final class PortBox: Sendable {
     }
 }
 
-/// Deletes messages past their retention, and finished pushes older than it, every ten minutes.
+/// Deletes messages past their retention, finished pushes older than it, and the chats that
+/// ended longer ago with their transcripts, every ten minutes; ends the chats idle too long.
 struct Janitor: Service {
     let relay: Relay
     let logger: Logger
@@ -446,6 +450,17 @@ struct Janitor: Service {
                 }
             } catch {
                 logger.warning("cannot delete expired messages", metadata: ["error": "\(error)"])
+            }
+            do {
+                let chats = try await relay.transcripts.purgeChats()
+                if chats.ended + chats.deleted > 0 {
+                    logger.info(
+                        "idle chats ended, ended chats past retention deleted",
+                        metadata: ["ended": "\(chats.ended)", "deleted": "\(chats.deleted)"]
+                    )
+                }
+            } catch {
+                logger.warning("cannot end or delete chats", metadata: ["error": "\(error)"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
         }

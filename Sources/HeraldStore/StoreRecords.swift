@@ -189,12 +189,15 @@ public struct PresenceRecord: Sendable, Hashable {
 }
 
 /// A message kept for fetch-by-id.
+///
+/// Its sender and its text are sealed by the caller with the master key; the store never sees
+/// them in the clear (only the ids and times it must look up and expire by).
 public struct MessageRecord: Sendable, Hashable {
     public var id: String
     public var userID: String
     public var conversation: String
-    public var senderID: String
-    public var senderName: String
+    /// The sender (its id and name), sealed with the master key.
+    public var sealedSender: [UInt8]
     /// The text, sealed with the master key.
     public var sealedText: [UInt8]
     public var createdAt: Int64
@@ -205,8 +208,7 @@ public struct MessageRecord: Sendable, Hashable {
         id: String,
         userID: String,
         conversation: String,
-        senderID: String,
-        senderName: String,
+        sealedSender: [UInt8],
         sealedText: [UInt8],
         createdAt: Int64,
         expiresAt: Int64
@@ -214,11 +216,24 @@ public struct MessageRecord: Sendable, Hashable {
         self.id = id
         self.userID = userID
         self.conversation = conversation
-        self.senderID = senderID
-        self.senderName = senderName
+        self.sealedSender = sealedSender
         self.sealedText = sealedText
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+    }
+}
+
+/// The sender of a message stored before senders were sealed at rest, still in the clear: what
+/// the relay, which holds the master key, seals once (`OutboxStore.clearSenders(limit:)`).
+public struct ClearSender: Sendable, Hashable {
+    public var messageID: String
+    public var senderID: String
+    public var senderName: String
+
+    public init(messageID: String, senderID: String, senderName: String) {
+        self.messageID = messageID
+        self.senderID = senderID
+        self.senderName = senderName
     }
 }
 
@@ -290,5 +305,28 @@ public struct ChatDisconnect: Sendable, Hashable {
         self.position = position
         self.at = at
         self.pushed = pushed
+    }
+}
+
+/// A chat's life: open from its first transcript event until it ends (the backend ends it, or it
+/// stays idle too long); after that no event is added, and retention removes it with its
+/// transcript and disconnects.
+public struct ChatRecord: Sendable, Hashable {
+    public var conversation: String
+    /// The customer the chat is with (its first event's).
+    public var userID: String
+    /// Milliseconds since the epoch: the first event.
+    public var startedAt: Int64
+    /// Milliseconds since the epoch: the last event.
+    public var lastEventAt: Int64
+    /// Milliseconds since the epoch; `nil` while the chat is open.
+    public var endedAt: Int64?
+
+    public init(conversation: String, userID: String, startedAt: Int64, lastEventAt: Int64, endedAt: Int64? = nil) {
+        self.conversation = conversation
+        self.userID = userID
+        self.startedAt = startedAt
+        self.lastEventAt = lastEventAt
+        self.endedAt = endedAt
     }
 }
