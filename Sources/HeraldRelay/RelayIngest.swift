@@ -346,31 +346,4 @@ public final class RelayIngest: Sendable {
             )
         }
     }
-
-    /// Seals the senders an older version stored in the clear, in batches, until none is left;
-    /// returns how many were sealed. Run at start, before the API listens: the store cannot do
-    /// it itself (only the relay holds the master key), and until then those messages cannot be
-    /// read back.
-    public func sealClearSenders() async throws(RelayError) -> Int {
-        var sealed = 0
-        while true {
-            let batch = try await context.storing { try await $0.clearSenders(limit: 500) }
-            if batch.isEmpty { return sealed }
-            var replacements: [String: [UInt8]] = [:]
-            for clear in batch {
-                replacements[clear.messageID] = context.sealSender(
-                    Party(id: clear.senderID, name: clear.senderName),
-                    messageID: clear.messageID
-                )
-            }
-            let sealedBatch = replacements
-            try await context.storing { try await $0.sealSenders(sealedBatch) }
-            let left = try await context.storing { try await $0.clearSenders(limit: batch.count) }
-            // A store that keeps answering the same senders would loop for ever: stop and say so.
-            guard Set(left.map(\.messageID)).isDisjoint(with: replacements.keys) else {
-                throw RelayError.unavailable.with(detail: "the store did not keep the sealed senders")
-            }
-            sealed += batch.count
-        }
-    }
 }

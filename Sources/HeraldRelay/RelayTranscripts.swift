@@ -47,15 +47,14 @@ public final class RelayTranscripts: Sendable {
             conversation: conversation,
             userID: request.to,
             type: request.type,
-            authorID: request.from.id,
-            authorName: request.from.name,
+            sealedAuthor: context.sealAuthor(request.from, conversation: conversation, at: time),
             fromAgent: fromAgent,
             sealedText: [],
             at: time
         )
         let position: Int
         do {
-            position = try await context.store.appendTranscript(sealed(event, text: text))
+            position = try await context.store.appendTranscript(sealed(event, text: text, authorID: request.from.id))
         } catch let error as StoreError where error == .conflict {
             // Ended between the check above and the append (by the backend or the janitor).
             throw Self.ended(conversation)
@@ -150,26 +149,32 @@ public final class RelayTranscripts: Sendable {
         }
     }
 
-    /// Seals a transcript event's text at rest (bound to the conversation and the event's time:
-    /// the position is not known before the store gives it).
-    private func sealed(_ event: TranscriptEvent, text: String) -> TranscriptEvent {
+    /// Seals a transcript event's text at rest (bound to the conversation, the event's time and
+    /// its author: the position is not known before the store gives it).
+    private func sealed(_ event: TranscriptEvent, text: String, authorID: String) -> TranscriptEvent {
         var event = event
         event.sealedText = context.masterKey.seal(
             SecureBytes(copying: Array(text.utf8)),
-            context: Self.sealingContext(event)
+            context: Self.sealingContext(event, authorID: authorID)
         )
         return event
     }
 
-    private func open(_ event: TranscriptEvent) -> String {
-        let opened = try? context.masterKey.open(event.sealedText, context: Self.sealingContext(event))
-        guard let bytes = opened?.copyBytes() else { return "" }
-        return String(decoding: bytes, as: UTF8.self)
+    /// A stored event's author and text (an empty text when it does not open); `unavailable`
+    /// when the author does not open.
+    private func open(_ event: TranscriptEvent) throws(RelayError) -> (author: Party, text: String) {
+        let author = try context.openAuthor(event)
+        let opened = try? context.masterKey.open(
+            event.sealedText,
+            context: Self.sealingContext(event, authorID: author.id)
+        )
+        guard let bytes = opened?.copyBytes() else { return (author, "") }
+        return (author, String(decoding: bytes, as: UTF8.self))
     }
 
     /// What a transcript event's text is sealed to (see `sealed`).
-    private static func sealingContext(_ event: TranscriptEvent) -> String {
-        "herald-transcript:\(event.conversation):\(event.at):\(event.authorID)"
+    private static func sealingContext(_ event: TranscriptEvent, authorID: String) -> String {
+        "herald-transcript:\(event.conversation):\(event.at):\(authorID)"
     }
 
     /// The app goes to the background, having seen `transcriptPosition`.
@@ -214,19 +219,21 @@ public final class RelayTranscripts: Sendable {
         guard events.allSatisfy({ $0.userID == device.userID }) else {
             throw RelayError.forbidden.with(detail: "the chat is another user's")
         }
-        return TranscriptView(
-            conversation: conversation,
-            events: events.map { event in
+        var views: [TranscriptEventView] = []
+        for event in events {
+            let (author, text) = try open(event)
+            views.append(
                 TranscriptEventView(
                     position: event.position,
                     type: event.type,
-                    from: Party(id: event.authorID, name: event.authorName),
+                    from: author,
                     fromAgent: event.fromAgent,
-                    text: open(event),
+                    text: text,
                     at: event.at
                 )
-            }
-        )
+            )
+        }
+        return TranscriptView(conversation: conversation, events: views)
     }
 
     // MARK: Pushes
@@ -296,11 +303,13 @@ public final class RelayTranscripts: Sendable {
             else { return nil }
             let events = try await context.store.transcript(conversation: conversation, after: disconnect.position)
                 .filter { $0.fromAgent && !context.configuration.chat.filteredTypes.contains($0.type) }
-            guard let last = events.last else { return nil }
-            let lines = events.suffix(context.configuration.chat.maximumLines).map { event -> String in
-                let text = open(event)
-                return event.authorName + ": " + (text.isEmpty ? event.type : text)
+            guard let lastEvent = events.last else { return nil }
+            var lines: [String] = []
+            for event in events.suffix(context.configuration.chat.maximumLines) {
+                let (author, text) = try open(event)
+                lines.append(author.name + ": " + (text.isEmpty ? event.type : text))
             }
+            let last = try context.openAuthor(lastEvent)
             let time = context.now()
             let messageID = TimeOrderedID.make(milliseconds: time)
             let text = lines.joined(separator: "\n")
@@ -308,7 +317,7 @@ public final class RelayTranscripts: Sendable {
                 id: messageID,
                 userID: device.userID,
                 conversation: conversation,
-                sealedSender: context.sealSender(Party(id: last.authorID, name: last.authorName), messageID: messageID),
+                sealedSender: context.sealSender(last, messageID: messageID),
                 sealedText: context.masterKey.seal(
                     SecureBytes(copying: Array(text.utf8)),
                     context: RelayContext.messageContext(messageID)
@@ -319,14 +328,14 @@ public final class RelayTranscripts: Sendable {
             let content = MessageContent(
                 messageID: messageID,
                 conversationID: conversation,
-                senderID: last.authorID,
-                senderName: last.authorName,
+                senderID: last.id,
+                senderName: last.name,
                 text: text,
                 sentAt: time
             )
             let entry = try context.messagePush(content, app: app, device: device, at: time)
             let ingest = Ingest(
-                idempotencyKey: "chat:\(conversation):\(deviceID):\(last.position)",
+                idempotencyKey: "chat:\(conversation):\(deviceID):\(lastEvent.position)",
                 message: message,
                 pushes: [entry],
                 receipt: []

@@ -379,9 +379,10 @@ struct RelayRuntime: Sendable {
     /// Shutdown runs in reverse order: the API stops accepting, the dispatcher finishes the
     /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
     func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
-        // Senders an older version stored in the clear, sealed before the API can read them.
-        let sealed = try await relay.ingest.sealClearSenders()
-        if sealed > 0 { logger.notice("message senders sealed at rest", metadata: ["messages": "\(sealed)"]) }
+        // Senders an older version stored in the clear (messages', chat events'), sealed before
+        // the API can read them.
+        let sealed = try await relay.sealClearSenders()
+        if sealed > 0 { logger.notice("senders sealed at rest", metadata: ["records": "\(sealed)"]) }
         // Chat pushes that were waiting out their delay when the last run stopped.
         await relay.transcripts.resumeChatPushes()
         port.onBound(ready)

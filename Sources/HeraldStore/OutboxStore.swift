@@ -13,13 +13,6 @@ public protocol OutboxStore: Sendable {
     func accept(_ ingest: Ingest) async throws -> IngestOutcome
     /// A message written by `accept(_:)`, until retention removes it; `nil` otherwise.
     func message(id: String) async throws -> MessageRecord?
-    /// Up to `limit` messages whose sender is still in the clear (stored before senders were
-    /// sealed at rest), in no particular order; empty once every one is sealed, and always empty
-    /// for an engine that never stored a clear sender.
-    func clearSenders(limit: Int) async throws -> [ClearSender]
-    /// Gives each message (by id) its sealed sender in place of its clear one, and forgets the
-    /// clear one. A message that is unknown or whose sender is already sealed is left as it is.
-    func sealSenders(_ sealed: [String: [UInt8]]) async throws
 
     // MARK: Outbox
 

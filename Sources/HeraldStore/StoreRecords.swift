@@ -223,17 +223,28 @@ public struct MessageRecord: Sendable, Hashable {
     }
 }
 
-/// The sender of a message stored before senders were sealed at rest, still in the clear: what
-/// the relay, which holds the master key, seals once (`OutboxStore.clearSenders(limit:)`).
+/// The sender of a message, or the author of a chat event, that a version before senders were
+/// sealed at rest stored in the clear: what the relay, which holds the master key, seals once at
+/// start (`SealingStore`).
 public struct ClearSender: Sendable, Hashable {
-    public var messageID: String
+    /// Which record the sender belongs to.
+    public enum Record: Sendable, Hashable {
+        case message(id: String)
+        case transcriptEvent(conversation: String, position: Int)
+    }
+
+    public var record: Record
     public var senderID: String
     public var senderName: String
+    /// The record's time (milliseconds since the epoch: a message's creation, an event's time),
+    /// which the sealing binds to.
+    public var at: Int64
 
-    public init(messageID: String, senderID: String, senderName: String) {
-        self.messageID = messageID
+    public init(record: Record, senderID: String, senderName: String, at: Int64) {
+        self.record = record
         self.senderID = senderID
         self.senderName = senderName
+        self.at = at
     }
 }
 
@@ -257,8 +268,8 @@ public struct TranscriptEvent: Sendable, Hashable {
     public var userID: String
     /// `Message.Text`, `Notice.TypingStarted`, `Notice.Joined`, …
     public var type: String
-    public var authorID: String
-    public var authorName: String
+    /// The author (id and name), sealed with the master key.
+    public var sealedAuthor: [UInt8]
     /// Written by the agent's side (only those can push).
     public var fromAgent: Bool
     /// The text, sealed with the master key (empty text for notices without one).
@@ -271,8 +282,7 @@ public struct TranscriptEvent: Sendable, Hashable {
         position: Int = 0,
         userID: String,
         type: String,
-        authorID: String,
-        authorName: String,
+        sealedAuthor: [UInt8],
         fromAgent: Bool,
         sealedText: [UInt8],
         at: Int64
@@ -281,8 +291,7 @@ public struct TranscriptEvent: Sendable, Hashable {
         self.position = position
         self.userID = userID
         self.type = type
-        self.authorID = authorID
-        self.authorName = authorName
+        self.sealedAuthor = sealedAuthor
         self.fromAgent = fromAgent
         self.sealedText = sealedText
         self.at = at

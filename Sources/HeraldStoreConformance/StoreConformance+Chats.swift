@@ -3,9 +3,9 @@ import HeraldTestSupport
 import Testing
 
 extension StoreConformance {
-    /// A message's sealed sender comes back as written; a store holds no clear sender it was not
-    /// given by an older version, and `sealSenders` leaves an unknown or already sealed message
-    /// as it is.
+    /// A message's sealed sender and a chat event's sealed author come back as written; a store
+    /// holds no clear sender it was not given by an older version, and `sealSenders` leaves an
+    /// unknown or already sealed record as it is.
     public static func sealedSendersStaySealed(_ engine: some StoreEngine) async throws {
         let (store, storage) = try await fresh(engine)
         #expect(try await store.clearSenders(limit: 10) == [])
@@ -13,13 +13,25 @@ extension StoreConformance {
         message.sealedSender = [9, 8, 7, 6]
         _ = try await store.accept(StoreFixtures.ingest([], message: message))
         #expect(try await store.message(id: "m1") == message)
+        var event = Self.chatEvent("c1", at: 10)
+        event.sealedAuthor = [5, 4, 3]
+        #expect(try await store.appendTranscript(event) == 1)
+        event.position = 1
+        #expect(try await store.transcript(conversation: "c1", after: 0) == [event])
         #expect(try await store.clearSenders(limit: 10) == [])
-        try await store.sealSenders(["m1": [1], "unknown": [2]])
+
+        try await store.sealSenders([
+            .message(id: "m1"): [1], .message(id: "unknown"): [2],
+            .transcriptEvent(conversation: "c1", position: 1): [3],
+            .transcriptEvent(conversation: "c1", position: 2): [4],
+        ])
         try await store.sealSenders([:])
         #expect(try await store.message(id: "m1")?.sealedSender == [9, 8, 7, 6])
         #expect(try await store.message(id: "unknown") == nil)
+        #expect(try await store.transcript(conversation: "c1", after: 0) == [event])
         let reopened = try await engine.open(storage)
         #expect(try await reopened.message(id: "m1") == message)
+        #expect(try await reopened.transcript(conversation: "c1", after: 0) == [event])
     }
 
     /// The first event starts a chat with its user and time, each event moves its last event
@@ -99,8 +111,7 @@ extension StoreConformance {
             conversation: conversation,
             userID: user,
             type: "Message.Text",
-            authorID: "agent-1",
-            authorName: "Agent",
+            sealedAuthor: [0xA1, 0xA2],
             fromAgent: true,
             sealedText: [1],
             at: time

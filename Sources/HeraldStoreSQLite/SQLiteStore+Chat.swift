@@ -35,11 +35,11 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     INSERT INTO transcript_events
-                        (conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    event.conversation, position, event.userID, event.type, event.authorID, event.authorName,
+                    event.conversation, position, event.userID, event.type, Data(event.sealedAuthor),
                     event.fromAgent, Data(event.sealedText), event.at,
                 ]
             )
@@ -52,7 +52,7 @@ extension SQLiteStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at
+                    SELECT conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at
                     FROM transcript_events WHERE conversation = ? AND position > ? ORDER BY position
                     """,
                 arguments: [conversation, position]
@@ -62,11 +62,11 @@ extension SQLiteStore {
                     position: row[1],
                     userID: row[2],
                     type: row[3],
-                    authorID: row[4],
-                    authorName: row[5],
-                    fromAgent: row[6],
-                    sealedText: [UInt8](row[7] as Data),
-                    at: row[8]
+                    // NULL until the relay sealed an author stored in the clear by an older version.
+                    sealedAuthor: (row[4] as Data?).map { [UInt8]($0) } ?? [],
+                    fromAgent: row[5],
+                    sealedText: [UInt8](row[6] as Data),
+                    at: row[7]
                 )
             }
         }
@@ -185,7 +185,7 @@ extension SQLiteStore {
                 arguments: [endedBefore]
             )
             for conversation in ended {
-                for table in ["transcript_events", "chat_disconnects", "chats"] {
+                for table in ["transcript_clear_authors", "transcript_events", "chat_disconnects", "chats"] {
                     try db.cachedStatement(sql: "DELETE FROM \(table) WHERE conversation = ?")
                         .execute(arguments: [conversation])
                 }

@@ -263,42 +263,6 @@ extension SQLiteStore {
         }
     }
 
-    public func clearSenders(limit: Int) async throws -> [ClearSender] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT message_id, sender_id, sender_name FROM message_clear_senders LIMIT ?",
-                arguments: [max(0, limit)]
-            ).map { ClearSender(messageID: $0[0], senderID: $0[1], senderName: $0[2]) }
-        }
-    }
-
-    public func sealSenders(_ sealed: [String: [UInt8]]) async throws {
-        guard !sealed.isEmpty else { return }
-        let remaining = try await write { db in
-            for (id, sender) in sealed {
-                let pending = try Bool.fetchOne(
-                    db,
-                    sql: "SELECT 1 FROM message_clear_senders WHERE message_id = ?",
-                    arguments: [id]
-                )
-                guard pending == true else { continue }
-                try db.execute(
-                    sql: "UPDATE messages SET sealed_sender = ? WHERE id = ?",
-                    arguments: [Data(sender), id]
-                )
-                try db.execute(sql: "DELETE FROM message_clear_senders WHERE message_id = ?", arguments: [id])
-            }
-            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message_clear_senders") ?? 0
-        }
-        if remaining == 0 {
-            // The last clear sender is zeroed in the database (secure_delete), but older copies of
-            // its pages may still be in the WAL: checkpoint and truncate it. Best effort: if a
-            // reader holds the WAL, later writes overwrite those frames anyway.
-            _ = try? await pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-        }
-    }
-
     public func deleteExpired(now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
         try await write { db in
             try db.execute(

@@ -264,10 +264,11 @@ public final class SQLiteStore: HeraldStore {
             )
         }
         migrator.registerMigration("v7: sealed senders") { db in
-            // Senders were kept in the clear. The store cannot seal them (only the relay holds
-            // the master key), so the clear values move to a table of their own that the relay
-            // empties at start (`clearSenders`, `sealSenders`); the messages table itself never
-            // holds a clear sender again, and `secure_delete` zeroes the old table's pages.
+            // Senders (a message's, a chat event's author) were kept in the clear. The store
+            // cannot seal them (only the relay holds the master key), so the clear values move to
+            // tables of their own that the relay empties at start (`clearSenders`, `sealSenders`);
+            // the messages and transcript tables never hold a clear sender again, and
+            // `secure_delete` zeroes the old tables' pages.
             try db.execute(
                 sql: """
                     CREATE TABLE messages_v7 (
@@ -284,12 +285,39 @@ public final class SQLiteStore: HeraldStore {
                     CREATE TABLE message_clear_senders (
                         message_id TEXT PRIMARY KEY,
                         sender_id TEXT NOT NULL,
-                        sender_name TEXT NOT NULL
+                        sender_name TEXT NOT NULL,
+                        created_at INTEGER NOT NULL
                     );
-                    INSERT INTO message_clear_senders SELECT id, sender_id, sender_name FROM messages;
+                    INSERT INTO message_clear_senders SELECT id, sender_id, sender_name, created_at FROM messages;
                     DROP TABLE messages;
                     ALTER TABLE messages_v7 RENAME TO messages;
                     CREATE INDEX messages_by_expiry ON messages(expires_at);
+                    CREATE TABLE transcript_events_v7 (
+                        conversation TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        user_id TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        sealed_author BLOB,
+                        from_agent INTEGER NOT NULL,
+                        sealed_text BLOB NOT NULL,
+                        at INTEGER NOT NULL,
+                        PRIMARY KEY (conversation, position)
+                    );
+                    INSERT INTO transcript_events_v7
+                        SELECT conversation, position, user_id, type, NULL, from_agent, sealed_text, at
+                        FROM transcript_events;
+                    CREATE TABLE transcript_clear_authors (
+                        conversation TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        author_id TEXT NOT NULL,
+                        author_name TEXT NOT NULL,
+                        at INTEGER NOT NULL,
+                        PRIMARY KEY (conversation, position)
+                    );
+                    INSERT INTO transcript_clear_authors
+                        SELECT conversation, position, author_id, author_name, at FROM transcript_events;
+                    DROP TABLE transcript_events;
+                    ALTER TABLE transcript_events_v7 RENAME TO transcript_events;
                     """
             )
         }

@@ -388,8 +388,6 @@ final class ObservedOutboxStore: OutboxStore {
 
     func accept(_ ingest: Ingest) async throws -> IngestOutcome { try await base.accept(ingest) }
     func message(id: String) async throws -> MessageRecord? { try await base.message(id: id) }
-    func clearSenders(limit: Int) async throws -> [ClearSender] { try await base.clearSenders(limit: limit) }
-    func sealSenders(_ sealed: [String: [UInt8]]) async throws { try await base.sealSenders(sealed) }
     func push(id: String) async throws -> OutboxEntry? { try await base.push(id: id) }
     func deliveryLog(pushID: String) async throws -> [DeliveryEvent] { try await base.deliveryLog(pushID: pushID) }
     func releaseClaims(owner: String, now: Int64) async throws -> Int {

@@ -49,7 +49,35 @@ struct SealedAtRestTests {
         #expect(view.text == "Your parcel is at door 42")
     }
 
-    @Test("senders an older version stored in the clear are sealed at start and read back the same")
+    @Test("a chat event's author id and name are nowhere in the database's files, and read back in the transcript")
+    func authorSealed() async throws {
+        let directory = NSTemporaryDirectory() + "herald-at-rest-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/herald.sqlite"
+        let store = try SQLiteStore(configuration: .init(path: path), logger: Logger(label: "test.at-rest"))
+        let relay = Self.relay(store, MasterKey.generate())
+        _ = try await relay.transcripts.chatEvent(
+            conversation: "chat-1",
+            ChatEventRequest(
+                to: "alice",
+                type: "Message.Text",
+                from: Party(id: "agent-sentinel-8", name: "Eli Sentinel"),
+                text: "Your parcel is at door 43"
+            )
+        )
+        for needle in ["Eli Sentinel", "agent-sentinel-8", "door 43"] {
+            #expect(!Self.filesContain(path, needle), "\(needle) is in the database's files")
+        }
+        let view = try await relay.transcripts.transcript(
+            conversation: "chat-1",
+            after: 0,
+            for: StoreFixtures.device("d1", user: "alice")
+        )
+        #expect(view.events.map(\.from) == [Party(id: "agent-sentinel-8", name: "Eli Sentinel")])
+        #expect(view.events.map(\.text) == ["Your parcel is at door 43"])
+    }
+
+    @Test("senders and chat authors an older version stored in the clear are sealed at start and read back the same")
     func clearSendersSealedAtStart() async throws {
         let directory = NSTemporaryDirectory() + "herald-reseal-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -57,6 +85,11 @@ struct SealedAtRestTests {
         let path = directory + "/herald.sqlite"
         let masterKey = MasterKey.generate()
         let text = masterKey.seal(SecureBytes(copying: Array("Hello".utf8)), context: "herald-message-text:m1")
+        // As the older version sealed an event's text: bound to the conversation, time and author.
+        let line = masterKey.seal(
+            SecureBytes(copying: Array("Hi there".utf8)),
+            context: "herald-transcript:chat-1:5:agent-sentinel-8"
+        )
         // A database as v6 left it: the message's sender in the clear.
         do {
             let queue = try DatabaseQueue(path: path)
@@ -66,20 +99,30 @@ struct SealedAtRestTests {
                     sql: """
                         INSERT INTO messages
                             (id, user_id, conversation, sender_id, sender_name, sealed_text, created_at, expires_at)
-                        VALUES ('m1', 'alice', 'c', 'agent-sentinel-7', 'Dana Sentinel', ?, 1, 9999999999999)
+                        VALUES ('m1', 'alice', 'c', 'agent-sentinel-7', 'Dana Sentinel', ?, 1, 9999999999999);
+                        INSERT INTO transcript_events
+                            (conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at)
+                        VALUES ('chat-1', 1, 'alice', 'Message.Text', 'agent-sentinel-8', 'Eli Sentinel', 1, ?, 5);
                         """,
-                    arguments: [Data(text)]
+                    arguments: [Data(text), Data(line)]
                 )
             }
         }
         let store = try SQLiteStore(configuration: .init(path: path), logger: Logger(label: "test.reseal"))
         let relay = Self.relay(store, masterKey)
-        #expect(try await relay.ingest.sealClearSenders() == 1)
-        #expect(try await relay.ingest.sealClearSenders() == 0)
-        for needle in ["Dana Sentinel", "agent-sentinel-7"] {
+        #expect(try await relay.sealClearSenders() == 2)
+        #expect(try await relay.sealClearSenders() == 0)
+        for needle in ["Dana Sentinel", "agent-sentinel-7", "Eli Sentinel", "agent-sentinel-8"] {
             #expect(!Self.filesContain(path, needle), "\(needle) is in the database's files")
         }
         let view = try await relay.ingest.message(id: "m1", for: StoreFixtures.device("d1", user: "alice"))
         #expect(view.from == Party(id: "agent-sentinel-7", name: "Dana Sentinel") && view.text == "Hello")
+        let transcript = try await relay.transcripts.transcript(
+            conversation: "chat-1",
+            after: 0,
+            for: StoreFixtures.device("d1", user: "alice")
+        )
+        #expect(transcript.events.map(\.from) == [Party(id: "agent-sentinel-8", name: "Eli Sentinel")])
+        #expect(transcript.events.map(\.text) == ["Hi there"])
     }
 }

@@ -62,7 +62,7 @@ struct SQLiteAtRestTests {
         #expect(try Self.mode(root) == 0o755)
     }
 
-    @Test("v7 moves senders stored in the clear aside; once sealed, no clear sender is left in any of the files")
+    @Test("v7 moves senders and authors stored in the clear aside; once sealed, none is left in any of the files")
     func migrationV7() async throws {
         let directory = Self.temporaryDirectory("v7")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -81,6 +81,10 @@ struct SQLiteAtRestTests {
                             ('m1', 'u', 'c', 'agent-sentinel-7', 'Dana Sentinel', X'010203', 1, 9000),
                             ('m2', 'u', 'c', 'agent-sentinel-8', 'Eli Sentinel', X'040506', 2, 9000),
                             ('m3', 'u', 'c', 'agent-sentinel-9', 'Old Sentinel', X'070809', 3, 50);
+                        INSERT INTO transcript_events
+                            (conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at)
+                        VALUES
+                            ('chat-1', 1, 'u', 'Message.Text', 'agent-sentinel-10', 'Fay Sentinel', 1, X'0A', 4);
                         """
                 )
             }
@@ -88,27 +92,47 @@ struct SQLiteAtRestTests {
         #expect(Self.filesContain(path, "Dana Sentinel"), "the old database holds the name in the clear")
 
         let store = try SQLiteStore(configuration: .init(path: path), logger: Logger(label: "test.v7"))
-        let clear = try await store.clearSenders(limit: 10).sorted { $0.messageID < $1.messageID }
+        let clear = Set(try await store.clearSenders(limit: 10))
+        let event = ClearSender.Record.transcriptEvent(conversation: "chat-1", position: 1)
         #expect(
             clear == [
-                ClearSender(messageID: "m1", senderID: "agent-sentinel-7", senderName: "Dana Sentinel"),
-                ClearSender(messageID: "m2", senderID: "agent-sentinel-8", senderName: "Eli Sentinel"),
-                ClearSender(messageID: "m3", senderID: "agent-sentinel-9", senderName: "Old Sentinel"),
+                ClearSender(
+                    record: .message(id: "m1"),
+                    senderID: "agent-sentinel-7",
+                    senderName: "Dana Sentinel",
+                    at: 1
+                ),
+                ClearSender(
+                    record: .message(id: "m2"),
+                    senderID: "agent-sentinel-8",
+                    senderName: "Eli Sentinel",
+                    at: 2
+                ),
+                ClearSender(
+                    record: .message(id: "m3"),
+                    senderID: "agent-sentinel-9",
+                    senderName: "Old Sentinel",
+                    at: 3
+                ),
+                ClearSender(record: event, senderID: "agent-sentinel-10", senderName: "Fay Sentinel", at: 4),
             ]
         )
         #expect(try await store.clearSenders(limit: 1).count == 1)
+        #expect(try await store.clearSenders(limit: 3).count == 3)
+        #expect(try await store.transcript(conversation: "chat-1", after: 0).map(\.sealedAuthor) == [[]])
         // Not sealed yet: the message reads back with no sealed sender, the rest as written.
         #expect(try await store.message(id: "m1")?.sealedSender == [])
         #expect(try await store.message(id: "m1")?.sealedText == [1, 2, 3])
         // Retention takes a message's clear sender with it.
         #expect(try await store.deleteExpired(now: 100, historyBefore: 0).messages == 1)
-        #expect(try await store.clearSenders(limit: 10).map(\.messageID).sorted() == ["m1", "m2"])
+        #expect(try await store.clearSenders(limit: 10).count == 3)
 
-        try await store.sealSenders(["m1": [0xA1], "m2": [0xA2]])
+        try await store.sealSenders([.message(id: "m1"): [0xA1], .message(id: "m2"): [0xA2], event: [0xA3]])
         #expect(try await store.clearSenders(limit: 10) == [])
         #expect(try await store.message(id: "m1")?.sealedSender == [0xA1])
         #expect(try await store.message(id: "m2")?.sealedSender == [0xA2])
-        for needle in ["Dana Sentinel", "Eli Sentinel", "Old Sentinel", "agent-sentinel"] {
+        #expect(try await store.transcript(conversation: "chat-1", after: 0).map(\.sealedAuthor) == [[0xA3]])
+        for needle in ["Dana Sentinel", "Eli Sentinel", "Old Sentinel", "Fay Sentinel", "agent-sentinel"] {
             #expect(!Self.filesContain(path, needle), "\(needle) is still in the files")
         }
     }
@@ -126,10 +150,10 @@ struct SQLiteAtRestTests {
                 try db.execute(
                     sql: """
                         INSERT INTO transcript_events
-                            (conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at)
+                            (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)
                         VALUES
-                            ('chat-1', 1, 'cust', 'Message.Text', 'agent-1', 'A', 1, X'01', 100),
-                            ('chat-1', 2, 'cust', 'Message.Text', 'agent-1', 'A', 1, X'02', 300);
+                            ('chat-1', 1, 'cust', 'Message.Text', X'A1', 1, X'01', 100),
+                            ('chat-1', 2, 'cust', 'Message.Text', X'A1', 1, X'02', 300);
                         """
                 )
             }
