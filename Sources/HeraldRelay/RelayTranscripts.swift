@@ -97,14 +97,35 @@ public final class RelayTranscripts: Sendable {
     /// Refuses an event for a chat that ended, or that has been idle for `idleEnd` (which ends it
     /// now, at the time it became idle, without waiting for the janitor).
     private func refuseIfEnded(_ conversation: String, at time: Int64) async throws(RelayError) {
-        guard let chat = try await context.storing({ try await $0.chat(conversation: conversation) }) else { return }
-        if chat.endedAt != nil { throw Self.ended(conversation) }
-        let idle = context.configuration.chat.idleEnd.milliseconds
-        if chat.lastEventAt + idle <= time {
-            _ = try await context.storing {
-                try await $0.endChat(conversation: conversation, at: chat.lastEventAt + idle)
-            }
+        var lifecycle = try await lifecycle(conversation)
+        for action in lifecycle.handle(.event(at: time)) {
+            try await perform(action, conversation)
+        }
+    }
+
+    /// The chat's lifecycle as the store has it now.
+    private func lifecycle(_ conversation: String) async throws(RelayError) -> ChatLifecycle {
+        let chat = try await context.storing { try await $0.chat(conversation: conversation) }
+        return ChatLifecycle(chat, idleEnd: context.configuration.chat.idleEnd.milliseconds)
+    }
+
+    /// Carries out a lifecycle action; returns the end time it answers, if it answers one.
+    @discardableResult
+    private func perform(_ action: ChatLifecycle.Action, _ conversation: String) async throws(RelayError) -> Int64? {
+        switch action {
+        case .append:
+            // The caller appends: the store refuses the event if the chat ended meanwhile.
+            return nil
+        case .recordEnd(let time):
+            // An ended chat keeps its first end: a concurrent end changes nothing.
+            _ = try await context.storing { try await $0.endChat(conversation: conversation, at: time) }
+            return nil
+        case .refuseEnded:
             throw Self.ended(conversation)
+        case .answerEnded(let time):
+            return time
+        case .answerUnknown:
+            throw RelayError.notFound.with(detail: "no chat \(conversation)")
         }
     }
 
@@ -113,17 +134,16 @@ public final class RelayTranscripts: Sendable {
     /// chat answers its first end (a backend may retry); an unknown one is `notFound`.
     public func endChat(conversation: String) async throws(RelayError) -> ChatEndReceipt {
         try context.check(conversation, "conversation", pattern: .identifier)
-        let time = context.now()
-        guard let chat = try await context.storing({ try await $0.chat(conversation: conversation) }) else {
+        var lifecycle = try await lifecycle(conversation)
+        var answered: Int64?
+        for action in lifecycle.handle(.end(at: context.now())) {
+            answered = try await perform(action, conversation) ?? answered
+        }
+        // Another end may have been recorded first: the store's is the one that stands.
+        let stored = try await context.storing { try await $0.chat(conversation: conversation) }
+        guard let endedAt = stored?.endedAt ?? answered else {
             throw RelayError.notFound.with(detail: "no chat \(conversation)")
         }
-        // A chat already idle for `idleEnd` ended then, not now: the purge does not wait longer
-        // because the backend said so late.
-        let idleSince = chat.lastEventAt + context.configuration.chat.idleEnd.milliseconds
-        let end = chat.endedAt ?? min(time, idleSince)
-        guard let ended = try await context.storing({ try await $0.endChat(conversation: conversation, at: end) }),
-            let endedAt = ended.endedAt
-        else { throw RelayError.notFound.with(detail: "no chat \(conversation)") }
         return ChatEndReceipt(
             conversation: conversation,
             endedAt: endedAt,

@@ -126,3 +126,44 @@ struct ChatLifecycleTests {
         }
     }
 }
+
+/// The lifecycle's rules alone, without a store.
+@Suite("Chat lifecycle machine")
+struct ChatLifecycleMachineTests {
+    static let idle: Int64 = 1_000
+
+    @Test("no chat: an event starts one, an end is unknown")
+    func none() {
+        var machine = ChatLifecycle(nil, idleEnd: Self.idle)
+        #expect(machine.handle(.end(at: 5)) == [.answerUnknown])
+        #expect(machine.handle(.event(at: 5)) == [.append])
+        #expect(machine.state == .open(lastEventAt: 5))
+    }
+
+    @Test("open: events in time append; the first one idleEnd after the last ends it then and is refused")
+    func idleEnd() {
+        var machine = ChatLifecycle(
+            ChatRecord(conversation: "c", userID: "u", startedAt: 0, lastEventAt: 100),
+            idleEnd: Self.idle
+        )
+        #expect(machine.handle(.event(at: 1_099)) == [.append])
+        #expect(machine.handle(.event(at: 2_099)) == [.recordEnd(at: 2_099), .refuseEnded])
+        #expect(machine.state == .ended(at: 2_099))
+        #expect(machine.handle(.event(at: 2_100)) == [.refuseEnded])
+    }
+
+    @Test("an end is recorded now, or when the chat became idle if earlier; an ended chat answers its first end")
+    func end() {
+        let chat = ChatRecord(conversation: "c", userID: "u", startedAt: 0, lastEventAt: 100)
+        var now = ChatLifecycle(chat, idleEnd: Self.idle)
+        #expect(now.handle(.end(at: 500)) == [.recordEnd(at: 500), .answerEnded(at: 500)])
+        #expect(now.handle(.end(at: 700)) == [.answerEnded(at: 500)])
+        var late = ChatLifecycle(chat, idleEnd: Self.idle)
+        #expect(late.handle(.end(at: 9_000)) == [.recordEnd(at: 1_100), .answerEnded(at: 1_100)])
+        var ended = chat
+        ended.endedAt = 300
+        var stored = ChatLifecycle(ended, idleEnd: Self.idle)
+        #expect(stored.handle(.end(at: 9_000)) == [.answerEnded(at: 300)])
+        #expect(stored.handle(.event(at: 301)) == [.refuseEnded])
+    }
+}
