@@ -464,7 +464,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer"],
+            dependencies: ["HeraldServer", "HeraldSandbox"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -626,6 +626,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Webhook fixtures, read from the source tree.
             exclude: ["Fixtures"],

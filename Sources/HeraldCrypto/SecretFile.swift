@@ -46,6 +46,32 @@ public enum SecretFile {
     }
 }
 
+extension SecretFile {
+    /// Creates `path` and each missing parent with mode 0700, not filtered by the umask (what
+    /// `FileManager` does not promise for the parents it makes).
+    ///
+    /// An existing directory keeps its mode: it may be one Herald does not own (a configured
+    /// path under /tmp, say), which it must not close to others.
+    public static func makeDirectory(_ path: String) throws(HeraldCryptoError) {
+        var missing: [String] = []
+        var current = path
+        while !current.isEmpty, current != "/", access(current, F_OK) != 0 {
+            missing.append(current)
+            let parent = current.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+                .joined(separator: "/")
+            current = parent.isEmpty && current.hasPrefix("/") ? "/" : parent
+        }
+        for directory in missing.reversed() {
+            if mkdir(directory, 0o700) != 0, errno != EEXIST {
+                throw HeraldCryptoError.keyFileIO.with(detail: "cannot create directory \(directory): \(errnoText())")
+            }
+            guard chmod(directory, 0o700) == 0 else {
+                throw HeraldCryptoError.keyFileIO.with(detail: "cannot chmod \(directory): \(errnoText())")
+            }
+        }
+    }
+}
+
 func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
     open(path, flags, mode)
 }

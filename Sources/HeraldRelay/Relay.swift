@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCrypto
+import HeraldRelayAPI
 public import HeraldStore
 public import Logging
 
@@ -19,6 +20,7 @@ public final class Relay: Sendable {
     public let live: LiveChannels
     /// Where the relay logs; the HTTP API logs its own events here too.
     public let logger: Logger
+    private let context: RelayContext
 
     /// - Parameters:
     ///   - now: the clock, in milliseconds since the epoch.
@@ -55,8 +57,41 @@ public final class Relay: Sendable {
         self.transcripts = RelayTranscripts(context: context)
         self.live = live
         self.logger = logger
+        self.context = context
         live.attach(now: now, sleep: sleep) { [weak ingest] deviceID, messageID in
             await ingest?.pushAfterLiveDelivery(messageID: messageID, deviceID: deviceID)
+        }
+    }
+}
+
+extension Relay {
+    /// Seals the senders (of messages, of chat events) an older version stored in the clear, in
+    /// batches, until none is left; returns how many were sealed. Run at start, before the API
+    /// listens: the store cannot do it itself (only the relay holds the master key), and until
+    /// then those records cannot be read back.
+    public func sealClearSenders() async throws(RelayError) -> Int {
+        var sealed = 0
+        while true {
+            let batch = try await context.storing { try await $0.clearSenders(limit: 500) }
+            if batch.isEmpty { return sealed }
+            var replacements: [ClearSender.Record: [UInt8]] = [:]
+            for clear in batch {
+                let party = Party(id: clear.senderID, name: clear.senderName)
+                switch clear.record {
+                case .message(let id):
+                    replacements[clear.record] = context.sealSender(party, messageID: id)
+                case .transcriptEvent(let conversation, _):
+                    replacements[clear.record] = context.sealAuthor(party, conversation: conversation, at: clear.at)
+                }
+            }
+            let sealedBatch = replacements
+            try await context.storing { try await $0.sealSenders(sealedBatch) }
+            let left = try await context.storing { try await $0.clearSenders(limit: batch.count) }
+            // A store that kept answering the same senders would loop for ever: stop and say so.
+            guard Set(left.map(\.record)).isDisjoint(with: replacements.keys) else {
+                throw RelayError.unavailable.with(detail: "the store did not keep the sealed senders")
+            }
+            sealed += batch.count
         }
     }
 }

@@ -33,6 +33,10 @@ public struct ChatConfiguration: Sendable {
     public var filteredTypes: Set<String> = ["Notice.TypingStarted", "Notice.TypingStopped"]
     /// The most transcript lines one push carries (the newest).
     public var maximumLines: Int = 5
+    /// How long a chat may go without an event before it ends (24 hours, a contact center's
+    /// usual longest-open chat): an ended chat takes no event, and retention purges its
+    /// transcript `messageRetention` after its end.
+    public var idleEnd: Duration = .seconds(24 * 60 * 60)
 
     public init() {}
 }

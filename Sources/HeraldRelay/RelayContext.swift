@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldCrypto
 import HeraldPush
+import HeraldRelayAPI
 import HeraldStore
 import Logging
 import Metrics
@@ -79,6 +80,55 @@ final class RelayContext: Sendable {
     static func secretKeyContext(_ deviceID: String) -> String { "herald-relay-secret-key:" + deviceID }
     static func sessionContext(_ deviceID: String) -> String { "herald-relay-session-keys:" + deviceID }
     static func messageContext(_ messageID: String) -> String { "herald-message-text:" + messageID }
+    static func senderContext(_ messageID: String) -> String { "herald-message-sender:" + messageID }
+    static func authorContext(conversation: String, at time: Int64) -> String {
+        "herald-transcript-author:\(conversation):\(time)"
+    }
+
+    /// A message's sender sealed at rest (JSON `{"id","name"}`), bound to the message id like its
+    /// text: a sealed sender moved to another row does not open.
+    func sealSender(_ sender: Party, messageID: String) -> [UInt8] {
+        seal(sender, context: Self.senderContext(messageID))
+    }
+
+    /// A chat event's author sealed at rest, bound to the conversation and the event's time (the
+    /// position is not known before the store gives it), like the event's text.
+    func sealAuthor(_ author: Party, conversation: String, at time: Int64) -> [UInt8] {
+        seal(author, context: Self.authorContext(conversation: conversation, at: time))
+    }
+
+    /// A stored message's sender, or `unavailable` (logged) when it does not open.
+    func openSender(_ message: MessageRecord) throws(RelayError) -> Party {
+        guard let sender = open(message.sealedSender, context: Self.senderContext(message.id)) else {
+            logger.error("cannot open a stored message's sender", metadata: ["message": "\(message.id)"])
+            throw RelayError.unavailable.with(detail: "the relay cannot read this message")
+        }
+        return sender
+    }
+
+    /// A stored chat event's author, or `unavailable` (logged) when it does not open.
+    func openAuthor(_ event: TranscriptEvent) throws(RelayError) -> Party {
+        let context = Self.authorContext(conversation: event.conversation, at: event.at)
+        guard let author = open(event.sealedAuthor, context: context) else {
+            logger.error(
+                "cannot open a stored chat event's author",
+                metadata: ["conversation": "\(event.conversation)", "position": "\(event.position)"]
+            )
+            throw RelayError.unavailable.with(detail: "the relay cannot read this chat")
+        }
+        return author
+    }
+
+    private func seal(_ party: Party, context: String) -> [UInt8] {
+        // Encoding two strings cannot fail.
+        let json = (try? JSONEncoder().encode(party)) ?? Data()
+        return masterKey.seal(SecureBytes(copying: Array(json)), context: context)
+    }
+
+    private func open(_ sealed: [UInt8], context: String) -> Party? {
+        guard let bytes = try? masterKey.open(sealed, context: context).copyBytes() else { return nil }
+        return try? JSONDecoder().decode(Party.self, from: Data(bytes))
+    }
 
     /// The sealer for a device, from its stored session keys.
     func sealer(for device: DeviceRecord) throws(RelayError) -> EnvelopeSealer {

@@ -85,8 +85,7 @@ public final class RelayIngest: Sendable {
             id: messageID,
             userID: request.to,
             conversation: request.conversation,
-            senderID: request.from.id,
-            senderName: request.from.name,
+            sealedSender: context.sealSender(request.from, messageID: messageID),
             sealedText: context.masterKey.seal(
                 SecureBytes(copying: Array(request.text.utf8)),
                 context: RelayContext.messageContext(messageID)
@@ -128,11 +127,12 @@ public final class RelayIngest: Sendable {
             else { return }
             let text = try context.masterKey.open(message.sealedText, context: RelayContext.messageContext(message.id))
                 .copyBytes()
+            let sender = try context.openSender(message)
             let content = MessageContent(
                 messageID: message.id,
                 conversationID: message.conversation,
-                senderID: message.senderID,
-                senderName: message.senderName,
+                senderID: sender.id,
+                senderName: sender.name,
                 text: String(decoding: text, as: UTF8.self),
                 sentAt: message.createdAt
             )
@@ -321,7 +321,7 @@ public final class RelayIngest: Sendable {
         return MessageView(
             messageID: message.id,
             conversation: message.conversation,
-            from: Party(id: message.senderID, name: message.senderName),
+            from: try context.openSender(message),
             text: text,
             sentAt: message.createdAt
         )

@@ -41,18 +41,27 @@ public final class RelayTranscripts: Sendable {
             throw .invalidField("text", "must not be empty for Message.Text")
         }
         let time = context.now()
+        try await refuseIfEnded(conversation, at: time)
         let fromAgent = request.fromAgent ?? true
         let event = TranscriptEvent(
             conversation: conversation,
             userID: request.to,
             type: request.type,
-            authorID: request.from.id,
-            authorName: request.from.name,
+            sealedAuthor: context.sealAuthor(request.from, conversation: conversation, at: time),
             fromAgent: fromAgent,
             sealedText: [],
             at: time
         )
-        let position = try await context.storing { try await $0.appendTranscript(self.sealed(event, text: text)) }
+        let position: Int
+        do {
+            position = try await context.store.appendTranscript(sealed(event, text: text, authorID: request.from.id))
+        } catch let error as StoreError where error == .conflict {
+            // Ended between the check above and the append (by the backend or the janitor).
+            throw Self.ended(conversation)
+        } catch {
+            context.logger.error("store failure", metadata: ["error": "\(error)"])
+            throw RelayError.unavailable
+        }
         let filtered = !fromAgent || context.configuration.chat.filteredTypes.contains(request.type)
         var receipt = ChatEventReceipt(position: position, pushes: [], scheduled: [], filtered: filtered)
         if filtered { return receipt }
@@ -74,26 +83,118 @@ public final class RelayTranscripts: Sendable {
         return receipt
     }
 
-    /// Seals a transcript event's text at rest (bound to the conversation and the event's time:
-    /// the position is not known before the store gives it).
-    private func sealed(_ event: TranscriptEvent, text: String) -> TranscriptEvent {
+    // MARK: Chat lifecycle
+
+    /// Why an event for an ended chat is refused (409), rather than starting a new chat under the
+    /// same id: a contact center's conversation id names one interaction (a GMS chat session, a
+    /// CXone contact), and positions, disconnects and the purge all hang on it. Reusing it would
+    /// append a new interaction to a transcript on its way out; the backend opens a new
+    /// conversation id instead.
+    private static func ended(_ conversation: String) -> RelayError {
+        RelayError.conflict.with(detail: "the chat \(conversation) has ended; start a new conversation")
+    }
+
+    /// Refuses an event for a chat that ended, or that has been idle for `idleEnd` (which ends it
+    /// now, at the time it became idle, without waiting for the janitor).
+    private func refuseIfEnded(_ conversation: String, at time: Int64) async throws(RelayError) {
+        var lifecycle = try await lifecycle(conversation)
+        for action in lifecycle.handle(.event(at: time)) {
+            try await perform(action, conversation)
+        }
+    }
+
+    /// The chat's lifecycle as the store has it now.
+    private func lifecycle(_ conversation: String) async throws(RelayError) -> ChatLifecycle {
+        let chat = try await context.storing { try await $0.chat(conversation: conversation) }
+        return ChatLifecycle(chat, idleEnd: context.configuration.chat.idleEnd.milliseconds)
+    }
+
+    /// Carries out a lifecycle action; returns the end time it answers, if it answers one.
+    @discardableResult
+    private func perform(_ action: ChatLifecycle.Action, _ conversation: String) async throws(RelayError) -> Int64? {
+        switch action {
+        case .append:
+            // The caller appends: the store refuses the event if the chat ended meanwhile.
+            return nil
+        case .recordEnd(let time):
+            // An ended chat keeps its first end: a concurrent end changes nothing.
+            _ = try await context.storing { try await $0.endChat(conversation: conversation, at: time) }
+            return nil
+        case .refuseEnded:
+            throw Self.ended(conversation)
+        case .answerEnded(let time):
+            return time
+        case .answerUnknown:
+            throw RelayError.notFound.with(detail: "no chat \(conversation)")
+        }
+    }
+
+    /// Ends a chat (`POST /v1/chats/{conversation}/end`): it takes no more events, and retention
+    /// purges its transcript and disconnects `messageRetention` after the end. Ending an ended
+    /// chat answers its first end (a backend may retry); an unknown one is `notFound`.
+    public func endChat(conversation: String) async throws(RelayError) -> ChatEndReceipt {
+        try context.check(conversation, "conversation", pattern: .identifier)
+        var lifecycle = try await lifecycle(conversation)
+        var answered: Int64?
+        for action in lifecycle.handle(.end(at: context.now())) {
+            answered = try await perform(action, conversation) ?? answered
+        }
+        // Another end may have been recorded first: the store's is the one that stands.
+        let stored = try await context.storing { try await $0.chat(conversation: conversation) }
+        guard let endedAt = stored?.endedAt ?? answered else {
+            throw RelayError.notFound.with(detail: "no chat \(conversation)")
+        }
+        return ChatEndReceipt(
+            conversation: conversation,
+            endedAt: endedAt,
+            purgeAt: endedAt + context.configuration.messageRetention * 1000
+        )
+    }
+
+    /// The janitor's part for chats: ends those idle for `idleEnd`, and deletes those that ended
+    /// more than `messageRetention` ago with their transcripts and disconnects. Returns how many
+    /// ended and how many went.
+    public func purgeChats() async throws(RelayError) -> (ended: Int, deleted: Int) {
+        let time = context.now()
+        let idle = context.configuration.chat.idleEnd.milliseconds
+        let retention = context.configuration.messageRetention * 1000
+        return try await context.storing { store in
+            let ended = try await store.endIdleChats(now: time, idle: idle)
+            var deleted = 0
+            // The store deletes in batches; a long backlog takes several.
+            while case let batch = try await store.deleteEndedChats(endedBefore: time - retention + 1), batch > 0 {
+                deleted += batch
+            }
+            return (ended, deleted)
+        }
+    }
+
+    /// Seals a transcript event's text at rest (bound to the conversation, the event's time and
+    /// its author: the position is not known before the store gives it).
+    private func sealed(_ event: TranscriptEvent, text: String, authorID: String) -> TranscriptEvent {
         var event = event
         event.sealedText = context.masterKey.seal(
             SecureBytes(copying: Array(text.utf8)),
-            context: Self.sealingContext(event)
+            context: Self.sealingContext(event, authorID: authorID)
         )
         return event
     }
 
-    private func open(_ event: TranscriptEvent) -> String {
-        let opened = try? context.masterKey.open(event.sealedText, context: Self.sealingContext(event))
-        guard let bytes = opened?.copyBytes() else { return "" }
-        return String(decoding: bytes, as: UTF8.self)
+    /// A stored event's author and text (an empty text when it does not open); `unavailable`
+    /// when the author does not open.
+    private func open(_ event: TranscriptEvent) throws(RelayError) -> (author: Party, text: String) {
+        let author = try context.openAuthor(event)
+        let opened = try? context.masterKey.open(
+            event.sealedText,
+            context: Self.sealingContext(event, authorID: author.id)
+        )
+        guard let bytes = opened?.copyBytes() else { return (author, "") }
+        return (author, String(decoding: bytes, as: UTF8.self))
     }
 
     /// What a transcript event's text is sealed to (see `sealed`).
-    private static func sealingContext(_ event: TranscriptEvent) -> String {
-        "herald-transcript:\(event.conversation):\(event.at):\(event.authorID)"
+    private static func sealingContext(_ event: TranscriptEvent, authorID: String) -> String {
+        "herald-transcript:\(event.conversation):\(event.at):\(authorID)"
     }
 
     /// The app goes to the background, having seen `transcriptPosition`.
@@ -138,19 +239,21 @@ public final class RelayTranscripts: Sendable {
         guard events.allSatisfy({ $0.userID == device.userID }) else {
             throw RelayError.forbidden.with(detail: "the chat is another user's")
         }
-        return TranscriptView(
-            conversation: conversation,
-            events: events.map { event in
+        var views: [TranscriptEventView] = []
+        for event in events {
+            let (author, text) = try open(event)
+            views.append(
                 TranscriptEventView(
                     position: event.position,
                     type: event.type,
-                    from: Party(id: event.authorID, name: event.authorName),
+                    from: author,
                     fromAgent: event.fromAgent,
-                    text: open(event),
+                    text: text,
                     at: event.at
                 )
-            }
-        )
+            )
+        }
+        return TranscriptView(conversation: conversation, events: views)
     }
 
     // MARK: Pushes
@@ -226,11 +329,13 @@ public final class RelayTranscripts: Sendable {
             else { return nil }
             let events = try await context.store.transcript(conversation: conversation, after: disconnect.position)
                 .filter { $0.fromAgent && !context.configuration.chat.filteredTypes.contains($0.type) }
-            guard let last = events.last else { return nil }
-            let lines = events.suffix(context.configuration.chat.maximumLines).map { event -> String in
-                let text = open(event)
-                return event.authorName + ": " + (text.isEmpty ? event.type : text)
+            guard let lastEvent = events.last else { return nil }
+            var lines: [String] = []
+            for event in events.suffix(context.configuration.chat.maximumLines) {
+                let (author, text) = try open(event)
+                lines.append(author.name + ": " + (text.isEmpty ? event.type : text))
             }
+            let last = try context.openAuthor(lastEvent)
             let time = context.now()
             let messageID = TimeOrderedID.make(milliseconds: time)
             let text = lines.joined(separator: "\n")
@@ -238,8 +343,7 @@ public final class RelayTranscripts: Sendable {
                 id: messageID,
                 userID: device.userID,
                 conversation: conversation,
-                senderID: last.authorID,
-                senderName: last.authorName,
+                sealedSender: context.sealSender(last, messageID: messageID),
                 sealedText: context.masterKey.seal(
                     SecureBytes(copying: Array(text.utf8)),
                     context: RelayContext.messageContext(messageID)
@@ -250,14 +354,14 @@ public final class RelayTranscripts: Sendable {
             let content = MessageContent(
                 messageID: messageID,
                 conversationID: conversation,
-                senderID: last.authorID,
-                senderName: last.authorName,
+                senderID: last.id,
+                senderName: last.name,
                 text: text,
                 sentAt: time
             )
             let entry = try context.messagePush(content, app: app, device: device, at: time)
             let ingest = Ingest(
-                idempotencyKey: "chat:\(conversation):\(deviceID):\(last.position)",
+                idempotencyKey: "chat:\(conversation):\(deviceID):\(lastEvent.position)",
                 message: message,
                 pushes: [entry],
                 receipt: []

@@ -109,3 +109,26 @@ public struct ChatDisconnectRequest: Sendable, Codable, Hashable {
         case transcriptPosition = "transcript_position"
     }
 }
+
+/// `POST /v1/chats/{conversation}/end`: the chat ended.
+public struct ChatEndReceipt: Sendable, Codable, Hashable {
+    public var conversation: String
+    /// When the chat ended (milliseconds since the epoch): now, or earlier if it had already
+    /// ended or had been idle past the relay's idle end.
+    public var endedAt: Int64
+    /// When retention deletes its transcript and disconnects (milliseconds since the epoch; the
+    /// janitor runs every ten minutes).
+    public var purgeAt: Int64
+
+    public init(conversation: String, endedAt: Int64, purgeAt: Int64) {
+        self.conversation = conversation
+        self.endedAt = endedAt
+        self.purgeAt = purgeAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case conversation
+        case endedAt = "ended_at"
+        case purgeAt = "purge_at"
+    }
+}

@@ -181,6 +181,13 @@ public enum RelayHTTPService {
                 )
             }
         }
+        v1.post("chats/:conversation/end") { request, context in
+            try await api.handle {
+                try await api.requireBackend(request)
+                let conversation = try context.parameters.require("conversation")
+                return try JSONResponse.make(.ok, try await relay.transcripts.endChat(conversation: conversation))
+            }
+        }
         v1.get("chats/:conversation/transcript") { request, context in
             try await api.handle {
                 let conversation = try context.parameters.require("conversation")

@@ -27,7 +27,8 @@ public enum SandboxCertificateAuthority {
         if [tls.certificateChainPath, tls.privateKeyPath, tls.caCertificatePath].allSatisfy(fileManager.fileExists) {
             return tls
         }
-        try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Holds the CA's private key: 0700, like every directory Herald makes for secrets.
+        try SecretFile.makeDirectory(directory)
         let now = Date()
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName {

@@ -146,10 +146,13 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         public var firstPushDelay: Int?
         /// Transcript event types that never push.
         public var filteredTypes: [String]?
+        /// Seconds without an event after which a chat ends (86400).
+        public var idleEnd: Int?
 
         enum CodingKeys: String, CodingKey {
             case firstPushDelay = "first_push_delay"
             case filteredTypes = "filtered_types"
+            case idleEnd = "idle_end"
         }
     }
 

@@ -40,6 +40,8 @@ public struct HeraldConfiguration: Sendable {
     public var messageRetention: Duration = .seconds(7 * 24 * 60 * 60)
     /// How long a chat's first push waits after the app went to the background (30 s; 0: at once).
     public var chatPushDelay: Duration = .seconds(30)
+    /// How long a chat may go without an event before it ends (24 hours).
+    public var chatIdleEnd: Duration = .seconds(24 * 60 * 60)
     /// Transcript event types that never push; nil keeps the relay's default.
     public var chatFilteredTypes: Set<String>?
     /// Apple's key, when there is one; without it `herald serve` runs the sandbox in process.
@@ -175,6 +177,7 @@ public struct HeraldConfiguration: Sendable {
         if let seconds = file.messageRetention { messageRetention = .seconds(seconds) }
         if let seconds = file.chat?.firstPushDelay { chatPushDelay = .seconds(seconds) }
         chatFilteredTypes = file.chat?.filteredTypes.map(Set.init)
+        if let seconds = file.chat?.idleEnd { chatIdleEnd = .seconds(seconds) }
         adapters = file.adapters ?? [:]
         if let sandbox = file.sandbox {
             sandboxPorts.apns = sandbox.apnsPort ?? sandboxPorts.apns
@@ -229,6 +232,9 @@ public struct HeraldConfiguration: Sendable {
         guard (Duration.zero...Duration.seconds(3600)).contains(chatPushDelay) else {
             throw .configuration("chat.first_push_delay must be between 0 and 3600 seconds")
         }
+        guard (Duration.seconds(60)...Duration.seconds(30 * 24 * 60 * 60)).contains(chatIdleEnd) else {
+            throw .configuration("chat.idle_end must be between 60 seconds and 30 days")
+        }
         guard messageRetention >= .seconds(60) else {
             throw .configuration("message_retention must be at least 60 seconds")
         }
@@ -265,6 +271,7 @@ public struct HeraldConfiguration: Sendable {
         configuration.defaultPresenceTTL = Int(presenceTTL.components.seconds)
         configuration.messageRetention = messageRetention.components.seconds
         configuration.chat.firstPushDelay = chatPushDelay
+        configuration.chat.idleEnd = chatIdleEnd
         if let chatFilteredTypes { configuration.chat.filteredTypes = chatFilteredTypes }
         return configuration
     }

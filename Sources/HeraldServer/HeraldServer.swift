@@ -393,6 +393,10 @@ struct RelayRuntime: Sendable {
     /// Shutdown runs in reverse order: the API stops accepting, the dispatcher finishes the
     /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
     func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
+        // Senders an older version stored in the clear (messages', chat events'), sealed before
+        // the API can read them.
+        let sealed = try await relay.sealClearSenders()
+        if sealed > 0 { logger.notice("senders sealed at rest", metadata: ["records": "\(sealed)"]) }
         // Chat pushes that were waiting out their delay when the last run stopped.
         await relay.transcripts.resumeChatPushes()
         port.onBound(ready)
@@ -474,7 +478,8 @@ struct ChatTimerSweep: Service {
     }
 }
 
-/// Deletes messages past their retention, and finished pushes older than it, every ten minutes.
+/// Deletes messages past their retention, finished pushes older than it, and the chats that
+/// ended longer ago with their transcripts, every ten minutes; ends the chats idle too long.
 struct Janitor: Service {
     let relay: Relay
     let logger: Logger
@@ -491,6 +496,17 @@ struct Janitor: Service {
                 }
             } catch {
                 logger.warning("cannot delete expired messages", metadata: ["error": "\(error)"])
+            }
+            do {
+                let chats = try await relay.transcripts.purgeChats()
+                if chats.ended + chats.deleted > 0 {
+                    logger.info(
+                        "idle chats ended, ended chats past retention deleted",
+                        metadata: ["ended": "\(chats.ended)", "deleted": "\(chats.deleted)"]
+                    )
+                }
+            } catch {
+                logger.warning("cannot end or delete chats", metadata: ["error": "\(error)"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
         }

@@ -11,15 +11,13 @@ public enum KeyFiles {
         public let description: String
     }
 
+    /// Creates `path` and its missing parents, 0700 whatever the umask; an existing directory
+    /// keeps its mode.
     public static func makeDirectory(_ path: String) throws {
         do {
-            try FileManager.default.createDirectory(
-                atPath: path,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
+            try SecretFile.makeDirectory(path)
         } catch {
-            throw Failure(description: "cannot create directory \(path): \(error.localizedDescription)")
+            throw Failure(description: "cannot create directory \(path): \(error)")
         }
     }
 

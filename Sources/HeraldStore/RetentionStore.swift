@@ -5,4 +5,9 @@ public protocol RetentionStore: Sendable {
     /// pushes last changed then, with their payload and history. Queued and claimed pushes stay,
     /// however old. Returns how many messages and pushes went.
     func deleteExpired(now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int)
+    /// Deletes the chats that ended before `endedBefore`, with their transcripts and disconnects,
+    /// and the disconnects recorded before `endedBefore` in conversations with no chat (no event
+    /// was ever added, or the chat is gone). Open chats stay, however old. Returns how many chats
+    /// went.
+    func deleteEndedChats(endedBefore: Int64) async throws -> Int
 }

@@ -189,12 +189,15 @@ public struct PresenceRecord: Sendable, Hashable {
 }
 
 /// A message kept for fetch-by-id.
+///
+/// Its sender and its text are sealed by the caller with the master key; the store never sees
+/// them in the clear (only the ids and times it must look up and expire by).
 public struct MessageRecord: Sendable, Hashable {
     public var id: String
     public var userID: String
     public var conversation: String
-    public var senderID: String
-    public var senderName: String
+    /// The sender (its id and name), sealed with the master key.
+    public var sealedSender: [UInt8]
     /// The text, sealed with the master key.
     public var sealedText: [UInt8]
     public var createdAt: Int64
@@ -205,8 +208,7 @@ public struct MessageRecord: Sendable, Hashable {
         id: String,
         userID: String,
         conversation: String,
-        senderID: String,
-        senderName: String,
+        sealedSender: [UInt8],
         sealedText: [UInt8],
         createdAt: Int64,
         expiresAt: Int64
@@ -214,11 +216,35 @@ public struct MessageRecord: Sendable, Hashable {
         self.id = id
         self.userID = userID
         self.conversation = conversation
-        self.senderID = senderID
-        self.senderName = senderName
+        self.sealedSender = sealedSender
         self.sealedText = sealedText
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+    }
+}
+
+/// The sender of a message, or the author of a chat event, that a version before senders were
+/// sealed at rest stored in the clear: what the relay, which holds the master key, seals once at
+/// start (`SealingStore`).
+public struct ClearSender: Sendable, Hashable {
+    /// Which record the sender belongs to.
+    public enum Record: Sendable, Hashable {
+        case message(id: String)
+        case transcriptEvent(conversation: String, position: Int)
+    }
+
+    public var record: Record
+    public var senderID: String
+    public var senderName: String
+    /// The record's time (milliseconds since the epoch: a message's creation, an event's time),
+    /// which the sealing binds to.
+    public var at: Int64
+
+    public init(record: Record, senderID: String, senderName: String, at: Int64) {
+        self.record = record
+        self.senderID = senderID
+        self.senderName = senderName
+        self.at = at
     }
 }
 
@@ -242,8 +268,8 @@ public struct TranscriptEvent: Sendable, Hashable {
     public var userID: String
     /// `Message.Text`, `Notice.TypingStarted`, `Notice.Joined`, …
     public var type: String
-    public var authorID: String
-    public var authorName: String
+    /// The author (id and name), sealed with the master key.
+    public var sealedAuthor: [UInt8]
     /// Written by the agent's side (only those can push).
     public var fromAgent: Bool
     /// The text, sealed with the master key (empty text for notices without one).
@@ -256,8 +282,7 @@ public struct TranscriptEvent: Sendable, Hashable {
         position: Int = 0,
         userID: String,
         type: String,
-        authorID: String,
-        authorName: String,
+        sealedAuthor: [UInt8],
         fromAgent: Bool,
         sealedText: [UInt8],
         at: Int64
@@ -266,8 +291,7 @@ public struct TranscriptEvent: Sendable, Hashable {
         self.position = position
         self.userID = userID
         self.type = type
-        self.authorID = authorID
-        self.authorName = authorName
+        self.sealedAuthor = sealedAuthor
         self.fromAgent = fromAgent
         self.sealedText = sealedText
         self.at = at
@@ -290,5 +314,28 @@ public struct ChatDisconnect: Sendable, Hashable {
         self.position = position
         self.at = at
         self.pushed = pushed
+    }
+}
+
+/// A chat's life: open from its first transcript event until it ends (the backend ends it, or it
+/// stays idle too long); after that no event is added, and retention removes it with its
+/// transcript and disconnects.
+public struct ChatRecord: Sendable, Hashable {
+    public var conversation: String
+    /// The customer the chat is with (its first event's).
+    public var userID: String
+    /// Milliseconds since the epoch: the first event.
+    public var startedAt: Int64
+    /// Milliseconds since the epoch: the last event.
+    public var lastEventAt: Int64
+    /// Milliseconds since the epoch; `nil` while the chat is open.
+    public var endedAt: Int64?
+
+    public init(conversation: String, userID: String, startedAt: Int64, lastEventAt: Int64, endedAt: Int64? = nil) {
+        self.conversation = conversation
+        self.userID = userID
+        self.startedAt = startedAt
+        self.lastEventAt = lastEventAt
+        self.endedAt = endedAt
     }
 }

@@ -102,8 +102,7 @@ extension StoreConformance {
                 conversation: conversation,
                 userID: "u",
                 type: fromAgent ? "Message.Text" : "Notice.TypingStarted",
-                authorID: fromAgent ? "agent-1" : "u",
-                authorName: fromAgent ? "Agent" : "Customer",
+                sealedAuthor: fromAgent ? [0xA1] : [0xC1],
                 fromAgent: fromAgent,
                 sealedText: Array(text.utf8),
                 at: Int64(text.count)

@@ -32,6 +32,9 @@ public enum StoreConformance {
         case retention
         case transcriptsAndDisconnects
         case outboxCountsAndNextDueTime
+        case sealedSendersStaySealed
+        case chatsStartEndAndIdle
+        case endedChatsArePurged
 
         public var description: String { rawValue }
 
@@ -56,6 +59,9 @@ public enum StoreConformance {
             case .retention: try await StoreConformance.retention(engine)
             case .transcriptsAndDisconnects: try await StoreConformance.transcriptsAndDisconnects(engine)
             case .outboxCountsAndNextDueTime: try await StoreConformance.outboxCountsAndNextDueTime(engine)
+            case .sealedSendersStaySealed: try await StoreConformance.sealedSendersStaySealed(engine)
+            case .chatsStartEndAndIdle: try await StoreConformance.chatsStartEndAndIdle(engine)
+            case .endedChatsArePurged: try await StoreConformance.endedChatsArePurged(engine)
             }
         }
     }

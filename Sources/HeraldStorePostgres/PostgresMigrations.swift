@@ -12,7 +12,9 @@ import PostgresNIO
 /// the first node to get it migrates, the others wait for its commit and then find nothing left
 /// to do. PostgreSQL's DDL is transactional, so a failed migration leaves the schema as it was.
 enum PostgresMigrations {
-    /// The migrations, in order; a migration is never edited once released, only added.
+    /// The migrations, in order; a migration is never edited once released, only added. Senders
+    /// and chat authors were sealed at rest before this engine's first release, so it has never
+    /// held one in the clear (`SealingStore` has nothing to do here).
     static let all: [(name: String, sql: [String])] = [
         (
             "v1: the relay's tables",
@@ -65,8 +67,7 @@ enum PostgresMigrations {
                     id TEXT PRIMARY KEY,
                     user_id TEXT NOT NULL,
                     conversation TEXT NOT NULL,
-                    sender_id TEXT NOT NULL,
-                    sender_name TEXT NOT NULL,
+                    sealed_sender BYTEA NOT NULL,
                     sealed_text BYTEA NOT NULL,
                     created_at BIGINT NOT NULL,
                     expires_at BIGINT NOT NULL
@@ -138,8 +139,7 @@ enum PostgresMigrations {
                     position BIGINT NOT NULL,
                     user_id TEXT NOT NULL,
                     type TEXT NOT NULL,
-                    author_id TEXT NOT NULL,
-                    author_name TEXT NOT NULL,
+                    sealed_author BYTEA NOT NULL,
                     from_agent BOOLEAN NOT NULL,
                     sealed_text BYTEA NOT NULL,
                     at BIGINT NOT NULL,
@@ -157,6 +157,17 @@ enum PostgresMigrations {
                 )
                 """,
                 "CREATE INDEX chat_disconnects_pending ON chat_disconnects (conversation) WHERE NOT pushed",
+                """
+                CREATE TABLE chats (
+                    conversation TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    started_at BIGINT NOT NULL,
+                    last_event_at BIGINT NOT NULL,
+                    ended_at BIGINT
+                )
+                """,
+                "CREATE INDEX chats_open ON chats (last_event_at) WHERE ended_at IS NULL",
+                "CREATE INDEX chats_ended ON chats (ended_at) WHERE ended_at IS NOT NULL",
             ]
         )
     ]

@@ -5,6 +5,21 @@ import PostgresNIO
 extension PostgresStore {
     public func appendTranscript(_ event: TranscriptEvent) async throws -> Int {
         try await transaction("append to a transcript") { [logger] connection -> Int in
+            // The chat's row starts with its first event and is locked by every append, so an
+            // end and an append on two nodes happen one after the other.
+            let chat = try await connection.run(
+                """
+                INSERT INTO chats (conversation, user_id, started_at, last_event_at)
+                VALUES (\(event.conversation), \(event.userID), \(event.at), \(event.at))
+                ON CONFLICT (conversation) DO UPDATE
+                    SET last_event_at = GREATEST(chats.last_event_at, EXCLUDED.last_event_at)
+                RETURNING ended_at
+                """,
+                logger: logger
+            )
+            if let row = chat.first, try row.decode(Int64?.self) != nil {
+                throw StoreError.conflict.with(detail: "the chat \(event.conversation) has ended")
+            }
             // The conversation's counter row is taken (and locked) by the upsert, so concurrent
             // appends on any node get the next positions one after the other.
             let rows = try await connection.run(
@@ -14,9 +29,9 @@ extension PostgresStore {
                     ON CONFLICT (conversation) DO UPDATE SET last_position = transcript_heads.last_position + 1
                     RETURNING last_position)
                 INSERT INTO transcript_events
-                    (conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at)
-                SELECT \(event.conversation), head.last_position, \(event.userID), \(event.type), \(event.authorID),
-                    \(event.authorName), \(event.fromAgent), \(ByteBuffer(event.sealedText)), \(event.at)
+                    (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)
+                SELECT \(event.conversation), head.last_position, \(event.userID), \(event.type),
+                    \(ByteBuffer(event.sealedAuthor)), \(event.fromAgent), \(ByteBuffer(event.sealedText)), \(event.at)
                 FROM head
                 RETURNING position
                 """,
@@ -31,7 +46,7 @@ extension PostgresStore {
         try await rows(
             "read a transcript",
             """
-            SELECT conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at
+            SELECT conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at
             FROM transcript_events WHERE conversation = \(conversation) AND position > \(Int64(position))
             ORDER BY position
             """
@@ -42,8 +57,7 @@ extension PostgresStore {
                 position: Int(try columns.next(Int64.self)),
                 userID: try columns.next(),
                 type: try columns.next(),
-                authorID: try columns.next(),
-                authorName: try columns.next(),
+                sealedAuthor: try columns.bytes(),
                 fromAgent: try columns.next(),
                 sealedText: try columns.bytes(),
                 at: try columns.next()
@@ -141,4 +155,89 @@ extension PostgresStore {
             throw StoreError.corrupt.with(detail: "read the pending chat disconnects: \(error)")
         }
     }
+
+    // MARK: Chat lifecycle
+
+    public func chat(conversation: String) async throws -> ChatRecord? {
+        try await rows(
+            "read a chat",
+            "SELECT user_id, started_at, last_event_at, ended_at FROM chats WHERE conversation = \(conversation)"
+        ).first.map { row in try Self.chat(conversation, row) }
+    }
+
+    public func endChat(conversation: String, at: Int64) async throws -> ChatRecord? {
+        try await transaction("end a chat") { [logger] connection -> ChatRecord? in
+            try await connection.run(
+                "UPDATE chats SET ended_at = \(at) WHERE conversation = \(conversation) AND ended_at IS NULL",
+                logger: logger
+            )
+            return try await connection.run(
+                "SELECT user_id, started_at, last_event_at, ended_at FROM chats WHERE conversation = \(conversation)",
+                logger: logger
+            ).first.map { row in try Self.chat(conversation, row) }
+        }
+    }
+
+    public func endIdleChats(now: Int64, idle: Int64) async throws -> Int {
+        try await transaction("end idle chats") { [logger] connection -> Int in
+            try await connection.run(
+                """
+                UPDATE chats SET ended_at = last_event_at + \(idle)
+                WHERE ended_at IS NULL AND last_event_at <= \(now - idle)
+                RETURNING 1
+                """,
+                logger: logger
+            ).count
+        }
+    }
+
+    public func deleteEndedChats(endedBefore: Int64) async throws -> Int {
+        try await transaction("delete ended chats") { [logger] connection -> Int in
+            // At most a batch per call; chats another node is deleting now are left to it.
+            let ended = try await connection.run(
+                """
+                DELETE FROM chats WHERE conversation IN (
+                    SELECT conversation FROM chats WHERE ended_at IS NOT NULL AND ended_at < \(endedBefore)
+                    LIMIT 1000 FOR UPDATE SKIP LOCKED)
+                RETURNING conversation
+                """,
+                logger: logger
+            ).map { row in try row.decode(String.self) }
+            if !ended.isEmpty {
+                for table in ["transcript_events", "transcript_heads", "chat_disconnects"] {
+                    try await connection.run(
+                        "DELETE FROM \(unescaped: table) WHERE conversation = ANY(\(ended))",
+                        logger: logger
+                    )
+                }
+            }
+            try await connection.run(
+                """
+                DELETE FROM chat_disconnects d
+                WHERE d.at < \(endedBefore) AND NOT EXISTS (SELECT 1 FROM chats c WHERE c.conversation = d.conversation)
+                """,
+                logger: logger
+            )
+            return ended.count
+        }
+    }
+
+    private static func chat(_ conversation: String, _ row: PostgresRow) throws -> ChatRecord {
+        let (userID, startedAt, lastEventAt, endedAt) = try row.decode((String, Int64, Int64, Int64?).self)
+        return ChatRecord(
+            conversation: conversation,
+            userID: userID,
+            startedAt: startedAt,
+            lastEventAt: lastEventAt,
+            endedAt: endedAt
+        )
+    }
+
+    // MARK: Sealing
+
+    /// This engine has never stored a sender in the clear.
+    public func clearSenders(limit: Int) async throws -> [ClearSender] { [] }
+
+    /// Nothing was ever clear here; a sealed sender is never replaced.
+    public func sealSenders(_ sealed: [ClearSender.Record: [UInt8]]) async throws {}
 }

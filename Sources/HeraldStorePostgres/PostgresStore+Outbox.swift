@@ -96,9 +96,9 @@ extension PostgresStore {
                 try await connection.run(
                     """
                     INSERT INTO messages
-                        (id, user_id, conversation, sender_id, sender_name, sealed_text, created_at, expires_at)
-                    VALUES (\(message.id), \(message.userID), \(message.conversation), \(message.senderID),
-                        \(message.senderName), \(ByteBuffer(message.sealedText)), \(message.createdAt),
+                        (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
+                    VALUES (\(message.id), \(message.userID), \(message.conversation),
+                        \(ByteBuffer(message.sealedSender)), \(ByteBuffer(message.sealedText)), \(message.createdAt),
                         \(message.expiresAt))
                     """,
                     logger: logger

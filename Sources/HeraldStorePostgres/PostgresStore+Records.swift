@@ -301,7 +301,7 @@ extension PostgresStore {
         try await rows(
             "read a message",
             """
-            SELECT id, user_id, conversation, sender_id, sender_name, sealed_text, created_at, expires_at
+            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at
             FROM messages WHERE id = \(id)
             """
         ).first.map { row in
@@ -310,8 +310,7 @@ extension PostgresStore {
                 id: try columns.next(),
                 userID: try columns.next(),
                 conversation: try columns.next(),
-                senderID: try columns.next(),
-                senderName: try columns.next(),
+                sealedSender: try columns.bytes(),
                 sealedText: try columns.bytes(),
                 createdAt: try columns.next(),
                 expiresAt: try columns.next()

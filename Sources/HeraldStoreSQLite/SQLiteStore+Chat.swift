@@ -5,6 +5,27 @@ public import HeraldStore
 extension SQLiteStore {
     public func appendTranscript(_ event: TranscriptEvent) async throws -> Int {
         try await write { db in
+            let ended = try Row.fetchOne(
+                db,
+                sql: "SELECT ended_at FROM chats WHERE conversation = ?",
+                arguments: [event.conversation]
+            )
+            if let ended {
+                guard (ended[0] as Int64?) == nil else {
+                    throw StoreError.conflict.with(detail: "the chat \(event.conversation) has ended")
+                }
+                try db.execute(
+                    sql: "UPDATE chats SET last_event_at = MAX(last_event_at, ?) WHERE conversation = ?",
+                    arguments: [event.at, event.conversation]
+                )
+            } else {
+                try db.execute(
+                    sql: """
+                        INSERT INTO chats (conversation, user_id, started_at, last_event_at) VALUES (?, ?, ?, ?)
+                        """,
+                    arguments: [event.conversation, event.userID, event.at, event.at]
+                )
+            }
             let position =
                 (try Int.fetchOne(
                     db,
@@ -14,11 +35,11 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     INSERT INTO transcript_events
-                        (conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    event.conversation, position, event.userID, event.type, event.authorID, event.authorName,
+                    event.conversation, position, event.userID, event.type, Data(event.sealedAuthor),
                     event.fromAgent, Data(event.sealedText), event.at,
                 ]
             )
@@ -31,7 +52,7 @@ extension SQLiteStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT conversation, position, user_id, type, author_id, author_name, from_agent, sealed_text, at
+                    SELECT conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at
                     FROM transcript_events WHERE conversation = ? AND position > ? ORDER BY position
                     """,
                 arguments: [conversation, position]
@@ -41,11 +62,11 @@ extension SQLiteStore {
                     position: row[1],
                     userID: row[2],
                     type: row[3],
-                    authorID: row[4],
-                    authorName: row[5],
-                    fromAgent: row[6],
-                    sealedText: [UInt8](row[7] as Data),
-                    at: row[8]
+                    // NULL until the relay sealed an author stored in the clear by an older version.
+                    sealedAuthor: (row[4] as Data?).map { [UInt8]($0) } ?? [],
+                    fromAgent: row[5],
+                    sealedText: [UInt8](row[6] as Data),
+                    at: row[7]
                 )
             }
         }
@@ -123,6 +144,76 @@ extension SQLiteStore {
             ).map { row in
                 ChatDisconnect(deviceID: row[0], conversation: row[1], position: row[2], at: row[3], pushed: false)
             }
+        }
+    }
+
+    // MARK: Chat lifecycle
+
+    public func chat(conversation: String) async throws -> ChatRecord? {
+        try await read { db in try Self.chat(db, conversation) }
+    }
+
+    public func endChat(conversation: String, at: Int64) async throws -> ChatRecord? {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE chats SET ended_at = ? WHERE conversation = ? AND ended_at IS NULL",
+                arguments: [at, conversation]
+            )
+            return try Self.chat(db, conversation)
+        }
+    }
+
+    public func endIdleChats(now: Int64, idle: Int64) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE chats SET ended_at = last_event_at + ?
+                    WHERE ended_at IS NULL AND last_event_at <= ?
+                    """,
+                arguments: [idle, now - idle]
+            )
+            return db.changesCount
+        }
+    }
+
+    public func deleteEndedChats(endedBefore: Int64) async throws -> Int {
+        try await write { db in
+            // At most a batch per call, so the writer is never held for long.
+            let ended = try String.fetchAll(
+                db,
+                sql: "SELECT conversation FROM chats WHERE ended_at IS NOT NULL AND ended_at < ? LIMIT 1000",
+                arguments: [endedBefore]
+            )
+            for conversation in ended {
+                for table in ["transcript_clear_authors", "transcript_events", "chat_disconnects", "chats"] {
+                    try db.cachedStatement(sql: "DELETE FROM \(table) WHERE conversation = ?")
+                        .execute(arguments: [conversation])
+                }
+            }
+            try db.execute(
+                sql: """
+                    DELETE FROM chat_disconnects
+                    WHERE at < ? AND conversation NOT IN (SELECT conversation FROM chats)
+                    """,
+                arguments: [endedBefore]
+            )
+            return ended.count
+        }
+    }
+
+    private static func chat(_ db: Database, _ conversation: String) throws -> ChatRecord? {
+        try Row.fetchOne(
+            db,
+            sql: "SELECT user_id, started_at, last_event_at, ended_at FROM chats WHERE conversation = ?",
+            arguments: [conversation]
+        ).map { row in
+            ChatRecord(
+                conversation: conversation,
+                userID: row[0],
+                startedAt: row[1],
+                lastEventAt: row[2],
+                endedAt: row[3]
+            )
         }
     }
 }

@@ -21,11 +21,11 @@ extension SQLiteStore {
                 try db.cachedStatement(
                     sql: """
                         INSERT INTO messages
-                            (id, user_id, conversation, sender_id, sender_name, sealed_text, created_at, expires_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
                         """
                 ).execute(arguments: [
-                    message.id, message.userID, message.conversation, message.senderID, message.senderName,
+                    message.id, message.userID, message.conversation, Data(message.sealedSender),
                     Data(message.sealedText), message.createdAt, message.expiresAt,
                 ])
             }

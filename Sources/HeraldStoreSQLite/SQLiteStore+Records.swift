@@ -254,8 +254,8 @@ extension SQLiteStore {
                 id: row["id"],
                 userID: row["user_id"],
                 conversation: row["conversation"],
-                senderID: row["sender_id"],
-                senderName: row["sender_name"],
+                // NULL until the relay sealed a sender stored in the clear by an older version.
+                sealedSender: (row["sealed_sender"] as Data?).map { [UInt8]($0) } ?? [],
                 sealedText: [UInt8](row["sealed_text"] as Data),
                 createdAt: row["created_at"],
                 expiresAt: row["expires_at"]
@@ -265,6 +265,13 @@ extension SQLiteStore {
 
     public func deleteExpired(now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
         try await write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM message_clear_senders
+                    WHERE message_id IN (SELECT id FROM messages WHERE expires_at <= ?)
+                    """,
+                arguments: [now]
+            )
             try db.execute(sql: "DELETE FROM messages WHERE expires_at <= ?", arguments: [now])
             let messages = db.changesCount
             try db.execute(sql: "DELETE FROM ingests WHERE created_at < ?", arguments: [historyBefore])

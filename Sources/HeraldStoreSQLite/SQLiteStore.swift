@@ -31,10 +31,14 @@ public final class SQLiteStore: HeraldStore {
     private let logger: Logger
 
     /// Opens (or creates) the database and brings its schema up to date.
+    ///
+    /// The database, its WAL and its shared-memory file are 0600, and a directory made for it
+    /// 0700, whatever the umask: they hold conversations (sealed, but with their ids and times).
     public init(configuration: Configuration, logger: Logger) throws {
-        let directory = (configuration.path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        do {
+            try PrivateFiles.prepareDatabase(at: configuration.path)
+        } catch {
+            throw StoreError.unavailable.with(detail: "cannot open the database \(configuration.path): \(error)")
         }
         var config = GRDB.Configuration()
         config.maximumReaderCount = max(1, configuration.readers)
@@ -46,6 +50,10 @@ public final class SQLiteStore: HeraldStore {
             // keep SQLite's default 2 MiB each.
             if !db.configuration.readonly {
                 try db.execute(sql: "PRAGMA cache_size = -16384")
+                // What is deleted (expired messages, purged chats, the clear senders once sealed)
+                // is overwritten with zeros, not only unlinked: a reader of the file must not
+                // find it in free pages. The cost is writing freed pages, in the janitor's batches.
+                try db.execute(sql: "PRAGMA secure_delete = ON")
             }
         }
         do {
@@ -252,6 +260,88 @@ public final class SQLiteStore: HeraldStore {
                     CREATE INDEX outbox_queued_due ON outbox(next_attempt_at) WHERE state = 'queued';
                     CREATE INDEX outbox_sending ON outbox(claim_until) WHERE state = 'sending';
                     CREATE INDEX outbox_finished ON outbox(updated_at) WHERE state NOT IN ('queued', 'sending');
+                    """
+            )
+        }
+        migrator.registerMigration("v7: sealed senders") { db in
+            // Senders (a message's, a chat event's author) were kept in the clear. The store
+            // cannot seal them (only the relay holds the master key), so the clear values move to
+            // tables of their own that the relay empties at start (`clearSenders`, `sealSenders`);
+            // the messages and transcript tables never hold a clear sender again, and
+            // `secure_delete` zeroes the old tables' pages.
+            try db.execute(
+                sql: """
+                    CREATE TABLE messages_v7 (
+                        id TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        conversation TEXT NOT NULL,
+                        sealed_sender BLOB,
+                        sealed_text BLOB NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    );
+                    INSERT INTO messages_v7
+                        SELECT id, user_id, conversation, NULL, sealed_text, created_at, expires_at FROM messages;
+                    CREATE TABLE message_clear_senders (
+                        message_id TEXT PRIMARY KEY,
+                        sender_id TEXT NOT NULL,
+                        sender_name TEXT NOT NULL,
+                        created_at INTEGER NOT NULL
+                    );
+                    INSERT INTO message_clear_senders SELECT id, sender_id, sender_name, created_at FROM messages;
+                    DROP TABLE messages;
+                    ALTER TABLE messages_v7 RENAME TO messages;
+                    CREATE INDEX messages_by_expiry ON messages(expires_at);
+                    CREATE TABLE transcript_events_v7 (
+                        conversation TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        user_id TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        sealed_author BLOB,
+                        from_agent INTEGER NOT NULL,
+                        sealed_text BLOB NOT NULL,
+                        at INTEGER NOT NULL,
+                        PRIMARY KEY (conversation, position)
+                    );
+                    INSERT INTO transcript_events_v7
+                        SELECT conversation, position, user_id, type, NULL, from_agent, sealed_text, at
+                        FROM transcript_events;
+                    CREATE TABLE transcript_clear_authors (
+                        conversation TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        author_id TEXT NOT NULL,
+                        author_name TEXT NOT NULL,
+                        at INTEGER NOT NULL,
+                        PRIMARY KEY (conversation, position)
+                    );
+                    INSERT INTO transcript_clear_authors
+                        SELECT conversation, position, author_id, author_name, at FROM transcript_events;
+                    DROP TABLE transcript_events;
+                    ALTER TABLE transcript_events_v7 RENAME TO transcript_events;
+                    """
+            )
+        }
+        migrator.registerMigration("v8: chat lifecycle") { db in
+            // Chats known before this version are open, with their first and last event times,
+            // so the idle rule ends them and retention purges them like any other.
+            try db.execute(
+                sql: """
+                    CREATE TABLE chats (
+                        conversation TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        started_at INTEGER NOT NULL,
+                        last_event_at INTEGER NOT NULL,
+                        ended_at INTEGER
+                    );
+                    INSERT INTO chats (conversation, user_id, started_at, last_event_at)
+                        SELECT conversation,
+                            (SELECT user_id FROM transcript_events first
+                                WHERE first.conversation = events.conversation ORDER BY position LIMIT 1),
+                            MIN(at), MAX(at)
+                        FROM transcript_events events GROUP BY conversation;
+                    CREATE INDEX chats_open ON chats(last_event_at) WHERE ended_at IS NULL;
+                    CREATE INDEX chats_ended ON chats(ended_at) WHERE ended_at IS NOT NULL;
+                    CREATE INDEX chat_disconnects_by_conversation ON chat_disconnects(conversation);
                     """
             )
         }

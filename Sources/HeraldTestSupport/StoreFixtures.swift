@@ -108,8 +108,7 @@ public enum StoreFixtures {
             id: id,
             userID: user,
             conversation: "c",
-            senderID: "agent-1",
-            senderName: "Agent",
+            sealedSender: [4, 5, 6],
             sealedText: [1, 2, 3],
             createdAt: time,
             expiresAt: expires

@@ -38,7 +38,7 @@ struct ConfigurationTests {
             #"""
             {"host": "0.0.0.0", "port": 9000, "apns": null, "dispatcher": {"workers": 4, "batch_size": 64},
              "adapters": {"cxone": {"secret": "0123456789abcdef", "customers": {"c-1": "alice"}}},
-             "chat": {"first_push_delay": 0}, "sandbox": {"apns_port": 0}, "log_level": "debug"}
+             "chat": {"first_push_delay": 0, "idle_end": 3600}, "sandbox": {"apns_port": 0}, "log_level": "debug"}
             """#
         )
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -51,6 +51,9 @@ struct ConfigurationTests {
         #expect(configuration.host == "0.0.0.0" && configuration.workers == 4 && configuration.chatPushDelay == .zero)
         #expect(configuration.sandboxPorts.apns == 0 && configuration.sandboxPorts.fcm == 2196)
         #expect(configuration.logLevel == .debug)
+        #expect(configuration.chatIdleEnd == .seconds(3600))
+        #expect(configuration.relayConfiguration.chat.idleEnd == .seconds(3600))
+        #expect(HeraldConfiguration().relayConfiguration.chat.idleEnd == .seconds(86_400), "the documented default")
     }
 
     @Test("flags win over the environment, which wins over the file, which wins over the defaults")
@@ -99,6 +102,7 @@ struct ConfigurationTests {
             (#"{"port": 70000}"#, "the port must be between 0 and 65535"),
             (#"{"dispatcher": {"workers": 0}}"#, "workers must be between 1 and 64"),
             (#"{"chat": {"first_push_delay": 7200}}"#, "chat.first_push_delay must be between 0 and 3600 seconds"),
+            (#"{"chat": {"idle_end": 59}}"#, "chat.idle_end must be between 60 seconds and 30 days"),
             (#"{"apns": {"key": "k.p8"}}"#, "--apns-team-id is needed with --apns-key"),
             (
                 #"{"apns": {"key": "k.p8", "team_id": "T", "environment": "staging"}}"#,

@@ -64,6 +64,18 @@ struct PostgresConformanceTests {
         try await PostgresEngine.check(.outboxCountsAndNextDueTime)
     }
 
+    @Test func sealedSendersStaySealed() async throws {
+        try await PostgresEngine.check(.sealedSendersStaySealed)
+    }
+
+    @Test func chatsStartEndAndIdle() async throws {
+        try await PostgresEngine.check(.chatsStartEndAndIdle)
+    }
+
+    @Test func endedChatsArePurged() async throws {
+        try await PostgresEngine.check(.endedChatsArePurged)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -82,6 +94,9 @@ struct PostgresConformanceTests {
             .retention,
             .transcriptsAndDisconnects,
             .outboxCountsAndNextDueTime,
+            .sealedSendersStaySealed,
+            .chatsStartEndAndIdle,
+            .endedChatsArePurged,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

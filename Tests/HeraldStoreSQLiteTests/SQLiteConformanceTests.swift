@@ -64,6 +64,18 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.outboxCountsAndNextDueTime)
     }
 
+    @Test func sealedSendersStaySealed() async throws {
+        try await SQLiteEngine.check(.sealedSendersStaySealed)
+    }
+
+    @Test func chatsStartEndAndIdle() async throws {
+        try await SQLiteEngine.check(.chatsStartEndAndIdle)
+    }
+
+    @Test func endedChatsArePurged() async throws {
+        try await SQLiteEngine.check(.endedChatsArePurged)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -82,6 +94,9 @@ struct SQLiteConformanceTests {
             .retention,
             .transcriptsAndDisconnects,
             .outboxCountsAndNextDueTime,
+            .sealedSendersStaySealed,
+            .chatsStartEndAndIdle,
+            .endedChatsArePurged,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -474,6 +474,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/adapters/{name}", "post"),
         ("/v1/broadcasts", "post"),
         ("/v1/chats/{conversation}/events", "post"),
+        ("/v1/chats/{conversation}/end", "post"),
         ("/v1/chats/{conversation}/transcript", "get"),
         ("/v1/devices/{id}/chats/{conversation}/disconnect", "post"),
         ("/v1/devices/{id}/chats/{conversation}/connect", "post"),
@@ -898,6 +899,16 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     assert [event["position"] for event in resync["events"]] == [2, 3]
     relay.call("POST", connect, 401)
     relay.call("POST", connect, 403, token=outsider["device_credential"])
+    # The backend ends the chat: no more events, and a retried end answers the first.
+    end = "/v1/chats/chat-openapi/end"
+    ended = relay.call("POST", end, 200, token=key)
+    assert ended["conversation"] == "chat-openapi" and ended["purge_at"] > ended["ended_at"]
+    assert relay.call("POST", end, 200, token=key)["ended_at"] == ended["ended_at"]
+    relay.call("POST", events, 409, {"to": "chat-customer", "type": "Message.Text", "from": agent, "text": "Late"}, key)
+    relay.call("POST", end, 401)
+    relay.call("POST", end, 403, token=chat_credential)
+    relay.call("POST", "/v1/chats/no-such-chat/end", 404, token=key)
+    relay.call("POST", "/v1/chats/" + "c" * 257 + "/end", 400, token=key, field_name="conversation")
 
     # Contact-center webhooks: the Genesys adapter is on (HERALD_GENESYS_SECRET), CXone is not.
     def signed(raw: bytes) -> str:
