@@ -70,96 +70,140 @@ extension PostgresStore {
     // MARK: Ingest
 
     public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
-        let outcome = try await transaction("accept an ingest") { [logger] connection -> IngestOutcome in
-            if let key = ingest.idempotencyKey {
-                let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
-                // Of two transactions writing one key, the second waits for the first: if it
-                // committed, the second inserts nothing and answers the first's receipt.
-                let inserted = try await connection.run(
-                    """
-                    INSERT INTO ingests (idempotency_key, receipt, created_at)
-                    VALUES (\(key), \(ByteBuffer(ingest.receipt)), \(now))
-                    ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1
-                    """,
-                    logger: logger
-                )
-                if inserted.isEmpty {
-                    let seen = try await connection.run(
-                        "SELECT receipt FROM ingests WHERE idempotency_key = \(key)",
-                        logger: logger
-                    )
-                    var columns = try Columns(seen.first.unwrap())
-                    return .duplicate(receipt: try columns.bytes())
-                }
-            }
-            if let message = ingest.message {
-                try await connection.run(
-                    """
-                    INSERT INTO messages
-                        (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
-                    VALUES (\(message.id), \(message.userID), \(message.conversation),
-                        \(ByteBuffer(message.sealedSender)), \(ByteBuffer(message.sealedText)), \(message.createdAt),
-                        \(message.expiresAt))
-                    """,
-                    logger: logger
-                )
-            }
-            if !ingest.pushes.isEmpty {
-                try await connection.run(Self.insertPushes(ingest.pushes), logger: logger)
-                try await connection.run(Self.insertPayloads(ingest.pushes), logger: logger)
-            }
+        if ingest.message == nil, ingest.pushes.isEmpty, ingest.idempotencyKey == nil { return .accepted }
+        let written: Bool
+        do {
+            let rows = try await rows("accept an ingest", Self.acceptStatement(ingest))
+            written = try rows.first.unwrap().decode(Bool.self)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.corrupt.with(detail: "accept an ingest: \(error)")
+        }
+        if written {
+            if !ingest.pushes.isEmpty { announceQueued() }
             return .accepted
         }
-        if case .accepted = outcome, !ingest.pushes.isEmpty { announceQueued() }
-        return outcome
+        // The key was written before (or by a concurrent ingest, whose commit the statement
+        // waited for): its receipt.
+        let key = ingest.idempotencyKey ?? ""
+        let seen = try await rows("read an ingest's receipt", "SELECT receipt FROM ingests WHERE idempotency_key = \(key)")
+        do {
+            var columns = try Columns(seen.first.unwrap())
+            return .duplicate(receipt: try columns.bytes())
+        } catch {
+            throw StoreError.corrupt.with(detail: "read an ingest's receipt: \(error)")
+        }
     }
 
-    /// One INSERT for all of an ingest's pushes (a round trip per push would be most of an
-    /// ingest's time).
-    static func insertPushes(_ pushes: [OutboxEntry]) throws -> PostgresQuery {
-        var sql = """
-            INSERT INTO outbox
-                (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
-                 fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                 updated_at)
-            VALUES
-            """
-        var binds = PostgresBindings(capacity: pushes.count * 19)
-        for (index, push) in pushes.enumerated() {
-            let columns = StoredPayload(push.payload)
-            let first = index * 19
-            sql += (index == 0 ? " (" : ", (") + (1...19).map { "$\(first + $0)" }.joined(separator: ", ") + ")"
-            binds.append(push.pushID)
-            binds.append(push.deviceID)
-            binds.append(push.kind.rawValue)
-            binds.append(push.subjectID)
-            binds.append(Int64(push.priority))
-            binds.append(push.network.rawValue)
-            binds.append(columns.topic)
-            binds.append(columns.pushType)
-            binds.append(columns.apnsPriority.map { Int64($0) })
-            binds.append(columns.apnsID)
-            binds.append(columns.fcmPriority)
-            binds.append(push.collapseID)
-            binds.append(Int64(push.attempts))
-            binds.append(push.nextAttemptAt)
-            binds.append(push.expiresAt)
-            binds.append(push.state.rawValue)
-            binds.append(push.lastReason)
-            binds.append(push.createdAt)
-            binds.append(push.updatedAt)
+    /// An ingest as one statement, so one round trip and atomic without BEGIN and COMMIT: the
+    /// idempotency key, the message, the pushes and their payloads, each a data-modifying CTE, all
+    /// written only if the key was new. Its one row says whether it wrote.
+    ///
+    /// Of two ingests with one key, the second's `ON CONFLICT DO NOTHING` waits for the first to
+    /// commit and then inserts nothing: it writes nothing else and answers false.
+    static func acceptStatement(_ ingest: Ingest) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: 10 + ingest.pushes.count * 21)
+        var ctes: [String] = []
+        var onlyIfNew = ""
+        func parameter() -> String { "$\(binds.count)" }
+        if let key = ingest.idempotencyKey {
+            let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
+            binds.append(key)
+            let keyParameter = parameter()
+            binds.append(ByteBuffer(ingest.receipt))
+            let receipt = parameter()
+            binds.append(now)
+            ctes.append(
+                """
+                k AS (INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (\(keyParameter), \(receipt), \(parameter()))
+                    ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1)
+                """
+            )
+            onlyIfNew = " WHERE EXISTS (SELECT 1 FROM k)"
         }
-        return PostgresQuery(unsafeSQL: sql, binds: binds)
-    }
-
-    static func insertPayloads(_ pushes: [OutboxEntry]) -> PostgresQuery {
-        var sql = "INSERT INTO outbox_payloads (push_id, payload) VALUES"
-        var binds = PostgresBindings(capacity: pushes.count * 2)
-        for (index, push) in pushes.enumerated() {
-            sql += (index == 0 ? " " : ", ") + "($\(index * 2 + 1), $\(index * 2 + 2))"
-            binds.append(push.pushID)
-            binds.append(StoredPayload(push.payload).body)
+        if let message = ingest.message {
+            var values: [String] = []
+            binds.append(message.id)
+            values.append(parameter())
+            binds.append(message.userID)
+            values.append(parameter())
+            binds.append(message.conversation)
+            values.append(parameter())
+            binds.append(ByteBuffer(message.sealedSender))
+            values.append(parameter())
+            binds.append(ByteBuffer(message.sealedText))
+            values.append(parameter())
+            binds.append(message.createdAt)
+            values.append(parameter())
+            binds.append(message.expiresAt)
+            values.append(parameter())
+            ctes.append(
+                """
+                m AS (INSERT INTO messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
+                    SELECT \(values.joined(separator: ", "))\(onlyIfNew))
+                """
+            )
         }
+        if !ingest.pushes.isEmpty {
+            var rows: [String] = []
+            var payloads: [String] = []
+            for push in ingest.pushes {
+                let columns = StoredPayload(push.payload)
+                var values: [String] = []
+                // Typed: a NULL goes as a parameter of unknown type, which a VALUES list would
+                // otherwise take for text.
+                func add(_ value: String?) {
+                    binds.append(value)
+                    values.append(parameter() + "::text")
+                }
+                func add(_ value: Int64?) {
+                    binds.append(value)
+                    values.append(parameter() + "::bigint")
+                }
+                add(push.pushID)
+                add(push.deviceID)
+                add(push.kind.rawValue)
+                add(push.subjectID)
+                add(Int64(push.priority))
+                add(push.network.rawValue)
+                add(columns.topic)
+                add(columns.pushType)
+                add(columns.apnsPriority.map { Int64($0) })
+                add(columns.apnsID)
+                add(columns.fcmPriority)
+                add(push.collapseID)
+                add(Int64(push.attempts))
+                add(push.nextAttemptAt)
+                add(push.expiresAt)
+                add(push.state.rawValue)
+                add(push.lastReason)
+                add(push.createdAt)
+                add(push.updatedAt)
+                rows.append("(" + values.joined(separator: ", ") + ")")
+                binds.append(push.pushID)
+                let id = parameter()
+                binds.append(columns.body)
+                payloads.append("(\(id)::text, \(parameter())::text)")
+            }
+            ctes.append(
+                """
+                o AS (INSERT INTO outbox
+                    (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
+                     fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
+                     updated_at)
+                    SELECT * FROM (VALUES \(rows.joined(separator: ", "))) AS v\(onlyIfNew))
+                """
+            )
+            ctes.append(
+                """
+                p AS (INSERT INTO outbox_payloads (push_id, payload)
+                    SELECT * FROM (VALUES \(payloads.joined(separator: ", "))) AS v\(onlyIfNew))
+                """
+            )
+        }
+        let answer = ingest.idempotencyKey == nil ? "true" : "EXISTS (SELECT 1 FROM k)"
+        let sql = (ctes.isEmpty ? "" : "WITH " + ctes.joined(separator: ",\n")) + "\nSELECT " + answer
         return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
