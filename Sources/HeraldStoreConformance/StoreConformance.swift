@@ -32,6 +32,8 @@ public enum StoreConformance {
         case retention
         case transcriptsAndDisconnects
         case outboxCountsAndNextDueTime
+        case claimsOnlyTheNetworksAsked
+        case requeueTakesBackTheAttempt
 
         public var description: String { rawValue }
 
@@ -56,6 +58,8 @@ public enum StoreConformance {
             case .retention: try await StoreConformance.retention(engine)
             case .transcriptsAndDisconnects: try await StoreConformance.transcriptsAndDisconnects(engine)
             case .outboxCountsAndNextDueTime: try await StoreConformance.outboxCountsAndNextDueTime(engine)
+            case .claimsOnlyTheNetworksAsked: try await StoreConformance.claimsOnlyTheNetworksAsked(engine)
+            case .requeueTakesBackTheAttempt: try await StoreConformance.requeueTakesBackTheAttempt(engine)
             }
         }
     }

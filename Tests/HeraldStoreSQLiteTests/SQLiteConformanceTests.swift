@@ -64,6 +64,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.outboxCountsAndNextDueTime)
     }
 
+    @Test func claimsOnlyTheNetworksAsked() async throws {
+        try await SQLiteEngine.check(.claimsOnlyTheNetworksAsked)
+    }
+
+    @Test func requeueTakesBackTheAttempt() async throws {
+        try await SQLiteEngine.check(.requeueTakesBackTheAttempt)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -82,6 +90,8 @@ struct SQLiteConformanceTests {
             .retention,
             .transcriptsAndDisconnects,
             .outboxCountsAndNextDueTime,
+            .claimsOnlyTheNetworksAsked,
+            .requeueTakesBackTheAttempt,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
