@@ -97,7 +97,10 @@ final class APNsConnection: Sendable {
                 do {
                     return try channel.pipeline.syncOperations.handler(type: HandshakeHandler.self).done
                 } catch {
-                    return channel.eventLoop.makeFailedFuture(error)
+                    // The handler is gone only with the channel: it closed before we asked.
+                    return channel.eventLoop.makeFailedFuture(
+                        HandshakeFailure(message: "the connection closed before the TLS handshake finished")
+                    )
                 }
             }.get()
         } catch {
@@ -404,6 +407,12 @@ final class FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHand
     }
 }
 
+/// Why a connection was not made after TCP connected (the pool reports it as `connectFailed`).
+struct HandshakeFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
 /// Completes when the TLS handshake does; fails if the channel closes or errs first (a handshake
 /// longer than `timeout` closes it).
 final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
@@ -429,7 +438,7 @@ final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        finish(.failure(APNsClientError.connectFailed("the connection closed before the TLS handshake finished")))
+        finish(.failure(HandshakeFailure(message: "the connection closed before the TLS handshake finished")))
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -440,12 +449,12 @@ final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        finish(.failure(APNsClientError.connectFailed("the connection closed before the TLS handshake finished")))
+        finish(.failure(HandshakeFailure(message: "the connection closed before the TLS handshake finished")))
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        finish(.failure(APNsClientError.connectFailed("TLS: \(error)")))
+        finish(.failure(HandshakeFailure(message: "TLS handshake: \(error)")))
         context.fireErrorCaught(error)
     }
 
