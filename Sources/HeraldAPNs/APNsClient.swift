@@ -113,6 +113,12 @@ public final class APNsClient: Service, Sendable {
                 ).get()
             } catch let error as APNsClientError {
                 lastProblem = error.message
+                if error.isUnreachable {
+                    // Every connection failed: backing this push off on its own would only delay
+                    // it past APNs' return. Whoever sends it holds it until APNs answers again.
+                    metrics.failed(reason: "unreachable")
+                    return .unreachable(reason: error.message)
+                }
                 guard error.isRetryable else {
                     metrics.failed(reason: "shutdown")
                     return .retryLater(reason: error.message)

@@ -43,6 +43,9 @@ public struct APNsClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The provider token could not be signed.
     public static func signing(_ detail: String) -> Self { Self(.signing, "cannot sign the provider token: \(detail)") }
 
+    /// Whether no connection to APNs could be made: APNs is unreachable, not this push at fault.
+    public var isUnreachable: Bool { code == .connectFailed }
+
     /// Whether sending again (same apns-id) is the right reaction.
     public var isRetryable: Bool {
         switch code {

@@ -5,6 +5,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import NIOTLS
 
 /// A request on the wire: everything but the stream id.
 struct APNsWireRequest: Sendable {
@@ -64,6 +65,7 @@ final class APNsConnection: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
+                    try sync.addHandler(HandshakeHandler(timeout: connectTimeout))
                     try sync.addHandler(IdleStateHandler(allTimeout: pingInterval))
                     try sync.addHandler(FlushCoalescingHandler())
                     try sync.addHandler(
@@ -87,6 +89,24 @@ final class APNsConnection: Sendable {
             }
             .connect(host: host, port: port)
             .get()
+        // Connected only once TLS is up: a server that takes the TCP connection and then drops
+        // it (or fails the handshake) is as unreachable as one that refuses it, and must count
+        // as a failed attempt, not as a connection that closed.
+        do {
+            try await channel.eventLoop.flatSubmit {
+                do {
+                    return try channel.pipeline.syncOperations.handler(type: HandshakeHandler.self).done
+                } catch {
+                    // The handler is gone only with the channel: it closed before we asked.
+                    return channel.eventLoop.makeFailedFuture(
+                        HandshakeFailure(message: "the connection closed before the TLS handshake finished")
+                    )
+                }
+            }.get()
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
         return APNsConnection(channel: channel)
     }
 
@@ -384,5 +404,66 @@ final class FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHand
             handler.flushPending = false
             context.flush()
         }
+    }
+}
+
+/// Why a connection was not made after TCP connected (the pool reports it as `connectFailed`).
+struct HandshakeFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+/// Completes when the TLS handshake does; fails if the channel closes or errs first (a handshake
+/// longer than `timeout` closes it).
+final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    private let timeout: TimeAmount
+    private var promise: EventLoopPromise<Void>?
+    private var settled = false
+    private var timer: Scheduled<Void>?
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    /// Completes with the handshake (valid once the handler is in a pipeline).
+    var done: EventLoopFuture<Void> { promise!.futureResult }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        promise = context.eventLoop.makePromise(of: Void.self)
+        let channel = context.channel
+        // Too slow a handshake closes the channel, which fails it.
+        timer = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish(.failure(HandshakeFailure(message: "the connection closed before the TLS handshake finished")))
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event {
+            finish(.success(()))
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish(.failure(HandshakeFailure(message: "the connection closed before the TLS handshake finished")))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finish(.failure(HandshakeFailure(message: "TLS handshake: \(error)")))
+        context.fireErrorCaught(error)
+    }
+
+    private func finish(_ result: Result<Void, any Error>) {
+        // Once settled, later events (a close long after the handshake) change nothing.
+        guard !settled else { return }
+        settled = true
+        timer?.cancel()
+        timer = nil
+        promise?.completeWith(result)
     }
 }

@@ -33,6 +33,10 @@ final class APNsConnectionPool: Sendable {
         var inFlight = 0
         var limit = 1
         var failures = 0
+        /// Waiting out the reconnect backoff (a kick ends the wait early).
+        var napping = false
+        var kicked = false
+        var sleeper: CheckedContinuation<Void, Never>?
     }
 
     private struct Waiter {
@@ -93,8 +97,9 @@ final class APNsConnectionPool: Sendable {
         let attempt = state.withLock { state -> Attempt in
             if state.shutdown { return .refused(.shutdown) }
             if let lease = Self.take(&state) { return .leased(lease) }
-            if let error = state.lastConnectError, state.slots.allSatisfy({ $0.failures >= 3 }) {
-                // APNs has been unreachable for a while: say so now instead of at the timeout.
+            if let error = Self.unreachable(state), !state.slots.contains(where: \.napping) {
+                // APNs has been unreachable for a while and every connection is already trying
+                // again: say so now instead of at the timeout.
                 return .refused(.connectFailed(error))
             }
             if state.waiters.count >= configuration.maxQueuedRequests { return .refused(.queueFull) }
@@ -107,12 +112,24 @@ final class APNsConnectionPool: Sendable {
         }
         let eventLoop = group.any()
         return try await withCheckedThrowingContinuation { continuation in
+            var woken: [CheckedContinuation<Void, Never>] = []
+            defer { for sleeper in woken { sleeper.resume() } }
             let immediate = state.withLock { state -> Result<Lease, any Error>? in
                 if state.shutdown { return .failure(APNsClientError.shutdown) }
                 if let lease = Self.take(&state) { return .success(lease) }
                 // Checked again under this lock: others may have queued since the first check.
                 if state.waiters.count >= configuration.maxQueuedRequests {
                     return .failure(APNsClientError.queueFull)
+                }
+                if let error = Self.unreachable(state) {
+                    // A connection waiting out its reconnect backoff tries again now, and this
+                    // request waits for that attempt (whose failure fails it at once): after an
+                    // outage the first request finds APNs back within one connection attempt,
+                    // not after a backoff of up to 30 s. Kicked under the lock that queues the
+                    // waiter, so the attempt cannot fail before the waiter is there to hear it.
+                    let kicked = Self.kick(&state)
+                    guard kicked.napping > 0 else { return .failure(APNsClientError.connectFailed(error)) }
+                    woken = kicked.sleepers
                 }
                 state.nextWaiterID += 1
                 let id = state.nextWaiterID
@@ -173,6 +190,70 @@ final class APNsConnectionPool: Sendable {
         return Lease(slot: index, generation: state.slots[index].generation, connection: connection)
     }
 
+    /// The last connection error while every connection has failed at least three times in a row.
+    private static func unreachable(_ state: State) -> String? {
+        guard let error = state.lastConnectError, state.slots.allSatisfy({ $0.failures >= 3 }) else { return nil }
+        return error
+    }
+
+    /// Ends the reconnect backoff of every napping slot; answers how many napped and the waits to
+    /// resume (outside the lock).
+    private static func kick(_ state: inout State) -> (napping: Int, sleepers: [CheckedContinuation<Void, Never>]) {
+        var napping = 0
+        var sleepers: [CheckedContinuation<Void, Never>] = []
+        for index in state.slots.indices where state.slots[index].napping {
+            napping += 1
+            state.slots[index].kicked = true
+            if let sleeper = state.slots[index].sleeper {
+                sleepers.append(sleeper)
+                state.slots[index].sleeper = nil
+            }
+        }
+        return (napping, sleepers)
+    }
+
+    /// Sleeps for `delay`, or until a kick (or cancellation).
+    private func nap(slot: Int, for delay: Duration) async {
+        let kickedAlready = state.withLock { state -> Bool in
+            state.slots[slot].napping = true
+            return state.slots[slot].kicked
+        }
+        if !kickedAlready {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { try? await Task.sleep(for: delay) }
+                group.addTask { await self.waitForKick(slot: slot) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        let sleeper = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.slots[slot].napping = false
+            state.slots[slot].kicked = false
+            defer { state.slots[slot].sleeper = nil }
+            return state.slots[slot].sleeper
+        }
+        sleeper?.resume()
+    }
+
+    private func waitForKick(slot: Int) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.slots[slot].kicked || Task.isCancelled { return true }
+                    state.slots[slot].sleeper = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.slots[slot].sleeper = nil }
+                return state.slots[slot].sleeper
+            }
+            sleeper?.resume()
+        }
+    }
+
     private static func dispatch(_ state: inout State) -> [(Waiter, Lease)] {
         var resumed: [(Waiter, Lease)] = []
         while !state.waiters.isEmpty, let lease = take(&state) {
@@ -207,7 +288,7 @@ final class APNsConnectionPool: Sendable {
                     base: configuration.reconnectBaseDelay,
                     maximum: configuration.reconnectMaximumDelay
                 )
-                try? await Task.sleep(for: backoff.delay(attempt: failures + 1))
+                await nap(slot: slot, for: backoff.delay(attempt: failures + 1))
             }
             do {
                 let generation = state.withLock { state -> Int in
@@ -226,16 +307,19 @@ final class APNsConnectionPool: Sendable {
                 ) { [weak self] event in
                     self?.handle(event, slot: slot, generation: generation)
                 }
-                let (resumed, stale) = state.withLock { state -> ([(Waiter, Lease)], Bool) in
-                    guard !state.shutdown, state.slots[slot].generation == generation else { return ([], true) }
+                let (resumed, stale, woken) = state.withLock {
+                    state -> ([(Waiter, Lease)], Bool, [CheckedContinuation<Void, Never>]) in
+                    guard !state.shutdown, state.slots[slot].generation == generation else { return ([], true, []) }
                     // Until the server's SETTINGS say otherwise, one stream (APNs starts there).
                     state.slots[slot].status = .ready(connection)
                     state.slots[slot].inFlight = 0
                     state.slots[slot].limit = 1
                     state.slots[slot].failures = 0
                     state.lastConnectError = nil
-                    return (Self.dispatch(&state), false)
+                    // APNs is back: the other connections reconnect now, not after their backoff.
+                    return (Self.dispatch(&state), false, Self.kick(&state).sleepers)
                 }
+                for sleeper in woken { sleeper.resume() }
                 if stale {
                     connection.close()
                     return
@@ -257,7 +341,14 @@ final class APNsConnectionPool: Sendable {
                     waiter.timeout.cancel()
                     waiter.continuation.resume(throwing: APNsClientError.connectFailed("\(error)"))
                 }
-                logger.warning("cannot connect to APNs", metadata: ["slot": "\(slot)", "error": "\(error)"])
+                // The first failure in a row is worth a warning; the rest of an outage would
+                // repeat it at every probe (the relay says once that APNs is down).
+                let failures = state.withLock { $0.slots[slot].failures }
+                logger.log(
+                    level: failures == 1 ? .warning : .debug,
+                    "cannot connect to APNs",
+                    metadata: ["slot": "\(slot)", "error": "\(error)", "failures": "\(failures)"]
+                )
             }
         }
     }

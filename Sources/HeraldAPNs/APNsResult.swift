@@ -14,6 +14,10 @@ public enum APNsResult: Sendable, Equatable {
     /// Not delivered yet, but worth sending again later (429, 500, 503, connection trouble)
     /// once the client's own attempts ran out.
     case retryLater(reason: String)
+    /// No connection to APNs could be made (refused, timed out, or the TLS handshake failed on
+    /// every connection): APNs never saw the push. Answered at once rather than after the
+    /// client's own attempts, so the relay can hold the backlog until APNs answers again.
+    case unreachable(reason: String)
     /// The push's expiration passed before it could be delivered.
     case expired
 

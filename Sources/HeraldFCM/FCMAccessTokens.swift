@@ -71,7 +71,7 @@ actor FCMAccessTokens {
             response = try await http.execute(request, timeout: TimeAmount(timeout))
             body = try await response.body.collect(upTo: 64 * 1024)
         } catch {
-            throw FCMClientError.tokenEndpoint("\(error)")
+            throw FCMClientError.classify(error, otherwise: FCMClientError.tokenEndpoint)
         }
         let data = Data(body.readableBytesView)
         guard response.status == .ok else {

@@ -44,6 +44,10 @@ public final class FCMClient: Service, Sendable {
         var httpConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
         httpConfiguration.httpVersion = .automatic
         httpConfiguration.timeout = .init(connect: .seconds(10))
+        // A connection that cannot be made fails the request at once (`unreachable`) instead of
+        // holding it through the client's own reconnect backoff: the relay then holds FCM's
+        // pushes and probes every 250 ms, so FCM's return is noticed at once.
+        httpConfiguration.connectionPool.retryConnectionEstablishment = false
         http = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: httpConfiguration)
         self.configuration = configuration
         self.logger = logger
@@ -126,6 +130,9 @@ public final class FCMClient: Service, Sendable {
             let accessToken: String
             do {
                 accessToken = try await tokens.token()
+            } catch let error as FCMClientError where error.isUnreachable {
+                metrics.failed(reason: "unreachable")
+                return .unreachable(reason: error.message)
             } catch let error as FCMClientError where !error.isRetryable {
                 logger.error("FCM refused the service account", metadata: ["error": "\(error)"])
                 metrics.failed(reason: "credentials")
@@ -137,6 +144,11 @@ public final class FCMClient: Service, Sendable {
             let answer: Answer
             do {
                 answer = try await post(push.message(now: now), accessToken: accessToken)
+            } catch let error as FCMClientError where error.isUnreachable {
+                // Backing this message off on its own would only delay it past FCM's return:
+                // whoever sends it holds it until FCM answers again.
+                metrics.failed(reason: "unreachable")
+                return .unreachable(reason: error.message)
             } catch {
                 lastProblem = "\(error)"
                 logger.debug("FCM attempt failed", metadata: ["error": "\(error)"])
@@ -222,7 +234,7 @@ public final class FCMClient: Service, Sendable {
             response = try await http.execute(request, timeout: TimeAmount(configuration.requestTimeout))
             body = try await response.body.collect(upTo: 1024 * 1024)
         } catch {
-            throw FCMClientError.transport("\(error)")
+            throw FCMClientError.classify(error, otherwise: FCMClientError.transport)
         }
         metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
         let data = Data(body.readableBytesView)

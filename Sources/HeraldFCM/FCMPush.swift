@@ -53,6 +53,9 @@ public enum FCMResult: Sendable, Hashable {
     /// Not delivered yet but worth another attempt (QUOTA_EXCEEDED, UNAVAILABLE, INTERNAL,
     /// connection trouble), no sooner than `retryAfter` when FCM said so.
     case retryLater(reason: String, retryAfter: Duration?)
+    /// No connection to FCM (or to its token endpoint) could be made: the message was not sent.
+    /// Answered after the first such attempt, so the relay can hold its backlog until FCM answers.
+    case unreachable(reason: String)
     /// Its expiration passed before it could be delivered.
     case expired
 }

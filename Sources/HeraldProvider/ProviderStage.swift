@@ -109,6 +109,7 @@ extension PushOutcome {
         case .failed(let reason, let status):
             self = .failed(reason: reason?.rawValue ?? "InvalidNotification", status: status)
         case .retryLater(let reason): self = .retryLater(reason: reason, after: nil)
+        case .unreachable(let reason): self = .unreachable(reason: reason)
         case .expired: self = .expired
         }
     }
@@ -121,6 +122,7 @@ extension PushOutcome {
         case .failed(let code, let status, let message):
             self = .failed(reason: code.map { "\($0.rawValue): \(message)" } ?? message, status: status)
         case .retryLater(let reason, let after): self = .retryLater(reason: reason, after: after)
+        case .unreachable(let reason): self = .unreachable(reason: reason)
         case .expired: self = .expired
         }
     }

@@ -254,6 +254,8 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
                 reason: reason,
                 retryAfter: after.map { $0.components.seconds }
             )
+        case .unreachable(let reason):
+            self.init(outcome: .unreachable, id: push.id, apnsID: apnsID, reason: reason)
         case .expired:
             self.init(outcome: .expired, id: push.id, apnsID: apnsID)
         }
@@ -267,6 +269,7 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
         case .tokenDead: .tokenDead(reason: reason, since: timestamp)
         case .failed: .failed(reason: reason, status: status)
         case .retryLater: .retryLater(reason: reason, after: retryAfter.map { .seconds($0) })
+        case .unreachable: .unreachable(reason: reason)
         case .expired: .expired
         }
     }

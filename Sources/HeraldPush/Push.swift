@@ -112,6 +112,10 @@ public enum PushOutcome: Sendable, Hashable {
     /// Not delivered yet but worth another attempt, no sooner than `after` when the network said
     /// so (429 or 503 with `Retry-After`).
     case retryLater(reason: String, after: Duration? = nil)
+    /// The network could not be reached at all (no connection could be made, the TLS handshake
+    /// failed, the provider stage did not answer): the push was not tried and is not at fault.
+    /// The relay holds the network's pushes until it answers again instead of backing each off.
+    case unreachable(reason: String)
     /// Its expiration passed before it could be delivered.
     case expired
 
@@ -123,6 +127,7 @@ public enum PushOutcome: Sendable, Hashable {
         case .tokenDead: .tokenDead
         case .failed: .failed
         case .retryLater: .retryLater
+        case .unreachable: .unreachable
         case .expired: .expired
         }
     }
@@ -133,13 +138,14 @@ public enum PushOutcome: Sendable, Hashable {
         case tokenDead = "token_dead"
         case failed
         case retryLater = "retry_later"
+        case unreachable
         case expired
     }
 }
 
 /// Sends pushes to their networks: the provider stage in process, or a remote `herald provider`.
 public protocol PushSender: Sendable {
-    /// Sends every push and answers one outcome per push, in order. Never throws: trouble reaching
-    /// the network is a `retryLater` outcome.
+    /// Sends every push and answers one outcome per push, in order. Never throws: a network that
+    /// cannot be reached is an `unreachable` outcome, other trouble a `retryLater` one.
     func send(_ pushes: [Push]) async -> [PushOutcome]
 }

@@ -28,12 +28,21 @@ public struct DispatcherConfiguration: Sendable {
     public var retryBase: Duration = .seconds(1)
     /// The longest backoff, jitter included (a longer `Retry-After` from the network still wins).
     public var retryMaximum: Duration = .seconds(300)
+    /// While a network is unreachable, how often one of its pushes (a call first) is sent to see
+    /// whether it answers again; the rest of its pushes wait for that answer rather than each
+    /// backing off on its own. Bounds how late the backlog starts after the network's return.
+    public var probeInterval: Duration = .milliseconds(250)
 
     public init() {}
 }
 
 /// Drains the outbox into a `PushSender`: calls first, then messages by longest wait; follows the
 /// provider's classification (retry until expiration, dead tokens cleared from their devices).
+///
+/// A network that cannot be reached (`PushOutcome.unreachable`) is held, not retried push by
+/// push: its pushes go back to the queue without counting an attempt and stay there while one
+/// probe at a time (`probeInterval`) checks for its return (`NetworkHealthMachine`); then every
+/// loop drains its backlog at once, calls first, each push still expiring on time.
 ///
 /// Run it under a `ServiceGroup`. On graceful shutdown it stops claiming, finishes the batches in
 /// flight, and returns.
@@ -53,6 +62,13 @@ public final class Dispatcher: Service, Sendable {
         }
     )
     private let retries = Counter(label: "herald_relay_push_retries_total")
+    private let held = Counter(label: "herald_relay_pushes_held_total")
+    private let health: Mutex<[PushNetwork: NetworkHealthMachine]>
+    private let healthGauges: [PushNetwork: Gauge] = Dictionary(
+        uniqueKeysWithValues: PushNetwork.allCases.map {
+            ($0, Gauge(label: "herald_relay_network_up", dimensions: [("network", $0.rawValue)]))
+        }
+    )
 
     public init(
         store: any OutboxStore,
@@ -66,6 +82,21 @@ public final class Dispatcher: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.now = now
+        let start = now()
+        let interval = configuration.probeInterval.milliseconds
+        health = Mutex(
+            Dictionary(
+                uniqueKeysWithValues: PushNetwork.allCases.map {
+                    ($0, NetworkHealthMachine(probeInterval: interval, now: start))
+                }
+            )
+        )
+        for gauge in healthGauges.values { gauge.record(1) }
+    }
+
+    /// Each network's health as the dispatcher sees it.
+    public var networkHealth: [PushNetwork: NetworkHealthMachine.State] {
+        health.withLock { $0.mapValues(\.state) }
     }
 
     /// Tells idle loops that new pushes are queued.
@@ -97,17 +128,50 @@ public final class Dispatcher: Service, Sendable {
 
     private func loop() async {
         while !Task.isCancelled {
-            let claimed: [ClaimedPush]
+            var claimed: [ClaimedPush] = []
+            let time = now()
+            let (healthy, probes) = health.withLock { machines -> (Set<PushNetwork>, [PushNetwork]) in
+                var healthy: Set<PushNetwork> = []
+                var probes: [PushNetwork] = []
+                for network in PushNetwork.allCases {
+                    if machines[network]!.isHealthy {
+                        healthy.insert(network)
+                    } else if machines[network]!.startProbe(at: time) {
+                        probes.append(network)
+                    }
+                }
+                return (healthy, probes)
+            }
             do {
-                let time = now()
-                claimed = try await store.claim(
-                    limit: configuration.batchSize,
-                    owner: configuration.owner,
-                    now: time,
-                    leaseUntil: time + configuration.lease.milliseconds
-                )
+                let leaseUntil = time + configuration.lease.milliseconds
+                if !healthy.isEmpty {
+                    claimed = try await store.claim(
+                        limit: configuration.batchSize,
+                        owner: configuration.owner,
+                        now: time,
+                        leaseUntil: leaseUntil,
+                        networks: healthy
+                    )
+                }
+                for network in probes {
+                    let probe = try await store.claim(
+                        limit: 1,
+                        owner: configuration.owner,
+                        now: time,
+                        leaseUntil: leaseUntil,
+                        networks: [network]
+                    )
+                    if probe.isEmpty {
+                        _ = health.withLock { $0[network]!.handle(.nothingToProbe(at: time)) }
+                    }
+                    claimed += probe
+                }
             } catch {
                 logger.error("cannot claim pushes", metadata: ["error": "\(error)"])
+                // A probe taken but not sent must not hold its network's probes forever.
+                health.withLock { machines in
+                    for network in probes { _ = machines[network]!.handle(.nothingToProbe(at: time)) }
+                }
                 await signal.wait(timeout: configuration.idlePoll)
                 continue
             }
@@ -115,7 +179,7 @@ public final class Dispatcher: Service, Sendable {
                 await signal.wait(timeout: await idleWait())
                 continue
             }
-            if claimed.count == configuration.batchSize {
+            if claimed.count >= configuration.batchSize {
                 // More may be waiting: let another loop claim while this one sends.
                 signal.signal()
             }
@@ -124,8 +188,17 @@ public final class Dispatcher: Service, Sendable {
         }
     }
 
-    /// Until the next retry is due, within the idle poll.
+    /// Until the next retry is due, within the idle poll. While a network is down, until its next
+    /// probe instead: its queued pushes are due but not claimed, and would make the store's next
+    /// due time always now.
     private func idleWait() async -> Duration {
+        let time = now()
+        let probe = health.withLock { machines in
+            machines.values.contains { !$0.isHealthy } ? machines.values.compactMap(\.nextProbeAt).min() ?? .max : nil
+        }
+        if let probe {
+            return min(.milliseconds(max(1, probe - time)), configuration.idlePoll)
+        }
         guard let due = try? await store.nextDueTime() else { return configuration.idlePoll }
         let wait = Duration.milliseconds(max(1, due - now()))
         return min(wait, configuration.idlePoll)
@@ -133,17 +206,59 @@ public final class Dispatcher: Service, Sendable {
 
     private func deliver(_ claimed: [ClaimedPush]) async {
         let pushes = claimed.map(\.push)
+        let sentAt = now()
         inFlightGauge.record(inFlight.add(claimed.count, ordering: .relaxed).newValue)
         let outcomes = await sender.send(pushes)
         inFlightGauge.record(inFlight.subtract(claimed.count, ordering: .relaxed).newValue)
         let time = now()
         var completions: [PushCompletion] = []
         completions.reserveCapacity(claimed.count)
+        // Per network: whether it answered any push of the batch, and why it did not if none.
+        var answered: Set<PushNetwork> = []
+        var unreachable: [PushNetwork: String] = [:]
         for (index, item) in claimed.enumerated() {
             let outcome = index < outcomes.count ? outcomes[index] : .retryLater(reason: "no answer from the provider")
             completions.append(completion(for: item, outcome: outcome, at: time))
-            if case .delivered = outcome {
+            switch outcome {
+            case .delivered:
                 latency.recordMilliseconds(time - item.entry.createdAt)
+                answered.insert(item.entry.network)
+            case .tokenDead, .failed, .retryLater:
+                answered.insert(item.entry.network)
+            case .unreachable(let reason):
+                unreachable[item.entry.network] = reason
+            case .expired:
+                break
+            }
+        }
+        for network in Set(claimed.map(\.entry.network)) {
+            // A network neither answered nor unreachable (every push expired on the way) taught
+            // nothing, but a probe among them is over: the next one goes after the interval.
+            let event: NetworkHealthMachine.Event =
+                if answered.contains(network) {
+                    .answered(sentAt: sentAt, at: time)
+                } else if let reason = unreachable[network] {
+                    .unreachable(sentAt: sentAt, at: time, reason: reason)
+                } else {
+                    .nothingToProbe(at: time)
+                }
+            let action = health.withLock { $0[network]!.handle(event) }
+            switch action {
+            case .wentDown(let reason):
+                healthGauges[network]?.record(0)
+                logger.warning(
+                    "push network unreachable: holding its pushes until it answers again",
+                    metadata: ["network": "\(network.rawValue)", "reason": "\(reason)"]
+                )
+            case .cameBack(let downFor):
+                healthGauges[network]?.record(1)
+                logger.info(
+                    "push network answers again: draining its pushes",
+                    metadata: ["network": "\(network.rawValue)", "down_ms": "\(downFor)"]
+                )
+                signal.signalAll()
+            case nil:
+                break
             }
         }
         // The outcome must reach the store; a failed write is retried rather than lost (the
@@ -184,6 +299,11 @@ public final class Dispatcher: Service, Sendable {
         case .expired:
             completed[.expired]?.increment()
             return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
+        case .unreachable(let reason):
+            // Not the push's fault: due again at once, its attempt not counted, so it goes out
+            // with the backlog when the network answers (the claim still expires it on time).
+            held.increment()
+            return PushCompletion(pushID: id, disposition: .requeue(at: time), reason: reason, deadToken: nil)
         case .retryLater(let reason, let after):
             let next = time + max(retryDelay(attempts: item.entry.attempts), after?.milliseconds ?? 0)
             if next >= item.entry.expiresAt {
@@ -239,6 +359,16 @@ final class WakeSignal: Sendable {
             return state.waiters.removeValue(forKey: id)
         }
         waiter?.resume()
+    }
+
+    /// Wakes every waiting loop (and the next to wait): a backlog that every loop should drain.
+    func signalAll() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.pending = true
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Returns on a signal, after `timeout`, or on cancellation.

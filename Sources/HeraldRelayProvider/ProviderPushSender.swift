@@ -8,8 +8,9 @@ import NIOHTTP1
 
 /// A remote `herald provider`: pushes go as batches to `POST /v1/push/batch` with the bearer secret.
 ///
-/// When the provider cannot be reached or answers something other than a batch result, every push
-/// of the batch is `retryLater`: the outbox keeps it and the dispatcher tries again.
+/// When the provider cannot be reached (no answer), every push of the batch is `unreachable`: the
+/// dispatcher holds those networks' pushes until the provider answers again. When it answers
+/// something other than a batch result, every push is `retryLater`.
 public struct RemotePushSender: PushSender {
     private let url: String
     private let secret: String
@@ -47,7 +48,15 @@ public struct RemotePushSender: PushSender {
             request.headers.add(name: "content-type", value: "application/json")
             let body = try JSONEncoder().encode(ProviderBatch(pushes: pushes.map(ProviderPush.init)))
             request.body = .bytes(ByteBuffer(bytes: body))
-            let response = try await client.execute(request, timeout: timeout)
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, timeout: timeout)
+            } catch {
+                // No answer from the provider: to the dispatcher, the batch's networks are out of
+                // reach (it holds their pushes and probes until the provider answers again).
+                logger.warning("cannot reach the provider", metadata: ["error": "\(error)"])
+                return Array(repeating: .unreachable(reason: "provider unreachable: \(error)"), count: pushes.count)
+            }
             let bytes = try await response.body.collect(upTo: 64 * 1024 * 1024)
             guard response.status == .ok else {
                 logger.error("the provider refused a batch", metadata: ["status": "\(response.status.code)"])

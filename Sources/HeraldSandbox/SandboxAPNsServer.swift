@@ -24,6 +24,8 @@ public final class SandboxAPNsServer: Sendable {
     private let logger: Logger
     private let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
     private let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
+    /// Until when the listener plays an unreachable APNs (an outage), if it does.
+    private let outage = NIOLockedValueBox<NIODeadline?>(nil)
 
     /// A listener for `core`, with the TLS identity of `core`'s configuration.
     public init(core: SandboxCore, group: any EventLoopGroup, logger: Logger) throws {
@@ -54,13 +56,19 @@ public final class SandboxAPNsServer: Sendable {
         let core = core
         let connections = connections
         let logger = logger
+        let outage = outage
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                if let until = outage.withLockedValue({ $0 }), NIODeadline.now() < until {
+                    // Unreachable: the connection closes before TLS starts (a failed initializer
+                    // closes it), so the client's handshake fails as against a host that is down.
+                    return channel.eventLoop.makeFailedFuture(SandboxOutage())
+                }
+                return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     let identity = ClientCertificateBox()
                     try sync.addHandler(
@@ -111,6 +119,24 @@ public final class SandboxAPNsServer: Sendable {
         }
     }
 
+    /// Plays an APNs that cannot be reached for `duration`: every open connection is closed at
+    /// once (without GOAWAY), and each new one is closed as soon as it is accepted, before the
+    /// TLS handshake, until the time is up. A new outage replaces the one running.
+    public func beUnreachable(for duration: TimeAmount) {
+        outage.withLockedValue { $0 = .now() + duration }
+        dropAll()
+    }
+
+    /// Ends an outage now (nothing happens without one).
+    public func endOutage() {
+        outage.withLockedValue { $0 = nil }
+    }
+
+    /// Whether an outage is running.
+    public var isUnreachable: Bool {
+        outage.withLockedValue { until in until.map { NIODeadline.now() < $0 } ?? false }
+    }
+
     /// Closes every open connection at once, without GOAWAY: a lost connection.
     public func dropAll() {
         for channel in connections.withLockedValue({ Array($0.values) }) {
@@ -129,6 +155,9 @@ public final class SandboxAPNsServer: Sendable {
         goAwayAll(reason: .shutdown)
     }
 }
+
+/// Why a connection accepted during an outage is closed.
+struct SandboxOutage: Error {}
 
 /// The client certificate verdict of one connection: written by the TLS handler's verification
 /// callback and read by the connection handler, both on the connection's event loop.

@@ -118,7 +118,17 @@ enum SandboxControlAPI {
         }
         router.delete("/sandbox/faults") { _, _ -> HTTPResponse.Status in
             core.clearFaults()
+            apns.endOutage()
             return .noContent
+        }
+        router.post("/sandbox/faults/outage") { request, context -> JSON<OutageAnswer> in
+            let outage = try await request.decodeJSON(as: Latency.self, context: context)
+            guard (1...600_000).contains(outage.ms) else {
+                throw SandboxError.invalidRequest("ms must be between 1 and 600000")
+            }
+            let until = core.configuration.clock.epochMilliseconds + Int64(outage.ms)
+            apns.beUnreachable(for: .milliseconds(Int64(outage.ms)))
+            return JSON(OutageAnswer(ms: outage.ms, until: until), status: .created)
         }
         router.put("/sandbox/faults/latency") { request, context -> HTTPResponse.Status in
             let latency = try await request.decodeJSON(as: Latency.self, context: context)
@@ -204,6 +214,12 @@ enum SandboxControlAPI {
 
     struct Latency: Decodable {
         let ms: Int
+    }
+
+    struct OutageAnswer: Encodable {
+        let ms: Int
+        /// When the outage ends, in milliseconds since the epoch.
+        let until: Int64
     }
 
     struct GoAway: Decodable {

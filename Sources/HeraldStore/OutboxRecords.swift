@@ -151,6 +151,10 @@ public struct PushCompletion: Sendable, Hashable {
         case finish(PushState)
         /// Back to the queue, to be tried again at the given time (milliseconds since the epoch).
         case retry(at: Int64)
+        /// Back to the queue, due at the given time, without counting the claim's attempt: the
+        /// push was never tried (its network could not be reached), so its count of attempts,
+        /// which sets its backoff, stays what it was before the claim.
+        case requeue(at: Int64)
     }
 
     public var pushID: String

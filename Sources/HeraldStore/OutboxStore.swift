@@ -1,3 +1,5 @@
+public import HeraldPush
+
 /// Ingests and the outbox: messages and their pushes, written once per idempotency key, drained
 /// by dispatchers.
 ///
@@ -29,10 +31,19 @@ public protocol OutboxStore: Sendable {
     /// to the PushKit token, the others to the messaging token). Pushes past their expiration are
     /// finished `expired` (`expired before sending`), pushes whose device is gone or has no token
     /// for them `skipped` (`device_deactivated`, `no_token`, `token_dead: <reason>`), instead of
-    /// returned, and count no attempt.
-    func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush]
-    /// Records what the dispatcher learned: a final state, or back to the queue at a given time
-    /// (logged with its reason). A dead token is cleared from its device only if the device still
+    /// returned, and count no attempt. Only pushes through one of `networks` are claimed (the
+    /// dispatcher leaves a network's pushes queued while the network is unreachable); the others
+    /// are neither returned nor finished, whatever their state. No networks: nothing is claimed.
+    func claim(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64,
+        networks: Set<PushNetwork>
+    ) async throws -> [ClaimedPush]
+    /// Records what the dispatcher learned: a final state, back to the queue at a given time
+    /// (logged with its reason), or back to the queue as if its claim had not happened
+    /// (`requeue`: the attempt the claim counted is taken back; logged with its reason). A dead token is cleared from its device only if the device still
     /// has that token (a newer one is kept), and the device remembers why.
     func complete(_ completions: [PushCompletion], now: Int64) async throws
     /// Puts back every push `owner` had claimed (after a restart of that owner), due at once;
@@ -56,4 +67,17 @@ public protocol OutboxStore: Sendable {
 extension OutboxStore {
     /// Nothing else writes this store's data: nothing to follow.
     public func followQueuedElsewhere(_ queued: @escaping @Sendable () -> Void) async {}
+}
+
+extension OutboxStore {
+    /// Claims due pushes through every network (see `claim(limit:owner:now:leaseUntil:networks:)`).
+    public func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
+        try await claim(
+            limit: limit,
+            owner: owner,
+            now: now,
+            leaseUntil: leaseUntil,
+            networks: Set(PushNetwork.allCases)
+        )
+    }
 }

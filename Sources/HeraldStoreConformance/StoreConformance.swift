@@ -35,6 +35,8 @@ public enum StoreConformance {
         case sealedSendersStaySealed
         case chatsStartEndAndIdle
         case endedChatsArePurged
+        case claimsOnlyTheNetworksAsked
+        case requeueTakesBackTheAttempt
 
         public var description: String { rawValue }
 
@@ -62,6 +64,8 @@ public enum StoreConformance {
             case .sealedSendersStaySealed: try await StoreConformance.sealedSendersStaySealed(engine)
             case .chatsStartEndAndIdle: try await StoreConformance.chatsStartEndAndIdle(engine)
             case .endedChatsArePurged: try await StoreConformance.endedChatsArePurged(engine)
+            case .claimsOnlyTheNetworksAsked: try await StoreConformance.claimsOnlyTheNetworksAsked(engine)
+            case .requeueTakesBackTheAttempt: try await StoreConformance.requeueTakesBackTheAttempt(engine)
             }
         }
     }

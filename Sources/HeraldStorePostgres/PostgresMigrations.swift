@@ -115,6 +115,12 @@ enum PostgresMigrations {
                 // out of these indexes, so claims walk small trees.
                 "CREATE INDEX outbox_queued ON outbox (priority DESC, created_at ASC) WHERE state = 'queued'",
                 "CREATE INDEX outbox_queued_due ON outbox (next_attempt_at) WHERE state = 'queued'",
+                // Claims for one network while the other is down read it in the queue's order,
+                // without walking past the other network's backlog.
+                """
+                CREATE INDEX outbox_queued_by_network ON outbox (network, priority DESC, created_at ASC)
+                WHERE state = 'queued'
+                """,
                 "CREATE INDEX outbox_sending ON outbox (claim_until) WHERE state = 'sending'",
                 "CREATE INDEX outbox_finished ON outbox (updated_at) WHERE state NOT IN ('queued', 'sending')",
                 // The payload never changes after ingest; kept apart, the rows that do change stay

@@ -1,4 +1,4 @@
-import HeraldPush
+public import HeraldPush
 public import HeraldStore
 import NIOCore
 import PostgresNIO
@@ -87,7 +87,10 @@ extension PostgresStore {
         // The key was written before (or by a concurrent ingest, whose commit the statement
         // waited for): its receipt.
         let key = ingest.idempotencyKey ?? ""
-        let seen = try await rows("read an ingest's receipt", "SELECT receipt FROM ingests WHERE idempotency_key = \(key)")
+        let seen = try await rows(
+            "read an ingest's receipt",
+            "SELECT receipt FROM ingests WHERE idempotency_key = \(key)"
+        )
         do {
             var columns = try Columns(seen.first.unwrap())
             return .duplicate(receipt: try columns.bytes())
@@ -247,8 +250,16 @@ extension PostgresStore {
         }
     }
 
-    public func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
-        try await transaction("claim pushes") { [logger] connection -> [ClaimedPush] in
+    public func claim(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64,
+        networks: Set<PushNetwork>
+    ) async throws -> [ClaimedPush] {
+        if networks.isEmpty { return [] }
+        let wanted = PushNetwork.allCases.filter(networks.contains).map(\.rawValue)
+        return try await transaction("claim pushes") { [logger] connection -> [ClaimedPush] in
             // Claims whose owner never came back go back to the queue. SKIP LOCKED: a lease
             // another node is putting back or finishing right now is left to it.
             try await connection.run(
@@ -266,7 +277,8 @@ extension PostgresStore {
             let taken = try await connection.run(
                 """
                 WITH due AS (
-                    SELECT push_id FROM outbox WHERE state = 'queued' AND next_attempt_at <= \(now)
+                    SELECT push_id FROM outbox
+                    WHERE state = 'queued' AND next_attempt_at <= \(now) AND network = ANY(\(wanted))
                     ORDER BY priority DESC, created_at ASC LIMIT \(Int64(limit))
                     FOR UPDATE SKIP LOCKED)
                 UPDATE outbox o SET state = 'sending', claim_owner = \(owner), claim_until = \(leaseUntil),
@@ -336,7 +348,9 @@ extension PostgresStore {
     public func complete(_ completions: [PushCompletion], now: Int64) async throws {
         if completions.isEmpty { return }
         var finished: (ids: [String], states: [String], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
-        var retried: (ids: [String], at: [Int64], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
+        var retried: (ids: [String], at: [Int64], reasons: [String], hasReason: [Bool], giveBack: [Bool]) = (
+            [], [], [], [], []
+        )
         var dead: (devices: [String], tokens: [String], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
         for completion in completions {
             switch completion.disposition {
@@ -345,11 +359,18 @@ extension PostgresStore {
                 finished.states.append(state.rawValue)
                 finished.reasons.append(completion.reason ?? "")
                 finished.hasReason.append(completion.reason != nil)
-            case .retry(let at):
+            case .retry(let at), .requeue(let at):
                 retried.ids.append(completion.pushID)
                 retried.at.append(at)
                 retried.reasons.append(completion.reason ?? "")
                 retried.hasReason.append(completion.reason != nil)
+                // `requeue`: the push was never tried (its network was unreachable), so the
+                // claim's attempt is taken back.
+                if case .requeue = completion.disposition {
+                    retried.giveBack.append(true)
+                } else {
+                    retried.giveBack.append(false)
+                }
             }
             if let token = completion.deadToken {
                 dead.devices.append(token.deviceID)
@@ -378,9 +399,9 @@ extension PostgresStore {
                     """
                     UPDATE outbox o SET state = 'queued', next_attempt_at = u.at,
                         last_reason = CASE WHEN u.has THEN u.reason END, claim_owner = NULL, claim_until = NULL,
-                        updated_at = \(now)
+                        attempts = CASE WHEN u.back THEN o.attempts - 1 ELSE o.attempts END, updated_at = \(now)
                     FROM unnest(\(retried.ids)::text[], \(retried.at)::bigint[], \(retried.reasons)::text[],
-                        \(retried.hasReason)::bool[]) AS u(id, at, reason, has)
+                        \(retried.hasReason)::bool[], \(retried.giveBack)::bool[]) AS u(id, at, reason, has, back)
                     WHERE o.push_id = u.id
                     """,
                     logger: logger

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HeraldPush
+public import HeraldPush
 public import HeraldStore
 
 extension SQLiteStore {
@@ -98,8 +98,23 @@ extension SQLiteStore {
         }
     }
 
-    public func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
-        try await write { db in
+    public func claim(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64,
+        networks: Set<PushNetwork>
+    ) async throws -> [ClaimedPush] {
+        if networks.isEmpty { return [] }
+        // Every network: no condition on it, so the usual plan (the queue's order index). One
+        // network: `network IN (?)`, which SQLite reads as `network = ?` and the network index
+        // serves in the queue's order, so the claim stops at `limit` rows however many of the
+        // other network's are queued.
+        let every = networks.count == PushNetwork.allCases.count
+        let wanted = every ? [] : PushNetwork.allCases.filter(networks.contains).map(\.rawValue)
+        let condition =
+            every ? "" : "AND network IN (" + wanted.map { _ in "?" }.joined(separator: ", ") + ")"
+        return try await write { db in
             // Claims whose owner never came back go back to the queue.
             try db.cachedStatement(
                 sql: """
@@ -108,6 +123,9 @@ extension SQLiteStore {
                     """
             ).execute(arguments: [now])
             // Pick and take in one statement: the due pushes, calls first, then the oldest.
+            var values: [any DatabaseValueConvertible] = [owner, leaseUntil, now, now]
+            values += wanted as [any DatabaseValueConvertible]
+            values.append(limit)
             let taken = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -115,11 +133,12 @@ extension SQLiteStore {
                             attempts = attempts + 1, updated_at = ?
                         WHERE push_id IN (
                             SELECT push_id FROM outbox WHERE state = 'queued' AND next_attempt_at <= ?
+                                \(condition)
                             ORDER BY priority DESC, created_at ASC LIMIT ?)
                         RETURNING \(OutboxRow.columns)
                         """
                 ),
-                arguments: [owner, leaseUntil, now, now, limit]
+                arguments: StatementArguments(values)
             )
             .map(OutboxRow.init(row:))
             .sorted { ($0.priority, -$0.createdAt, $0.pushID) > ($1.priority, -$1.createdAt, $1.pushID) }
@@ -180,12 +199,19 @@ extension SQLiteStore {
                     WHERE push_id = ?
                     """
             )
+            let giveBack = try db.cachedStatement(
+                sql: "UPDATE outbox SET attempts = MAX(attempts - 1, 0) WHERE push_id = ?"
+            )
             for completion in completions {
                 switch completion.disposition {
                 case .finish(let state):
                     try Self.finish(db, pushID: completion.pushID, state: state, reason: completion.reason, now: now)
                 case .retry(let at):
                     try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
+                    try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
+                case .requeue(let at):
+                    try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
+                    try giveBack.execute(arguments: [completion.pushID])
                     try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
                 }
                 if let dead = completion.deadToken {

@@ -33,6 +33,7 @@ public final class ScriptedPushSender: PushSender {
         var perPush: [String: [PushOutcome]]
         var gateClosed = false
         var held: [CheckedContinuation<Void, Never>] = []
+        var unreachable: [PushNetwork: String] = [:]
     }
 
     private let state: Mutex<State>
@@ -60,6 +61,17 @@ public final class ScriptedPushSender: PushSender {
 
     /// The ids of every push sent so far, in order, a push once per attempt.
     public var sentIDs: [String] { calls.flatMap(\.pushIDs) }
+
+    /// Plays an outage of `network`: from now on each of its pushes answers
+    /// `.unreachable(reason:)`, leaving the script untouched, until `setReachable(_:)`.
+    public func setUnreachable(_ network: PushNetwork, reason: String = "cannot connect: connection refused") {
+        state.withLock { $0.unreachable[network] = reason }
+    }
+
+    /// Ends the outage of `network`: its pushes answer from the script again.
+    public func setReachable(_ network: PushNetwork) {
+        state.withLock { $0.unreachable[network] = nil }
+    }
 
     /// Holds the calls that come from now on until `openGate()`. A held call is recorded (and its
     /// answers chosen) when it comes.
@@ -90,7 +102,9 @@ public final class ScriptedPushSender: PushSender {
             var outcomes: [PushOutcome] = []
             outcomes.reserveCapacity(pushes.count)
             for push in pushes {
-                if !state.inOrder.isEmpty {
+                if let reason = state.unreachable[push.network] {
+                    outcomes.append(.unreachable(reason: reason))
+                } else if !state.inOrder.isEmpty {
                     outcomes.append(state.inOrder.removeFirst())
                 } else if let next = state.perPush[push.id]?.first {
                     state.perPush[push.id]?.removeFirst()

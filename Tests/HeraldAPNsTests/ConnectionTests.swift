@@ -147,7 +147,7 @@ import Testing
         }
     }
 
-    @Test func anUnreachableAPNsFailsFastWithRetryLater() async throws {
+    @Test func anUnreachableAPNsFailsFastAsUnreachable() async throws {
         var configuration = try APNsClientConfiguration(url: "https://127.0.0.1:1")
         configuration.connections = 1
         configuration.maximumAttempts = 1
@@ -167,8 +167,8 @@ import Testing
             let result = await client.send(
                 .alert(to: String(repeating: "ab", count: 32), bundleID: "com.x", payload: ByteBuffer(string: "{}"))
             )
-            guard case .retryLater(let reason) = result else {
-                Issue.record("expected retryLater, got \(result)")
+            guard case .unreachable(let reason) = result else {
+                Issue.record("expected unreachable, got \(result)")
                 return
             }
             #expect(reason.contains("cannot connect"))

@@ -2,6 +2,8 @@ import Foundation
 import HeraldFCM
 import HeraldFCMCore
 import HeraldSandbox
+import Logging
+import ServiceLifecycle
 import Testing
 
 @Suite("FCM sender against the sandbox", .serialized, .timeLimit(.minutes(2)))
@@ -42,6 +44,36 @@ struct FCMClientTests {
             #expect(await harness.client.send(harness.push(to: token)).isDelivered)
             #expect(harness.core.fcmAccessTokenGrants == 2)
         }
+    }
+
+    @Test("an FCM that refuses connections is answered unreachable at once, not after the sender's attempts")
+    func unreachableAtOnce() async throws {
+        let account = try FCMServiceAccount.generate(projectID: "p", tokenURI: "https://127.0.0.1:1/token").account
+        var configuration = FCMClientConfiguration(account: account)
+        configuration.baseURL = "https://127.0.0.1:1"
+        configuration.retryBaseDelay = .seconds(5)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let client = try FCMClient(configuration: configuration, logger: logger)
+        let group = ServiceGroup(services: [client], logger: logger)
+        let running = Task { try await group.run() }
+        let started = ContinuousClock.now
+        let push = FCMPush(
+            token: "t",
+            data: ["k": "v"],
+            priority: .high,
+            expiration: Int64(Date().timeIntervalSince1970) + 600,
+            collapseKey: nil
+        )
+        let result = await client.send(push)
+        if case .unreachable(let reason) = result {
+            #expect(reason.contains("cannot connect to FCM"))
+        } else {
+            Issue.record("expected unreachable, got \(result)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(5), "no backoff was waited")
+        await group.triggerGracefulShutdown()
+        try await running.value
     }
 
     @Test("a refused service account is a permanent, operator-visible failure")

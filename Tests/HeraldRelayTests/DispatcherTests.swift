@@ -269,6 +269,7 @@ struct Rig {
     /// gracefully. `claimedByPreviousRun`: the pushes are claimed under the dispatcher's owner,
     /// with a long lease, before it starts. `claimsServed`: claims after that many wait for
     /// shutdown and find nothing. `holdSender`: the sender holds its calls until its gate opens.
+    /// `unreachable`: that network is down (`ScriptedPushSender.setUnreachable`) from the start.
     static func with(
         _ script: ScriptedPushSender.Script,
         batchSize: Int = 256,
@@ -277,6 +278,7 @@ struct Rig {
         claimedByPreviousRun: Bool = false,
         claimsServed: Int? = nil,
         holdSender: Bool = false,
+        unreachable: PushNetwork? = nil,
         _ body: (Rig) async throws -> Void
     ) async throws {
         let directory = NSTemporaryDirectory() + "herald-dispatcher-\(UUID().uuidString)"
@@ -288,6 +290,7 @@ struct Rig {
         let sqlite = try SQLiteStore(configuration: storeConfiguration, logger: logger)
         try await sqlite.saveApp(StoreFixtures.app())
         try await sqlite.saveDevice(StoreFixtures.device("d1", token: "tok-1", voip: "voip-1"))
+        try await sqlite.saveDevice(StoreFixtures.androidDevice("a1", token: "fcm-1"))
         if !pushes.isEmpty {
             #expect(try await sqlite.accept(StoreFixtures.ingest(pushes)) == .accepted)
         }
@@ -309,6 +312,7 @@ struct Rig {
         let clock = ManualClock(at: DispatcherTests.start)
         let sender = ScriptedPushSender(script, now: { clock.now() })
         if holdSender { sender.closeGate() }
+        if let unreachable { sender.setUnreachable(unreachable) }
         let store = ObservedOutboxStore(sqlite, claimsServed: claimsServed)
         let dispatcher = Dispatcher(
             store: store,
@@ -369,7 +373,13 @@ final class ObservedOutboxStore: OutboxStore {
         self.completions.append(contentsOf: completions)
     }
 
-    func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
+    func claim(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64,
+        networks: Set<PushNetwork>
+    ) async throws -> [ClaimedPush] {
         let serve = claims.withLock { claims -> Bool in
             claims += 1
             return claimsServed.map { claims <= $0 } ?? true
@@ -383,7 +393,7 @@ final class ObservedOutboxStore: OutboxStore {
             }
             return []
         }
-        return try await base.claim(limit: limit, owner: owner, now: now, leaseUntil: leaseUntil)
+        return try await base.claim(limit: limit, owner: owner, now: now, leaseUntil: leaseUntil, networks: networks)
     }
 
     func accept(_ ingest: Ingest) async throws -> IngestOutcome { try await base.accept(ingest) }

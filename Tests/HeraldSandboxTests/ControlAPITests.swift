@@ -125,6 +125,27 @@ import Testing
         }
     }
 
+    @Test func anOutageClosesEveryAPNsConnectionUntilItEnds() async throws {
+        try await SandboxHarness.with { sandbox in
+            let token = try #require(try sandbox.device().messagingToken)
+            #expect(try await sandbox.push(to: token).status == 200)
+            let before = Int64(Date().timeIntervalSince1970 * 1000)
+            let outage = try await call(sandbox, .POST, "/sandbox/faults/outage", body: #"{"ms":600000}"#)
+            #expect(outage.status == 201)
+            #expect(outage.json["ms"] as? Int == 600_000)
+            let until = try #require(outage.json["until"] as? Int64)
+            #expect(until >= before + 600_000 && until <= Int64(Date().timeIntervalSince1970 * 1000) + 600_000)
+            #expect(sandbox.sandbox.apnsServer.isUnreachable)
+            // The open connection is gone and a new one is closed before TLS: nothing is read.
+            await #expect(throws: (any Error).self) { try await sandbox.push(to: token) }
+            await #expect(throws: (any Error).self) { try await sandbox.push(to: token) }
+            #expect(sandbox.core.inspection().count == 1)
+            #expect(try await call(sandbox, .DELETE, "/sandbox/faults").status == 204)
+            #expect(!sandbox.sandbox.apnsServer.isUnreachable)
+            #expect(try await sandbox.push(to: token).status == 200)
+        }
+    }
+
     @Test func badControlRequestsGetAReason() async throws {
         try await SandboxHarness.with { sandbox in
             let cases: [(HTTPMethod, String, String?, Int, String)] = [
@@ -148,6 +169,7 @@ import Testing
                 (.POST, "/sandbox/faults", #"{"reason":"NotAReason"}"#, 400, "the field 'reason' is invalid"),
                 (.POST, "/sandbox/faults", #"{"count":0,"reason":"Shutdown"}"#, 400, "count must be at least 1"),
                 (.PUT, "/sandbox/faults/latency", #"{"ms":-3}"#, 400, "ms must be between"),
+                (.POST, "/sandbox/faults/outage", #"{"ms":0}"#, 400, "ms must be between 1 and 600000"),
                 (.POST, "/sandbox/tokens/abc/expire", nil, 404, "no device token 'abc'"),
                 (.GET, "/sandbox/nothing-here", nil, 404, "Not Found"),
                 (.GET, "/sandbox/inspection?limit=-1", nil, 400, "limit must be a whole number"),

@@ -76,6 +76,14 @@ struct PostgresConformanceTests {
         try await PostgresEngine.check(.endedChatsArePurged)
     }
 
+    @Test func claimsOnlyTheNetworksAsked() async throws {
+        try await PostgresEngine.check(.claimsOnlyTheNetworksAsked)
+    }
+
+    @Test func requeueTakesBackTheAttempt() async throws {
+        try await PostgresEngine.check(.requeueTakesBackTheAttempt)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -97,6 +105,8 @@ struct PostgresConformanceTests {
             .sealedSendersStaySealed,
             .chatsStartEndAndIdle,
             .endedChatsArePurged,
+            .claimsOnlyTheNetworksAsked,
+            .requeueTakesBackTheAttempt,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -76,6 +76,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.endedChatsArePurged)
     }
 
+    @Test func claimsOnlyTheNetworksAsked() async throws {
+        try await SQLiteEngine.check(.claimsOnlyTheNetworksAsked)
+    }
+
+    @Test func requeueTakesBackTheAttempt() async throws {
+        try await SQLiteEngine.check(.requeueTakesBackTheAttempt)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -97,6 +105,8 @@ struct SQLiteConformanceTests {
             .sealedSendersStaySealed,
             .chatsStartEndAndIdle,
             .endedChatsArePurged,
+            .claimsOnlyTheNetworksAsked,
+            .requeueTakesBackTheAttempt,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

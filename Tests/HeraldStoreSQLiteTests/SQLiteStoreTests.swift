@@ -111,7 +111,7 @@ struct SQLiteStoreTests {
         )
         #expect((fcm.state, fcm.attempts, fcm.apnsID) == (.delivered, 2, "f"))
         #expect(try await store.push(id: "a")?.collapseID == "c")
-        // The queue's partial indexes came back with the rebuilt table.
+        // The queue's partial indexes came back with the rebuilt table (and v7's by network).
         let indexes = try await store.read { db in
             try String.fetchAll(
                 db,
@@ -119,6 +119,10 @@ struct SQLiteStoreTests {
                     "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox' AND sql IS NOT NULL ORDER BY name"
             )
         }
-        #expect(indexes == ["outbox_finished", "outbox_queued", "outbox_queued_due", "outbox_sending"])
+        #expect(
+            indexes == [
+                "outbox_finished", "outbox_queued", "outbox_queued_by_network", "outbox_queued_due", "outbox_sending",
+            ]
+        )
     }
 }
