@@ -20,9 +20,10 @@ struct RelayCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("provider-url"),
-        help: "The provider's base URL, such as http://127.0.0.1:2199. (HERALD_PROVIDER_URL)"
+        help:
+            "A provider's base URL, such as http://127.0.0.1:2199; repeat it for several providers, which share the batches. (HERALD_PROVIDER_URL, comma-separated)"
     )
-    var providerURL: String?
+    var providerURLs: [String] = []
 
     @Option(
         name: .customLong("provider-secret-file"),
@@ -33,9 +34,13 @@ struct RelayCommand: AsyncParsableCommand {
 
     func run() async throws {
         var layer = ConfigurationFile()
-        if providerURL != nil || providerSecretFile != nil {
+        if !providerURLs.isEmpty || providerSecretFile != nil {
             layer.provider = ConfigurationFile.Provider()
-            layer.provider?.url = providerURL
+            if providerURLs.count > 1 {
+                layer.provider?.urls = providerURLs
+            } else {
+                layer.provider?.url = providerURLs.first
+            }
             layer.provider?.secretFile = providerSecretFile
         }
         let configuration = try relay.resolve(command: layer)

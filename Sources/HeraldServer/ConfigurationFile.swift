@@ -49,10 +49,13 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         public init() {}
 
         public var url: String?
+        /// Several providers (`herald relay` spreads its batches over those that answer); with
+        /// `url`, that one comes first.
+        public var urls: [String]?
         public var secretFile: String?
 
         enum CodingKeys: String, CodingKey {
-            case url
+            case url, urls
             case secretFile = "secret_file"
         }
     }
@@ -259,9 +262,11 @@ extension ConfigurationFile {
         fcm.url = string("HERALD_FCM_URL")
         fcm.ca = string("HERALD_FCM_CA")
         if fcm != FCM() { layer.fcm = fcm }
-        if let url = string("HERALD_PROVIDER_URL") {
+        if let text = string("HERALD_PROVIDER_URL") {
+            // Several providers, comma-separated.
+            let urls = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             layer.provider = Provider()
-            layer.provider?.url = url
+            if urls.count > 1 { layer.provider?.urls = urls } else { layer.provider?.url = urls.first }
         }
         return layer
     }

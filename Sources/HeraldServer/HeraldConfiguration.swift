@@ -108,9 +108,13 @@ public struct HeraldConfiguration: Sendable {
         public var ca: String?
     }
 
-    /// A remote `herald provider`.
+    /// One or several remote `herald provider`s.
     public struct RemoteProvider: Sendable, Hashable {
-        public var url: String
+        /// Their base URLs (at least one); batches go to each in turn, skipping one that gives no
+        /// answer.
+        public var urls: [String]
+        /// The first provider.
+        public var url: String { urls[0] }
         /// The file with its bearer secret; HERALD_PROVIDER_SECRET holds the secret itself.
         public var secretFile: String?
     }
@@ -204,11 +208,15 @@ public struct HeraldConfiguration: Sendable {
         if let fcm = file.fcm, let account = fcm.serviceAccount {
             self.fcm = FCM(serviceAccount: account, url: fcm.url ?? Self.googleFCM, ca: fcm.ca)
         }
-        if let provider = file.provider, let url = provider.url {
-            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-                throw .configuration("--provider-url must be an http:// or https:// URL")
+        if let provider = file.provider {
+            var urls = provider.url.map { [$0] } ?? []
+            for url in provider.urls ?? [] where !urls.contains(url) { urls.append(url) }
+            for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+                throw .configuration("--provider-url must be an http:// or https:// URL (got '\(url)')")
             }
-            self.provider = RemoteProvider(url: url, secretFile: provider.secretFile)
+            if !urls.isEmpty {
+                self.provider = RemoteProvider(urls: urls, secretFile: provider.secretFile)
+            }
         }
         try check()
     }

@@ -248,12 +248,18 @@ public struct HeraldServer: Sendable {
         let store = try await openStore()
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let platforms = await Self.platforms(provider: provider.url, http: http, logger: logger)
+        let senders = provider.urls.map { url in
+            (
+                name: url,
+                sender: RemotePushSender(url: url, secret: secret, client: http, logger: logger) as any PushSender
+            )
+        }
         let runtime = try RelayRuntime(
             configuration: configuration,
             store: store,
             masterKey: masterKey,
             apiKey: apiKey,
-            sender: RemotePushSender(url: provider.url, secret: secret, client: http, logger: logger),
+            sender: senders.count == 1 ? senders[0].sender : ProviderPool(senders, logger: logger),
             platforms: platforms,
             registry: registry,
             logger: logger,
@@ -271,7 +277,7 @@ public struct HeraldServer: Sendable {
                     masterSource: masterSource
                 )
                 lines.append(
-                    "  provider     \(provider.url) (pushes to \(platforms.map(\.rawValue).sorted().joined(separator: " and ")))"
+                    "  provider     \(provider.urls.joined(separator: ", ")) (pushes to \(platforms.map(\.rawValue).sorted().joined(separator: " and ")))"
                 )
                 ready(lines)
             }
