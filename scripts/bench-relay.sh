@@ -18,8 +18,13 @@
 #
 # Environment: HERALD (binary), OUT (JSON lines, default /tmp/bench-relay.jsonl), CONNECTIONS
 # (default 32), MESSAGES (overrides the scenario's count), WORKERS (serve --workers).
+# DATABASE_URL: run serve on PostgreSQL instead of SQLite, each scenario in a schema of its own;
+# with PGDATA (the cluster's data directory) the server's CPU time is reported too. Under
+# scripts/with-postgres.sh: DATABASE=postgres uses its throw-away cluster (start it with
+# HERALD_TEST_POSTGRES_FSYNC=on to compare with SQLite's synced commits).
 #
 # Usage: scripts/bench-relay.sh            SCENARIOS=latency scripts/bench-relay.sh
+#        DATABASE=postgres HERALD_TEST_POSTGRES_FSYNC=on scripts/with-postgres.sh scripts/bench-relay.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +32,24 @@ herald=$(realpath "${HERALD:-.build/release/herald}")
 out=${OUT:-/tmp/bench-relay.jsonl}
 connections=${CONNECTIONS:-32}
 scenarios=${SCENARIOS:-throughput latency memory}
+if [ "${DATABASE:-}" = postgres ]; then
+    DATABASE_URL=${DATABASE_URL:-$HERALD_TEST_POSTGRES_URL}
+    PGDATA=${PGDATA:-${HERALD_TEST_POSTGRES_DATA:-}}
+fi
 : >"$out"
+
+# CPU seconds (user + system) of the PostgreSQL server: the postmaster with its exited children,
+# and every live backend.
+postgres_cpu() {
+    [ -n "${PGDATA:-}" ] && [ -f "$PGDATA/postmaster.pid" ] || { echo 0; return; }
+    local master total=0 child
+    master=$(head -n 1 "$PGDATA/postmaster.pid")
+    total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$master/stat")
+    for child in $(cat "/proc/$master/task/$master/children" 2>/dev/null); do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0)))
+    done
+    awk -v t="$total" 'BEGIN {print t / 100}'
+}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -36,6 +58,13 @@ run() {
     local dir port apns control pid line sandbox_pid=""
     dir=$(mktemp -d /tmp/herald-bench-relay.XXXXXX)
     port=$(free_port); apns=$(free_port); control=$(free_port)
+    local database=() pg_before
+    if [ -n "${DATABASE_URL:-}" ]; then
+        local separator='?'
+        case $DATABASE_URL in *\?*) separator='&' ;; esac
+        database=(--database "${DATABASE_URL}${separator}schema=bench_$(date +%s%N)")
+    fi
+    pg_before=$(postgres_cpu)
     if [ -n "$external" ]; then
         (cd "$dir" && "$herald" keys apns --out keys --key-id BENCHKEY01 --team-id BENCHTEAM1 >/dev/null)
         (cd "$dir" && exec "$herald" sandbox --apns-port "$apns" --control-port "$control" --fcm-port 0 --keys-dir keys \
@@ -45,10 +74,10 @@ run() {
         (cd "$dir" && exec "$herald" serve --port "$port" --app com.example.herald:BENCHTEAM1 \
             --apns-key keys/AuthKey_BENCHKEY01.p8 --apns-team-id BENCHTEAM1 \
             --apns-url "https://127.0.0.1:$apns" --apns-ca keys/sandbox-ca.pem \
-            ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} --log-level error >serve.log 2>&1) &
+            ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} "${database[@]}" --log-level error >serve.log 2>&1) &
     else
         (cd "$dir" && exec "$herald" serve --port "$port" --sandbox-apns-port "$apns" --sandbox-control-port "$control" --sandbox-fcm-port 0 \
-            ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} --log-level error >serve.log 2>&1) &
+            ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} "${database[@]}" --log-level error >serve.log 2>&1) &
     fi
     pid=$!
     for _ in $(seq 1 100); do
@@ -68,6 +97,9 @@ run() {
     local sandbox_cpu=0
     if [ -n "$sandbox_pid" ]; then sandbox_cpu=$(awk '{print ($14 + $15) / 100}' "/proc/$sandbox_pid/stat"); fi
     client=$(awk '{print $1 + $2}' "$dir/bench.time")
+    local pg_cpu engine=sqlite
+    [ -n "${DATABASE_URL:-}" ] && engine=postgres
+    pg_cpu=$(awk -v a="$pg_before" -v b="$(postgres_cpu)" 'BEGIN {printf "%.2f", b - a}')
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
     hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
     kill -TERM "$pid"
@@ -76,9 +108,9 @@ run() {
         kill -TERM "$sandbox_pid"
         wait "$sandbox_pid" || true
     fi
-    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); d["server_cpu_seconds"]=float(sys.argv[4]); d["client_cpu_seconds"]=round(float(sys.argv[5]),2); d["sandbox_process_cpu_seconds"]=float(sys.argv[6]); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm" "$cpu" "$client" "$sandbox_cpu")
+    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); d["server_cpu_seconds"]=float(sys.argv[4]); d["client_cpu_seconds"]=round(float(sys.argv[5]),2); d["sandbox_process_cpu_seconds"]=float(sys.argv[6]); d["database"]=sys.argv[7]; d["postgres_cpu_seconds"]=float(sys.argv[8]); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm" "$cpu" "$client" "$sandbox_cpu" "$engine" "$pg_cpu")
     echo "$line" | tee -a "$out"
-    echo "# $label: $((SECONDS - started)) s; database $(du -sh "$dir/data" | cut -f1)" >&2
+    echo "# $label: $((SECONDS - started)) s; database $(du -sh "$dir/data" 2>/dev/null | cut -f1)" >&2
     rm -rf "$dir"
 }
 

@@ -147,6 +147,65 @@ public final class PostgresStore: HeraldStore {
         let client = pool.withLock { $0.client }
         let leased = RunFlag()
         let limit = configuration.connectTimeout
+        // However the call goes, its caller hears back by then: a statement on a connection the
+        // server dropped mid-way has been seen never to finish (a request held, and a graceful
+        // shutdown waiting for it); the call is then left behind, answered as unavailable.
+        let hardLimit = limit + configuration.statementTimeout + .seconds(2)
+        do {
+            return try await Self.answering(within: hardLimit) {
+                try await Self.leaseAndRun(client, leased: leased, limit: limit, body)
+            }
+        } catch {
+            if error is NoConnection || error is Abandoned || PostgresFailure.isConnectionFailure(error) {
+                noteUnreachable(error)
+            }
+            throw error
+        }
+    }
+
+    /// A call that did not finish within its hard limit, and was left behind.
+    struct Abandoned: Error, CustomStringConvertible {
+        let limit: Duration
+        var description: String { "no answer from the database within \(PostgresStore.seconds(limit)) s" }
+    }
+
+    /// Runs `operation` in a task of its own and returns its result, or throws `Abandoned` after
+    /// `limit` without waiting for it (it is cancelled, and ends whenever it ends).
+    private static func answering<T: Sendable>(
+        within limit: Duration,
+        _ operation: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let answered = RunFlag()
+        let timer = TaskBox()
+        return try await withCheckedThrowingContinuation { continuation in
+            let work = Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await operation()) } catch { result = .failure(error) }
+                timer.cancel()
+                if !answered.value.exchange(true, ordering: .acquiringAndReleasing) {
+                    continuation.resume(with: result)
+                }
+            }
+            timer.set(
+                Task {
+                    try? await Task.sleep(for: limit)
+                    if Task.isCancelled { return }
+                    if !answered.value.exchange(true, ordering: .acquiringAndReleasing) {
+                        work.cancel()
+                        continuation.resume(throwing: Abandoned(limit: limit))
+                    }
+                }
+            )
+        }
+    }
+
+    /// Leases a connection (giving up after `limit` without one) and runs `body` on it.
+    private static func leaseAndRun<T: Sendable>(
+        _ client: PostgresClient,
+        leased: RunFlag,
+        limit: Duration,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask {
@@ -173,11 +232,6 @@ public final class PostgresStore: HeraldStore {
                 }
                 throw NoConnection(limit: limit)
             }
-        } catch {
-            if error is NoConnection || PostgresFailure.isConnectionFailure(error) {
-                noteUnreachable(error)
-            }
-            throw error
         }
     }
 
@@ -366,4 +420,25 @@ extension PostgresStore {
 /// Set once the pool's run loop is starting.
 final class RunFlag: Sendable {
     let value = Atomic<Bool>(false)
+}
+
+/// A task set after it is needed: cancelling before the set cancels at the set.
+final class TaskBox: Sendable {
+    private let state = Mutex<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
+
+    func set(_ task: Task<Void, Never>) {
+        let cancel = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelled
+        }
+        if cancel { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
 }
