@@ -285,6 +285,7 @@ def relay_node(
         "--provider-secret-file", str(backends.keys / "provider.secret"),
         "--workers", str(workers),
         "--batch-size", str(batch_size),
+        "--log-level", os.environ.get("HERALD_CLUSTER_LOG_LEVEL", "info"),
     ]  # fmt: skip
     return Node(name, port, argv)
 
@@ -336,6 +337,8 @@ class Burst:
         self.acks = 0
         self.refused = 0  # 503 answers (each with Retry-After and a JSON reason)
         self.cut_off = 0  # requests whose connection failed (the killed node)
+        self.reconnects = 0  # requests sent again on a new connection to a live node
+        self.hung: list[str] = []  # requests a live node never answered (sent again elsewhere)
         self.duplicate_answers = 0  # 202s for a key answered before or committed before a cut-off
         self.errors: list[str] = []
         self.dead: set[str] = set()  # nodes that are being killed: their connection errors are expected
@@ -402,10 +405,18 @@ class Burst:
                     if node.name in self.dead:
                         self.cut_off += 1
                         continue
-                    if not stale_retried:
+                    stale = isinstance(error, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError))
+                    if stale and not stale_retried:
                         # A keep-alive connection the server closed while idle: once, on a new one.
+                        # (A timeout is not that: a request that hangs is an error.)
                         stale_retried = True
+                        self.reconnects += 1
                         attempt -= 1
+                        continue
+                    if isinstance(error, TimeoutError):
+                        # No answer within REQUEST_TIMEOUT: a client gives up and sends the same
+                        # key to another node. Counted, and a failure at the end.
+                        self.hung.append(f"{key} on {node.name}: no answer within {REQUEST_TIMEOUT} s")
                         continue
                     self.errors.append(f"{key} on {node.name}: {type(error).__name__}: {error}")
                     self.ack_event.notify_all()
@@ -537,8 +548,8 @@ def test_cluster_survives_a_dead_node_and_a_database_restart(postgres: Postgres,
     burst.start()
     reached = burst.wait_for_acks(PHASE1_ACKS, PHASE_TIMEOUT)
     burst.stop(REQUEST_TIMEOUT + 5)
-    assert reached and not burst.errors, (
-        f"phase 1: {burst.acks} acknowledgements; errors: {burst.errors[:5]!r}\n{tails(processes)}"
+    assert reached and not burst.errors and not burst.hung, (
+        f"phase 1: {burst.acks} acknowledgements; errors: {(burst.errors + burst.hung)[:5]!r}\n{tails(processes)}"
     )
     phase1 = dict(burst.acked)
     seen, missing = wait_until_accepted(backends.control_url, phase1, DELIVERY_TIMEOUT)
@@ -604,7 +615,8 @@ def test_cluster_survives_a_dead_node_and_a_database_restart(postgres: Postgres,
     summary = (
         f"phase 2: {len(phase2)} pushes acknowledged ({acks_at_kill} before the SIGKILL of {victim.name}, which held "
         f"{len(held)} claimed; {burst.cut_off} requests cut off by it and sent to another node, "
-        f"{burst.duplicate_answers} answered as already accepted), PostgreSQL restarted in {downtime:.1f} s "
+        f"{burst.duplicate_answers} answered as already accepted, {burst.reconnects} sent again on a new "
+        f"connection to a live node, {len(burst.hung)} left unanswered by a live node and sent to another), PostgreSQL restarted in {downtime:.1f} s "
         f"({refused_by_restart} requests refused with 503 by then, {burst.refused} in all, each retried); "
         f"{victim.name} restarted and re-queued {requeued.group(1) if requeued else 0}; "
         f"{len(expected) - len(missing)} of {len(expected)} pushes accepted by the sandbox "
@@ -623,6 +635,7 @@ def test_cluster_survives_a_dead_node_and_a_database_restart(postgres: Postgres,
     assert held, f"the kill hit no claims in flight: {summary}"
     assert refused_by_restart > 0, f"no request was refused while PostgreSQL restarted: {summary}"
     assert not drained, f"outbox not drained: {drained}: {summary}"
+    assert not burst.hung, f"live nodes left requests unanswered, e.g. {burst.hung[:5]}: {summary}"
 
     for process in [node.process for node in nodes] + [backends.provider, backends.sandbox]:
         code = stop(process)
