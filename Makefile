@@ -53,8 +53,10 @@ format:
 unit:
 	scripts/with-postgres.sh $(SWIFT) test --no-parallel
 
+# Likewise the interop tests: the cluster test (Tests/interop/test_cluster.py) runs three relay
+# nodes on the throw-away PostgreSQL and restarts it; the other tests do not use it.
 interop: build
-	HERALD_BIN=$(HERALD) $(PYTHON) -m pytest -q Tests/interop
+	HERALD_BIN=$(HERALD) scripts/with-postgres.sh $(PYTHON) -m pytest -q Tests/interop
 
 bench: setup
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark

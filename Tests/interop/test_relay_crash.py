@@ -458,14 +458,25 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
     # first never did or because its answer had not arrived (the second run sent it again).
     in_flight_at_kill = [push_id for push_id in acked if seen[push_id] > at_kill[push_id]]
 
-    # The relay's own view: every expected push delivered, under its push id as apns-id.
+    # The relay's own view: every expected push delivered, under its push id as apns-id. The
+    # sandbox answers before the relay records the outcome, so a push not yet delivered is asked
+    # about again for a few seconds.
     not_delivered: list[str] = []
+    pending = list(expected)
     status_client = KeepAlive(relay_port, api_key)
+    record_deadline = time.monotonic() + 10
     try:
-        for push_id in expected:
-            status, view = status_client.request("GET", f"/v1/pushes/{push_id}")
-            if status != 200 or view.get("state") != "delivered" or view.get("apns_id", "").lower() != push_id:
-                not_delivered.append(f"{push_id}: {status} {view!r}")
+        while pending:
+            not_delivered, still = [], []
+            for push_id in pending:
+                status, view = status_client.request("GET", f"/v1/pushes/{push_id}")
+                if status != 200 or view.get("state") != "delivered" or view.get("apns_id", "").lower() != push_id:
+                    not_delivered.append(f"{push_id}: {status} {view!r}")
+                    still.append(push_id)
+            if not still or time.monotonic() > record_deadline:
+                break
+            pending = still
+            time.sleep(0.1)
     finally:
         status_client.close()
     delivered = len(expected) - len(not_delivered)
