@@ -16,7 +16,7 @@ public import HeraldStore
 ///   "provider": {"url": "http://127.0.0.1:2199", "secret_file": "keys/provider.secret"},
 ///   "dispatcher": {"workers": 4, "batch_size": 256},
 ///   "presence_ttl": 60, "message_retention": 604800, "durable": true,
-///   "database": {"url": "postgres://herald@db:5432/herald", "pool_size": 10, "statement_timeout": 10},
+///   "database": {"url": "postgres://herald@db:5432/herald", "pool_size": 10, "statement_timeout": 5},
 ///   "node_id": "relay-a"
 /// }
 /// ```
@@ -131,7 +131,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         public var url: String?
         /// Connections each node keeps at most (10).
         public var poolSize: Int?
-        /// Seconds a statement may run before the server cancels it (10).
+        /// Seconds a statement may run before the server cancels it (5).
         public var statementTimeout: Int?
 
         enum CodingKeys: String, CodingKey {

@@ -150,7 +150,7 @@ public final class PostgresStore: HeraldStore {
         // However the call goes, its caller hears back by then: a statement on a connection the
         // server dropped mid-way has been seen never to finish (a request held, and a graceful
         // shutdown waiting for it); the call is then left behind, answered as unavailable.
-        let hardLimit = limit + configuration.statementTimeout + .seconds(2)
+        let hardLimit = limit + configuration.statementTimeout + .seconds(1)
         do {
             return try await Self.answering(within: hardLimit) {
                 try await Self.leaseAndRun(client, leased: leased, limit: limit, body)

@@ -29,11 +29,11 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
     /// wake-ups, and the rest for ingest and reads; the server's `max_connections` must cover
     /// every node's pool.
     public var poolSize: Int = 10
-    /// The longest a statement may run before the server cancels it (10 s): a stuck statement
-    /// fails the request instead of holding a connection.
-    public var statementTimeout: Duration = .seconds(10)
-    /// How long opening a connection may take (5 s).
-    public var connectTimeout: Duration = .seconds(5)
+    /// The longest a statement may run before the server cancels it (5 s; Herald's statements
+    /// take milliseconds): a stuck statement fails the request instead of holding a connection.
+    public var statementTimeout: Duration = .seconds(5)
+    /// How long opening a connection, or waiting for one from the pool, may take (3 s).
+    public var connectTimeout: Duration = .seconds(3)
 
     public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String) {
         self.host = host
