@@ -190,12 +190,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // What every Herald HTTP service does alike: bearer credentials compared in constant time,
-        // JSON answers and the one error body.
+        // JSON answers and the one error body, and the listeners' connection limits (header-read
+        // and idle timeouts, a connection cap, a JSON 400 for unparsable requests).
         .target(
             name: "HeraldHTTPSupport",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -326,6 +333,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldAdapters",
                 "HeraldAPNs",
                 "HeraldAPNsCore",
@@ -359,6 +367,7 @@ let package = Package(
         .target(
             name: "HeraldTesting",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldServer",
                 "HeraldAdapters",
                 "HeraldAPNs",
@@ -381,6 +390,7 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -390,6 +400,7 @@ let package = Package(
         .target(
             name: "HeraldCommands",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldCrypto",
                 "HeraldFCM",
                 "HeraldFCMCore",
@@ -445,7 +456,12 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer"],
+            dependencies: [
+                "HeraldServer",
+                "HeraldTesting",
+                "HeraldFCMCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -566,6 +582,7 @@ let package = Package(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldTesting",
+                "HeraldHTTPSupport",
                 "HeraldRelay",
                 "HeraldRelayAPI",
                 "HeraldAdapters",
