@@ -193,12 +193,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // What every Herald HTTP service does alike: bearer credentials compared in constant time,
-        // JSON answers and the one error body.
+        // JSON answers and the one error body, and the listeners' connection limits (header-read
+        // and idle timeouts, a connection cap, a JSON 400 for unparsable requests).
         .target(
             name: "HeraldHTTPSupport",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -345,6 +352,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldAdapters",
                 "HeraldAPNs",
                 "HeraldAPNsCore",
@@ -379,6 +387,7 @@ let package = Package(
         .target(
             name: "HeraldTesting",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldServer",
                 "HeraldAdapters",
                 "HeraldAPNs",
@@ -401,6 +410,7 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -410,6 +420,7 @@ let package = Package(
         .target(
             name: "HeraldCommands",
             dependencies: [
+                "HeraldHTTPSupport",
                 "HeraldCrypto",
                 "HeraldFCM",
                 "HeraldFCMCore",
@@ -465,7 +476,13 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer", "HeraldSandbox"],
+            dependencies: [
+                "HeraldServer",
+                "HeraldSandbox",
+                "HeraldTesting",
+                "HeraldFCMCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -599,6 +616,7 @@ let package = Package(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldTesting",
+                "HeraldHTTPSupport",
                 "HeraldRelay",
                 "HeraldRelayAPI",
                 "HeraldAdapters",

@@ -131,6 +131,8 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @OptionGroup var http: HTTPOptions
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -144,6 +146,7 @@ struct ProviderCommand: AsyncParsableCommand {
         var flags = ConfigurationFile()
         flags.apns = apns.layer
         flags.fcm = fcm.layer
+        flags.http = http.layer
         flags.logLevel = logLevel
         return try HeraldServerError.validating {
             let environment = try ConfigurationFile.environment(ProcessInfo.processInfo.environment)

@@ -74,6 +74,8 @@ struct RelayOptions: ParsableArguments {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @OptionGroup var http: HTTPOptions
+
     func validate() throws {
         if let port, !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         if let workers, !(1...64).contains(workers) { throw ValidationError("--workers must be between 1 and 64") }
@@ -116,6 +118,7 @@ struct RelayOptions: ParsableArguments {
             layer.chat = ConfigurationFile.Chat()
             layer.chat?.firstPushDelay = chatPushDelay
         }
+        layer.http = http.layer
         if noSync { layer.durable = false }
         // The flag's default is a value, not an absence: only a level other than info overrides.
         if logLevel != "info" { layer.logLevel = logLevel }

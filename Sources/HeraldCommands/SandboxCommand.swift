@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldHTTPSupport
 import HeraldSandbox
 import HeraldServer
 import Logging
@@ -92,6 +93,24 @@ struct SandboxCommand: AsyncParsableCommand {
     )
     var rateLimit: Int = 0
 
+    @Option(
+        name: .customLong("http-header-read-timeout"),
+        help: "Seconds a request head (control port) or the TLS handshake (FCM port) may take."
+    )
+    var httpHeaderReadTimeout: Int = 10
+
+    @Option(
+        name: .customLong("http-idle-timeout"),
+        help: "Seconds a control or FCM connection may sit without a request before it is closed."
+    )
+    var httpIdleTimeout: Int = 60
+
+    @Option(
+        name: .customLong("http-max-connections"),
+        help: "Connections the control and the FCM port each hold at once; one more is closed."
+    )
+    var httpMaxConnections: Int = 512
+
     @Option(help: "Event-loop threads; defaults to the number of cores.")
     var threads: Int = System.coreCount
 
@@ -109,6 +128,7 @@ struct SandboxCommand: AsyncParsableCommand {
         guard tokenMaxAge > 0 else { throw ValidationError("--token-max-age must be at least 1 second") }
         guard (1...64).contains(threads) else { throw ValidationError("--threads must be between 1 and 64") }
         guard inspectionCapacity >= 1 else { throw ValidationError("--inspection-capacity must be at least 1") }
+        if let problem = httpLimits.problem { throw ValidationError(problem) }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown --log-level '\(logLevel)'")
         }
@@ -126,6 +146,14 @@ struct SandboxCommand: AsyncParsableCommand {
         }
     }
 
+    var httpLimits: HTTPConnectionLimits {
+        HTTPConnectionLimits(
+            headerReadTimeout: .seconds(httpHeaderReadTimeout),
+            idleTimeout: .seconds(httpIdleTimeout),
+            maxConnections: httpMaxConnections
+        )
+    }
+
     func makeConfiguration() throws -> SandboxConfiguration {
         let tls = try SandboxCertificateAuthority.ensure(directory: keysDirectory)
         var configuration = SandboxConfiguration(tls: tls)
@@ -138,6 +166,7 @@ struct SandboxCommand: AsyncParsableCommand {
         configuration.providerTokenMaxAge = .seconds(tokenMaxAge)
         configuration.idleTimeout = idleTimeout == 0 ? nil : .seconds(idleTimeout)
         configuration.inspectionCapacity = inspectionCapacity
+        configuration.http = httpLimits
         configuration.perTokenRateLimit = rateLimit == 0 ? nil : rateLimit
 
         if let configurationFile {

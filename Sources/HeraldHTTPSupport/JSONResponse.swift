@@ -35,6 +35,15 @@ public enum JSONResponse {
         return response
     }
 
+    /// The error body as JSON text, as `error(_:_:reason:field:)` writes it (for answers written
+    /// below Hummingbird, at the connection level).
+    public static func errorJSON(error: String, reason: String, field: String?) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try? encoder.encode(ErrorBody(error: error, reason: reason, field: field))
+        return data.map { String(decoding: $0, as: UTF8.self) } ?? #"{"error":"internal"}"#
+    }
+
     /// The error body every Herald HTTP service answers.
     public struct ErrorBody: Codable, Sendable, Hashable {
         /// A stable name for the kind of failure (`invalid_field`, `unauthorized`, …).

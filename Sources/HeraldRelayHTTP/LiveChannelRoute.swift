@@ -1,9 +1,10 @@
 import Foundation
+import HeraldHTTPSupport
 import HeraldRelay
 import HeraldRelayAPI
-import Hummingbird
-import HummingbirdWebSocket
-import NIOCore
+public import Hummingbird
+public import HummingbirdWebSocket
+public import NIOCore
 
 /// `GET /v1/devices/{id}/live` (WebSocket): the device's live channel while its app is in the
 /// foreground. The device credential comes as `Authorization: Bearer …` or `?credential=…` (for
@@ -12,14 +13,25 @@ import NIOCore
 /// Client → relay, JSON text frames: `{"type":"presence","state":"active","conversation":"c"}`
 /// (or `"background"`), `{"type":"ack","message_id":"…"}`. Relay → client:
 /// `{"type":"message","message_id","conversation","from":{"id","name"},"text","sent_at"}`.
+///
+/// A refusal is the same JSON as every other route's: 401 without a credential or with one the
+/// relay does not know (or no longer knows), 403 for the API key or another device's credential.
+/// Over an upgrade request it reaches the client through `UpgradeRefusal` (the listener writes
+/// it in place of hummingbird-websocket's bare 400); over a plain GET it is the route's answer.
 enum LiveChannelRoute {
-    static func add(to router: Router<BasicWebSocketRequestContext>, relay: Relay, api: API) {
+    static func add(to router: Router<RelayRequestContext>, relay: Relay, api: API) {
         router.ws("/v1/devices/:id/live") { request, context in
             let id = try context.parameters.require("id")
-            let credential = api.bearer(request) ?? request.uri.queryParameters.get("credential")
-            guard let credential, let device = try? await relay.activation.authenticateDevice(credential: credential),
-                device.id == id
-            else { return .dontUpgrade }
+            do throws(RelayError) {
+                try await authorize(request, deviceID: id, api: api)
+            } catch {
+                let refusal = UpgradeRefusal(
+                    status: error.httpStatus,
+                    error: .init(error: error.identifier, reason: error.detail, field: error.field)
+                )
+                await refusal.send(on: context.channel)
+                throw Refused(refusal: refusal)
+            }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let deviceID = try context.requestContext.parameters.require("id")
@@ -64,5 +76,57 @@ enum LiveChannelRoute {
                 group.cancelAll()
             }
         }
+    }
+}
+
+extension LiveChannelRoute {
+    /// The device's own credential, from the header or `?credential=`; the API key is 403.
+    static func authorize(_ request: Request, deviceID: String, api: API) async throws(RelayError) {
+        guard let credential = api.bearer(request) ?? request.uri.queryParameters.get("credential")
+        else {
+            throw RelayError.unauthorized.with(
+                detail:
+                    "the live channel needs the device credential (authorization: Bearer <credential> or ?credential=)"
+            )
+        }
+        if ConstantTime.equal(Array(credential.utf8), api.configuration.apiKeyBytes) {
+            throw RelayError.forbidden.with(detail: "the live channel needs a device credential, not the API key")
+        }
+        let device = try await api.relay.activation.authenticateDevice(credential: credential)
+        guard device.id == deviceID else {
+            throw RelayError.forbidden.with(detail: "the credential is for another device")
+        }
+    }
+
+    /// A refused upgrade: over a plain GET this is the answer, over an upgrade request
+    /// hummingbird-websocket drops it and the listener writes the `UpgradeRefusal` sent before.
+    struct Refused: HTTPResponseError {
+        let refusal: UpgradeRefusal
+
+        var status: HTTPResponse.Status { refusal.status }
+
+        func response(from request: Request, context: some RequestContext) throws -> Response {
+            JSONResponse.error(
+                refusal.status,
+                refusal.error.error,
+                reason: refusal.error.reason,
+                field: refusal.error.field
+            )
+        }
+    }
+}
+
+/// The relay's request context: Hummingbird's, with the WebSocket handler slot, and the request's
+/// connection (where a refused live-channel upgrade sends its answer).
+public struct RelayRequestContext: RequestContext, WebSocketRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let webSocket: WebSocketHandlerReference<Self>
+    /// The connection the request came on.
+    public let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        channel = source.channel
     }
 }

@@ -5,7 +5,7 @@ public import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
 public import Hummingbird
-public import HummingbirdWebSocket
+import HummingbirdWebSocket
 import NIOCore
 public import Prometheus
 
@@ -42,8 +42,8 @@ public enum RelayHTTPService {
         registry: PrometheusCollectorRegistry? = nil,
         adapters: [any ContactCenterAdapter] = [],
         health: @escaping @Sendable () async -> [String: Int] = { [:] }
-    ) -> Router<BasicWebSocketRequestContext> {
-        let router = Router(context: BasicWebSocketRequestContext.self)
+    ) -> Router<RelayRequestContext> {
+        let router = Router(context: RelayRequestContext.self)
         router.add(middleware: JSONErrorMiddleware())
         let api = API(relay: relay, configuration: configuration)
 

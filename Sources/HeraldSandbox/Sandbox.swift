@@ -1,4 +1,5 @@
 import HeraldAPNsCore
+import HeraldHTTPSupport
 import Hummingbird
 import HummingbirdWebSocket
 public import Logging
@@ -97,7 +98,7 @@ public final class Sandbox: Service, Sendable {
         }
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            server: .guardedHTTP1WebSocketUpgrade(webSocketRouter: router, limits: configuration.http),
             configuration: .init(
                 address: .hostname(host, port: configuration.controlPort),
                 serverName: "herald-sandbox"

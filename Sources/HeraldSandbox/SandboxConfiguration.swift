@@ -1,4 +1,5 @@
 import Foundation
+public import HeraldHTTPSupport
 
 /// Everything the sandbox can be told at start; every field has a working default.
 public struct SandboxConfiguration: Sendable {
@@ -23,6 +24,10 @@ public struct SandboxConfiguration: Sendable {
     /// A connection that sends nothing for this long is closed with GOAWAY `IdleTimeout`;
     /// nil never closes idle connections.
     public var idleTimeout: Duration? = .seconds(60 * 60)
+    /// The control and FCM listeners' timeouts and connection cap (header read 10 s, idle 60 s,
+    /// 512 connections each). The FCM listener is TLS from its first byte: there the header-read
+    /// timeout bounds the TLS handshake (see docs/sandbox.md).
+    public var http = HTTPConnectionLimits()
     /// How many requests the inspection log keeps (oldest dropped first).
     public var inspectionCapacity: Int = 10_000
     /// The sandbox's time; tests advance it to reach a time rule's boundary without waiting.

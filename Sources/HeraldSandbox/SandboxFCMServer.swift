@@ -1,5 +1,6 @@
 import Foundation
 import HeraldFCMCore
+import HeraldHTTPSupport
 import Hummingbird
 import HummingbirdHTTP2
 import Logging
@@ -32,9 +33,20 @@ enum SandboxFCMServer {
         )
         // RFC 9113 §9.2 requires TLS 1.2 or later for HTTP/2; HTTP/1.1 clients get the same floor.
         tls.minimumTLSVersion = .tlsv12
+        let tlsConfiguration = tls
         return Application(
             router: router(core: core),
-            server: try .http2Upgrade(tlsConfiguration: tls),
+            server: .guarded(limits: configuration.http, encrypted: true) { responder in
+                // Idle: an HTTP/2 connection without streams, an HTTP/1.1 one between requests.
+                try HTTP2UpgradeChannel(
+                    tlsConfiguration: tlsConfiguration,
+                    configuration: .init(
+                        idleTimeout: configuration.http.idleTimeout,
+                        streamConfiguration: .init(idleTimeout: TimeAmount(configuration.http.idleTimeout))
+                    ),
+                    responder: responder
+                )
+            },
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.fcmPort),
                 serverName: "herald-sandbox"

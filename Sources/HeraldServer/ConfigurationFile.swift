@@ -15,6 +15,7 @@ public import HeraldStore
 ///            "url": null, "ca": null, "connections": 2},
 ///   "provider": {"url": "http://127.0.0.1:2199", "secret_file": "keys/provider.secret"},
 ///   "dispatcher": {"workers": 4, "batch_size": 256},
+///   "http": {"header_read_timeout": 10, "idle_timeout": 60, "max_connections": 512},
 ///   "presence_ttl": 60, "message_retention": 604800, "durable": true,
 ///   "database": {"url": "postgres://herald@db:5432/herald", "pool_size": 10, "statement_timeout": 5},
 ///   "node_id": "relay-a"
@@ -141,6 +142,24 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         }
     }
 
+    /// The HTTP listener's limits (the relay's, or `herald provider`'s).
+    public struct HTTP: Codable, Sendable, Equatable {
+        public init() {}
+
+        /// Seconds a request head may take to arrive complete (10).
+        public var headerReadTimeout: Int?
+        /// Seconds a connection may sit without a request before it is closed (60).
+        public var idleTimeout: Int?
+        /// Connections open at once; one more gets 503 and is closed (512).
+        public var maxConnections: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case headerReadTimeout = "header_read_timeout"
+            case idleTimeout = "idle_timeout"
+            case maxConnections = "max_connections"
+        }
+    }
+
     /// Chat background semantics.
     public struct Chat: Codable, Sendable, Equatable {
         public init() {}
@@ -177,6 +196,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var adapters: [String: Adapter]?
     public var chat: Chat?
     public var sandbox: Sandbox?
+    public var http: HTTP?
     /// trace, debug, info, notice, warning, error or critical.
     public var logLevel: String?
 
@@ -188,7 +208,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case messageRetention = "message_retention"
         case durable, database
         case nodeID = "node_id"
-        case adapters, chat, sandbox
+        case adapters, chat, sandbox, http
         case logLevel = "log_level"
     }
 }
@@ -249,6 +269,11 @@ extension ConfigurationFile {
             layer.dispatcher = Dispatcher()
             layer.dispatcher?.workers = workers
         }
+        var http = HTTP()
+        http.headerReadTimeout = try int("HERALD_HTTP_HEADER_READ_TIMEOUT")
+        http.idleTimeout = try int("HERALD_HTTP_IDLE_TIMEOUT")
+        http.maxConnections = try int("HERALD_HTTP_MAX_CONNECTIONS")
+        if http != HTTP() { layer.http = http }
         var apns = APNs()
         apns.key = string("HERALD_APNS_KEY")
         apns.keyID = string("HERALD_APNS_KEY_ID")

@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldAdapters
+public import HeraldHTTPSupport
 public import HeraldRelay
 public import HeraldStore
 public import HeraldStorePostgres
@@ -52,6 +53,9 @@ public struct HeraldConfiguration: Sendable {
     public var provider: RemoteProvider?
     /// The in-process sandbox's ports (APNs 2197, FCM 2196, control 2198; 0 picks one).
     public var sandboxPorts = SandboxPorts()
+    /// The relay's (or `herald provider`'s) HTTP listener: header-read timeout (10 s), idle
+    /// timeout (60 s), connection cap (512).
+    public var http = HTTPConnectionLimits()
     /// The contact-center webhooks, as the file gives them (secrets may come from the environment).
     public var adapters: [String: ConfigurationFile.Adapter] = [:]
 
@@ -183,6 +187,9 @@ public struct HeraldConfiguration: Sendable {
         chatFilteredTypes = file.chat?.filteredTypes.map(Set.init)
         if let seconds = file.chat?.idleEnd { chatIdleEnd = .seconds(seconds) }
         adapters = file.adapters ?? [:]
+        if let seconds = file.http?.headerReadTimeout { http.headerReadTimeout = .seconds(seconds) }
+        if let seconds = file.http?.idleTimeout { http.idleTimeout = .seconds(seconds) }
+        if let connections = file.http?.maxConnections { http.maxConnections = connections }
         if let sandbox = file.sandbox {
             sandboxPorts.apns = sandbox.apnsPort ?? sandboxPorts.apns
             sandboxPorts.fcm = sandbox.fcmPort ?? sandboxPorts.fcm
@@ -245,6 +252,15 @@ public struct HeraldConfiguration: Sendable {
         }
         guard messageRetention >= .seconds(60) else {
             throw .configuration("message_retention must be at least 60 seconds")
+        }
+        guard (1...3600).contains(http.headerReadTimeout.components.seconds) else {
+            throw .configuration("http.header_read_timeout must be between 1 and 3600 seconds")
+        }
+        guard (1...86_400).contains(http.idleTimeout.components.seconds) else {
+            throw .configuration("http.idle_timeout must be between 1 and 86400 seconds")
+        }
+        guard (1...1_000_000).contains(http.maxConnections) else {
+            throw .configuration("http.max_connections must be between 1 and 1000000")
         }
         if let apns, !(1...64).contains(apns.connections) {
             throw .configuration("--apns-connections must be between 1 and 64")

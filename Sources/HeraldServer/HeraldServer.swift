@@ -363,6 +363,7 @@ struct RelayRuntime: Sendable {
         parts.dispatcher = configuration.dispatcherConfiguration
         parts.host = configuration.host
         parts.port = configuration.port
+        parts.http = configuration.http
         parts.metrics = registry
         parts.adapters = try configuration.contactCenterAdapters(environment: environment)
         adapterNames = parts.adapters.map(\.name)

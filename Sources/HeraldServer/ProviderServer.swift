@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldFCM
+import HeraldHTTPSupport
 import HeraldProvider
 import HeraldProviderHTTP
 import Hummingbird
@@ -53,6 +54,7 @@ extension HeraldServer {
         let ports = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: ProviderHTTPService.router(stage: ProviderStage(apns: client, fcm: fcmClient), secret: secret),
+            server: .guardedHTTP1(limits: configuration.http),
             configuration: .init(address: .hostname(listener.host, port: listener.port), serverName: "herald-provider"),
             onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger

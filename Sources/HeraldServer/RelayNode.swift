@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldAdapters
 public import HeraldCrypto
+public import HeraldHTTPSupport
 public import HeraldPush
 public import HeraldRelay
 import HeraldRelayHTTP
@@ -34,6 +35,8 @@ public struct RelayNode: Sendable {
         /// 0 picks a port.
         public var port = 0
         public var serverName = "herald"
+        /// The HTTP listener's timeouts and connection cap.
+        public var http = HTTPConnectionLimits()
         /// Serves `GET /metrics` from it.
         public var metrics: PrometheusCollectorRegistry?
         public var adapters: [any ContactCenterAdapter] = []
@@ -80,7 +83,7 @@ public struct RelayNode: Sendable {
         )
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            server: .guardedHTTP1WebSocketUpgrade(webSocketRouter: router, limits: parts.http),
             configuration: .init(address: .hostname(parts.host, port: parts.port), serverName: parts.serverName),
             onServerRunning: { channel in ready(channel.localAddress?.port ?? 0) },
             logger: logger

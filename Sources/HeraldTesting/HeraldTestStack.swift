@@ -7,6 +7,7 @@ public import HeraldAdapters
 public import HeraldCrypto
 public import HeraldFCM
 public import HeraldFCMCore
+public import HeraldHTTPSupport
 import HeraldProvider
 import HeraldProviderHTTP
 import HeraldPush
@@ -129,6 +130,8 @@ public final class HeraldTestStack: Sendable {
         public var sleep: (@Sendable (Int64) async throws -> Void)?
         /// Commit with fsync (off for tests: a crash of the test process loses nothing it checks).
         public var durable = false
+        /// The relay's (and the remote provider's) HTTP timeouts and connection cap.
+        public var http = HTTPConnectionLimits()
 
         public init() {}
     }
@@ -253,6 +256,7 @@ public final class HeraldTestStack: Sendable {
                         let ports = AsyncStream.makeStream(of: Int.self)
                         let provider = Application(
                             router: ProviderHTTPService.router(stage: stage, secret: secret),
+                            server: .guardedHTTP1(limits: settings.http),
                             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                             onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
                             logger: logger
@@ -289,6 +293,7 @@ public final class HeraldTestStack: Sendable {
                     node.metrics = settings.metrics
                     node.adapters = settings.adapters
                     node.now = settings.now
+                    node.http = settings.http
                     node.sleep = settings.sleep
                     let ports = AsyncStream.makeStream(of: Int.self)
                     let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }

@@ -3,6 +3,7 @@ import Foundation
 import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
+import HeraldTesting
 import HummingbirdWSClient
 import Logging
 import NIOCore
@@ -352,20 +353,53 @@ struct LiveChannelTests {
         }
     }
 
-    @Test("a live channel needs the device's own credential: any other is refused with an answer, at once")
+    /// The answer to a WebSocket upgrade request, read off the wire.
+    static func upgradeAnswer(
+        _ harness: RelayHarness,
+        _ path: String,
+        authorization: String? = nil
+    ) async throws -> RawHTTPConnection.Answer {
+        let connection = try await RawHTTPConnection.connect(port: harness.port)
+        var request = "GET \(path) HTTP/1.1\r\nhost: relay\r\nconnection: Upgrade\r\nupgrade: websocket\r\n"
+        request += "sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        if let authorization { request += "authorization: \(authorization)\r\n" }
+        try await connection.send(request + "\r\n")
+        let answer = try await connection.answer()
+        await connection.close()
+        return answer
+    }
+
+    @Test("a live channel needs the device's own credential: any other is 401 or 403 with the JSON error, at once")
     func liveNeedsCredential() async throws {
         try await RelayHarness.with { harness in
             let phone = try await harness.phone(user: "u1")
             let other = try await harness.phone(user: "u2")
+            let revoked = try await harness.phone(user: "u3")
+            let gone = try await harness.call(.DELETE, "/v1/devices/\(revoked.deviceID)")
+            try #require((200..<300).contains(gone.status), "revocation answered \(gone.status)")
             let path = "/v1/devices/\(phone.deviceID)/live"
-            let refusals: [(String, String?)] = [
-                (path + "?credential=" + other.credential, nil), (path, "Bearer " + other.credential),
-                (path + "?credential=not-a-credential", nil), (path, nil),
+            let refusals: [(path: String, authorization: String?, status: Int, error: String)] = [
+                (path, nil, 401, "unauthorized"),
+                (path + "?credential=not-a-credential", nil, 401, "unauthorized"),
+                (path, "Bearer not-a-credential", 401, "unauthorized"),
+                ("/v1/devices/\(revoked.deviceID)/live?credential=" + revoked.credential, nil, 401, "unauthorized"),
+                (path + "?credential=" + other.credential, nil, 403, "forbidden"),
+                (path, "Bearer " + other.credential, 403, "forbidden"),
+                (path, "Bearer " + RelayHarness.apiKey, 403, "forbidden"),
+                (path + "?credential=" + RelayHarness.apiKey, nil, 403, "forbidden"),
             ]
-            for (path, authorization) in refusals {
-                let status = try await Self.upgradeStatus(harness, path, authorization: authorization)
-                #expect((400..<500).contains(status), "\(path) \(authorization ?? ""): \(status)")
+            for refusal in refusals {
+                let answer = try await Self.upgradeAnswer(harness, refusal.path, authorization: refusal.authorization)
+                let context = "\(refusal.path) \(refusal.authorization ?? "")"
+                #expect(answer.status == refusal.status, "\(context)")
+                #expect(answer.headers["content-type"] == "application/json", "\(context)")
+                #expect(answer.json?["error"] as? String == refusal.error, "\(context)")
+                #expect((answer.json?["reason"] as? String)?.isEmpty == false, "\(context)")
+                if refusal.status == 401 { #expect(answer.headers["www-authenticate"] == "Bearer", "\(context)") }
             }
+            // Without upgrade headers the route answers the same JSON itself.
+            let plain = try await harness.call(.GET, path, auth: .none)
+            #expect(plain.status == 401)
             #expect(!harness.relay.live.isOpen(deviceID: phone.deviceID))
             // The same request with the device's own credential is upgraded: the probe can tell.
             #expect(try await Self.upgradeStatus(harness, path + "?credential=" + phone.credential) == 101)

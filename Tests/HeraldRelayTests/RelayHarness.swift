@@ -7,6 +7,7 @@ import HeraldAdapters
 import HeraldCrypto
 import HeraldFCM
 import HeraldFCMCore
+import HeraldHTTPSupport
 import HeraldProvider
 import HeraldProviderHTTP
 import HeraldPush
@@ -73,6 +74,9 @@ final class RelayHarness: Sendable {
 
     var core: SandboxCore { sandbox.core }
 
+    /// The relay's HTTP port.
+    var port: Int { Int(baseURL.split(separator: ":").last ?? "") ?? 0 }
+
     /// A series' value in this harness's metrics (0 before it is written).
     func metric(_ series: String) -> Double {
         TestMetrics.value(series, in: metrics.emitToString())
@@ -92,6 +96,8 @@ final class RelayHarness: Sendable {
         var relay = RelayConfiguration()
         /// Contact-center webhooks to serve.
         var adapters: [any ContactCenterAdapter] = []
+        /// The HTTP listener's timeouts and connection cap.
+        var http = HTTPConnectionLimits()
     }
 
     static func with(_ setup: Setup = Setup(), _ body: (RelayHarness) async throws -> Void) async throws {
@@ -116,6 +122,7 @@ final class RelayHarness: Sendable {
         relay.dispatcher = setup.dispatcher
         relay.remoteProvider = setup.remoteProvider
         relay.adapters = setup.adapters
+        relay.http = setup.http
         relay.metrics = setup.servesMetrics ? metrics : nil
         relay.apiKey = apiKey
         relay.now = { clock.now() }

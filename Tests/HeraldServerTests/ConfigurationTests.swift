@@ -17,6 +17,7 @@ struct ConfigurationTests {
         arguments: [
             (#"{"dispatcher": {"wrokers": 4}}"#, "dispatcher.wrokers"),
             (#"{"prot": 9000}"#, "prot"),
+            (#"{"http": {"idel_timeout": 3}}"#, "http.idel_timeout"),
             (#"{"apps": [{"id": "com.example.a", "team_id": "T", "alert_titel": "x"}]}"#, "apps[0].alert_titel"),
             (
                 #"{"adapters": {"genesys": {"secret": "0123456789abcdef", "authentification": "hmac"}}}"#,
@@ -112,6 +113,9 @@ struct ConfigurationTests {
                 #"{"log_level": "loud"}"#,
                 "unknown log level 'loud' (trace, debug, info, notice, warning, error, critical)"
             ),
+            (#"{"http": {"header_read_timeout": 0}}"#, "http.header_read_timeout must be between 1 and 3600 seconds"),
+            (#"{"http": {"idle_timeout": 0}}"#, "http.idle_timeout must be between 1 and 86400 seconds"),
+            (#"{"http": {"max_connections": 0}}"#, "http.max_connections must be between 1 and 1000000"),
         ]
     )
     func ranges(json: String, message: String) throws {
@@ -120,6 +124,30 @@ struct ConfigurationTests {
         #expect(throws: HeraldServerError.configuration(message)) {
             try HeraldConfiguration(layers: [try ConfigurationFile.load(path: path)])
         }
+    }
+
+    @Test("the HTTP limits: documented defaults, the file's section, the environment over the file")
+    func httpLimits() throws {
+        let defaults = HeraldConfiguration().http
+        #expect(defaults.headerReadTimeout == .seconds(10))
+        #expect(defaults.idleTimeout == .seconds(60))
+        #expect(defaults.maxConnections == 512)
+        let path = try Self.file(
+            #"{"http": {"header_read_timeout": 5, "idle_timeout": 30, "max_connections": 100}}"#
+        )
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = try ConfigurationFile.load(path: path)
+        let fromFile = try HeraldConfiguration(layers: [file]).http
+        #expect(fromFile.headerReadTimeout == .seconds(5))
+        #expect(fromFile.idleTimeout == .seconds(30))
+        #expect(fromFile.maxConnections == 100)
+        let environment = try ConfigurationFile.environment([
+            "HERALD_HTTP_MAX_CONNECTIONS": "2000", "HERALD_HTTP_HEADER_READ_TIMEOUT": "3",
+        ])
+        let layered = try HeraldConfiguration(layers: [environment, file]).http
+        #expect(layered.maxConnections == 2000)
+        #expect(layered.headerReadTimeout == .seconds(3))
+        #expect(layered.idleTimeout == .seconds(30))
     }
 
     @Test("an environment number that is not one is refused with the variable's name")

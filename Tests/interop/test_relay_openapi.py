@@ -33,6 +33,7 @@ import os
 import re
 import select
 import signal
+import socket
 import struct
 import subprocess
 import time
@@ -243,6 +244,46 @@ class Relay:
         if body is not None and raw is None:
             self.check_request(template, method.lower(), body, status, schema_rejects)
         return decoded
+
+    def upgrade(self, path: str, status: int, authorization: str | None = None) -> Response:
+        """A WebSocket upgrade request over a raw socket (urllib cannot ask for one); asserts the
+        status and checks the answer against the spec like `call`."""
+        parsed = urllib.parse.urlsplit(self.url)
+        lines = [
+            f"GET {path} HTTP/1.1",
+            f"Host: {parsed.netloc}",
+            "Connection: Upgrade",
+            "Upgrade: websocket",
+            "Sec-WebSocket-Version: 13",
+            "Sec-WebSocket-Key: " + base64.b64encode(os.urandom(16)).decode(),
+        ]
+        if authorization is not None:
+            lines.append(f"Authorization: {authorization}")
+        with socket.create_connection((parsed.hostname, parsed.port), timeout=HTTP_TIMEOUT) as connection:
+            connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+            received = b""
+            while b"\r\n\r\n" not in received:
+                chunk = connection.recv(65536)
+                assert chunk, f"GET {path}: the connection closed before an answer: {received!r}"
+                received += chunk
+            head, _, body = received.partition(b"\r\n\r\n")
+            head_lines = head.decode("latin-1").split("\r\n")
+            headers = {
+                name.strip().lower(): value.strip()
+                for name, _, value in (line.partition(":") for line in head_lines[1:])
+            }
+            answered = int(head_lines[0].split(" ")[1])
+            length = 0 if answered == 101 else int(headers.get("content-length", "0"))
+            while len(body) < length:
+                chunk = connection.recv(65536)
+                assert chunk, f"GET {path}: the connection closed inside the body"
+                body += chunk
+        answer = Response(status=answered, headers=headers, raw=body[:length])
+        assert answered == status, f"GET {path} (upgrade): expected {status}, got {answered}: {answer.raw[:500]!r}"
+        template = self.spec.template(path)
+        assert template is not None, f"{path} is not a path of the spec"
+        self.check_answer(template, "get", answer)
+        return answer
 
     # Spec checks
 
@@ -467,6 +508,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/devices/{id}/tokens", "put"),
         ("/v1/devices/{id}", "delete"),
         ("/v1/devices/{id}/presence", "put"),
+        ("/v1/devices/{id}/live", "get"),
         ("/v1/messages", "post"),
         ("/v1/messages/{id}", "get"),
         ("/v1/calls", "post"),
@@ -839,11 +881,21 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("POST", "/v1/calls", 400, call | {"from": {"id": "", "name": "Ada"}}, key, field_name="from.id")
     relay.call("POST", "/v1/calls", 413, raw=b" " * (MAX_BODY + 1), token=key, field_name="body")
 
+    # --- the live channel (a WebSocket upgrade) ---
+    live = f"/v1/devices/{android['device_id']}/live"
+    relay.upgrade(live, 101, authorization="Bearer " + android["device_credential"])
+    relay.upgrade(f"{live}?credential={android['device_credential']}", 101)
+    relay.upgrade(live, 401)
+    relay.upgrade(live, 401, authorization="Bearer " + android["device_id"] + ".forged")
+    relay.upgrade(live, 403, authorization="Bearer " + stranger_credential)
+    relay.upgrade(live, 403, authorization="Bearer " + key)
+
     # --- deactivation ---
     relay.call("DELETE", f"/v1/devices/{android['device_id']}", 401)
     relay.call("DELETE", f"/v1/devices/{android['device_id']}", 403, token=stranger_credential)
     relay.call("DELETE", f"/v1/devices/{android['device_id']}", 204, token=android["device_credential"])
     relay.call("DELETE", f"/v1/devices/{android['device_id']}", 401, token=android["device_credential"])
+    relay.upgrade(f"{live}?credential={android['device_credential']}", 401)  # revoked
     relay.call("DELETE", f"/v1/devices/{android['device_id']}", 404, token=key)
     relay.call("DELETE", f"/v1/devices/{bare['device_id']}", 204, token=key)
     relay.call("GET", f"/v1/devices/{bare['device_id']}", 404, token=key)
@@ -1171,6 +1223,33 @@ def test_dead_tokens_are_reported(relay: Relay):
     assert "token_dead_reason" not in revived and revived["messaging_token"] == fresh["messaging_token"]
     health = relay.call("GET", "/health", 200)
     assert health["outbox_token_dead"] >= 2
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [b"Content-Length: 2\r\nContent-Length: 2\r\n", b"Content-Length: 2\r\nContent-Length: 3\r\n", b"Content-Length: 2, 2\r\n"],
+)
+def test_conflicting_content_length_is_400_then_closed(relay: Relay, spec: Spec, lengths: bytes):
+    """RFC 9112 §6.3: two Content-Length headers, equal or not, or a list in one, are answered 400
+    with the usual error body, and the connection is closed (reading to the end proves it: a
+    connection left open would time out instead)."""
+    parsed = urllib.parse.urlsplit(relay.url)
+    with socket.create_connection((parsed.hostname, parsed.port), timeout=HTTP_TIMEOUT) as connection:
+        connection.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer "
+            + relay.api_key.encode()
+            + b"\r\n"
+            + lengths
+            + b"\r\n{}"
+        )
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), received[:300]
+    error = json.loads(body)
+    assert error["error"] == "invalid_field" and error["field"] == "content-length", error
+    assert not _errors(spec.schema("Error"), error)
 
 
 def test_sigterm_stops_the_relay(relay: Relay):
