@@ -1,0 +1,197 @@
+import Foundation
+import HeraldCrypto
+import HeraldPush
+import HeraldRelay
+import HeraldStore
+import HeraldStorePostgres
+import Logging
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// The relay's parts under one `ServiceGroup`: the node (HTTP API, dispatcher) and a janitor.
+struct RelayRuntime: Sendable {
+    let configuration: HeraldConfiguration
+    let node: RelayNode
+    let logger: Logger
+    /// The webhooks served (the file's and those the environment's secrets turn on), for the banner.
+    let adapterNames: [String]
+    private let port: PortBox
+    private let store: any HeraldStore
+
+    var relay: Relay { node.relay }
+
+    init(
+        configuration: HeraldConfiguration,
+        store: any HeraldStore,
+        masterKey: MasterKey,
+        apiKey: String,
+        sender: any PushSender,
+        platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases),
+        registry: PrometheusCollectorRegistry,
+        logger: Logger,
+        onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
+        environment: [String: String]
+    ) throws(HeraldServerError) {
+        var parts = RelayNode.Parts(store: store, sender: sender, masterKey: masterKey, apiKey: apiKey)
+        parts.relay = configuration.relayConfiguration
+        parts.relay.platforms = platforms
+        parts.dispatcher = configuration.dispatcherConfiguration
+        parts.host = configuration.host
+        parts.port = configuration.port
+        parts.http = configuration.http
+        parts.metrics = registry
+        parts.adapters = try configuration.contactCenterAdapters(environment: environment)
+        adapterNames = parts.adapters.map(\.name)
+        parts.onAppSaved = onAppSaved
+        let port = PortBox()
+        self.port = port
+        self.node = RelayNode(parts, logger: logger) { bound in port.bound(bound) }
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Saves the configured apps, filling a missing team id with `defaultTeam`.
+    func registerApps(defaultTeam: String?) async throws(HeraldServerError) -> [AppRecord] {
+        var all = configuration.apps
+        for extra in configuration.extraApps {
+            guard let team = extra.teamID ?? defaultTeam else {
+                throw .configuration("--app \(extra.bundleID) needs a team id (BUNDLE_ID:TEAM_ID)")
+            }
+            all.append(AppRecord(id: extra.bundleID, teamID: team))
+        }
+        for app in all {
+            do {
+                try await relay.activation.saveApp(app)
+            } catch {
+                throw .configuration("app \(app.id): \(error.detail)")
+            }
+        }
+        return all
+    }
+
+    /// Runs until SIGTERM or SIGINT; `ready` gets the bound port once the API listens.
+    ///
+    /// Shutdown runs in reverse order: the API stops accepting, the dispatcher finishes the
+    /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
+    func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
+        // Senders an older version stored in the clear (messages', chat events'), sealed before
+        // the API can read them.
+        let sealed = try await relay.sealClearSenders()
+        if sealed > 0 { logger.notice("senders sealed at rest", metadata: ["records": "\(sealed)"]) }
+        // Chat pushes that were waiting out their delay when the last run stopped.
+        await relay.transcripts.resumeChatPushes()
+        port.onBound(ready)
+        var background: [any Service] = [Janitor(relay: relay, logger: logger)]
+        if case .postgres = configuration.database {
+            background.append(ChatTimerSweep(relay: relay))
+        }
+        let services: [ServiceGroupConfiguration.ServiceConfiguration] =
+            (extraServices + [node.services[0]] + background + node.services.dropFirst()).map { .init(service: $0) }
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        do {
+            try await group.run()
+        } catch {
+            await closeStore()
+            throw error
+        }
+        await closeStore()
+    }
+
+    /// The database's connections close last, after the dispatcher recorded its last outcomes.
+    private func closeStore() async {
+        if let postgres = store as? PostgresStore { await postgres.close() }
+    }
+
+    /// The banner's lines every relay prints.
+    func commonLines(port: Int, apps: [AppRecord], apiKeySource: String, masterSource: String) -> [String] {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        var lines = [
+            "  relay        http://\(host):\(port)/v1   (health /health, metrics /metrics, API docs/openapi.yaml)",
+            "  API key      \(apiKeySource)",
+            "  master key   \(masterSource)",
+            "  database     \(configuration.databaseDescription)",
+            "  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))",
+        ]
+        if !adapterNames.isEmpty {
+            lines.append("  webhooks     \(adapterNames.map { "POST /v1/adapters/\($0)" }.joined(separator: ", "))")
+        }
+        return lines
+    }
+}
+
+/// The bound port, handed to whoever asks for it before or after the listener binds.
+final class PortBox: Sendable {
+    private let state = Mutex<(port: Int?, waiter: (@Sendable (Int) -> Void)?)>((nil, nil))
+
+    func bound(_ port: Int) {
+        let waiter = state.withLock { state in
+            state.port = port
+            return state.waiter
+        }
+        waiter?(port)
+    }
+
+    func onBound(_ waiter: @escaping @Sendable (Int) -> Void) {
+        let port = state.withLock { state in
+            state.waiter = waiter
+            return state.port
+        }
+        if let port { waiter(port) }
+    }
+}
+
+/// On a shared database, arms on this node the chats' first-push timers other nodes armed, so a
+/// first push fires even when the node that armed it died (the push is written once whichever
+/// nodes fire it). A timer armed here already is kept; a push whose delay ended is sent at once,
+/// so a dead node's timer fires at most `interval` late.
+struct ChatTimerSweep: Service {
+    let relay: Relay
+    var interval: Duration = .seconds(5)
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            if Task.isShuttingDownGracefully { return }
+            await relay.transcripts.resumeChatPushes()
+        }
+    }
+}
+
+/// Deletes messages past their retention, finished pushes older than it, and the chats that
+/// ended longer ago with their transcripts, every ten minutes; ends the chats idle too long.
+struct Janitor: Service {
+    let relay: Relay
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            do {
+                let removed = try await relay.ingest.purgeExpired()
+                if removed.messages + removed.pushes > 0 {
+                    logger.info(
+                        "expired messages and old pushes deleted",
+                        metadata: ["messages": "\(removed.messages)", "pushes": "\(removed.pushes)"]
+                    )
+                }
+            } catch {
+                logger.warning("cannot delete expired messages", metadata: ["error": "\(error)"])
+            }
+            do {
+                let chats = try await relay.transcripts.purgeChats()
+                if chats.ended + chats.deleted > 0 {
+                    logger.info(
+                        "idle chats ended, ended chats past retention deleted",
+                        metadata: ["ended": "\(chats.ended)", "deleted": "\(chats.deleted)"]
+                    )
+                }
+            } catch {
+                logger.warning("cannot end or delete chats", metadata: ["error": "\(error)"])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
+        }
+    }
+}
