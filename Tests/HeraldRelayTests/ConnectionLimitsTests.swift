@@ -74,7 +74,9 @@ struct ConnectionLimitsTests {
                 held.append(connection)
             }
             let third = try await RawHTTPConnection.connect(port: harness.port)
-            try await third.send("GET /health HTTP/1.1\r\nhost: relay\r\n\r\n")
+            // The relay answers a connection over the cap as soon as it opens and closes it: the
+            // request may find it closed already (I/O on a closed channel), the answer is there.
+            try? await third.send("GET /health HTTP/1.1\r\nhost: relay\r\n\r\n")
             let refused = try await third.answer()
             #expect(refused.status == 503)
             #expect(refused.json?["error"] as? String == "unavailable")
