@@ -111,7 +111,7 @@ struct SQLiteStoreTests {
         )
         #expect((fcm.state, fcm.attempts, fcm.apnsID) == (.delivered, 2, "f"))
         #expect(try await store.push(id: "a")?.collapseID == "c")
-        // The queue's partial indexes came back with the rebuilt table (and v7's by network).
+        // The queue's partial indexes came back with the rebuilt table (and v9's by network).
         let indexes = try await store.read { db in
             try String.fetchAll(
                 db,
