@@ -20,6 +20,9 @@ public final class PostgresStore: HeraldStore {
     let instance = UUID().uuidString
     private let pool: Mutex<Pool>
     private let health = Mutex(DatabaseHealth())
+    /// The deadlines of every call, kept by one loop.
+    private let watchdog = CallWatchdog()
+    private let watchdogLoop: Task<Void, Never>
     private let notifyPending = Atomic<Bool>(false)
 
     /// A connection pool and the task running it. Replaced by a fresh one when the database comes
@@ -45,6 +48,8 @@ public final class PostgresStore: HeraldStore {
         self.configuration = configuration
         self.logger = logger
         self.pool = Mutex(pool)
+        let watchdog = watchdog
+        watchdogLoop = Task { await watchdog.run() }
     }
 
     /// Connects, brings the schema up to date (once, when several nodes start together), and
@@ -67,10 +72,12 @@ public final class PostgresStore: HeraldStore {
         let runner = pool.withLock { $0.runner }
         runner.cancel()
         await runner.value
+        watchdogLoop.cancel()
     }
 
     deinit {
         pool.withLock { $0.runner.cancel() }
+        watchdogLoop.cancel()
     }
 
     // MARK: Running statements
@@ -145,15 +152,43 @@ public final class PostgresStore: HeraldStore {
             try await probe(what)
         }
         let client = pool.withLock { $0.client }
-        let leased = RunFlag()
-        let limit = configuration.connectTimeout
+        let connectionWithin = configuration.connectTimeout
         // However the call goes, its caller hears back by then: a statement on a connection the
         // server dropped mid-way has been seen never to finish (a request held, and a graceful
         // shutdown waiting for it); the call is then left behind, answered as unavailable.
-        let hardLimit = limit + configuration.statementTimeout + .seconds(1)
+        let answerWithin = connectionWithin + configuration.statementTimeout + .seconds(1)
+        let watchdog = watchdog
         do {
-            return try await Self.answering(within: hardLimit) {
-                try await Self.leaseAndRun(client, leased: leased, limit: limit, body)
+            return try await withCheckedThrowingContinuation { continuation in
+                let answered = RunFlag()
+                let work = TaskBox()
+                let id = watchdog.register(connectionWithin: connectionWithin, answerWithin: answerWithin) { lateness in
+                    guard !answered.value.exchange(true, ordering: .acquiringAndReleasing) else { return }
+                    work.cancel()
+                    switch lateness {
+                    case .noConnection: continuation.resume(throwing: NoConnection(limit: connectionWithin))
+                    case .noAnswer: continuation.resume(throwing: Abandoned(limit: answerWithin))
+                    }
+                }
+                work.set(
+                    Task {
+                        let result: Result<T, any Error>
+                        do {
+                            result = .success(
+                                try await client.withConnection { connection in
+                                    watchdog.leased(id)
+                                    return try await body(connection)
+                                }
+                            )
+                        } catch {
+                            result = .failure(error)
+                        }
+                        watchdog.finished(id)
+                        if !answered.value.exchange(true, ordering: .acquiringAndReleasing) {
+                            continuation.resume(with: result)
+                        }
+                    }
+                )
             }
         } catch {
             if error is NoConnection || error is Abandoned || PostgresFailure.isConnectionFailure(error) {
@@ -167,72 +202,6 @@ public final class PostgresStore: HeraldStore {
     struct Abandoned: Error, CustomStringConvertible {
         let limit: Duration
         var description: String { "no answer from the database within \(PostgresStore.seconds(limit)) s" }
-    }
-
-    /// Runs `operation` in a task of its own and returns its result, or throws `Abandoned` after
-    /// `limit` without waiting for it (it is cancelled, and ends whenever it ends).
-    private static func answering<T: Sendable>(
-        within limit: Duration,
-        _ operation: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        let answered = RunFlag()
-        let timer = TaskBox()
-        return try await withCheckedThrowingContinuation { continuation in
-            let work = Task {
-                let result: Result<T, any Error>
-                do { result = .success(try await operation()) } catch { result = .failure(error) }
-                timer.cancel()
-                if !answered.value.exchange(true, ordering: .acquiringAndReleasing) {
-                    continuation.resume(with: result)
-                }
-            }
-            timer.set(
-                Task {
-                    try? await Task.sleep(for: limit)
-                    if Task.isCancelled { return }
-                    if !answered.value.exchange(true, ordering: .acquiringAndReleasing) {
-                        work.cancel()
-                        continuation.resume(throwing: Abandoned(limit: limit))
-                    }
-                }
-            )
-        }
-    }
-
-    /// Leases a connection (giving up after `limit` without one) and runs `body` on it.
-    private static func leaseAndRun<T: Sendable>(
-        _ client: PostgresClient,
-        leased: RunFlag,
-        limit: Duration,
-        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
-    ) async throws -> T {
-        do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask {
-                    try await client.withConnection { connection in
-                        leased.value.store(true, ordering: .releasing)
-                        return try await body(connection)
-                    }
-                }
-                group.addTask {
-                    try await Task.sleep(for: limit)
-                    return nil
-                }
-                while let next = try await group.next() {
-                    if let value = next {
-                        group.cancelAll()
-                        return value
-                    }
-                    // The time is up: only a call still waiting for a connection gives up; one
-                    // that has its connection finishes (its statements are bounded by the server).
-                    if !leased.value.load(ordering: .acquiring) {
-                        group.cancelAll()
-                        throw NoConnection(limit: limit)
-                    }
-                }
-                throw NoConnection(limit: limit)
-            }
-        }
     }
 
     /// No connection came within the time allowed.
