@@ -180,14 +180,7 @@ extension PostgresStore {
     }
 
     public func recipients(userID: String) async throws -> [Recipient] {
-        try await rows(
-            "read a user's devices",
-            """
-            SELECT \(unescaped: Self.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at
-            FROM devices d LEFT JOIN presence p ON p.device_id = d.id
-            WHERE d.user_id = \(userID) ORDER BY d.created_at, d.id
-            """
-        ).map { row in
+        try await rows("read a user's devices", prepared: RecipientsStatement(userID: userID)).map { row in
             var columns = Columns(row)
             let device = try Self.device(&columns)
             let conversation: String? = try columns.next()
@@ -366,4 +359,25 @@ extension Optional {
         guard let self else { throw StoreError.corrupt.with(detail: "a row was expected and none came") }
         return self
     }
+}
+
+/// A user's devices with their presence: every ingest's read, prepared once per connection.
+struct RecipientsStatement: PostgresPreparedStatement {
+    typealias Row = PostgresRow
+
+    static let sql = """
+        SELECT \(PostgresStore.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at
+        FROM devices d LEFT JOIN presence p ON p.device_id = d.id
+        WHERE d.user_id = $1 ORDER BY d.created_at, d.id
+        """
+
+    var userID: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(userID)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }

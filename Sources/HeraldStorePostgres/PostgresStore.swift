@@ -131,6 +131,26 @@ public final class PostgresStore: HeraldStore {
         }
     }
 
+    /// Runs a prepared statement (parsed and planned once per connection) and collects its rows:
+    /// for the statements every ingest runs.
+    func rows<Statement: PostgresPreparedStatement>(
+        _ what: String,
+        prepared statement: Statement
+    ) async throws(StoreError) -> [PostgresRow] where Statement.Row == PostgresRow {
+        let logger = logger
+        do {
+            return try await withConnection(what) { connection in
+                var rows: [PostgresRow] = []
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                return rows
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw PostgresFailure.storeError(error, while: what)
+        }
+    }
+
     /// Runs `body` on a pooled connection, or fails fast with `unavailable` while the database is
     /// known to be down.
     ///
