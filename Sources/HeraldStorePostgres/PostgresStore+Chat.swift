@@ -115,13 +115,29 @@ extension PostgresStore {
     }
 
     public func disconnects(conversation: String) async throws -> [ChatDisconnect] {
-        let rows = try await rows(
+        try await disconnects(
             "read a chat's disconnects",
-            "SELECT device_id, position, at, pushed FROM chat_disconnects WHERE conversation = \(conversation)"
+            "SELECT \(unescaped: Self.disconnectColumns) FROM chat_disconnects WHERE conversation = \(conversation)"
         )
+    }
+
+    public func pendingDisconnects() async throws -> [ChatDisconnect] {
+        try await disconnects(
+            "read the pending chat disconnects",
+            "SELECT \(unescaped: Self.disconnectColumns) FROM chat_disconnects WHERE NOT pushed"
+        )
+    }
+
+    /// The columns `disconnects(_:_:)` reads, in its order.
+    private static let disconnectColumns = "device_id, conversation, position, at, pushed"
+
+    private func disconnects(_ what: String, _ query: PostgresQuery) async throws -> [ChatDisconnect] {
+        let rows = try await rows(what, query)
         do {
             return try rows.map { row in
-                let (deviceID, position, at, pushed) = try row.decode((String, Int64, Int64, Bool).self)
+                let (deviceID, conversation, position, at, pushed) = try row.decode(
+                    (String, String, Int64, Int64, Bool).self
+                )
                 return ChatDisconnect(
                     deviceID: deviceID,
                     conversation: conversation,
@@ -131,28 +147,7 @@ extension PostgresStore {
                 )
             }
         } catch {
-            throw StoreError.corrupt.with(detail: "read a chat's disconnects: \(error)")
-        }
-    }
-
-    public func pendingDisconnects() async throws -> [ChatDisconnect] {
-        let rows = try await rows(
-            "read the pending chat disconnects",
-            "SELECT device_id, conversation, position, at FROM chat_disconnects WHERE NOT pushed"
-        )
-        do {
-            return try rows.map { row in
-                let (deviceID, conversation, position, at) = try row.decode((String, String, Int64, Int64).self)
-                return ChatDisconnect(
-                    deviceID: deviceID,
-                    conversation: conversation,
-                    position: Int(position),
-                    at: at,
-                    pushed: false
-                )
-            }
-        } catch {
-            throw StoreError.corrupt.with(detail: "read the pending chat disconnects: \(error)")
+            throw StoreError.corrupt.with(detail: "\(what): \(error)")
         }
     }
 
