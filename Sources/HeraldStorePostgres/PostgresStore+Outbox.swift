@@ -14,6 +14,11 @@ extension PostgresStore {
 
     static func entry(_ row: PostgresRow) throws -> OutboxEntry {
         var columns = Columns(row)
+        return try entry(&columns)
+    }
+
+    /// Reads `outboxColumns` and leaves `columns` at the next one.
+    static func entry(_ columns: inout Columns) throws -> OutboxEntry {
         let pushID: String = try columns.next()
         let deviceID: String = try columns.next()
         let kindText: String = try columns.next()
@@ -71,15 +76,7 @@ extension PostgresStore {
 
     public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
         if ingest.message == nil, ingest.pushes.isEmpty, ingest.idempotencyKey == nil { return .accepted }
-        let written: Bool
-        do {
-            let rows = try await rows("accept an ingest", Self.acceptStatement(ingest))
-            written = try rows.first.unwrap().decode(Bool.self)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError.corrupt.with(detail: "accept an ingest: \(error)")
-        }
+        let written = try await first("accept an ingest", prepared: AcceptStatement(ingest: ingest))
         if written {
             if !ingest.pushes.isEmpty { announceQueued() }
             return .accepted
@@ -97,117 +94,6 @@ extension PostgresStore {
         } catch {
             throw StoreError.corrupt.with(detail: "read an ingest's receipt: \(error)")
         }
-    }
-
-    /// An ingest as one statement, so one round trip and atomic without BEGIN and COMMIT: the
-    /// idempotency key, the message, the pushes and their payloads, each a data-modifying CTE, all
-    /// written only if the key was new. Its one row says whether it wrote.
-    ///
-    /// Of two ingests with one key, the second's `ON CONFLICT DO NOTHING` waits for the first to
-    /// commit and then inserts nothing: it writes nothing else and answers false.
-    static func acceptStatement(_ ingest: Ingest) -> PostgresQuery {
-        var binds = PostgresBindings(capacity: 10 + ingest.pushes.count * 21)
-        var ctes: [String] = []
-        var onlyIfNew = ""
-        func parameter() -> String { "$\(binds.count)" }
-        if let key = ingest.idempotencyKey {
-            let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
-            binds.append(key)
-            let keyParameter = parameter()
-            binds.append(ByteBuffer(ingest.receipt))
-            let receipt = parameter()
-            binds.append(now)
-            ctes.append(
-                """
-                k AS (INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (\(keyParameter), \(receipt), \(parameter()))
-                    ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1)
-                """
-            )
-            onlyIfNew = " WHERE EXISTS (SELECT 1 FROM k)"
-        }
-        if let message = ingest.message {
-            var values: [String] = []
-            binds.append(message.id)
-            values.append(parameter())
-            binds.append(message.userID)
-            values.append(parameter())
-            binds.append(message.conversation)
-            values.append(parameter())
-            binds.append(ByteBuffer(message.sealedSender))
-            values.append(parameter())
-            binds.append(ByteBuffer(message.sealedText))
-            values.append(parameter())
-            binds.append(message.createdAt)
-            values.append(parameter())
-            binds.append(message.expiresAt)
-            values.append(parameter())
-            ctes.append(
-                """
-                m AS (INSERT INTO messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
-                    SELECT \(values.joined(separator: ", "))\(onlyIfNew))
-                """
-            )
-        }
-        if !ingest.pushes.isEmpty {
-            var rows: [String] = []
-            var payloads: [String] = []
-            for push in ingest.pushes {
-                let columns = StoredPayload(push.payload)
-                var values: [String] = []
-                // Typed: a NULL goes as a parameter of unknown type, which a VALUES list would
-                // otherwise take for text.
-                func add(_ value: String?) {
-                    binds.append(value)
-                    values.append(parameter() + "::text")
-                }
-                func add(_ value: Int64?) {
-                    binds.append(value)
-                    values.append(parameter() + "::bigint")
-                }
-                add(push.pushID)
-                add(push.deviceID)
-                add(push.kind.rawValue)
-                add(push.subjectID)
-                add(Int64(push.priority))
-                add(push.network.rawValue)
-                add(columns.topic)
-                add(columns.pushType)
-                add(columns.apnsPriority.map { Int64($0) })
-                add(columns.apnsID)
-                add(columns.fcmPriority)
-                add(push.collapseID)
-                add(Int64(push.attempts))
-                add(push.nextAttemptAt)
-                add(push.expiresAt)
-                add(push.state.rawValue)
-                add(push.lastReason)
-                add(push.createdAt)
-                add(push.updatedAt)
-                rows.append("(" + values.joined(separator: ", ") + ")")
-                binds.append(push.pushID)
-                let id = parameter()
-                binds.append(columns.body)
-                payloads.append("(\(id)::text, \(parameter())::text)")
-            }
-            ctes.append(
-                """
-                o AS (INSERT INTO outbox
-                    (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
-                     fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                     updated_at)
-                    SELECT * FROM (VALUES \(rows.joined(separator: ", "))) AS v\(onlyIfNew))
-                """
-            )
-            ctes.append(
-                """
-                p AS (INSERT INTO outbox_payloads (push_id, payload)
-                    SELECT * FROM (VALUES \(payloads.joined(separator: ", "))) AS v\(onlyIfNew))
-                """
-            )
-        }
-        let answer = ingest.idempotencyKey == nil ? "true" : "EXISTS (SELECT 1 FROM k)"
-        let sql = (ctes.isEmpty ? "" : "WITH " + ctes.joined(separator: ",\n")) + "\nSELECT " + answer
-        return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
     // MARK: Outbox
@@ -259,90 +145,80 @@ extension PostgresStore {
     ) async throws -> [ClaimedPush] {
         if networks.isEmpty { return [] }
         let wanted = PushNetwork.allCases.filter(networks.contains).map(\.rawValue)
-        return try await transaction("claim pushes") { [logger] connection -> [ClaimedPush] in
-            // Claims whose owner never came back go back to the queue. SKIP LOCKED: a lease
-            // another node is putting back or finishing right now is left to it.
-            try await connection.run(
-                """
-                UPDATE outbox SET state = 'queued', claim_owner = NULL, claim_until = NULL
-                WHERE push_id IN (
-                    SELECT push_id FROM outbox WHERE state = 'sending' AND claim_until < \(now)
-                    FOR UPDATE SKIP LOCKED)
-                """,
-                logger: logger
+        // Claims whose owner never came back go back to the queue first; on its own, as every
+        // statement here: each is atomic, and none needs another's locks held. SKIP LOCKED: a
+        // lease another node is putting back or finishing right now is left to it.
+        _ = try await rows("take back expired claims", prepared: ExpiredClaimsStatement(now: now))
+        // Pick and take in one statement, with each push's device tokens: the due pushes, calls
+        // first, then the oldest. Rows another node is taking at this moment are skipped, not
+        // waited for, so nodes never queue behind each other's claims and no push is held by two.
+        let taken = try await rows(
+            "claim pushes",
+            prepared: ClaimStatement(
+                now: now,
+                networks: wanted,
+                limit: Int64(limit),
+                owner: owner,
+                leaseUntil: leaseUntil
             )
-            // Pick and take in one statement: the due pushes, calls first, then the oldest. Rows
-            // another node is taking at this moment are skipped, not waited for, so nodes never
-            // queue behind each other's claims and no push is held by two.
-            let taken = try await connection.run(
-                """
-                WITH due AS (
-                    SELECT push_id FROM outbox
-                    WHERE state = 'queued' AND next_attempt_at <= \(now) AND network = ANY(\(wanted))
-                    ORDER BY priority DESC, created_at ASC LIMIT \(Int64(limit))
-                    FOR UPDATE SKIP LOCKED)
-                UPDATE outbox o SET state = 'sending', claim_owner = \(owner), claim_until = \(leaseUntil),
-                    attempts = o.attempts + 1, updated_at = \(now)
-                FROM due LEFT JOIN outbox_payloads p ON p.push_id = due.push_id
-                WHERE o.push_id = due.push_id
-                RETURNING \(unescaped: Self.outboxColumns)
-                """,
-                logger: logger
-            )
-            var entries = try taken.map(Self.entry(_:))
-            entries.sort { ($0.priority, -$0.createdAt, $0.pushID) > ($1.priority, -$1.createdAt, $1.pushID) }
-
-            var devices: [String: (messaging: String?, voip: String?, deadReason: String?)] = [:]
-            let deviceIDs = Array(Set(entries.map(\.deviceID)))
-            if !deviceIDs.isEmpty {
-                for row in try await connection.run(
-                    "SELECT id, messaging_token, voip_token, token_dead_reason FROM devices WHERE id = ANY(\(deviceIDs))",
-                    logger: logger
-                ) {
-                    let (id, messaging, voip, dead) = try row.decode((String, String?, String?, String?).self)
-                    devices[id] = (messaging, voip, dead)
-                }
+        )
+        var entries: [(entry: OutboxEntry, device: ClaimStatement.Device?)] = []
+        do {
+            entries = try taken.map { row in
+                var columns = Columns(row)
+                let entry = try Self.entry(&columns)
+                let known: Bool = try columns.next()
+                let messaging: String? = try columns.next()
+                let voip: String? = try columns.next()
+                let dead: String? = try columns.next()
+                return (entry, known ? ClaimStatement.Device(messaging: messaging, voip: voip, deadReason: dead) : nil)
             }
-            var claimed: [ClaimedPush] = []
-            claimed.reserveCapacity(entries.count)
-            var unsendable: (ids: [String], states: [String], reasons: [String]) = ([], [], [])
-            for entry in entries {
-                let device = devices[entry.deviceID]
-                // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
-                // to the messaging token.
-                let token = device.flatMap { entry.usesVoIPToken ? $0.voip : $0.messaging }
-                let finish: (PushState, String)?
-                if entry.expiresAt <= now {
-                    finish = (.expired, "expired before sending")
-                } else if device == nil {
-                    finish = (.skipped, "device_deactivated")
-                } else if let token {
-                    finish = nil
-                    claimed.append(ClaimedPush(entry: entry, deviceToken: token))
-                } else {
-                    finish = (.skipped, device?.deadReason.map { "token_dead: \($0)" } ?? "no_token")
-                }
-                if let (state, reason) = finish {
-                    unsendable.ids.append(entry.pushID)
-                    unsendable.states.append(state.rawValue)
-                    unsendable.reasons.append(reason)
-                }
-            }
-            if !unsendable.ids.isEmpty {
-                // Finished instead of sent: the claim's attempt is given back.
-                try await connection.run(
-                    """
-                    UPDATE outbox o SET state = u.state, last_reason = u.reason, attempts = o.attempts - 1,
-                        claim_owner = NULL, claim_until = NULL, updated_at = \(now)
-                    FROM unnest(\(unsendable.ids)::text[], \(unsendable.states)::text[], \(unsendable.reasons)::text[])
-                        AS u(id, state, reason)
-                    WHERE o.push_id = u.id
-                    """,
-                    logger: logger
-                )
-            }
-            return claimed
+        } catch {
+            throw StoreError.corrupt.with(detail: "claim pushes: \(error)")
         }
+        entries.sort {
+            ($0.entry.priority, -$0.entry.createdAt, $0.entry.pushID)
+                > ($1.entry.priority, -$1.entry.createdAt, $1.entry.pushID)
+        }
+        var claimed: [ClaimedPush] = []
+        claimed.reserveCapacity(entries.count)
+        var unsendable: (ids: [String], states: [String], reasons: [String]) = ([], [], [])
+        for (entry, device) in entries {
+            // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
+            // to the messaging token.
+            let token = device.flatMap { entry.usesVoIPToken ? $0.voip : $0.messaging }
+            let finish: (PushState, String)?
+            if entry.expiresAt <= now {
+                finish = (.expired, "expired before sending")
+            } else if device == nil {
+                finish = (.skipped, "device_deactivated")
+            } else if let token {
+                finish = nil
+                claimed.append(ClaimedPush(entry: entry, deviceToken: token))
+            } else {
+                finish = (.skipped, device?.deadReason.map { "token_dead: \($0)" } ?? "no_token")
+            }
+            if let (state, reason) = finish {
+                unsendable.ids.append(entry.pushID)
+                unsendable.states.append(state.rawValue)
+                unsendable.reasons.append(reason)
+            }
+        }
+        if !unsendable.ids.isEmpty {
+            // Finished instead of sent: the claim's attempt is given back. Only while the claim
+            // is still this node's (it is, unless its lease ran out in between).
+            _ = try await rows(
+                "finish unsendable pushes",
+                """
+                UPDATE outbox o SET state = u.state, last_reason = u.reason, attempts = o.attempts - 1,
+                    claim_owner = NULL, claim_until = NULL, updated_at = \(now)
+                FROM unnest(\(unsendable.ids)::text[], \(unsendable.states)::text[], \(unsendable.reasons)::text[])
+                    AS u(id, state, reason)
+                WHERE o.push_id = u.id AND o.state = 'sending' AND o.claim_owner = \(owner)
+                """
+            )
+        }
+        return claimed
     }
 
     public func complete(_ completions: [PushCompletion], now: Int64) async throws {
@@ -378,6 +254,20 @@ extension PostgresStore {
                 dead.reasons.append(completion.reason ?? "")
                 dead.hasReason.append(completion.reason != nil)
             }
+        }
+        if retried.ids.isEmpty, dead.devices.isEmpty {
+            // The usual batch: every push finished. One prepared statement, atomic on its own.
+            _ = try await rows(
+                "record push outcomes",
+                prepared: FinishStatement(
+                    ids: finished.ids,
+                    states: finished.states,
+                    reasons: finished.reasons,
+                    hasReason: finished.hasReason,
+                    now: now
+                )
+            )
+            return
         }
         // Arrays carry no NULL through postgres-nio's encoders: a reason is nil where its flag
         // says so.

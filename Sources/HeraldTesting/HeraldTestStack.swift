@@ -167,17 +167,24 @@ public final class HeraldTestStack: Sendable {
 
     /// Starts what `options` asks for, runs `body`, and stops everything gracefully (also when
     /// `body` throws).
+    /// Silent, unless HERALD_TEST_LOG_LEVEL names a level (trace, debug, …): then what a failing
+    /// test's stack did goes to stderr.
+    static func defaultLogger() -> Logger {
+        let level = ProcessInfo.processInfo.environment["HERALD_TEST_LOG_LEVEL"].flatMap {
+            Logger.Level(rawValue: $0)
+        }
+        var logger = Logger(label: "herald.test") { label -> any LogHandler in
+            level == nil ? SwiftLogNoOpLogHandler(label) : StreamLogHandler.standardError(label: label)
+        }
+        logger.logLevel = level ?? .critical
+        return logger
+    }
+
     public static func with<T: Sendable>(
         _ options: Options,
         _ body: (HeraldTestStack) async throws -> T
     ) async throws -> T {
-        let logger =
-            options.logger
-            ?? {
-                var logger = Logger(label: "herald.test")
-                logger.logLevel = .critical
-                return logger
-            }()
+        let logger = options.logger ?? defaultLogger()
         let key = P256.Signing.PrivateKey()
         var sandboxConfiguration = SandboxConfiguration(tls: tls)
         sandboxConfiguration.apnsPort = 0
