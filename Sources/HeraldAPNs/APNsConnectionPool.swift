@@ -37,6 +37,10 @@ final class APNsConnectionPool: Sendable {
         var napping = false
         var kicked = false
         var sleeper: CheckedContinuation<Void, Never>?
+        /// The connection being made went away (GOAWAY or closed) before it was ready: its
+        /// events can come before `connect` returns, and a connection marked ready after them
+        /// would refuse every request leased to it.
+        var endedWhileConnecting = false
     }
 
     private struct Waiter {
@@ -277,6 +281,15 @@ final class APNsConnectionPool: Sendable {
         waiter?.continuation.resume(throwing: APNsClientError.timeout)
     }
 
+    /// What became of a connection made by `connect`.
+    private enum Made {
+        case ready
+        /// A newer connection replaced it, or the pool shut down.
+        case stale
+        /// It went away before it was marked ready.
+        case endedAlready
+    }
+
     private func connect(slot: Int) async {
         while !Task.isCancelled {
             let (shutdown, failures) = state.withLock { ($0.shutdown, $0.slots[slot].failures) }
@@ -293,6 +306,10 @@ final class APNsConnectionPool: Sendable {
             do {
                 let generation = state.withLock { state -> Int in
                     state.slots[slot].generation += 1
+                    // The slot's connection is now the one being made; a draining one it had
+                    // finishes on its own, its events ignored by generation.
+                    state.slots[slot].status = .connecting
+                    state.slots[slot].endedWhileConnecting = false
                     return state.slots[slot].generation
                 }
                 let connection = try await APNsConnection.connect(
@@ -307,9 +324,15 @@ final class APNsConnectionPool: Sendable {
                 ) { [weak self] event in
                     self?.handle(event, slot: slot, generation: generation)
                 }
-                let (resumed, stale, woken) = state.withLock {
-                    state -> ([(Waiter, Lease)], Bool, [CheckedContinuation<Void, Never>]) in
-                    guard !state.shutdown, state.slots[slot].generation == generation else { return ([], true, []) }
+                let (resumed, outcome, woken) = state.withLock {
+                    state -> ([(Waiter, Lease)], Made, [CheckedContinuation<Void, Never>]) in
+                    guard !state.shutdown, state.slots[slot].generation == generation else { return ([], .stale, []) }
+                    if state.slots[slot].endedWhileConnecting {
+                        // Counted as a failure: a server that ends every new connection at once
+                        // is then tried again after a backoff, not in a loop.
+                        state.slots[slot].failures += 1
+                        return ([], .endedAlready, [])
+                    }
                     // Until the server's SETTINGS say otherwise, one stream (APNs starts there).
                     state.slots[slot].status = .ready(connection)
                     state.slots[slot].inFlight = 0
@@ -317,12 +340,19 @@ final class APNsConnectionPool: Sendable {
                     state.slots[slot].failures = 0
                     state.lastConnectError = nil
                     // APNs is back: the other connections reconnect now, not after their backoff.
-                    return (Self.dispatch(&state), false, Self.kick(&state).sleepers)
+                    return (Self.dispatch(&state), .ready, Self.kick(&state).sleepers)
                 }
                 for sleeper in woken { sleeper.resume() }
-                if stale {
+                switch outcome {
+                case .stale:
                     connection.close()
                     return
+                case .endedAlready:
+                    connection.close()
+                    logger.debug("APNs connection ended before it was ready", metadata: ["slot": "\(slot)"])
+                    continue
+                case .ready:
+                    break
                 }
                 logger.debug("APNs connection ready", metadata: ["slot": "\(slot)"])
                 resume(resumed)
@@ -365,9 +395,19 @@ final class APNsConnectionPool: Sendable {
         case .goingAway, .closed:
             let reconnect = state.withLock { state -> Bool in
                 guard state.slots[slot].generation == generation, !state.shutdown else { return false }
-                if case .connecting = state.slots[slot].status { return false }
-                state.slots[slot].status = event == .closed ? .connecting : .draining
-                return true
+                switch state.slots[slot].status {
+                case .connecting:
+                    // Still being made: `connect` sees this and makes another.
+                    state.slots[slot].endedWhileConnecting = true
+                    return false
+                case .draining:
+                    // The draining connection closed before its replacement began: one is
+                    // already on its way.
+                    return false
+                case .ready:
+                    state.slots[slot].status = event == .closed ? .connecting : .draining
+                    return true
+                }
             }
             if reconnect {
                 // A replacement is made now; the draining connection finishes on its own.

@@ -26,6 +26,8 @@ public final class SandboxAPNsServer: Sendable {
     private let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
     /// Until when the listener plays an unreachable APNs (an outage), if it does.
     private let outage = NIOLockedValueBox<NIODeadline?>(nil)
+    /// How many of the next connections get GOAWAY as soon as they open.
+    private let goAwayOnOpen = NIOLockedValueBox(0)
 
     /// A listener for `core`, with the TLS identity of `core`'s configuration.
     public init(core: SandboxCore, group: any EventLoopGroup, logger: Logger) throws {
@@ -57,6 +59,7 @@ public final class SandboxAPNsServer: Sendable {
         let connections = connections
         let logger = logger
         let outage = outage
+        let goAwayOnOpen = goAwayOnOpen
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -67,6 +70,11 @@ public final class SandboxAPNsServer: Sendable {
                     // Unreachable: the connection closes before TLS starts (a failed initializer
                     // closes it), so the client's handshake fails as against a host that is down.
                     return channel.eventLoop.makeFailedFuture(SandboxOutage())
+                }
+                let goAwayAtOnce = goAwayOnOpen.withLockedValue { count in
+                    guard count > 0 else { return false }
+                    count -= 1
+                    return true
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
@@ -98,6 +106,7 @@ public final class SandboxAPNsServer: Sendable {
                             maxConcurrentStreams: configuration.maxConcurrentStreams,
                             connections: connections,
                             identity: identity,
+                            goAwayAtOnce: goAwayAtOnce,
                             logger: logger
                         )
                     )
@@ -117,6 +126,13 @@ public final class SandboxAPNsServer: Sendable {
         for channel in connections.withLockedValue({ Array($0.values) }) {
             channel.triggerUserOutboundEvent(GoAwayRequest(reason: reason), promise: nil)
         }
+    }
+
+    /// The next `count` connections get GOAWAY (`NO_ERROR`, last stream 0, no debug data) as
+    /// soon as they open, right after the server's SETTINGS: a server going away while a client
+    /// is still setting the connection up.
+    public func goAwayNewConnections(_ count: Int) {
+        goAwayOnOpen.withLockedValue { $0 = max(0, count) }
     }
 
     /// Plays an APNs that cannot be reached for `duration`: every open connection is closed at
@@ -185,6 +201,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private let maxConcurrentStreams: Int
     private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
     private let identity: ClientCertificateBox
+    private let goAwayAtOnce: Bool
     private let logger: Logger
     private var state = SandboxConnectionState()
     private var requests: [HTTP2StreamID: SandboxAPNsRequest] = [:]
@@ -205,8 +222,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         maxConcurrentStreams: Int,
         connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>,
         identity: ClientCertificateBox,
+        goAwayAtOnce: Bool = false,
         logger: Logger
     ) {
+        self.goAwayAtOnce = goAwayAtOnce
         self.emulator = emulator
         self.maxConcurrentStreams = maxConcurrentStreams
         self.connections = connections
@@ -217,12 +236,18 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         let channel = context.channel
         connections.withLockedValue { $0[ObjectIdentifier(channel)] = channel }
-        if context.channel.isActive { openConnectionWindow(context: context) }
+        if context.channel.isActive {
+            openConnectionWindow(context: context)
+            if goAwayAtOnce { goAway(context: context, lastStreamID: .rootStream, reason: nil) }
+        }
     }
 
     func channelActive(context: ChannelHandlerContext) {
         openConnectionWindow(context: context)
         context.fireChannelActive()
+        // Written after the SETTINGS the HTTP/2 handler sent on activation; TLS holds both until
+        // its handshake is done.
+        if goAwayAtOnce { goAway(context: context, lastStreamID: .rootStream, reason: nil) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

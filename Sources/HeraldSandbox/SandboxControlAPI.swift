@@ -140,6 +140,12 @@ enum SandboxControlAPI {
         }
         router.post("/sandbox/connections/goaway") { request, context -> HTTPResponse.Status in
             let body = try await request.decodeJSONIfPresent(as: GoAway.self, context: context)
+            if let next = body?.next {
+                guard (0...1000).contains(next) else {
+                    throw SandboxError.invalidRequest("next must be between 0 and 1000")
+                }
+                apns.goAwayNewConnections(next)
+            }
             apns.goAwayAll(reason: body?.reason)
             return .noContent
         }
@@ -224,6 +230,8 @@ enum SandboxControlAPI {
 
     struct GoAway: Decodable {
         let reason: APNsReason?
+        /// How many of the next connections also get GOAWAY as soon as they open.
+        let next: Int?
     }
 }
 

@@ -76,6 +76,22 @@ import Testing
         }
     }
 
+    @Test func aConnectionTheServerEndsWhileItIsBeingMadeIsReplaced() async throws {
+        // The GOAWAY for a new connection can arrive before the pool has marked it ready; a pool
+        // that ignored it then kept a connection that refuses every request as its ready one
+        // (seen as a retryLater after every attempt, 1 run in 120 of the test above).
+        try await ProviderHarness.with(.init(client: { $0.maximumAttempts = 12 })) { harness in
+            let token = try #require(try harness.device().messagingToken)
+            #expect(await harness.client.send(harness.alert(to: token)).isDelivered)
+            for round in 0..<20 {
+                harness.sandbox.apnsServer.goAwayNewConnections(2)
+                harness.sandbox.apnsServer.dropAll()
+                let result = await harness.client.send(harness.alert(to: token))
+                #expect(result.isDelivered, "round \(round): \(result)")
+            }
+        }
+    }
+
     @Test func manyConnectionsShareOneProviderToken() async throws {
         try await ProviderHarness.with(.init(client: { $0.connections = 4 })) { harness in
             let token = try #require(try harness.device().messagingToken)
