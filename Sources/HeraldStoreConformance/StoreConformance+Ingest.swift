@@ -84,6 +84,98 @@ extension StoreConformance {
         )
     }
 
+    /// A burst of ingests from many callers at once is answered as if each came alone (an engine
+    /// may write them together): keyed, unkeyed and repeated keys each get their own outcome, and
+    /// an ingest whose push id is taken fails alone, writing nothing, while the rest are written.
+    public static func burstsAnswerEachAsAlone(_ engine: some StoreEngine) async throws {
+        let (store, _) = try await fresh(engine)
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        #expect(
+            try await store.accept(StoreFixtures.ingest([StoreFixtures.push("taken", device: "d1", at: 0)]))
+                == .accepted
+        )
+        let count = 120
+        func ingest(_ index: Int) -> Ingest {
+            switch index % 4 {
+            case 0:  // a key of its own
+                return StoreFixtures.ingest(
+                    [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
+                    key: "burst-\(index)",
+                    message: StoreFixtures.message("bm-\(index)", expires: 10_000),
+                    receipt: [UInt8(index)]
+                )
+            case 1:  // no key
+                return StoreFixtures.ingest([StoreFixtures.push("b-\(index)", device: "d1", at: 1)])
+            case 2:  // a key shared with the next one
+                return StoreFixtures.ingest(
+                    [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
+                    key: "pair-\(index / 4)",
+                    receipt: [UInt8(index)]
+                )
+            default:
+                if index == 63 {
+                    // A push id already taken: this ingest alone fails.
+                    return StoreFixtures.ingest(
+                        [
+                            StoreFixtures.push("b-63", device: "d1", at: 1),
+                            StoreFixtures.push("taken", device: "d1", at: 1),
+                        ],
+                        key: "clash",
+                        message: StoreFixtures.message("bm-63", expires: 10_000)
+                    )
+                }
+                return StoreFixtures.ingest(
+                    [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
+                    key: "pair-\(index / 4)",
+                    receipt: [UInt8(index)]
+                )
+            }
+        }
+        let outcomes = await withTaskGroup(of: (Int, Result<IngestOutcome, any Error>).self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    do {
+                        return (index, .success(try await store.accept(ingest(index))))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var all: [Int: Result<IngestOutcome, any Error>] = [:]
+            for await (index, outcome) in group { all[index] = outcome }
+            return all
+        }
+        for index in 0..<count {
+            let outcome = try #require(outcomes[index])
+            let written = try await store.push(id: "b-\(index)") != nil
+            switch index % 4 {
+            case 0, 1:
+                #expect((try? outcome.get()) == .accepted, "ingest \(index)")
+                #expect(written, "ingest \(index)")
+            case 2 where index + 1 == 63, 3 where index == 63:
+                if index == 63 {
+                    #expect(throws: (any Error).self, "ingest 63") { try outcome.get() }
+                    #expect(!written)
+                    #expect(try await store.message(id: "bm-63") == nil)
+                } else {
+                    #expect((try? outcome.get()) == .accepted, "ingest \(index)")
+                }
+            default:
+                // Of a pair, one writes and the other answers its receipt.
+                let partner = index % 4 == 2 ? index + 1 : index - 1
+                let mine = try outcome.get()
+                let theirs = try #require(outcomes[partner]).get()
+                let partnerWritten = try await store.push(id: "b-\(partner)") != nil
+                #expect(written != partnerWritten, "pair \(index / 4)")
+                if written {
+                    #expect(mine == .accepted)
+                    #expect(theirs == .duplicate(receipt: [UInt8(index)]))
+                }
+            }
+        }
+        #expect(try await store.message(id: "bm-0") != nil)
+    }
+
     /// Messages past their retention, idempotency keys and finished pushes (with their payload and
     /// history) older than the history limit go; newer ones, and queued or claimed pushes however
     /// old, stay.

@@ -27,6 +27,7 @@ public enum StoreConformance {
         case completionsFinishOrRetry
         case deadTokensClearedOnlyWhereStillHeld
         case idempotencyRaces
+        case burstsAnswerEachAsAlone
         case aTokenBelongsToOneDevice
         case appsDevicesAndPresence
         case retention
@@ -56,6 +57,7 @@ public enum StoreConformance {
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)
+            case .burstsAnswerEachAsAlone: try await StoreConformance.burstsAnswerEachAsAlone(engine)
             case .aTokenBelongsToOneDevice: try await StoreConformance.aTokenBelongsToOneDevice(engine)
             case .appsDevicesAndPresence: try await StoreConformance.appsDevicesAndPresence(engine)
             case .retention: try await StoreConformance.retention(engine)

@@ -76,11 +76,18 @@ extension PostgresStore {
 
     public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
         if ingest.message == nil, ingest.pushes.isEmpty, ingest.idempotencyKey == nil { return .accepted }
-        let written = try await first("accept an ingest", prepared: AcceptStatement(ingest: ingest))
-        if written {
-            if !ingest.pushes.isEmpty { announceQueued() }
-            return .accepted
+        let written = try await ingests.accept(ingest) { [self] batch throws(StoreError) in
+            let written = try await rows("accept ingests", prepared: AcceptBatchStatement(ingests: batch))
+            let positions: Set<Int>
+            do {
+                positions = Set(try written.map { Int(try $0.decode(Int64.self)) })
+            } catch {
+                throw StoreError.corrupt.with(detail: "accept ingests: \(error)")
+            }
+            if batch.contains(where: { !$0.pushes.isEmpty }) { announceQueued() }
+            return positions
         }
+        if written { return .accepted }
         // The key was written before (or by a concurrent ingest, whose commit the statement
         // waited for): its receipt.
         let key = ingest.idempotencyKey ?? ""

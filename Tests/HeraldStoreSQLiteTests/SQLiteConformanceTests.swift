@@ -44,6 +44,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.idempotencyRaces)
     }
 
+    @Test func burstsAnswerEachAsAlone() async throws {
+        try await SQLiteEngine.check(.burstsAnswerEachAsAlone)
+    }
+
     @Test func aTokenBelongsToOneDevice() async throws {
         try await SQLiteEngine.check(.aTokenBelongsToOneDevice)
     }
@@ -97,6 +101,7 @@ struct SQLiteConformanceTests {
             .completionsFinishOrRetry,
             .deadTokensClearedOnlyWhereStillHeld,
             .idempotencyRaces,
+            .burstsAnswerEachAsAlone,
             .aTokenBelongsToOneDevice,
             .appsDevicesAndPresence,
             .retention,

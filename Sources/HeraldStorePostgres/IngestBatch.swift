@@ -1,0 +1,209 @@
+import HeraldStore
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// Ingests that arrive together are written together: one statement and one commit for all of
+/// them, as SQLite's single writer groups them in one transaction.
+///
+/// Each ingest written alone costs the relay a round trip and the server a commit (a WAL flush);
+/// under load both dominate. Here an ingest waits only while a batch is already being written
+/// (at most `maxWriting` at once), so a lone ingest goes at once and a burst shares commits.
+///
+/// Two ingests with the same idempotency key never share a batch (the second waits for the
+/// next), so the key decides between them as it does between two statements. A batch that fails
+/// is written again one ingest at a time, so one bad ingest fails alone.
+final class IngestBatcher: Sendable {
+    /// Writes a batch; answers the positions (in the batch) of the ingests written, the others
+    /// having met their idempotency key already.
+    typealias Write = @Sendable ([Ingest]) async throws(StoreError) -> Set<Int>
+
+    private struct Waiting {
+        let ingest: Ingest
+        let continuation: CheckedContinuation<Bool, any Error>
+    }
+
+    private struct State {
+        var waiting: [Waiting] = []
+        var writing = 0
+    }
+
+    /// Batches written at once; more would only queue on the server's commit.
+    let maxWriting: Int
+    /// Ingests in one statement at most.
+    let maxBatch: Int
+    private let state = Mutex(State())
+
+    init(maxWriting: Int = 2, maxBatch: Int = 64) {
+        self.maxWriting = maxWriting
+        self.maxBatch = maxBatch
+    }
+
+    /// Writes `ingest` (in some batch, with `write`: every caller gives the same one); answers
+    /// whether it was written, false when its idempotency key was already there.
+    func accept(_ ingest: Ingest, write: @escaping Write) async throws(StoreError) -> Bool {
+        do {
+            return try await withCheckedThrowingContinuation { continuation in
+                let batch = state.withLock { state -> [Waiting]? in
+                    state.waiting.append(Waiting(ingest: ingest, continuation: continuation))
+                    return Self.nextBatch(&state, maxWriting: maxWriting, maxBatch: maxBatch)
+                }
+                if let batch { start(batch, write: write) }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.corrupt.with(detail: "accept an ingest: \(error)")
+        }
+    }
+
+    /// Takes the next batch if one may be written now.
+    private static func nextBatch(_ state: inout State, maxWriting: Int, maxBatch: Int) -> [Waiting]? {
+        guard state.writing < maxWriting, !state.waiting.isEmpty else { return nil }
+        var batch: [Waiting] = []
+        var keys = Set<String>()
+        var left: [Waiting] = []
+        for waiting in state.waiting {
+            if batch.count < maxBatch, waiting.ingest.idempotencyKey.map({ keys.insert($0).inserted }) ?? true {
+                batch.append(waiting)
+            } else {
+                left.append(waiting)
+            }
+        }
+        state.waiting = left
+        state.writing += 1
+        return batch
+    }
+
+    private func start(_ batch: [Waiting], write: @escaping Write) {
+        Task {
+            await self.run(batch, write: write)
+            let next = self.state.withLock { state -> [Waiting]? in
+                state.writing -= 1
+                return Self.nextBatch(&state, maxWriting: self.maxWriting, maxBatch: self.maxBatch)
+            }
+            if let next { self.start(next, write: write) }
+        }
+    }
+
+    private func run(_ batch: [Waiting], write: Write) async {
+        do {
+            let written = try await write(batch.map(\.ingest))
+            for (index, waiting) in batch.enumerated() {
+                waiting.continuation.resume(returning: written.contains(index))
+            }
+        } catch {
+            guard batch.count > 1 else {
+                batch[0].continuation.resume(throwing: error)
+                return
+            }
+            // One ingest may be what failed the batch: each is tried on its own, so only it fails.
+            for waiting in batch {
+                do {
+                    let written = try await write([waiting.ingest])
+                    waiting.continuation.resume(returning: written.contains(0))
+                } catch {
+                    waiting.continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+}
+
+/// A batch of ingests as one prepared statement: the idempotency keys, the messages, the pushes
+/// and their payloads, each a data-modifying CTE over arrays, every row tagged with its ingest's
+/// position; an ingest's rows are written only if its key was new (or it has none). Its rows are
+/// the positions written.
+///
+/// Its shape is the same for every batch, so each connection parses and plans it once. Of two
+/// batches holding one key, the second's `ON CONFLICT DO NOTHING` waits for the first to commit
+/// and then inserts nothing for that ingest.
+struct AcceptBatchStatement: PostgresPreparedStatement {
+    typealias Row = PostgresRow
+
+    static let sql = """
+        WITH i AS (
+            SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bigint[]) AS i(n, key, receipt, at)),
+        k AS (
+            INSERT INTO ingests (idempotency_key, receipt, created_at)
+            SELECT key, receipt, at FROM i WHERE key IS NOT NULL
+            ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key),
+        ok AS (SELECT n FROM i WHERE key IS NULL OR key IN (SELECT idempotency_key FROM k)),
+        m AS (
+            INSERT INTO messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
+            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at
+            FROM unnest($5::bigint[], $6::text[], $7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::bigint[],
+                $12::bigint[]) AS m(n, id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
+            WHERE n IN (SELECT n FROM ok)),
+        o AS (
+            INSERT INTO outbox
+                (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
+                 fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
+                 updated_at)
+            SELECT push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
+                 fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
+                 updated_at
+            FROM unnest(
+                $13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::bigint[], $19::text[],
+                $20::text[], $21::text[], $22::bigint[], $23::text[], $24::text[], $25::text[], $26::bigint[],
+                $27::bigint[], $28::bigint[], $29::text[], $30::text[], $31::bigint[], $32::bigint[])
+                AS o(n, push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
+                    apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason,
+                    created_at, updated_at)
+            WHERE n IN (SELECT n FROM ok)),
+        p AS (
+            INSERT INTO outbox_payloads (push_id, payload)
+            SELECT push_id, payload FROM unnest($13::bigint[], $14::text[], $33::text[]) AS p(n, push_id, payload)
+            WHERE n IN (SELECT n FROM ok))
+        SELECT n FROM ok
+        """
+
+    let ingests: [Ingest]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 33)
+        let numbers = ingests.indices.map { Int64($0) }
+        bindings.append(numbers)
+        bindings.append(NullableArray(ingests.map(\.idempotencyKey)))
+        bindings.append(NullableArray(ingests.map { $0.idempotencyKey == nil ? nil : ByteBuffer($0.receipt) }))
+        bindings.append(ingests.map { $0.pushes.first?.createdAt ?? $0.message?.createdAt ?? 0 })
+
+        let messages = ingests.enumerated().compactMap { index, ingest in ingest.message.map { (Int64(index), $0) } }
+        bindings.append(messages.map(\.0))
+        bindings.append(messages.map(\.1.id))
+        bindings.append(messages.map(\.1.userID))
+        bindings.append(messages.map(\.1.conversation))
+        bindings.append(messages.map { ByteBuffer($0.1.sealedSender) })
+        bindings.append(messages.map { ByteBuffer($0.1.sealedText) })
+        bindings.append(messages.map(\.1.createdAt))
+        bindings.append(messages.map(\.1.expiresAt))
+
+        let tagged = ingests.enumerated().flatMap { index, ingest in ingest.pushes.map { (Int64(index), $0) } }
+        let pushes = tagged.map(\.1)
+        let payloads = pushes.map { StoredPayload($0.payload) }
+        bindings.append(tagged.map(\.0))
+        bindings.append(pushes.map(\.pushID))
+        bindings.append(pushes.map(\.deviceID))
+        bindings.append(pushes.map(\.kind.rawValue))
+        bindings.append(pushes.map(\.subjectID))
+        bindings.append(pushes.map { Int64($0.priority) })
+        bindings.append(pushes.map(\.network.rawValue))
+        bindings.append(payloads.map(\.topic))
+        bindings.append(NullableArray(payloads.map(\.pushType)))
+        bindings.append(NullableArray(payloads.map { $0.apnsPriority.map { Int64($0) } }))
+        bindings.append(NullableArray(payloads.map(\.apnsID)))
+        bindings.append(NullableArray(payloads.map(\.fcmPriority)))
+        bindings.append(NullableArray(pushes.map(\.collapseID)))
+        bindings.append(pushes.map { Int64($0.attempts) })
+        bindings.append(pushes.map(\.nextAttemptAt))
+        bindings.append(pushes.map(\.expiresAt))
+        bindings.append(pushes.map(\.state.rawValue))
+        bindings.append(NullableArray(pushes.map(\.lastReason)))
+        bindings.append(pushes.map(\.createdAt))
+        bindings.append(pushes.map(\.updatedAt))
+        bindings.append(payloads.map(\.body))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
