@@ -174,6 +174,31 @@ extension StoreConformance {
             }
         }
         #expect(try await store.message(id: "bm-0") != nil)
+
+        // Every ingest first reads its user's devices; a burst of those reads (an engine may
+        // answer them together) gives each user exactly its own devices, in order.
+        for user in 0..<30 {
+            for number in 0..<2 {
+                try await store.saveDevice(
+                    StoreFixtures.device("r\(user)-\(number)", user: "reader-\(user)", createdAt: Int64(number))
+                )
+            }
+        }
+        let reads = try await withThrowingTaskGroup(of: (Int, [String]).self) { group in
+            for index in 0..<90 {
+                group.addTask {
+                    let user = index % 30
+                    return (index, try await store.recipients(userID: "reader-\(user)").map(\.device.id))
+                }
+            }
+            var all: [Int: [String]] = [:]
+            for try await (index, devices) in group { all[index] = devices }
+            return all
+        }
+        for index in 0..<90 {
+            #expect(reads[index] == ["r\(index % 30)-0", "r\(index % 30)-1"], "read \(index)")
+        }
+        #expect(try await store.recipients(userID: "nobody").isEmpty)
     }
 
     /// Messages past their retention, idempotency keys and finished pushes (with their payload and

@@ -180,25 +180,34 @@ extension PostgresStore {
     }
 
     public func recipients(userID: String) async throws -> [Recipient] {
-        try await rows("read a user's devices", prepared: RecipientsStatement(userID: userID)).map { row in
-            var columns = Columns(row)
-            let device = try Self.device(&columns)
-            let conversation: String? = try columns.next()
-            let state: String? = try columns.next()
-            let updatedAt: Int64? = try columns.next()
-            let expiresAt: Int64? = try columns.next()
-            var presence: PresenceRecord?
-            if let state = state.flatMap(PresenceState.init(rawValue:)), let updatedAt, let expiresAt {
-                presence = PresenceRecord(
-                    deviceID: device.id,
-                    userID: device.userID,
-                    conversation: conversation,
-                    state: state,
-                    updatedAt: updatedAt,
-                    expiresAt: expiresAt
-                )
+        try await recipientReads.recipients(userID: userID) { [self] users throws(StoreError) in
+            let rows = try await rows("read users' devices", prepared: RecipientsStatement(userIDs: users))
+            var found: [String: [Recipient]] = [:]
+            do {
+                for row in rows {
+                    var columns = Columns(row)
+                    let device = try Self.device(&columns)
+                    let conversation: String? = try columns.next()
+                    let state: String? = try columns.next()
+                    let updatedAt: Int64? = try columns.next()
+                    let expiresAt: Int64? = try columns.next()
+                    var presence: PresenceRecord?
+                    if let state = state.flatMap(PresenceState.init(rawValue:)), let updatedAt, let expiresAt {
+                        presence = PresenceRecord(
+                            deviceID: device.id,
+                            userID: device.userID,
+                            conversation: conversation,
+                            state: state,
+                            updatedAt: updatedAt,
+                            expiresAt: expiresAt
+                        )
+                    }
+                    found[device.userID, default: []].append(Recipient(device: device, presence: presence))
+                }
+            } catch {
+                throw StoreError.corrupt.with(detail: "read users' devices: \(error)")
             }
-            return Recipient(device: device, presence: presence)
+            return found
         }
     }
 
@@ -361,21 +370,22 @@ extension Optional {
     }
 }
 
-/// A user's devices with their presence: every ingest's read, prepared once per connection.
+/// Users' devices with their presence: every ingest's read (batched by `RecipientsBatcher`),
+/// prepared once per connection.
 struct RecipientsStatement: PostgresPreparedStatement {
     typealias Row = PostgresRow
 
     static let sql = """
         SELECT \(PostgresStore.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at
         FROM devices d LEFT JOIN presence p ON p.device_id = d.id
-        WHERE d.user_id = $1 ORDER BY d.created_at, d.id
+        WHERE d.user_id = ANY($1::text[]) ORDER BY d.created_at, d.id
         """
 
-    var userID: String
+    var userIDs: [String]
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 1)
-        bindings.append(userID)
+        bindings.append(userIDs)
         return bindings
     }
 

@@ -26,6 +26,8 @@ public final class PostgresStore: HeraldStore {
     private let notifyPending = Atomic<Bool>(false)
     /// Writes the ingests that arrive together in one statement (set once, right after init).
     let ingests = IngestBatcher()
+    /// Reads the recipients asked for together in one statement.
+    let recipientReads = RecipientsBatcher()
 
     /// A connection pool and the task running it. Replaced by a fresh one when the database comes
     /// back after an outage: the old pool would still be waiting out its reconnect backoff.
