@@ -25,6 +25,27 @@ public enum KeyFiles {
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty { try makeDirectory(parent) }
     }
+
+    /// Runs `body` holding an exclusive lock on `directory`/.herald-keys.lock (made, with the
+    /// directory, when missing).
+    ///
+    /// Nodes started at the same moment on one keys directory would otherwise each find no key
+    /// and make their own (two master keys, two development APNs keys), or one would read a key
+    /// file the other is still writing. Under the lock the second finds the first's, whole.
+    public static func withCreationLock<T>(in directory: String, _ body: () throws -> T) throws -> T {
+        try makeDirectory(directory)
+        let path = (directory as NSString).appendingPathComponent(".herald-keys.lock")
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw Failure(description: "cannot lock \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
 }
 
 /// Development credentials under `keys/`: an APNs-style key and an FCM service account, made by
@@ -112,6 +133,14 @@ public enum DevelopmentKeys {
 
     /// The first AuthKey_*.json under `directory` with its .p8 beside it, made when there is none.
     public static func developmentAPNsKey(in directory: String) throws -> APNsKeyMetadata {
+        if let found = findAPNsKey(in: directory) { return found }
+        // Looked for again under the lock: another node starting now may have made one.
+        return try KeyFiles.withCreationLock(in: directory) {
+            try findAPNsKey(in: directory) ?? makeAPNsKey(in: directory, keyID: nil, teamID: nil, overwrite: false)
+        }
+    }
+
+    private static func findAPNsKey(in directory: String) -> APNsKeyMetadata? {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
         for name in names where name.hasPrefix("AuthKey_") && name.hasSuffix(".json") {
             let path = (directory as NSString).appendingPathComponent(name)
@@ -121,19 +150,22 @@ public enum DevelopmentKeys {
             else { continue }
             return metadata
         }
-        return try makeAPNsKey(in: directory, keyID: nil, teamID: nil, overwrite: false)
+        return nil
     }
 
     /// keys/fcm-service-account.json, made when there is none.
     public static func developmentServiceAccount(in directory: String) throws -> String {
         let path = fcmServiceAccountPath(in: directory)
-        if !FileManager.default.fileExists(atPath: path) {
-            _ = try makeFCMServiceAccount(
-                in: directory,
-                projectID: "herald-sandbox",
-                tokenURI: "https://127.0.0.1:2196/token",
-                overwrite: false
-            )
+        if FileManager.default.fileExists(atPath: path) { return path }
+        try KeyFiles.withCreationLock(in: directory) {
+            if !FileManager.default.fileExists(atPath: path) {
+                _ = try makeFCMServiceAccount(
+                    in: directory,
+                    projectID: "herald-sandbox",
+                    tokenURI: "https://127.0.0.1:2196/token",
+                    overwrite: false
+                )
+            }
         }
         return path
     }

@@ -28,8 +28,10 @@ public struct ServerKeys: Sendable {
                 return (try MasterKey.resolve(environment: environment, path: file), MasterKey.environmentVariable)
             }
             if !FileManager.default.fileExists(atPath: file) {
-                try KeyFiles.makeDirectory(keysDirectory)
-                try MasterKey.generate().write(to: file)
+                // Checked again under the lock: another node starting now may have made it.
+                try KeyFiles.withCreationLock(in: keysDirectory) {
+                    if !FileManager.default.fileExists(atPath: file) { try MasterKey.generate().write(to: file) }
+                }
             }
             return (try MasterKey.load(path: file), file)
         } catch {
@@ -68,13 +70,22 @@ public struct ServerKeys: Sendable {
             guard key.count >= 16 else { throw .credentials("\(file) holds a secret shorter than 16 characters") }
             return (key, file)
         }
+        // Made under the lock, checked again there: another node starting now may have made it.
+        let made: (existing: String?, new: String?)
         do {
-            try KeyFiles.makeParentDirectory(of: file)
-            let key = make(ByteEncoding.hex(SecureBytes.random(count: 24).copyBytes()))
-            try SecretFile.write(Array((key + "\n").utf8), to: file, mode: 0o600)
-            return (key, file)
+            let directory = (file as NSString).deletingLastPathComponent
+            made = try KeyFiles.withCreationLock(in: directory.isEmpty ? "." : directory) {
+                if let text = try? String(contentsOfFile: file, encoding: .utf8) { return (text, nil) }
+                let key = make(ByteEncoding.hex(SecureBytes.random(count: 24).copyBytes()))
+                try SecretFile.write(Array((key + "\n").utf8), to: file, mode: 0o600)
+                return (nil, key)
+            }
         } catch {
             throw .credentials("cannot write \(file): \(error)")
         }
+        if let key = made.new { return (key, file) }
+        let key = (made.existing ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard key.count >= 16 else { throw .credentials("\(file) holds a secret shorter than 16 characters") }
+        return (key, file)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldSandbox
 import HeraldServer
+import Synchronization
 import Testing
 
 /// Every file Herald writes with a secret is 0600, in a directory it made 0700, whatever the
@@ -23,6 +24,34 @@ struct KeyFileModeTests {
         for directory in [root, root + "/deploy", root + "/deploy/keys"] {
             #expect(try Self.mode(directory) == 0o700, "\(directory)")
         }
+    }
+
+    @Test("nodes starting at once on an empty keys directory all get the same keys, made once")
+    func keysMadeOnceWhenNodesStartTogether() throws {
+        let root = NSTemporaryDirectory() + "herald-race-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let directory = root + "/keys"
+        let starts = 8
+        let results = Mutex<[Int: Result<[String], any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: starts) { index in
+            let outcome = Result { () throws -> [String] in
+                let keys = ServerKeys(keysDirectory: directory, environment: [:])
+                let master = try keys.masterKey()
+                let api = try keys.apiKey()
+                let apns = try DevelopmentKeys.developmentAPNsKey(in: directory)
+                let account = try DevelopmentKeys.developmentServiceAccount(in: directory)
+                return [
+                    master.source, try Data(contentsOf: URL(fileURLWithPath: master.source)).base64EncodedString(),
+                    api.key, apns.keyID,
+                    try String(contentsOfFile: account, encoding: .utf8),
+                ]
+            }
+            results.withLock { $0[index] = outcome }
+        }
+        let all = try results.withLock { results in try (0..<starts).map { try #require(results[$0]).get() } }
+        #expect(Set(all.map { $0.joined(separator: "|") }).count == 1, "every start read the same keys")
+        let p8s = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".p8") }
+        #expect(p8s.count == 1, "\(p8s)")
     }
 
     @Test("`herald keys apns` and the FCM account: private keys 0600, in 0700 directories")
