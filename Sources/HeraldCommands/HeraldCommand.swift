@@ -1,4 +1,5 @@
 public import ArgumentParser
+import Foundation
 
 /// `herald`: the root command.
 public struct HeraldCommand: AsyncParsableCommand {
@@ -22,4 +23,34 @@ public struct HeraldCommand: AsyncParsableCommand {
 /// The version `herald --version` prints.
 public enum HeraldVersion {
     public static let current = "0.1.0"
+}
+
+extension HeraldCommand {
+    /// Parses the arguments and runs the subcommand they name, as `main()` does, except that an
+    /// error the subcommand raises while running prints its message alone.
+    ///
+    /// ArgumentParser's `main()` follows a `ValidationError` thrown from `run()` with the root
+    /// command's usage ("Usage: herald <subcommand>"), which says nothing about what went wrong:
+    /// a start-up refusal (`serve --config /nonexistent.json`) is one line and exit 64.
+    public static func runMain(_ arguments: [String]? = nil) async {
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            // Parse and validation errors: the message with the usage of the command they concern.
+            exit(withError: error)
+        }
+        do {
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ValidationError {
+            FileHandle.standardError.write(Data(("Error: " + error.message + "\n").utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

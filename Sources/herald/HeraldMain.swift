@@ -4,6 +4,6 @@ import HeraldCommands
 @main
 struct HeraldMain {
     static func main() async {
-        await HeraldCommand.main()
+        await HeraldCommand.runMain()
     }
 }

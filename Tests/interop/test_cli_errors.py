@@ -1,0 +1,52 @@
+"""The command line's errors: what an operator sees when a subcommand cannot start.
+
+A refusal raised while a subcommand runs (a missing configuration file, a database URL that is
+not one) prints one line naming what failed, and exits non-zero, without the root command's usage;
+a mistyped option still prints the subcommand's own usage.
+
+Run: python3 -m pytest -q Tests/interop/test_cli_errors.py   (HERALD_BIN overrides the binary)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERALD = os.path.abspath(os.environ.get("HERALD_BIN", str(ROOT / ".build" / "debug" / "herald")))
+
+
+def run(*arguments: str) -> subprocess.CompletedProcess[str]:
+    with tempfile.TemporaryDirectory() as directory:
+        return subprocess.run(
+            [HERALD, *arguments], cwd=directory, capture_output=True, text=True, timeout=60, check=False
+        )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["serve", "--config", "/nonexistent/herald.json"], "cannot read the configuration file /nonexistent/herald.json"),
+        (["relay", "--config", "/nonexistent/herald.json"], "cannot read the configuration file /nonexistent/herald.json"),
+        (["serve", "--database", "mysql://somewhere/db"], "postgres"),
+    ],
+)
+def test_a_refusal_at_start_is_one_line_without_usage(arguments: list[str], message: str) -> None:
+    result = run(*arguments)
+    assert result.returncode != 0, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: "), result.stderr
+    assert message in lines[0], result.stderr
+    assert "Usage" not in result.stderr and "Usage" not in result.stdout
+
+
+def test_a_mistyped_option_shows_the_subcommands_usage() -> None:
+    result = run("serve", "--no-such-option")
+    assert result.returncode == 64, result
+    assert "Unknown option '--no-such-option'" in result.stderr
+    assert "Usage: herald serve" in result.stderr
