@@ -47,6 +47,12 @@ public enum RelayHTTPService {
         router.add(middleware: JSONErrorMiddleware())
         let api = API(relay: relay, configuration: configuration)
 
+        // The banner's URL: what is here and where its description is, so opening it in a
+        // browser or with curl answers something useful instead of 404.
+        router.get("/v1") { _, _ -> Response in
+            try JSONResponse.make(.ok, ServiceIndex.relay)
+        }
+
         router.get("/health") { _, _ -> Response in
             var body: [String: Int] = [:]
             do {
@@ -241,6 +247,23 @@ public enum RelayHTTPService {
         }
         return router
     }
+}
+
+/// What `GET /v1` answers.
+struct ServiceIndex: Encodable {
+    var service: String
+    var api: String
+    var documentation: String
+    var health: String
+    var metrics: String
+
+    static let relay = ServiceIndex(
+        service: "herald relay",
+        api: "/v1",
+        documentation: "docs/openapi.yaml in the Herald repository",
+        health: "/health",
+        metrics: "/metrics"
+    )
 }
 
 struct HealthView: Encodable {

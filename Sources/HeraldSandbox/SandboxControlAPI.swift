@@ -27,6 +27,9 @@ enum SandboxControlAPI {
         let router = Router(context: Context.self)
         router.middlewares.add(ControlErrorMiddleware())
 
+        // The banner's URL: what the control API offers, so opening it answers something useful.
+        router.get("/sandbox") { _, _ in JSON(Index.control) }
+
         router.get("/sandbox/health") { _, _ in
             JSON(Status(status: "ok", apnsConnections: apns.connectionCount))
         }
@@ -226,6 +229,27 @@ enum SandboxControlAPI {
         let ms: Int
         /// When the outage ends, in milliseconds since the epoch.
         let until: Int64
+    }
+
+    /// What `GET /sandbox` answers: the control API's routes, each described in docs/sandbox.md.
+    struct Index: Encodable {
+        let service: String
+        let documentation: String
+        let routes: [String]
+
+        static let control = Index(
+            service: "herald sandbox control API",
+            documentation: "docs/sandbox.md in the Herald repository",
+            routes: [
+                "GET /sandbox/health", "GET /sandbox/apps", "POST /sandbox/apps", "POST /sandbox/keys",
+                "POST /sandbox/keys/{keyID}/revoke", "POST /sandbox/certificates", "POST /sandbox/devices",
+                "GET /sandbox/devices/{deviceID}", "POST /sandbox/devices/{deviceID}/uninstall",
+                "GET /sandbox/devices/{deviceID}/connect", "POST /sandbox/tokens/{token}/expire",
+                "POST /sandbox/faults", "DELETE /sandbox/faults", "PUT /sandbox/faults/latency",
+                "POST /sandbox/faults/outage", "POST /sandbox/connections/goaway", "POST /sandbox/connections/drop",
+                "GET /sandbox/inspection", "DELETE /sandbox/inspection",
+            ]
+        )
     }
 
     struct GoAway: Decodable {

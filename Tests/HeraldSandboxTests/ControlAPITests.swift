@@ -34,6 +34,25 @@ import Testing
         return Reply(status: Int(response.status.code), json: json)
     }
 
+    @Test func theBannersURLListsEveryDocumentedRoute() async throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/sandbox.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        // Headings such as ### `POST /sandbox/devices` (a WebSocket route has a note after it).
+        let documented = Set(
+            text.split(separator: "\n").compactMap { line -> String? in
+                guard line.hasPrefix("### `"), line.contains(" /sandbox") else { return nil }
+                return line.dropFirst(5).split(separator: "`").first.map(String.init)
+            }
+        )
+        try await SandboxHarness.with { sandbox in
+            let index = try await call(sandbox, .GET, "/sandbox")
+            #expect(index.status == 200)
+            let routes = try #require(index.json["routes"] as? [String])
+            #expect(Set(routes).union(["GET /sandbox"]) == documented)
+        }
+    }
+
     @Test func appsKeysAndDevicesCanBeRegisteredOverHTTP() async throws {
         try await SandboxHarness.with { sandbox in
             #expect(try await call(sandbox, .GET, "/sandbox/health").json["status"] as? String == "ok")

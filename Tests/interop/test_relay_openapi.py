@@ -499,6 +499,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         "webhookSignature": ("apiKey", "x-herald-signature"),
     }
     expected = {
+        ("/v1", "get"),
         ("/health", "get"),
         ("/metrics", "get"),
         ("/v1/apps/{id}", "put"),
@@ -564,6 +565,8 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     team = relay.default_team()
 
     # --- service ---
+    index = relay.call("GET", "/v1", 200)
+    assert index["health"] == "/health" and index["api"] == "/v1", "the banner's URL says what is there"
     health = relay.call("GET", "/health", 200)
     assert health["status"] == "ok"
     metrics = relay.call("GET", "/metrics", 200)
