@@ -26,8 +26,8 @@ extension StoreCommand {
                 their transcripts and disconnects. Finished pushes and their history are not copied. \
                 Sealed values are copied sealed: start the PostgreSQL nodes with the same master key. \
                 Stop the SQLite node first (the copy refuses a database another process has open). \
-                Everything is written in one transaction: a copy that fails leaves the database \
-                untouched and can be run again. It refuses a database that holds Herald data.
+                Everything is written in one transaction: a copy that fails writes no record \
+                and can be run again. It refuses a database that holds Herald data.
                 """
         )
 

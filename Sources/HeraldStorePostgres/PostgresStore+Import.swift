@@ -39,7 +39,7 @@ extension PostgresStore: StoreImport {
     /// One transaction on a connection of its own, outside the pool: an import takes longer than
     /// the bound every pooled call is held to. Nothing is visible to other sessions before the
     /// commit, and a failure anywhere (the source, the network, a refused row, counts that differ)
-    /// rolls everything back: the database is left as it was and the import can be run again.
+    /// rolls everything back: no record is left and the import can be run again.
     public func importAll(from source: any StoreExport, batchSize: Int) async throws -> StoreTally {
         let expected = try await source.exportTally()
         let connection: PostgresConnection
