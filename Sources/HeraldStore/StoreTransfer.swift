@@ -119,7 +119,8 @@ public struct StoreTally: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A store whose contents can be handed to another engine.
+/// A store whose contents can be handed to another engine (SQLite: `SQLiteExport`, on a file no
+/// node has open).
 ///
 /// The source must not change while it is exported: an engine refuses (with `unavailable`) when
 /// it can tell that another process has the data open, and holds others off while it reads.
@@ -132,7 +133,8 @@ public protocol StoreExport: Sendable {
     func export(batchSize: Int, into sink: @Sendable ([StoreRecord]) async throws -> Void) async throws
 }
 
-/// A store that can take in another store's contents.
+/// A store that can take in another store's contents (both engines; the conformance rule
+/// `importsAnotherStoresRecords`).
 public protocol StoreImport: Sendable {
     /// How many records of each kind the store holds, counted as `StoreExport.exportTally` counts
     /// them (pushes not finished yet as pending pushes).
