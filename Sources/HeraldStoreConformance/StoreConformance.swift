@@ -38,6 +38,7 @@ public enum StoreConformance {
         case endedChatsArePurged
         case claimsOnlyTheNetworksAsked
         case requeueTakesBackTheAttempt
+        case importsAnotherStoresRecords
 
         public var description: String { rawValue }
 
@@ -68,6 +69,7 @@ public enum StoreConformance {
             case .endedChatsArePurged: try await StoreConformance.endedChatsArePurged(engine)
             case .claimsOnlyTheNetworksAsked: try await StoreConformance.claimsOnlyTheNetworksAsked(engine)
             case .requeueTakesBackTheAttempt: try await StoreConformance.requeueTakesBackTheAttempt(engine)
+            case .importsAnotherStoresRecords: try await StoreConformance.importsAnotherStoresRecords(engine)
             }
         }
     }

@@ -88,6 +88,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.requeueTakesBackTheAttempt)
     }
 
+    @Test func importsAnotherStoresRecords() async throws {
+        try await SQLiteEngine.check(.importsAnotherStoresRecords)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -112,6 +116,7 @@ struct SQLiteConformanceTests {
             .endedChatsArePurged,
             .claimsOnlyTheNetworksAsked,
             .requeueTakesBackTheAttempt,
+            .importsAnotherStoresRecords,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

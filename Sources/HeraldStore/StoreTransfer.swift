@@ -1,0 +1,147 @@
+/// What moves when a deployment changes engine (`herald store migrate`): every record a relay
+/// needs to carry on where the old store stopped, as types, so no engine reads another's tables.
+///
+/// Moved: apps; devices with their tokens, sealed keys and credential hashes; presence; messages
+/// kept for fetch-by-id (sealed); idempotency keys with their receipts; every push not finished
+/// yet, with its history; chats with their transcripts and disconnects. Sealed values cross as
+/// the bytes they are: the new store is used with the same master key, and nothing here can
+/// open them.
+///
+/// Not moved: finished pushes (delivered, failed, expired, token dead, skipped) and their
+/// history. Their outcome was final and reported; they are retention's to delete, and they are
+/// most of a store's rows. Claims are not moved either: a push a node held in flight is handed
+/// over queued, due at once (sent at least once, as after a node's restart).
+public enum StoreRecord: Sendable, Hashable {
+    case app(AppRecord)
+    case device(DeviceRecord)
+    case presence(PresenceRecord)
+    case message(MessageRecord)
+    case idempotencyKey(IdempotencyRecord)
+    case push(PendingPush)
+    case chat(ChatRecord)
+    case transcriptEvent(TranscriptEvent)
+    case disconnect(ChatDisconnect)
+
+    /// The record's kind.
+    public var kind: StoreRecordKind {
+        switch self {
+        case .app: .apps
+        case .device: .devices
+        case .presence: .presence
+        case .message: .messages
+        case .idempotencyKey: .idempotencyKeys
+        case .push: .pendingPushes
+        case .chat: .chats
+        case .transcriptEvent: .transcriptEvents
+        case .disconnect: .disconnects
+        }
+    }
+}
+
+/// The kinds of `StoreRecord`, in the order an export hands them over: a record comes after
+/// every record it refers to (a presence after its device, a disconnect after its device).
+public enum StoreRecordKind: String, Sendable, Hashable, CaseIterable, Comparable {
+    case apps
+    case devices
+    case presence
+    case messages
+    case idempotencyKeys = "idempotency keys"
+    case pendingPushes = "pending pushes"
+    case chats
+    case transcriptEvents = "transcript events"
+    case disconnects
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// An idempotency key as the outbox keeps it: a repeated ingest with the key answers `receipt`.
+public struct IdempotencyRecord: Sendable, Hashable {
+    public var key: String
+    /// The first ingest's answer (opaque to the store).
+    public var receipt: [UInt8]
+    /// Milliseconds since the epoch: when the key was first used (retention forgets it after).
+    public var createdAt: Int64
+
+    public init(key: String, receipt: [UInt8], createdAt: Int64) {
+        self.key = key
+        self.receipt = receipt
+        self.createdAt = createdAt
+    }
+}
+
+/// A push not finished yet, with what its history holds besides its acceptance: each return to
+/// the queue, oldest first (`OutboxStore.deliveryLog`).
+public struct PendingPush: Sendable, Hashable {
+    /// The push, `queued` (whatever claim the source held on it is not carried).
+    public var entry: OutboxEntry
+    public var requeues: [DeliveryEvent]
+
+    public init(entry: OutboxEntry, requeues: [DeliveryEvent]) {
+        self.entry = entry
+        self.requeues = requeues
+    }
+}
+
+/// How many records of each kind a store holds for a transfer.
+public struct StoreTally: Sendable, Hashable, CustomStringConvertible {
+    public var counts: [StoreRecordKind: Int]
+
+    public init(_ counts: [StoreRecordKind: Int] = [:]) {
+        self.counts = counts
+    }
+
+    public subscript(kind: StoreRecordKind) -> Int {
+        get { counts[kind] ?? 0 }
+        set { counts[kind] = newValue }
+    }
+
+    /// Every kind's count added up.
+    public var total: Int { counts.values.reduce(0, +) }
+
+    /// Counts each record once, by kind.
+    public mutating func add(_ records: [StoreRecord]) {
+        for record in records { self[record.kind] += 1 }
+    }
+
+    /// `apps 1, devices 2, …`, every kind in transfer order, zeros included.
+    public var description: String {
+        StoreRecordKind.allCases.map { "\($0.rawValue) \(self[$0])" }.joined(separator: ", ")
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        StoreRecordKind.allCases.allSatisfy { lhs[$0] == rhs[$0] }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for kind in StoreRecordKind.allCases { hasher.combine(self[kind]) }
+    }
+}
+
+/// A store whose contents can be handed to another engine (SQLite: `SQLiteExport`, on a file no
+/// node has open).
+///
+/// The source must not change while it is exported: an engine refuses (with `unavailable`) when
+/// it can tell that another process has the data open, and holds others off while it reads.
+public protocol StoreExport: Sendable {
+    /// How many records of each kind `export(batchSize:into:)` hands over.
+    func exportTally() async throws -> StoreTally
+    /// Hands every record over, kinds in `StoreRecordKind` order, in batches of at most
+    /// `batchSize` records of one kind; returns once `sink` took the last batch. A throw from
+    /// `sink` ends the export with that error.
+    func export(batchSize: Int, into sink: @Sendable ([StoreRecord]) async throws -> Void) async throws
+}
+
+/// A store that can take in another store's contents (both engines; the conformance rule
+/// `importsAnotherStoresRecords`).
+public protocol StoreImport: Sendable {
+    /// How many records of each kind the store holds, counted as `StoreExport.exportTally` counts
+    /// them (pushes not finished yet as pending pushes).
+    func importTally() async throws -> StoreTally
+    /// Writes everything `source` exports, all or nothing: refused with `StoreError.conflict` when
+    /// the store holds any record already, and when the records written are not what `source`
+    /// tallied (nothing is then written). Other writers wait until it is done. Returns what was
+    /// written.
+    func importAll(from source: any StoreExport, batchSize: Int) async throws -> StoreTally
+}

@@ -1,0 +1,324 @@
+public import HeraldStore
+import Logging
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore: StoreImport {
+    /// Counted as an export counts: pushes not finished yet (queued or claimed) are pending.
+    private static var tallyQuery: PostgresQuery {
+        """
+        SELECT (SELECT COUNT(*) FROM apps), (SELECT COUNT(*) FROM devices), (SELECT COUNT(*) FROM presence),
+            (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM ingests),
+            (SELECT COUNT(*) FROM outbox WHERE state IN ('queued', 'sending')), (SELECT COUNT(*) FROM chats),
+            (SELECT COUNT(*) FROM transcript_events), (SELECT COUNT(*) FROM chat_disconnects)
+        """
+    }
+
+    private static func tally(_ rows: [PostgresRow]) throws -> StoreTally {
+        guard let row = rows.first else { return StoreTally() }
+        var columns = Columns(row)
+        var tally = StoreTally()
+        for kind in StoreRecordKind.allCases {
+            tally[kind] = Int(try columns.next(Int64.self))
+        }
+        return tally
+    }
+
+    public func importTally() async throws -> StoreTally {
+        try Self.tally(try await rows("count the records", Self.tallyQuery))
+    }
+
+    /// Every table an import writes, locked against other writers (they wait; readers do not)
+    /// for the whole import, so a relay node started too early cannot slip a record in between
+    /// the emptiness check and the commit.
+    private static let tables = """
+        apps, devices, presence, messages, ingests, outbox, outbox_payloads, delivery_log, transcript_heads, \
+        transcript_events, chat_disconnects, chats
+        """
+
+    /// One transaction on a connection of its own, outside the pool: an import takes longer than
+    /// the bound every pooled call is held to. Nothing is visible to other sessions before the
+    /// commit, and a failure anywhere (the source, the network, a refused row, counts that differ)
+    /// rolls everything back: no record is left and the import can be run again.
+    public func importAll(from source: any StoreExport, batchSize: Int) async throws -> StoreTally {
+        let expected = try await source.exportTally()
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresMigrations.connect(configuration, logger: logger)
+        } catch {
+            throw StoreError.unavailable.with(
+                detail: "cannot connect to \(configuration): \(PostgresFailure.describe(error))"
+            )
+        }
+        let logger = logger
+        do {
+            try await connection.run("BEGIN", logger: logger)
+            // Relay nodes writing here hold row locks for milliseconds; a lock still held after
+            // seconds means a node is busy on this database.
+            try await connection.run("SET LOCAL lock_timeout = '3s'", logger: logger)
+            do {
+                try await connection.run(
+                    "LOCK TABLE \(unescaped: Self.tables) IN SHARE ROW EXCLUSIVE MODE",
+                    logger: logger
+                )
+            } catch  where PostgresFailure.sqlState(error) == "55P03" {
+                throw StoreError.conflict.with(
+                    detail:
+                        "other sessions keep writing to the PostgreSQL database: stop the relay nodes using it first"
+                )
+            }
+            try await Self.requireEmpty(connection, logger: logger)
+            try await source.export(batchSize: max(1, min(batchSize, 1000))) { records in
+                try await Self.insert(records, on: connection, logger: logger)
+            }
+            try await connection.run(
+                """
+                INSERT INTO transcript_heads (conversation, last_position)
+                SELECT conversation, MAX(position) FROM transcript_events GROUP BY conversation
+                """,
+                logger: logger
+            )
+            let written = try Self.tally(try await connection.run(Self.tallyQuery, logger: logger))
+            guard written == expected else {
+                throw StoreError.conflict.with(
+                    detail:
+                        "the records written (\(written)) are not those the source holds (\(expected)): nothing was written"
+                )
+            }
+            try await connection.run("COMMIT", logger: logger)
+            try? await connection.close()
+            announceQueued()
+            return written
+        } catch {
+            _ = try? await connection.run("ROLLBACK", logger: logger)
+            try? await connection.close()
+            // The database's failures as store errors; the source's as they came.
+            if error is PSQLError { throw PostgresFailure.storeError(error, while: "import") }
+            throw error
+        }
+    }
+
+    private static func requireEmpty(_ connection: PostgresConnection, logger: Logger) async throws {
+        let held = try tally(try await connection.run(tallyQuery, logger: logger))
+        var finished: Int64 = 0
+        for row in try await connection.run(
+            "SELECT COUNT(*) FROM outbox WHERE state NOT IN ('queued', 'sending')",
+            logger: logger
+        ) {
+            finished = try row.decode(Int64.self)
+        }
+        guard held.total == 0, finished == 0 else {
+            throw StoreError.conflict.with(
+                detail: "the PostgreSQL database already holds Herald data (\(held), finished pushes \(finished)): "
+                    + "migrate into an empty database or schema"
+            )
+        }
+    }
+
+    /// Writes a batch with one multi-row INSERT per table, tables in the order records refer to
+    /// each other.
+    private static func insert(_ records: [StoreRecord], on connection: PostgresConnection, logger: Logger) async throws
+    {
+        var apps = RowsInsert(
+            "apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation)"
+        )
+        var devices = RowsInsert(
+            """
+            devices (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
+                device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys, credential_hash,
+                token_dead_reason, created_at, updated_at)
+            """
+        )
+        var presence = RowsInsert("presence (device_id, user_id, conversation, state, updated_at, expires_at)")
+        var messages = RowsInsert(
+            "messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)"
+        )
+        var ingests = RowsInsert("ingests (idempotency_key, receipt, created_at)")
+        var outbox = RowsInsert(
+            """
+            outbox (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
+                fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
+                updated_at)
+            """
+        )
+        var payloads = RowsInsert("outbox_payloads (push_id, payload)")
+        var log = RowsInsert("delivery_log (push_id, at, state, reason)")
+        var chats = RowsInsert("chats (conversation, user_id, started_at, last_event_at, ended_at)")
+        var events = RowsInsert(
+            "transcript_events (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)"
+        )
+        var disconnects = RowsInsert("chat_disconnects (device_id, conversation, position, at, pushed)")
+        for record in records {
+            switch record {
+            case .app(let app):
+                apps.row {
+                    $0.text(app.id)
+                    $0.text(app.teamID)
+                    $0.text(app.contentPolicy.rawValue)
+                    $0.text(app.alertTitle)
+                    $0.text(app.alertBody)
+                    $0.integer(app.messageTTL)
+                    $0.integer(app.callTTL)
+                    $0.boolean(app.collapseByConversation)
+                }
+            case .device(let device):
+                devices.row {
+                    $0.text(device.id)
+                    $0.text(device.userID)
+                    $0.text(device.appID)
+                    $0.text(device.platform.rawValue)
+                    $0.text(device.messagingToken)
+                    $0.text(device.voipToken)
+                    $0.text(device.keyID)
+                    $0.text(device.previousKeyID)
+                    $0.bytes(device.devicePublicKey)
+                    $0.bytes(device.relayPublicKey)
+                    $0.bytes(device.sealedRelaySecretKey)
+                    $0.bytes(device.sealedSessionKeys)
+                    $0.bytes(device.credentialHash)
+                    $0.text(device.tokenDeadReason)
+                    $0.integer(device.createdAt)
+                    $0.integer(device.updatedAt)
+                }
+            case .presence(let record):
+                presence.row {
+                    $0.text(record.deviceID)
+                    $0.text(record.userID)
+                    $0.text(record.conversation)
+                    $0.text(record.state.rawValue)
+                    $0.integer(record.updatedAt)
+                    $0.integer(record.expiresAt)
+                }
+            case .message(let message):
+                messages.row {
+                    $0.text(message.id)
+                    $0.text(message.userID)
+                    $0.text(message.conversation)
+                    $0.bytes(message.sealedSender)
+                    $0.bytes(message.sealedText)
+                    $0.integer(message.createdAt)
+                    $0.integer(message.expiresAt)
+                }
+            case .idempotencyKey(let key):
+                ingests.row {
+                    $0.text(key.key)
+                    $0.bytes(key.receipt)
+                    $0.integer(key.createdAt)
+                }
+            case .push(let pending):
+                let push = pending.entry
+                let columns = StoredPayload(push.payload)
+                outbox.row {
+                    $0.text(push.pushID)
+                    $0.text(push.deviceID)
+                    $0.text(push.kind.rawValue)
+                    $0.text(push.subjectID)
+                    $0.integer(Int64(push.priority))
+                    $0.text(push.network.rawValue)
+                    $0.text(columns.topic)
+                    $0.text(columns.pushType)
+                    $0.integer(columns.apnsPriority.map { Int64($0) })
+                    $0.text(columns.apnsID)
+                    $0.text(columns.fcmPriority)
+                    $0.text(push.collapseID)
+                    $0.integer(Int64(push.attempts))
+                    $0.integer(push.nextAttemptAt)
+                    $0.integer(push.expiresAt)
+                    // Unclaimed, whatever the source said: no node here holds it.
+                    $0.text((push.state.isFinal ? push.state : .queued).rawValue)
+                    $0.text(push.lastReason)
+                    $0.integer(push.createdAt)
+                    $0.integer(push.updatedAt)
+                }
+                payloads.row {
+                    $0.text(push.pushID)
+                    $0.text(columns.body)
+                }
+                for event in pending.requeues {
+                    log.row {
+                        $0.text(event.pushID)
+                        $0.integer(event.at)
+                        $0.text(event.state.rawValue)
+                        $0.text(event.reason)
+                    }
+                }
+            case .chat(let chat):
+                chats.row {
+                    $0.text(chat.conversation)
+                    $0.text(chat.userID)
+                    $0.integer(chat.startedAt)
+                    $0.integer(chat.lastEventAt)
+                    $0.integer(chat.endedAt)
+                }
+            case .transcriptEvent(let event):
+                events.row {
+                    $0.text(event.conversation)
+                    $0.integer(Int64(event.position))
+                    $0.text(event.userID)
+                    $0.text(event.type)
+                    $0.bytes(event.sealedAuthor)
+                    $0.boolean(event.fromAgent)
+                    $0.bytes(event.sealedText)
+                    $0.integer(event.at)
+                }
+            case .disconnect(let disconnect):
+                disconnects.row {
+                    $0.text(disconnect.deviceID)
+                    $0.text(disconnect.conversation)
+                    $0.integer(Int64(disconnect.position))
+                    $0.integer(disconnect.at)
+                    $0.boolean(disconnect.pushed)
+                }
+            }
+        }
+        for insert in [apps, devices, presence, messages, ingests, outbox, payloads, log, chats, events, disconnects]
+        where !insert.isEmpty {
+            try await connection.run(insert.query, logger: logger)
+        }
+    }
+}
+
+/// One INSERT of many rows, every value a typed parameter (a NULL as a parameter of unknown type
+/// would otherwise be taken for text).
+private struct RowsInsert {
+    private let target: String
+    private var binds = PostgresBindings()
+    private var rows: [String] = []
+    private var current: [String] = []
+
+    init(_ target: String) {
+        self.target = target
+    }
+
+    var isEmpty: Bool { rows.isEmpty }
+
+    var query: PostgresQuery {
+        PostgresQuery(unsafeSQL: "INSERT INTO \(target) VALUES " + rows.joined(separator: ", "), binds: binds)
+    }
+
+    mutating func row(_ values: (inout Self) -> Void) {
+        values(&self)
+        rows.append("(" + current.joined(separator: ", ") + ")")
+        current = []
+    }
+
+    mutating func text(_ value: String?) {
+        binds.append(value)
+        current.append("$\(binds.count)::text")
+    }
+
+    mutating func integer(_ value: Int64?) {
+        binds.append(value)
+        current.append("$\(binds.count)::bigint")
+    }
+
+    mutating func boolean(_ value: Bool) {
+        binds.append(value)
+        current.append("$\(binds.count)::boolean")
+    }
+
+    mutating func bytes(_ value: [UInt8]) {
+        binds.append(ByteBuffer(value))
+        current.append("$\(binds.count)::bytea")
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import GRDB
+public import HeraldStore
+import Synchronization
+
+extension SQLiteStore: StoreImport {
+    /// Counted as an export counts: pushes not finished yet (queued or claimed) are pending.
+    private static let tallyQueries: [(StoreRecordKind, String)] = [
+        (.apps, "SELECT COUNT(*) FROM apps"),
+        (.devices, "SELECT COUNT(*) FROM devices"),
+        (.presence, "SELECT COUNT(*) FROM presence"),
+        (.messages, "SELECT COUNT(*) FROM messages"),
+        (.idempotencyKeys, "SELECT COUNT(*) FROM ingests"),
+        (.pendingPushes, "SELECT COUNT(*) FROM outbox WHERE state IN ('queued', 'sending')"),
+        (.chats, "SELECT COUNT(*) FROM chats"),
+        (.transcriptEvents, "SELECT COUNT(*) FROM transcript_events"),
+        (.disconnects, "SELECT COUNT(*) FROM chat_disconnects"),
+    ]
+
+    private static func tally(_ db: Database) throws -> StoreTally {
+        var tally = StoreTally()
+        for (kind, sql) in tallyQueries {
+            tally[kind] = try Int.fetchOne(db, sql: sql) ?? 0
+        }
+        return tally
+    }
+
+    public func importTally() async throws -> StoreTally {
+        try await read { db in try Self.tally(db) }
+    }
+
+    /// SQLite's writes cannot wait for the source inside a transaction: the records are collected
+    /// first, then written in one transaction (all or nothing). The whole export is held in
+    /// memory meanwhile: this side of the seam is for copies into a new SQLite file and for the
+    /// conformance rules, not for moving a large deployment.
+    public func importAll(from source: any StoreExport, batchSize: Int) async throws -> StoreTally {
+        let expected = try await source.exportTally()
+        let collected = Mutex<[StoreRecord]>([])
+        try await source.export(batchSize: max(1, batchSize)) { records in
+            collected.withLock { $0 += records }
+        }
+        let records = collected.withLock { $0 }
+        return try await write { db in
+            let held = try Self.tally(db)
+            let finished =
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE state NOT IN ('queued', 'sending')") ?? 0
+            guard held.total == 0, finished == 0 else {
+                throw StoreError.conflict.with(
+                    detail: "the SQLite database already holds Herald data (\(held), finished pushes \(finished))"
+                )
+            }
+            for record in records { try Self.insert(record, db) }
+            let written = try Self.tally(db)
+            guard written == expected else {
+                throw StoreError.conflict.with(
+                    detail:
+                        "the records written (\(written)) are not those the source holds (\(expected)): nothing was written"
+                )
+            }
+            return written
+        }
+    }
+
+    private static func insert(_ record: StoreRecord, _ db: Database) throws {
+        switch record {
+        case .app(let app):
+            try db.execute(
+                sql: """
+                    INSERT INTO apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
+                        collapse_by_conversation)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
+                    app.callTTL, app.collapseByConversation,
+                ]
+            )
+        case .device(let device):
+            try db.execute(
+                sql: """
+                    INSERT INTO devices
+                        (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
+                         device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
+                         credential_hash, token_dead_reason, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
+                    device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
+                    Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
+                    Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
+                ]
+            )
+        case .presence(let presence):
+            try db.execute(
+                sql: """
+                    INSERT INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    presence.deviceID, presence.userID, presence.conversation, presence.state.rawValue,
+                    presence.updatedAt, presence.expiresAt,
+                ]
+            )
+        case .message(let message):
+            try db.execute(
+                sql: """
+                    INSERT INTO messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    message.id, message.userID, message.conversation, Data(message.sealedSender),
+                    Data(message.sealedText), message.createdAt, message.expiresAt,
+                ]
+            )
+        case .idempotencyKey(let key):
+            try db.execute(
+                sql: "INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (?, ?, ?)",
+                arguments: [key.key, Data(key.receipt), key.createdAt]
+            )
+        case .push(let pending):
+            let push = pending.entry
+            let columns = StoredPayload(push.payload)
+            // Unclaimed, whatever the source said: no node here holds it.
+            let state = push.state.isFinal ? push.state : .queued
+            try db.execute(
+                sql: """
+                    INSERT INTO outbox
+                        (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
+                         apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
+                         last_reason, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
+                    push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
+                    columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
+                    state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
+                ]
+            )
+            try db.execute(
+                sql: "INSERT INTO outbox_payloads (push_id, payload) VALUES (?, ?)",
+                arguments: [push.pushID, columns.body]
+            )
+            for event in pending.requeues {
+                try db.execute(
+                    sql: "INSERT INTO delivery_log (push_id, at, state, reason) VALUES (?, ?, ?, ?)",
+                    arguments: [event.pushID, event.at, event.state.rawValue, event.reason]
+                )
+            }
+        case .chat(let chat):
+            try db.execute(
+                sql: """
+                    INSERT INTO chats (conversation, user_id, started_at, last_event_at, ended_at)
+                    VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [chat.conversation, chat.userID, chat.startedAt, chat.lastEventAt, chat.endedAt]
+            )
+        case .transcriptEvent(let event):
+            try db.execute(
+                sql: """
+                    INSERT INTO transcript_events
+                        (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    event.conversation, event.position, event.userID, event.type, Data(event.sealedAuthor),
+                    event.fromAgent, Data(event.sealedText), event.at,
+                ]
+            )
+        case .disconnect(let disconnect):
+            try db.execute(
+                sql: """
+                    INSERT INTO chat_disconnects (device_id, conversation, position, at, pushed)
+                    VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    disconnect.deviceID, disconnect.conversation, disconnect.position, disconnect.at, disconnect.pushed,
+                ]
+            )
+        }
+    }
+}

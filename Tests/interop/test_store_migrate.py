@@ -1,0 +1,205 @@
+"""`herald store migrate` (issue #16): a SQLite deployment moved to PostgreSQL carries on.
+
+The test drives the real `herald` binary, as test_cluster.py does (and with its helpers), against
+the throw-away PostgreSQL of scripts/with-postgres.sh:
+
+* `herald sandbox` runs in its own process, so it outlives the relay's restart;
+* `herald serve` on SQLite (`--data`) sends to it; one iOS device is activated (messaging and VoIP
+  tokens) and the sandbox plays an APNs outage (`POST /sandbox/faults/outage`), so the message
+  and the call ingested then stay undelivered;
+* while that node runs, `herald store migrate` refuses (the database is open); the node is
+  stopped (SIGTERM, exit 0); a dry run prints the counts and writes nothing; the migration copies
+  and checks the counts; a second one is refused (the database holds data); a missing file, a
+  wrong URL and an unreachable server each give one line and a non-zero exit;
+* `herald serve --database postgres://…` starts on the copy with the same keys; the outage ends:
+  both pushes reach the sandbox under their push ids and show `delivered`; the message ingested
+  again with its idempotency key answers the same receipt; the device's credential still opens
+  its message.
+
+Run: scripts/with-postgres.sh python3 -m pytest -q Tests/interop/test_store_migrate.py
+(HERALD_BIN overrides the binary, default .build/debug/herald). Without HERALD_TEST_POSTGRES_URL
+the test fails: it is never skipped for want of a database.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+from pathlib import Path
+
+from nacl.public import PrivateKey
+
+from test_cluster import (  # noqa: F401  (postgres and workdir are fixtures)
+    BUNDLE_ID,
+    STARTUP_TIMEOUT,
+    TEAM_ID,
+    Postgres,
+    postgres,
+    start_backends,
+    workdir,
+)
+from test_relay_crash import accepted_apns_ids, call, free_port, herald, stop  # noqa: F401
+
+DELIVERY_TIMEOUT = 30.0
+
+
+def migrate(herald: Path, root: Path, *arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(herald), "store", "migrate", *arguments], capture_output=True, text=True, timeout=120, cwd=root
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess, expected: str) -> None:
+    assert result.returncode != 0, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+
+
+def counts(stdout: str) -> dict[str, int]:
+    """`  devices           1` lines -> {"devices": 1}."""
+    found = {}
+    for line in stdout.splitlines():
+        if line.startswith("  "):
+            name, _, number = line.strip().rpartition(" ")
+            found[name.strip()] = int(number)
+    return found
+
+
+def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres, herald: Path, workdir):
+    root, processes = workdir
+    backends = start_backends(herald, root, processes, with_provider=False)
+    data = root / "data"
+    database = data / "herald.sqlite"
+    target = postgres.url_for("store_migrate")
+    postgres.query("DROP SCHEMA IF EXISTS store_migrate CASCADE")
+
+    port = free_port()
+    relay_url = f"http://127.0.0.1:{port}"
+    serve = [
+        str(herald), "serve",
+        "--port", str(port),
+        "--keys-dir", str(backends.keys),
+        "--data", str(data),
+        "--app", f"{BUNDLE_ID}:{TEAM_ID}",
+        "--apns-key", str(backends.key_file),
+        "--apns-team-id", TEAM_ID,
+        "--apns-url", f"https://127.0.0.1:{backends.apns_port}",
+        "--apns-ca", str(backends.keys / "sandbox-ca.pem"),
+    ]  # fmt: skip
+    first = processes.start("serve-sqlite", serve, cwd=root)
+    first.wait_for_line("  relay", STARTUP_TIMEOUT)
+    api_key = (backends.keys / "api.key").read_text().strip()
+
+    status, phone = call(f"{backends.control_url}/sandbox/devices", "POST", {"bundle_id": BUNDLE_ID})
+    assert status == 201, phone
+    assert phone["messaging_token"] and phone["voip_token"], phone
+    status, activation = call(
+        f"{relay_url}/v1/activations",
+        "POST",
+        {
+            "user_id": "migrating-user",
+            "app": BUNDLE_ID,
+            "platform": "ios",
+            "public_key": base64.b64encode(bytes(PrivateKey.generate().public_key)).decode(),
+            "messaging_token": phone["messaging_token"],
+            "voip_token": phone["voip_token"],
+        },
+        token=api_key,
+    )
+    assert status == 201, activation
+    device_id, credential = activation["device_id"], activation["device_credential"]
+
+    status, outage = call(f"{backends.control_url}/sandbox/faults/outage", "POST", {"ms": 600_000})
+    assert status == 201, outage
+    message = {
+        "to": "migrating-user",
+        "from": {"id": "agent-7", "name": "Agent"},
+        "conversation": "conv-1",
+        "text": "still there after the move",
+        "idempotency_key": "migrate-key-1",
+    }
+    status, receipt = call(f"{relay_url}/v1/messages", "POST", message, token=api_key)
+    assert status == 202, receipt
+    status, call_receipt = call(
+        f"{relay_url}/v1/calls",
+        "POST",
+        {"to": "migrating-user", "from": {"id": "agent-7", "name": "Agent"}, "call_id": "call-1"},
+        token=api_key,
+    )
+    assert status == 202, call_receipt
+    push_ids = [push["push_id"] for push in receipt["pushes"] + call_receipt["pushes"]]
+    assert len(push_ids) == 2, (receipt, call_receipt)
+    for push_id in push_ids:
+        status, push = call(f"{relay_url}/v1/pushes/{push_id}", token=api_key)
+        assert status == 200 and push["state"] in ("queued", "sending"), push
+
+    # The node still has the database open.
+    one_line_error(migrate(herald, root, "--from", f"sqlite:{database}", "--to", target), "open in another process")
+    assert stop(first) == 0
+
+    dry = migrate(herald, root, "--from", f"sqlite:{database}", "--to", target, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    expected = {
+        "apps": 1, "devices": 1, "presence": 0, "messages": 1, "idempotency keys": 2, "pending pushes": 2,
+        "chats": 0, "transcript events": 0, "disconnects": 0,
+    }  # fmt: skip
+    assert counts(dry.stdout) == expected, dry.stdout
+    assert postgres.query("SELECT to_regclass('store_migrate.devices') IS NULL") == [["t"]]
+
+    copied = migrate(herald, root, "--from", f"sqlite:{database}", "--to", target)
+    assert copied.returncode == 0, copied.stderr
+    assert counts(copied.stdout) == expected, copied.stdout
+    assert "checked: PostgreSQL holds as many records of each kind" in copied.stdout, copied.stdout
+    print(copied.stdout)
+
+    one_line_error(
+        migrate(herald, root, "--from", f"sqlite:{database}", "--to", target), "already holds Herald data"
+    )
+    one_line_error(
+        migrate(herald, root, "--from", f"sqlite:{root}/nothing.sqlite", "--to", target), "no SQLite database at"
+    )
+    one_line_error(migrate(herald, root, "--from", str(database), "--to", target), "--from must be sqlite:PATH")
+    one_line_error(
+        migrate(herald, root, "--from", f"sqlite:{database}", "--to", "mysql://h/db"), "not a PostgreSQL URL"
+    )
+    one_line_error(
+        migrate(herald, root, "--from", f"sqlite:{database}", "--to", f"postgres://herald@127.0.0.1:{free_port()}/x"),
+        "cannot connect to",
+    )
+
+    # The same relay on PostgreSQL, with the same keys.
+    second = processes.start("serve-postgres", serve + ["--database", target], cwd=root)
+    second.wait_for_line("  relay", STARTUP_TIMEOUT)
+    status, _ = call(f"{backends.control_url}/sandbox/faults", "DELETE")
+    assert status == 204
+
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while True:
+        accepted, _ = accepted_apns_ids(backends.control_url)
+        if all(accepted[push_id.lower()] >= 1 for push_id in push_ids):
+            break
+        assert time.monotonic() < deadline, (
+            f"not delivered within {DELIVERY_TIMEOUT} s: {push_ids}\n{second.stderr_tail()}"
+        )
+        time.sleep(0.1)
+    for push_id in push_ids:
+        deadline = time.monotonic() + DELIVERY_TIMEOUT
+        while True:
+            status, push = call(f"{relay_url}/v1/pushes/{push_id}", token=api_key)
+            if status == 200 and push["state"] == "delivered":
+                break
+            assert time.monotonic() < deadline, push
+            time.sleep(0.1)
+
+    status, again = call(f"{relay_url}/v1/messages", "POST", message, token=api_key)
+    assert status == 202, again
+    assert again["duplicate"] is True and again["id"] == receipt["id"], again
+    assert again["pushes"] == receipt["pushes"], again
+
+    status, fetched = call(f"{relay_url}/v1/messages/{receipt['id']}", token=credential)
+    assert status == 200, fetched
+    status, device = call(f"{relay_url}/v1/devices/{device_id}", token=credential)
+    assert status == 200 and device["device_id"] == device_id, device
+
+    assert stop(second) == 0
