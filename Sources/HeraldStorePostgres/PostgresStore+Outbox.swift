@@ -70,7 +70,9 @@ extension PostgresStore {
     // MARK: Ingest
 
     public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
-        if ingest.message == nil, ingest.pushes.isEmpty, ingest.idempotencyKey == nil { return .accepted }
+        if ingest.message == nil, ingest.pushes.isEmpty, ingest.handovers.isEmpty, ingest.idempotencyKey == nil {
+            return .accepted
+        }
         let written: Bool
         do {
             let rows = try await rows("accept an ingest", Self.acceptStatement(ingest))
@@ -82,6 +84,7 @@ extension PostgresStore {
         }
         if written {
             if !ingest.pushes.isEmpty { announceQueued() }
+            if !ingest.handovers.isEmpty { await announceHandovers(ingest.handovers) }
             return .accepted
         }
         // The key was written before (or by a concurrent ingest, whose commit the statement
@@ -202,6 +205,25 @@ extension PostgresStore {
                 """
                 p AS (INSERT INTO outbox_payloads (push_id, payload)
                     SELECT * FROM (VALUES \(payloads.joined(separator: ", "))) AS v\(onlyIfNew))
+                """
+            )
+        }
+        if !ingest.handovers.isEmpty {
+            var rows: [String] = []
+            for handover in ingest.handovers {
+                binds.append(handover.messageID)
+                let message = parameter()
+                binds.append(handover.deviceID)
+                let device = parameter()
+                binds.append(handover.nodeID)
+                let node = parameter()
+                binds.append(handover.deadline)
+                rows.append("(\(message)::text, \(device)::text, \(node)::text, \(parameter())::bigint)")
+            }
+            ctes.append(
+                """
+                h AS (INSERT INTO live_handovers (message_id, device_id, node_id, deadline)
+                    SELECT * FROM (VALUES \(rows.joined(separator: ", "))) AS v\(onlyIfNew))
                 """
             )
         }

@@ -84,6 +84,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.requeueTakesBackTheAttempt)
     }
 
+    @Test func liveSessionsAreLeased() async throws {
+        try await SQLiteEngine.check(.liveSessionsAreLeased)
+    }
+
+    @Test func liveHandoversAreAnsweredOnce() async throws {
+        try await SQLiteEngine.check(.liveHandoversAreAnsweredOnce)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -107,6 +115,8 @@ struct SQLiteConformanceTests {
             .endedChatsArePurged,
             .claimsOnlyTheNetworksAsked,
             .requeueTakesBackTheAttempt,
+            .liveSessionsAreLeased,
+            .liveHandoversAreAnsweredOnce,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
