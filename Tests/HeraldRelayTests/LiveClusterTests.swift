@@ -35,7 +35,7 @@ struct LiveClusterTests {
             for node in [b, a] {
                 let receipt = try await cluster.sendMessage(to: "u1", text: "from \(node.id)", via: node)
                 #expect(receipt.pushes.isEmpty)
-                #expect(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
+                try #require(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
                 let event = try #require(await LiveClient.next(&frames))
                 #expect(event["type"] as? String == "message" && event["text"] as? String == "from \(node.id)")
                 #expect(event["message_id"] as? String == receipt.id)
@@ -62,7 +62,7 @@ struct LiveClusterTests {
             defer { client.close() }
             var frames = client.received.makeAsyncIterator()
             let receipt = try await cluster.sendMessage(to: "u1", text: "never acknowledged", via: b)
-            #expect(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
+            try #require(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
             #expect(try #require(await LiveClient.next(&frames))["message_id"] as? String == receipt.id)
             #expect(cluster.accepted(token: phone.sandboxDevice.messagingToken).isEmpty)
 
@@ -107,7 +107,7 @@ struct LiveClusterTests {
             // and once its deadline passes a sweep pushes it, once.
             try await b.store.saveLiveSession(session(until: cluster.clock.now() + 30_000))
             let handedOver = try await cluster.sendMessage(to: "u1", text: "node gone", via: b)
-            #expect(handedOver.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
+            try #require(handedOver.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
             #expect(try await cluster.pendingHandovers() == 1)
             cluster.clock.advance(by: Self.ackTimeout)
             try await cluster.eventually("the push after the timeout") { cluster.accepted(token: token).count == 2 }
@@ -309,7 +309,12 @@ final class TwoNodeCluster: Sendable {
             if try await condition() { return }
             try await Task.sleep(for: .milliseconds(10))
         }
-        Issue.record("timed out waiting for \(what)")
-        throw CancellationError()
+        throw TimedOut(what: what, after: timeout)
+    }
+
+    struct TimedOut: Error, CustomStringConvertible {
+        let what: String
+        let after: Duration
+        var description: String { "timed out after \(after) waiting for \(what)" }
     }
 }
