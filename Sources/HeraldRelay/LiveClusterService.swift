@@ -39,7 +39,6 @@ public struct LiveClusterService: Service {
                     for await _ in arrivals { await ingest.deliverHandovers() }
                 }
                 group.addTask {
-                    // A restart's channels from before are gone: the first heartbeat drops them.
                     var lastRenewal: ContinuousClock.Instant?
                     while !Task.isCancelled {
                         if lastRenewal.map({ ContinuousClock.now - $0 >= renewEvery }) ?? true {

@@ -51,8 +51,10 @@ public protocol LiveSessionStore: Sendable {
     func saveLiveSession(_ session: LiveSessionRecord) async throws
     /// Removes the device's session if it is still `sessionID` (a newer one is kept).
     func removeLiveSession(deviceID: String, sessionID: String) async throws
-    /// The heartbeat of a node: its sessions named in `sessionIDs` last until `until`, its other
-    /// sessions are removed (channels it no longer holds, or held before a restart).
+    /// The heartbeat of a node: its sessions named in `sessionIDs` last until `until`. Its other
+    /// sessions are left to lapse at the end of their lease (a channel that closed without its
+    /// removal, or one held before a restart): removing them here could remove a channel opened
+    /// while the heartbeat was on its way.
     func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws
     /// The sessions of these devices whose lease has not ended at `now`, in no particular order.
     func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord]

@@ -28,19 +28,14 @@ extension PostgresStore {
     }
 
     public func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws {
-        let kept = Array(sessionIDs)
-        try await transaction("renew live sessions") { [logger] connection in
-            try await connection.run(
-                """
-                DELETE FROM live_sessions WHERE node_id = \(nodeID) AND NOT (session_id = ANY(\(kept)))
-                """,
-                logger: logger
-            )
-            try await connection.run(
-                "UPDATE live_sessions SET expires_at = \(until) WHERE node_id = \(nodeID)",
-                logger: logger
-            )
-        }
+        guard !sessionIDs.isEmpty else { return }
+        _ = try await rows(
+            "renew live sessions",
+            """
+            UPDATE live_sessions SET expires_at = \(until)
+            WHERE node_id = \(nodeID) AND session_id = ANY(\(Array(sessionIDs)))
+            """
+        )
     }
 
     public func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord] {

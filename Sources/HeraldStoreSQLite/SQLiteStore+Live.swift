@@ -31,23 +31,10 @@ extension SQLiteStore {
 
     public func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws {
         try await write { db in
-            let sessions = try Row.fetchAll(
-                db,
-                sql: "SELECT device_id, session_id FROM live_sessions WHERE node_id = ?",
-                arguments: [nodeID]
+            let renew = try db.cachedStatement(
+                sql: "UPDATE live_sessions SET expires_at = ? WHERE node_id = ? AND session_id = ?"
             )
-            for row in sessions {
-                let deviceID: String = row[0]
-                let sessionID: String = row[1]
-                if sessionIDs.contains(sessionID) {
-                    try db.execute(
-                        sql: "UPDATE live_sessions SET expires_at = ? WHERE device_id = ?",
-                        arguments: [until, deviceID]
-                    )
-                } else {
-                    try db.execute(sql: "DELETE FROM live_sessions WHERE device_id = ?", arguments: [deviceID])
-                }
-            }
+            for sessionID in sessionIDs { try renew.execute(arguments: [until, nodeID, sessionID]) }
         }
     }
 
