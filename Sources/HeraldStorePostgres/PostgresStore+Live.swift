@@ -42,10 +42,7 @@ extension PostgresStore {
         guard !deviceIDs.isEmpty else { return [] }
         let rows = try await rows(
             "read live sessions",
-            """
-            SELECT device_id, node_id, session_id, conversation, expires_at FROM live_sessions
-            WHERE device_id = ANY(\(deviceIDs)) AND expires_at > \(now)
-            """
+            prepared: LiveSessionsStatement(deviceIDs: deviceIDs, now: now)
         )
         do {
             return try rows.map { row in
@@ -154,6 +151,29 @@ extension PostgresStore {
             delay = min(delay * 2, .seconds(5))
         }
     }
+}
+
+/// The read every message ingest makes on a shared store (which node holds each recipient's live
+/// channel): prepared, parsed and planned once per connection, like the recipients' read.
+struct LiveSessionsStatement: PostgresPreparedStatement {
+    typealias Row = PostgresRow
+
+    static let sql = """
+        SELECT device_id, node_id, session_id, conversation, expires_at FROM live_sessions
+        WHERE device_id = ANY($1) AND expires_at > $2
+        """
+
+    var deviceIDs: [String]
+    var now: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(deviceIDs)
+        bindings.append(now)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
 extension PostgresWakeups {
