@@ -39,15 +39,17 @@ enum LiveChannelRoute {
             relay.logger.info("live channel opened", metadata: ["device": "\(deviceID)"])
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            // Closed however serving ends, and awaited (not a `defer`): the close tells the other
+            // nodes the channel is gone before the handler returns.
+            var failure: (any Error)?
             do {
                 try await serve(session, inbound: inbound, outbound: outbound, relay: relay, encoder: encoder)
             } catch {
-                await relay.live.close(session)
-                relay.logger.info("live channel closed", metadata: ["device": "\(deviceID)"])
-                throw error
+                failure = error
             }
             await relay.live.close(session)
             relay.logger.info("live channel closed", metadata: ["device": "\(deviceID)"])
+            if let failure { throw failure }
         }
     }
 
