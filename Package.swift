@@ -619,6 +619,9 @@ let package = Package(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldTesting",
+                "HeraldServer",
+                "HeraldStorePostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 "HeraldHTTPSupport",
                 "HeraldRelay",
                 "HeraldRelayAPI",

@@ -2,23 +2,30 @@ import Foundation
 public import HeraldRelayAPI
 import Synchronization
 
-/// The live channels of apps in the foreground (seed 003's real-time path): one per device.
+/// The live channels of apps in the foreground (seed 003's real-time path) this node holds: one
+/// per device.
 ///
 /// While a device's channel is open and its app says it is active in a conversation, messages for
 /// that conversation go over the channel instead of a push. Each must be acknowledged; a message
 /// not acknowledged within `ackTimeout`, or still unacknowledged when the channel closes, is
 /// handed to `fallback`, which queues the push: nothing is lost between the two paths.
+///
+/// What happens here is told to the relay's `LiveSessionDirectory`, so that other nodes sharing
+/// the store know where the channel is and hand its messages to this node.
 public final class LiveChannels: Sendable {
     /// One open channel.
     public struct Session: Sendable {
         public let id: UInt64
         public let deviceID: String
+        /// The channel's name among every node's channels (unique across nodes and restarts).
+        public let sessionID: String
         /// What to write to the device, in order; ends when the channel is replaced or closed.
         public let messages: AsyncStream<LiveMessage>
     }
 
     private struct Open {
         var id: UInt64
+        var sessionID: String
         var continuation: AsyncStream<LiveMessage>.Continuation
         var activeConversation: String?
         var pending: [String: LiveMessage] = [:]
@@ -28,12 +35,15 @@ public final class LiveChannels: Sendable {
         var open: [String: Open] = [:]
         var nextID: UInt64 = 0
         var fallback: (@Sendable (String, String) async -> Void)?
+        var directory: any LiveSessionDirectory = ProcessLiveDirectory()
         /// The relay's clock (see `attach`); the wall clock until then.
         var now: @Sendable () -> Int64 = RelayClock.now
         var sleep: @Sendable (Int64) async throws -> Void = { try await RelayClock.sleep(until: $0) }
     }
 
     private let state = Mutex(State())
+    /// Makes session ids unique across processes.
+    private let instance = UUID().uuidString
     let ackTimeout: Duration
 
     public init(ackTimeout: Duration = .seconds(10)) {
@@ -41,66 +51,93 @@ public final class LiveChannels: Sendable {
     }
 
     /// The relay these channels serve: its clock times the acknowledgements (`now` in
-    /// milliseconds since the epoch, `sleep` waits until `now` reads a time), and `fallback`
-    /// queues the push for a message the device did not acknowledge: (device id, message id).
+    /// milliseconds since the epoch, `sleep` waits until `now` reads a time), `directory` learns
+    /// of the channels, and `fallback` queues the push for a message the device did not
+    /// acknowledge: (device id, message id).
     func attach(
         now: @escaping @Sendable () -> Int64,
         sleep: @escaping @Sendable (Int64) async throws -> Void,
+        directory: any LiveSessionDirectory,
         fallback: @escaping @Sendable (String, String) async -> Void
     ) {
         state.withLock { state in
             state.now = now
             state.sleep = sleep
+            state.directory = directory
             state.fallback = fallback
         }
     }
 
+    private var directory: (any LiveSessionDirectory, Int64) {
+        state.withLock { ($0.directory, $0.now()) }
+    }
+
     /// Opens the device's channel; a channel it had is closed (its unacknowledged messages fall back).
-    public func open(deviceID: String) -> Session {
+    public func open(deviceID: String) async -> Session {
         let (stream, continuation) = AsyncStream.makeStream(of: LiveMessage.self)
         let (session, replaced) = state.withLock { state -> (Session, Open?) in
             state.nextID += 1
+            let sessionID = "\(instance)-\(state.nextID)"
             let replaced = state.open[deviceID]
-            state.open[deviceID] = Open(id: state.nextID, continuation: continuation)
-            return (Session(id: state.nextID, deviceID: deviceID, messages: stream), replaced)
+            state.open[deviceID] = Open(id: state.nextID, sessionID: sessionID, continuation: continuation)
+            return (Session(id: state.nextID, deviceID: deviceID, sessionID: sessionID, messages: stream), replaced)
         }
         if let replaced { settle(replaced, deviceID: deviceID) }
+        let (directory, now) = directory
+        await directory.publish(deviceID: deviceID, sessionID: session.sessionID, conversation: nil, now: now)
         return session
     }
 
     /// The app says where it is.
-    public func presence(_ session: Session, active conversation: String?) {
-        state.withLock { state in
-            guard state.open[session.deviceID]?.id == session.id else { return }
+    public func presence(_ session: Session, active conversation: String?) async {
+        let current = state.withLock { state -> Bool in
+            guard state.open[session.deviceID]?.id == session.id else { return false }
             state.open[session.deviceID]?.activeConversation = conversation
+            return true
         }
+        guard current else { return }
+        let (directory, now) = directory
+        await directory.publish(
+            deviceID: session.deviceID,
+            sessionID: session.sessionID,
+            conversation: conversation,
+            now: now
+        )
     }
 
     /// The app has the message.
-    public func acknowledge(_ session: Session, messageID: String) {
-        state.withLock { state in
-            guard state.open[session.deviceID]?.id == session.id else { return }
-            state.open[session.deviceID]?.pending[messageID] = nil
+    public func acknowledge(_ session: Session, messageID: String) async {
+        let pending = state.withLock { state -> Bool in
+            guard state.open[session.deviceID]?.id == session.id else { return false }
+            return state.open[session.deviceID]?.pending.removeValue(forKey: messageID) != nil
         }
+        // The delivery's record closes without a push.
+        if pending { _ = await directory.0.settle(messageID: messageID, deviceID: session.deviceID) }
     }
 
     /// The channel ended: what it did not acknowledge falls back to push.
-    public func close(_ session: Session) {
+    public func close(_ session: Session) async {
         let closed = state.withLock { state -> Open? in
             guard state.open[session.deviceID]?.id == session.id else { return nil }
             return state.open.removeValue(forKey: session.deviceID)
         }
         if let closed { settle(closed, deviceID: session.deviceID) }
+        await directory.0.withdraw(deviceID: session.deviceID, sessionID: session.sessionID)
     }
 
-    /// Whether the device's app is on screen in `conversation` with its channel open.
+    /// Whether the device's app is on screen in `conversation` with its channel open here.
     public func isActive(deviceID: String, in conversation: String) -> Bool {
         state.withLock { $0.open[deviceID]?.activeConversation == conversation }
     }
 
-    /// Whether the device has a channel open.
+    /// Whether the device has a channel open here.
     public func isOpen(deviceID: String) -> Bool {
         state.withLock { $0.open[deviceID] != nil }
+    }
+
+    /// The channels open here, by session id (the directory's heartbeat).
+    var sessionIDs: Set<String> {
+        state.withLock { Set($0.open.values.map(\.sessionID)) }
     }
 
     /// Sends a message over the device's channel; false when it has none (the caller pushes).

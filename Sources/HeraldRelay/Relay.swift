@@ -16,8 +16,10 @@ public final class Relay: Sendable {
     public let ingest: RelayIngest
     /// Chat events, disconnect and connect, transcript reads, the delayed first pushes.
     public let transcripts: RelayTranscripts
-    /// The live channels of apps in the foreground.
+    /// The live channels of apps in the foreground this node holds.
     public let live: LiveChannels
+    /// Where every node's live channels are known (`RelayConfiguration.live.nodeID`).
+    public let liveDirectory: any LiveSessionDirectory
     /// Where the relay logs; the HTTP API logs its own events here too.
     public let logger: Logger
     private let context: RelayContext
@@ -38,8 +40,15 @@ public final class Relay: Sendable {
         sleep: (@Sendable (_ until: Int64) async throws -> Void)? = nil,
         onAccepted: @escaping @Sendable () -> Void = {},
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
-        live: LiveChannels = LiveChannels()
+        live: LiveChannels? = nil
     ) {
+        let live = live ?? LiveChannels(ackTimeout: configuration.live.ackTimeout)
+        let directory: any LiveSessionDirectory =
+            if let node = configuration.live.nodeID {
+                SharedLiveDirectory(store: store, nodeID: node, lease: configuration.live.sessionLease, logger: logger)
+            } else {
+                ProcessLiveDirectory()
+            }
         let sleep = sleep ?? { deadline in try await RelayClock.sleep(until: deadline, now: now) }
         let context = RelayContext(
             configuration: configuration,
@@ -51,15 +60,16 @@ public final class Relay: Sendable {
             onAccepted: onAccepted,
             onAppSaved: onAppSaved
         )
-        let ingest = RelayIngest(context: context, live: live)
+        let ingest = RelayIngest(context: context, live: live, directory: directory)
         self.activation = RelayActivation(context: context)
         self.ingest = ingest
         self.transcripts = RelayTranscripts(context: context)
         self.live = live
+        self.liveDirectory = directory
         self.logger = logger
         self.context = context
-        live.attach(now: now, sleep: sleep) { [weak ingest] deviceID, messageID in
-            await ingest?.pushAfterLiveDelivery(messageID: messageID, deviceID: deviceID)
+        live.attach(now: now, sleep: sleep, directory: directory) { [weak ingest] deviceID, messageID in
+            await ingest?.unacknowledged(messageID: messageID, deviceID: deviceID)
         }
     }
 }

@@ -16,6 +16,8 @@ public struct RelayConfiguration: Sendable {
 
     /// Chat background semantics (delayed first push, filtered event types).
     public var chat = ChatConfiguration()
+    /// The live channels: acknowledgement timeout, and the node id when nodes share the store.
+    public var live = LiveConfiguration()
     /// The platforms the provider stage can push to: iOS needs APNs credentials, Android an FCM
     /// service account. A device of another platform is skipped with `platform_not_configured`.
     public var platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases)

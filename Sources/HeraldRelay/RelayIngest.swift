@@ -9,16 +9,19 @@ public import HeraldStore
 /// deliver, fetching a message by id, push status, the outbox and device counts, and the purge
 /// of what is past retention.
 ///
-/// Its only state is the live channels (the relay's `live`), which it delivers over instead of
-/// pushing.
+/// Its only state is the live channels this node holds (the relay's `live`), which it delivers
+/// over instead of pushing; with several nodes, `directory` says which node holds the others.
 public final class RelayIngest: Sendable {
     let context: RelayContext
     /// Where a message for a device on screen in its conversation goes instead of a push.
     let live: LiveChannels
+    /// Which node holds each device's live channel.
+    let directory: any LiveSessionDirectory
 
-    init(context: RelayContext, live: LiveChannels) {
+    init(context: RelayContext, live: LiveChannels, directory: any LiveSessionDirectory) {
         self.context = context
         self.live = live
+        self.directory = directory
     }
 
     /// How many pushes are in each state, and how many devices are stored: what `/health` shows.
@@ -53,14 +56,35 @@ public final class RelayIngest: Sendable {
             sentAt: time
         )
 
+        // Devices on screen in the conversation with their channel on another node.
+        let elsewhere = try await liveElsewhere(
+            recipients.map(\.device.id).filter { !live.isActive(deviceID: $0, in: request.conversation) },
+            conversation: request.conversation,
+            now: time
+        )
         var pushes: [OutboxEntry] = []
         var liveDevices: [String] = []
+        var handovers: [LiveHandover] = []
         var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
         for recipient in recipients {
             let device = recipient.device
-            if live.isActive(deviceID: device.id, in: request.conversation) {
-                // On screen with its live channel open: the message goes over the channel.
-                liveDevices.append(device.id)
+            let onScreenHere = live.isActive(deviceID: device.id, in: request.conversation)
+            if onScreenHere || elsewhere[device.id] != nil {
+                // On screen with its live channel open: the message goes over the channel. With
+                // several nodes the delivery is a handover written with the message, to this node
+                // or the one holding the channel, pushed if not acknowledged by its deadline.
+                if let node = onScreenHere ? directory.nodeID : elsewhere[device.id] {
+                    handovers.append(
+                        LiveHandover(
+                            messageID: messageID,
+                            deviceID: device.id,
+                            nodeID: node,
+                            deadline: time + live.ackTimeout.milliseconds
+                        )
+                    )
+                } else {
+                    liveDevices.append(device.id)
+                }
                 receipt.skipped.append(.init(deviceID: device.id, reason: "delivered_live"))
                 continue
             }
@@ -97,9 +121,14 @@ public final class RelayIngest: Sendable {
             receipt: receipt,
             key: request.idempotencyKey.map { "message:" + $0 },
             message: message,
-            pushes: pushes
+            pushes: pushes,
+            handovers: handovers
         )
         if !outcome.duplicate {
+            // This node's own handovers go out now; the others' nodes were woken by the store.
+            if let node = directory.nodeID, handovers.contains(where: { $0.nodeID == node }) {
+                await deliverHandovers()
+            }
             context.metrics.messages.increment()
             let message = LiveMessage(
                 messageID: messageID,
@@ -125,17 +154,7 @@ public final class RelayIngest: Sendable {
                 context.isPushable(device), device.messagingToken != nil,
                 let app = try await context.app(id: device.appID)
             else { return }
-            let text = try context.masterKey.open(message.sealedText, context: RelayContext.messageContext(message.id))
-                .copyBytes()
-            let sender = try context.openSender(message)
-            let content = MessageContent(
-                messageID: message.id,
-                conversationID: message.conversation,
-                senderID: sender.id,
-                senderName: sender.name,
-                text: String(decoding: text, as: UTF8.self),
-                sentAt: message.createdAt
-            )
+            let content = try openContent(message)
             let entry = try context.messagePush(content, app: app, device: device, at: context.now())
             let ingest = Ingest(
                 idempotencyKey: "live-fallback:\(messageID):\(deviceID)",
@@ -157,6 +176,21 @@ public final class RelayIngest: Sendable {
                 metadata: ["error": "\(error)"]
             )
         }
+    }
+
+    /// A stored message's content, opened.
+    func openContent(_ message: MessageRecord) throws -> MessageContent {
+        let text = try context.masterKey.open(message.sealedText, context: RelayContext.messageContext(message.id))
+            .copyBytes()
+        let sender = try context.openSender(message)
+        return MessageContent(
+            messageID: message.id,
+            conversationID: message.conversation,
+            senderID: sender.id,
+            senderName: sender.name,
+            text: String(decoding: text, as: UTF8.self),
+            sentAt: message.createdAt
+        )
     }
 
     /// Sends one message to every member of a group: over the live channel where a member's app
@@ -282,10 +316,17 @@ public final class RelayIngest: Sendable {
         receipt: IngestReceipt,
         key: String?,
         message: MessageRecord?,
-        pushes: [OutboxEntry]
+        pushes: [OutboxEntry],
+        handovers: [LiveHandover] = []
     ) async throws(RelayError) -> IngestReceipt {
         let encoded = Array(receipt.jsonText.utf8)
-        let ingest = Ingest(idempotencyKey: key, message: message, pushes: pushes, receipt: encoded)
+        let ingest = Ingest(
+            idempotencyKey: key,
+            message: message,
+            pushes: pushes,
+            receipt: encoded,
+            handovers: handovers
+        )
         switch try await context.storing({ try await $0.accept(ingest) }) {
         case .accepted:
             context.metrics.queued.increment(by: pushes.count)

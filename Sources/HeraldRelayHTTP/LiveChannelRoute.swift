@@ -35,46 +35,66 @@ enum LiveChannelRoute {
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let deviceID = try context.requestContext.parameters.require("id")
-            let session = relay.live.open(deviceID: deviceID)
+            let session = await relay.live.open(deviceID: deviceID)
             relay.logger.info("live channel opened", metadata: ["device": "\(deviceID)"])
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            defer {
-                relay.live.close(session)
-                relay.logger.info("live channel closed", metadata: ["device": "\(deviceID)"])
+            // Closed however serving ends, and awaited (not a `defer`): the close tells the other
+            // nodes the channel is gone before the handler returns.
+            var failure: (any Error)?
+            do {
+                try await serve(session, inbound: inbound, outbound: outbound, relay: relay, encoder: encoder)
+            } catch {
+                failure = error
             }
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for try await message in inbound.messages(maxSize: 64 * 1024) {
-                        guard case .text(let text) = message,
-                            let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
-                        else { continue }
-                        switch object["type"] as? String {
-                        case "presence":
-                            let active = object["state"] as? String == "active"
-                            relay.live.presence(session, active: active ? object["conversation"] as? String : nil)
-                        case "ack":
-                            if let id = object["message_id"] as? String {
-                                relay.live.acknowledge(session, messageID: id)
-                            }
-                        default:
-                            continue
+            await relay.live.close(session)
+            relay.logger.info("live channel closed", metadata: ["device": "\(deviceID)"])
+            if let failure { throw failure }
+        }
+    }
+
+    /// Reads the device's frames and writes the messages for it, until one side ends.
+    private static func serve(
+        _ session: LiveChannels.Session,
+        inbound: WebSocketInboundStream,
+        outbound: WebSocketOutboundWriter,
+        relay: Relay,
+        encoder: JSONEncoder
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for try await message in inbound.messages(maxSize: 64 * 1024) {
+                    guard case .text(let text) = message,
+                        let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+                    else { continue }
+                    switch object["type"] as? String {
+                    case "presence":
+                        let active = object["state"] as? String == "active"
+                        await relay.live.presence(
+                            session,
+                            active: active ? object["conversation"] as? String : nil
+                        )
+                    case "ack":
+                        if let id = object["message_id"] as? String {
+                            await relay.live.acknowledge(session, messageID: id)
                         }
+                    default:
+                        continue
                     }
                 }
-                group.addTask {
-                    for await message in session.messages {
-                        var object =
-                            try JSONSerialization.jsonObject(with: try encoder.encode(message)) as? [String: Any]
-                        object?["type"] = "message"
-                        let data = try JSONSerialization.data(withJSONObject: object ?? [:], options: [.sortedKeys])
-                        try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
-                    }
-                }
-                // The device hangs up, or a newer channel for the device replaced this one.
-                try await group.next()
-                group.cancelAll()
             }
+            group.addTask {
+                for await message in session.messages {
+                    var object =
+                        try JSONSerialization.jsonObject(with: try encoder.encode(message)) as? [String: Any]
+                    object?["type"] = "message"
+                    let data = try JSONSerialization.data(withJSONObject: object ?? [:], options: [.sortedKeys])
+                    try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+                }
+            }
+            // The device hangs up, or a newer channel for the device replaced this one.
+            try await group.next()
+            group.cancelAll()
         }
     }
 }

@@ -297,6 +297,9 @@ public struct HeraldConfiguration: Sendable {
         configuration.chat.firstPushDelay = chatPushDelay
         configuration.chat.idleEnd = chatIdleEnd
         if let chatFilteredTypes { configuration.chat.filteredTypes = chatFilteredTypes }
+        // On a shared database the live channels are published under the node's id, so a message
+        // ingested on any node reaches the node holding the device's channel.
+        if case .postgres = database { configuration.live.nodeID = resolvedNodeID }
         return configuration
     }
 

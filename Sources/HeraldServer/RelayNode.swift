@@ -18,8 +18,9 @@ public import ServiceLifecycle
 public struct RelayNode: Sendable {
     public let relay: Relay
     public let dispatcher: Dispatcher
-    /// The dispatcher and the HTTP API, in the order a `ServiceGroup` starts them (it stops them
-    /// in reverse: the API stops accepting before the dispatcher finishes its batches).
+    /// The dispatcher, the live channels' cluster part (with a node id only) and the HTTP API, in
+    /// the order a `ServiceGroup` starts them (it stops them in reverse: the API stops accepting
+    /// before the dispatcher finishes its batches).
     public let services: [any Service]
 
     /// What a node is built from.
@@ -90,6 +91,13 @@ public struct RelayNode: Sendable {
         )
         self.relay = relay
         self.dispatcher = dispatcher
-        self.services = [dispatcher, app]
+        // Between the two: the API's live channels close (and withdraw) before it stops.
+        let live = LiveClusterService(
+            relay: relay,
+            configuration: parts.relay.live,
+            store: parts.store,
+            now: parts.now
+        )
+        self.services = [dispatcher] + (live.map { [$0] } ?? []) + [app]
     }
 }

@@ -194,12 +194,22 @@ public struct Ingest: Sendable {
     public var pushes: [OutboxEntry]
     /// The answer to give again for a repeated key (opaque to the store).
     public var receipt: [UInt8]
+    /// The message's deliveries over live channels, pending until acknowledged (see
+    /// `LiveSessionStore`); written with the message, or not at all.
+    public var handovers: [LiveHandover]
 
-    public init(idempotencyKey: String?, message: MessageRecord?, pushes: [OutboxEntry], receipt: [UInt8]) {
+    public init(
+        idempotencyKey: String?,
+        message: MessageRecord?,
+        pushes: [OutboxEntry],
+        receipt: [UInt8],
+        handovers: [LiveHandover] = []
+    ) {
         self.idempotencyKey = idempotencyKey
         self.message = message
         self.pushes = pushes
         self.receipt = receipt
+        self.handovers = handovers
     }
 }
 

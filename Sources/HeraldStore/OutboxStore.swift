@@ -9,7 +9,8 @@ public import HeraldPush
 public protocol OutboxStore: Sendable {
     // MARK: Ingest
 
-    /// Writes a message and its pushes together or not at all, once per idempotency key; durable
+    /// Writes a message, its pushes and its live handovers together or not at all, once per
+    /// idempotency key; durable
     /// when it returns. Of concurrent ingests with one key, exactly one writes (`accepted`) and
     /// every other answers that one's receipt (`duplicate`), writing nothing.
     func accept(_ ingest: Ingest) async throws -> IngestOutcome

@@ -39,6 +39,8 @@ public enum StoreConformance {
         case claimsOnlyTheNetworksAsked
         case requeueTakesBackTheAttempt
         case importsAnotherStoresRecords
+        case liveSessionsAreLeased
+        case liveHandoversAreAnsweredOnce
 
         public var description: String { rawValue }
 
@@ -70,6 +72,8 @@ public enum StoreConformance {
             case .claimsOnlyTheNetworksAsked: try await StoreConformance.claimsOnlyTheNetworksAsked(engine)
             case .requeueTakesBackTheAttempt: try await StoreConformance.requeueTakesBackTheAttempt(engine)
             case .importsAnotherStoresRecords: try await StoreConformance.importsAnotherStoresRecords(engine)
+            case .liveSessionsAreLeased: try await StoreConformance.liveSessionsAreLeased(engine)
+            case .liveHandoversAreAnsweredOnce: try await StoreConformance.liveHandoversAreAnsweredOnce(engine)
             }
         }
     }

@@ -111,7 +111,7 @@ final class IngestBatcher: Sendable {
 }
 
 /// A batch of ingests as one prepared statement: the idempotency keys, the messages, the pushes
-/// and their payloads, each a data-modifying CTE over arrays, every row tagged with its ingest's
+/// and their payloads, the live handovers, each a data-modifying CTE over arrays, every row tagged with its ingest's
 /// position; an ingest's rows are written only if its key was new (or it has none). Its rows are
 /// the positions written.
 ///
@@ -154,6 +154,12 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
         p AS (
             INSERT INTO outbox_payloads (push_id, payload)
             SELECT push_id, payload FROM unnest($13::bigint[], $14::text[], $33::text[]) AS p(n, push_id, payload)
+            WHERE n IN (SELECT n FROM ok)),
+        h AS (
+            INSERT INTO live_handovers (message_id, device_id, node_id, deadline)
+            SELECT message_id, device_id, node_id, deadline
+            FROM unnest($34::bigint[], $35::text[], $36::text[], $37::text[], $38::bigint[])
+                AS h(n, message_id, device_id, node_id, deadline)
             WHERE n IN (SELECT n FROM ok))
         SELECT n FROM ok
         """
@@ -161,7 +167,7 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
     let ingests: [Ingest]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 33)
+        var bindings = PostgresBindings(capacity: 38)
         let numbers = ingests.indices.map { Int64($0) }
         bindings.append(numbers)
         bindings.append(NullableArray(ingests.map(\.idempotencyKey)))
@@ -202,6 +208,13 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
         bindings.append(pushes.map(\.createdAt))
         bindings.append(pushes.map(\.updatedAt))
         bindings.append(payloads.map(\.body))
+
+        let handovers = ingests.enumerated().flatMap { index, ingest in ingest.handovers.map { (Int64(index), $0) } }
+        bindings.append(handovers.map(\.0))
+        bindings.append(handovers.map(\.1.messageID))
+        bindings.append(handovers.map(\.1.deviceID))
+        bindings.append(handovers.map(\.1.nodeID))
+        bindings.append(handovers.map(\.1.deadline))
         return bindings
     }
 

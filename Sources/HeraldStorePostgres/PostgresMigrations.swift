@@ -175,7 +175,37 @@ enum PostgresMigrations {
                 "CREATE INDEX chats_open ON chats (last_event_at) WHERE ended_at IS NULL",
                 "CREATE INDEX chats_ended ON chats (ended_at) WHERE ended_at IS NOT NULL",
             ]
-        )
+        ),
+        (
+            "v2: live sessions and handovers",
+            [
+                // Which node holds each device's live channel, for as long as that node renews it.
+                """
+                CREATE TABLE live_sessions (
+                    device_id TEXT PRIMARY KEY,
+                    node_id TEXT NOT NULL,
+                    session_id TEXT NOT NULL,
+                    conversation TEXT,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX live_sessions_by_node ON live_sessions (node_id)",
+                // Messages handed to a node's live channel and not acknowledged yet: ids only,
+                // the content stays sealed in messages.
+                """
+                CREATE TABLE live_handovers (
+                    message_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    node_id TEXT NOT NULL,
+                    deadline BIGINT NOT NULL,
+                    taken BOOLEAN NOT NULL DEFAULT false,
+                    PRIMARY KEY (message_id, device_id)
+                )
+                """,
+                "CREATE INDEX live_handovers_by_node ON live_handovers (node_id) WHERE NOT taken",
+                "CREATE INDEX live_handovers_by_deadline ON live_handovers (deadline)",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

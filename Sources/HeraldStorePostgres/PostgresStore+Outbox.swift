@@ -75,7 +75,9 @@ extension PostgresStore {
     // MARK: Ingest
 
     public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
-        if ingest.message == nil, ingest.pushes.isEmpty, ingest.idempotencyKey == nil { return .accepted }
+        if ingest.message == nil, ingest.pushes.isEmpty, ingest.handovers.isEmpty, ingest.idempotencyKey == nil {
+            return .accepted
+        }
         let written = try await ingests.accept(ingest) { [self] batch throws(StoreError) in
             let written = try await rows("accept ingests", prepared: AcceptBatchStatement(ingests: batch))
             let positions: Set<Int>
@@ -85,6 +87,8 @@ extension PostgresStore {
                 throw StoreError.corrupt.with(detail: "accept ingests: \(error)")
             }
             if batch.contains(where: { !$0.pushes.isEmpty }) { announceQueued() }
+            let handovers = positions.flatMap { batch[$0].handovers }
+            if !handovers.isEmpty { await announceHandovers(handovers) }
             return positions
         }
         if written { return .accepted }

@@ -299,6 +299,9 @@ public final class PostgresStore: HeraldStore {
         announceQueued()
     }
 
+    /// The pool's client now (a fresh one replaces it after an outage).
+    var currentClient: PostgresClient { pool.withLock { $0.client } }
+
     static func seconds(_ duration: Duration) -> String {
         String(format: "%.1f", Double(duration.milliseconds) / 1000)
     }
@@ -393,7 +396,7 @@ extension PostgresStore {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
-                let client = pool.withLock { $0.client }
+                let client = currentClient
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
                         // Whatever was queued while nobody listened.

@@ -51,6 +51,14 @@ extension SQLiteStore {
                 ])
                 try insertPayload.execute(arguments: [push.pushID, columns.body])
             }
+            if !ingest.handovers.isEmpty {
+                let handover = try db.cachedStatement(
+                    sql: "INSERT INTO live_handovers (message_id, device_id, node_id, deadline) VALUES (?, ?, ?, ?)"
+                )
+                for live in ingest.handovers {
+                    try handover.execute(arguments: [live.messageID, live.deviceID, live.nodeID, live.deadline])
+                }
+            }
             return .accepted
         }
     }

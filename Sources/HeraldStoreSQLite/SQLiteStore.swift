@@ -356,6 +356,32 @@ public final class SQLiteStore: HeraldStore {
                     """
             )
         }
+        migrator.registerMigration("v10: live sessions and handovers") { db in
+            // One node holds them all (SQLite is not shared), under the same rules as on
+            // PostgreSQL, where they cross nodes.
+            try db.execute(
+                sql: """
+                    CREATE TABLE live_sessions (
+                        device_id TEXT PRIMARY KEY,
+                        node_id TEXT NOT NULL,
+                        session_id TEXT NOT NULL,
+                        conversation TEXT,
+                        expires_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX live_sessions_by_node ON live_sessions(node_id);
+                    CREATE TABLE live_handovers (
+                        message_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        node_id TEXT NOT NULL,
+                        deadline INTEGER NOT NULL,
+                        taken INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (message_id, device_id)
+                    );
+                    CREATE INDEX live_handovers_by_node ON live_handovers(node_id) WHERE taken = 0;
+                    CREATE INDEX live_handovers_by_deadline ON live_handovers(deadline);
+                    """
+            )
+        }
         return migrator
     }
 

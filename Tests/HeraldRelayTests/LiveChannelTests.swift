@@ -16,10 +16,15 @@ final class LiveClient: Sendable {
     private let outgoing: AsyncStream<String>.Continuation
     private let task: Task<Void, any Error>
 
-    init(harness: RelayHarness, phone: RelayHarness.Phone, credential: String? = nil) {
+    convenience init(harness: RelayHarness, phone: RelayHarness.Phone, credential: String? = nil) {
+        self.init(baseURL: harness.baseURL, deviceID: phone.deviceID, credential: credential ?? phone.credential)
+    }
+
+    /// A channel to the relay at `baseURL` (`http://host:port`).
+    init(baseURL: String, deviceID: String, credential: String) {
         let url =
-            harness.baseURL.replacingOccurrences(of: "http://", with: "ws://")
-            + "/v1/devices/\(phone.deviceID)/live?credential=\(credential ?? phone.credential)"
+            baseURL.replacingOccurrences(of: "http://", with: "ws://")
+            + "/v1/devices/\(deviceID)/live?credential=\(credential)"
         let (received, receiving) = AsyncStream.makeStream(of: String.self)
         let (outgoingStream, outgoing) = AsyncStream.makeStream(of: String.self)
         self.received = received

@@ -57,6 +57,19 @@ struct ConfigurationTests {
         #expect(HeraldConfiguration().relayConfiguration.chat.idleEnd == .seconds(86_400), "the documented default")
     }
 
+    @Test("on PostgreSQL the live channels are published under the node id; on SQLite they stay in memory")
+    func liveChannelNode() throws {
+        let path = try Self.file(
+            #"{"database": {"url": "postgres://herald@db.internal:5432/herald"}, "node_id": "relay-a"}"#
+        )
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let shared = try HeraldConfiguration(layers: [try ConfigurationFile.load(path: path)])
+        #expect(shared.relayConfiguration.live.nodeID == "relay-a")
+        #expect(shared.dispatcherConfiguration.owner == "relay-a")
+        #expect(HeraldConfiguration().relayConfiguration.live.nodeID == nil)
+        #expect(HeraldConfiguration().relayConfiguration.live.ackTimeout == .seconds(10), "the documented default")
+    }
+
     @Test("flags win over the environment, which wins over the file, which wins over the defaults")
     func precedence() throws {
         var file = ConfigurationFile()

@@ -92,6 +92,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.importsAnotherStoresRecords)
     }
 
+    @Test func liveSessionsAreLeased() async throws {
+        try await SQLiteEngine.check(.liveSessionsAreLeased)
+    }
+
+    @Test func liveHandoversAreAnsweredOnce() async throws {
+        try await SQLiteEngine.check(.liveHandoversAreAnsweredOnce)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -117,6 +125,8 @@ struct SQLiteConformanceTests {
             .claimsOnlyTheNetworksAsked,
             .requeueTakesBackTheAttempt,
             .importsAnotherStoresRecords,
+            .liveSessionsAreLeased,
+            .liveHandoversAreAnsweredOnce,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -1,0 +1,64 @@
+public import HeraldStore
+import Logging
+public import ServiceLifecycle
+
+/// A node's part in the live channels shared across nodes (`RelayConfiguration.live.nodeID`):
+/// renews the lease of the channels it holds, delivers the messages other nodes hand it as soon
+/// as the store says they came (and every `sweepInterval` in case a wake-up was lost), and pushes
+/// the messages whose acknowledgement deadline passed with no node answering them (a node that
+/// died with them).
+public struct LiveClusterService: Service {
+    let relay: Relay
+    let configuration: LiveConfiguration
+    let store: any LiveSessionStore
+    let now: @Sendable () -> Int64
+
+    /// `nil` when the relay's live channels are one process's (no node id).
+    public init?(
+        relay: Relay,
+        configuration: LiveConfiguration,
+        store: any LiveSessionStore,
+        now: @escaping @Sendable () -> Int64
+    ) {
+        guard configuration.nodeID != nil else { return nil }
+        self.relay = relay
+        self.configuration = configuration
+        self.store = store
+        self.now = now
+    }
+
+    public func run() async throws {
+        guard let node = configuration.nodeID else { return }
+        let ingest = relay.ingest
+        let renewEvery = configuration.sessionLease / 3
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                let (arrivals, arrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                group.addTask { await store.followLiveHandovers(nodeID: node) { arrived.yield() } }
+                group.addTask {
+                    for await _ in arrivals { await ingest.deliverHandovers() }
+                }
+                group.addTask {
+                    var lastRenewal: ContinuousClock.Instant?
+                    while !Task.isCancelled {
+                        if lastRenewal.map({ ContinuousClock.now - $0 >= renewEvery }) ?? true {
+                            do {
+                                try await relay.liveDirectory.renew(sessionIDs: relay.live.sessionIDs, now: now())
+                                lastRenewal = .now
+                            } catch {
+                                relay.logger.warning(
+                                    "cannot renew this node's live channels",
+                                    metadata: ["error": "\(error)"]
+                                )
+                            }
+                        }
+                        arrived.yield()
+                        await ingest.pushOverdueHandovers()
+                        try? await Task.sleep(for: configuration.sweepInterval)
+                    }
+                    arrived.finish()
+                }
+            }
+        }
+    }
+}

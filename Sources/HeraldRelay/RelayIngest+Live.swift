@@ -1,0 +1,84 @@
+import HeraldRelayAPI
+import HeraldStore
+
+/// Live delivery across nodes: a message for a device whose channel another node holds is a
+/// handover written with the message; that node delivers it (woken by the store) and settles it
+/// on the acknowledgement; any node pushes it once its deadline passed unsettled.
+extension RelayIngest {
+    /// The nodes holding, elsewhere, the channels of these devices on screen in `conversation`.
+    func liveElsewhere(
+        _ deviceIDs: [String],
+        conversation: String,
+        now: Int64
+    ) async throws(RelayError) -> [String: String] {
+        guard directory.nodeID != nil, !deviceIDs.isEmpty else { return [:] }
+        do {
+            return try await directory.heldElsewhere(deviceIDs: deviceIDs, conversation: conversation, now: now)
+        } catch {
+            context.logger.error("store failure", metadata: ["error": "\(error)"])
+            throw RelayError.unavailable
+        }
+    }
+
+    /// Delivers on this node's channels the messages handed to it; a message whose channel has
+    /// closed since is pushed at once.
+    public func deliverHandovers() async {
+        guard let node = directory.nodeID else { return }
+        let handovers: [LiveHandover]
+        do {
+            handovers = try await context.store.takeLiveHandovers(nodeID: node)
+        } catch {
+            context.logger.warning("cannot read live messages handed to this node", metadata: ["error": "\(error)"])
+            return
+        }
+        for handover in handovers {
+            var delivered = false
+            do {
+                if let message = try await context.store.message(id: handover.messageID) {
+                    let content = try openContent(message)
+                    delivered = live.deliver(
+                        LiveMessage(
+                            messageID: content.messageID,
+                            conversation: content.conversationID,
+                            from: Party(id: content.senderID, name: content.senderName),
+                            text: content.text,
+                            sentAt: content.sentAt
+                        ),
+                        to: handover.deviceID
+                    )
+                }
+            } catch {
+                context.logger.error("cannot read a message handed to this node", metadata: ["error": "\(error)"])
+            }
+            if !delivered { await unacknowledged(messageID: handover.messageID, deviceID: handover.deviceID) }
+        }
+    }
+
+    /// Pushes the messages past their acknowledgement deadline that no node settled (their
+    /// node died, or lost its channel without saying so); returns how many.
+    @discardableResult
+    public func pushOverdueHandovers() async -> Int {
+        var pushed = 0
+        while true {
+            let overdue: [LiveHandover]
+            do {
+                overdue = try await context.store.takeOverdueLiveHandovers(now: context.now(), limit: 100)
+            } catch {
+                context.logger.warning("cannot read overdue live messages", metadata: ["error": "\(error)"])
+                return pushed
+            }
+            for handover in overdue {
+                await pushAfterLiveDelivery(messageID: handover.messageID, deviceID: handover.deviceID)
+            }
+            pushed += overdue.count
+            if overdue.count < 100 { return pushed }
+        }
+    }
+
+    /// A live delivery ended without an acknowledgement (its timeout, its channel closed): pushed,
+    /// unless its record was closed already (acknowledged, or pushed by a sweep).
+    func unacknowledged(messageID: String, deviceID: String) async {
+        guard await directory.settle(messageID: messageID, deviceID: deviceID) else { return }
+        await pushAfterLiveDelivery(messageID: messageID, deviceID: deviceID)
+    }
+}

@@ -1,0 +1,80 @@
+/// One device's open live channel, as every relay node sees it: which node holds the WebSocket,
+/// the conversation its app is on screen in, and until when the node vouches for it.
+public struct LiveSessionRecord: Sendable, Hashable {
+    public var deviceID: String
+    /// The relay node holding the channel (its node id).
+    public var nodeID: String
+    /// The channel, unique across nodes and restarts: a newer channel of the device replaces it.
+    public var sessionID: String
+    /// The conversation the app is active in, `nil` while it is not on screen in one.
+    public var conversation: String?
+    /// The session's lease: past it, the session is ignored (its node stopped renewing it).
+    public var expiresAt: Int64
+
+    public init(deviceID: String, nodeID: String, sessionID: String, conversation: String?, expiresAt: Int64) {
+        self.deviceID = deviceID
+        self.nodeID = nodeID
+        self.sessionID = sessionID
+        self.conversation = conversation
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A message handed to the node holding a device's live channel: pending until the device
+/// acknowledges it (settled) or its deadline passes (taken by any node's sweep, which pushes it).
+/// Holds ids only: the message's content stays sealed in the message store.
+public struct LiveHandover: Sendable, Hashable {
+    public var messageID: String
+    public var deviceID: String
+    /// The node that delivers it on the device's channel.
+    public var nodeID: String
+    /// When it is pushed instead if the device has not acknowledged it.
+    public var deadline: Int64
+
+    public init(messageID: String, deviceID: String, nodeID: String, deadline: Int64) {
+        self.messageID = messageID
+        self.deviceID = deviceID
+        self.nodeID = nodeID
+        self.deadline = deadline
+    }
+}
+
+/// The live sessions of every relay node sharing the data, and the messages handed between them.
+///
+/// A handover is written with its message by `OutboxStore.accept(_:)` (`Ingest.handovers`), so a
+/// message is either stored with its pending live delivery or not at all. From then on exactly one
+/// of three things removes it, each answering it once: the device's acknowledgement
+/// (`settleLiveHandover`), the delivering node giving up on it (`settleLiveHandover`, then it
+/// pushes), or the sweep past its deadline (`takeOverdueLiveHandovers`, then it pushes).
+public protocol LiveSessionStore: Sendable {
+    /// Records the device's session, replacing the one it had (on any node).
+    func saveLiveSession(_ session: LiveSessionRecord) async throws
+    /// Removes the device's session if it is still `sessionID` (a newer one is kept).
+    func removeLiveSession(deviceID: String, sessionID: String) async throws
+    /// The heartbeat of a node: its sessions named in `sessionIDs` last until `until`. Its other
+    /// sessions are left to lapse at the end of their lease (a channel that closed without its
+    /// removal, or one held before a restart): removing them here could remove a channel opened
+    /// while the heartbeat was on its way.
+    func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws
+    /// The sessions of these devices whose lease has not ended at `now`, in no particular order.
+    func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord]
+    /// The handovers for `nodeID` it has not taken yet, oldest deadline first; each is returned
+    /// once (across concurrent calls too) and stays pending until settled or overdue.
+    func takeLiveHandovers(nodeID: String) async throws -> [LiveHandover]
+    /// Removes a pending handover; true if this call removed it (it was neither settled nor taken
+    /// by the sweep before).
+    func settleLiveHandover(messageID: String, deviceID: String) async throws -> Bool
+    /// Removes and returns up to `limit` handovers whose deadline is at or before `now`, taken or
+    /// not: each is returned once, across concurrent calls and stores.
+    func takeOverdueLiveHandovers(now: Int64, limit: Int) async throws -> [LiveHandover]
+    /// Runs until the calling task is cancelled, calling `arrived` soon after a store on the same
+    /// data (another relay node) handed `nodeID` a message, and once whenever it may have missed
+    /// some (at start, after a lost connection). An engine whose data no other store writes
+    /// returns at once.
+    func followLiveHandovers(nodeID: String, _ arrived: @escaping @Sendable () -> Void) async
+}
+
+extension LiveSessionStore {
+    /// Nothing else writes this store's data: nothing to follow.
+    public func followLiveHandovers(nodeID: String, _ arrived: @escaping @Sendable () -> Void) async {}
+}

@@ -1,0 +1,190 @@
+import Foundation
+public import HeraldStore
+import Logging
+import PostgresNIO
+
+/// Live sessions and handovers across nodes. A handover wakes its node with a NOTIFY on a
+/// channel of that node's own, sent after the ingest that wrote it committed; the payload is
+/// empty (the node reads its handovers from the table), so no id or content travels that way.
+extension PostgresStore {
+    public func saveLiveSession(_ session: LiveSessionRecord) async throws {
+        _ = try await rows(
+            "save a live session",
+            """
+            INSERT INTO live_sessions (device_id, node_id, session_id, conversation, expires_at)
+            VALUES (\(session.deviceID), \(session.nodeID), \(session.sessionID), \(session.conversation),
+                \(session.expiresAt))
+            ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id, session_id = excluded.session_id,
+                conversation = excluded.conversation, expires_at = excluded.expires_at
+            """
+        )
+    }
+
+    public func removeLiveSession(deviceID: String, sessionID: String) async throws {
+        _ = try await rows(
+            "remove a live session",
+            "DELETE FROM live_sessions WHERE device_id = \(deviceID) AND session_id = \(sessionID)"
+        )
+    }
+
+    public func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws {
+        guard !sessionIDs.isEmpty else { return }
+        _ = try await rows(
+            "renew live sessions",
+            """
+            UPDATE live_sessions SET expires_at = \(until)
+            WHERE node_id = \(nodeID) AND session_id = ANY(\(Array(sessionIDs)))
+            """
+        )
+    }
+
+    public func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord] {
+        guard !deviceIDs.isEmpty else { return [] }
+        let rows = try await rows(
+            "read live sessions",
+            prepared: LiveSessionsStatement(deviceIDs: deviceIDs, now: now)
+        )
+        do {
+            return try rows.map { row in
+                let (device, node, session, conversation, expires) = try row.decode(
+                    (String, String, String, String?, Int64).self
+                )
+                return LiveSessionRecord(
+                    deviceID: device,
+                    nodeID: node,
+                    sessionID: session,
+                    conversation: conversation,
+                    expiresAt: expires
+                )
+            }
+        } catch {
+            throw StoreError.corrupt.with(detail: "read live sessions: \(error)")
+        }
+    }
+
+    public func takeLiveHandovers(nodeID: String) async throws -> [LiveHandover] {
+        let rows = try await rows(
+            "take live handovers",
+            """
+            UPDATE live_handovers SET taken = true
+            WHERE node_id = \(nodeID) AND NOT taken
+            RETURNING message_id, device_id, node_id, deadline
+            """
+        )
+        return try Self.handovers(rows, "take live handovers").sorted {
+            ($0.deadline, $0.messageID) < ($1.deadline, $1.messageID)
+        }
+    }
+
+    public func settleLiveHandover(messageID: String, deviceID: String) async throws -> Bool {
+        try await !rows(
+            "settle a live handover",
+            "DELETE FROM live_handovers WHERE message_id = \(messageID) AND device_id = \(deviceID) RETURNING 1"
+        ).isEmpty
+    }
+
+    public func takeOverdueLiveHandovers(now: Int64, limit: Int) async throws -> [LiveHandover] {
+        // SKIP LOCKED: two sweeps at once split the overdue handovers rather than wait for each
+        // other; each row is deleted, so returned, once.
+        let rows = try await rows(
+            "take overdue live handovers",
+            """
+            DELETE FROM live_handovers WHERE (message_id, device_id) IN (
+                SELECT message_id, device_id FROM live_handovers WHERE deadline <= \(now)
+                ORDER BY deadline LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            RETURNING message_id, device_id, node_id, deadline
+            """
+        )
+        return try Self.handovers(rows, "take overdue live handovers").sorted {
+            ($0.deadline, $0.messageID) < ($1.deadline, $1.messageID)
+        }
+    }
+
+    private static func handovers(_ rows: [PostgresRow], _ what: String) throws -> [LiveHandover] {
+        do {
+            return try rows.map { row in
+                let (message, device, node, deadline) = try row.decode((String, String, String, Int64).self)
+                return LiveHandover(messageID: message, deviceID: device, nodeID: node, deadline: deadline)
+            }
+        } catch {
+            throw StoreError.corrupt.with(detail: "\(what): \(error)")
+        }
+    }
+
+    /// Wakes the nodes an ingest handed messages to (after its commit).
+    func announceHandovers(_ handovers: [LiveHandover]) async {
+        for node in Set(handovers.map(\.nodeID)) {
+            do {
+                _ = try await rows(
+                    "notify a live handover",
+                    "SELECT pg_notify(\(PostgresWakeups.liveChannel(schema: configuration.schema, node: node)), '')"
+                )
+            } catch {
+                // The node's periodic look at its handovers finds it, or the sweep pushes it.
+                logger.debug("cannot announce a live handover", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    public func followLiveHandovers(nodeID: String, _ arrived: @escaping @Sendable () -> Void) async {
+        let channel = PostgresWakeups.liveChannel(schema: configuration.schema, node: nodeID)
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                let client = currentClient
+                try await client.withConnection { connection in
+                    try await connection.listen(on: channel) { notifications in
+                        // Whatever was handed over while nobody listened.
+                        arrived()
+                        delay = .milliseconds(100)
+                        for try await _ in notifications { arrived() }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning(
+                    "cannot follow live messages handed over by other nodes; retrying",
+                    metadata: ["error": "\(PostgresFailure.describe(error))"]
+                )
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(5))
+        }
+    }
+}
+
+/// The read every message ingest makes on a shared store (which node holds each recipient's live
+/// channel): prepared, parsed and planned once per connection, like the recipients' read.
+struct LiveSessionsStatement: PostgresPreparedStatement {
+    typealias Row = PostgresRow
+
+    static let sql = """
+        SELECT device_id, node_id, session_id, conversation, expires_at FROM live_sessions
+        WHERE device_id = ANY($1) AND expires_at > $2
+        """
+
+    var deviceIDs: [String]
+    var now: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(deviceIDs)
+        bindings.append(now)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+extension PostgresWakeups {
+    /// A node's own channel for live handovers: a hash of the schema and the node id, since a
+    /// node id may hold characters and lengths a channel name cannot.
+    static func liveChannel(schema: String, node: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in Array(schema.lowercased().utf8) + [0] + Array(node.utf8) {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "herald_live_" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
