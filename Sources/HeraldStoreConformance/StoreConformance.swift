@@ -37,6 +37,8 @@ public enum StoreConformance {
         case endedChatsArePurged
         case claimsOnlyTheNetworksAsked
         case requeueTakesBackTheAttempt
+        case providerTokensCompareAndSet
+        case providerTokenRacesHaveOneWinner
 
         public var description: String { rawValue }
 
@@ -66,6 +68,8 @@ public enum StoreConformance {
             case .endedChatsArePurged: try await StoreConformance.endedChatsArePurged(engine)
             case .claimsOnlyTheNetworksAsked: try await StoreConformance.claimsOnlyTheNetworksAsked(engine)
             case .requeueTakesBackTheAttempt: try await StoreConformance.requeueTakesBackTheAttempt(engine)
+            case .providerTokensCompareAndSet: try await StoreConformance.providerTokensCompareAndSet(engine)
+            case .providerTokenRacesHaveOneWinner: try await StoreConformance.providerTokenRacesHaveOneWinner(engine)
             }
         }
     }

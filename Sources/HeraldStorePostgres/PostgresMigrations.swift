@@ -175,7 +175,25 @@ enum PostgresMigrations {
                 "CREATE INDEX chats_open ON chats (last_event_at) WHERE ended_at IS NULL",
                 "CREATE INDEX chats_ended ON chats (ended_at) WHERE ended_at IS NOT NULL",
             ]
-        )
+        ),
+        (
+            "v2: provider tokens",
+            [
+                // One row per APNs key: the token every node sends with, sealed by the caller with
+                // a key derived from the .p8 (never in the clear), and a version for
+                // compare-and-set.
+                """
+                CREATE TABLE provider_tokens (
+                    team_id TEXT NOT NULL,
+                    key_id TEXT NOT NULL,
+                    version BIGINT NOT NULL,
+                    sealed_token BYTEA NOT NULL,
+                    issued_at BIGINT NOT NULL,
+                    PRIMARY KEY (team_id, key_id)
+                )
+                """
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -84,6 +84,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.requeueTakesBackTheAttempt)
     }
 
+    @Test func providerTokensCompareAndSet() async throws {
+        try await SQLiteEngine.check(.providerTokensCompareAndSet)
+    }
+
+    @Test func providerTokenRacesHaveOneWinner() async throws {
+        try await SQLiteEngine.check(.providerTokenRacesHaveOneWinner)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -107,6 +115,8 @@ struct SQLiteConformanceTests {
             .endedChatsArePurged,
             .claimsOnlyTheNetworksAsked,
             .requeueTakesBackTheAttempt,
+            .providerTokensCompareAndSet,
+            .providerTokenRacesHaveOneWinner,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
