@@ -481,7 +481,13 @@ let package = Package(
                 "HeraldSandbox",
                 "HeraldTesting",
                 "HeraldFCMCore",
+                "HeraldPush",
+                "HeraldRelayProvider",
+                "HeraldStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -148,6 +148,10 @@ enum SandboxControlAPI {
             return .noContent
         }
 
+        router.get("/sandbox/apns/provider-tokens") { _, _ in
+            JSON(ProviderTokenCounts(keys: core.providerTokenCounts))
+        }
+
         router.get("/sandbox/inspection") { request, _ in
             let (token, limit) = try inspectionFilter(request)
             return JSON(Inspection(records: core.inspection(token: token, limit: limit)))
@@ -168,6 +172,10 @@ enum SandboxControlAPI {
             case status
             case apnsConnections = "apns_connections"
         }
+    }
+
+    struct ProviderTokenCounts: Encodable {
+        let keys: [SandboxProviderTokenCount]
     }
 
     struct AppList: Encodable {

@@ -64,10 +64,11 @@ public struct HeraldServer: Sendable {
                 url: apns.url,
                 caFile: apns.ca,
                 connections: apns.connections,
-                requestTimeout: Int(apns.requestTimeout.components.seconds),
-                tokenCache: configuration.providerTokenPath
+                requestTimeout: Int(apns.requestTimeout.components.seconds)
             )
-            let (client, _) = try settings.makeClient(logger: logger, group: group)
+            // The provider token lives in the store, shared by every node on it (and kept across
+            // restarts), not in a file of this node's.
+            let (client, _, sharedToken) = try settings.makeClient(logger: logger, group: group, shared: store)
             let fcmClient = try configuration.fcm.map {
                 try FCMSettings(serviceAccount: $0.serviceAccount, url: $0.url, caFile: $0.ca)
                     .makeClient(logger: logger, group: group)
@@ -85,8 +86,9 @@ public struct HeraldServer: Sendable {
             )
             _ = try await runtime.registerApps(defaultTeam: apns.teamID)
             let apps = try await runtime.relay.activation.apps()
+            await sharedToken?.prepare()
             try await runtime.run(
-                extraServices: [client] + (fcmClient.map { [$0] } ?? [])
+                extraServices: [client] + (fcmClient.map { [$0] } ?? []) + (sharedToken.map { [$0] } ?? [])
             ) { port in
                 var lines = ["herald serve"]
                 lines += runtime.commonLines(
@@ -173,7 +175,7 @@ public struct HeraldServer: Sendable {
                 caFile: endpoints.caCertificatePath,
                 connections: 2
             )
-            let (client, _) = try settings.makeClient(logger: logger, group: group)
+            let (client, _, sharedToken) = try settings.makeClient(logger: logger, group: group, shared: store)
             let fcmClient = try FCMSettings(
                 serviceAccount: accountPath,
                 url: endpoints.fcmURL,
@@ -203,8 +205,9 @@ public struct HeraldServer: Sendable {
             for app in shown {
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
             }
+            await sharedToken?.prepare()
             do {
-                try await runtime.run(extraServices: [client, fcmClient]) { port in
+                try await runtime.run(extraServices: [client, fcmClient] + (sharedToken.map { [$0] } ?? [])) { port in
                     var lines = [
                         "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
                     ]
