@@ -1,7 +1,7 @@
 public import Crypto
 import Foundation
 public import HeraldAPNs
-public import HeraldAPNsCore
+import HeraldAPNsCore
 import HeraldCrypto
 public import HeraldStore
 public import Logging
@@ -53,16 +53,17 @@ public final class SharedProviderToken: Service, Sendable {
 
     /// - Parameters:
     ///   - privateKey: The .p8's key: it signs the tokens and derives the key that seals them.
-    ///   - now: Milliseconds since the epoch.
+    ///   - now: Milliseconds since the epoch (the system clock when nil).
     public init(
         store: any ProviderTokenStore,
         privateKey: P256.Signing.PrivateKey,
         keyID: String,
         teamID: String,
         configuration: Configuration = Configuration(),
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        now: (@Sendable () -> Int64)? = nil,
         logger: Logger
     ) throws {
+        let now = now ?? { Int64(Date().timeIntervalSince1970 * 1000) }
         self.store = store
         self.configuration = configuration
         self.wallClock = now
