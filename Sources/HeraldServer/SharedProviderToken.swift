@@ -157,7 +157,7 @@ public final class SharedProviderToken: Service, Sendable {
                 return .unopenable(record, now: wallClock())
             }
             logger.info(
-                "using the cluster's APNs provider token",
+                "using the stored APNs provider token",
                 metadata: [
                     "key_id": "\(signer.keyID)", "version": "\(record.version)",
                     "age_seconds": "\((wallClock() - record.issuedAt) / 1000)",
@@ -206,7 +206,7 @@ public final class SharedProviderToken: Service, Sendable {
             )
             if case .replaced(let record) = swap {
                 logger.notice(
-                    "published a new APNs provider token for the cluster",
+                    "published a new APNs provider token to the store",
                     metadata: ["key_id": "\(signer.keyID)", "version": "\(record.version)"]
                 )
             }
