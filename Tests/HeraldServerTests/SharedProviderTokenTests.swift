@@ -105,8 +105,15 @@ struct SharedProviderTokenTests {
                 )
                 providers.append(
                     Task {
-                        try await server.provider(listener: listener) { lines in
-                            ports.continuation.yield(port(in: lines) ?? 0)
+                        do {
+                            try await server.provider(listener: listener) { lines in
+                                ports.continuation.yield(port(in: lines) ?? 0)
+                            }
+                        } catch {
+                            // A provider that could not start must not leave the test waiting.
+                            Issue.record("provider \(node) stopped: \(error)")
+                            ports.continuation.yield(0)
+                            throw error
                         }
                     }
                 )
@@ -116,7 +123,7 @@ struct SharedProviderTokenTests {
                 bound.append(port)
                 if bound.count == 3 { break }
             }
-            #expect(!bound.contains(0))
+            try #require(!bound.contains(0), "a provider did not start")
             var pushes: [PushOutcome] = []
             for (node, port) in bound.enumerated() {
                 let sender = RemotePushSender(
