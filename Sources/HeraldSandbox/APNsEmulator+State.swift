@@ -70,7 +70,11 @@ extension APNsEmulator {
             return SplitMix64(seed: system.next())
         }()
 
-        private mutating func count(_ teamID: String, _ keyID: String, _ change: (inout SandboxProviderTokenCount) -> Void) {
+        private mutating func count(
+            _ teamID: String,
+            _ keyID: String,
+            _ change: (inout SandboxProviderTokenCount) -> Void
+        ) {
             let key = SandboxProviderTokenCount.Key(teamID: teamID, keyID: keyID)
             change(&tokenCounts[key, default: SandboxProviderTokenCount(teamID: teamID, keyID: keyID)])
         }

@@ -18,7 +18,13 @@ extension StoreConformance {
             issuedAt: 1_000,
             replacing: nil
         )
-        let stored = ProviderTokenRecord(teamID: "TEAM", keyID: "KEY1", version: 1, sealedToken: [1, 2, 3], issuedAt: 1_000)
+        let stored = ProviderTokenRecord(
+            teamID: "TEAM",
+            keyID: "KEY1",
+            version: 1,
+            sealedToken: [1, 2, 3],
+            issuedAt: 1_000
+        )
         #expect(first == .replaced(stored))
         #expect(try await store.providerToken(teamID: "TEAM", keyID: "KEY1") == stored)
         // Another key, and the same key id in another team, have none.
@@ -42,7 +48,13 @@ extension StoreConformance {
             issuedAt: 3_000,
             replacing: 1
         )
-        let replaced = ProviderTokenRecord(teamID: "TEAM", keyID: "KEY1", version: 2, sealedToken: [4, 5], issuedAt: 3_000)
+        let replaced = ProviderTokenRecord(
+            teamID: "TEAM",
+            keyID: "KEY1",
+            version: 2,
+            sealedToken: [4, 5],
+            issuedAt: 3_000
+        )
         #expect(second == .replaced(replaced))
         // Version 1 is stale now.
         let stale = try await store.replaceProviderToken(
