@@ -124,7 +124,7 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("token-cache"),
         help:
-            "Where the provider token is kept (0600) so a restart reuses it; APNs refuses a new one within 20 minutes."
+            "Where the provider token is kept (0600) so a restart reuses it; APNs refuses a new one within 20 minutes. With --database only read, once."
     )
     var tokenCache: String = "data/provider-token"
 

@@ -53,7 +53,8 @@ public struct APNsSettings: Sendable {
     /// The APNs client, and the manager of its provider token.
     ///
     /// With `shared`, the token is the cluster's (`SharedProviderToken`, kept in that store):
-    /// the token cache file is not used, and the returned service must run beside the client,
+    /// the token cache file is only read (a young token in it is published rather than a new
+    /// one), never written, and the returned service must run beside the client,
     /// prepared (`prepare()`) before the first push. Without it, this process signs its own and
     /// keeps it in `tokenCache`.
     public func makeClient(
@@ -101,6 +102,15 @@ public struct APNsSettings: Sendable {
                 )
                 sharedToken = made
                 tokens = made.tokens
+                // The token an earlier release kept in the file, published rather than a new one.
+                if let cache = tokenCache, let text = try? String(contentsOfFile: cache, encoding: .utf8),
+                    made.seed(text)
+                {
+                    logger.info(
+                        "offering the provider token kept in the file to the store",
+                        metadata: ["file": "\(cache)"]
+                    )
+                }
             } catch {
                 throw .credentials("cannot derive the key that seals the shared provider token: \(error)")
             }

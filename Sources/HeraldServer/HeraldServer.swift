@@ -64,10 +64,11 @@ public struct HeraldServer: Sendable {
                 url: apns.url,
                 caFile: apns.ca,
                 connections: apns.connections,
-                requestTimeout: Int(apns.requestTimeout.components.seconds)
+                requestTimeout: Int(apns.requestTimeout.components.seconds),
+                tokenCache: configuration.providerTokenPath
             )
             // The provider token lives in the store, shared by every node on it (and kept across
-            // restarts), not in a file of this node's.
+            // restarts); the file an earlier release kept it in is only read, once.
             let (client, _, sharedToken) = try settings.makeClient(logger: logger, group: group, shared: store)
             let fcmClient = try configuration.fcm.map {
                 try FCMSettings(serviceAccount: $0.serviceAccount, url: $0.url, caFile: $0.ca)

@@ -89,6 +89,19 @@ public final class SharedProviderToken: Service, Sendable {
         )
     }
 
+    /// Takes up a token this node kept before it shared one (the text of an earlier release's
+    /// token cache file), so that the first token published is that one, not a new one APNs
+    /// would refuse within 20 minutes of it. Used only if this key signed it, it is younger than
+    /// `refreshAfter`, and the store holds no younger token; call it before `prepare()`.
+    @discardableResult
+    public func seed(_ text: String) -> Bool {
+        guard let token = signer.restore(text), tokens.held == nil else { return false }
+        let age = wallClock() - token.issuedAt * 1000
+        guard age >= 0, age < configuration.refreshAfter.milliseconds, tokens.adopt(token) else { return false }
+        _ = machine.withLock { $0.handle(.signedLocally(issuedAt: token.issuedAt * 1000)) }
+        return true
+    }
+
     /// Takes up the cluster's token (or publishes the first): call it before the first push.
     /// Returns once a token is held, from the store or, when it cannot be reached, signed here.
     public func prepare() async {

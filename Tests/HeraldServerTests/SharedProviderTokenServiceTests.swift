@@ -107,6 +107,26 @@ struct SharedProviderTokenServiceTests {
         }
     }
 
+    @Test("a young token kept in the cache file of an earlier release is published rather than a new one")
+    func seededFromTheFile() async throws {
+        try await Self.withStore { store in
+            let key = P256.Signing.PrivateKey()
+            let signer = ProviderTokenSigner(privateKey: key, keyID: Self.keyID, teamID: Self.teamID)
+            let now = Int64(Date().timeIntervalSince1970)
+            let node = try Self.node(store, key: key)
+            // Too old (50 minutes), or another key's: not taken.
+            #expect(!node.seed(try signer.makeToken(issuedAt: now - 50 * 60).text))
+            let stranger = ProviderTokenSigner(privateKey: .init(), keyID: Self.keyID, teamID: Self.teamID)
+            #expect(!node.seed(try stranger.makeToken(issuedAt: now).text))
+            let kept = try signer.makeToken(issuedAt: now - 5 * 60)
+            #expect(node.seed(kept.text + "\n"))
+            await node.prepare()
+            #expect(node.tokens.held == kept)
+            let record = try #require(try await store.providerToken(teamID: Self.teamID, keyID: Self.keyID))
+            #expect(record.version == 1 && record.issuedAt == kept.issuedAt * 1000)
+        }
+    }
+
     @Test("with the store away and no token yet, a node signs its own rather than send none")
     func storeAway() async throws {
         let node = try Self.node(UnreachableStore(), key: P256.Signing.PrivateKey())
