@@ -14,7 +14,9 @@ import Testing
 /// itself.
 @Suite(.timeLimit(.minutes(1)))
 struct SharedTokenFeedbackTests {
-    @Test("InvalidProviderToken, TooManyProviderTokenUpdates and ExpiredProviderToken reach the coordinator; nothing is signed")
+    @Test(
+        "InvalidProviderToken, TooManyProviderTokenUpdates and ExpiredProviderToken reach the coordinator; none signed"
+    )
     func refusedTokensReachTheCoordinator() async throws {
         var options = HeraldTestStack.Options(fcmAccount: ProviderHarness.fcmAccount)
         options.bundleID = ProviderHarness.bundleID
