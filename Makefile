@@ -3,8 +3,13 @@
 
 SWIFT        ?= swift
 PYTHON       ?= python3
+# The Python test dependencies live in a virtual environment under the checkout: Debian's own
+# python3 refuses system-wide pip installs (PEP 668), and nothing here needs them outside tests.
+VENV         := .venv
+VENV_PYTHON  := $(VENV)/bin/python
 HERALD       := .build/debug/herald
-APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client postgresql
+APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client postgresql \
+                python3-venv
 PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -31,8 +36,9 @@ system-deps:
 	fi
 
 python-deps:
-	@$(PYTHON) -c "import nacl, pytest, aioapns, yaml, jsonschema, openapi_spec_validator" 2>/dev/null || \
-		$(PYTHON) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
+	@[ -x $(VENV_PYTHON) ] || $(PYTHON) -m venv $(VENV)
+	@$(VENV_PYTHON) -c "import nacl, pytest, aioapns, yaml, jsonschema, openapi_spec_validator" 2>/dev/null || \
+		$(VENV_PYTHON) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
 
 build:
 	$(SWIFT) build
@@ -56,7 +62,7 @@ unit:
 # Likewise the interop tests: the cluster test (Tests/interop/test_cluster.py) runs three relay
 # nodes on the throw-away PostgreSQL and restarts it; the other tests do not use it.
 interop: build
-	HERALD_BIN=$(HERALD) scripts/with-postgres.sh $(PYTHON) -m pytest -q Tests/interop
+	HERALD_BIN=$(HERALD) scripts/with-postgres.sh $(VENV_PYTHON) -m pytest -q Tests/interop
 
 bench: setup
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark

@@ -146,6 +146,7 @@ public final class APNsClient: Service, Sendable {
                 attempt -= 1  // the refresh is not a failed delivery attempt
                 continue
             case .refreshTokenAndRetry, .configuration:
+                if reason == .invalidProviderToken { tokens.rejected(token) }
                 if warnings.shouldAlert() {
                     logger.error(
                         "APNs refused the provider's credentials or configuration",
@@ -155,8 +156,14 @@ public final class APNsClient: Service, Sendable {
                 metrics.failed(reason: reason?.rawValue ?? String(response.status))
                 return .failed(reason: reason, status: response.status)
             case .retry:
-                if reason == .tooManyProviderTokenUpdates, warnings.shouldAlert() {
-                    logger.error("APNs says the provider token changes too often: is another process using this key?")
+                if reason == .tooManyProviderTokenUpdates {
+                    // A shared token may have moved on meanwhile: the coordinator looks at once.
+                    tokens.rejected(token)
+                    if warnings.shouldAlert() {
+                        logger.error(
+                            "APNs says the provider token changes too often: is another process using this key?"
+                        )
+                    }
                 }
                 lastProblem = reason?.rawValue ?? "HTTP \(response.status)"
                 continue

@@ -74,7 +74,7 @@ extension BenchCommand {
                 connections: resolved.connections,
                 requestTimeout: Int(resolved.requestTimeout.components.seconds)
             )
-            let (client, _) = try HeraldServerError.validating {
+            let (client, _, _) = try HeraldServerError.validating {
                 try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
             }
             let filler = String(repeating: "A", count: max(0, payloadBytes - 100))

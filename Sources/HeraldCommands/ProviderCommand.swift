@@ -124,9 +124,15 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("token-cache"),
         help:
-            "Where the provider token is kept (0600) so a restart reuses it; APNs refuses a new one within 20 minutes."
+            "Where the provider token is kept (0600) so a restart reuses it; APNs refuses a new one within 20 minutes. With --database only read, once."
     )
     var tokenCache: String = "data/provider-token"
+
+    @Option(
+        help:
+            "A PostgreSQL database the providers of one key share, postgres://user[:password]@host[:port]/database: the APNs provider token is kept there (sealed) and used by all of them, instead of --token-cache. (HERALD_DATABASE_URL)"
+    )
+    var database: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
@@ -148,6 +154,10 @@ struct ProviderCommand: AsyncParsableCommand {
         flags.fcm = fcm.layer
         flags.http = http.layer
         flags.logLevel = logLevel
+        if let database {
+            flags.database = ConfigurationFile.Database()
+            flags.database?.url = database
+        }
         return try HeraldServerError.validating {
             let environment = try ConfigurationFile.environment(ProcessInfo.processInfo.environment)
             let configuration = try HeraldConfiguration(layers: [flags, environment])

@@ -56,6 +56,8 @@ extension APNsEmulator {
 
     struct State {
         var keys: [String: RegisteredKey] = [:]
+        /// Per team and key: distinct valid tokens taken up, and new ones refused as too early.
+        var tokenCounts: [SandboxProviderTokenCount.Key: SandboxProviderTokenCount] = [:]
         var providerTokens: [String: ProviderTokenVerdict] = [:]
         var tokenGenerations: [String: TokenGeneration] = [:]
         var rateWindows: [String: RateWindow] = [:]
@@ -67,6 +69,15 @@ extension APNsEmulator {
             var system = SystemRandomNumberGenerator()
             return SplitMix64(seed: system.next())
         }()
+
+        private mutating func count(
+            _ teamID: String,
+            _ keyID: String,
+            _ change: (inout SandboxProviderTokenCount) -> Void
+        ) {
+            let key = SandboxProviderTokenCount.Key(teamID: teamID, keyID: keyID)
+            change(&tokenCounts[key, default: SandboxProviderTokenCount(teamID: teamID, keyID: keyID)])
+        }
 
         /// Verifies a provider token once per distinct token text and caches the verdict;
         /// signature checks are costly and Apple does not repeat them per request either.
@@ -113,10 +124,12 @@ extension APNsEmulator {
                     now - previous.since < rules.providerTokenUpdateInterval
                 {
                     // Not cached: once the interval has passed the same token is welcome.
+                    count(parsed.teamID, parsed.keyID) { $0.updatesRefused += 1 }
                     return invalid(.tooManyProviderTokenUpdates)
                 }
                 if tokenGenerations[generationKey]?.token != jwt {
                     tokenGenerations[generationKey] = TokenGeneration(token: jwt, since: now)
+                    count(parsed.teamID, parsed.keyID) { $0.tokensAccepted += 1 }
                 }
                 verdict = .valid(keyID: parsed.keyID, teamID: parsed.teamID, issuedAt: parsed.issuedAt)
             }

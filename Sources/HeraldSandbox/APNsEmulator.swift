@@ -59,6 +59,12 @@ final class APNsEmulator: Sendable {
         state.withLock { $0.signatureVerifications }
     }
 
+    /// Per team and key: how many distinct provider tokens were taken up, and how many new ones
+    /// were refused as TooManyProviderTokenUpdates; in team and key order.
+    var providerTokenCounts: [SandboxProviderTokenCount] {
+        state.withLock { $0.tokenCounts.values.sorted { ($0.teamID, $0.keyID) < ($1.teamID, $1.keyID) } }
+    }
+
     // MARK: - Faults, latency, shutdown
 
     /// Queues a fault for the next matching requests.

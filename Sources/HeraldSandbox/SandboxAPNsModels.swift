@@ -76,3 +76,36 @@ public struct SandboxAPNsResponse: Sendable, Equatable {
         return Array(#"{"reason":"\#(reason.rawValue)"}"#.utf8)
     }
 }
+
+/// What the sandbox saw of one key's provider tokens (`GET /sandbox/apns/provider-tokens`): a
+/// provider that shares one token per key across its processes shows `tokens_accepted` 1 and
+/// `updates_refused` 0 within any 20 minutes.
+public struct SandboxProviderTokenCount: Sendable, Hashable, Codable {
+    struct Key: Hashable {
+        let teamID: String
+        let keyID: String
+    }
+
+    /// The team (`iss`).
+    public var teamID: String
+    /// The key id (`kid`).
+    public var keyID: String
+    /// Distinct valid tokens taken up as the key's current one.
+    public var tokensAccepted = 0
+    /// New tokens refused with 429 TooManyProviderTokenUpdates (each refused request counts).
+    public var updatesRefused = 0
+
+    public init(teamID: String, keyID: String, tokensAccepted: Int = 0, updatesRefused: Int = 0) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.tokensAccepted = tokensAccepted
+        self.updatesRefused = updatesRefused
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case teamID = "team_id"
+        case keyID = "key_id"
+        case tokensAccepted = "tokens_accepted"
+        case updatesRefused = "updates_refused"
+    }
+}

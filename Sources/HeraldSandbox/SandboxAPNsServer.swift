@@ -107,6 +107,7 @@ public final class SandboxAPNsServer: Sendable {
                             connections: connections,
                             identity: identity,
                             goAwayAtOnce: goAwayAtOnce,
+                            outage: outage,
                             logger: logger
                         )
                     )
@@ -202,6 +203,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
     private let identity: ClientCertificateBox
     private let goAwayAtOnce: Bool
+    /// The listener's outage: a connection still open when one began (its close is on its way)
+    /// processes nothing more.
+    private let outage: NIOLockedValueBox<NIODeadline?>?
     private let logger: Logger
     private var state = SandboxConnectionState()
     private var requests: [HTTP2StreamID: SandboxAPNsRequest] = [:]
@@ -223,9 +227,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>,
         identity: ClientCertificateBox,
         goAwayAtOnce: Bool = false,
+        outage: NIOLockedValueBox<NIODeadline?>? = nil,
         logger: Logger
     ) {
         self.goAwayAtOnce = goAwayAtOnce
+        self.outage = outage
         self.emulator = emulator
         self.maxConcurrentStreams = maxConcurrentStreams
         self.connections = connections
@@ -361,6 +367,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     private func process(_ request: SandboxAPNsRequest, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard !closing || streamID <= goAwayLastStreamID else { return }
+        if let until = outage?.withLockedValue({ $0 }), NIODeadline.now() < until {
+            // Unreachable: nothing is read, as if the connection had already gone.
+            context.close(promise: nil)
+            return
+        }
         defer { if closing { closeIfDrained(context: context) } }
         if state.clientCertificate == nil { state.clientCertificate = identity.value }
         let outcome = emulator.handle(request, connection: &state)

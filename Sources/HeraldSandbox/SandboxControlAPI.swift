@@ -157,6 +157,10 @@ enum SandboxControlAPI {
             return .noContent
         }
 
+        router.get("/sandbox/apns/provider-tokens") { _, _ in
+            JSON(ProviderTokenCounts(keys: core.providerTokenCounts))
+        }
+
         router.get("/sandbox/inspection") { request, _ in
             let (token, limit) = try inspectionFilter(request)
             return JSON(Inspection(records: core.inspection(token: token, limit: limit)))
@@ -177,6 +181,10 @@ enum SandboxControlAPI {
             case status
             case apnsConnections = "apns_connections"
         }
+    }
+
+    struct ProviderTokenCounts: Encodable {
+        let keys: [SandboxProviderTokenCount]
     }
 
     struct AppList: Encodable {
@@ -247,7 +255,7 @@ enum SandboxControlAPI {
                 "GET /sandbox/devices/{deviceID}/connect", "POST /sandbox/tokens/{token}/expire",
                 "POST /sandbox/faults", "DELETE /sandbox/faults", "PUT /sandbox/faults/latency",
                 "POST /sandbox/faults/outage", "POST /sandbox/connections/goaway", "POST /sandbox/connections/drop",
-                "GET /sandbox/inspection", "DELETE /sandbox/inspection",
+                "GET /sandbox/inspection", "DELETE /sandbox/inspection", "GET /sandbox/apns/provider-tokens",
             ]
         )
     }

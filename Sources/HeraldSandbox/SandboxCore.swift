@@ -117,6 +117,10 @@ public final class SandboxCore: Sendable {
     /// How many provider tokens have been parsed and checked (not served from the cache).
     public var providerTokenVerifications: Int { apns.providerTokenVerifications }
 
+    /// Per team and key: how many distinct provider tokens were taken up, and how many new ones
+    /// were refused as TooManyProviderTokenUpdates (`GET /sandbox/apns/provider-tokens`).
+    public var providerTokenCounts: [SandboxProviderTokenCount] { apns.providerTokenCounts }
+
     // MARK: - Faults
 
     /// Queues a fault for the next matching requests.

@@ -1,9 +1,11 @@
+import Crypto
 import Foundation
 public import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCrypto
 public import HeraldFCM
 import HeraldFCMCore
+public import HeraldStore
 public import Logging
 public import NIOCore
 
@@ -48,23 +50,32 @@ public struct APNsSettings: Sendable {
         return String(name.dropFirst("AuthKey_".count).dropLast(".p8".count))
     }
 
+    /// The APNs client, and the manager of its provider token.
+    ///
+    /// With `shared`, the token is the cluster's (`SharedProviderToken`, kept in that store):
+    /// the token cache file is only read (a young token in it is published rather than a new
+    /// one), never written, and the returned service must run beside the client,
+    /// prepared (`prepare()`) before the first push. Without it, this process signs its own and
+    /// keeps it in `tokenCache`.
     public func makeClient(
         logger: Logger,
         group: any EventLoopGroup,
+        shared: (any ProviderTokenStore)? = nil,
         feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
-    ) throws(HeraldServerError) -> (APNsClient, ProviderTokenManager) {
+    ) throws(HeraldServerError) -> (APNsClient, ProviderTokenManager, SharedProviderToken?) {
         guard let keyID = resolvedKeyID else {
             throw .credentials("--key-id is needed when the key file is not named AuthKey_<KEYID>.p8")
         }
         guard let pem = try? String(contentsOfFile: key, encoding: .utf8) else {
             throw .credentials("cannot read the key file \(key)")
         }
-        let signer: ProviderTokenSigner
+        let privateKey: P256.Signing.PrivateKey
         do {
-            signer = try ProviderTokenSigner(privateKeyPEM: pem, keyID: keyID, teamID: teamID)
+            privateKey = try P256.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
             throw .credentials("\(key) is not a P-256 private key in PEM form")
         }
+        let signer = ProviderTokenSigner(privateKey: privateKey, keyID: keyID, teamID: teamID)
         var configuration: APNsClientConfiguration
         do {
             configuration = try APNsClientConfiguration(url: url)
@@ -78,6 +89,51 @@ public struct APNsSettings: Sendable {
         }
         configuration.connections = connections
         configuration.requestTimeout = .seconds(Int64(requestTimeout))
+        let tokens: ProviderTokenManager
+        var sharedToken: SharedProviderToken?
+        if let shared {
+            do {
+                let made = try SharedProviderToken(
+                    store: shared,
+                    privateKey: privateKey,
+                    keyID: keyID,
+                    teamID: teamID,
+                    logger: logger
+                )
+                sharedToken = made
+                tokens = made.tokens
+                // The token an earlier release kept in the file, published rather than a new one.
+                if let cache = tokenCache, let text = try? String(contentsOfFile: cache, encoding: .utf8),
+                    made.seed(text)
+                {
+                    logger.info(
+                        "offering the provider token kept in the file to the store",
+                        metadata: ["file": "\(cache)"]
+                    )
+                }
+            } catch {
+                throw .credentials("cannot derive the key that seals the shared provider token: \(error)")
+            }
+        } else {
+            tokens = cachedTokens(signer: signer, logger: logger)
+        }
+        do {
+            let client = try APNsClient(
+                configuration: configuration,
+                tokens: tokens,
+                logger: logger,
+                group: group,
+                feedback: feedback
+            )
+            return (client, tokens, sharedToken)
+        } catch {
+            throw .credentials("cannot make the APNs client for \(url): \(error)")
+        }
+    }
+
+    /// A manager that signs its own tokens and keeps the last in `tokenCache` (if set), reusing
+    /// it after a restart.
+    private func cachedTokens(signer: ProviderTokenSigner, logger: Logger) -> ProviderTokenManager {
         let cache = tokenCache
         let tokens = ProviderTokenManager(
             signer: signer,
@@ -96,18 +152,7 @@ public struct APNsSettings: Sendable {
         if let cache, let text = try? String(contentsOfFile: cache, encoding: .utf8), tokens.restore(text) {
             logger.info("reusing the provider token kept from the last run", metadata: ["file": "\(cache)"])
         }
-        do {
-            let client = try APNsClient(
-                configuration: configuration,
-                tokens: tokens,
-                logger: logger,
-                group: group,
-                feedback: feedback
-            )
-            return (client, tokens)
-        } catch {
-            throw .credentials("cannot make the APNs client for \(url): \(error)")
-        }
+        return tokens
     }
 }
 

@@ -67,7 +67,9 @@ public struct HeraldServer: Sendable {
                 requestTimeout: Int(apns.requestTimeout.components.seconds),
                 tokenCache: configuration.providerTokenPath
             )
-            let (client, _) = try settings.makeClient(logger: logger, group: group)
+            // The provider token lives in the store, shared by every node on it (and kept across
+            // restarts); the file an earlier release kept it in is only read, once.
+            let (client, _, sharedToken) = try settings.makeClient(logger: logger, group: group, shared: store)
             let fcmClient = try configuration.fcm.map {
                 try FCMSettings(serviceAccount: $0.serviceAccount, url: $0.url, caFile: $0.ca)
                     .makeClient(logger: logger, group: group)
@@ -85,8 +87,9 @@ public struct HeraldServer: Sendable {
             )
             _ = try await runtime.registerApps(defaultTeam: apns.teamID)
             let apps = try await runtime.relay.activation.apps()
+            await sharedToken?.prepare()
             try await runtime.run(
-                extraServices: [client] + (fcmClient.map { [$0] } ?? [])
+                extraServices: [client] + (fcmClient.map { [$0] } ?? []) + (sharedToken.map { [$0] } ?? [])
             ) { port in
                 var lines = ["herald serve"]
                 lines += runtime.commonLines(
@@ -173,7 +176,7 @@ public struct HeraldServer: Sendable {
                 caFile: endpoints.caCertificatePath,
                 connections: 2
             )
-            let (client, _) = try settings.makeClient(logger: logger, group: group)
+            let (client, _, sharedToken) = try settings.makeClient(logger: logger, group: group, shared: store)
             let fcmClient = try FCMSettings(
                 serviceAccount: accountPath,
                 url: endpoints.fcmURL,
@@ -203,8 +206,9 @@ public struct HeraldServer: Sendable {
             for app in shown {
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
             }
+            await sharedToken?.prepare()
             do {
-                try await runtime.run(extraServices: [client, fcmClient]) { port in
+                try await runtime.run(extraServices: [client, fcmClient] + (sharedToken.map { [$0] } ?? [])) { port in
                     var lines = [
                         "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
                     ]

@@ -4,6 +4,7 @@ import HeraldFCM
 import HeraldHTTPSupport
 import HeraldProvider
 import HeraldProviderHTTP
+import HeraldStorePostgres
 import Hummingbird
 import Logging
 import NIOPosix
@@ -32,8 +33,20 @@ extension HeraldServer {
     /// API; runs until SIGTERM or SIGINT. `ready` gets the banner's lines once it listens.
     public func provider(listener: ProviderListener, ready: @escaping @Sendable ([String]) -> Void) async throws {
         let group = MultiThreadedEventLoopGroup.singleton
+        // Several providers on one database share one provider token per key (in the store);
+        // alone, a provider keeps its token in the cache file.
+        var shared: PostgresStore?
+        var sharedDatabase = ""
+        if configuration.apns != nil, case .postgres(let postgres) = configuration.database {
+            sharedDatabase = "\(postgres)"
+            do {
+                shared = try await PostgresStore.open(configuration: postgres, logger: logger)
+            } catch {
+                throw HeraldServerError.startup(error.detail)
+            }
+        }
         // The key first: a wrong key path should not leave a new secret file behind.
-        let client = try configuration.apns.map { apns in
+        let made = try configuration.apns.map { apns in
             try APNsSettings(
                 key: apns.key,
                 keyID: apns.keyID,
@@ -43,8 +56,11 @@ extension HeraldServer {
                 connections: apns.connections,
                 requestTimeout: Int(apns.requestTimeout.components.seconds),
                 tokenCache: listener.tokenCache
-            ).makeClient(logger: logger, group: group).0
+            ).makeClient(logger: logger, group: group, shared: shared)
         }
+        let client = made?.0
+        let sharedToken = made?.2
+        await sharedToken?.prepare()
         let fcmClient = try configuration.fcm.map {
             try FCMSettings(serviceAccount: $0.serviceAccount, url: $0.url, caFile: $0.ca)
                 .makeClient(logger: logger, group: group)
@@ -61,7 +77,8 @@ extension HeraldServer {
         )
         let services = ServiceGroup(
             configuration: .init(
-                services: ([client, fcmClient] as [(any Service)?]).compactMap { $0 }.map { .init(service: $0) }
+                services: ([client, fcmClient, sharedToken] as [(any Service)?]).compactMap { $0 }
+                    .map { .init(service: $0) }
                     + [.init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
@@ -78,6 +95,9 @@ extension HeraldServer {
                 ]
                 if let apns = configuration.apns {
                     lines.append("  APNs         \(apns.url), \(apns.connections) connection(s)")
+                    if !sharedDatabase.isEmpty {
+                        lines.append("  token        shared with the other providers on \(sharedDatabase)")
+                    }
                 } else {
                     lines.append("  APNs         off (no --apns-key)")
                 }

@@ -41,6 +41,8 @@ public enum StoreConformance {
         case importsAnotherStoresRecords
         case liveSessionsAreLeased
         case liveHandoversAreAnsweredOnce
+        case providerTokensCompareAndSet
+        case providerTokenRacesHaveOneWinner
 
         public var description: String { rawValue }
 
@@ -74,6 +76,8 @@ public enum StoreConformance {
             case .importsAnotherStoresRecords: try await StoreConformance.importsAnotherStoresRecords(engine)
             case .liveSessionsAreLeased: try await StoreConformance.liveSessionsAreLeased(engine)
             case .liveHandoversAreAnsweredOnce: try await StoreConformance.liveHandoversAreAnsweredOnce(engine)
+            case .providerTokensCompareAndSet: try await StoreConformance.providerTokensCompareAndSet(engine)
+            case .providerTokenRacesHaveOneWinner: try await StoreConformance.providerTokenRacesHaveOneWinner(engine)
             }
         }
     }

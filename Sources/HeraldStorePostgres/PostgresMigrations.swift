@@ -206,6 +206,24 @@ enum PostgresMigrations {
                 "CREATE INDEX live_handovers_by_deadline ON live_handovers (deadline)",
             ]
         ),
+        (
+            "v3: provider tokens",
+            [
+                // One row per APNs key: the token every node sends with, sealed by the caller with
+                // a key derived from the .p8 (never in the clear), and a version for
+                // compare-and-set.
+                """
+                CREATE TABLE provider_tokens (
+                    team_id TEXT NOT NULL,
+                    key_id TEXT NOT NULL,
+                    version BIGINT NOT NULL,
+                    sealed_token BYTEA NOT NULL,
+                    issued_at BIGINT NOT NULL,
+                    PRIMARY KEY (team_id, key_id)
+                )
+                """
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -382,6 +382,22 @@ public final class SQLiteStore: HeraldStore {
                     """
             )
         }
+        migrator.registerMigration("v11: provider tokens") { db in
+            // One row per APNs key: its current provider token, sealed by the caller with a key
+            // derived from the .p8 (never in the clear), and a version for compare-and-set.
+            try db.execute(
+                sql: """
+                    CREATE TABLE provider_tokens (
+                        team_id TEXT NOT NULL,
+                        key_id TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        sealed_token BLOB NOT NULL,
+                        issued_at INTEGER NOT NULL,
+                        PRIMARY KEY (team_id, key_id)
+                    );
+                    """
+            )
+        }
         return migrator
     }
 

@@ -100,6 +100,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.liveHandoversAreAnsweredOnce)
     }
 
+    @Test func providerTokensCompareAndSet() async throws {
+        try await SQLiteEngine.check(.providerTokensCompareAndSet)
+    }
+
+    @Test func providerTokenRacesHaveOneWinner() async throws {
+        try await SQLiteEngine.check(.providerTokenRacesHaveOneWinner)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -127,6 +135,8 @@ struct SQLiteConformanceTests {
             .importsAnotherStoresRecords,
             .liveSessionsAreLeased,
             .liveHandoversAreAnsweredOnce,
+            .providerTokensCompareAndSet,
+            .providerTokenRacesHaveOneWinner,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -5,8 +5,10 @@ The test drives the real `herald` binary as subprocesses, the way Tests/interop/
 does (and with its helpers), against the throw-away PostgreSQL cluster of
 scripts/with-postgres.sh (`make interop` runs the interop tests through it):
 
-* `herald sandbox` (the APNs look-alike) and one `herald provider` sending to it, each in its own
-  process; three `herald relay` nodes on the same database (their own schema in it), with the same
+* `herald sandbox` (the APNs look-alike, with Apple's 20-minute token-update rule) and two
+  `herald provider` nodes sending to it with one key and `--database` (so they share one provider
+  token), each in its own process; three `herald relay` nodes (each spreading its batches over
+  both providers) on the same database (their own schema in it), with the same
   keys directory (master key, API key, provider secret), distinct `--node-id`s and ports,
   `--workers WORKERS --batch-size BATCH_SIZE`;
 * 24 users get one emulated iOS device each (a sandbox messaging token, a PyNaCl public key);
@@ -32,7 +34,9 @@ no lease flag; a node releases its own claims at start). Then:
     there are at most WORKERS x BATCH_SIZE of them (what one node can have claimed and not yet
     recorded);
   - the kill hit claims in flight, and the restart was felt (some request refused with 503);
-  - the outbox drains (`/health`), and SIGTERM stops every process with exit status 0.
+  - the outbox drains (`/health`), and SIGTERM stops every process with exit status 0;
+  - the sandbox saw one provider token for the key, and refused no update as too early
+    (`GET /sandbox/apns/provider-tokens`): the two providers shared it, across the restart too.
 
 A second test checks the wake-ups across nodes (LISTEN/NOTIFY): node A's only dispatcher loop is
 kept busy by a provider that never answers, so only node B, whose loop sleeps up to one second
@@ -196,9 +200,14 @@ class Backends:
     sandbox: Process
     provider: Process | None = None
     provider_url: str = ""
+    # Providers past the first (with a database: they share the first's provider token).
+    more_providers: list[Process] = field(default_factory=list)
+    more_provider_urls: list[str] = field(default_factory=list)
 
 
-def start_backends(herald: Path, root: Path, processes: Processes, with_provider: bool = True) -> Backends:
+def start_backends(
+    herald: Path, root: Path, processes: Processes, with_provider: bool = True, providers_database: str | None = None
+) -> Backends:
     keys = root / "keys"
     made = subprocess.run(
         [str(herald), "keys", "apns", "--out", str(keys), "--team-id", TEAM_ID],
@@ -231,10 +240,11 @@ def start_backends(herald: Path, root: Path, processes: Processes, with_provider
     sandbox.wait_for_line("  control API", STARTUP_TIMEOUT)
     backends = Backends(root, keys, key_file, f"http://127.0.0.1:{control_port}", apns_port, sandbox)
     if with_provider:
-        provider_port = free_port()
-        backends.provider = processes.start(
-            "provider",
-            [
+        # With a database, two providers share one provider token through it.
+        started: list[tuple[Process, str]] = []
+        for n in range(2 if providers_database else 1):
+            provider_port = free_port()
+            argv = [
                 str(herald), "provider",
                 "--port", str(provider_port),
                 "--apns-key", str(key_file),
@@ -242,11 +252,17 @@ def start_backends(herald: Path, root: Path, processes: Processes, with_provider
                 "--apns-url", f"https://127.0.0.1:{apns_port}",
                 "--apns-ca", str(keys / "sandbox-ca.pem"),
                 "--secret-file", str(keys / "provider.secret"),
-            ],  # fmt: skip
-            cwd=root,
-        )
-        backends.provider.wait_for_line("  listening", STARTUP_TIMEOUT)
-        backends.provider_url = f"http://127.0.0.1:{provider_port}"
+                "--token-cache", str(root / f"provider-token-{n + 1}"),
+            ]  # fmt: skip
+            if providers_database:
+                argv += ["--database", providers_database]
+            started.append((processes.start(f"provider-{n + 1}", argv, cwd=root), f"http://127.0.0.1:{provider_port}"))
+        for process, _ in started:
+            line = process.wait_for_line("  listening", STARTUP_TIMEOUT)
+            assert line, process.stderr_tail()
+        (backends.provider, backends.provider_url), *more = started
+        backends.more_providers = [process for process, _ in more]
+        backends.more_provider_urls = [url for _, url in more]
     return backends
 
 
@@ -269,10 +285,11 @@ def relay_node(
     backends: Backends,
     database: str,
     name: str,
-    provider_url: str,
+    provider_url: str | list[str],
     workers: int = WORKERS,
     batch_size: int = BATCH_SIZE,
 ) -> Node:
+    provider_urls = [provider_url] if isinstance(provider_url, str) else provider_url
     port = free_port()
     argv = [
         str(herald), "relay",
@@ -281,7 +298,7 @@ def relay_node(
         "--database", database,
         "--node-id", name,
         "--app", f"{BUNDLE_ID}:{TEAM_ID}",
-        "--provider-url", provider_url,
+        *[arg for url in provider_urls for arg in ("--provider-url", url)],
         "--provider-secret-file", str(backends.keys / "provider.secret"),
         "--workers", str(workers),
         "--batch-size", str(batch_size),
@@ -531,9 +548,10 @@ def test_cluster_survives_a_dead_node_and_a_database_restart(postgres: Postgres,
     root, processes = workdir
     schema = "cluster_burst"
     postgres.query(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    backends = start_backends(herald, root, processes)
     database = postgres.url_for(schema)
-    nodes = [relay_node(herald, backends, database, f"node-{n + 1}", backends.provider_url) for n in range(NODES)]
+    backends = start_backends(herald, root, processes, providers_database=database)
+    provider_urls = [backends.provider_url, *backends.more_provider_urls]
+    nodes = [relay_node(herald, backends, database, f"node-{n + 1}", provider_urls) for n in range(NODES)]
     # The first node makes the API key (and migrates); the others start together after it.
     start_nodes(nodes[:1], processes, root)
     start_nodes(nodes[1:], processes, root)
@@ -636,8 +654,14 @@ def test_cluster_survives_a_dead_node_and_a_database_restart(postgres: Postgres,
     assert refused_by_restart > 0, f"no request was refused while PostgreSQL restarted: {summary}"
     assert not drained, f"outbox not drained: {drained}: {summary}"
     assert not burst.hung, f"live nodes left requests unanswered, e.g. {burst.hung[:5]}: {summary}"
+    status, counts = call(f"{backends.control_url}/sandbox/apns/provider-tokens")
+    assert status == 200, counts
+    print(f"provider tokens seen by the sandbox: {counts}")
+    assert [(key["tokens_accepted"], key["updates_refused"]) for key in counts["keys"]] == [(1, 0)], (
+        f"the two providers did not share one provider token: {counts}"
+    )
 
-    for process in [node.process for node in nodes] + [backends.provider, backends.sandbox]:
+    for process in [node.process for node in nodes] + [backends.provider, *backends.more_providers, backends.sandbox]:
         code = stop(process)
         assert code == 0, f"{process.name} exited {code} after SIGTERM; stderr (tail):\n{process.stderr_tail()}"
     print(f"total {time.monotonic() - started:.1f} s")

@@ -346,7 +346,7 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
             "--app", f"{BUNDLE_ID}:{TEAM_ID}",
             "--inspection-capacity", "100000",
             # Apple's rule stays on (a new provider token within 1200 s of the last is refused):
-            # the restarted relay must take up the token it kept in data/provider-token.
+            # the restarted relay must take up the token it kept (sealed) in its database.
             "--log-level", "warning",
         ],  # fmt: skip
         cwd=root,
