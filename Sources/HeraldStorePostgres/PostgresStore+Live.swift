@@ -39,27 +39,29 @@ extension PostgresStore {
     }
 
     public func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord] {
-        guard !deviceIDs.isEmpty else { return [] }
-        let rows = try await rows(
-            "read live sessions",
-            prepared: LiveSessionsStatement(deviceIDs: deviceIDs, now: now)
-        )
-        do {
-            return try rows.map { row in
-                let (device, node, session, conversation, expires) = try row.decode(
-                    (String, String, String, String?, Int64).self
-                )
-                return LiveSessionRecord(
-                    deviceID: device,
-                    nodeID: node,
-                    sessionID: session,
-                    conversation: conversation,
-                    expiresAt: expires
-                )
+        // Read with other ingests' reads; each keeps the sessions still leased at its own `now`.
+        let found = try await liveSessionReads.values(for: deviceIDs) { [self] devices throws(StoreError) in
+            let rows = try await rows("read live sessions", prepared: LiveSessionsStatement(deviceIDs: devices))
+            do {
+                var sessions: [String: LiveSessionRecord] = [:]
+                for row in rows {
+                    let (device, node, session, conversation, expires) = try row.decode(
+                        (String, String, String, String?, Int64).self
+                    )
+                    sessions[device] = LiveSessionRecord(
+                        deviceID: device,
+                        nodeID: node,
+                        sessionID: session,
+                        conversation: conversation,
+                        expiresAt: expires
+                    )
+                }
+                return sessions
+            } catch {
+                throw StoreError.corrupt.with(detail: "read live sessions: \(error)")
             }
-        } catch {
-            throw StoreError.corrupt.with(detail: "read live sessions: \(error)")
         }
+        return Set(deviceIDs).compactMap { found[$0] }.filter { $0.expiresAt > now }
     }
 
     public func takeLiveHandovers(nodeID: String) async throws -> [LiveHandover] {
@@ -127,29 +129,11 @@ extension PostgresStore {
     }
 
     public func followLiveHandovers(nodeID: String, _ arrived: @escaping @Sendable () -> Void) async {
-        let channel = PostgresWakeups.liveChannel(schema: configuration.schema, node: nodeID)
-        var delay = Duration.milliseconds(100)
-        while !Task.isCancelled {
-            do {
-                let client = currentClient
-                try await client.withConnection { connection in
-                    try await connection.listen(on: channel) { notifications in
-                        // Whatever was handed over while nobody listened.
-                        arrived()
-                        delay = .milliseconds(100)
-                        for try await _ in notifications { arrived() }
-                    }
-                }
-            } catch {
-                if Task.isCancelled { return }
-                logger.warning(
-                    "cannot follow live messages handed over by other nodes; retrying",
-                    metadata: ["error": "\(PostgresFailure.describe(error))"]
-                )
-            }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(5))
-        }
+        await follow(
+            PostgresWakeups.liveChannel(schema: configuration.schema, node: nodeID),
+            what: "live messages handed over by other nodes",
+            arrived
+        )
     }
 }
 
@@ -160,16 +144,14 @@ struct LiveSessionsStatement: PostgresPreparedStatement {
 
     static let sql = """
         SELECT device_id, node_id, session_id, conversation, expires_at FROM live_sessions
-        WHERE device_id = ANY($1) AND expires_at > $2
+        WHERE device_id = ANY($1)
         """
 
     var deviceIDs: [String]
-    var now: Int64
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
+        var bindings = PostgresBindings(capacity: 1)
         bindings.append(deviceIDs)
-        bindings.append(now)
         return bindings
     }
 

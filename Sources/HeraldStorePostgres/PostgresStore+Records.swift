@@ -180,7 +180,7 @@ extension PostgresStore {
     }
 
     public func recipients(userID: String) async throws -> [Recipient] {
-        try await recipientReads.recipients(userID: userID) { [self] users throws(StoreError) in
+        let found = try await recipientReads.values(for: [userID]) { [self] users throws(StoreError) in
             let rows = try await rows("read users' devices", prepared: RecipientsStatement(userIDs: users))
             var found: [String: [Recipient]] = [:]
             do {
@@ -209,6 +209,7 @@ extension PostgresStore {
             }
             return found
         }
+        return found[userID] ?? []
     }
 
     public func updateTokens(

@@ -27,7 +27,9 @@ public final class PostgresStore: HeraldStore {
     /// Writes the ingests that arrive together in one statement (set once, right after init).
     let ingests = IngestBatcher()
     /// Reads the recipients asked for together in one statement.
-    let recipientReads = RecipientsBatcher()
+    let recipientReads = ReadBatcher<[Recipient]>("read users' devices")
+    /// Reads the live sessions asked for together in one statement.
+    let liveSessionReads = ReadBatcher<LiveSessionRecord>("read live sessions")
 
     /// A connection pool and the task running it. Replaced by a fresh one when the database comes
     /// back after an outage: the old pool would still be waiting out its reconnect backoff.
@@ -392,25 +394,41 @@ enum PostgresWakeups {
 
 extension PostgresStore {
     public func followQueuedElsewhere(_ queued: @escaping @Sendable () -> Void) async {
-        let channel = PostgresWakeups.channel(schema: configuration.schema)
+        await follow(
+            PostgresWakeups.channel(schema: configuration.schema),
+            what: "pushes queued by other nodes",
+            ignoring: instance,
+            queued
+        )
+    }
+
+    /// LISTENs on `channel` on a pooled connection held for it, calling `heard` for every
+    /// notification (but those whose payload is `ignoring`: this store's own) and once each time
+    /// the LISTEN starts, for whatever was sent while nobody listened. A lost connection is
+    /// replaced after a backoff of 100 ms doubling to 5 s; returns when the task is cancelled.
+    func follow(
+        _ channel: String,
+        what: String,
+        ignoring: String? = nil,
+        _ heard: @escaping @Sendable () -> Void
+    ) async {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
                 let client = currentClient
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
-                        // Whatever was queued while nobody listened.
-                        queued()
+                        heard()
                         delay = .milliseconds(100)
-                        for try await notification in notifications where notification.payload != instance {
-                            queued()
+                        for try await notification in notifications where notification.payload != ignoring {
+                            heard()
                         }
                     }
                 }
             } catch {
                 if Task.isCancelled { return }
                 logger.warning(
-                    "cannot follow pushes queued by other nodes; retrying",
+                    "cannot follow \(what); retrying",
                     metadata: ["error": "\(PostgresFailure.describe(error))"]
                 )
             }
