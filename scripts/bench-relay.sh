@@ -15,6 +15,13 @@
 #               sandbox as its own process (`herald sandbox`) and serve sending to it as to Apple
 #               (--apns-key/--apns-url): the reported RSS is the relay and provider alone, not the
 #               sandbox's registry of 100,000 emulated phones.
+#   throughput-1-relay  PostgreSQL only: 10,000 users, 100,000 messages into one `herald relay`
+#               node sending through one `herald provider` to an external `herald sandbox`
+#   throughput-3-nodes  the same with three `herald relay` nodes (distinct --node-id, one database
+#               schema, one keys directory), the load's connections spread over the three; the
+#               line reports each node's CPU and their sum, the provider's and PostgreSQL's, and
+#               CPU milliseconds per message for each, PostgreSQL commits per message (with psql),
+#               and the 1-minute load average at the start and the end (other work on the machine)
 #
 # Environment: HERALD (binary), OUT (JSON lines, default /tmp/bench-relay.jsonl), CONNECTIONS
 # (default 32), MESSAGES (overrides the scenario's count), WORKERS (serve --workers).
@@ -33,10 +40,26 @@ out=${OUT:-/tmp/bench-relay.jsonl}
 connections=${CONNECTIONS:-32}
 scenarios=${SCENARIOS:-throughput latency memory}
 if [ "${DATABASE:-}" = postgres ]; then
-    DATABASE_URL=${DATABASE_URL:-$HERALD_TEST_POSTGRES_URL}
+    DATABASE_URL=${DATABASE_URL:-${HERALD_TEST_POSTGRES_URL:-}}
     PGDATA=${PGDATA:-${HERALD_TEST_POSTGRES_DATA:-}}
 fi
+for scenario in $scenarios; do
+    case $scenario in
+        throughput-1-relay | throughput-3-nodes)
+            if [ -z "${DATABASE_URL:-}" ]; then
+                echo "bench-relay: $scenario needs PostgreSQL: set DATABASE_URL, or DATABASE=postgres under scripts/with-postgres.sh" >&2
+                exit 2
+            fi
+            ;;
+        throughput | throughput-external | latency | memory) ;;
+        *) echo "bench-relay: unknown scenario $scenario" >&2; exit 2 ;;
+    esac
+done
 : >"$out"
+
+# The cluster scenarios' processes, stopped if the script fails half-way.
+cluster_pids=()
+trap 'for pid in "${cluster_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done' EXIT
 
 # CPU seconds (user + system) of the PostgreSQL server: the postmaster with its exited children,
 # and every live backend.
@@ -49,6 +72,13 @@ postgres_cpu() {
         total=$((total + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0)))
     done
     awk -v t="$total" 'BEGIN {print t / 100}'
+}
+
+# Transactions committed in the PostgreSQL database so far (0 without psql).
+postgres_commits() {
+    local psql=${HERALD_TEST_POSTGRES_BIN:+$HERALD_TEST_POSTGRES_BIN/}psql
+    "$psql" "$DATABASE_URL" -XAtc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()" \
+        2>/dev/null || echo 0
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -114,8 +144,110 @@ run() {
     rm -rf "$dir"
 }
 
+# Waits (up to 10 s) for a line starting with $2 in the log $1; prints the log and fails otherwise.
+wait_for_line() {
+    for _ in $(seq 1 100); do grep -q "^$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    echo "bench-relay: no \"$2\" line in $1:" >&2
+    cat "$1" >&2
+    return 1
+}
+
+# One external `herald sandbox`, one `herald provider` sending to it, and $2 `herald relay` nodes
+# on one PostgreSQL schema and one keys directory, each sending through the provider; the load's
+# connections are spread round robin over the nodes.
+run_cluster() {
+    local label=$1 nodes=$2 users=$3 messages=$4
+    local dir apns control provider_port schema separator='?' started
+    dir=$(mktemp -d /tmp/herald-bench-relay.XXXXXX)
+    apns=$(free_port); control=$(free_port); provider_port=$(free_port)
+    case $DATABASE_URL in *\?*) separator='&' ;; esac
+    schema="${DATABASE_URL}${separator}schema=bench_$(date +%s%N)"
+    local pg_before sandbox_pid provider_pid relay_pids=() relay_urls=() pid
+    local load_before commits_before
+    load_before=$(cut -d ' ' -f 1 /proc/loadavg)
+    commits_before=$(postgres_commits)
+    pg_before=$(postgres_cpu)
+    (cd "$dir" && "$herald" keys apns --out keys --key-id BENCHKEY01 --team-id BENCHTEAM1 >/dev/null)
+    (cd "$dir" && "$herald" keys master --out keys/master.key >/dev/null)
+    (cd "$dir" && exec "$herald" sandbox --apns-port "$apns" --control-port "$control" --fcm-port 0 --keys-dir keys \
+        --app com.example.herald:BENCHTEAM1 --log-level error >sandbox.log 2>&1) &
+    sandbox_pid=$!
+    cluster_pids+=("$sandbox_pid")
+    wait_for_line "$dir/sandbox.log" "  control API"
+    (cd "$dir" && exec "$herald" provider --port "$provider_port" --apns-key keys/AuthKey_BENCHKEY01.p8 \
+        --apns-team-id BENCHTEAM1 --apns-url "https://127.0.0.1:$apns" --apns-ca keys/sandbox-ca.pem \
+        --secret-file keys/provider.secret --log-level error >provider.log 2>&1) &
+    provider_pid=$!
+    cluster_pids+=("$provider_pid")
+    wait_for_line "$dir/provider.log" "  listening"
+    # All nodes start at once, as a cluster does: migrations and new keys are made once, under
+    # their locks.
+    local n port
+    for n in $(seq 1 "$nodes"); do
+        port=$(free_port)
+        (cd "$dir" && exec "$herald" relay --port "$port" --keys-dir keys --database "$schema" --node-id "node-$n" \
+            --app com.example.herald:BENCHTEAM1 --provider-url "http://127.0.0.1:$provider_port" \
+            --provider-secret-file keys/provider.secret ${WORKERS:+--workers "$WORKERS"} ${BATCH:+--batch-size "$BATCH"} \
+            --log-level error >"relay-$n.log" 2>&1) &
+        relay_pids+=("$!")
+        cluster_pids+=("$!")
+        relay_urls+=("http://127.0.0.1:$port")
+    done
+    for n in $(seq 1 "$nodes"); do wait_for_line "$dir/relay-$n.log" "  relay"; done
+    started=$SECONDS
+    local TIMEFORMAT="%U %S" relay_arguments=()
+    for url in "${relay_urls[@]}"; do relay_arguments+=(--relay "$url"); done
+    { time "$herald" bench relay "${relay_arguments[@]}" --sandbox "http://127.0.0.1:$control" \
+        --api-key-file "$dir/keys/api.key" --users "$users" --messages "${MESSAGES:-$messages}" --rate 0 \
+        --connections "$connections" --label "$label" >"$dir/bench.json"; } 2>"$dir/bench.time"
+    local relay_cpu=() relay_rss=() sandbox_cpu provider_cpu client pg_cpu
+    for pid in "${relay_pids[@]}"; do
+        relay_cpu+=("$(awk '{print ($14 + $15) / 100}' "/proc/$pid/stat")")
+        relay_rss+=("$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")")
+    done
+    provider_cpu=$(awk '{print ($14 + $15) / 100}' "/proc/$provider_pid/stat")
+    sandbox_cpu=$(awk '{print ($14 + $15) / 100}' "/proc/$sandbox_pid/stat")
+    client=$(awk '{print $1 + $2}' "$dir/bench.time")
+    pg_cpu=$(awk -v a="$pg_before" -v b="$(postgres_cpu)" 'BEGIN {printf "%.2f", b - a}')
+    local commits=$(($(postgres_commits) - commits_before)) load_after
+    load_after=$(cut -d ' ' -f 1 /proc/loadavg)
+    for pid in "${relay_pids[@]}" "$provider_pid" "$sandbox_pid"; do kill -TERM "$pid"; done
+    for pid in "${relay_pids[@]}" "$provider_pid" "$sandbox_pid"; do wait "$pid" || true; done
+    cluster_pids=()
+    python3 - "$(cat "$dir/bench.json")" "${relay_cpu[*]}" "${relay_rss[*]}" "$provider_cpu" "$sandbox_cpu" \
+        "$client" "$pg_cpu" "$commits" "$load_before $load_after" <<'PYTHON' | tee -a "$out"
+import json, sys
+line = json.loads(sys.argv[1])
+relays = [float(cpu) for cpu in sys.argv[2].split()]
+rss = [round(int(kb) / 1024, 1) for kb in sys.argv[3].split()]
+provider, sandbox, client, postgres = (float(value) for value in sys.argv[4:8])
+messages = line["accepted"] or 1
+line.update({
+    "database": "postgres",
+    "relay_cpu_seconds": round(sum(relays), 2),
+    "relay_cpu_seconds_per_node": relays,
+    "relay_rss_mb_per_node": rss,
+    "provider_cpu_seconds": provider,
+    "sandbox_process_cpu_seconds": sandbox,
+    "client_cpu_seconds": round(client, 2),
+    "postgres_cpu_seconds": postgres,
+    "relay_cpu_ms_per_message": round(sum(relays) * 1000 / messages, 3),
+    "provider_cpu_ms_per_message": round(provider * 1000 / messages, 3),
+    "postgres_cpu_ms_per_message": round(postgres * 1000 / messages, 3),
+    "postgres_commits_per_message": round(int(sys.argv[8]) / messages, 2),
+    "load_average_1m": [float(value) for value in sys.argv[9].split()],
+    "all_delivered": line["refused"] == 0 and line["pushes_delivered"] == line["pushes"] == line["accepted"],
+})
+print(json.dumps(line, sort_keys=True))
+PYTHON
+    echo "# $label: $((SECONDS - started)) s" >&2
+    rm -rf "$dir"
+}
+
 for scenario in $scenarios; do
     case $scenario in
+        throughput-1-relay) run_cluster throughput-1-relay 1 10000 100000 ;;
+        throughput-3-nodes) run_cluster throughput-3-nodes 3 10000 100000 ;;
         throughput) run throughput 10000 0 100000 0 ;;
         throughput-external) run throughput-external-sandbox 10000 0 100000 0 external ;;
         latency) run latency-1000-per-s 10000 0 30000 1000 ;;

@@ -18,15 +18,23 @@ extension BenchCommand {
                 Registers --users devices with the sandbox and activates them at the relay (plus \
                 --extra-devices that get no messages, to fill the store), then posts --messages \
                 messages, round robin over the users, from --connections HTTP/1.1 keep-alive \
-                connections; --rate paces the posts (0: as fast as the relay answers). Reports \
+                connections; --rate paces the posts (0: as fast as the relay answers). With several \
+                --relay nodes of one cluster (one PostgreSQL database), the connections and the \
+                activations are spread round robin over them. Reports \
                 accepted messages/s, pushes/s reaching the sandbox (until the relay recorded the \
                 last one delivered), and, for a sample of pushes, the time from the ingest call to \
                 the relay's record that APNs (the sandbox) accepted it. Prints one JSON line.
                 """
         )
 
-        @Option(help: "The relay's base URL.")
-        var relay: String = "http://127.0.0.1:8080"
+        @Option(
+            name: .customLong("relay"),
+            help: ArgumentHelp(
+                "A relay node's base URL (http://host:port); repeat it or give a comma list for the nodes of one cluster.",
+                valueName: "url"
+            )
+        )
+        var relayValues: [String] = []
 
         @Option(help: "The sandbox's control URL.")
         var sandbox: String = "http://127.0.0.1:2198"
@@ -62,6 +70,7 @@ extension BenchCommand {
             guard users > 0, messages > 0, connections > 0, sampleEvery > 0, extraDevices >= 0, rate >= 0 else {
                 throw ValidationError("counts must be positive")
             }
+            _ = try BenchRelayNode.parse(relayValues)
         }
 
         func run() async throws {
@@ -87,7 +96,12 @@ extension BenchCommand {
 
         private func bench(http: HTTPClient, apiKey: String) async throws {
             let client = BenchHTTP(http: http, apiKey: apiKey)
-            let startBaseline = try await client.json(.GET, relay + "/health")
+            let nodes = try BenchRelayNode.parse(relayValues)
+            // The nodes of one cluster share one outbox, and /health counts the outbox (the whole
+            // database), so one node's count is the cluster's: summing over the nodes would count
+            // each push once per node.
+            let health = nodes[0].url + "/health"
+            let startBaseline = try await client.json(.GET, health)
             let deliveredBefore = startBaseline["outbox_delivered"] as? Int ?? 0
 
             // Devices: one per user, then the extras, activated in parallel.
@@ -100,7 +114,7 @@ extension BenchCommand {
                         while true {
                             let index = next.take()
                             if index >= total { return }
-                            try await activate(index: index, client: client)
+                            try await activate(index: index, relay: nodes[index % nodes.count].url, client: client)
                         }
                     }
                 }
@@ -112,15 +126,14 @@ extension BenchCommand {
             let counter = BenchCounter()
             let started = ContinuousClock.now
             let startedWall = RelayClockBench.now()
-            guard let target = URL(string: relay), let host = target.host, let port = target.port else {
-                throw ValidationError("--relay must be http://host:port")
-            }
             let authorization = "Bearer " + apiKey
             let results = try await withThrowingTaskGroup(of: WorkerResult.self) { group in
-                for _ in 0..<connections {
+                for connectionIndex in 0..<connections {
+                    let node = nodes[connectionIndex % nodes.count]
+                    let host = node.host
                     group.addTask {
-                        try await KeepAliveConnection.run(host: host, port: port) { connection in
-                            var result = WorkerResult()
+                        try await KeepAliveConnection.run(host: host, port: node.port) { connection in
+                            var result = WorkerResult(node: connectionIndex % nodes.count)
                             while true {
                                 let index = counter.take()
                                 if index >= messages { return result }
@@ -168,8 +181,8 @@ extension BenchCommand {
             let deadline = ContinuousClock.now + .seconds(120)
             var delivered = 0
             while ContinuousClock.now < deadline {
-                let health = try await client.json(.GET, relay + "/health")
-                delivered = (health["outbox_delivered"] as? Int ?? 0) - deliveredBefore
+                let counts = try await client.json(.GET, health)
+                delivered = (counts["outbox_delivered"] as? Int ?? 0) - deliveredBefore
                 deliveredAt = ContinuousClock.now
                 if delivered >= pushes { break }
                 try await Task.sleep(for: .milliseconds(20))
@@ -178,8 +191,10 @@ extension BenchCommand {
 
             // Ingest to acceptance, from the relay's own record of each sampled push.
             var latencies: [Int64] = []
-            for id in results.flatMap(\.samples) {
-                let status = try await client.json(.GET, relay + "/v1/pushes/" + id, auth: true)
+            // Asked of any node: each answers for the pushes the others took.
+            for (index, id) in results.flatMap(\.samples).enumerated() {
+                let node = nodes[index % nodes.count]
+                let status = try await client.json(.GET, node.url + "/v1/pushes/" + id, auth: true)
                 guard let created = status["created_at"] as? Int64,
                     let history = status["history"] as? [[String: Any]],
                     let done = history.first(where: { $0["state"] as? String == "delivered" })?["at"] as? Int64
@@ -191,8 +206,11 @@ extension BenchCommand {
             func quantile<T: BinaryInteger>(_ values: [T], _ q: Double) -> Double {
                 values.isEmpty ? 0 : Double(values[min(values.count - 1, Int(Double(values.count) * q))])
             }
+            var acceptedPerRelay = Array(repeating: 0, count: nodes.count)
+            for result in results { acceptedPerRelay[result.node] += result.accepted }
             let line: [String: any Sendable] = [
-                "label": label, "users": users, "devices_activated": total,
+                "label": label, "relays": nodes.count, "accepted_per_relay": acceptedPerRelay, "users": users,
+                "devices_activated": total,
                 "setup_seconds": (setupSeconds * 10).rounded() / 10, "messages": messages, "accepted": accepted,
                 "refused": refused, "rate_target": rate, "connections": connections,
                 "accepted_per_second": (Double(accepted) / ingestSeconds).rounded(),
@@ -208,7 +226,7 @@ extension BenchCommand {
             print(String(decoding: data, as: UTF8.self))
         }
 
-        private func activate(index: Int, client: BenchHTTP) async throws {
+        private func activate(index: Int, relay: String, client: BenchHTTP) async throws {
             let device = try await client.json(
                 .POST,
                 sandbox + "/sandbox/devices",
@@ -231,7 +249,38 @@ extension BenchCommand {
     }
 }
 
+/// One relay node `herald bench relay` posts to.
+struct BenchRelayNode: Sendable, Hashable {
+    /// The base URL, without a trailing slash.
+    var url: String
+    var host: String
+    var port: Int
+
+    /// The nodes named by the `--relay` values, each one URL or a comma list; none given means
+    /// the default `http://127.0.0.1:8080`.
+    static func parse(_ values: [String]) throws(ValidationError) -> [BenchRelayNode] {
+        let urls = values.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        if urls.isEmpty { return [BenchRelayNode(url: "http://127.0.0.1:8080", host: "127.0.0.1", port: 8080)] }
+        var nodes: [BenchRelayNode] = []
+        for text in urls {
+            // The load generator speaks plain HTTP/1.1 on its own connections: no TLS, no path.
+            guard let url = URL(string: text), url.scheme == "http", let host = url.host, !host.isEmpty,
+                let port = url.port, url.path.isEmpty || url.path == "/", url.query == nil
+            else {
+                throw ValidationError("--relay must be http://host:port (got \"\(text)\")")
+            }
+            let node = BenchRelayNode(url: "http://\(host):\(port)", host: host, port: port)
+            guard !nodes.contains(node) else { throw ValidationError("--relay \(node.url) is given twice") }
+            nodes.append(node)
+        }
+        return nodes
+    }
+}
+
 private struct WorkerResult: Sendable {
+    /// The index of the relay node this worker's connection went to.
+    var node: Int
     var accepted = 0
     var refused = 0
     var pushes = 0
