@@ -157,29 +157,6 @@ public final class PostgresStore: HeraldStore {
         }
     }
 
-    /// Runs a prepared statement that answers one row, decoded by the statement.
-    func first<Statement: PostgresPreparedStatement>(
-        _ what: String,
-        prepared statement: Statement
-    ) async throws(StoreError) -> Statement.Row where Statement.Row: Sendable {
-        let logger = logger
-        let row: Statement.Row?
-        do {
-            row = try await withConnection(what) { connection in
-                for try await row in try await connection.execute(statement, logger: logger) { return row }
-                return nil
-            }
-        } catch let error as StoreError {
-            throw error
-        } catch let error as PostgresDecodingError {
-            throw StoreError.corrupt.with(detail: "\(what): \(error)")
-        } catch {
-            throw PostgresFailure.storeError(error, while: what)
-        }
-        guard let row else { throw StoreError.corrupt.with(detail: "\(what): no row came") }
-        return row
-    }
-
     /// Runs `body` on a pooled connection, or fails fast with `unavailable` while the database is
     /// known to be down.
     ///
