@@ -9,18 +9,18 @@ VENV         := .venv
 VENV_PYTHON  := $(VENV)/bin/python
 HERALD       := .build/debug/herald
 APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client postgresql \
-                python3-venv
+                python3-venv systemd
 PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test setup system-deps python-deps build keys lint format unit interop bench clean
+.PHONY: run test setup system-deps python-deps build keys lint format unit interop deploy-check bench clean
 
 # Starts `herald serve` with its embedded defaults: relay on 8080, SQLite under data/, and the APNs
 # sandbox in-process (2197/2198) with development keys under keys/. Ctrl-C stops it gracefully.
 run: setup build keys
 	$(HERALD) serve
 
-test: setup build lint unit interop
+test: setup build lint deploy-check unit interop
 
 setup: system-deps python-deps
 
@@ -63,6 +63,10 @@ unit:
 # nodes on the throw-away PostgreSQL and restarts it; the other tests do not use it.
 interop: build
 	HERALD_BIN=$(HERALD) scripts/with-postgres.sh $(VENV_PYTHON) -m pytest -q Tests/interop
+
+# The systemd unit under deploy/, as systemd reads it (verify, and its exposure score).
+deploy-check: build
+	HERALD_BIN=$(HERALD) scripts/check-deploy.sh deploy/herald.service
 
 bench: setup
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
