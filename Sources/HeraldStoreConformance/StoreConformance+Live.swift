@@ -68,6 +68,15 @@ extension StoreConformance {
                 session("d2", node: "a", id: "s2", in: "c1", until: 5_000)
             ]
         )
+
+        // The janitor deletes the lapsed sessions (a node that died leaves its rows behind) and
+        // keeps the others: asked as of an earlier time, only the kept one is still there.
+        _ = try await nodeB.deleteExpired(now: 1_000, historyBefore: 0)
+        #expect(
+            try await nodeA.liveSessions(deviceIDs: ["d2", "d4", "d5"], now: 0) == [
+                session("d2", node: "a", id: "s2", in: "c1", until: 5_000)
+            ]
+        )
     }
 
     /// A handover is written with its message (not at all for a repeated key), taken once by its

@@ -339,6 +339,7 @@ extension PostgresStore {
                 logger: logger
             ).count
             try await connection.run("DELETE FROM ingests WHERE created_at < \(historyBefore)", logger: logger)
+            try await connection.run("DELETE FROM live_sessions WHERE expires_at <= \(now)", logger: logger)
             // At most a batch per call, so no transaction holds many rows for long.
             let finished = try await connection.run(
                 """

@@ -275,6 +275,7 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM messages WHERE expires_at <= ?", arguments: [now])
             let messages = db.changesCount
             try db.execute(sql: "DELETE FROM ingests WHERE created_at < ?", arguments: [historyBefore])
+            try db.execute(sql: "DELETE FROM live_sessions WHERE expires_at <= ?", arguments: [now])
             // At most a batch per call, so the writer is never held for long.
             let finished = try String.fetchAll(
                 db,
