@@ -109,7 +109,7 @@ extension LiveChannelRoute {
                     "the live channel needs the device credential (authorization: Bearer <credential> or ?credential=)"
             )
         }
-        if ConstantTime.equal(Array(credential.utf8), api.configuration.apiKeyBytes) {
+        if api.configuration.apiKeyMatch(Array(credential.utf8)) != .none {
             throw RelayError.forbidden.with(detail: "the live channel needs a device credential, not the API key")
         }
         let device = try await api.relay.activation.authenticateDevice(credential: credential)

@@ -4,12 +4,15 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
 import Hummingbird
+import Metrics
 import NIOCore
 
 /// Authentication, body decoding and error answers shared by the routes.
 struct API: Sendable {
     let relay: Relay
     let configuration: RelayHTTPConfiguration
+    /// Requests made with a key of `previousAPIKeys`: zero for long means the rotation can end.
+    let previousAPIKeyRequests = Counter(label: "herald_api_key_previous_requests_total")
 
     /// Runs a route; every `RelayError` becomes its JSON answer, anything else a 500 without details.
     func handle(_ body: () async throws -> Response) async throws -> Response {
@@ -45,9 +48,24 @@ struct API: Sendable {
         Bearer.token(in: request.headers[.authorization]).map(String.init)
     }
 
+    /// Whether the request carries an API key (the current one or a previous one).
     func isBackend(_ request: Request) -> Bool {
         guard let token = bearer(request) else { return false }
-        return ConstantTime.equal(Array(token.utf8), configuration.apiKeyBytes)
+        return configuration.apiKeyMatch(Array(token.utf8)) != .none
+    }
+
+    /// `isBackend`, for a request the key lets in: a previous key's use is counted.
+    private func admitsBackend(_ request: Request) -> Bool {
+        guard let token = bearer(request) else { return false }
+        switch configuration.apiKeyMatch(Array(token.utf8)) {
+        case .current:
+            return true
+        case .previous:
+            previousAPIKeyRequests.increment()
+            return true
+        case .none:
+            return false
+        }
     }
 
     /// The API key; a device credential here is 403, anything else 401.
@@ -55,7 +73,7 @@ struct API: Sendable {
         guard let token = bearer(request) else {
             throw RelayError.unauthorized.with(detail: "this endpoint needs the API key (authorization: Bearer <key>)")
         }
-        if isBackend(request) { return }
+        if admitsBackend(request) { return }
         if (try? await relay.activation.authenticateDevice(credential: token)) != nil {
             throw RelayError.forbidden.with(detail: "this endpoint needs the API key, not a device credential")
         }
@@ -77,7 +95,7 @@ struct API: Sendable {
 
     /// The API key, or the credential of device `id` itself.
     func requireBackendOrDevice(_ request: Request, id: String) async throws(RelayError) {
-        if isBackend(request) { return }
+        if admitsBackend(request) { return }
         let device = try await requireDevice(request)
         guard device.id == id else { throw RelayError.forbidden.with(detail: "the credential is for another device") }
     }

@@ -15,13 +15,34 @@ public struct RelayHTTPConfiguration: Sendable {
     public var apiKey: String {
         didSet { apiKeyBytes = Array(apiKey.utf8) }
     }
+    /// Keys still accepted while backends move to `apiKey` (a rotation); each use is counted
+    /// (`herald_api_key_previous_requests_total`), so the operator sees when none is left.
+    public var previousAPIKeys: [String] = [] {
+        didSet { previousAPIKeyBytes = previousAPIKeys.map { Array($0.utf8) } }
+    }
     /// The largest request body accepted, in bytes.
     public var maximumBodyBytes: Int = 256 * 1024
     private(set) var apiKeyBytes: [UInt8]
+    private(set) var previousAPIKeyBytes: [[UInt8]] = []
 
     public init(apiKey: String) {
         self.apiKey = apiKey
         apiKeyBytes = Array(apiKey.utf8)
+    }
+
+    /// Which key `token` is, compared in constant time with each (every key is compared, so the
+    /// time does not tell which one matched).
+    func apiKeyMatch(_ token: [UInt8]) -> APIKeyMatch {
+        var previous = false
+        for key in previousAPIKeyBytes where ConstantTime.equal(token, key) { previous = true }
+        if ConstantTime.equal(token, apiKeyBytes) { return .current }
+        return previous ? .previous : .none
+    }
+
+    enum APIKeyMatch {
+        case current
+        case previous
+        case none
     }
 }
 

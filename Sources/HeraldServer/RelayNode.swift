@@ -30,6 +30,8 @@ public struct RelayNode: Sendable {
         public var masterKey: MasterKey
         /// The backend's bearer secret.
         public var apiKey: String
+        /// Keys accepted besides `apiKey` while backends move to it.
+        public var previousAPIKeys: [String] = []
         public var relay = RelayConfiguration()
         public var dispatcher = DispatcherConfiguration()
         public var host = "127.0.0.1"
@@ -77,7 +79,11 @@ public struct RelayNode: Sendable {
         )
         let router = RelayHTTPService.router(
             relay: relay,
-            configuration: RelayHTTPConfiguration(apiKey: parts.apiKey),
+            configuration: {
+                var http = RelayHTTPConfiguration(apiKey: parts.apiKey)
+                http.previousAPIKeys = parts.previousAPIKeys
+                return http
+            }(),
             registry: parts.metrics,
             adapters: parts.adapters,
             health: { ["pushes_in_flight": dispatcher.pushesInFlight] }

@@ -18,6 +18,8 @@ struct RelayRuntime: Sendable {
     let adapterNames: [String]
     private let port: PortBox
     private let store: any HeraldStore
+    /// How many previous API keys are accepted and where they come from, for the banner.
+    private let previousAPIKeysLine: String?
 
     var relay: Relay { node.relay }
 
@@ -34,6 +36,12 @@ struct RelayRuntime: Sendable {
         environment: [String: String]
     ) throws(HeraldServerError) {
         var parts = RelayNode.Parts(store: store, sender: sender, masterKey: masterKey, apiKey: apiKey)
+        // During a rotation the keys backends still use (read here so every command that runs a
+        // relay takes them alike).
+        let previous = try ServerKeys(keysDirectory: configuration.keysDirectory, environment: environment)
+            .previousAPIKeys()
+        parts.previousAPIKeys = previous.keys
+        previousAPIKeysLine = previous.source.map { "\(previous.keys.count) previous, \($0)" }
         parts.relay = configuration.relayConfiguration
         parts.relay.platforms = platforms
         parts.dispatcher = configuration.dispatcherConfiguration
@@ -111,7 +119,7 @@ struct RelayRuntime: Sendable {
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         var lines = [
             "  relay        http://\(host):\(port)/v1   (health /health, metrics /metrics, API docs/openapi.yaml)",
-            "  API key      \(apiKeySource)",
+            "  API key      \(apiKeySource)" + (previousAPIKeysLine.map { "   (also accepted: \($0))" } ?? ""),
             "  master key   \(masterSource)",
             "  database     \(configuration.databaseDescription)",
             "  apps         \(apps.isEmpty ? "none (PUT /v1/apps/{id})" : apps.map { "\($0.id) (team \($0.teamID), \($0.contentPolicy.rawValue))" }.joined(separator: ", "))",

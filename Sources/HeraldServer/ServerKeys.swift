@@ -44,6 +44,27 @@ public struct ServerKeys: Sendable {
         try secret(variable: "HERALD_API_KEY", file: path("api.key"), make: { "hk_" + $0 })
     }
 
+    /// Keys still accepted during an API key rotation, from HERALD_API_KEY_PREVIOUS (comma-separated)
+    /// or keys/api.key.previous (one per line); none when neither exists. Never made.
+    public func previousAPIKeys() throws(HeraldServerError) -> (keys: [String], source: String?) {
+        let variable = "HERALD_API_KEY_PREVIOUS"
+        let file = path("api.key.previous")
+        let (text, source): (String, String)
+        if let given = value(variable) {
+            (text, source) = (given.replacingOccurrences(of: ",", with: "\n"), variable)
+        } else if let read = try? String(contentsOfFile: file, encoding: .utf8) {
+            (text, source) = (read, file)
+        } else {
+            return ([], nil)
+        }
+        let keys = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        guard keys.allSatisfy({ $0.count >= 16 }) else {
+            throw .credentials("\(source) holds a key shorter than 16 characters")
+        }
+        return (keys, keys.isEmpty ? nil : source)
+    }
+
     /// The provider's bearer secret from HERALD_PROVIDER_SECRET or `file`; made there when `make`.
     public func providerSecret(file: String?, make: Bool) throws(HeraldServerError) -> (key: String, source: String) {
         let file = file ?? path("provider.secret")

@@ -125,6 +125,8 @@ public final class HeraldTestStack: Sendable {
         /// Serve `GET /metrics` from this registry.
         public var metrics: PrometheusCollectorRegistry?
         public var apiKey = "test-api-key-0123456789"
+        /// Keys accepted besides `apiKey` (an API key rotation).
+        public var previousAPIKeys: [String] = []
         /// The relay's and the dispatcher's clock (milliseconds), and the relay's timers' sleep.
         public var now: @Sendable () -> Int64 = RelayClock.now
         public var sleep: (@Sendable (Int64) async throws -> Void)?
@@ -293,6 +295,7 @@ public final class HeraldTestStack: Sendable {
                         apiKey: settings.apiKey
                     )
                     node.relay = settings.configuration
+                    node.previousAPIKeys = settings.previousAPIKeys
                     node.dispatcher.retryBase = .milliseconds(20)
                     node.dispatcher.retryMaximum = .milliseconds(100)
                     node.dispatcher.idlePoll = .milliseconds(50)

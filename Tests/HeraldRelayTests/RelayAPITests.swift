@@ -41,6 +41,27 @@ struct RelayAPITests {
         }
     }
 
+    @Test("during an API key rotation the previous key works too and each use is counted; others stay 401")
+    func previousAPIKeyDuringRotation() async throws {
+        var setup = RelayHarness.Setup()
+        setup.servesMetrics = true
+        setup.previousAPIKeys = ["hk_previous-key-0123456789"]
+        try await RelayHarness.with(setup) { harness in
+            let phone = try await harness.phone(user: "u1")
+            let previous = RelayHarness.Auth.bearer("hk_previous-key-0123456789")
+            #expect(try await harness.call(.POST, "/v1/messages", auth: previous, body: Self.message).status == 202)
+            #expect(try await harness.call(.POST, "/v1/messages", auth: .apiKey, body: Self.message).status == 202)
+            #expect(harness.metric("herald_api_key_previous_requests_total") == 1)
+            let other = RelayHarness.Auth.bearer("hk_previous-key-0123456780")
+            #expect(try await harness.call(.POST, "/v1/messages", auth: other, body: Self.message).status == 401)
+            // Still a backend key: a device endpoint refuses it.
+            let presence = "/v1/devices/\(phone.deviceID)/presence"
+            let body = #"{"state":"active"}"#
+            #expect(try await harness.call(.PUT, presence, auth: previous, body: body).status == 403)
+            #expect(harness.metric("herald_api_key_previous_requests_total") == 1)
+        }
+    }
+
     @Test("device endpoints take only that device's credential")
     func deviceAuthentication() async throws {
         try await RelayHarness.with { harness in

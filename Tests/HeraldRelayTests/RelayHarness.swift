@@ -98,6 +98,8 @@ final class RelayHarness: Sendable {
         var adapters: [any ContactCenterAdapter] = []
         /// The HTTP listener's timeouts and connection cap.
         var http = HTTPConnectionLimits()
+        /// Keys accepted besides the harness's API key (a rotation).
+        var previousAPIKeys: [String] = []
     }
 
     static func with(_ setup: Setup = Setup(), _ body: (RelayHarness) async throws -> Void) async throws {
@@ -125,6 +127,7 @@ final class RelayHarness: Sendable {
         relay.http = setup.http
         relay.metrics = setup.servesMetrics ? metrics : nil
         relay.apiKey = apiKey
+        relay.previousAPIKeys = setup.previousAPIKeys
         relay.now = { clock.now() }
         relay.sleep = { try await clock.sleep(until: $0) }
         options.relay = relay
