@@ -58,7 +58,18 @@ public final class SQLiteStore: HeraldStore {
         }
         do {
             pool = try DatabasePool(path: configuration.path, configuration: config)
+            // A database a newer Herald has migrated holds what this build does not know: refuse
+            // it rather than write beside it (the operator rolled back the binary, not the data).
+            if try pool.read({ db in try Self.migrator.hasBeenSuperseded(db) }) {
+                throw StoreError.unavailable.with(
+                    detail: "the database \(configuration.path) was written by a newer Herald than this build "
+                        + "(its schema has migrations this build does not know): run that version, or restore a backup "
+                        + "made before the upgrade"
+                )
+            }
             try Self.migrator.migrate(pool)
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreError.unavailable.with(detail: "cannot open the database \(configuration.path): \(error)")
         }

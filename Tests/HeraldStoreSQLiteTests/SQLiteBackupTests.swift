@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HeraldStore
 import HeraldTestSupport
 import Logging
@@ -51,5 +52,28 @@ struct SQLiteBackupTests {
         #expect(throws: StoreError.unavailable) { try SQLiteBackup.copy(from: existing, to: root + "/x.sqlite") }
         #expect(!FileManager.default.fileExists(atPath: root + "/x.sqlite"))
         #expect(throws: StoreError.unavailable) { try SQLiteBackup.copy(from: root + "/none", to: root + "/y.sqlite") }
+    }
+
+    @Test("a database a newer Herald migrated is refused, naming why, and left as it was")
+    func newerSchemaRefused() async throws {
+        let root = SQLiteAtRestTests.temporaryDirectory("newer")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let path = root + "/herald.sqlite"
+        do {
+            let store = try SQLiteStore(configuration: .init(path: path), logger: Logger(label: "test.newer"))
+            try await store.saveApp(StoreFixtures.app())
+        }
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
+        }
+        try queue.close()
+        #expect {
+            _ = try SQLiteStore(configuration: .init(path: path), logger: Logger(label: "test.newer"))
+        } throws: { error in
+            (error as? StoreError) == .unavailable && "\(error)".contains("newer Herald")
+        }
+        let after = try DatabaseQueue(path: path)
+        #expect(try await after.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM apps") } == 1)
     }
 }
