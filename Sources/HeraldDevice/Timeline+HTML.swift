@@ -133,14 +133,20 @@ extension Timeline {
                     "<text class=\"gap\" x=\"\(axis + 8)\" y=\"\(middle + 4)\">\(escape(duration(span))) later</text></g>\n"
                 y += gapHeight
             case .step(let event):
-                svg += step(event, y: y, axis: axis, x: x)
+                svg += step(event, y: y, axis: axis, width: width, x: x)
                 y += stepHeight + (event.userSees == nil ? 0 : seenHeight)
             }
         }
         return svg + "</svg>\n"
     }
 
-    private static func step(_ event: TimelineEvent, y top: Int, axis: Int, x: (String) -> Int) -> String {
+    private static func step(
+        _ event: TimelineEvent,
+        y top: Int,
+        axis: Int,
+        width: Int,
+        x: (String) -> Int
+    ) -> String {
         let y = top + 18
         var label = event.step
         var facts: [String] = []
@@ -171,9 +177,13 @@ extension Timeline {
             seenX = (from + to) / 2
         }
         if let seen = event.userSees {
-            let anchor = from == to ? "start" : "middle"
+            // Under the arrow, kept inside the drawing: an arrow to the rightmost lifeline has
+            // less room on its right than the text needs (about 6 px a character).
+            let text = "“" + shortened(seen) + "”"
+            let half = text.count * 6 / 2
+            let center = min(from == to ? seenX + half : seenX, width - 8 - half)
             svg +=
-                "<text class=\"sees\" x=\"\(seenX)\" y=\"\(y + 15)\" text-anchor=\"\(anchor)\">“\(escape(shortened(seen)))”</text>"
+                "<text class=\"sees\" x=\"\(center)\" y=\"\(y + 15)\" text-anchor=\"middle\">\(escape(text))</text>"
         }
         return svg + "</g>\n"
     }
@@ -227,7 +237,7 @@ extension Timeline {
     }
 
     /// What the user saw, cut to fit an arrow (the whole text is in the step's tooltip and the table).
-    private static func shortened(_ text: String, limit: Int = 64) -> String {
+    private static func shortened(_ text: String, limit: Int = 90) -> String {
         text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
     }
 
