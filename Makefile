@@ -9,8 +9,8 @@ VENV         := .venv
 VENV_PYTHON  := $(VENV)/bin/python
 HERALD       := .build/debug/herald
 APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client postgresql \
-                python3-venv systemd
-PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator
+                python3-venv systemd chromium chromium-driver
+PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator selenium
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test setup system-deps python-deps build keys lint format unit interop deploy-check bench clean
@@ -37,7 +37,7 @@ system-deps:
 
 python-deps:
 	@[ -x $(VENV_PYTHON) ] || $(PYTHON) -m venv $(VENV)
-	@$(VENV_PYTHON) -c "import nacl, pytest, aioapns, yaml, jsonschema, openapi_spec_validator" 2>/dev/null || \
+	@$(VENV_PYTHON) -c "import nacl, pytest, aioapns, yaml, jsonschema, openapi_spec_validator, selenium" 2>/dev/null || \
 		$(VENV_PYTHON) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
 
 build:

@@ -146,8 +146,17 @@ struct SimulatedBackend: Sendable {
         return try JSONDecoder().decode(PushStatusView.self, from: Data(bytes.readableBytesView))
     }
 
-    /// Records, at the relay's own time, when APNs or FCM (the sandbox) accepted a push.
-    func recordAccepted(_ pushID: String, pushType: String, topic: String?, network: String = "apns") async throws {
+    /// Records when APNs or FCM (the sandbox) accepted a push, as the relay reports it on its own
+    /// clock: the relay records the answer once the sender returns, which can be after the phone
+    /// got the push, and a running relay's clock knows nothing of the simulated minutes; the
+    /// timeline places the step before the push's delivery (`subject`, `stage`).
+    func recordAccepted(
+        _ pushID: String,
+        subject: String,
+        pushType: String,
+        topic: String?,
+        network: String = "apns"
+    ) async throws {
         // The phone may show a push before the relay has recorded the network's answer (the
         // dispatcher records a batch's outcomes after the sender returns): ask until it has.
         var status = try await self.status(pushID)
@@ -162,11 +171,14 @@ struct SimulatedBackend: Sendable {
             network,
             "push accepted by \(network == "fcm" ? "FCM" : "APNs")",
             pushType: pushType,
-            // FCM has no APNs priority: the provider sends both kinds as HIGH.
-            priority: network == "fcm" ? nil : status.priority,
+            // FCM has HIGH and NORMAL: the provider sends priority 5 and above as HIGH
+            // (ProviderBatch).
+            priority: network == "fcm" ? .fcm(status.priority >= 5 ? "HIGH" : "NORMAL") : .apns(status.priority),
             topic: topic,
             detail: network == "fcm" ? "push id \(status.pushID)" : "apns-id \(status.apnsID)",
-            at: accepted.at
+            subject: subject,
+            stage: .accepted,
+            reportedAt: accepted.at
         )
     }
 }
@@ -185,15 +197,14 @@ enum Simulation {
         logger.logLevel = .critical
         let clock = TestClock()
         let quiet = options.quiet
-        let timeline = Timeline(
-            now: { clock.now() },
-            observer: { event in
-                if !quiet {
-                    print(Timeline.line(event))
-                    fflush(nil)
-                }
-            }
-        )
+        // Printed once played, in causal order: a step reported late (APNs's acceptance, as the
+        // relay recorded it) takes its place before the delivery it caused.
+        let timeline = Timeline(now: { clock.now() })
+        func printed() {
+            guard !quiet else { return }
+            for event in timeline.all { print(Timeline.line(event)) }
+            fflush(nil)
+        }
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         do {
             let endpoints: (SimulationEndpoints) async throws -> Void = { endpoints in
@@ -250,9 +261,11 @@ enum Simulation {
                 try await SimulationStack.with(clock: clock, logger: logger) { try await endpoints($0) }
             }
         } catch {
+            printed()
             try? await http.shutdown()
             throw error
         }
+        printed()
         try await http.shutdown()
         return timeline
     }
@@ -270,18 +283,25 @@ enum Simulation {
             minute = at
             let body =
                 #"{"to":"customer-42","from":{"id":"agent-dana","name":"Dana (Acme support)"},"conversation":"case-1001","text":"\#(text)","idempotency_key":"case-1001-\#(index)"}"#
+            // Recorded once answered, at the time it was sent: the push can reach the phone
+            // before the 202 reaches the backend.
+            let sent = backend.timeline.time
             let receipt = try await backend.post("/v1/messages", body)
             backend.timeline.record(
                 "backend",
                 "relay",
                 "POST /v1/messages → 202",
-                detail: "message \(index + 1) of 3 at minute \(at), \(receipt.pushes.count) push(es)"
+                detail: "message \(index + 1) of 3 at minute \(at), \(receipt.pushes.count) push(es)",
+                subject: receipt.id,
+                stage: .requested,
+                at: sent
             )
             try await phone.wait("notification \(index + 1)") { $0.notifications.count >= index + 1 }
             let android = phone.configuration.platform == .android
             for push in receipt.pushes {
                 try await backend.recordAccepted(
                     push.pushID,
+                    subject: receipt.id,
                     pushType: android ? "fcm" : "alert",
                     topic: phone.configuration.bundleID,
                     network: android ? "fcm" : "apns"
@@ -294,6 +314,7 @@ enum Simulation {
     }
 
     static func telephony(phone: EmulatedPhone, backend: SimulatedBackend) async throws {
+        let sent = backend.timeline.time
         let receipt = try await backend.post(
             "/v1/calls",
             #"{"to":"customer-42","from":{"id":"agent-dana","name":"Dana (Acme support)"},"call_id":"call-7781","media":"audio"}"#
@@ -303,12 +324,16 @@ enum Simulation {
             "relay",
             "POST /v1/calls → 202",
             detail: "\(receipt.pushes.count) push(es)"
-                + receipt.skipped.map { ", skipped \($0.deviceID): \($0.reason)" }.joined()
+                + receipt.skipped.map { ", skipped \($0.deviceID): \($0.reason)" }.joined(),
+            subject: receipt.id,
+            stage: .requested,
+            at: sent
         )
         try await phone.wait("the phone to ring") { !$0.callKit.calls.isEmpty }
         for push in receipt.pushes {
             try await backend.recordAccepted(
                 push.pushID,
+                subject: receipt.id,
                 pushType: "voip",
                 topic: phone.configuration.bundleID + ".voip"
             )
@@ -324,14 +349,18 @@ enum Simulation {
             print("timeline written to \(path)")
         }
         if let path = options.html {
-            try Data(timeline.html(title: title).utf8).write(to: URL(filePath: path))
+            let clock =
+                options.relay == nil
+                ? "Times are on a simulated clock the relay shares: its minutes of waiting pass at once."
+                : "Times are on a simulated clock; the running relay's own times are placed by what they caused."
+            try Data(timeline.html(title: title, clock: clock).utf8).write(to: URL(filePath: path))
             print("sequence diagram written to \(path)")
         }
         let events = timeline.all
         let pushes = events.filter { $0.step == "push delivered" || $0.step == "data message delivered" }
         print(
             "\(title): \(events.count) steps, \(pushes.count) push(es) delivered "
-                + "(\(pushes.map { "\($0.pushType ?? "?")\($0.priority.map { " p\($0)" } ?? "")" }.joined(separator: ", ")))"
+                + "(\(pushes.map { "\($0.pushType ?? "?")\($0.priority.map { " \($0)" } ?? "")" }.joined(separator: ", ")))"
         )
     }
 }

@@ -248,21 +248,24 @@ public final class EmulatedPhone: Sendable {
     // MARK: Pushes
 
     private func receive(_ push: DeliveredPush) async {
+        let subject = Self.subject(ofPayload: push.payload)
         timeline.record(
             "apns",
             "app",
             "push delivered",
             pushType: push.pushType,
-            priority: push.priority,
+            priority: .apns(push.priority),
             topic: push.topic,
-            payloadBytes: push.payload.utf8.count
+            payloadBytes: push.payload.utf8.count,
+            subject: subject,
+            stage: .delivered
         )
         if push.pushType == "voip" {
             let handler: PushKitEmulator.Handler =
                 configuration.reportsCalls
                 ? PushKitEmulator.reportingHandler(store: store, timeline: timeline)
                 : { @Sendable _, _ in }
-            timeline.record("apns", "pushkit", "VoIP push handed to PushKit")
+            timeline.record("apns", "pushkit", "VoIP push handed to PushKit", subject: subject, stage: .delivered)
             let delivery = await pushKit.deliver(VoIPPush(apnsID: push.apnsID, payload: push.payload), to: handler)
             if case .violation(let count) = delivery {
                 record(diagnostic: "VoIP push \(push.apnsID) was not reported to CallKit (\(count))")
@@ -279,7 +282,9 @@ public final class EmulatedPhone: Sendable {
                 "app",
                 "nse",
                 result.opened ? "extension opened the sealed content" : "extension kept the generic content",
-                detail: result.diagnostic
+                detail: result.diagnostic,
+                subject: subject,
+                stage: .opened
             )
         }
         if let diagnostic = result.diagnostic { record(diagnostic: diagnostic) }
@@ -290,20 +295,27 @@ public final class EmulatedPhone: Sendable {
             result.ranExtension ? "nse" : "apns",
             "notification-center",
             "notification shown",
-            detail: Self.describe(shown)
+            detail: shown.thread.map { "thread \($0)" },
+            subject: shown.messageID ?? subject,
+            stage: .shown,
+            userSees: Self.seen(shown)
         )
     }
 
     private func receive(_ message: DeliveredFCMMessage) {
         let bytes = message.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        let subject = message.data["message_id"] ?? message.data["call_id"]
         timeline.record(
             "fcm",
             "app",
             "data message delivered",
             pushType: "fcm",
+            priority: .fcm(message.priority),
             topic: configuration.bundleID,
             payloadBytes: bytes,
-            detail: "priority \(message.priority)" + (message.collapseKey.map { ", collapse key \($0)" } ?? "")
+            detail: message.collapseKey.map { "collapse key \($0)" },
+            subject: subject,
+            stage: .delivered
         )
         switch messagingService.onMessageReceived(message.data) {
         case .notification(let shown, let opened, let diagnostic):
@@ -311,14 +323,31 @@ public final class EmulatedPhone: Sendable {
                 "app",
                 "fcm-service",
                 opened ? "messaging service opened the sealed content" : "messaging service kept the generic content",
-                detail: diagnostic
+                detail: diagnostic,
+                subject: subject,
+                stage: .opened
             )
             if let diagnostic { record(diagnostic: diagnostic) }
             state.withLock { $0.shown.append(shown) }
             appendToLog(shown)
-            timeline.record("fcm-service", "notification-center", "notification shown", detail: Self.describe(shown))
+            timeline.record(
+                "fcm-service",
+                "notification-center",
+                "notification shown",
+                detail: shown.thread.map { "thread \($0)" },
+                subject: shown.messageID ?? subject,
+                stage: .shown,
+                userSees: Self.seen(shown)
+            )
         case .call(let callID, let callerName, let video, let diagnostic):
-            timeline.record("app", "fcm-service", "messaging service opened the call", detail: diagnostic)
+            timeline.record(
+                "app",
+                "fcm-service",
+                "messaging service opened the call",
+                detail: diagnostic,
+                subject: callID,
+                stage: .opened
+            )
             if let diagnostic { record(diagnostic: diagnostic) }
             callKit.reportIncomingCall(callID: callID, callerName: callerName, video: video)
         case .ignored(let why):
@@ -398,20 +427,38 @@ public final class EmulatedPhone: Sendable {
     /// relay when the push did not carry it whole. Returns the text shown.
     @discardableResult
     public func tap(_ notification: DisplayedNotification) async throws -> String {
-        timeline.record("user", "app", "notification tapped", detail: notification.thread.map { "thread \($0)" })
+        timeline.record(
+            "user",
+            "app",
+            "notification tapped",
+            detail: notification.thread.map { "thread \($0)" },
+            subject: notification.messageID,
+            stage: .acted,
+            userSees: Self.seen(notification)
+        )
         var text = notification.body
         if notification.fetchOnTap, let id = notification.messageID, let registration = store.registration(),
             let credential = store.credential()
         {
             let message = try await http.message(relay: registration.relayURL, id: id, credential: credential)
-            timeline.record("app", "relay", "message fetched by id", detail: "GET /v1/messages/\(id)")
+            timeline.record(
+                "app",
+                "relay",
+                "message fetched by id",
+                detail: "GET /v1/messages/\(id)",
+                subject: id,
+                stage: .acted
+            )
             text = message.text
         }
         timeline.record(
             "app",
             "user",
             "conversation opened",
-            detail: "\(notification.conversationID ?? notification.thread ?? "?"): \(text)"
+            detail: "conversation \(notification.conversationID ?? notification.thread ?? "?")",
+            subject: notification.messageID,
+            stage: .acted,
+            userSees: text
         )
         return text
     }
@@ -433,6 +480,20 @@ public final class EmulatedPhone: Sendable {
             "presence: \(state.rawValue)",
             detail: conversation.map { "conversation \($0)" }
         )
+    }
+
+    /// What the user reads on a notification: sender (its title) and text.
+    static func seen(_ notification: DisplayedNotification) -> String {
+        (notification.title.isEmpty ? "" : notification.title + ": ") + notification.body
+    }
+
+    /// The message or call a Herald APNs payload names (`herald.message_id`, `herald.call_id`),
+    /// read without opening anything.
+    static func subject(ofPayload payload: String) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
+            let herald = object["herald"] as? [String: Any]
+        else { return nil }
+        return herald["message_id"] as? String ?? herald["call_id"] as? String
     }
 
     /// The line a person reads for a notification.

@@ -53,12 +53,29 @@ public final class CallKitEmulator: Sendable {
                 reporter,
                 screen,
                 "incoming call reported again",
-                detail: "call \(callID) is known: no ring"
+                detail: "call \(callID) is known: no ring",
+                subject: callID,
+                stage: .opened
             )
             return
         }
-        timeline?.record(reporter, screen, "incoming call reported", detail: "\(callerName) is calling")
-        timeline?.record(screen, "user", "phone rings", detail: callerName + (video ? " (video)" : ""))
+        timeline?.record(
+            reporter,
+            screen,
+            "incoming call reported",
+            detail: "\(callerName) is calling",
+            subject: callID,
+            stage: .opened
+        )
+        timeline?.record(
+            screen,
+            "user",
+            "phone rings",
+            detail: video ? "video call \(callID)" : "audio call \(callID)",
+            subject: callID,
+            stage: .shown,
+            userSees: callerName + (video ? " (video)" : "")
+        )
     }
 
     /// The user answers; false when no such call rings.
@@ -75,7 +92,7 @@ public final class CallKitEmulator: Sendable {
             state.calls[callID]?.state = next
             return true
         }
-        if settled { timeline?.record("user", screen, step, detail: "call \(callID)") }
+        if settled { timeline?.record("user", screen, step, detail: "call \(callID)", subject: callID, stage: .acted) }
         return settled
     }
 

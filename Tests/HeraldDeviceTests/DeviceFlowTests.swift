@@ -252,9 +252,11 @@ struct SimulationCommandTests {
         let events = try Self.timeline(json)
         let pushes = events.filter { $0.step == "push delivered" }
         #expect(pushes.count == 3)
-        #expect(pushes.allSatisfy { $0.pushType == "alert" && $0.priority == 5 && $0.topic == "com.example.herald" })
+        #expect(
+            pushes.allSatisfy { $0.pushType == "alert" && $0.priority == .apns(5) && $0.topic == "com.example.herald" }
+        )
         #expect(events.filter { $0.step.hasSuffix("stopped") && $0.from == "app" }.count >= 2)
-        let shown = events.filter { $0.step == "notification shown" }.compactMap(\.detail)
+        let shown = events.filter { $0.step == "notification shown" }.compactMap(\.userSees)
         #expect(shown.count == 3 && shown.allSatisfy { $0.contains("Dana (Acme support)") })
         #expect(events.filter { $0.step == "extension opened the sealed content" }.count == 3)
         #expect(events.contains { $0.step == "conversation opened" })
@@ -276,11 +278,11 @@ struct SimulationCommandTests {
         #expect(!events.contains { $0.step.contains("VoIP") })
         let pushes = events.filter { $0.step == "data message delivered" }
         #expect(pushes.count == 3)
-        #expect(pushes.allSatisfy { $0.pushType == "fcm" && $0.detail?.contains("priority HIGH") == true })
+        #expect(pushes.allSatisfy { $0.pushType == "fcm" && $0.priority == .fcm("HIGH") })
         #expect(events.filter { $0.step == "messaging service opened the sealed content" }.count == 3)
         let shown = events.filter { $0.step == "notification shown" }
         #expect(
-            shown.count == 3 && shown.allSatisfy { $0.from == "fcm-service" && $0.detail?.contains("Dana") == true }
+            shown.count == 3 && shown.allSatisfy { $0.from == "fcm-service" && $0.userSees?.contains("Dana") == true }
         )
         #expect(events.filter { $0.step == "push accepted by FCM" }.count == 3)
         #expect(events.contains { $0.step == "conversation opened" })
@@ -294,7 +296,7 @@ struct SimulationCommandTests {
         try await command.run()
         let events = try Self.timeline(json)
         let push = try #require(events.first { $0.step == "push delivered" })
-        #expect(push.pushType == "voip" && push.priority == 10 && push.topic == "com.example.herald.voip")
+        #expect(push.pushType == "voip" && push.priority == .apns(10) && push.topic == "com.example.herald.voip")
         #expect(events.contains { $0.step == "incoming call reported" && $0.detail?.contains("Dana") == true })
         #expect(events.contains { $0.step == "phone rings" })
         #expect(events.contains { $0.step == "user answers" })
