@@ -102,7 +102,9 @@ extension StoreConformance {
                     expiresAt: 1_000_000
                 )
         )
-        #expect(shown["p4"]?.kind == .call && shown["p4"]?.apnsID == "p4" && shown["p4"]?.lastReason == "BadTopic (400)")
+        #expect(
+            shown["p4"]?.kind == .call && shown["p4"]?.apnsID == "p4" && shown["p4"]?.lastReason == "BadTopic (400)"
+        )
         #expect(shown["p5"]?.appID == nil && shown["p5"]?.state == .sending && shown["p5"]?.attempts == 1)
         #expect(shown["p1"]?.state == .delivered && shown["p1"]?.lastReason == nil && shown["p1"]?.updatedAt == 200)
     }
@@ -156,11 +158,15 @@ extension StoreConformance {
         var alice: [String] = []
         var cursor: PushCursor?
         repeat {
-            let page = try await store.pushes(matching: PushQuery(userID: "alice", since: 1020, after: cursor, limit: 2))
+            let page = try await store.pushes(
+                matching: PushQuery(userID: "alice", since: 1020, after: cursor, limit: 2)
+            )
             alice += page.pushes.map(\.pushID)
             cursor = page.next
         } while cursor != nil
-        #expect(alice == newestFirst((pushes + acceptedBetweenPages).filter { $0.deviceID == "d1" && $0.createdAt >= 1020 }))
+        #expect(
+            alice == newestFirst((pushes + acceptedBetweenPages).filter { $0.deviceID == "d1" && $0.createdAt >= 1020 })
+        )
 
         // A cursor past the oldest push: an empty last page.
         let oldest = try #require(pushes.min { ($0.createdAt, $0.pushID) < ($1.createdAt, $1.pushID) })
