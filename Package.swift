@@ -258,7 +258,7 @@ let package = Package(
         // No logic, no transport.
         .target(
             name: "HeraldRelayAPI",
-            dependencies: ["HeraldStore"],
+            dependencies: ["HeraldPush", "HeraldStore"],
             swiftSettings: swiftSettings
         ),
         // Test support shared by the test targets: the scripted push sender, a manual clock, and
@@ -280,6 +280,7 @@ let package = Package(
         .target(
             name: "HeraldRelay",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldPush",
                 "HeraldRelayAPI",
                 "HeraldStore",

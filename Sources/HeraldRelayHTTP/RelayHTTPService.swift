@@ -266,6 +266,7 @@ public enum RelayHTTPService {
                 return try JSONResponse.make(.ok, try await relay.ingest.pushStatus(id: id))
             }
         }
+        ListRoutes.add(to: v1, relay: relay, api: api)
         return router
     }
 }

@@ -55,6 +55,11 @@ public protocol OutboxStore: Sendable {
     func nextDueTime() async throws -> Int64?
     /// How many pushes are in each state.
     func outboxCounts() async throws -> OutboxCounts
+    /// The pushes `query` names, newest first (acceptance time, then push id, descending), at
+    /// most `query.limit` (taken within `PushQuery.limits`), with where the next page starts if
+    /// more match. Pages read one after another with `next` never list a push twice, and list
+    /// every push that matches from the first page to the last.
+    func pushes(matching query: PushQuery) async throws -> PushPage
 
     // MARK: Other writers
 

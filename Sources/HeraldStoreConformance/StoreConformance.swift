@@ -43,6 +43,8 @@ public enum StoreConformance {
         case liveHandoversAreAnsweredOnce
         case providerTokensCompareAndSet
         case providerTokenRacesHaveOneWinner
+        case pushListingFilters
+        case pushListingPagesWithoutGapsOrRepeats
 
         public var description: String { rawValue }
 
@@ -78,6 +80,9 @@ public enum StoreConformance {
             case .liveHandoversAreAnsweredOnce: try await StoreConformance.liveHandoversAreAnsweredOnce(engine)
             case .providerTokensCompareAndSet: try await StoreConformance.providerTokensCompareAndSet(engine)
             case .providerTokenRacesHaveOneWinner: try await StoreConformance.providerTokenRacesHaveOneWinner(engine)
+            case .pushListingFilters: try await StoreConformance.pushListingFilters(engine)
+            case .pushListingPagesWithoutGapsOrRepeats:
+                try await StoreConformance.pushListingPagesWithoutGapsOrRepeats(engine)
             }
         }
     }

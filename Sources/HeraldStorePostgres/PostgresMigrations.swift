@@ -224,6 +224,16 @@ enum PostgresMigrations {
                 """
             ]
         ),
+        (
+            "v4: pushes listed newest first",
+            [
+                // As on SQLite's v12: `GET /v1/pushes` pages through the outbox newest first, by
+                // device (and so by user, through the user's devices) or over all of it; each
+                // order has its index, so a page reads its rows instead of sorting every push.
+                "CREATE INDEX outbox_by_device ON outbox (device_id, created_at, push_id)",
+                "CREATE INDEX outbox_by_age ON outbox (created_at, push_id)",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -409,6 +409,17 @@ public final class SQLiteStore: HeraldStore {
                     """
             )
         }
+        migrator.registerMigration("v12: pushes listed newest first") { db in
+            // `GET /v1/pushes` pages through the outbox newest first, by device (and so by
+            // user, through the user's devices) or over all of it: each order has its index, so a
+            // page reads its rows instead of sorting every push kept.
+            try db.execute(
+                sql: """
+                    CREATE INDEX outbox_by_device ON outbox(device_id, created_at, push_id);
+                    CREATE INDEX outbox_by_age ON outbox(created_at, push_id);
+                    """
+            )
+        }
         return migrator
     }
 

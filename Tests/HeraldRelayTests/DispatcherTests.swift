@@ -405,4 +405,5 @@ final class ObservedOutboxStore: OutboxStore {
     }
     func nextDueTime() async throws -> Int64? { try await base.nextDueTime() }
     func outboxCounts() async throws -> OutboxCounts { try await base.outboxCounts() }
+    func pushes(matching query: PushQuery) async throws -> PushPage { try await base.pushes(matching: query) }
 }

@@ -108,6 +108,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.providerTokenRacesHaveOneWinner)
     }
 
+    @Test func pushListingFilters() async throws {
+        try await SQLiteEngine.check(.pushListingFilters)
+    }
+
+    @Test func pushListingPagesWithoutGapsOrRepeats() async throws {
+        try await SQLiteEngine.check(.pushListingPagesWithoutGapsOrRepeats)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -137,6 +145,8 @@ struct SQLiteConformanceTests {
             .liveHandoversAreAnsweredOnce,
             .providerTokensCompareAndSet,
             .providerTokenRacesHaveOneWinner,
+            .pushListingFilters,
+            .pushListingPagesWithoutGapsOrRepeats,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

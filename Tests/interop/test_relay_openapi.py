@@ -514,6 +514,8 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/messages/{id}", "get"),
         ("/v1/calls", "post"),
         ("/v1/pushes/{id}", "get"),
+        ("/v1/pushes", "get"),
+        ("/v1/users/{id}/devices", "get"),
         ("/v1/adapters/{name}", "post"),
         ("/v1/broadcasts", "post"),
         ("/v1/chats/{conversation}/events", "post"),
@@ -860,6 +862,36 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("GET", f"/v1/pushes/{push_id}", 401)
     relay.call("GET", f"/v1/pushes/{push_id}", 403, token=credential)
     relay.call("GET", f"/v1/pushes/{uuid.uuid4()}", 404, token=key)
+
+    # --- lists: a user's devices, recent pushes ---
+    devices = relay.call("GET", f"/v1/users/{urllib.parse.quote(user)}/devices", 200, token=key)
+    assert device_id in [d["device_id"] for d in devices["devices"]]
+    for secret in (phone["messaging_token"], phone["voip_token"], droid["messaging_token"], credential):
+        assert secret not in json.dumps(devices), "no token or credential in the device list"
+    empty = relay.call("GET", f"/v1/users/{unique('nobody')}/devices", 200, token=key)
+    assert empty["devices"] == [], "a user without devices lists none"
+    relay.call("GET", f"/v1/users/{user}/devices", 401)
+    relay.call("GET", f"/v1/users/{user}/devices", 403, token=credential)
+    relay.call("GET", f"/v1/users/{user}/devices?limit=1", 400, token=key, field_name="limit")
+    listed = relay.call("GET", f"/v1/pushes?user={urllib.parse.quote(user)}&state=delivered", 200, token=key)
+    item = next(p for p in listed["pushes"] if p["push_id"] == push_id)
+    assert (item["state"], item["network"], item["kind"], item["device_id"]) == ("delivered", "apns", "message", device_id)
+    assert "text" not in item and "from" not in item
+    first = relay.call("GET", f"/v1/pushes?device={device_id}&limit=1", 200, token=key)
+    assert len(first["pushes"]) == 1
+    if "next" in first:
+        second = relay.call(
+            "GET", f"/v1/pushes?device={device_id}&limit=1&cursor={urllib.parse.quote(first['next'])}", 200, token=key
+        )
+        assert [p["push_id"] for p in second["pushes"]] != [p["push_id"] for p in first["pushes"]]
+    relay.call("GET", "/v1/pushes?since=2026-11-25T00:00:00Z&limit=500", 200, token=key)
+    relay.call("GET", "/v1/pushes", 401)
+    relay.call("GET", "/v1/pushes", 403, token=credential)
+    relay.call("GET", "/v1/pushes?state=in_flight", 400, token=key, field_name="state")
+    relay.call("GET", "/v1/pushes?limit=501", 400, token=key, field_name="limit")
+    relay.call("GET", "/v1/pushes?since=yesterday", 400, token=key, field_name="since")
+    relay.call("GET", "/v1/pushes?cursor=garbage", 400, token=key, field_name="cursor")
+    relay.call("GET", "/v1/pushes?users=alice", 400, token=key, field_name="users")
 
     # --- calls ---
     call = {"to": user, "from": sender, "call_id": unique("call"), "media": "video"}

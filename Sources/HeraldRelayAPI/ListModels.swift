@@ -1,0 +1,201 @@
+public import HeraldPush
+public import HeraldStore
+
+/// `GET /v1/users/{id}/devices`: the user's devices, oldest activation first. A user the relay
+/// has no device for answers an empty list: users are not registered with the relay, they exist
+/// through their devices.
+public struct UserDevicesView: Sendable, Codable, Hashable {
+    public var userID: String
+    public var devices: [UserDeviceView]
+
+    public init(userID: String, devices: [UserDeviceView]) {
+        self.userID = userID
+        self.devices = devices
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case devices
+    }
+}
+
+/// One device as an operator sees it: which app and platform, since when, whether it has its
+/// tokens (never the tokens themselves, nor any key) and its last heartbeat.
+public struct UserDeviceView: Sendable, Codable, Hashable {
+    public var deviceID: String
+    public var app: String
+    public var platform: DevicePlatform
+    /// The key agreement's id (a hash, not a key).
+    public var keyID: String
+    /// Milliseconds since the epoch: the first activation (a re-activation keeps it), the last
+    /// change (tokens, re-activation, a dead token dropped).
+    public var activatedAt: Int64
+    public var updatedAt: Int64
+    /// Whether the device has a messaging token (APNs alert token or FCM registration token).
+    public var hasMessagingToken: Bool
+    /// Whether the device has a PushKit token (iOS only; always false on Android).
+    public var hasVoIPToken: Bool
+    /// Why the push network last refused one of its tokens (`Unregistered`, `BadDeviceToken`),
+    /// while that token is missing.
+    public var tokenDeadReason: String?
+    /// The last heartbeat, if the app sent one.
+    public var presence: Presence?
+
+    /// A heartbeat as stored.
+    public struct Presence: Sendable, Codable, Hashable {
+        public var state: PresenceState
+        /// The conversation on screen (an id the backend chose).
+        public var conversation: String?
+        /// Milliseconds since the epoch; after `expiresAt` an `active` heartbeat counts as
+        /// background.
+        public var updatedAt: Int64
+        public var expiresAt: Int64
+
+        public init(_ record: PresenceRecord) {
+            state = record.state
+            conversation = record.conversation
+            updatedAt = record.updatedAt
+            expiresAt = record.expiresAt
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case state, conversation
+            case updatedAt = "updated_at"
+            case expiresAt = "expires_at"
+        }
+    }
+
+    public init(_ recipient: Recipient) {
+        let device = recipient.device
+        deviceID = device.id
+        app = device.appID
+        platform = device.platform
+        keyID = device.keyID
+        activatedAt = device.createdAt
+        updatedAt = device.updatedAt
+        hasMessagingToken = device.messagingToken != nil
+        hasVoIPToken = device.voipToken != nil
+        tokenDeadReason = device.tokenDeadReason
+        presence = recipient.presence.map(Presence.init)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case app, platform
+        case keyID = "key_id"
+        case activatedAt = "activated_at"
+        case updatedAt = "updated_at"
+        case hasMessagingToken = "has_messaging_token"
+        case hasVoIPToken = "has_voip_token"
+        case tokenDeadReason = "token_dead_reason"
+        case presence
+    }
+}
+
+/// `GET /v1/pushes`: which pushes to list, newest first. Every field is optional; those given
+/// must all hold.
+public struct PushListRequest: Sendable, Hashable {
+    /// Pushes to this user's current devices.
+    public var user: String?
+    /// Pushes to this device.
+    public var device: String?
+    public var state: PushState?
+    /// Pushes accepted at or after this time (milliseconds since the epoch).
+    public var since: Int64?
+    /// The previous page's `next`, as it was given.
+    public var cursor: String?
+    /// The page size, 1 to 500 (100 when not given).
+    public var limit: Int?
+
+    /// The page size when none is given.
+    public static let defaultLimit = 100
+
+    public init(
+        user: String? = nil,
+        device: String? = nil,
+        state: PushState? = nil,
+        since: Int64? = nil,
+        cursor: String? = nil,
+        limit: Int? = nil
+    ) {
+        self.user = user
+        self.device = device
+        self.state = state
+        self.since = since
+        self.cursor = cursor
+        self.limit = limit
+    }
+}
+
+/// The answer to `GET /v1/pushes`: a page, and where the next one starts.
+public struct PushListView: Sendable, Codable, Hashable {
+    public var pushes: [PushItemView]
+    /// Pass as `cursor` for the next page; absent on the last page.
+    public var next: String?
+
+    public init(pushes: [PushItemView], next: String?) {
+        self.pushes = pushes
+        self.next = next
+    }
+}
+
+/// One push in a listing: where it went and what became of it, never what it carried (no
+/// sender, text or envelope) nor the token it went to. `GET /v1/pushes/{id}` has its history.
+public struct PushItemView: Sendable, Codable, Hashable {
+    public var pushID: String
+    public var deviceID: String
+    /// The device's app; absent once the device is deactivated.
+    public var app: String?
+    public var network: PushNetwork
+    public var kind: OutboxKind
+    public var state: PushState
+    public var attempts: Int
+    /// The last reason: the push network's (`BadDeviceToken`, `UNREGISTERED`) or the relay's
+    /// (`no_token`, `expired before sending`).
+    public var reason: String?
+    /// The `apns-id` the push is sent with; absent for FCM.
+    public var apnsID: String?
+    /// Milliseconds since the epoch: acceptance, last change, expiration.
+    public var createdAt: Int64
+    public var updatedAt: Int64
+    public var expiresAt: Int64
+    /// When the last attempt was answered (delivered, failed, token_dead) or began (sending);
+    /// absent where the push alone does not tell (see its history).
+    public var lastAttemptAt: Int64?
+    /// When the push reached its final state; absent while queued or sending.
+    public var finishedAt: Int64?
+
+    public init(_ push: PushSummary) {
+        pushID = push.pushID
+        deviceID = push.deviceID
+        app = push.appID
+        network = push.network
+        kind = push.kind
+        state = push.state
+        attempts = push.attempts
+        reason = push.lastReason
+        apnsID = push.apnsID
+        createdAt = push.createdAt
+        updatedAt = push.updatedAt
+        expiresAt = push.expiresAt
+        switch push.state {
+        case .sending, .delivered, .failed, .tokenDead:
+            lastAttemptAt = push.attempts > 0 ? push.updatedAt : nil
+        case .queued, .expired, .skipped:
+            lastAttemptAt = nil
+        }
+        finishedAt = push.state.isFinal ? push.updatedAt : nil
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case pushID = "push_id"
+        case deviceID = "device_id"
+        case app, network, kind, state, attempts, reason
+        case apnsID = "apns_id"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case expiresAt = "expires_at"
+        case lastAttemptAt = "last_attempt_at"
+        case finishedAt = "finished_at"
+    }
+}
