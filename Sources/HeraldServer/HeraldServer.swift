@@ -377,11 +377,15 @@ public enum ServerMetrics {
     private static let registry = Mutex<PrometheusCollectorRegistry?>(nil)
 
     /// The registry `/metrics` shows, made and bootstrapped into swift-metrics on first use.
+    /// A process whose metrics backend was bootstrapped already, by someone else (a test process
+    /// running servers in process), keeps that backend: swift-metrics allows one bootstrap.
     public static func bootstrap() -> PrometheusCollectorRegistry {
         registry.withLock { current in
             if let current { return current }
             let made = PrometheusCollectorRegistry()
-            MetricsSystem.bootstrap(HeraldMetricsFactory(registry: made))
+            if MetricsSystem.factory is NOOPMetricsHandler {
+                MetricsSystem.bootstrap(HeraldMetricsFactory(registry: made))
+            }
             current = made
             return made
         }

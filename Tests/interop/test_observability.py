@@ -38,7 +38,8 @@ TEAM_ID = "TEAM123456"
 BUNDLE_ID = "com.example.observability"
 STARTUP_TIMEOUT = 45.0  # a debug build on a loaded machine can take a while to bind
 READY_TIMEOUT = 20.0
-SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})? (\S+)$")
+# Label values are quoted and may hold braces (route="/v1/pushes/{id}").
+SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? (\S+)$')
 
 
 def scrape(url: str) -> str:
