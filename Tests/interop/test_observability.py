@@ -12,6 +12,7 @@ Tests/interop/test_relay_crash.py) and talks to them only over the wire:
 * `/metrics` of the provider, the sandbox and the relay: every series has `# HELP` and `# TYPE`,
   `herald_build_info` is 1, the `process_*` figures are there, and the HTTP requests are counted
   by route pattern (never the raw path);
+* the provider stops: the relay's `/health/ready` answers 503 naming it again;
 * SIGTERM stops every process with exit status 0.
 
 Run: python3 -m pytest -q Tests/interop/test_observability.py   (HERALD_BIN overrides the binary,
@@ -189,5 +190,10 @@ def test_every_http_process_serves_metrics_and_health(herald: Path, workdir):
     assert samples.get('herald_http_requests_total{method="GET",route="/v1/pushes/{id}",status="404"}') == 1
     assert not any("not-a-push-123" in series for series in samples), "no raw path in a label"
 
-    for process in (relay, provider, sandbox):
+    # The provider goes away: the relay is not ready again, and says why.
+    assert stop(provider) == 0, provider.stderr_tail()
+    body = wait_status(relay_url + "/health/ready", 503)
+    assert any(provider_url in reason for reason in body["reasons"]), body
+
+    for process in (relay, sandbox):
         assert stop(process) == 0, process.stderr_tail()
