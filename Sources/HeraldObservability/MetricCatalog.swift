@@ -150,7 +150,8 @@ public enum MetricCatalog {
                 name: HTTPObservability.durationName,
                 kind: .histogram,
                 labels: ["method", "route", "status"],
-                help: "Seconds from a request's arrival to the end of its answer, by method, route pattern and status."
+                help:
+                    "Seconds from a request's arrival to its answer being ready to write, by method, route pattern and status."
             ),
             Entry(
                 name: BuildInfo.metricName,
