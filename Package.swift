@@ -105,6 +105,8 @@ let package = Package(
                 "HeraldPush",
                 "HeraldAPNsCore",
                 "HeraldHTTPSupport",
+                "HeraldObservability",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 "HeraldFCMCore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -214,11 +216,27 @@ let package = Package(
             name: "HeraldProviderHTTP",
             dependencies: [
                 "HeraldHTTPSupport",
+                "HeraldObservability",
+                .product(name: "Logging", package: "swift-log"),
                 "HeraldProvider",
                 "HeraldProviderAPI",
                 "HeraldPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What every Herald HTTP listener shares for operators: the metrics factory with help
+        // texts (MetricCatalog), build info, process metrics, HTTP request metrics and the access
+        // log, `/metrics`, `/health/live` and `/health/ready`.
+        .target(
+            name: "HeraldObservability",
+            dependencies: [
+                "HeraldHTTPSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -307,6 +325,7 @@ let package = Package(
             name: "HeraldRelayHTTP",
             dependencies: [
                 "HeraldHTTPSupport",
+                "HeraldObservability",
                 "HeraldRelay",
                 "HeraldRelayAPI",
                 "HeraldAdapters",
@@ -354,6 +373,7 @@ let package = Package(
             name: "HeraldServer",
             dependencies: [
                 "HeraldHTTPSupport",
+                "HeraldObservability",
                 "HeraldAdapters",
                 "HeraldAPNs",
                 "HeraldAPNsCore",
@@ -422,6 +442,7 @@ let package = Package(
             name: "HeraldCommands",
             dependencies: [
                 "HeraldHTTPSupport",
+                "HeraldObservability",
                 "HeraldCrypto",
                 "HeraldFCM",
                 "HeraldFCMCore",
@@ -629,6 +650,7 @@ let package = Package(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldTesting",
+                "HeraldObservability",
                 "HeraldServer",
                 "HeraldStorePostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -216,8 +216,12 @@ public final class APNsClient: Service, Sendable {
                     notification: notifications[index]
                 )
             }
+            // Every answered request's latency, as the one-by-one path records it.
+            let latency = metrics.latency
             let answers =
-                (try? await connection.send(batch: requests, timeout: configuration.requestTimeout).get()) ?? []
+                (try? await connection.send(batch: requests, timeout: configuration.requestTimeout) {
+                    latency.recordNanoseconds($0.nanoseconds)
+                }.get()) ?? []
             for (position, (index, lease)) in members.enumerated() {
                 pool.release(lease)
                 guard position < answers.count, case .success(let response) = answers[position] else {

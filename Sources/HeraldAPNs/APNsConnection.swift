@@ -120,9 +120,21 @@ final class APNsConnection: Sendable {
     /// Sends several requests in one event-loop submission; the future completes when every
     /// one has its answer or error. One hop onto the loop and one back per batch, instead of per
     /// request, is most of what a push costs the client.
-    func send(batch: [APNsWireRequest], timeout: TimeAmount) -> EventLoopFuture<[Result<APNsWireResponse, any Error>]> {
+    ///
+    /// - Parameter answered: called on the event loop as each request gets its answer, with the
+    ///   time since the batch was handed over (each request's own latency, which the batch's
+    ///   future, waiting for the slowest, cannot tell).
+    func send(
+        batch: [APNsWireRequest],
+        timeout: TimeAmount,
+        answered: @escaping @Sendable (Duration) -> Void = { _ in }
+    ) -> EventLoopFuture<[Result<APNsWireResponse, any Error>]> {
         let loop = channel.eventLoop
+        let started = ContinuousClock.now
         let promises = batch.map { _ in loop.makePromise(of: APNsWireResponse.self) }
+        for promise in promises {
+            promise.futureResult.whenSuccess { _ in answered(ContinuousClock.now - started) }
+        }
         let channel = channel
         loop.execute {
             for (request, promise) in zip(batch, promises) {

@@ -1,5 +1,6 @@
 public import ArgumentParser
 import Foundation
+import HeraldObservability
 
 /// `herald`: the root command.
 public struct HeraldCommand: AsyncParsableCommand {
@@ -23,7 +24,8 @@ public struct HeraldCommand: AsyncParsableCommand {
 
 /// The version `herald --version` prints.
 public enum HeraldVersion {
-    public static let current = "0.1.0"
+    /// The one version string: `herald --version` and `herald_build_info` in `/metrics`.
+    public static let current = BuildInfo.version
 }
 
 extension HeraldCommand {

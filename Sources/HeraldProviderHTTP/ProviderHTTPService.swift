@@ -2,11 +2,14 @@ import Foundation
 public import HeraldAPNs
 import HeraldAPNsCore
 import HeraldHTTPSupport
+import HeraldObservability
 public import HeraldProvider
 import HeraldProviderAPI
 import HeraldPush
 public import Hummingbird
+public import Logging
 import NIOCore
+public import Prometheus
 
 /// `herald provider` over HTTP: relays post batches of pushes, authenticated with a bearer
 /// secret, and get each push's outcome back (APNs and FCM pushes alike). The same
@@ -20,9 +23,35 @@ public enum ProviderHTTPService {
         router(stage: ProviderStage(apns: client), secret: secret)
     }
 
-    /// The routes, under `/v1`, plus `/health`.
-    public static func router(stage: ProviderStage, secret: String) -> Router<BasicRequestContext> {
+    /// The routes, under `/v1`, plus `/health`, `/health/live`, `/health/ready` and, with a
+    /// registry, `/metrics`.
+    ///
+    /// - Parameters:
+    ///   - registry: where `/metrics` reads from; `nil` leaves `/metrics` out.
+    ///   - accessLogger: where the access log goes (one line per request at info); none when nil.
+    public static func router(
+        stage: ProviderStage,
+        secret: String,
+        registry: PrometheusCollectorRegistry? = nil,
+        accessLogger: Logger? = nil
+    ) -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(
+            middleware: HTTPObservabilityMiddleware(
+                logger: accessLogger
+                    ?? Logger(label: "herald.access") { _ in
+                        SwiftLogNoOpLogHandler()
+                    }
+            )
+        )
+        // Ready when it can send anywhere: a provider with no network configured takes batches
+        // only to fail them.
+        HTTPObservability.addHealth(to: router) {
+            stage.apns == nil && stage.fcm == nil ? ["no network configured (neither APNs nor FCM)"] : []
+        }
+        if let registry {
+            HTTPObservability.addMetrics(to: router, exposition: MetricsExposition(registry: registry))
+        }
         router.get("/health") { _, _ -> Response in
             let load = stage.apns?.load ?? (inFlight: 0, queued: 0)
             return json([

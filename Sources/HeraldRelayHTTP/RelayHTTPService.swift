@@ -1,11 +1,14 @@
 import Foundation
 public import HeraldAdapters
 import HeraldHTTPSupport
+import HeraldObservability
 public import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
 public import Hummingbird
 import HummingbirdWebSocket
+public import Logging
+import Metrics
 import NIOCore
 public import Prometheus
 
@@ -46,7 +49,8 @@ public struct RelayHTTPConfiguration: Sendable {
     }
 }
 
-/// The relay's HTTP API: JSON under `/v1`, `/health` and `/metrics` (docs/openapi.yaml).
+/// The relay's HTTP API: JSON under `/v1`, `/health`, `/health/live`, `/health/ready` and
+/// `/metrics` (docs/openapi.yaml).
 ///
 /// Backend endpoints take the API key, device endpoints the device's own credential, both as
 /// `authorization: Bearer <secret>`. Every refusal is a JSON body `{"error", "reason", "field"?}`.
@@ -57,14 +61,23 @@ public enum RelayHTTPService {
     ///   - registry: where `/metrics` reads from; `nil` leaves `/metrics` out.
     ///   - health: extra facts for `/health` (say, the dispatcher's load).
     ///   - adapters: contact-center webhooks, served at `POST /v1/adapters/{name}`.
+    ///   - accessLogger: where the access log goes, one line per request at info.
+    ///   - ready: what else `/health/ready` checks besides the store (the remote provider), as
+    ///     the reasons the relay cannot serve now; empty when it can.
+    ///   - now: the clock the oldest queued push's age is measured with (milliseconds).
     public static func router(
         relay: Relay,
         configuration: RelayHTTPConfiguration,
         registry: PrometheusCollectorRegistry? = nil,
         adapters: [any ContactCenterAdapter] = [],
-        health: @escaping @Sendable () async -> [String: Int] = { [:] }
+        accessLogger: Logger? = nil,
+        health: @escaping @Sendable () async -> [String: Int] = { [:] },
+        ready: @escaping @Sendable () async -> [String] = { [] },
+        now: @escaping @Sendable () -> Int64 = RelayClock.now
     ) -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
+        // First, so it sees every route and the final status, JSON errors included.
+        router.add(middleware: HTTPObservabilityMiddleware(logger: accessLogger ?? relay.logger))
         router.add(middleware: JSONErrorMiddleware())
         let api = API(relay: relay, configuration: configuration)
 
@@ -86,15 +99,14 @@ public enum RelayHTTPService {
             for (key, value) in await health() { body[key] = value }
             return try JSONResponse.make(.ok, HealthView(status: "ok", counts: body))
         }
+        HTTPObservability.addHealth(to: router) {
+            let store = await HTTPObservability.check("store") { _ = try await relay.ingest.counts() }
+            return (store.map { [$0] } ?? []) + (await ready())
+        }
         if let registry {
-            router.get("/metrics") { _, _ -> Response in
-                var headers = HTTPFields()
-                headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-                return Response(
-                    status: .ok,
-                    headers: headers,
-                    body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
-                )
+            let queue = QueueGauges()
+            HTTPObservability.addMetrics(to: router, exposition: MetricsExposition(registry: registry)) {
+                await queue.refresh(relay: relay, now: now())
             }
         }
 
@@ -277,6 +289,8 @@ struct ServiceIndex: Encodable {
     var api: String
     var documentation: String
     var health: String
+    var live: String
+    var ready: String
     var metrics: String
 
     static let relay = ServiceIndex(
@@ -284,8 +298,31 @@ struct ServiceIndex: Encodable {
         api: "/v1",
         documentation: "docs/openapi.yaml in the Herald repository",
         health: "/health",
+        live: "/health/live",
+        ready: "/health/ready",
         metrics: "/metrics"
     )
+}
+
+/// The outbox as the store has it, read at scrape time (so every node on a shared store shows
+/// the same queue): made with the router, so in tests they land in the relay's own registry.
+struct QueueGauges: Sendable {
+    private let depth = Metrics.Gauge(label: "herald_relay_queue_depth")
+    private let sending = Metrics.Gauge(label: "herald_relay_pushes_sending")
+    private let oldestAge = Metrics.Gauge(label: "herald_relay_oldest_queued_push_age_seconds")
+    private let storeUp = Metrics.Gauge(label: "herald_relay_store_up")
+
+    func refresh(relay: Relay, now: Int64) async {
+        guard let counts = try? await relay.ingest.counts().outbox else {
+            // The last values stay: they were true when last read; `store_up` says they are old.
+            storeUp.record(0)
+            return
+        }
+        storeUp.record(1)
+        depth.record(counts[.queued])
+        sending.record(counts[.sending])
+        oldestAge.record(Double(max(0, now - (counts.oldestQueuedAt ?? now))) / 1000)
+    }
 }
 
 struct HealthView: Encodable {

@@ -68,7 +68,7 @@ public final class Sandbox: Service, Sendable {
             ready.fail(error)
             throw error
         }
-        let router = SandboxControlAPI.router(core: core, apns: apns)
+        let router = SandboxControlAPI.router(core: core, apns: apns, logger: logger)
         let ready = ready
         let host = configuration.host
         let caPath = configuration.tls.caCertificatePath

@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldHTTPSupport
+public import Prometheus
 
 /// Everything the sandbox can be told at start; every field has a working default.
 public struct SandboxConfiguration: Sendable {
@@ -45,6 +46,8 @@ public struct SandboxConfiguration: Sendable {
     /// How long an FCM access token is valid; the token endpoint answers `expires_in` one second
     /// less, as Google does (3599 for an hour).
     public var fcmAccessTokenLifetime: Duration = .seconds(3600)
+    /// Serve `GET /metrics` on the control port from this registry (the process's); none when nil.
+    public var metrics: PrometheusCollectorRegistry?
 
     public init(tls: SandboxTLS) {
         self.tls = tls

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldHTTPSupport
+import HeraldObservability
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -23,9 +24,15 @@ enum SandboxControlAPI {
         return (request.uri.queryParameters["token"].map { String($0) }, limit)
     }
 
-    static func router(core: SandboxCore, apns: SandboxAPNsServer) -> Router<Context> {
+    static func router(core: SandboxCore, apns: SandboxAPNsServer, logger: Logger) -> Router<Context> {
         let router = Router(context: Context.self)
+        // First, so it sees every route and the final status.
+        router.middlewares.add(HTTPObservabilityMiddleware(logger: logger))
         router.middlewares.add(ControlErrorMiddleware())
+        HTTPObservability.addHealth(to: router) { [] }
+        if let registry = core.configuration.metrics {
+            HTTPObservability.addMetrics(to: router, exposition: MetricsExposition(registry: registry))
+        }
 
         // The banner's URL: what the control API offers, so opening it answers something useful.
         router.get("/sandbox") { _, _ in JSON(Index.control) }

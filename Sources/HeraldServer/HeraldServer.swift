@@ -4,6 +4,7 @@ import HeraldAPNs
 import HeraldCrypto
 import HeraldFCM
 import HeraldFCMCore
+import HeraldObservability
 import HeraldProvider
 import HeraldPush
 import HeraldRelay
@@ -153,6 +154,7 @@ public struct HeraldServer: Sendable {
         sandboxConfiguration.host = "127.0.0.1"
         sandboxConfiguration.apnsPort = configuration.sandboxPorts.apns
         sandboxConfiguration.controlPort = configuration.sandboxPorts.control
+        sandboxConfiguration.metrics = registry
         sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
         sandboxConfiguration.keys = [
             SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
@@ -267,6 +269,7 @@ public struct HeraldServer: Sendable {
             platforms: platforms,
             registry: registry,
             logger: logger,
+            ready: { await Self.providerReadiness(urls: provider.urls, http: http).map { [$0] } ?? [] },
             environment: environment
         )
         do {
@@ -313,6 +316,28 @@ public struct HeraldServer: Sendable {
         }
     }
 
+    /// Why no provider can take pushes now (none answers its `/health` with 200 within two
+    /// seconds), or `nil` when one can: what `/health/ready` of `herald relay` checks besides its
+    /// store. `/health` rather than `/health/live`, which providers before 0.1.0 lack.
+    static func providerReadiness(urls: [String], http: HTTPClient) async -> String? {
+        var problems: [String] = []
+        for url in urls {
+            let problem = await HTTPObservability.check("provider \(url)") {
+                let response = try await http.execute(HTTPClientRequest(url: url + "/health"), timeout: .seconds(2))
+                guard response.status == .ok else { throw ProviderNotReady(status: Int(response.status.code)) }
+            }
+            guard let problem else { return nil }
+            problems.append(problem)
+        }
+        return problems.joined(separator: "; ")
+    }
+
+    /// A provider answered its health check with another status than 200.
+    struct ProviderNotReady: Error, CustomStringConvertible {
+        var status: Int
+        var description: String { "answered HTTP \(status)" }
+    }
+
     /// The platforms the provider has credentials for, from its `/health`; both when it cannot be
     /// asked now (it may start later), so no device is skipped for want of an answer.
     public static func platforms(provider url: String, http: HTTPClient, logger: Logger) async -> Set<DevicePlatform> {
@@ -337,16 +362,30 @@ public struct HeraldServer: Sendable {
     }
 }
 
+extension HeraldConfiguration {
+    /// The access log's logger: `herald.access`, through the process's log handler, at the
+    /// configured level.
+    var accessLogger: Logger {
+        var access = Logger(label: "herald.access")
+        access.logLevel = logLevel
+        return access
+    }
+}
+
 /// The process's metrics backend: bootstrapped once, read by `/metrics`.
 public enum ServerMetrics {
     private static let registry = Mutex<PrometheusCollectorRegistry?>(nil)
 
     /// The registry `/metrics` shows, made and bootstrapped into swift-metrics on first use.
+    /// A process whose metrics backend was bootstrapped already, by someone else (a test process
+    /// running servers in process), keeps that backend: swift-metrics allows one bootstrap.
     public static func bootstrap() -> PrometheusCollectorRegistry {
         registry.withLock { current in
             if let current { return current }
             let made = PrometheusCollectorRegistry()
-            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: made))
+            if MetricsSystem.factory is NOOPMetricsHandler {
+                MetricsSystem.bootstrap(HeraldMetricsFactory(registry: made))
+            }
             current = made
             return made
         }

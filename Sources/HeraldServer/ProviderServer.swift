@@ -32,6 +32,7 @@ extension HeraldServer {
     /// `herald provider`: the provider stage (APNs and/or FCM, as configured) behind the batch
     /// API; runs until SIGTERM or SIGINT. `ready` gets the banner's lines once it listens.
     public func provider(listener: ProviderListener, ready: @escaping @Sendable ([String]) -> Void) async throws {
+        let registry = ServerMetrics.bootstrap()
         let group = MultiThreadedEventLoopGroup.singleton
         // Several providers on one database share one provider token per key (in the store);
         // alone, a provider keeps its token in the cache file.
@@ -69,7 +70,12 @@ extension HeraldServer {
         let (secret, secretSource) = try keys.providerSecret(file: listener.secretFile, make: true)
         let ports = AsyncStream.makeStream(of: Int.self)
         let app = Application(
-            router: ProviderHTTPService.router(stage: ProviderStage(apns: client, fcm: fcmClient), secret: secret),
+            router: ProviderHTTPService.router(
+                stage: ProviderStage(apns: client, fcm: fcmClient),
+                secret: secret,
+                registry: registry,
+                accessLogger: configuration.accessLogger
+            ),
             server: .guardedHTTP1(limits: configuration.http),
             configuration: .init(address: .hostname(listener.host, port: listener.port), serverName: "herald-provider"),
             onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },

@@ -49,6 +49,11 @@ public struct RelayNode: Sendable {
         public var sleep: (@Sendable (Int64) async throws -> Void)?
         /// Called after an app was added or changed (to register it with an in-process sandbox).
         public var onAppSaved: @Sendable (AppRecord) -> Void = { _ in }
+        /// Where the access log goes (one line per request at info); the node's logger when nil.
+        public var accessLogger: Logger?
+        /// What `/health/ready` checks besides the store (a remote provider): the reasons the node
+        /// cannot serve now, empty when it can.
+        public var ready: @Sendable () async -> [String] = { [] }
 
         public init(store: any HeraldStore, sender: any PushSender, masterKey: MasterKey, apiKey: String) {
             self.store = store
@@ -86,7 +91,10 @@ public struct RelayNode: Sendable {
             }(),
             registry: parts.metrics,
             adapters: parts.adapters,
-            health: { ["pushes_in_flight": dispatcher.pushesInFlight] }
+            accessLogger: parts.accessLogger,
+            health: { ["pushes_in_flight": dispatcher.pushesInFlight] },
+            ready: parts.ready,
+            now: parts.now
         )
         let app = Application(
             router: router,

@@ -33,6 +33,7 @@ struct RelayRuntime: Sendable {
         registry: PrometheusCollectorRegistry,
         logger: Logger,
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
+        ready: @escaping @Sendable () async -> [String] = { [] },
         environment: [String: String]
     ) throws(HeraldServerError) {
         var parts = RelayNode.Parts(store: store, sender: sender, masterKey: masterKey, apiKey: apiKey)
@@ -52,6 +53,8 @@ struct RelayRuntime: Sendable {
         parts.adapters = try configuration.contactCenterAdapters(environment: environment)
         adapterNames = parts.adapters.map(\.name)
         parts.onAppSaved = onAppSaved
+        parts.ready = ready
+        parts.accessLogger = configuration.accessLogger
         let port = PortBox()
         self.port = port
         self.node = RelayNode(parts, logger: logger) { bound in port.bound(bound) }

@@ -13,6 +13,8 @@ extension HeraldServer {
         logger: Logger,
         ready: @escaping @Sendable ([String]) -> Void
     ) async throws {
+        var configuration = configuration
+        configuration.metrics = configuration.metrics ?? ServerMetrics.bootstrap()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let sandbox = try Sandbox(configuration: configuration, logger: logger, group: group)
         let services = ServiceGroup(

@@ -221,12 +221,18 @@ public enum IngestOutcome: Sendable, Hashable {
     case duplicate(receipt: [UInt8])
 }
 
-/// How many pushes are in each state; for health and metrics.
+/// How many pushes are in each state, and how long the queue's oldest has waited; for health
+/// and metrics.
 public struct OutboxCounts: Sendable, Hashable {
     public var byState: [PushState: Int]
+    /// When the oldest `queued` push was accepted (milliseconds since the epoch; a push waiting
+    /// for a retry counts from its acceptance too); `nil` with nothing queued. Claimed pushes
+    /// do not count: they are on their way.
+    public var oldestQueuedAt: Int64?
 
-    public init(byState: [PushState: Int]) {
+    public init(byState: [PushState: Int], oldestQueuedAt: Int64? = nil) {
         self.byState = byState
+        self.oldestQueuedAt = oldestQueuedAt
     }
 
     public subscript(state: PushState) -> Int { byState[state] ?? 0 }

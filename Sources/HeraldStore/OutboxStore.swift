@@ -53,7 +53,7 @@ public protocol OutboxStore: Sendable {
     /// When the next queued push becomes due, if any is queued (claimed and finished pushes do
     /// not count).
     func nextDueTime() async throws -> Int64?
-    /// How many pushes are in each state.
+    /// How many pushes are in each state, and when the oldest queued push was accepted.
     func outboxCounts() async throws -> OutboxCounts
     /// The pushes `query` names, newest first (acceptance time, then push id, descending), at
     /// most `query.limit` (taken within `PushQuery.limits`), with where the next page starts if

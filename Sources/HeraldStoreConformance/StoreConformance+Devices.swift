@@ -168,12 +168,15 @@ extension StoreConformance {
     }
 
     /// Counts follow every state change; the next due time is the earliest queued push's, claimed
-    /// and finished ones aside, and `nil` with nothing queued.
+    /// and finished ones aside, and `nil` with nothing queued; the oldest queued push is the one
+    /// accepted first among those queued (one back from a failed attempt included), `nil` with
+    /// nothing queued.
     public static func outboxCountsAndNextDueTime(_ engine: some StoreEngine) async throws {
         let (store, _) = try await fresh(engine)
         #expect(try await store.nextDueTime() == nil)
         let empty = try await store.outboxCounts()
         #expect(PushState.allCases.allSatisfy { empty[$0] == 0 })
+        #expect(empty.oldestQueuedAt == nil)
         try await store.saveDevice(StoreFixtures.device("d1"))
         _ = try await store.accept(
             StoreFixtures.ingest([
@@ -184,11 +187,13 @@ extension StoreConformance {
         )
         #expect(try await store.nextDueTime() == 100)
         #expect(try await store.outboxCounts()[.queued] == 3)
+        #expect(try await store.outboxCounts().oldestQueuedAt == 100)
 
         #expect(try await claimIDs(store, limit: 1, now: 150) == ["p2"])
         #expect(try await store.nextDueTime() == 200)
         var counts = try await store.outboxCounts()
         #expect(counts[.queued] == 2 && counts[.sending] == 1)
+        #expect(counts.oldestQueuedAt == 200, "a claimed push is not waiting in the queue")
 
         try await store.complete(
             [PushCompletion(pushID: "p2", disposition: .retry(at: 400), reason: "later", deadToken: nil)],
@@ -196,6 +201,7 @@ extension StoreConformance {
         )
         #expect(try await store.nextDueTime() == 200)
         #expect(try await store.outboxCounts()[.queued] == 3)
+        #expect(try await store.outboxCounts().oldestQueuedAt == 100, "back for a retry: waiting since accepted")
 
         #expect(try await claimIDs(store, now: 300) == ["p3", "p1"])
         #expect(try await store.nextDueTime() == 400)
@@ -215,6 +221,7 @@ extension StoreConformance {
         counts = try await store.outboxCounts()
         #expect(counts[.delivered] == 2 && counts[.failed] == 1)
         #expect(counts[.queued] == 0 && counts[.sending] == 0 && counts[.expired] == 0)
+        #expect(counts.oldestQueuedAt == nil)
         #expect(try await store.nextDueTime() == nil)
     }
 }

@@ -372,16 +372,25 @@ extension PostgresStore {
     }
 
     public func outboxCounts() async throws -> OutboxCounts {
-        let rows = try await rows("count the outbox", "SELECT state, COUNT(*) FROM outbox GROUP BY state")
+        // One statement, so the count and the oldest age are of one snapshot.
+        let rows = try await rows(
+            "count the outbox",
+            """
+            SELECT state, COUNT(*), MIN(created_at) FILTER (WHERE state = 'queued')
+            FROM outbox GROUP BY state
+            """
+        )
         var counts: [PushState: Int] = [:]
+        var oldest: Int64?
         do {
             for row in rows {
-                let (state, count) = try row.decode((String, Int64).self)
+                let (state, count, queuedSince) = try row.decode((String, Int64, Int64?).self)
                 if let state = PushState(rawValue: state) { counts[state] = Int(count) }
+                if let queuedSince { oldest = queuedSince }
             }
         } catch {
             throw StoreError.corrupt.with(detail: "count the outbox: \(error)")
         }
-        return OutboxCounts(byState: counts)
+        return OutboxCounts(byState: counts, oldestQueuedAt: oldest)
     }
 }

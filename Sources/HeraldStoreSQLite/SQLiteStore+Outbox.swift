@@ -267,7 +267,8 @@ extension SQLiteStore {
             for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM outbox GROUP BY state") {
                 if let state = PushState(rawValue: row["state"]) { counts[state] = row["n"] }
             }
-            return OutboxCounts(byState: counts)
+            let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(created_at) FROM outbox WHERE state = 'queued'")
+            return OutboxCounts(byState: counts, oldestQueuedAt: oldest)
         }
     }
 

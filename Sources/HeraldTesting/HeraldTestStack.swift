@@ -122,7 +122,7 @@ public final class HeraldTestStack: Sendable {
         /// Send through a `herald provider` HTTP service (on loopback) instead of in process.
         public var remoteProvider = false
         public var adapters: [any ContactCenterAdapter] = []
-        /// Serve `GET /metrics` from this registry.
+        /// Serve `GET /metrics` from this registry (the relay's, and the remote provider's).
         public var metrics: PrometheusCollectorRegistry?
         public var apiKey = "test-api-key-0123456789"
         /// Keys accepted besides `apiKey` (an API key rotation).
@@ -264,7 +264,11 @@ public final class HeraldTestStack: Sendable {
                         let secret = "provider-secret-0123456789"
                         let ports = AsyncStream.makeStream(of: Int.self)
                         let provider = Application(
-                            router: ProviderHTTPService.router(stage: stage, secret: secret),
+                            router: ProviderHTTPService.router(
+                                stage: stage,
+                                secret: secret,
+                                registry: settings.metrics
+                            ),
                             server: .guardedHTTP1(limits: settings.http),
                             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                             onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },

@@ -1,3 +1,4 @@
+import HeraldObservability
 import Metrics
 import Prometheus
 
@@ -36,9 +37,10 @@ enum TestMetrics {
     fileprivate static var registry: PrometheusCollectorRegistry { current ?? shared }
 }
 
-/// Makes each metric in the registry of the task that makes it (see `TestMetrics`).
+/// Makes each metric in the registry of the task that makes it (see `TestMetrics`), with the
+/// help texts the servers write.
 private struct RoutingMetricsFactory: MetricsFactory {
-    private var factory: PrometheusMetricsFactory { PrometheusMetricsFactory(registry: TestMetrics.registry) }
+    private var factory: HeraldMetricsFactory { HeraldMetricsFactory(registry: TestMetrics.registry) }
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
         factory.makeCounter(label: label, dimensions: dimensions)

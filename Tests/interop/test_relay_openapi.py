@@ -501,6 +501,8 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
     expected = {
         ("/v1", "get"),
         ("/health", "get"),
+        ("/health/live", "get"),
+        ("/health/ready", "get"),
         ("/metrics", "get"),
         ("/v1/apps/{id}", "put"),
         ("/v1/apps", "get"),
@@ -571,10 +573,14 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     assert index["health"] == "/health" and index["api"] == "/v1", "the banner's URL says what is there"
     health = relay.call("GET", "/health", 200)
     assert health["status"] == "ok"
+    assert relay.call("GET", "/health/live", 200) == {"status": "live"}
+    assert relay.call("GET", "/health/ready", 200) == {"status": "ready", "reasons": []}
     metrics = relay.call("GET", "/metrics", 200)
     text = metrics.decode("utf-8")
     assert "# TYPE herald_relay_activations_total counter" in text
-    sample = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*(\{[^}]*\})? \S+$")
+    assert "# HELP herald_relay_activations_total " in text
+    # Label values are quoted and may hold braces (route="/v1/pushes/{id}").
+    sample = re.compile(r'^[A-Za-z_:][A-Za-z0-9_:]*(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? \S+$')
     for line in text.splitlines():
         assert line.startswith("#") or not line or sample.match(line), f"not Prometheus text: {line!r}"
     unmatched = relay._send("GET", relay.url + "/v1/no-such-route", token=key)

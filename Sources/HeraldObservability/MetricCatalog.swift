@@ -1,0 +1,212 @@
+/// Every metric a Herald process writes: its name, kind, labels and meaning. The metrics factory
+/// takes each series' `# HELP` text from here, so a metric is documented once, where it is
+/// rendered; docs/relay.md lists the same table for operators.
+public enum MetricCatalog {
+    /// How a metric is rendered.
+    public enum Kind: String, Sendable {
+        case counter, gauge, histogram
+    }
+
+    /// One metric.
+    public struct Entry: Sendable {
+        public let name: String
+        public let kind: Kind
+        public let labels: [String]
+        public let help: String
+    }
+
+    /// The help text of a metric by name; empty (no `# HELP` line) for one not listed, which the
+    /// tests that scrape every process refuse.
+    public static func help(for name: String) -> String {
+        byName[name]?.help ?? ""
+    }
+
+    public static let entries: [Entry] =
+        pushClient("apns") + pushClient("fcm") + [
+            Entry(
+                name: "herald_fcm_token_refreshes_total",
+                kind: .counter,
+                labels: [],
+                help: "OAuth2 access tokens fetched for the FCM service account."
+            ),
+            Entry(
+                name: "herald_relay_activations_total",
+                kind: .counter,
+                labels: [],
+                help: "Devices activated (first activations and re-activations)."
+            ),
+            Entry(
+                name: "herald_relay_messages_accepted_total",
+                kind: .counter,
+                labels: [],
+                help: "Messages accepted by POST /v1/messages (duplicates by idempotency key aside)."
+            ),
+            Entry(
+                name: "herald_relay_calls_accepted_total",
+                kind: .counter,
+                labels: [],
+                help: "Calls accepted by POST /v1/calls (duplicates by idempotency key aside)."
+            ),
+            Entry(
+                name: "herald_relay_duplicate_ingests_total",
+                kind: .counter,
+                labels: [],
+                help: "Ingests answered with an earlier ingest's receipt (same idempotency key)."
+            ),
+            Entry(
+                name: "herald_relay_pushes_queued_total",
+                kind: .counter,
+                labels: [],
+                help: "Pushes written to the outbox."
+            ),
+            Entry(
+                name: "herald_relay_pushes_skipped_total",
+                kind: .counter,
+                labels: [],
+                help:
+                    "Devices not pushed at ingest (no token, app not registered, looking at the conversation, or reached live)."
+            ),
+            Entry(
+                name: "herald_relay_push_latency_seconds",
+                kind: .histogram,
+                labels: [],
+                help: "Seconds from a push's acceptance to its delivery (delivered pushes only)."
+            ),
+            Entry(
+                name: "herald_relay_pushes_in_flight",
+                kind: .gauge,
+                labels: [],
+                help: "Pushes this node's dispatcher has claimed and not yet completed."
+            ),
+            Entry(
+                name: "herald_relay_pushes_completed_total",
+                kind: .counter,
+                labels: ["state"],
+                help:
+                    "Pushes finished by this node's dispatcher, by final state (delivered, token_dead, failed, expired)."
+            ),
+            Entry(
+                name: "herald_relay_push_retries_total",
+                kind: .counter,
+                labels: [],
+                help: "Pushes put back in the queue for a later attempt."
+            ),
+            Entry(
+                name: "herald_relay_pushes_held_total",
+                kind: .counter,
+                labels: [],
+                help: "Pushes returned to the queue uncounted because their network was unreachable."
+            ),
+            Entry(
+                name: "herald_relay_network_up",
+                kind: .gauge,
+                labels: ["network"],
+                help: "1 while the dispatcher sends to the network, 0 while it holds its pushes as unreachable."
+            ),
+            Entry(
+                name: "herald_relay_queue_depth",
+                kind: .gauge,
+                labels: [],
+                help: "Pushes queued in the outbox (due or waiting for a retry), read from the store at scrape time."
+            ),
+            Entry(
+                name: "herald_relay_pushes_sending",
+                kind: .gauge,
+                labels: [],
+                help:
+                    "Pushes claimed by a dispatcher (any node on the store) and not yet completed, read at scrape time."
+            ),
+            Entry(
+                name: "herald_relay_oldest_queued_push_age_seconds",
+                kind: .gauge,
+                labels: [],
+                help: "Seconds since the oldest queued push was accepted; 0 with nothing queued. Read at scrape time."
+            ),
+            Entry(
+                name: "herald_relay_store_up",
+                kind: .gauge,
+                labels: [],
+                help: "1 when the store answered the last scrape's queue query, 0 when it did not."
+            ),
+            Entry(
+                name: "herald_adapter_events_total",
+                kind: .counter,
+                labels: ["source", "outcome"],
+                help: "Contact-center webhook events, by adapter and what became of them."
+            ),
+            Entry(
+                name: "herald_adapter_events_ignored_total",
+                kind: .counter,
+                labels: ["source"],
+                help: "Contact-center webhook events of kinds the adapter does not handle."
+            ),
+            Entry(
+                name: HTTPObservability.requestsName,
+                kind: .counter,
+                labels: ["method", "route", "status"],
+                help: "HTTP requests answered, by method, route pattern (never the raw path) and status."
+            ),
+            Entry(
+                name: HTTPObservability.durationName,
+                kind: .histogram,
+                labels: ["method", "route", "status"],
+                help:
+                    "Seconds from a request's arrival to its answer being ready to write, by method, route pattern and status."
+            ),
+            Entry(
+                name: BuildInfo.metricName,
+                kind: .gauge,
+                labels: ["version", "swift"],
+                help: "Always 1; the labels name the running build's Herald version and Swift compiler."
+            ),
+        ] + ProcessMetrics.entries
+
+    /// The five metrics every push network's client writes.
+    private static func pushClient(_ network: String) -> [Entry] {
+        let name = network == "apns" ? "APNs" : "FCM"
+        return [
+            Entry(
+                name: "herald_\(network)_sent_total",
+                kind: .counter,
+                labels: [],
+                help: "Requests sent to \(name), first attempts and retries alike."
+            ),
+            Entry(
+                name: "herald_\(network)_delivered_total",
+                kind: .counter,
+                labels: [],
+                help: "Pushes \(name) accepted."
+            ),
+            Entry(
+                name: "herald_\(network)_retries_total",
+                kind: .counter,
+                labels: [],
+                help: "Attempts to \(name) after a push's first."
+            ),
+            Entry(
+                name: "herald_\(network)_in_flight",
+                kind: .gauge,
+                labels: [],
+                help: "Requests to \(name) sent and not yet answered."
+            ),
+            Entry(
+                name: "herald_\(network)_request_duration_seconds",
+                kind: .histogram,
+                labels: [],
+                help: "Seconds from sending a request to \(name) to its answer, for every answered request."
+            ),
+            Entry(
+                name: "herald_\(network)_failed_total",
+                kind: .counter,
+                labels: ["reason"],
+                help:
+                    "Pushes that did not get through \(name), by reason (the network's, or invalid, expired, unreachable…)."
+            ),
+        ]
+    }
+
+    private static let byName: [String: Entry] = Dictionary(
+        entries.map { ($0.name, $0) },
+        uniquingKeysWith: { first, _ in first }
+    )
+}
