@@ -141,6 +141,19 @@ public enum MetricCatalog {
                 help: "Contact-center webhook events of kinds the adapter does not handle."
             ),
             Entry(
+                name: "herald_api_key_previous_requests_total",
+                kind: .counter,
+                labels: [],
+                help: "Backend requests let in with a previous API key (a rotation not finished yet)."
+            ),
+            Entry(
+                name: "herald_apns_provider_tokens_total",
+                kind: .counter,
+                labels: ["key_id", "source"],
+                help:
+                    "APNs provider tokens this node took up: adopted from the store, published to it, or signed alone while the store was away."
+            ),
+            Entry(
                 name: HTTPObservability.requestsName,
                 kind: .counter,
                 labels: ["method", "route", "status"],

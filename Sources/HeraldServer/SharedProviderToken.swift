@@ -5,6 +5,7 @@ import HeraldAPNsCore
 import HeraldCrypto
 public import HeraldStore
 public import Logging
+import Metrics
 public import ServiceLifecycle
 import Synchronization
 
@@ -160,6 +161,8 @@ public final class SharedProviderToken: Service, Sendable {
                 return .storeFailed(now: wallClock())
             }
         case .adopt(let record):
+            // Its own token, read back after publishing it, is not counted as adopted.
+            let held = tokens.held
             guard let text = try? seal.open(record.sealedToken), let token = signer.restore(text),
                 tokens.adopt(token)
             else {
@@ -169,6 +172,7 @@ public final class SharedProviderToken: Service, Sendable {
                 )
                 return .unopenable(record, now: wallClock())
             }
+            if held != token { tokenCount("adopted") }
             logger.info(
                 "using the stored APNs provider token",
                 metadata: [
@@ -198,12 +202,19 @@ public final class SharedProviderToken: Service, Sendable {
                 return nil
             }
             tokens.adopt(token)
+            tokenCount("alone")
             logger.warning(
                 "the store cannot be reached: this node signed an APNs provider token of its own; APNs may refuse it or the other nodes' as too frequent an update until the store answers",
                 metadata: ["key_id": "\(signer.keyID)"]
             )
             return .signedLocally(issuedAt: token.issuedAt * 1000)
         }
+    }
+
+    /// Counts a token this node took up, by where it came from (`herald_apns_provider_tokens_total`).
+    private func tokenCount(_ source: String) {
+        Counter(label: "herald_apns_provider_tokens_total", dimensions: [("key_id", signer.keyID), ("source", source)])
+            .increment()
     }
 
     /// Stores `token` if the stored one is still `replacing`; what the store holds afterwards
@@ -218,6 +229,9 @@ public final class SharedProviderToken: Service, Sendable {
                 replacing: replacing
             )
             if case .replaced(let record) = swap {
+                // Held at once: the store's answer, read next, is this token, not one to adopt.
+                tokens.adopt(token)
+                tokenCount("published")
                 logger.notice(
                     "published a new APNs provider token to the store",
                     metadata: ["key_id": "\(signer.keyID)", "version": "\(record.version)"]
@@ -228,6 +242,7 @@ public final class SharedProviderToken: Service, Sendable {
             guard new else { return .storeFailed(now: wallClock()) }
             // Signed but perhaps not stored: send with it rather than sign yet another.
             tokens.adopt(token)
+            tokenCount("alone")
             logger.warning(
                 "cannot publish the new APNs provider token; this node uses it alone until the store answers",
                 metadata: ["error": "\(error)"]

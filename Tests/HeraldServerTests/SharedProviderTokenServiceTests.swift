@@ -33,6 +33,7 @@ struct SharedProviderTokenServiceTests {
     static func node(
         _ store: any ProviderTokenStore,
         key: P256.Signing.PrivateKey,
+        keyID: String = keyID,
         aheadBy offset: Int64 = 0
     ) throws -> SharedProviderToken {
         try SharedProviderToken(
@@ -43,6 +44,28 @@ struct SharedProviderTokenServiceTests {
             now: { Int64(Date().timeIntervalSince1970 * 1000) + offset },
             logger: logger
         )
+    }
+
+    @Test("each token a node takes up is counted by where it came from: published by one node, adopted by the next")
+    func tokensCounted() async throws {
+        // The process's registry (nothing else in this test process bootstraps metrics); a key id
+        // of this test's own keeps other tests' tokens out of its series.
+        let registry = ServerMetrics.bootstrap()
+        let keyID = "C" + String(UUID().uuidString.prefix(9))
+        func count(_ source: String) -> Double {
+            let series = "herald_apns_provider_tokens_total{key_id=\"\(keyID)\",source=\"\(source)\"} "
+            let line = registry.emitToString().split(separator: "\n").first { $0.hasPrefix(series) }
+            return line.flatMap { Double($0.dropFirst(series.count)) } ?? 0
+        }
+        try await Self.withStore { store in
+            let key = P256.Signing.PrivateKey()
+            await (try Self.node(store, key: key, keyID: keyID)).prepare()
+            await (try Self.node(store, key: key, keyID: keyID)).prepare()
+            await (try Self.node(store, key: key, keyID: keyID)).prepare()
+            #expect(count("published") == 1)
+            #expect(count("adopted") == 2)
+            #expect(count("alone") == 0)
+        }
     }
 
     @Test("the stored token is sealed; a node with the same .p8 adopts it, one with another .p8 replaces it")
