@@ -254,6 +254,44 @@ enum PostgresMigrations {
         }
     }
 
+    /// Connects and reads the schema's version without migrating (a database Herald never
+    /// started on is at version 0): for `herald check`.
+    static func status(
+        configuration: PostgresStoreConfiguration,
+        logger: Logger
+    ) async throws(StoreError)
+        -> SchemaStatus
+    {
+        let connection: PostgresConnection
+        do {
+            connection = try await connect(configuration, logger: logger)
+        } catch {
+            throw StoreError.unavailable.with(
+                detail: "cannot connect to \(configuration): \(PostgresFailure.describe(error))"
+            )
+        }
+        do {
+            var version = 0
+            // The migrations table lives in the schema the URL names (its search_path).
+            for row in try await connection.run(
+                """
+                SELECT COALESCE((SELECT MAX(version) FROM herald_migrations), 0)::BIGINT
+                WHERE to_regclass('herald_migrations') IS NOT NULL
+                """,
+                logger: logger
+            ) {
+                version = Int(try row.decode(Int64.self))
+            }
+            try? await connection.close()
+            return SchemaStatus(version: version, latest: latest)
+        } catch {
+            try? await connection.close()
+            throw StoreError.unavailable.with(
+                detail: "cannot read the schema version on \(configuration): \(PostgresFailure.describe(error))"
+            )
+        }
+    }
+
     static func connect(_ configuration: PostgresStoreConfiguration, logger: Logger) async throws -> PostgresConnection
     {
         let tls: PostgresConnection.Configuration.TLS
