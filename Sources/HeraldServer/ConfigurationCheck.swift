@@ -239,7 +239,7 @@ public struct ConfigurationCheck: Sendable {
             do {
                 return schema(try SQLiteStore.schemaStatus(path: file), at: file)
             } catch {
-                return Finding(passed: false, subject: "database", detail: error.detail)
+                return Finding(passed: false, subject: "database", detail: "\(file): \(error.detail)")
             }
         case .postgres(let postgres):
             var quick = postgres
@@ -250,7 +250,7 @@ public struct ConfigurationCheck: Sendable {
                     at: "\(postgres)"
                 )
             } catch {
-                return Finding(passed: false, subject: "database", detail: error.detail)
+                return Finding(passed: false, subject: "database", detail: "\(postgres): \(error.detail)")
             }
         }
     }

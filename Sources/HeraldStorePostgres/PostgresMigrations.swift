@@ -255,7 +255,8 @@ enum PostgresMigrations {
     }
 
     /// Connects and reads the schema's version without migrating (a database Herald never
-    /// started on is at version 0): for `herald check`.
+    /// started on is at version 0): for `herald check`, whose line names the database, so the
+    /// error does not.
     static func status(
         configuration: PostgresStoreConfiguration,
         logger: Logger
@@ -266,28 +267,33 @@ enum PostgresMigrations {
         do {
             connection = try await connect(configuration, logger: logger)
         } catch {
-            throw StoreError.unavailable.with(
-                detail: "cannot connect to \(configuration): \(PostgresFailure.describe(error))"
-            )
+            throw StoreError.unavailable.with(detail: "cannot connect: \(PostgresFailure.describe(error))")
         }
         do {
             var version = 0
-            // The migrations table lives in the schema the URL names (its search_path).
+            // The migrations table lives in the schema the URL names (its search_path); none
+            // there yet is version 0.
+            var exists = false
             for row in try await connection.run(
-                """
-                SELECT COALESCE((SELECT MAX(version) FROM herald_migrations), 0)::BIGINT
-                WHERE to_regclass('herald_migrations') IS NOT NULL
-                """,
+                "SELECT to_regclass('herald_migrations') IS NOT NULL",
                 logger: logger
             ) {
-                version = Int(try row.decode(Int64.self))
+                exists = try row.decode(Bool.self)
+            }
+            if exists {
+                for row in try await connection.run(
+                    "SELECT COALESCE(MAX(version), 0)::BIGINT FROM herald_migrations",
+                    logger: logger
+                ) {
+                    version = Int(try row.decode(Int64.self))
+                }
             }
             try? await connection.close()
             return SchemaStatus(version: version, latest: latest)
         } catch {
             try? await connection.close()
             throw StoreError.unavailable.with(
-                detail: "cannot read the schema version on \(configuration): \(PostgresFailure.describe(error))"
+                detail: "cannot read the schema version: \(PostgresFailure.describe(error))"
             )
         }
     }

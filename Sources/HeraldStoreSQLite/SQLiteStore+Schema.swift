@@ -3,7 +3,8 @@ public import HeraldStore
 
 extension SQLiteStore {
     /// The schema of the database at `path`, read without writing (no migration, no WAL
-    /// checkpoint): for `herald check`, which must not change what it looks at.
+    /// checkpoint): for `herald check`, which must not change what it looks at (its line names
+    /// the file, so the error does not).
     public static func schemaStatus(path: String) throws(StoreError) -> SchemaStatus {
         var configuration = GRDB.Configuration()
         configuration.readonly = true
@@ -18,7 +19,7 @@ extension SQLiteStore {
             let unknown = superseded ? applied.subtracting(migrator.migrations).count : 0
             return SchemaStatus(version: applied.intersection(migrator.migrations).count + unknown, latest: latest)
         } catch {
-            throw StoreError.unavailable.with(detail: "cannot read the database \(path): \(error)")
+            throw StoreError.unavailable.with(detail: "cannot read it: \(error)")
         }
     }
 }
