@@ -1,3 +1,4 @@
+import Foundation
 import HeraldStore
 import Logging
 import NIOCore
@@ -267,7 +268,7 @@ enum PostgresMigrations {
         do {
             connection = try await connect(configuration, logger: logger)
         } catch {
-            throw StoreError.unavailable.with(detail: "cannot connect: \(PostgresFailure.describe(error))")
+            throw StoreError.unavailable.with(detail: "cannot connect: \(connectProblem(error))")
         }
         do {
             var version = 0
@@ -296,6 +297,17 @@ enum PostgresMigrations {
                 detail: "cannot read the schema version: \(PostgresFailure.describe(error))"
             )
         }
+    }
+
+    /// A refused or unreachable server in a few words (`connection refused`), other errors as
+    /// `PostgresFailure` says them.
+    private static func connectProblem(_ error: any Error) -> String {
+        if let error = error as? PSQLError, let underlying = error.underlying as? NIOConnectionError,
+            let io = underlying.connectionErrors.first?.error as? IOError
+        {
+            return String(cString: strerror(io.errnoCode)).lowercased()
+        }
+        return PostgresFailure.describe(error)
     }
 
     static func connect(_ configuration: PostgresStoreConfiguration, logger: Logger) async throws -> PostgresConnection
