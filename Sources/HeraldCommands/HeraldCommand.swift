@@ -13,7 +13,8 @@ public struct HeraldCommand: AsyncParsableCommand {
             """,
         version: HeraldVersion.current,
         subcommands: [
-            ServeCommand.self, RelayCommand.self, ProviderCommand.self, SandboxCommand.self, DeviceCommand.self,
+            ServeCommand.self, RelayCommand.self, ProviderCommand.self, SandboxCommand.self, CheckCommand.self,
+            DeviceCommand.self,
             ExtensionCommand.self, SimulateCommand.self, KeysCommand.self, StoreCommand.self, EnvelopeCommand.self,
             BenchCommand.self,
         ]

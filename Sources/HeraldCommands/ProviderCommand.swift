@@ -137,10 +137,19 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Option(
+        name: .customLong("log-format"),
+        help: "text, or json: one JSON object a line, for log shippers. (HERALD_LOG_FORMAT; default text)"
+    )
+    var logFormat: String?
+
     @OptionGroup var http: HTTPOptions
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let logFormat, LogFormat(rawValue: logFormat) == nil {
+            throw ValidationError("--log-format must be text or json (got '\(logFormat)')")
+        }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown --log-level '\(logLevel)'")
         }
@@ -154,6 +163,7 @@ struct ProviderCommand: AsyncParsableCommand {
         flags.fcm = fcm.layer
         flags.http = http.layer
         flags.logLevel = logLevel
+        flags.logFormat = logFormat
         if let database {
             flags.database = ConfigurationFile.Database()
             flags.database?.url = database
@@ -172,12 +182,13 @@ struct ProviderCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try resolve()
+        let format = configuration.logFormat
+        format.bootstrap()
         let listener = ProviderListener(host: host, port: port, secretFile: secretFile, tokenCache: tokenCache)
         try await HeraldServerError.asValidation {
             let server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.provider"))
             try await server.provider(listener: listener) { lines in
-                for line in lines { print(line) }
-                fflush(nil)
+                format.printBanner(lines, label: "herald.provider")
             }
         }
     }

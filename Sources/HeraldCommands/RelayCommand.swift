@@ -44,12 +44,11 @@ struct RelayCommand: AsyncParsableCommand {
             layer.provider?.secretFile = providerSecretFile
         }
         let configuration = try relay.resolve(command: layer)
+        let format = configuration.logFormat
+        format.bootstrap()
         let server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.relay"))
         try await HeraldServerError.asValidation {
-            try await server.relay { lines in
-                for line in lines { print(line) }
-                fflush(nil)
-            }
+            try await server.relay { lines in format.printBanner(lines, label: "herald.relay") }
         }
     }
 }

@@ -6,7 +6,7 @@ import Logging
 /// Options shared by `herald serve` and `herald relay`. Each is taken from the command line, else
 /// from its environment variable, else from `--config`, else from its default.
 struct RelayOptions: ParsableArguments {
-    @Option(help: "A JSON configuration file (see docs/relay.md). (HERALD_CONFIG)")
+    @Option(help: "A YAML or JSON configuration file (see docs/relay.md). (HERALD_CONFIG)")
     var config: String?
 
     @Option(help: "The address the relay listens on. (HERALD_HOST; default 127.0.0.1)")
@@ -74,6 +74,12 @@ struct RelayOptions: ParsableArguments {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Option(
+        name: .customLong("log-format"),
+        help: "text, or json: one JSON object a line, for log shippers. (HERALD_LOG_FORMAT; default text)"
+    )
+    var logFormat: String?
+
     @OptionGroup var http: HTTPOptions
 
     func validate() throws {
@@ -90,6 +96,9 @@ struct RelayOptions: ParsableArguments {
         }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown --log-level '\(logLevel)'")
+        }
+        if let logFormat, LogFormat(rawValue: logFormat) == nil {
+            throw ValidationError("--log-format must be text or json (got '\(logFormat)')")
         }
         for app in apps where HeraldConfiguration.ExtraApp(app) == nil {
             throw ValidationError("--app must be BUNDLE_ID or BUNDLE_ID:TEAM_ID (got '\(app)')")
@@ -122,6 +131,7 @@ struct RelayOptions: ParsableArguments {
         if noSync { layer.durable = false }
         // The flag's default is a value, not an absence: only a level other than info overrides.
         if logLevel != "info" { layer.logLevel = logLevel }
+        layer.logFormat = logFormat
         return layer
     }
 

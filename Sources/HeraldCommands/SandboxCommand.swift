@@ -117,7 +117,23 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Option(
+        name: .customLong("log-format"),
+        help: "text, or json: one JSON object a line, for log shippers. (HERALD_LOG_FORMAT; default text)"
+    )
+    var logFormat: String?
+
+    /// The flag, else HERALD_LOG_FORMAT, else text.
+    var resolvedLogFormat: LogFormat? {
+        let given =
+            logFormat ?? ProcessInfo.processInfo.environment["HERALD_LOG_FORMAT"].flatMap { $0.isEmpty ? nil : $0 }
+        return given.map(LogFormat.init(rawValue:)) ?? .text
+    }
+
     func validate() throws {
+        guard resolvedLogFormat != nil else {
+            throw ValidationError("--log-format (or HERALD_LOG_FORMAT) must be text or json")
+        }
         for port in [apnsPort, controlPort, fcmPort] where !(0...65_535).contains(port) {
             throw ValidationError("ports must be between 0 and 65535")
         }
@@ -138,11 +154,12 @@ struct SandboxCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let format = resolvedLogFormat ?? .text
+        format.bootstrap()
         var logger = Logger(label: "herald.sandbox")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         try await HeraldServer.sandbox(makeConfiguration(), threads: threads, logger: logger) { lines in
-            for line in lines { print(line) }
-            fflush(nil)
+            format.printBanner(lines, label: "herald.sandbox")
         }
     }
 

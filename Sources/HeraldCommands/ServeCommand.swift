@@ -68,12 +68,11 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try relay.resolve(command: layer)
+        let format = configuration.logFormat
+        format.bootstrap()
         let server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.serve"))
         try await HeraldServerError.asValidation {
-            try await server.serve { lines in
-                for line in lines { print(line) }
-                fflush(nil)
-            }
+            try await server.serve { lines in format.printBanner(lines, label: "herald.serve") }
         }
     }
 }

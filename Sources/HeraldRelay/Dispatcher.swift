@@ -45,7 +45,10 @@ public struct DispatcherConfiguration: Sendable {
 /// loop drains its backlog at once, calls first, each push still expiring on time.
 ///
 /// Run it under a `ServiceGroup`. On graceful shutdown it stops claiming, finishes the batches in
-/// flight, and returns.
+/// flight, and returns; `drained` then says how many that were.
+///
+/// Each push's final outcome is logged at info (`push finished`, with the push, device, app,
+/// network, outcome, attempts and reason; never the token or the content).
 public final class Dispatcher: Service, Sendable {
     private let store: any OutboxStore
     private let sender: any PushSender
@@ -56,6 +59,10 @@ public final class Dispatcher: Service, Sendable {
     private let latency = Metrics.Timer(label: "herald_relay_push_latency_seconds")
     private let inFlightGauge = Gauge(label: "herald_relay_pushes_in_flight")
     private let inFlight = Atomic<Int>(0)
+    /// Batches (and their pushes) between their claim and the record of their outcomes.
+    private let batchesOut = Atomic<Int>(0)
+    private let pushesOut = Atomic<Int>(0)
+    private let drainReport = Mutex<DrainReport?>(nil)
     private let completed: [PushState: Counter] = Dictionary(
         uniqueKeysWithValues: [PushState.delivered, .tokenDead, .failed, .expired].map {
             ($0, Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", $0.rawValue)]))
@@ -105,6 +112,16 @@ public final class Dispatcher: Service, Sendable {
     /// Pushes handed to the sender and not yet completed.
     public var pushesInFlight: Int { inFlight.load(ordering: .relaxed) }
 
+    /// What a graceful shutdown waited for: the batches claimed when it began, each sent and its
+    /// outcomes recorded before `run()` returned.
+    public struct DrainReport: Sendable, Hashable {
+        public var batches: Int
+        public var pushes: Int
+    }
+
+    /// Set once graceful shutdown begins; nil before.
+    public var drained: DrainReport? { drainReport.withLock { $0 } }
+
     public func run() async throws {
         do {
             let released = try await store.releaseClaims(owner: configuration.owner, now: now())
@@ -114,15 +131,23 @@ public final class Dispatcher: Service, Sendable {
         } catch {
             logger.error("cannot release earlier claims", metadata: ["error": "\(error)"])
         }
-        await cancelWhenGracefulShutdown {
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<max(1, self.configuration.workers) {
-                    group.addTask { await self.loop() }
+        await withGracefulShutdownHandler {
+            await cancelWhenGracefulShutdown {
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<max(1, self.configuration.workers) {
+                        group.addTask { await self.loop() }
+                    }
+                    // Pushes other relay nodes queued wake these loops too; it ends with them, on
+                    // graceful shutdown.
+                    group.addTask { await self.store.followQueuedElsewhere { self.wake() } }
                 }
-                // Pushes other relay nodes queued wake these loops too; it ends with them, on
-                // graceful shutdown.
-                group.addTask { await self.store.followQueuedElsewhere { self.wake() } }
             }
+        } onGracefulShutdown: {
+            let report = DrainReport(
+                batches: self.batchesOut.load(ordering: .relaxed),
+                pushes: self.pushesOut.load(ordering: .relaxed)
+            )
+            self.drainReport.withLock { $0 = report }
         }
     }
 
@@ -184,7 +209,12 @@ public final class Dispatcher: Service, Sendable {
                 signal.signal()
             }
             // Once claimed, a batch is sent and completed even if shutdown begins meanwhile.
-            await Task { await self.deliver(claimed) }.value
+            let batch = claimed
+            batchesOut.add(1, ordering: .relaxed)
+            pushesOut.add(batch.count, ordering: .relaxed)
+            await Task { await self.deliver(batch) }.value
+            batchesOut.subtract(1, ordering: .relaxed)
+            pushesOut.subtract(batch.count, ordering: .relaxed)
         }
     }
 
@@ -278,6 +308,31 @@ public final class Dispatcher: Service, Sendable {
     }
 
     func completion(for item: ClaimedPush, outcome: PushOutcome, at time: Int64) -> PushCompletion {
+        let completion = decide(item, outcome: outcome, at: time)
+        if case .finish(let state) = completion.disposition {
+            logFinished(item, state: state, reason: completion.reason, at: time)
+        }
+        return completion
+    }
+
+    /// One line per push at its end: who and where, never the token or what it carries.
+    private func logFinished(_ item: ClaimedPush, state: PushState, reason: String?, at time: Int64) {
+        let entry = item.entry
+        var metadata: Logger.Metadata = [
+            "push": "\(entry.pushID)",
+            "device": "\(entry.deviceID)",
+            "app": "\(entry.app)",
+            "network": "\(entry.network.rawValue)",
+            "kind": "\(entry.kind.rawValue)",
+            "outcome": "\(state.rawValue)",
+            "attempts": "\(entry.attempts)",
+            "latency_ms": "\(max(0, time - entry.createdAt))",
+        ]
+        if let reason { metadata["reason"] = "\(reason)" }
+        logger.info("push finished", metadata: metadata)
+    }
+
+    private func decide(_ item: ClaimedPush, outcome: PushOutcome, at time: Int64) -> PushCompletion {
         let id = item.entry.pushID
         switch outcome {
         case .delivered:
@@ -285,7 +340,6 @@ public final class Dispatcher: Service, Sendable {
             return PushCompletion(pushID: id, disposition: .finish(.delivered), reason: nil, deadToken: nil)
         case .tokenDead(let reason, _):
             completed[.tokenDead]?.increment()
-            logger.notice("device token dead", metadata: ["device": "\(item.entry.deviceID)", "reason": "\(reason)"])
             return PushCompletion(
                 pushID: id,
                 disposition: .finish(.tokenDead),
@@ -406,6 +460,16 @@ final class WakeSignal: Sendable {
         } onCancel: {
             let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume()
+        }
+    }
+}
+
+extension OutboxEntry {
+    /// The app the push is for: the APNs topic without its PushKit suffix, or the FCM package.
+    fileprivate var app: String {
+        switch payload {
+        case .apns(let apns): apns.topic.hasSuffix(".voip") ? String(apns.topic.dropLast(5)) : apns.topic
+        case .fcm(let fcm): fcm.package
         }
     }
 }

@@ -72,6 +72,9 @@ public final class LiveChannels: Sendable {
         state.withLock { ($0.directory, $0.now()) }
     }
 
+    /// How many channels are open now.
+    public var openCount: Int { state.withLock { $0.open.count } }
+
     /// Opens the device's channel; a channel it had is closed (its unacknowledged messages fall back).
     public func open(deviceID: String) async -> Session {
         let (stream, continuation) = AsyncStream.makeStream(of: LiveMessage.self)

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 public import HeraldStore
 
-/// Herald's configuration as one source gives it, every field optional: the JSON file
+/// Herald's configuration as one source gives it, every field optional: the YAML or JSON file
 /// `--config` names, the environment (`environment(_:)`), or a command's flags. `merged(_:)`
 /// layers them (flags over environment over file) and `HeraldConfiguration` resolves the result
 /// once. Durations are whole seconds everywhere.
@@ -199,6 +199,8 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var http: HTTP?
     /// trace, debug, info, notice, warning, error or critical.
     public var logLevel: String?
+    /// text (the default) or json: one JSON object a line.
+    public var logFormat: String?
 
     enum CodingKeys: String, CodingKey {
         case host, port, data
@@ -210,34 +212,76 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case nodeID = "node_id"
         case adapters, chat, sandbox, http
         case logLevel = "log_level"
+        case logFormat = "log_format"
     }
 }
 
 extension ConfigurationFile {
-    /// Reads a configuration file; a key the configuration does not have is an error that names
-    /// it (a misspelt key would otherwise be ignored without a word).
+    /// Reads a configuration file, YAML or JSON (`Format(path:contents:)`); a key the
+    /// configuration does not have is an error that names its path (a misspelt key would
+    /// otherwise be ignored without a word), and so is a value of the wrong type. In YAML, the
+    /// error names the line too.
     public static func load(path: String) throws(HeraldServerError) -> ConfigurationFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .configuration("cannot read the configuration file \(path)")
         }
+        return try parse(data, format: Format(path: path, contents: data), path: path)
+    }
+
+    /// The formats a configuration file may be written in.
+    public enum Format: String, Sendable, Hashable {
+        case yaml = "YAML"
+        case json = "JSON"
+
+        /// `.yaml` and `.yml` are YAML and `.json` JSON; any other name is JSON when its first
+        /// character (after blanks) opens an object, YAML otherwise.
+        public init(path: String, contents: Data) {
+            switch (path as NSString).pathExtension.lowercased() {
+            case "yaml", "yml": self = .yaml
+            case "json": self = .json
+            default:
+                let first = contents.first { !Set(" \t\r\n".utf8).contains($0) }
+                self = first == UInt8(ascii: "{") ? .json : .yaml
+            }
+        }
+    }
+
+    /// Parses a configuration in `format`; `path` names the file in errors.
+    public static func parse(_ data: Data, format: Format, path: String) throws(HeraldServerError) -> ConfigurationFile
+    {
+        let json: Data
+        // Where each key's value is, in YAML: errors name the line.
+        var lines: [String: Int] = [:]
+        switch format {
+        case .json:
+            json = data
+        case .yaml:
+            (json, lines) = try YAMLConfiguration.json(from: data, path: path)
+        }
+        func at(_ field: String) -> String { lines[field].map { " (line \($0))" } ?? "" }
         let file: ConfigurationFile
         do {
-            file = try JSONDecoder().decode(ConfigurationFile.self, from: data)
+            file = try JSONDecoder().decode(ConfigurationFile.self, from: json)
         } catch let DecodingError.keyNotFound(key, context) {
-            throw .configuration("\(path): '\(Self.path(context.codingPath + [key]))' is missing")
+            let field = Self.path(context.codingPath + [key])
+            throw .configuration("\(path): '\(field)' is missing\(at(Self.path(context.codingPath)))")
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw .configuration("\(path): '\(Self.path(context.codingPath))' has the wrong type")
+            let field = Self.path(context.codingPath)
+            throw .configuration("\(path): '\(field)' has the wrong type\(at(field))")
         } catch let DecodingError.dataCorrupted(context) {
             let field = Self.path(context.codingPath)
-            throw .configuration(field.isEmpty ? "\(path) is not valid JSON" : "\(path): '\(field)' is not valid")
+            throw .configuration(
+                field.isEmpty
+                    ? "\(path) is not valid \(format.rawValue)" : "\(path): '\(field)' is not valid\(at(field))"
+            )
         } catch {
             throw .configuration("\(path): \(error)")
         }
         // What was read but not kept is a key the configuration does not know.
-        if let given = try? JSONSerialization.jsonObject(with: data), let kept = file.jsonObject(),
+        if let given = try? JSONSerialization.jsonObject(with: json), let kept = file.jsonObject(),
             let unknown = Self.firstUnknownKey(in: given, keptIn: kept, at: "")
         {
-            throw .configuration("\(path): unknown key '\(unknown)'")
+            throw .configuration("\(path): unknown key '\(unknown)'\(at(unknown))")
         }
         return file
     }
@@ -260,6 +304,7 @@ extension ConfigurationFile {
         layer.data = string("HERALD_DATA")
         layer.keysDir = string("HERALD_KEYS_DIR")
         layer.logLevel = string("HERALD_LOG_LEVEL")
+        layer.logFormat = string("HERALD_LOG_FORMAT")
         layer.nodeID = string("HERALD_NODE_ID")
         if let url = string("HERALD_DATABASE_URL") {
             layer.database = Database()
@@ -345,7 +390,7 @@ extension ConfigurationFile {
         return nil
     }
 
-    private static func path(_ codingPath: [any CodingKey]) -> String {
+    static func path(_ codingPath: [any CodingKey]) -> String {
         codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
             .replacingOccurrences(of: ".[", with: "[")
     }

@@ -28,6 +28,8 @@ public struct HeraldConfiguration: Sendable {
     /// stay the same across restarts.
     public var nodeID: String?
     public var logLevel = Logger.Level.info
+    /// How logs are written: text (the default) or one JSON object a line.
+    public var logFormat = LogFormat.text
     /// Apps to register at start, with the file's and the flags' together.
     public var apps: [AppRecord] = []
     /// Apps named on the command line as `BUNDLE_ID[:TEAM_ID]`; a missing team is the APNs key's.
@@ -176,6 +178,12 @@ public struct HeraldConfiguration: Sendable {
                 )
             }
             logLevel = parsed
+        }
+        if let format = file.logFormat {
+            guard let parsed = LogFormat(rawValue: format) else {
+                throw .configuration("unknown log format '\(format)' (text or json)")
+            }
+            logFormat = parsed
         }
         apps = file.apps ?? []
         self.extraApps = extraApps

@@ -98,8 +98,12 @@ struct RelayRuntime: Sendable {
         if case .postgres = configuration.database {
             background.append(ChatTimerSweep(relay: relay))
         }
+        // The witness comes last, so it is the first told of the shutdown: it sees what was open.
+        let witness = ShutdownWitness(live: relay.live)
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-            (extraServices + [node.services[0]] + background + node.services.dropFirst()).map { .init(service: $0) }
+            (extraServices + [node.services[0]] + background + node.services.dropFirst() + [witness]).map {
+                .init(service: $0)
+            }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
@@ -109,7 +113,23 @@ struct RelayRuntime: Sendable {
             await closeStore()
             throw error
         }
+        await logStopped(liveChannels: witness.liveChannelsAtShutdown)
         await closeStore()
+    }
+
+    /// The one line a graceful shutdown ends with: what was finished on the way out, and what is
+    /// left for the next start (or, on a shared database, for the other nodes).
+    private func logStopped(liveChannels: Int) async {
+        let drained = node.dispatcher.drained
+        var metadata: Logger.Metadata = [
+            "batches_finished": "\(drained?.batches ?? 0)",
+            "pushes_finished": "\(drained?.pushes ?? 0)",
+            "live_channels_closed": "\(liveChannels)",
+        ]
+        if let counts = try? await store.outboxCounts() {
+            metadata["pushes_queued"] = "\(counts[.queued])"
+        }
+        logger.info("stopped: in-flight batches finished", metadata: metadata)
     }
 
     /// The database's connections close last, after the dispatcher recorded its last outcomes.
@@ -152,6 +172,24 @@ final class PortBox: Sendable {
             return state.port
         }
         if let port { waiter(port) }
+    }
+}
+
+/// Notes what was open when graceful shutdown began, for the line the runtime logs at the end.
+final class ShutdownWitness: Service, Sendable {
+    private let live: LiveChannels
+    private let count = Mutex<Int>(0)
+
+    init(live: LiveChannels) {
+        self.live = live
+    }
+
+    var liveChannelsAtShutdown: Int { count.withLock { $0 } }
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        let open = live.openCount
+        count.withLock { $0 = open }
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldStore
 import Logging
 import NIOCore
@@ -262,6 +263,61 @@ enum PostgresMigrations {
                 detail: "cannot migrate the schema on \(configuration): \(PostgresFailure.describe(error))"
             )
         }
+    }
+
+    /// Connects and reads the schema's version without migrating (a database Herald never
+    /// started on is at version 0): for `herald check`, whose line names the database, so the
+    /// error does not.
+    static func status(
+        configuration: PostgresStoreConfiguration,
+        logger: Logger
+    ) async throws(StoreError)
+        -> SchemaStatus
+    {
+        let connection: PostgresConnection
+        do {
+            connection = try await connect(configuration, logger: logger)
+        } catch {
+            throw StoreError.unavailable.with(detail: "cannot connect: \(connectProblem(error))")
+        }
+        do {
+            var version = 0
+            // The migrations table lives in the schema the URL names (its search_path); none
+            // there yet is version 0.
+            var exists = false
+            for row in try await connection.run(
+                "SELECT to_regclass('herald_migrations') IS NOT NULL",
+                logger: logger
+            ) {
+                exists = try row.decode(Bool.self)
+            }
+            if exists {
+                for row in try await connection.run(
+                    "SELECT COALESCE(MAX(version), 0)::BIGINT FROM herald_migrations",
+                    logger: logger
+                ) {
+                    version = Int(try row.decode(Int64.self))
+                }
+            }
+            try? await connection.close()
+            return SchemaStatus(version: version, latest: latest)
+        } catch {
+            try? await connection.close()
+            throw StoreError.unavailable.with(
+                detail: "cannot read the schema version: \(PostgresFailure.describe(error))"
+            )
+        }
+    }
+
+    /// A refused or unreachable server in a few words (`connection refused`), other errors as
+    /// `PostgresFailure` says them.
+    private static func connectProblem(_ error: any Error) -> String {
+        if let error = error as? PSQLError, let underlying = error.underlying as? NIOConnectionError,
+            let io = underlying.connectionErrors.first?.error as? IOError
+        {
+            return String(cString: strerror(io.errnoCode)).lowercased()
+        }
+        return PostgresFailure.describe(error)
     }
 
     static func connect(_ configuration: PostgresStoreConfiguration, logger: Logger) async throws -> PostgresConnection

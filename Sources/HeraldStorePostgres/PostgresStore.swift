@@ -58,6 +58,16 @@ public final class PostgresStore: HeraldStore {
         watchdogLoop = Task { await watchdog.run() }
     }
 
+    /// Connects and reads the schema's version without changing anything (no migration): for
+    /// `herald check`. Throws `unavailable` naming what failed when the database cannot be
+    /// reached or logged into.
+    public static func schemaStatus(
+        configuration: PostgresStoreConfiguration,
+        logger: Logger
+    ) async throws(StoreError) -> SchemaStatus {
+        try await PostgresMigrations.status(configuration: configuration, logger: logger)
+    }
+
     /// Connects, brings the schema up to date (once, when several nodes start together), and
     /// returns the store. Throws `unavailable` naming what failed when the database cannot be
     /// reached or logged into, and when its schema is newer than this build.

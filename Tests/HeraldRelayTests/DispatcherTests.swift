@@ -1,5 +1,6 @@
 import Foundation
 import HeraldPush
+import HeraldServer
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
@@ -221,10 +222,13 @@ struct DispatcherTests {
             let calls = await rig.sender.waitForCalls(1)
             #expect(calls.map(\.pushIDs) == [["p0", "p1"]])
             #expect(rig.dispatcher.pushesInFlight == 2)
+            #expect(rig.dispatcher.drained == nil)
             // Shutdown begins while the batch is at the network; then the network answers.
             await rig.group.triggerGracefulShutdown()
             rig.sender.openGate()
             try await rig.run.value
+            // What the shutdown line reports: the one batch it waited for.
+            #expect(rig.dispatcher.drained == Dispatcher.DrainReport(batches: 1, pushes: 2))
 
             #expect(rig.sender.calls.count == 1)
             #expect(rig.dispatcher.pushesInFlight == 0)
@@ -232,6 +236,66 @@ struct DispatcherTests {
             #expect(try await rig.sqlite.push(id: "p1")?.state == .delivered)
             let counts = try await rig.sqlite.outboxCounts()
             #expect(counts[.queued] == 3 && counts[.sending] == 0)
+        }
+    }
+
+    @Test("each push's final outcome is logged at info once, with its ids and never its token")
+    func outcomesLogged() async throws {
+        let lines = Mutex<[String]>([])
+        var logger = Logger(label: "test.dispatcher") { label in
+            JSONLogHandler(label: label) { line in lines.withLock { $0.append(line) } }
+        }
+        logger.logLevel = .info
+        var fcm = StoreFixtures.fcmPush("g", device: "a1", at: Self.start - 1, expires: Self.start + Self.hour)
+        fcm.priority = 5
+        try await Rig.with(
+            .perPush([
+                "d": [.delivered(receipt: "r-1")],
+                "t": [.tokenDead(reason: "Unregistered", since: nil)],
+                "f": [.failed(reason: "BadTopic", status: 400)],
+                "x": [.expired],
+                "r": [.retryLater(reason: "Throttled")],
+                "c": [.delivered(receipt: "r-2")],
+                "g": [.delivered(receipt: "r-3")],
+            ]),
+            pushes: [
+                Self.push("d", at: Self.start - 7), Self.push("t", at: Self.start - 6),
+                Self.push("f", at: Self.start - 5), Self.push("x", at: Self.start - 4),
+                Self.push("r", at: Self.start - 3), Self.push("c", kind: .call, at: Self.start - 2), fcm,
+            ],
+            logger: logger
+        ) { (rig: Rig) async throws in
+            _ = await rig.store.waitForCompletions(7)
+        }
+        let written = lines.withLock { $0 }
+        let records = try written.map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let finished = records.filter { $0["message"] as? String == "push finished" }
+        // One line per final outcome; the push sent back for a retry has none yet.
+        #expect(finished.count == 6, "\(written)")
+        #expect(finished.allSatisfy { $0["level"] as? String == "info" })
+        let byPush = Dictionary(
+            finished.compactMap { record in
+                (record["metadata"] as? [String: String]).map { ($0["push"] ?? "?", $0) }
+            },
+            uniquingKeysWith: { first, _ in first }
+        )
+        for (push, outcome, network, reason) in [
+            ("d", "delivered", "apns", nil), ("t", "token_dead", "apns", "Unregistered"),
+            ("f", "failed", "apns", "BadTopic (400)"), ("x", "expired", "apns", nil),
+            ("c", "delivered", "apns", nil), ("g", "delivered", "fcm", nil),
+        ] {
+            let metadata = try #require(byPush[push], "no line for \(push): \(written)")
+            #expect(metadata["outcome"] == outcome && metadata["network"] == network, "\(metadata)")
+            #expect(metadata["device"] == (push == "g" ? "a1" : "d1"))
+            // The app, not the VoIP topic.
+            #expect(metadata["app"] == StoreFixtures.appID, "\(metadata)")
+            #expect(metadata["attempts"] == "1" && metadata["kind"] == (push == "c" ? "call" : "message"))
+            #expect(metadata["reason"] == reason, "\(metadata)")
+        }
+        for token in ["tok-1", "voip-1", "fcm-1"] {
+            #expect(!written.joined().contains(token), "the token \(token) is in the logs")
         }
     }
 
@@ -279,6 +343,7 @@ struct Rig {
         claimsServed: Int? = nil,
         holdSender: Bool = false,
         unreachable: PushNetwork? = nil,
+        logger given: Logger? = nil,
         _ body: (Rig) async throws -> Void
     ) async throws {
         let directory = NSTemporaryDirectory() + "herald-dispatcher-\(UUID().uuidString)"
@@ -288,6 +353,7 @@ struct Rig {
         var logger = Logger(label: "test.dispatcher")
         logger.logLevel = .critical
         let sqlite = try SQLiteStore(configuration: storeConfiguration, logger: logger)
+        let dispatcherLogger = given ?? logger
         try await sqlite.saveApp(StoreFixtures.app())
         try await sqlite.saveDevice(StoreFixtures.device("d1", token: "tok-1", voip: "voip-1"))
         try await sqlite.saveDevice(StoreFixtures.androidDevice("a1", token: "fcm-1"))
@@ -318,7 +384,7 @@ struct Rig {
             store: store,
             sender: sender,
             configuration: configuration,
-            logger: logger,
+            logger: dispatcherLogger,
             now: { clock.now() }
         )
         let group = ServiceGroup(services: [dispatcher], logger: logger)

@@ -1,0 +1,153 @@
+import Foundation
+public import Logging
+import Synchronization
+
+/// How a long-running command writes its logs: swift-log's text lines (the default), or one JSON
+/// object a line for log shippers (`--log-format json`, `log_format` in the configuration file,
+/// `HERALD_LOG_FORMAT`).
+public enum LogFormat: String, Sendable, Hashable, CaseIterable {
+    /// `2026-11-25T02:30:00+0000 info herald.serve : push=… [HeraldRelay] push finished`.
+    case text
+    /// `{"timestamp":"2026-11-25T02:30:00.123Z","level":"info","label":"herald.serve",
+    /// "message":"push finished","metadata":{"push":"…"},"source":"HeraldRelay"}`.
+    case json
+
+    private static let bootstrapped = Mutex<LogFormat?>(nil)
+
+    /// Makes every logger of the process write in this format, to standard error. The first call
+    /// wins (swift-log takes one bootstrap a process); call it before making loggers, which keep
+    /// the handler they were made with.
+    public func bootstrap() {
+        let first = Self.bootstrapped.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = self
+            return true
+        }
+        guard first else { return }
+        switch self {
+        case .text: LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        case .json: LoggingSystem.bootstrap { JSONLogHandler(label: $0, write: JSONLogHandler.standardError) }
+        }
+    }
+
+    /// Writes a command's start-up banner to standard output: the lines as they are in text, one
+    /// JSON record holding them (message `ready`, metadata `banner`) in JSON, so a log shipper
+    /// reading both streams sees nothing but JSON.
+    public func printBanner(_ lines: [String], label: String) {
+        switch self {
+        case .text:
+            for line in lines { print(line) }
+        case .json:
+            let record = JSONLogHandler.record(
+                date: Date(),
+                level: .notice,
+                label: label,
+                message: "ready",
+                metadata: ["banner": .array(lines.map { .string($0) })],
+                source: nil,
+                error: nil
+            )
+            print(record, terminator: "")
+        }
+        fflush(nil)
+    }
+}
+
+/// A swift-log handler that writes each record as one line of JSON: `timestamp` (ISO 8601 in UTC,
+/// milliseconds), `level`, `label`, `message`, `metadata` (an object; nested values stay nested),
+/// `source` (the module that logged), and `error` when the record carries one.
+public struct JSONLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    public var logLevel: Logger.Level = .info
+    private let label: String
+    private let write: @Sendable (String) -> Void
+
+    /// - Parameter write: gets each record, one line ending in a newline.
+    public init(label: String, write: @escaping @Sendable (String) -> Void) {
+        self.label = label
+        self.write = write
+        self.metadataProvider = LoggingSystem.metadataProvider
+    }
+
+    /// Writes a line to standard error in one call, so concurrent records never interleave.
+    public static let standardError: @Sendable (String) -> Void = { line in
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var all = metadata
+        if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
+        if let own = event.metadata { all.merge(own) { _, new in new } }
+        write(
+            Self.record(
+                date: Date(),
+                level: event.level,
+                label: label,
+                message: event.message.description,
+                metadata: all,
+                source: event.source,
+                error: event.error.map { "\($0)" }
+            )
+        )
+    }
+
+    /// One record as a line of JSON, its keys in a fixed order.
+    static func record(
+        date: Date,
+        level: Logger.Level,
+        label: String,
+        message: String,
+        metadata: Logger.Metadata,
+        source: String?,
+        error: String?
+    ) -> String {
+        var line = "{\"timestamp\":"
+        line += quoted(date.formatted(timestampStyle))
+        line += ",\"level\":" + quoted(level.rawValue)
+        line += ",\"label\":" + quoted(label)
+        line += ",\"message\":" + quoted(message)
+        line += ",\"metadata\":" + json(.dictionary(metadata))
+        if let source { line += ",\"source\":" + quoted(source) }
+        if let error { line += ",\"error\":" + quoted(error) }
+        return line + "}\n"
+    }
+
+    private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
+
+    private static func json(_ value: Logger.MetadataValue) -> String {
+        switch value {
+        case .string(let text): quoted(text)
+        case .stringConvertible(let convertible): quoted(convertible.description)
+        case .array(let values): "[" + values.map(json).joined(separator: ",") + "]"
+        case .dictionary(let values):
+            "{" + values.keys.sorted().map { quoted($0) + ":" + json(values[$0]!) }.joined(separator: ",") + "}"
+        }
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped, the rest as it is (UTF-8).
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        out.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                out +=
+                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                    + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
