@@ -15,6 +15,11 @@ import Synchronization
 /// Run it under a `ServiceGroup` (it connects on `run()` and drains on graceful shutdown), then
 /// call `send(_:)` from any task.
 public final class APNsClient: Service, Sendable {
+    /// How long a push refused with TooManyProviderTokenUpdates waits at least before it is
+    /// tried again: the token APNs holds for the key becomes replaceable within 20 minutes, and
+    /// retrying at once only earns the same answer.
+    public static let tokenUpdateRetry: Duration = .seconds(60)
+
     private let configuration: APNsClientConfiguration
     private let tokens: ProviderTokenManager
     private let pool: APNsConnectionPool
@@ -161,9 +166,18 @@ public final class APNsClient: Service, Sendable {
                     tokens.rejected(token)
                     if warnings.shouldAlert() {
                         logger.error(
-                            "APNs says the provider token changes too often: is another process using this key?"
+                            "APNs refuses this provider token: another token of the same key was used less than 20 minutes ago (another process signing with this key, or a token made by hand with `herald keys token --token-cache ''`); pushes wait and are tried again",
+                            metadata: ["key_id": "\(token.keyID)", "team_id": "\(token.teamID)"]
                         )
                     }
+                    // Another attempt now gets the same answer: the push waits, and says why.
+                    metrics.failed(reason: "retry-later")
+                    return .retryLater(
+                        reason: "TooManyProviderTokenUpdates: APNs refused the provider token of key "
+                            + "\(token.keyID) because another token of that key was used less than 20 minutes "
+                            + "ago; tried again later",
+                        after: Self.tokenUpdateRetry
+                    )
                 }
                 lastProblem = reason?.rawValue ?? "HTTP \(response.status)"
                 continue

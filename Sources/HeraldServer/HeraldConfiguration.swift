@@ -289,6 +289,12 @@ public struct HeraldConfiguration: Sendable {
     /// Where the provider token is kept between runs.
     public var providerTokenPath: String { (dataDirectory as NSString).appendingPathComponent("provider-token") }
 
+    /// Where the in-process sandbox keeps its apps, devices and tokens, so devices activated
+    /// before a restart still receive pushes after it.
+    public var sandboxRegistryPath: String {
+        (dataDirectory as NSString).appendingPathComponent("sandbox-devices.json")
+    }
+
     /// The relay's own settings.
     public var relayConfiguration: RelayConfiguration {
         var configuration = RelayConfiguration()

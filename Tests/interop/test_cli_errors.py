@@ -50,3 +50,38 @@ def test_a_mistyped_option_shows_the_subcommands_usage() -> None:
     assert result.returncode == 64, result
     assert "Unknown option '--no-such-option'" in result.stderr
     assert "Usage: herald serve" in result.stderr
+
+
+VECTORS = str(ROOT / "docs" / "test-vectors" / "envelope-v1.json")
+
+
+def test_envelope_open_reads_the_documented_vector_file() -> None:
+    result = run("envelope", "open", VECTORS, "--vector", "message-ascii")
+    assert result.returncode == 0, result.stderr
+    assert '"type":"message"' in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["envelope", "open", VECTORS], "name one with --vector (message-ascii, "),
+        (["envelope", "open", VECTORS, "--vector", "nope"], "has no vector 'nope'"),
+        (["envelope", "open", str(ROOT / "docs" / "openapi.yaml")], "is not a JSON object"),
+        (["envelope", "open", "/nonexistent/vector.json"], "cannot read /nonexistent/vector.json"),
+    ],
+)
+def test_envelope_open_refuses_a_wrong_file_in_one_line(arguments: list[str], message: str) -> None:
+    result = run(*arguments)
+    assert result.returncode == 64, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "DecodingError" not in result.stderr
+
+
+def test_envelope_open_names_the_missing_field_of_a_wrong_shaped_entry(tmp_path: Path) -> None:
+    entry = tmp_path / "entry.json"
+    entry.write_text('{"push_id": "p", "device_id": "d"}')
+    result = run("envelope", "open", str(entry))
+    assert result.returncode == 64, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'kind' is missing" in lines[0], result.stderr
