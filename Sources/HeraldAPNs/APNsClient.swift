@@ -77,6 +77,8 @@ public final class APNsClient: Service, Sendable {
         var attempt = 0
         var refreshed = false
         var lastProblem = ""
+        // Whether the last attempt was refused with TooManyProviderTokenUpdates.
+        var tokenUpdatesRefused = false
         while attempt < configuration.maximumAttempts {
             attempt += 1
             if attempt > 1 {
@@ -118,6 +120,7 @@ public final class APNsClient: Service, Sendable {
                 ).get()
             } catch let error as APNsClientError {
                 lastProblem = error.message
+                tokenUpdatesRefused = false
                 if error.isUnreachable {
                     // Every connection failed: backing this push off on its own would only delay
                     // it past APNs' return. Whoever sends it holds it until APNs answers again.
@@ -135,6 +138,7 @@ public final class APNsClient: Service, Sendable {
                 continue
             } catch {
                 lastProblem = "\(error)"
+                tokenUpdatesRefused = false
                 continue
             }
             metrics.latency.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
@@ -170,21 +174,20 @@ public final class APNsClient: Service, Sendable {
                             metadata: ["key_id": "\(token.keyID)", "team_id": "\(token.teamID)"]
                         )
                     }
-                    // Another attempt now gets the same answer: the push waits, and says why.
-                    metrics.failed(reason: "retry-later")
-                    return .retryLater(
-                        reason: "TooManyProviderTokenUpdates: APNs refused the provider token of key "
-                            + "\(token.keyID) because another token of that key was used less than 20 minutes "
-                            + "ago; tried again later",
-                        after: Self.tokenUpdateRetry
-                    )
+                    lastProblem =
+                        "TooManyProviderTokenUpdates: APNs refused the provider token of key \(token.keyID) "
+                        + "because another token of that key was used less than 20 minutes ago; tried again later"
+                    tokenUpdatesRefused = true
+                    continue
                 }
                 lastProblem = reason?.rawValue ?? "HTTP \(response.status)"
+                tokenUpdatesRefused = false
                 continue
             }
         }
         metrics.failed(reason: "retry-later")
-        return .retryLater(reason: lastProblem)
+        // Refused for the token to the last: retrying within minutes only earns the same answer.
+        return .retryLater(reason: lastProblem, after: tokenUpdatesRefused ? Self.tokenUpdateRetry : nil)
     }
 
     /// Sends many pushes at once: the first attempt of each goes out in one submission per

@@ -95,7 +95,9 @@ extension EnvelopeCommand {
                 """
         )
 
-        @Argument(help: "The vector file (docs/test-vectors/envelope-v1.json, or one entry of it), or - for standard input.")
+        @Argument(
+            help: "The vector file (docs/test-vectors/envelope-v1.json, or one entry of it), or - for standard input."
+        )
         var file: String = "-"
 
         @Option(help: "Which vector of a whole vector file to open, by name (message-ascii, call-video, …).")

@@ -166,7 +166,8 @@ extension KeysCommand {
 
         @Option(
             name: .customLong("token-cache"),
-            help: "The provider's token file, shared so hand-made requests and `herald provider` use one token; '' for none."
+            help:
+                "The provider's token file, shared so hand-made requests and `herald provider` use one token; '' for none."
         )
         var tokenCache: String = "data/provider-token"
 

@@ -179,7 +179,9 @@ struct SandboxCommand: AsyncParsableCommand {
         configuration.inspectionCapacity = inspectionCapacity
         configuration.http = httpLimits
         configuration.perTokenRateLimit = rateLimit == 0 ? nil : rateLimit
-        configuration.registryFile = dataDirectory.map { ($0 as NSString).appendingPathComponent("sandbox-devices.json") }
+        configuration.registryFile = dataDirectory.map {
+            ($0 as NSString).appendingPathComponent("sandbox-devices.json")
+        }
 
         if let configurationFile {
             let file = try SandboxConfigurationFile.load(path: configurationFile)

@@ -223,7 +223,9 @@ public struct HeraldServer: Sendable {
                         "  sandbox      APNs \(endpoints.apnsURL)   FCM \(endpoints.fcmURL)   control \(endpoints.controlURL)/sandbox"
                     )
                     lines.append("  sandbox CA   \(endpoints.caCertificatePath)")
-                    lines.append("  devices      \(configuration.sandboxRegistryPath)   (the sandbox's, kept across restarts)")
+                    lines.append(
+                        "  devices      \(configuration.sandboxRegistryPath)   (the sandbox's, kept across restarts)"
+                    )
                     lines.append("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")
                     lines.append(
                         "  FCM account  \(account.clientEmail) (project \(account.projectID), \(accountPath))"

@@ -14,7 +14,7 @@ struct DeviceRegistryFileTests {
         return directory + "/data/sandbox-devices.json"
     }
 
-    @Test func aRestartedRegistryKnowsTheTokensIssuedBefore() throws {
+    @Test func aRestartedRegistryKnowsTheTokensIssuedBefore() async throws {
         let file = try Self.temporaryFile()
         defer { try? FileManager.default.removeItem(atPath: (file as NSString).deletingLastPathComponent) }
         let before = DeviceRegistry(apps: [Self.app], file: file)
@@ -37,7 +37,9 @@ struct DeviceRegistryFileTests {
         #expect(after.apnsToken(voip)?.kind == .voip)
         let goneToken = try #require(gone.messagingToken)
         guard case .unregistered = after.apnsToken(goneToken)?.state else {
-            Issue.record("the uninstalled device's token came back as \(String(describing: after.apnsToken(goneToken)))")
+            Issue.record(
+                "the uninstalled device's token came back as \(String(describing: after.apnsToken(goneToken)))"
+            )
             return
         }
         let fcmToken = try #require(android.messagingToken)

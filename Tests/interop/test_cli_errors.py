@@ -85,3 +85,25 @@ def test_envelope_open_names_the_missing_field_of_a_wrong_shaped_entry(tmp_path:
     assert result.returncode == 64, result
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "'kind' is missing" in lines[0], result.stderr
+
+
+def test_keys_token_shares_one_token_with_the_provider(tmp_path: Path) -> None:
+    """A hand-made token and `herald provider` use one token per key (the sandbox, like APNs,
+    refuses a second within 20 minutes): the token is kept in the provider's token file."""
+
+    def herald(*arguments: str) -> str:
+        result = subprocess.run([HERALD, *arguments], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    herald("keys", "apns", "--out", "keys", "--key-id", "ABC123DEFG", "--team-id", "TEAM123456")
+    token = ["keys", "token", "--key", "keys/AuthKey_ABC123DEFG.p8", "--team-id", "TEAM123456"]
+    first = herald(*token)
+    assert (tmp_path / "data" / "provider-token").read_text().strip() == first
+    assert oct((tmp_path / "data" / "provider-token").stat().st_mode & 0o777) == "0o600"
+    assert herald(*token) == first
+    # Another team's token is not taken for this one; '' keeps no file.
+    assert herald("keys", "token", "--key", "keys/AuthKey_ABC123DEFG.p8", "--team-id", "TEAM999999") != first
+    (tmp_path / "data" / "provider-token").unlink()
+    herald(*token, "--token-cache", "")
+    assert not (tmp_path / "data" / "provider-token").exists()

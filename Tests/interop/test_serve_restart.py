@@ -132,3 +132,44 @@ def test_a_token_the_sandbox_forgot_is_dead_and_the_relay_says_why(tmp_path: Pat
         serve.stop()
     log = serve.log.read_text(errors="replace")
     assert "no longer accepts this device's token" in log, log
+
+
+def test_an_emulated_phone_from_before_a_restart_connects_and_shows_the_message(tmp_path: Path) -> None:
+    """`herald device` started again after the restart, with its app-group store: the sandbox
+    still knows its device, so it connects (no refused WebSocket upgrade) and gets the push."""
+
+    def device(serve: Serve, log: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [HERALD, "device", "--user", "bob", "--relay", serve.relay, "--sandbox", serve.control,
+             "--api-key-file", str(tmp_path / "keys" / "api.key"), "--store", str(tmp_path / "device-bob")],
+            cwd=tmp_path, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        )
+
+    def wait_for(log: Path, text: str, process: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + 20
+        while text not in log.read_text(errors="replace"):
+            assert process.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.1)
+
+    serve = Serve(tmp_path)
+    try:
+        phone = device(serve, tmp_path / "before.log")
+        wait_for(tmp_path / "before.log", "VoIP token received", phone)
+        phone.terminate()
+        phone.wait(timeout=10)
+    finally:
+        serve.stop()
+
+    serve = Serve(tmp_path)
+    try:
+        phone = device(serve, tmp_path / "after.log")
+        try:
+            wait_for(tmp_path / "after.log", "session 1 started", phone)
+            serve.message("bob")
+            wait_for(tmp_path / "after.log", "notification shown  [c-1] Dana: after the restart", phone)
+        finally:
+            phone.terminate()
+            phone.wait(timeout=10)
+    finally:
+        serve.stop()
