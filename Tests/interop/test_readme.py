@@ -6,7 +6,9 @@ run as one bash script (`set -e`; later blocks use the variables of earlier ones
 shell would), in a scratch copy of the repository root whose `.build/debug/herald` is the built
 binary and whose `.venv/bin/python` is this Python (it has PyNaCl); a block marked
 `<!-- walkthrough: NAME, in an empty directory -->` runs in an empty directory instead, with
-`herald` on the PATH. A `# → TEXT` line says what
+`herald` on the PATH. A block marked `…, a transcript -->` is a shell session: its `$ ` lines run
+(without `set -e`, as a reader's shell would carry on), and the lines it shows as their output
+must appear, but for those that differ from run to run (ids, times, paths). A `# → TEXT` line says what
 the command before it prints: the script's output must contain TEXT, where `…` stands for
 anything (spaces are compared loosely).
 
@@ -36,7 +38,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HERALD = os.path.abspath(os.environ.get("HERALD_BIN", str(ROOT / ".build" / "debug" / "herald")))
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-BLOCK = re.compile(r"<!-- walkthrough: ([\w-]+)(, in an empty directory)? -->\s*\n```sh\n(.*?)\n```", re.S)
+BLOCK = re.compile(
+    r"<!-- walkthrough: ([\w-]+)(, in an empty directory)?(, a transcript)? -->\s*\n```sh\n(.*?)\n```", re.S
+)
 EXPECTED = re.compile(r"^\s*# → (.*)$", re.M)
 # Each walkthrough's time limit; the whole file stays well under two minutes.
 LIMIT_SECONDS = 45
@@ -47,15 +51,49 @@ class Walkthrough:
     name: str
     # Run in an empty directory (with `herald` on the PATH) rather than at the repository root.
     empty_directory: bool = False
+    # A shell session: `$ ` commands, each followed by what it printed (see `transcript`).
+    transcript: bool = False
     blocks: list[tuple[str, str]] = field(default_factory=list)  # (where, text)
 
     @property
     def script(self) -> str:
-        return "\n".join(f"# --- {where}\n{text}" for where, text in self.blocks)
+        if self.transcript:
+            return "\n".join(f"# --- {where}\n" + "\n".join(transcript(text)[0]) for where, text in self.blocks)
+        return "set -e\n" + "\n".join(f"# --- {where}\n{text}" for where, text in self.blocks)
 
     @property
     def expected(self) -> list[str]:
+        if self.transcript:
+            return [line for _, text in self.blocks for line in transcript(text)[1]]
         return [line for _, text in self.blocks for line in EXPECTED.findall(text)]
+
+
+# In a transcript's output, what differs from run to run: numbers of 4 digits or more (ids, times,
+# tokens, lengths), paths, dates.
+VARYING = re.compile(r"\d{4,}|/tmp/|[Dd]ate: |[0-9a-f]{8}-[0-9a-f]{4}")
+
+
+def transcript(text: str) -> tuple[list[str], list[str]]:
+    """A shell session's commands (a `$ ` line, with the lines a trailing backslash or an open
+    function body carries on), and the lines of its output that are the same on every run."""
+    commands: list[str] = []
+    output: list[str] = []
+    carry = False
+    depth = 0
+    for line in text.split("\n"):
+        if carry or depth > 0:
+            commands.append(line)
+            carry = line.endswith("\\")
+            depth += (line.strip() == "}") * -1
+            continue
+        if line.startswith("$ "):
+            command = line[2:]
+            commands.append(command)
+            carry = command.endswith("\\")
+            depth = 1 if re.search(r"\(\)\s*\{\s*(#.*)?$", command) else 0
+        elif line.strip() and not VARYING.search(line):
+            output.append(line)
+    return commands, output
 
 
 def walkthroughs() -> list[Walkthrough]:
@@ -65,8 +103,10 @@ def walkthroughs() -> list[Walkthrough]:
         for match in BLOCK.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             where = f"{document.relative_to(ROOT)}:{line}"
-            walkthrough = found.setdefault(match.group(1), Walkthrough(match.group(1), bool(match.group(2))))
-            walkthrough.blocks.append((where, match.group(3)))
+            walkthrough = found.setdefault(
+                match.group(1), Walkthrough(match.group(1), bool(match.group(2)), bool(match.group(3)))
+            )
+            walkthrough.blocks.append((where, match.group(4)))
     return list(found.values())
 
 
@@ -144,7 +184,7 @@ def start_serve(scratch: Path, log: Path) -> subprocess.Popen[bytes]:
 
 def run_walkthrough(walkthrough: Walkthrough, scratch: Path) -> str:
     # What a block leaves in the background (a sandbox, a provider) ends with the script.
-    script = "set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + walkthrough.script + "\n"
+    script = "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + walkthrough.script + "\n"
     directory = scratch
     if walkthrough.empty_directory:
         directory = scratch.parent / f"empty-{walkthrough.name}"
