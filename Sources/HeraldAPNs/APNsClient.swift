@@ -15,6 +15,11 @@ import Synchronization
 /// Run it under a `ServiceGroup` (it connects on `run()` and drains on graceful shutdown), then
 /// call `send(_:)` from any task.
 public final class APNsClient: Service, Sendable {
+    /// How long a push refused with TooManyProviderTokenUpdates waits at least before it is
+    /// tried again: the token APNs holds for the key becomes replaceable within 20 minutes, and
+    /// retrying at once only earns the same answer.
+    public static let tokenUpdateRetry: Duration = .seconds(60)
+
     private let configuration: APNsClientConfiguration
     private let tokens: ProviderTokenManager
     private let pool: APNsConnectionPool
@@ -72,6 +77,8 @@ public final class APNsClient: Service, Sendable {
         var attempt = 0
         var refreshed = false
         var lastProblem = ""
+        // Whether the last attempt was refused with TooManyProviderTokenUpdates.
+        var tokenUpdatesRefused = false
         while attempt < configuration.maximumAttempts {
             attempt += 1
             if attempt > 1 {
@@ -113,6 +120,7 @@ public final class APNsClient: Service, Sendable {
                 ).get()
             } catch let error as APNsClientError {
                 lastProblem = error.message
+                tokenUpdatesRefused = false
                 if error.isUnreachable {
                     // Every connection failed: backing this push off on its own would only delay
                     // it past APNs' return. Whoever sends it holds it until APNs answers again.
@@ -130,6 +138,7 @@ public final class APNsClient: Service, Sendable {
                 continue
             } catch {
                 lastProblem = "\(error)"
+                tokenUpdatesRefused = false
                 continue
             }
             metrics.latency.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
@@ -161,16 +170,24 @@ public final class APNsClient: Service, Sendable {
                     tokens.rejected(token)
                     if warnings.shouldAlert() {
                         logger.error(
-                            "APNs says the provider token changes too often: is another process using this key?"
+                            "APNs refuses this provider token: another token of the same key was used less than 20 minutes ago (another process signing with this key, or a token made by hand with `herald keys token --token-cache ''`); pushes wait and are tried again",
+                            metadata: ["key_id": "\(token.keyID)", "team_id": "\(token.teamID)"]
                         )
                     }
+                    lastProblem =
+                        "TooManyProviderTokenUpdates: APNs refused the provider token of key \(token.keyID) "
+                        + "because another token of that key was used less than 20 minutes ago; tried again later"
+                    tokenUpdatesRefused = true
+                    continue
                 }
                 lastProblem = reason?.rawValue ?? "HTTP \(response.status)"
+                tokenUpdatesRefused = false
                 continue
             }
         }
         metrics.failed(reason: "retry-later")
-        return .retryLater(reason: lastProblem)
+        // Refused for the token to the last: retrying within minutes only earns the same answer.
+        return .retryLater(reason: lastProblem, after: tokenUpdatesRefused ? Self.tokenUpdateRetry : nil)
     }
 
     /// Sends many pushes at once: the first attempt of each goes out in one submission per

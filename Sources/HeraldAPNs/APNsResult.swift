@@ -12,8 +12,9 @@ public enum APNsResult: Sendable, Equatable {
     /// error (the latter also logged as an error for the operator).
     case failed(reason: APNsReason?, status: Int)
     /// Not delivered yet, but worth sending again later (429, 500, 503, connection trouble)
-    /// once the client's own attempts ran out.
-    case retryLater(reason: String)
+    /// once the client's own attempts ran out; no sooner than `after` when the client knows a
+    /// later attempt cannot succeed before then (TooManyProviderTokenUpdates).
+    case retryLater(reason: String, after: Duration? = nil)
     /// No connection to APNs could be made (refused, timed out, or the TLS handshake failed on
     /// every connection): APNs never saw the push. Answered at once rather than after the
     /// client's own attempts, so the relay can hold the backlog until APNs answers again.

@@ -86,16 +86,22 @@ extension EnvelopeCommand {
     struct Open: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "open",
-            abstract: "Open the envelope of a test-vector entry (JSON) and print its content as JSON.",
+            abstract: "Open the envelope of a test vector (JSON) and print its content as JSON.",
             discussion: """
-                The input is one entry in the format of docs/test-vectors/envelope-v1.json; only \
-                kind, push_id, device_id, device_secret_key, relay_public_key and envelope are read. \
-                Exits non-zero with the reason when the input is malformed or the envelope does not open.
+                The input is docs/test-vectors/envelope-v1.json itself, with --vector naming one of \
+                its vectors, or one entry of its "vectors" list on its own; only kind, push_id, \
+                device_id, device_secret_key, relay_public_key and envelope are read. Exits non-zero \
+                with the reason when the input is malformed or the envelope does not open.
                 """
         )
 
-        @Argument(help: "The vector file, or - for standard input.")
+        @Argument(
+            help: "The vector file (docs/test-vectors/envelope-v1.json, or one entry of it), or - for standard input."
+        )
         var file: String = "-"
+
+        @Option(help: "Which vector of a whole vector file to open, by name (message-ascii, call-video, …).")
+        var vector: String?
 
         func run() async throws {
             let data: Data
@@ -107,16 +113,72 @@ extension EnvelopeCommand {
                 }
                 data = contents
             }
-            let vector: EnvelopeVector
+            let name = file == "-" ? "the input" : file
+            let entry = try Self.entry(in: data, named: vector, source: name)
+            let content: PushContent
             do {
-                vector = try JSONDecoder().decode(EnvelopeVector.self, from: data)
+                content = try entry.open()
             } catch {
-                throw ValidationError("the input is not an envelope vector: \(error)")
+                throw ValidationError("the envelope of \(entry.name ?? name) does not open: \(error)")
             }
-            let content = try vector.open()
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             print(String(decoding: try encoder.encode(content), as: UTF8.self))
+        }
+
+        /// The entry to open: the named one of a whole vector file, or the input itself.
+        static func entry(in data: Data, named wanted: String?, source: String) throws -> EnvelopeVector {
+            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                throw ValidationError("\(source) is not a JSON object (a vector file or one of its vectors)")
+            }
+            if object["vectors"] != nil {
+                let file: EnvelopeVectorFile
+                do {
+                    file = try JSONDecoder().decode(EnvelopeVectorFile.self, from: data)
+                } catch {
+                    throw ValidationError("\(source) is not an envelope vector file: \(Self.describe(error))")
+                }
+                let names = file.vectors.compactMap(\.name)
+                guard let wanted else {
+                    throw ValidationError(
+                        "\(source) holds \(file.vectors.count) vectors: name one with --vector (\(names.joined(separator: ", ")))"
+                    )
+                }
+                guard let entry = file.vectors.first(where: { $0.name == wanted }) else {
+                    throw ValidationError("\(source) has no vector '\(wanted)' (\(names.joined(separator: ", ")))")
+                }
+                return entry
+            }
+            guard wanted == nil else {
+                throw ValidationError("--vector is for a whole vector file; \(source) is one entry")
+            }
+            do {
+                return try JSONDecoder().decode(EnvelopeVector.self, from: data)
+            } catch {
+                throw ValidationError(
+                    "\(source) is not an envelope vector: \(Self.describe(error)) "
+                        + "(give docs/test-vectors/envelope-v1.json with --vector NAME, or one entry of its \"vectors\")"
+                )
+            }
+        }
+
+        /// A decoding error in one line: which field, and what is wrong with it.
+        static func describe(_ error: any Error) -> String {
+            func path(_ codingPath: [any CodingKey], _ key: (any CodingKey)? = nil) -> String {
+                let keys = codingPath + (key.map { [$0] } ?? [])
+                return keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            }
+            switch error as? DecodingError {
+            case .keyNotFound(let key, let context)?:
+                return "'\(path(context.codingPath, key))' is missing"
+            case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?:
+                return "'\(path(context.codingPath))' has the wrong type"
+            case .dataCorrupted(let context)?:
+                return context.codingPath.isEmpty
+                    ? "it is not valid JSON" : "'\(path(context.codingPath))' is not valid: \(context.debugDescription)"
+            default:
+                return "\(error)"
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCrypto
 import HeraldFCMCore
@@ -145,7 +146,13 @@ extension KeysCommand {
         static let configuration = CommandConfiguration(
             commandName: "token",
             abstract: "Print an APNs provider token (ES256 JWT) signed with a .p8 key.",
-            discussion: "For requests made by hand; the provider stage makes and refreshes its own tokens."
+            discussion: """
+                For requests made by hand. APNs (and the sandbox) refuse a second token for the same \
+                key within 20 minutes (429 TooManyProviderTokenUpdates), so the token is shared with \
+                `herald provider` through --token-cache (the provider's default, data/provider-token): \
+                a token of this key younger than 50 minutes found there is printed again, and a new \
+                one is written there, where the provider takes it up when it starts.
+                """
         )
 
         @Option(help: "The AuthKey_<KEYID>.p8 file.")
@@ -156,6 +163,13 @@ extension KeysCommand {
 
         @Option(name: .customLong("team-id"), help: "The team id.")
         var teamID: String
+
+        @Option(
+            name: .customLong("token-cache"),
+            help:
+                "The provider's token file, shared so hand-made requests and `herald provider` use one token; '' for none."
+        )
+        var tokenCache: String = "data/provider-token"
 
         func run() async throws {
             let name = (key as NSString).lastPathComponent
@@ -174,7 +188,27 @@ extension KeysCommand {
             } catch {
                 throw ValidationError("\(key) is not a P-256 private key in PEM form")
             }
-            print(try signer.makeToken(issuedAt: Int64(Date().timeIntervalSince1970)).text)
+            let now = Int64(Date().timeIntervalSince1970)
+            if !tokenCache.isEmpty, let text = try? String(contentsOfFile: tokenCache, encoding: .utf8),
+                let kept = signer.restore(text), now - kept.issuedAt >= 0,
+                Duration.seconds(now - kept.issuedAt) < ProviderTokenManager.defaultRefreshAfter
+            {
+                print(kept.text)
+                return
+            }
+            let token = try signer.makeToken(issuedAt: now)
+            if !tokenCache.isEmpty {
+                do {
+                    let directory = (tokenCache as NSString).deletingLastPathComponent
+                    if !directory.isEmpty {
+                        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                    }
+                    try SecretFile.write(Array((token.text + "\n").utf8), to: tokenCache, mode: 0o600, overwrite: true)
+                } catch {
+                    throw ValidationError("cannot keep the token in \(tokenCache): \(error)")
+                }
+            }
+            print(token.text)
         }
     }
 }

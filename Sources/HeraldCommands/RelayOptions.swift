@@ -15,7 +15,10 @@ struct RelayOptions: ParsableArguments {
     @Option(help: "The relay's HTTP port; 0 picks one. (HERALD_PORT; default 8080)")
     var port: Int?
 
-    @Option(help: "The directory of the SQLite database, data/herald.sqlite. (HERALD_DATA; default data)")
+    @Option(
+        help:
+            "The directory of the SQLite database, data/herald.sqlite, and in sandbox mode of the sandbox's devices, data/sandbox-devices.json. (HERALD_DATA; default data)"
+    )
     var data: String?
 
     @Option(

@@ -47,6 +47,17 @@ struct SandboxCommand: AsyncParsableCommand {
     var keysDirectory: String = "keys"
 
     @Option(
+        name: .customLong("data"),
+        help: ArgumentHelp(
+            "Keep apps, devices and their tokens in DIR/sandbox-devices.json, so a restart keeps them.",
+            discussion: "Without it they live in memory: a restarted sandbox answers BadDeviceToken (APNs) and "
+                + "UNREGISTERED (FCM) for the tokens it issued before.",
+            valueName: "dir"
+        )
+    )
+    var dataDirectory: String?
+
+    @Option(
         name: .customLong("config"),
         help: "A JSON file with {\"apps\": [...], \"keys\": [...], \"service_accounts\": [...]} to register at start."
     )
@@ -185,6 +196,9 @@ struct SandboxCommand: AsyncParsableCommand {
         configuration.inspectionCapacity = inspectionCapacity
         configuration.http = httpLimits
         configuration.perTokenRateLimit = rateLimit == 0 ? nil : rateLimit
+        configuration.registryFile = dataDirectory.map {
+            ($0 as NSString).appendingPathComponent("sandbox-devices.json")
+        }
 
         if let configurationFile {
             let file = try SandboxConfigurationFile.load(path: configurationFile)

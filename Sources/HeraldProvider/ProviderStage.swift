@@ -108,7 +108,7 @@ extension PushOutcome {
         case .tokenDead(let reason, let timestamp): self = .tokenDead(reason: reason.rawValue, since: timestamp)
         case .failed(let reason, let status):
             self = .failed(reason: reason?.rawValue ?? "InvalidNotification", status: status)
-        case .retryLater(let reason): self = .retryLater(reason: reason, after: nil)
+        case .retryLater(let reason, let after): self = .retryLater(reason: reason, after: after)
         case .unreachable(let reason): self = .unreachable(reason: reason)
         case .expired: self = .expired
         }

@@ -70,6 +70,8 @@ public final class Dispatcher: Service, Sendable {
     )
     private let retries = Counter(label: "herald_relay_push_retries_total")
     private let held = Counter(label: "herald_relay_pushes_held_total")
+    /// When a retry was last logged (milliseconds): one warning a minute says why pushes wait.
+    private let lastRetryWarning = Atomic<Int64>(Int64.min)
     private let health: Mutex<[PushNetwork: NetworkHealthMachine]>
     private let healthGauges: [PushNetwork: Gauge] = Dictionary(
         uniqueKeysWithValues: PushNetwork.allCases.map {
@@ -340,6 +342,10 @@ public final class Dispatcher: Service, Sendable {
             return PushCompletion(pushID: id, disposition: .finish(.delivered), reason: nil, deadToken: nil)
         case .tokenDead(let reason, _):
             completed[.tokenDead]?.increment()
+            logger.warning(
+                "the push network no longer accepts this device's token: the token is removed, and the device gets no pushes until its app activates again",
+                metadata: ["device": "\(item.entry.deviceID)", "push": "\(id)", "reason": "\(reason)"]
+            )
             return PushCompletion(
                 pushID: id,
                 disposition: .finish(.tokenDead),
@@ -370,6 +376,18 @@ public final class Dispatcher: Service, Sendable {
                 )
             }
             retries.increment()
+            let last = lastRetryWarning.load(ordering: .relaxed)
+            if last == Int64.min || time - last >= 60_000,
+                lastRetryWarning.compareExchange(expected: last, desired: time, ordering: .relaxed).exchanged
+            {
+                logger.warning(
+                    "pushes are waiting: the push network asked to try again later",
+                    metadata: [
+                        "reason": "\(reason)", "push": "\(id)", "attempts": "\(item.entry.attempts)",
+                        "next_attempt_in_ms": "\(next - time)",
+                    ]
+                )
+            }
             return PushCompletion(pushID: id, disposition: .retry(at: next), reason: reason, deadToken: nil)
         }
     }

@@ -349,6 +349,9 @@ public struct PushStatusView: Sendable, Codable, Hashable {
     public var updatedAt: Int64
     public var expiresAt: Int64
     public var history: [Event]
+    /// What the state means for the device and what to do, in words, when that is not plain
+    /// from the state alone (a dead token); nil otherwise.
+    public var explanation: String?
 
     public init(_ entry: OutboxEntry, history: [DeliveryEvent]) {
         pushID = entry.pushID
@@ -363,6 +366,18 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         updatedAt = entry.updatedAt
         expiresAt = entry.expiresAt
         self.history = history.map { Event(at: $0.at, state: $0.state, reason: $0.reason) }
+        explanation = Self.explanation(of: entry.state)
+    }
+
+    static func explanation(of state: PushState) -> String? {
+        switch state {
+        case .tokenDead:
+            "the push network no longer accepts this device's token (see reason), so the relay "
+                + "removed it; the device gets no pushes until its app activates again with a new token "
+                + "(POST /v1/activations)"
+        default:
+            nil
+        }
     }
 
     enum CodingKeys: String, CodingKey {
@@ -374,7 +389,7 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case expiresAt = "expires_at"
-        case history
+        case history, explanation
     }
 }
 

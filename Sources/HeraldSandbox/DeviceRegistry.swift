@@ -96,12 +96,19 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
     /// How many messages FCM keeps for an offline device; the oldest goes first.
     static let storedMessageLimit = 100
 
-    private let state: Mutex<State>
-    private let clock: SandboxClock
+    let state: Mutex<State>
+    let clock: SandboxClock
+    /// Where apps and devices are kept across restarts (`load()`, `save()`); nil keeps them in
+    /// memory only.
+    let file: String?
+    /// Held while the file is written, so two writes never interleave.
+    let fileLock = Mutex(())
 
-    /// A registry that knows `apps` (bundle id and team) and no device yet, on `clock`.
-    init(apps: [SandboxApp] = [], clock: SandboxClock = SandboxClock()) {
+    /// A registry that knows `apps` (bundle id and team) and no device yet, on `clock`; with
+    /// `file`, `load()` adds what the file holds and every change is written to it.
+    init(apps: [SandboxApp] = [], clock: SandboxClock = SandboxClock(), file: String? = nil) {
         self.clock = clock
+        self.file = file
         var initial = State()
         for app in apps { initial.apps[app.bundleID] = app.teamID }
         state = Mutex(initial)
@@ -114,7 +121,11 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
         guard !app.bundleID.isEmpty, !app.teamID.isEmpty else {
             throw .invalidRequest("bundle_id and team_id must not be empty")
         }
-        state.withLock { $0.apps[app.bundleID] = app.teamID }
+        let changed = state.withLock { state in
+            defer { state.apps[app.bundleID] = app.teamID }
+            return state.apps[app.bundleID] != app.teamID
+        }
+        if changed { try save() }
     }
 
     /// The registered apps, by bundle id.
@@ -160,7 +171,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 messagingReadyAt: now + messagingTokenDelay,
                 voipReadyAt: now + voipTokenDelay
             )
-            return try state.withLock { (state) throws(SandboxError) in
+            let view = try state.withLock { (state) throws(SandboxError) in
                 guard state.apps[bundleID] != nil else { throw .unknownApp(bundleID) }
                 state.devices[device.id] = device
                 state.apnsTokens[device.messagingToken] = APNsTokenRecord(
@@ -177,6 +188,8 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 }
                 return state.view(of: device, now: now)
             }
+            try save()
+            return view
         case .android:
             guard !bundleID.isEmpty else { throw .invalidRequest("bundle_id (the package name) must not be empty") }
             let project = try Self.project(projectID, serviceAccountProjects: serviceAccountProjects())
@@ -190,11 +203,13 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 messagingReadyAt: now + messagingTokenDelay,
                 voipReadyAt: now
             )
-            return state.withLock { state in
+            let view = state.withLock { state in
                 state.devices[device.id] = device
                 state.fcmTokens[device.messagingToken] = FCMTokenRecord(deviceID: device.id, projectID: project)
                 return state.view(of: device, now: now)
             }
+            try save()
+            return view
         }
     }
 
@@ -251,6 +266,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             return state.connections.removeValue(forKey: deviceID)
         }
         connection?.events.finish()
+        try save()
     }
 
     /// Marks one token expired. Registration tokens are matched exactly; APNs device tokens in
@@ -265,6 +281,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             guard state.apnsTokens[token.lowercased()] != nil else { throw .unknownToken(token) }
             state.apnsTokens[token.lowercased()]?.state = .expired(at: timestamp)
         }
+        try save()
     }
 
     func apnsToken(_ token: String) -> APNsTokenRecord? {

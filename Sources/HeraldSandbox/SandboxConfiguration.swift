@@ -37,6 +37,10 @@ public struct SandboxConfiguration: Sendable {
     public var perTokenRateLimit: Int? = nil
     /// Storage for a notification with no `apns-expiration` while its device is offline.
     public var defaultStorage: Duration = .seconds(30 * 24 * 60 * 60)
+    /// A JSON file where the registered apps, devices and their tokens are kept, so a restarted
+    /// sandbox still accepts the tokens it issued before (relays hold them); read at start and
+    /// rewritten at every change. nil (the default) keeps them in memory only.
+    public var registryFile: String? = nil
     /// Apps (bundle ids and their teams) known at start.
     public var apps: [SandboxApp] = []
     /// Provider keys known at start.

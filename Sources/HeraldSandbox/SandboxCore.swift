@@ -16,7 +16,12 @@ public final class SandboxCore: Sendable {
     /// A sandbox with the configuration's apps, keys and service accounts registered.
     public init(configuration: SandboxConfiguration) throws {
         self.configuration = configuration
-        devices = DeviceRegistry(apps: configuration.apps, clock: configuration.clock)
+        devices = DeviceRegistry(
+            apps: configuration.apps,
+            clock: configuration.clock,
+            file: configuration.registryFile
+        )
+        try devices.load()
         apns = try APNsEmulator(
             configuration: configuration,
             devices: devices,

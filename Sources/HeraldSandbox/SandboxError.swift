@@ -10,6 +10,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidServiceAccount
         case invalidRequest
         case appUninstalled
+        case registryFile
     }
 
     private let code: Code
@@ -29,6 +30,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownDevice, .unknownToken, .unknownKey: 404
         case .unknownApp, .invalidKey, .invalidServiceAccount, .invalidRequest: 400
         case .appUninstalled: 410
+        case .registryFile: 500
         }
     }
 
@@ -55,6 +57,10 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
     }
     public static func appUninstalled(_ deviceID: String) -> Self {
         Self(.appUninstalled, "the app was uninstalled from device '\(deviceID)'")
+    }
+    /// The device registry's file (`SandboxConfiguration.registryFile`) cannot be read or written.
+    public static func registryFile(_ detail: String) -> Self {
+        Self(.registryFile, detail)
     }
     public static func invalidRequest(_ detail: String) -> Self {
         Self(.invalidRequest, detail)

@@ -297,6 +297,18 @@ public struct HeraldConfiguration: Sendable {
     /// Where the provider token is kept between runs.
     public var providerTokenPath: String { (dataDirectory as NSString).appendingPathComponent("provider-token") }
 
+    /// Where the in-process sandbox keeps its apps, devices and tokens, so devices activated
+    /// before a restart still receive pushes after it. Nodes on one PostgreSQL database may share
+    /// a data directory while each runs its own sandbox: there the file is the node's.
+    public var sandboxRegistryPath: String {
+        let name =
+            switch database {
+            case .sqlite: "sandbox-devices.json"
+            case .postgres: "sandbox-devices-\(resolvedNodeID).json"
+            }
+        return (dataDirectory as NSString).appendingPathComponent(name)
+    }
+
     /// The relay's own settings.
     public var relayConfiguration: RelayConfiguration {
         var configuration = RelayConfiguration()

@@ -156,6 +156,7 @@ public struct HeraldServer: Sendable {
         sandboxConfiguration.controlPort = configuration.sandboxPorts.control
         sandboxConfiguration.metrics = registry
         sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
+        sandboxConfiguration.registryFile = configuration.sandboxRegistryPath
         sandboxConfiguration.keys = [
             SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
         ]
@@ -224,6 +225,9 @@ public struct HeraldServer: Sendable {
                         "  sandbox      APNs \(endpoints.apnsURL)   FCM \(endpoints.fcmURL)   control \(endpoints.controlURL)/sandbox"
                     )
                     lines.append("  sandbox CA   \(endpoints.caCertificatePath)")
+                    lines.append(
+                        "  devices      \(configuration.sandboxRegistryPath)   (the sandbox's, kept across restarts)"
+                    )
                     lines.append("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")
                     lines.append(
                         "  FCM account  \(account.clientEmail) (project \(account.projectID), \(accountPath))"

@@ -37,6 +37,7 @@ extension HeraldServer {
                 "  apps         \(configuration.apps.map { "\($0.bundleID) (team \($0.teamID))" }.joined(separator: ", "))",
                 "  keys         \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))",
                 "  accounts     \(accounts.joined(separator: ", "))",
+                "  devices      \(configuration.registryFile ?? "in memory (--data DIR keeps them across restarts)")",
             ])
             try await tasks.next()
         }

@@ -64,9 +64,22 @@ struct SharedTokenFeedbackTests {
             #expect(await client.send(alert()).isDelivered)
             #expect(stale.withLock { $0 } == [token, token])
 
+            // Refused to the last attempt: the push waits a minute, and says why in words.
+            try stack.core.inject(
+                SandboxFault(status: 429, reason: .tooManyProviderTokenUpdates, count: configuration.maximumAttempts)
+            )
+            let refused = await client.send(alert())
+            guard case .retryLater(let reason, let after) = refused else {
+                Issue.record("expected retry later, got \(refused)")
+                return
+            }
+            #expect(after == APNsClient.tokenUpdateRetry)
+            #expect(reason.hasPrefix("TooManyProviderTokenUpdates: APNs refused the provider token of key"))
+            stale.withLock { $0.removeAll() }
+
             try stack.core.inject(SandboxFault(status: 403, reason: .expiredProviderToken))
             #expect(await client.send(alert()).isDelivered)
-            #expect(stale.withLock { $0 } == [token, token, token])
+            #expect(stale.withLock { $0 } == [token])
             #expect(tokens.tokensMade == 0)
             #expect(try tokens.current() == token)
 

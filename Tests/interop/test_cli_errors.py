@@ -50,3 +50,60 @@ def test_a_mistyped_option_shows_the_subcommands_usage() -> None:
     assert result.returncode == 64, result
     assert "Unknown option '--no-such-option'" in result.stderr
     assert "Usage: herald serve" in result.stderr
+
+
+VECTORS = str(ROOT / "docs" / "test-vectors" / "envelope-v1.json")
+
+
+def test_envelope_open_reads_the_documented_vector_file() -> None:
+    result = run("envelope", "open", VECTORS, "--vector", "message-ascii")
+    assert result.returncode == 0, result.stderr
+    assert '"type":"message"' in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["envelope", "open", VECTORS], "name one with --vector (message-ascii, "),
+        (["envelope", "open", VECTORS, "--vector", "nope"], "has no vector 'nope'"),
+        (["envelope", "open", str(ROOT / "docs" / "openapi.yaml")], "is not a JSON object"),
+        (["envelope", "open", "/nonexistent/vector.json"], "cannot read /nonexistent/vector.json"),
+    ],
+)
+def test_envelope_open_refuses_a_wrong_file_in_one_line(arguments: list[str], message: str) -> None:
+    result = run(*arguments)
+    assert result.returncode == 64, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "DecodingError" not in result.stderr
+
+
+def test_envelope_open_names_the_missing_field_of_a_wrong_shaped_entry(tmp_path: Path) -> None:
+    entry = tmp_path / "entry.json"
+    entry.write_text('{"push_id": "p", "device_id": "d"}')
+    result = run("envelope", "open", str(entry))
+    assert result.returncode == 64, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'kind' is missing" in lines[0], result.stderr
+
+
+def test_keys_token_shares_one_token_with_the_provider(tmp_path: Path) -> None:
+    """A hand-made token and `herald provider` use one token per key (the sandbox, like APNs,
+    refuses a second within 20 minutes): the token is kept in the provider's token file."""
+
+    def herald(*arguments: str) -> str:
+        result = subprocess.run([HERALD, *arguments], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    herald("keys", "apns", "--out", "keys", "--key-id", "ABC123DEFG", "--team-id", "TEAM123456")
+    token = ["keys", "token", "--key", "keys/AuthKey_ABC123DEFG.p8", "--team-id", "TEAM123456"]
+    first = herald(*token)
+    assert (tmp_path / "data" / "provider-token").read_text().strip() == first
+    assert oct((tmp_path / "data" / "provider-token").stat().st_mode & 0o777) == "0o600"
+    assert herald(*token) == first
+    # Another team's token is not taken for this one; '' keeps no file.
+    assert herald("keys", "token", "--key", "keys/AuthKey_ABC123DEFG.p8", "--team-id", "TEAM999999") != first
+    (tmp_path / "data" / "provider-token").unlink()
+    herald(*token, "--token-cache", "")
+    assert not (tmp_path / "data" / "provider-token").exists()
