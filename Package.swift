@@ -503,6 +503,9 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
+                "HeraldObservability",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 "HeraldServer",
                 "HeraldSandbox",
                 "HeraldTesting",

@@ -5,7 +5,7 @@ import HeraldAPNsCore
 import HeraldCrypto
 public import HeraldStore
 public import Logging
-import Metrics
+public import Metrics
 public import ServiceLifecycle
 import Synchronization
 
@@ -51,10 +51,12 @@ public final class SharedProviderToken: Service, Sendable {
     private let lookNow: AsyncStream<Void>.Continuation
     private let wallClock: @Sendable () -> Int64
     private let logger: Logger
+    private let metrics: any MetricsFactory
 
     /// - Parameters:
     ///   - privateKey: The .p8's key: it signs the tokens and derives the key that seals them.
     ///   - now: Milliseconds since the epoch (the system clock when nil).
+    ///   - metrics: Where `herald_apns_provider_tokens_total` goes (the process's backend when nil).
     public init(
         store: any ProviderTokenStore,
         privateKey: P256.Signing.PrivateKey,
@@ -62,9 +64,11 @@ public final class SharedProviderToken: Service, Sendable {
         teamID: String,
         configuration: Configuration = Configuration(),
         now: (@Sendable () -> Int64)? = nil,
+        metrics: (any MetricsFactory)? = nil,
         logger: Logger
     ) throws {
         let now = now ?? { Int64(Date().timeIntervalSince1970 * 1000) }
+        self.metrics = metrics ?? MetricsSystem.factory
         self.store = store
         self.configuration = configuration
         self.wallClock = now
@@ -213,8 +217,11 @@ public final class SharedProviderToken: Service, Sendable {
 
     /// Counts a token this node took up, by where it came from (`herald_apns_provider_tokens_total`).
     private func tokenCount(_ source: String) {
-        Counter(label: "herald_apns_provider_tokens_total", dimensions: [("key_id", signer.keyID), ("source", source)])
-            .increment()
+        Counter(
+            label: "herald_apns_provider_tokens_total",
+            dimensions: [("key_id", signer.keyID), ("source", source)],
+            factory: metrics
+        ).increment()
     }
 
     /// Stores `token` if the stored one is still `replacing`; what the store holds afterwards

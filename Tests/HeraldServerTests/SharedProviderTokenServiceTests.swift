@@ -2,9 +2,12 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldObservability
 import HeraldStore
 import HeraldStoreSQLite
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 import Synchronization
 import Testing
@@ -34,7 +37,8 @@ struct SharedProviderTokenServiceTests {
         _ store: any ProviderTokenStore,
         key: P256.Signing.PrivateKey,
         keyID: String = keyID,
-        aheadBy offset: Int64 = 0
+        aheadBy offset: Int64 = 0,
+        metrics: (any MetricsFactory)? = nil
     ) throws -> SharedProviderToken {
         try SharedProviderToken(
             store: store,
@@ -42,16 +46,16 @@ struct SharedProviderTokenServiceTests {
             keyID: keyID,
             teamID: teamID,
             now: { Int64(Date().timeIntervalSince1970 * 1000) + offset },
+            metrics: metrics,
             logger: logger
         )
     }
 
     @Test("each token a node takes up is counted by where it came from: published by one node, adopted by the next")
     func tokensCounted() async throws {
-        // The process's registry (nothing else in this test process bootstraps metrics); a key id
-        // of this test's own keeps other tests' tokens out of its series.
-        let registry = ServerMetrics.bootstrap()
-        let keyID = "C" + String(UUID().uuidString.prefix(9))
+        let registry = PrometheusCollectorRegistry()
+        let factory = HeraldMetricsFactory(registry: registry)
+        let keyID = "COUNTED123"
         func count(_ source: String) -> Double {
             let series = "herald_apns_provider_tokens_total{key_id=\"\(keyID)\",source=\"\(source)\"} "
             let line = registry.emitToString().split(separator: "\n").first { $0.hasPrefix(series) }
@@ -59,9 +63,7 @@ struct SharedProviderTokenServiceTests {
         }
         try await Self.withStore { store in
             let key = P256.Signing.PrivateKey()
-            await (try Self.node(store, key: key, keyID: keyID)).prepare()
-            await (try Self.node(store, key: key, keyID: keyID)).prepare()
-            await (try Self.node(store, key: key, keyID: keyID)).prepare()
+            for _ in 0..<3 { await (try Self.node(store, key: key, keyID: keyID, metrics: factory)).prepare() }
             #expect(count("published") == 1)
             #expect(count("adopted") == 2)
             #expect(count("alone") == 0)
