@@ -167,7 +167,7 @@ def test_an_emulated_phone_from_before_a_restart_connects_and_shows_the_message(
         try:
             wait_for(tmp_path / "after.log", "session 1 started", phone)
             serve.message("bob")
-            wait_for(tmp_path / "after.log", "notification shown  [c-1] Dana: after the restart", phone)
+            wait_for(tmp_path / "after.log", "notification shown  “Dana: after the restart”  thread c-1", phone)
         finally:
             phone.terminate()
             phone.wait(timeout=10)
