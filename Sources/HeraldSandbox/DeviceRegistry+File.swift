@@ -7,10 +7,23 @@ import Foundation
 /// What is kept: apps, devices, their tokens and the tokens' states (uninstalled, expired), and
 /// when a token not yet handed out becomes available. What is not: device connections (devices
 /// reconnect) and what was kept for offline devices.
+///
+/// The file is a journal, one JSON object a line: a header line with the version, then an app or
+/// a device as it is after each change (a later line for the same one wins). A change appends one
+/// line, so registering many devices costs the same per device however many there are (rewriting
+/// the whole registry at each change made registering 10,000 devices take minutes); `load()`
+/// compacts the file to one line per app and device.
 extension DeviceRegistry {
     /// The file's form. `version` changes when the form does; another version is refused.
     struct FileContents: Codable, Equatable {
-        static let currentVersion = 1
+        static let currentVersion = 2
+
+        /// One line of the file: the header (`version`), an app or a device.
+        struct Line: Codable, Equatable {
+            var version: Int?
+            var app: App?
+            var device: Device?
+        }
 
         struct App: Codable, Equatable {
             var bundleID: String
@@ -79,20 +92,46 @@ extension DeviceRegistry {
     }
 
     /// Reads the registry's file, when there is one and it exists: its apps and devices are
-    /// added to those known. A file that cannot be read or is not a registry is refused, rather
-    /// than overwritten with an empty registry at the next change.
+    /// added to those known, and the file is rewritten with one line for each. A file that cannot
+    /// be read or is not a registry is refused, rather than overwritten with an empty registry.
     func load() throws(SandboxError) {
         guard let file else { return }
         guard FileManager.default.fileExists(atPath: file) else { return }
-        let contents: FileContents
+        var contents = FileContents(version: FileContents.currentVersion, apps: [], devices: [])
         do {
             let data = try Data(contentsOf: URL(filePath: file))
-            contents = try JSONDecoder().decode(FileContents.self, from: data)
+            let decoder = JSONDecoder()
+            var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).makeIterator()
+            guard let first = lines.next(),
+                let version = try decoder.decode(FileContents.Line.self, from: first).version
+            else {
+                throw SandboxError.registryFile("\(file) is not a sandbox device registry (no version line)")
+            }
+            guard version == FileContents.currentVersion else {
+                throw SandboxError.registryFile(
+                    "\(file) has version \(version); this sandbox reads version \(FileContents.currentVersion)"
+                )
+            }
+            var devices: [String: Int] = [:]
+            while let bytes = lines.next() {
+                let line = try decoder.decode(FileContents.Line.self, from: bytes)
+                if let app = line.app {
+                    contents.apps.removeAll { $0.bundleID == app.bundleID }
+                    contents.apps.append(app)
+                }
+                if let device = line.device {
+                    if let index = devices[device.deviceID] {
+                        contents.devices[index] = device
+                    } else {
+                        devices[device.deviceID] = contents.devices.count
+                        contents.devices.append(device)
+                    }
+                }
+            }
+        } catch let error as SandboxError {
+            throw error
         } catch {
             throw .registryFile("\(file) is not a sandbox device registry (\(error.localizedDescription))")
-        }
-        guard contents.version == FileContents.currentVersion else {
-            throw .registryFile("\(file) has version \(contents.version); this sandbox reads version 1")
         }
         let now = clock.now
         let nowMilliseconds = clock.epochMilliseconds
@@ -143,57 +182,117 @@ extension DeviceRegistry {
                 }
             }
         }
+        try save()
     }
 
-    /// Writes the registry's apps and devices to its file, if it has one: beside it, then
-    /// renamed (`.atomic`), so a crash leaves the old file or the new one. One writer at a time, each with
-    /// the state as it is when it writes, so the file never goes back to an older state.
+    /// Rewrites the file with one line for each app and device (`load()` compacts the journal
+    /// this way): beside it, then renamed, so a crash leaves the old file or the new one.
     func save() throws(SandboxError) {
         guard let file else { return }
-        try fileLock.withLock { _ throws(SandboxError) in
-            let now = clock.now
-            let nowMilliseconds = clock.epochMilliseconds
-            func epoch(_ instant: ContinuousClock.Instant) -> Int64 {
-                instant <= now ? nowMilliseconds : nowMilliseconds + Int64((instant - now) / .milliseconds(1)) + 1
+        try fileLock.withLock { _ throws(SandboxError) in try writeAll(to: file) }
+    }
+
+    /// `save()` with the file's lock held.
+    private func writeAll(to file: String) throws(SandboxError) {
+        let (now, nowMilliseconds) = (clock.now, clock.epochMilliseconds)
+        let lines = state.withLock { state in
+            state.apps.sorted { $0.key < $1.key }.map {
+                FileContents.Line(app: .init(bundleID: $0.key, teamID: $0.value))
             }
-            let contents = state.withLock { state in
-                FileContents(
-                    version: FileContents.currentVersion,
-                    apps: state.apps.map { FileContents.App(bundleID: $0.key, teamID: $0.value) }
-                        .sorted { $0.bundleID < $1.bundleID },
-                    devices: state.devices.values.sorted { $0.id < $1.id }.map { device in
-                        let messagingState: TokenState =
-                            switch device.platform {
-                            case .ios: state.apnsTokens[device.messagingToken]?.state ?? .active
-                            case .android: state.fcmTokens[device.messagingToken]?.state ?? .active
-                            }
-                        return FileContents.Device(
-                            deviceID: device.id,
-                            bundleID: device.bundleID,
-                            platform: device.platform,
-                            projectID: device.projectID,
-                            messagingToken: device.messagingToken,
-                            voipToken: device.voipToken,
-                            messagingReadyAt: epoch(device.messagingReadyAt),
-                            voipReadyAt: epoch(device.voipReadyAt),
-                            messagingStatus: .init(messagingState),
-                            voipStatus: device.voipToken.map { .init(state.apnsTokens[$0]?.state ?? .active) }
-                        )
-                    }
-                )
-            }
-            do {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                let data = try encoder.encode(contents)
-                let directory = (file as NSString).deletingLastPathComponent
-                if !directory.isEmpty {
-                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                + state.devices.values.sorted { $0.id < $1.id }.map { device in
+                    FileContents.Line(device: Self.fileDevice(device, in: state, now: now, epoch: nowMilliseconds))
                 }
-                try data.write(to: URL(filePath: file), options: .atomic)
+        }
+        do {
+            let data = try Self.encode([FileContents.Line(version: FileContents.currentVersion)] + lines)
+            let directory = (file as NSString).deletingLastPathComponent
+            if !directory.isEmpty {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            }
+            try data.write(to: URL(filePath: file), options: .atomic)
+        } catch {
+            throw .registryFile("cannot write \(file): \(error.localizedDescription)")
+        }
+    }
+
+    /// Appends the device's state as it is now to the file, if there is one (with the header
+    /// first when the file is new). Taken and written under the file's lock, so the last line of
+    /// a device is its latest state.
+    func save(deviceID: String) throws(SandboxError) {
+        guard file != nil else { return }
+        try append { state, now, epoch in
+            state.devices[deviceID].map {
+                FileContents.Line(device: Self.fileDevice($0, in: state, now: now, epoch: epoch))
+            }
+        }
+    }
+
+    /// Appends the app (its team) to the file, if there is one.
+    func save(appID: String) throws(SandboxError) {
+        guard file != nil else { return }
+        try append { state, _, _ in
+            state.apps[appID].map { FileContents.Line(app: .init(bundleID: appID, teamID: $0)) }
+        }
+    }
+
+    /// Appends the line `line` makes of the state as it is now; a file not there yet is written
+    /// whole (the apps the registry started with included).
+    private func append(
+        _ line: (State, ContinuousClock.Instant, Int64) -> FileContents.Line?
+    ) throws(SandboxError) {
+        guard let file else { return }
+        try fileLock.withLock { _ throws(SandboxError) in
+            guard FileManager.default.fileExists(atPath: file) else { return try writeAll(to: file) }
+            let (now, nowMilliseconds) = (clock.now, clock.epochMilliseconds)
+            guard let entry = state.withLock({ line($0, now, nowMilliseconds) }) else { return }
+            do {
+                let handle = try FileHandle(forWritingTo: URL(filePath: file))
+                defer { try? handle.close() }
+                try handle.seekToEnd()
+                try handle.write(contentsOf: try Self.encode([entry]))
             } catch {
                 throw .registryFile("cannot write \(file): \(error.localizedDescription)")
             }
         }
+    }
+
+    private static func encode(_ lines: [FileContents.Line]) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var data = Data()
+        for line in lines {
+            data.append(try encoder.encode(line))
+            data.append(UInt8(ascii: "\n"))
+        }
+        return data
+    }
+
+    /// A device as the file keeps it; instants become milliseconds since the epoch.
+    private static func fileDevice(
+        _ device: DeviceRecord,
+        in state: State,
+        now: ContinuousClock.Instant,
+        epoch nowMilliseconds: Int64
+    ) -> FileContents.Device {
+        func epoch(_ instant: ContinuousClock.Instant) -> Int64 {
+            instant <= now ? nowMilliseconds : nowMilliseconds + Int64((instant - now) / .milliseconds(1)) + 1
+        }
+        let messagingState: TokenState =
+            switch device.platform {
+            case .ios: state.apnsTokens[device.messagingToken]?.state ?? .active
+            case .android: state.fcmTokens[device.messagingToken]?.state ?? .active
+            }
+        return FileContents.Device(
+            deviceID: device.id,
+            bundleID: device.bundleID,
+            platform: device.platform,
+            projectID: device.projectID,
+            messagingToken: device.messagingToken,
+            voipToken: device.voipToken,
+            messagingReadyAt: epoch(device.messagingReadyAt),
+            voipReadyAt: epoch(device.voipReadyAt),
+            messagingStatus: .init(messagingState),
+            voipStatus: device.voipToken.map { .init(state.apnsTokens[$0]?.state ?? .active) }
+        )
     }
 }

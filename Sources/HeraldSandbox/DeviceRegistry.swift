@@ -125,7 +125,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             defer { state.apps[app.bundleID] = app.teamID }
             return state.apps[app.bundleID] != app.teamID
         }
-        if changed { try save() }
+        if changed { try save(appID: app.bundleID) }
     }
 
     /// The registered apps, by bundle id.
@@ -188,7 +188,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 }
                 return state.view(of: device, now: now)
             }
-            try save()
+            try save(deviceID: device.id)
             return view
         case .android:
             guard !bundleID.isEmpty else { throw .invalidRequest("bundle_id (the package name) must not be empty") }
@@ -208,7 +208,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 state.fcmTokens[device.messagingToken] = FCMTokenRecord(deviceID: device.id, projectID: project)
                 return state.view(of: device, now: now)
             }
-            try save()
+            try save(deviceID: device.id)
             return view
         }
     }
@@ -266,22 +266,23 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             return state.connections.removeValue(forKey: deviceID)
         }
         connection?.events.finish()
-        try save()
+        try save(deviceID: deviceID)
     }
 
     /// Marks one token expired. Registration tokens are matched exactly; APNs device tokens in
     /// any case.
     func expire(token: String) throws(SandboxError) {
         let timestamp = clock.epochMilliseconds
-        try state.withLock { (state) throws(SandboxError) in
-            if state.fcmTokens[token] != nil {
+        let deviceID = try state.withLock { (state) throws(SandboxError) -> String in
+            if let record = state.fcmTokens[token] {
                 state.fcmTokens[token]?.state = .expired(at: timestamp)
-                return
+                return record.deviceID
             }
-            guard state.apnsTokens[token.lowercased()] != nil else { throw .unknownToken(token) }
+            guard let record = state.apnsTokens[token.lowercased()] else { throw .unknownToken(token) }
             state.apnsTokens[token.lowercased()]?.state = .expired(at: timestamp)
+            return record.deviceID
         }
-        try save()
+        try save(deviceID: deviceID)
     }
 
     func apnsToken(_ token: String) -> APNsTokenRecord? {

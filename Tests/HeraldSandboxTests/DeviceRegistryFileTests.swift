@@ -55,6 +55,34 @@ struct DeviceRegistryFileTests {
         #expect(await events.next() == .token(kind: .messaging, token: messaging))
     }
 
+    @Test("a change appends one line, never rewrites the file; a restart compacts it to a line per device")
+    func changesAreAppended() throws {
+        let file = try Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: (file as NSString).deletingLastPathComponent) }
+        func lines() throws -> [String] {
+            try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").map(String.init)
+        }
+        let registry = DeviceRegistry(apps: [Self.app], file: file)
+        try registry.load()
+        let first = try registry.registerDevice(bundleID: Self.app.bundleID)
+        // The first change writes the file whole: its header, the app, the device.
+        #expect(try lines().count == 3)
+        let inode = try FileManager.default.attributesOfItem(atPath: file)[.systemFileNumber] as? Int
+        for _ in 0..<200 { _ = try registry.registerDevice(bundleID: Self.app.bundleID) }
+        try registry.uninstall(deviceID: first.deviceID)
+        #expect(try lines().count == 3 + 200 + 1)
+        // Appended in place (an atomic rewrite would have made a new file).
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.systemFileNumber] as? Int == inode)
+
+        let restarted = DeviceRegistry(file: file)
+        try restarted.load()
+        #expect(try lines().count == 1 + 1 + 201)
+        guard case .unregistered = restarted.apnsToken(try #require(first.messagingToken))?.state else {
+            Issue.record("the uninstall, a later line of the same device, did not win")
+            return
+        }
+    }
+
     @Test func aFileThatIsNotARegistryIsRefusedNotOverwritten() throws {
         let file = try Self.temporaryFile()
         let directory = (file as NSString).deletingLastPathComponent
