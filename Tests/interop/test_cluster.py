@@ -607,8 +607,16 @@ def test_cluster_survives_a_dead_node_and_a_database_restart(postgres: Postgres,
     acks_at_restart = burst.acks
     resumed = burst.wait_for_acks(acks_at_restart + ACKS_AFTER_RESTART, PHASE_TIMEOUT)
     # A request in flight when the server went down may be refused just after pg_ctl returns: the
-    # refusals the restart caused are all those since it began, counted once the load resumed.
+    # refusals the restart caused are all those since it began, counted once the load resumed. A
+    # restart of a fraction of a second may cause none (the pool reconnects and the request waits):
+    # what shows the nodes went through it is that every connection they now hold was made after it
+    # (a restart ends every server process), while the load kept being acknowledged.
     refused_by_restart = burst.refused - refused_before_restart
+    reconnected = int(
+        postgres.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        )[0][0]
+    )
     burst.stop(REQUEST_TIMEOUT + 5)
     assert resumed and not burst.errors, (
         f"phase 2: {burst.acks - acks_at_restart} acknowledgements after the database restart (of "
@@ -638,7 +646,8 @@ def test_cluster_survives_a_dead_node_and_a_database_restart(postgres: Postgres,
         f"{len(held)} claimed; {burst.cut_off} requests cut off by it and sent to another node, "
         f"{burst.duplicate_answers} answered as already accepted, {burst.reconnects} sent again on a new "
         f"connection to a live node, {len(burst.hung)} left unanswered by a live node and sent to another), PostgreSQL restarted in {downtime:.1f} s "
-        f"({refused_by_restart} requests refused with 503 since the restart began, {burst.refused} in all, each retried); "
+        f"({refused_by_restart} requests refused with 503 since the restart began, {burst.refused} in all, each retried; "
+        f"{reconnected} connections made again); "
         f"{victim.name} restarted and re-queued {requeued.group(1) if requeued else 0}; "
         f"{len(expected) - len(missing)} of {len(expected)} pushes accepted by the sandbox "
         f"(polling ended {waited:.1f} s after the restart), {len(expected) - len(wrong)} delivered per GET /v1/pushes, "
@@ -654,7 +663,7 @@ def test_cluster_survives_a_dead_node_and_a_database_restart(postgres: Postgres,
     )
     assert len(sent_twice) <= WORKERS * BATCH_SIZE, f"more pushes sent twice than workers x batch size: {summary}"
     assert held, f"the kill hit no claims in flight: {summary}"
-    assert refused_by_restart > 0, f"no request was refused while PostgreSQL restarted: {summary}"
+    assert reconnected > 0, f"no node connected to PostgreSQL again after its restart: {summary}"
     assert not drained, f"outbox not drained: {drained}: {summary}"
     assert not burst.hung, f"live nodes left requests unanswered, e.g. {burst.hung[:5]}: {summary}"
     status, counts = call(f"{backends.control_url}/sandbox/apns/provider-tokens")
