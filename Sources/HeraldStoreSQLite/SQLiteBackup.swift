@@ -53,7 +53,7 @@ public enum SQLiteBackup {
             let to = try DatabaseQueue(path: target)
             // All pages in one step: one read transaction, so one commit's state.
             try from.backup(to: to)
-            let summary = try to.read { db -> Summary in
+            var summary = try to.read { db -> Summary in
                 let check = try String.fetchOne(db, sql: "PRAGMA quick_check") ?? "no answer"
                 guard check == "ok" else {
                     throw StoreError.corrupt.with(detail: "the copy fails SQLite's check: \(check)")
@@ -68,13 +68,9 @@ public enum SQLiteBackup {
             }
             try to.close()
             try from.close()
-            let size = (try FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value ?? 0
-            return Summary(
-                bytes: size,
-                schema: summary.schema,
-                unfinishedPushes: summary.unfinishedPushes,
-                devices: summary.devices
-            )
+            summary.bytes =
+                (try FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value ?? 0
+            return summary
         } catch {
             try? FileManager.default.removeItem(atPath: target)
             for companion in [target + "-wal", target + "-shm"] {
