@@ -45,6 +45,7 @@ public enum StoreConformance {
         case providerTokenRacesHaveOneWinner
         case pushListingFilters
         case pushListingPagesWithoutGapsOrRepeats
+        case webhookEventsAreQueued
 
         public var description: String { rawValue }
 
@@ -83,6 +84,7 @@ public enum StoreConformance {
             case .pushListingFilters: try await StoreConformance.pushListingFilters(engine)
             case .pushListingPagesWithoutGapsOrRepeats:
                 try await StoreConformance.pushListingPagesWithoutGapsOrRepeats(engine)
+            case .webhookEventsAreQueued: try await StoreConformance.webhookEventsAreQueued(engine)
             }
         }
     }

@@ -235,6 +235,43 @@ enum PostgresMigrations {
                 "CREATE INDEX outbox_by_age ON outbox (created_at, push_id)",
             ]
         ),
+        (
+            "v5: webhook events",
+            [
+                // As on SQLite's v13: the durable queue of events for the apps' webhooks.
+                // `sequence` orders the events of one ordering key (its writers hold the row of
+                // what the key names: a call, a callback, a chat), so a sender takes the first
+                // undelivered event of each key only. `data` holds ids and states, never content.
+                """
+                CREATE TABLE webhook_events (
+                    sequence BIGSERIAL PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    app_id TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    ordering_key TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    state TEXT NOT NULL DEFAULT 'pending',
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at BIGINT NOT NULL,
+                    owner TEXT,
+                    lease_until BIGINT,
+                    last_error TEXT,
+                    delivered_at BIGINT,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE INDEX webhook_events_by_key ON webhook_events (ordering_key, sequence)
+                WHERE state IN ('pending', 'sending')
+                """,
+                """
+                CREATE INDEX webhook_events_due ON webhook_events (next_attempt_at)
+                WHERE state IN ('pending', 'sending')
+                """,
+                "CREATE INDEX webhook_events_by_app ON webhook_events (app_id, created_at, id)",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

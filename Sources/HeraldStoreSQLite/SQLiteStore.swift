@@ -420,6 +420,7 @@ public final class SQLiteStore: HeraldStore {
                     """
             )
         }
+        registerLaterMigrations(&migrator)
         return migrator
     }
 

@@ -116,6 +116,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.pushListingPagesWithoutGapsOrRepeats)
     }
 
+    @Test func webhookEventsAreQueued() async throws {
+        try await SQLiteEngine.check(.webhookEventsAreQueued)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -147,6 +151,7 @@ struct SQLiteConformanceTests {
             .providerTokenRacesHaveOneWinner,
             .pushListingFilters,
             .pushListingPagesWithoutGapsOrRepeats,
+            .webhookEventsAreQueued,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -1,0 +1,108 @@
+/// What an app's backend is told of, by signed webhook: a push's fate, a chat customer going
+/// offline and coming back, a call's state changes, a callback's actions.
+public enum WebhookEventType: String, Sendable, Hashable, Codable, CaseIterable {
+    case pushDelivered = "push.delivered"
+    case pushTokenDead = "push.token_dead"
+    case pushFailed = "push.failed"
+    case pushExpired = "push.expired"
+    case chatCustomerOffline = "chat.customer_offline"
+    case chatCustomerBack = "chat.customer_back"
+    case callRinging = "call.ringing"
+    case callAnswered = "call.answered"
+    case callDeclined = "call.declined"
+    case callCancelled = "call.cancelled"
+    case callMissed = "call.missed"
+    case callbackPushed = "callback.pushed"
+    case callbackAction = "callback.action"
+    case callbackExpired = "callback.expired"
+}
+
+/// One event for an app's webhook, written by the store in the same transaction as the change it
+/// reports (a call answered, a push finished …), so that a change is never stored without its
+/// event nor an event without its change.
+///
+/// `data` holds ids, states, reasons and times only: never a message's text or sender, a caller's
+/// name or a dialog's labels (those stay sealed where they are kept). Its JSON is what the
+/// receiver gets as the event's `data`.
+public struct WebhookEvent: Sendable, Hashable {
+    /// Unique, time-ordered; the receiver deduplicates by it (delivery is at least once).
+    public var id: String
+    /// The app whose webhook receives it.
+    public var appID: String
+    public var type: WebhookEventType
+    /// Events with the same key are delivered one after the other, in the order they were
+    /// written (`call:<id>`, `callback:<id>`, `conversation:<id>`, `push:<id>`).
+    public var orderingKey: String
+    /// The event's `data`: a JSON object, as text.
+    public var data: String
+    /// When the change happened, milliseconds since the epoch.
+    public var createdAt: Int64
+
+    public init(id: String, appID: String, type: WebhookEventType, orderingKey: String, data: String, createdAt: Int64)
+    {
+        self.id = id
+        self.appID = appID
+        self.type = type
+        self.orderingKey = orderingKey
+        self.data = data
+        self.createdAt = createdAt
+    }
+}
+
+/// Where an event is on its way to the backend.
+public enum WebhookEventState: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Waiting for its turn or its next attempt.
+    case pending
+    /// Taken by a sender, under a lease.
+    case sending
+    /// The receiver answered 2xx.
+    case delivered
+    /// Given up on (the app's webhook was removed, or the event outlived the retry window).
+    case failed
+}
+
+/// An event as stored, with its delivery state.
+public struct StoredWebhookEvent: Sendable, Hashable {
+    public var event: WebhookEvent
+    public var state: WebhookEventState
+    /// How many times it was sent.
+    public var attempts: Int
+    /// When it may be sent next (while pending).
+    public var nextAttemptAt: Int64
+    /// The last failed attempt's reason (`HTTP 503`, `connection refused` …), if any.
+    public var lastError: String?
+    /// When the receiver accepted it.
+    public var deliveredAt: Int64?
+    public var updatedAt: Int64
+
+    public init(
+        event: WebhookEvent,
+        state: WebhookEventState,
+        attempts: Int,
+        nextAttemptAt: Int64,
+        lastError: String?,
+        deliveredAt: Int64?,
+        updatedAt: Int64
+    ) {
+        self.event = event
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.deliveredAt = deliveredAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// The durable queue of webhook events.
+///
+/// Events are written with the change they report: a store method that makes such a change takes
+/// the events to write with it (the engines share one way to write them); `enqueueWebhookEvents`
+/// is for events that report no stored change of their own.
+public protocol WebhookStore: Sendable {
+    /// Writes events, pending and due at their `createdAt`; durable when it returns. An event id
+    /// already stored is left as it is.
+    func enqueueWebhookEvents(_ events: [WebhookEvent]) async throws
+    /// An event with its delivery state, or `nil` if unknown.
+    func webhookEvent(id: String) async throws -> StoredWebhookEvent?
+}

@@ -1,0 +1,40 @@
+import GRDB
+
+extension SQLiteStore {
+    /// The migrations after v12, in order (`migrator` registers the earlier ones): a migration is
+    /// never edited once released, only added at the end.
+    static func registerLaterMigrations(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v13: webhook events") { db in
+            // The durable queue of events for the apps' webhooks. `sequence` orders the events of
+            // one ordering key (a call, a callback, a conversation, a push): a sender takes only
+            // the first undelivered event of a key, so a receiver sees a call ring before it was
+            // answered. `data` holds ids and states only, never content.
+            try db.execute(
+                sql: """
+                    CREATE TABLE webhook_events (
+                        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                        id TEXT NOT NULL UNIQUE,
+                        app_id TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        ordering_key TEXT NOT NULL,
+                        data TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        state TEXT NOT NULL DEFAULT 'pending',
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        next_attempt_at INTEGER NOT NULL,
+                        owner TEXT,
+                        lease_until INTEGER,
+                        last_error TEXT,
+                        delivered_at INTEGER,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX webhook_events_by_key ON webhook_events(ordering_key, sequence)
+                        WHERE state IN ('pending', 'sending');
+                    CREATE INDEX webhook_events_due ON webhook_events(next_attempt_at)
+                        WHERE state IN ('pending', 'sending');
+                    CREATE INDEX webhook_events_by_app ON webhook_events(app_id, created_at, id);
+                    """
+            )
+        }
+    }
+}
