@@ -32,6 +32,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
     /// Whether a conversation's messaging pushes replace each other while the device is offline
     /// (`apns-collapse-id`, FCM `collapse_key`): the phone then shows the latest only.
     public var collapseByConversation: Bool
+    /// Where the app's backend is told of changes (signed events), if anywhere.
+    public var webhook: AppWebhook?
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -44,7 +46,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
         alertBody: String = "You have a new message",
         messageTTL: Int64 = 24 * 60 * 60,
         callTTL: Int64 = 30,
-        collapseByConversation: Bool = false
+        collapseByConversation: Bool = false,
+        webhook: AppWebhook? = nil
     ) {
         self.id = id
         self.teamID = teamID
@@ -54,6 +57,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         self.messageTTL = messageTTL
         self.callTTL = callTTL
         self.collapseByConversation = collapseByConversation
+        self.webhook = webhook
     }
 
     enum CodingKeys: String, CodingKey {
@@ -65,6 +69,25 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case messageTTL = "message_ttl"
         case callTTL = "call_ttl"
         case collapseByConversation = "collapse_by_conversation"
+        case webhook
+    }
+
+    /// The record as the API shows it: the webhook's url and `secret_set`, never its secret.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(teamID, forKey: .teamID)
+        try container.encode(contentPolicy, forKey: .contentPolicy)
+        try container.encode(alertTitle, forKey: .alertTitle)
+        try container.encode(alertBody, forKey: .alertBody)
+        try container.encode(messageTTL, forKey: .messageTTL)
+        try container.encode(callTTL, forKey: .callTTL)
+        try container.encode(collapseByConversation, forKey: .collapseByConversation)
+        if let webhook {
+            var nested = container.nestedContainer(keyedBy: AppWebhook.ShownKeys.self, forKey: .webhook)
+            try nested.encode(webhook.url, forKey: .url)
+            try nested.encode(true, forKey: .secretSet)
+        }
     }
 
     /// Fields other than `id` and `team_id` may be left out (configuration files do).
@@ -81,6 +104,25 @@ public struct AppRecord: Sendable, Hashable, Codable {
         callTTL = try container.decodeIfPresent(Int64.self, forKey: .callTTL) ?? defaults.callTTL
         collapseByConversation =
             try container.decodeIfPresent(Bool.self, forKey: .collapseByConversation) ?? defaults.collapseByConversation
+    }
+}
+
+/// An app's webhook: where its events go, and the secret they are signed with, sealed with the
+/// master key (the store never sees it in the clear).
+public struct AppWebhook: Sendable, Hashable {
+    /// An http or https URL with a host.
+    public var url: String
+    /// The signing secret, sealed with the master key for this app.
+    public var sealedSecret: [UInt8]
+
+    public init(url: String, sealedSecret: [UInt8]) {
+        self.url = url
+        self.sealedSecret = sealedSecret
+    }
+
+    enum ShownKeys: String, CodingKey {
+        case url
+        case secretSet = "secret_set"
     }
 }
 

@@ -106,3 +106,66 @@ public protocol WebhookStore: Sendable {
     /// An event with its delivery state, or `nil` if unknown.
     func webhookEvent(id: String) async throws -> StoredWebhookEvent?
 }
+
+/// How a sent event ended, as its sender reports it.
+public enum WebhookCompletion: Sendable, Hashable {
+    /// The receiver answered 2xx.
+    case delivered
+    /// It failed (`error` says how) and is tried again at `at` (milliseconds since the epoch).
+    case retry(at: Int64, error: String)
+    /// Given up on: it is never sent again.
+    case failed(error: String)
+}
+
+/// Where a listing of events goes on from: the last event of the page before.
+public struct WebhookEventCursor: Sendable, Hashable {
+    public var createdAt: Int64
+    public var id: String
+
+    public init(createdAt: Int64, id: String) {
+        self.createdAt = createdAt
+        self.id = id
+    }
+}
+
+/// What the senders of events need from the queue: claims under a lease, completions, listings
+/// and retention.
+///
+/// Order: of the undelivered (pending or sending) events of one ordering key, only the first one
+/// written can be claimed, so a receiver gets a key's events one after the other, each after the
+/// one before was delivered or given up on.
+public protocol WebhookQueueStore: Sendable {
+    /// Takes up to `limit` events that are due: pending with `nextAttemptAt <= now`, or sending
+    /// under a lease that ended at or before `now` (its sender is gone), each the first
+    /// undelivered event of its ordering key. They become `sending`, owned by `owner` until
+    /// `leaseUntil`, one attempt more. One statement: two claimers never take the same event.
+    func claimWebhookEvents(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64
+    ) async throws
+        -> [StoredWebhookEvent]
+    /// Records how a claimed event ended, if `owner` still holds it; returns whether it did (a
+    /// sender whose lease lapsed and was taken over changes nothing).
+    func completeWebhookEvent(
+        id: String,
+        owner: String,
+        _ completion: WebhookCompletion,
+        now: Int64
+    ) async throws
+        -> Bool
+    /// An app's events, oldest first, after `cursor`, in `state` when given.
+    func webhookEvents(
+        app: String,
+        state: WebhookEventState?,
+        limit: Int,
+        after cursor: WebhookEventCursor?
+    )
+        async throws -> [StoredWebhookEvent]
+    /// How many events wait to be delivered (pending or sending).
+    func webhookQueueDepth() async throws -> Int
+    /// Deletes delivered and failed events last changed before `before`; returns how many went.
+    /// Undelivered events stay, however old.
+    func deleteFinishedWebhookEvents(before: Int64) async throws -> Int
+}

@@ -46,6 +46,11 @@ public enum StoreConformance {
         case pushListingFilters
         case pushListingPagesWithoutGapsOrRepeats
         case webhookEventsAreQueued
+        case webhookClaimsKeepOrderPerKey
+        case webhookClaimersNeverShareAnEvent
+        case webhookLapsedLeaseIsTakenOver
+        case webhookEventsListAndExpire
+        case appWebhookIsKept
 
         public var description: String { rawValue }
 
@@ -85,6 +90,11 @@ public enum StoreConformance {
             case .pushListingPagesWithoutGapsOrRepeats:
                 try await StoreConformance.pushListingPagesWithoutGapsOrRepeats(engine)
             case .webhookEventsAreQueued: try await StoreConformance.webhookEventsAreQueued(engine)
+            case .webhookClaimsKeepOrderPerKey: try await StoreConformance.webhookClaimsKeepOrderPerKey(engine)
+            case .webhookClaimersNeverShareAnEvent: try await StoreConformance.webhookClaimersNeverShareAnEvent(engine)
+            case .webhookLapsedLeaseIsTakenOver: try await StoreConformance.webhookLapsedLeaseIsTakenOver(engine)
+            case .webhookEventsListAndExpire: try await StoreConformance.webhookEventsListAndExpire(engine)
+            case .appWebhookIsKept: try await StoreConformance.appWebhookIsKept(engine)
             }
         }
     }

@@ -272,6 +272,15 @@ enum PostgresMigrations {
                 "CREATE INDEX webhook_events_by_app ON webhook_events (app_id, created_at, id)",
             ]
         ),
+        (
+            "v6: app webhooks",
+            [
+                // As on SQLite: an app's webhook url, and its signing secret sealed with the
+                // master key.
+                "ALTER TABLE apps ADD COLUMN webhook_url TEXT",
+                "ALTER TABLE apps ADD COLUMN webhook_secret BYTEA",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -120,7 +120,10 @@ extension PostgresStore: StoreImport {
     private static func insert(_ records: [StoreRecord], on connection: PostgresConnection, logger: Logger) async throws
     {
         var apps = RowsInsert(
-            "apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation)"
+            """
+            apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
+                webhook_url, webhook_secret)
+            """
         )
         var devices = RowsInsert(
             """
@@ -160,6 +163,8 @@ extension PostgresStore: StoreImport {
                     $0.integer(app.messageTTL)
                     $0.integer(app.callTTL)
                     $0.boolean(app.collapseByConversation)
+                    $0.text(app.webhook?.url)
+                    $0.bytes(app.webhook?.sealedSecret)
                 }
             case .device(let device):
                 devices.row {
@@ -319,6 +324,11 @@ private struct RowsInsert {
 
     mutating func bytes(_ value: [UInt8]) {
         binds.append(ByteBuffer(value))
+        current.append("$\(binds.count)::bytea")
+    }
+
+    mutating func bytes(_ value: [UInt8]?) {
+        binds.append(value.map { ByteBuffer(bytes: $0) })
         current.append("$\(binds.count)::bytea")
     }
 }

@@ -26,7 +26,8 @@ extension PostgresStore {
     // MARK: Apps
 
     static let appColumns = """
-        id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation
+        id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
+        webhook_url, webhook_secret
         """
 
     public func saveApp(_ app: AppRecord) async throws {
@@ -35,11 +36,13 @@ extension PostgresStore {
                 """
                 INSERT INTO apps (\(unescaped: Self.appColumns))
                 VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
-                    \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation))
+                    \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
+                    \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }))
                 ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                     alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                     message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
-                    collapse_by_conversation = EXCLUDED.collapse_by_conversation
+                    collapse_by_conversation = EXCLUDED.collapse_by_conversation,
+                    webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret
                 """,
                 logger: logger
             )
@@ -71,7 +74,13 @@ extension PostgresStore {
             alertBody: try columns.next(),
             messageTTL: try columns.next(),
             callTTL: try columns.next(),
-            collapseByConversation: try columns.next()
+            collapseByConversation: try columns.next(),
+            webhook: try {
+                let url: String? = try columns.next()
+                let secret: ByteBuffer? = try columns.next()
+                guard let url, let secret else { return nil }
+                return AppWebhook(url: url, sealedSecret: Array(secret.readableBytesView))
+            }()
         )
     }
 

@@ -36,5 +36,14 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v14: app webhooks") { db in
+            // An app's webhook: its url, and its signing secret sealed with the master key.
+            try db.execute(
+                sql: """
+                    ALTER TABLE apps ADD COLUMN webhook_url TEXT;
+                    ALTER TABLE apps ADD COLUMN webhook_secret BLOB;
+                    """
+            )
+        }
     }
 }

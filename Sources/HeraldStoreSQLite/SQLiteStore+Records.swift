@@ -11,12 +11,13 @@ extension SQLiteStore {
                 sql: """
                     INSERT OR REPLACE INTO apps
                         (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
-                         collapse_by_conversation)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                         collapse_by_conversation, webhook_url, webhook_secret)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
-                    app.callTTL, app.collapseByConversation,
+                    app.callTTL, app.collapseByConversation, app.webhook?.url,
+                    app.webhook.map { Data($0.sealedSecret) },
                 ]
             )
         }
@@ -46,8 +47,14 @@ extension SQLiteStore {
             alertBody: row["alert_body"],
             messageTTL: row["message_ttl"],
             callTTL: row["call_ttl"],
-            collapseByConversation: row["collapse_by_conversation"]
+            collapseByConversation: row["collapse_by_conversation"],
+            webhook: Self.webhook(url: row["webhook_url"], secret: row["webhook_secret"])
         )
+    }
+
+    static func webhook(url: String?, secret: Data?) -> AppWebhook? {
+        guard let url, let secret else { return nil }
+        return AppWebhook(url: url, sealedSecret: [UInt8](secret))
     }
 
     // MARK: Devices

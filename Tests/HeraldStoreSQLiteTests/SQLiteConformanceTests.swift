@@ -120,6 +120,26 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.webhookEventsAreQueued)
     }
 
+    @Test func webhookClaimsKeepOrderPerKey() async throws {
+        try await SQLiteEngine.check(.webhookClaimsKeepOrderPerKey)
+    }
+
+    @Test func webhookClaimersNeverShareAnEvent() async throws {
+        try await SQLiteEngine.check(.webhookClaimersNeverShareAnEvent)
+    }
+
+    @Test func webhookLapsedLeaseIsTakenOver() async throws {
+        try await SQLiteEngine.check(.webhookLapsedLeaseIsTakenOver)
+    }
+
+    @Test func webhookEventsListAndExpire() async throws {
+        try await SQLiteEngine.check(.webhookEventsListAndExpire)
+    }
+
+    @Test func appWebhookIsKept() async throws {
+        try await SQLiteEngine.check(.appWebhookIsKept)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -152,6 +172,11 @@ struct SQLiteConformanceTests {
             .pushListingFilters,
             .pushListingPagesWithoutGapsOrRepeats,
             .webhookEventsAreQueued,
+            .webhookClaimsKeepOrderPerKey,
+            .webhookClaimersNeverShareAnEvent,
+            .webhookLapsedLeaseIsTakenOver,
+            .webhookEventsListAndExpire,
+            .appWebhookIsKept,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -1,0 +1,168 @@
+import HeraldStore
+import Testing
+
+extension StoreConformance {
+    static func webhookEvent(
+        _ id: String,
+        key: String,
+        at time: Int64,
+        app: String = "com.example.chat"
+    )
+        -> WebhookEvent
+    {
+        WebhookEvent(
+            id: id,
+            appID: app,
+            type: .pushDelivered,
+            orderingKey: key,
+            data: #"{"push_id":"\#(key)"}"#,
+            createdAt: time
+        )
+    }
+
+    /// Only the first undelivered event of a key is claimable: the next one of the key is taken
+    /// once the one before it is delivered (or failed), not while it waits to be retried; events
+    /// not yet due are not taken.
+    public static func webhookClaimsKeepOrderPerKey(_ engine: some StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        try await store.enqueueWebhookEvents([
+            webhookEvent("a1", key: "call:a", at: 100),
+            webhookEvent("b1", key: "call:b", at: 110),
+            webhookEvent("a2", key: "call:a", at: 120),
+            webhookEvent("a3", key: "call:a", at: 130),
+            webhookEvent("later", key: "call:c", at: 5_000),
+        ])
+        let first = try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_000, leaseUntil: 2_000)
+        #expect(first.map(\.event.id) == ["a1", "b1"], "one event per key, due ones only")
+        #expect(first.allSatisfy { $0.state == .sending && $0.attempts == 1 })
+        #expect(try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_000, leaseUntil: 2_000).isEmpty)
+
+        #expect(
+            try await store.completeWebhookEvent(
+                id: "a1",
+                owner: "n1",
+                .retry(at: 1_500, error: "HTTP 503"),
+                now: 1_000
+            )
+        )
+        #expect(try await store.completeWebhookEvent(id: "b1", owner: "n1", .delivered, now: 1_000))
+        #expect(
+            try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_200, leaseUntil: 2_000).isEmpty,
+            "a2 waits behind a1, which waits for its retry"
+        )
+        let retried = try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_500, leaseUntil: 2_500)
+        #expect(retried.map(\.event.id) == ["a1"])
+        #expect(retried.first?.attempts == 2)
+        #expect(retried.first?.lastError == "HTTP 503")
+        #expect(try await store.completeWebhookEvent(id: "a1", owner: "n1", .delivered, now: 1_600))
+        #expect(
+            try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_700, leaseUntil: 2_500).map(\.event.id)
+                == ["a2"]
+        )
+        #expect(try await store.completeWebhookEvent(id: "a2", owner: "n1", .failed(error: "gave up"), now: 1_700))
+        #expect(
+            try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_800, leaseUntil: 2_500).map(\.event.id)
+                == ["a3"]
+        )
+
+        let delivered = try #require(try await store.webhookEvent(id: "a1"))
+        #expect(delivered.state == .delivered)
+        #expect(delivered.deliveredAt == 1_600)
+        #expect(delivered.attempts == 2)
+        let failed = try #require(try await store.webhookEvent(id: "a2"))
+        #expect(failed.state == .failed)
+        #expect(failed.lastError == "gave up")
+        #expect(try await store.webhookQueueDepth() == 2, "a3 sending, later pending")
+    }
+
+    /// Two stores on the same data claiming at once never get the same event, and between them
+    /// get every due one.
+    public static func webhookClaimersNeverShareAnEvent(_ engine: some StoreEngine) async throws {
+        let storage = try await engine.makeStorage()
+        let nodeA = try await engine.open(storage)
+        let nodeB = try await engine.open(storage)
+        let events = (0..<40).map { webhookEvent("e\($0)", key: "push:\($0)", at: Int64($0)) }
+        try await nodeA.enqueueWebhookEvents(events)
+        async let takenA = nodeA.claimWebhookEvents(limit: 7, owner: "a", now: 1_000, leaseUntil: 9_000)
+        async let takenB = nodeB.claimWebhookEvents(limit: 7, owner: "b", now: 1_000, leaseUntil: 9_000)
+        var seen = Set<String>()
+        var rounds = [try await takenA, try await takenB]
+        while true {
+            let a = try await nodeA.claimWebhookEvents(limit: 7, owner: "a", now: 1_000, leaseUntil: 9_000)
+            let b = try await nodeB.claimWebhookEvents(limit: 7, owner: "b", now: 1_000, leaseUntil: 9_000)
+            if a.isEmpty && b.isEmpty { break }
+            rounds += [a, b]
+        }
+        for claimed in rounds.joined() {
+            #expect(seen.insert(claimed.event.id).inserted, "\(claimed.event.id) claimed twice")
+        }
+        #expect(seen.count == 40)
+    }
+
+    /// An event whose sender's lease lapsed is taken over by another; the first sender's late
+    /// completion then changes nothing.
+    public static func webhookLapsedLeaseIsTakenOver(_ engine: some StoreEngine) async throws {
+        let storage = try await engine.makeStorage()
+        let nodeA = try await engine.open(storage)
+        let nodeB = try await engine.open(storage)
+        try await nodeA.enqueueWebhookEvents([webhookEvent("e1", key: "call:x", at: 100)])
+        #expect(try await nodeA.claimWebhookEvents(limit: 5, owner: "a", now: 1_000, leaseUntil: 2_000).count == 1)
+        #expect(try await nodeB.claimWebhookEvents(limit: 5, owner: "b", now: 1_999, leaseUntil: 3_000).isEmpty)
+        let taken = try await nodeB.claimWebhookEvents(limit: 5, owner: "b", now: 2_000, leaseUntil: 3_000)
+        #expect(taken.map(\.event.id) == ["e1"])
+        #expect(taken.first?.attempts == 2)
+        #expect(try await nodeA.completeWebhookEvent(id: "e1", owner: "a", .delivered, now: 2_100) == false)
+        #expect(try await nodeA.webhookEvent(id: "e1")?.state == .sending)
+        #expect(try await nodeB.completeWebhookEvent(id: "e1", owner: "b", .delivered, now: 2_200))
+        #expect(try await nodeB.completeWebhookEvent(id: "e1", owner: "b", .delivered, now: 2_300) == false)
+        #expect(try await nodeA.webhookEvent(id: "e1")?.deliveredAt == 2_200)
+    }
+
+    /// An app's events list oldest first, filtered by state, in pages without gaps or repeats;
+    /// retention removes delivered and failed events older than the cutoff, never undelivered ones.
+    public static func webhookEventsListAndExpire(_ engine: some StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        try await store.enqueueWebhookEvents(
+            (0..<7).map { webhookEvent("e\($0)", key: "push:\($0)", at: 100 + Int64($0 / 2)) }
+                + [webhookEvent("other", key: "push:o", at: 100, app: "com.example.other")]
+        )
+        var pages: [[String]] = []
+        var cursor: WebhookEventCursor?
+        while true {
+            let page = try await store.webhookEvents(app: "com.example.chat", state: nil, limit: 3, after: cursor)
+            if page.isEmpty { break }
+            pages.append(page.map(\.event.id))
+            cursor = page.last.map { WebhookEventCursor(createdAt: $0.event.createdAt, id: $0.event.id) }
+        }
+        #expect(pages.joined().sorted() == (0..<7).map { "e\($0)" })
+        #expect(pages.map(\.count) == [3, 3, 1])
+        #expect(try await store.claimWebhookEvents(limit: 10, owner: "n", now: 1_000, leaseUntil: 2_000).count == 8)
+        #expect(try await store.completeWebhookEvent(id: "e0", owner: "n", .delivered, now: 1_000))
+        #expect(try await store.completeWebhookEvent(id: "e1", owner: "n", .failed(error: "x"), now: 3_000))
+        let delivered = try await store.webhookEvents(app: "com.example.chat", state: .delivered, limit: 10, after: nil)
+        #expect(delivered.map(\.event.id) == ["e0"])
+        #expect(try await store.deleteFinishedWebhookEvents(before: 1_000) == 0, "changed at the cutoff: kept")
+        #expect(try await store.deleteFinishedWebhookEvents(before: 1_001) == 1)
+        #expect(try await store.webhookEvent(id: "e0") == nil)
+        #expect(try await store.deleteFinishedWebhookEvents(before: 10_000) == 1)
+        #expect(try await store.webhookEvent(id: "e2")?.state == .sending, "undelivered events stay")
+        #expect(
+            try await store.webhookEvents(app: "com.example.other", state: .sending, limit: 10, after: nil).count == 1
+        )
+    }
+
+    /// An app's webhook is kept with its url and sealed secret, and removed when saved without.
+    public static func appWebhookIsKept(_ engine: some StoreEngine) async throws {
+        let storage = try await engine.makeStorage()
+        let store = try await engine.open(storage)
+        var app = AppRecord(id: "com.example.hooked", teamID: "TEAM123456")
+        app.webhook = AppWebhook(url: "https://backend.example/hooks", sealedSecret: [1, 2, 3, 0, 255])
+        try await store.saveApp(app)
+        let other = try await engine.open(storage)
+        #expect(try await other.app(id: app.id) == app)
+        #expect(try await other.apps().first { $0.id == app.id }?.webhook == app.webhook)
+        app.webhook = nil
+        try await store.saveApp(app)
+        #expect(try await other.app(id: app.id)?.webhook == nil)
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+public import HeraldStore
+
+extension SQLiteStore {
+    public func claimWebhookEvents(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64
+    ) async throws
+        -> [StoredWebhookEvent]
+    {
+        guard limit > 0 else { return [] }
+        return try await write { db in
+            // One statement: the due events that are each the first undelivered one of their key
+            // (an earlier pending or sending event of the key holds the later ones back).
+            try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE webhook_events
+                    SET state = 'sending', owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+                    WHERE sequence IN (
+                        SELECT e.sequence FROM webhook_events e
+                        WHERE e.state IN ('pending', 'sending')
+                          AND ((e.state = 'pending' AND e.next_attempt_at <= ?)
+                               OR (e.state = 'sending' AND e.lease_until <= ?))
+                          AND NOT EXISTS (
+                              SELECT 1 FROM webhook_events f
+                              WHERE f.ordering_key = e.ordering_key AND f.state IN ('pending', 'sending')
+                                AND f.sequence < e.sequence)
+                        ORDER BY e.next_attempt_at, e.sequence
+                        LIMIT ?)
+                    RETURNING \(Self.webhookEventColumns)
+                    """,
+                arguments: [owner, leaseUntil, now, now, now, limit]
+            ).map(Self.webhookEvent(from:)).sorted { $0.event.createdAt < $1.event.createdAt }
+        }
+    }
+
+    public func completeWebhookEvent(
+        id: String,
+        owner: String,
+        _ completion: WebhookCompletion,
+        now: Int64
+    )
+        async throws -> Bool
+    {
+        try await write { db in
+            let (state, nextAttempt, error, deliveredAt): (WebhookEventState, Int64?, String?, Int64?) =
+                switch completion {
+                case .delivered: (.delivered, nil, nil, now)
+                case .retry(let at, let error): (.pending, at, error, nil)
+                case .failed(let error): (.failed, nil, error, nil)
+                }
+            try db.execute(
+                sql: """
+                    UPDATE webhook_events
+                    SET state = ?, next_attempt_at = COALESCE(?, next_attempt_at),
+                        last_error = COALESCE(?, last_error), delivered_at = ?, owner = NULL, lease_until = NULL,
+                        updated_at = ?
+                    WHERE id = ? AND owner = ? AND state = 'sending'
+                    """,
+                arguments: [state.rawValue, nextAttempt, error, deliveredAt, now, id, owner]
+            )
+            return db.changesCount == 1
+        }
+    }
+
+    public func webhookEvents(
+        app: String,
+        state: WebhookEventState?,
+        limit: Int,
+        after cursor: WebhookEventCursor?
+    ) async throws -> [StoredWebhookEvent] {
+        try await read { db in
+            var sql = "SELECT \(Self.webhookEventColumns) FROM webhook_events WHERE app_id = ?"
+            var arguments: StatementArguments = [app]
+            if let state {
+                sql += " AND state = ?"
+                arguments += [state.rawValue]
+            }
+            if let cursor {
+                sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
+                arguments += [cursor.createdAt, cursor.createdAt, cursor.id]
+            }
+            sql += " ORDER BY created_at, id LIMIT ?"
+            arguments += [max(0, limit)]
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.webhookEvent(from:))
+        }
+    }
+
+    public func webhookQueueDepth() async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending')") ?? 0
+        }
+    }
+
+    public func deleteFinishedWebhookEvents(before: Int64) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM webhook_events WHERE state IN ('delivered', 'failed') AND updated_at < ?",
+                arguments: [before]
+            )
+            return db.changesCount
+        }
+    }
+}
