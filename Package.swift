@@ -352,6 +352,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The webhook dispatcher's HTTP transport (async-http-client): signed events to the apps'
+        // receivers.
+        .target(
+            name: "HeraldWebhookHTTP",
+            dependencies: [
+                "HeraldRelay",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The phone side: the app-group store, the SDK session with the late-token rule, the
         // device connection to the sandbox, the NSE and PushKit/CallKit emulators.
         .target(
@@ -391,6 +402,7 @@ let package = Package(
                 "HeraldStore",
                 "HeraldStorePostgres",
                 "HeraldStoreSQLite",
+                "HeraldWebhookHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -16,13 +16,15 @@ public final class Relay: Sendable {
     public let ingest: RelayIngest
     /// Chat events, disconnect and connect, transcript reads, the delayed first pushes.
     public let transcripts: RelayTranscripts
+    /// The delivery state of the events for the apps' webhooks.
+    public let webhooks: RelayWebhooks
     /// The live channels of apps in the foreground this node holds.
     public let live: LiveChannels
     /// Where every node's live channels are known (`RelayConfiguration.live.nodeID`).
     public let liveDirectory: any LiveSessionDirectory
     /// Where the relay logs; the HTTP API logs its own events here too.
     public let logger: Logger
-    private let context: RelayContext
+    let context: RelayContext
 
     /// - Parameters:
     ///   - now: the clock, in milliseconds since the epoch.
@@ -64,6 +66,7 @@ public final class Relay: Sendable {
         self.activation = RelayActivation(context: context)
         self.ingest = ingest
         self.transcripts = RelayTranscripts(context: context)
+        self.webhooks = RelayWebhooks(context: context)
         self.live = live
         self.liveDirectory = directory
         self.logger = logger

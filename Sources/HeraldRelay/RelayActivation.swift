@@ -17,8 +17,12 @@ public final class RelayActivation: Sendable {
 
     // MARK: Apps
 
-    /// Adds or replaces an app.
-    public func saveApp(_ app: AppRecord) async throws(RelayError) {
+    /// Adds or replaces an app, with its webhook when `webhook` is given (without, it has none):
+    /// the secret is kept sealed with the master key.
+    /// Returns the app as saved.
+    @discardableResult
+    public func saveApp(_ app: AppRecord, webhook: WebhookSettings? = nil) async throws(RelayError) -> AppRecord {
+        var app = app
         try context.check(app.id, "id", pattern: .bundleID)
         try context.check(app.teamID, "team_id", pattern: .identifier)
         guard (1...AppRecord.maximumMessageTTL).contains(app.messageTTL) else {
@@ -29,9 +33,13 @@ public final class RelayActivation: Sendable {
         }
         try context.checkText(app.alertTitle, "alert_title")
         try context.checkText(app.alertBody, "alert_body")
-        try await context.storing { try await $0.saveApp(app) }
+        app.webhook = nil
+        if let webhook { app.webhook = try context.sealedWebhook(webhook, appID: app.id) }
+        let saved = app
+        try await context.storing { try await $0.saveApp(saved) }
         context.appCache.withLock { $0[app.id] = app }
         context.onAppSaved(app)
+        return app
     }
 
     /// Every registered app.

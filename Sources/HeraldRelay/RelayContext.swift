@@ -25,6 +25,8 @@ final class RelayContext: Sendable {
     let metrics = RelayMetrics()
     /// Apps by id: every push looks its app up, and apps change rarely (only through `saveApp`).
     let appCache = Mutex<[String: AppRecord]>([:])
+    /// Signalled when webhook events were written: wakes the webhook dispatcher.
+    let webhooksWritten = WakeSignal()
     private let onAccepted: @Sendable () -> Void
     /// Called after an app was added or changed.
     let onAppSaved: @Sendable (AppRecord) -> Void

@@ -117,9 +117,11 @@ public enum RelayHTTPService {
                 let id = try context.parameters.require("id")
                 var app = try await api.decode(AppBody.self, request)
                 app.id = id
-                let record = try app.record()
-                try await relay.activation.saveApp(record)
-                return try JSONResponse.make(.ok, record)
+                let saved = try await relay.activation.saveApp(
+                    try app.record(),
+                    webhook: app.webhook.map { WebhookSettings(url: $0.url, secret: $0.secret) }
+                )
+                return try JSONResponse.make(.ok, saved)
             }
         }
         v1.get("apps") { request, _ in
@@ -279,6 +281,7 @@ public enum RelayHTTPService {
             }
         }
         ListRoutes.add(to: v1, relay: relay, api: api)
+        WebhookRoutes.add(to: v1, relay: relay, api: api)
         return router
     }
 }
@@ -356,6 +359,14 @@ struct AppBody: Decodable {
     var messageTTL: Int64?
     var callTTL: Int64?
     var collapseByConversation: Bool?
+    /// The app's webhook; without it the app has none.
+    var webhook: WebhookBody?
+
+    /// `"webhook": {"url": …, "secret": …}`.
+    struct WebhookBody: Decodable {
+        var url: String
+        var secret: String
+    }
 
     enum CodingKeys: String, CodingKey {
         case teamID = "team_id"
@@ -365,6 +376,7 @@ struct AppBody: Decodable {
         case messageTTL = "message_ttl"
         case callTTL = "call_ttl"
         case collapseByConversation = "collapse_by_conversation"
+        case webhook
     }
 
     func record() throws -> AppRecord {

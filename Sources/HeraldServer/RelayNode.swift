@@ -6,6 +6,7 @@ public import HeraldPush
 public import HeraldRelay
 import HeraldRelayHTTP
 public import HeraldStore
+import HeraldWebhookHTTP
 import Hummingbird
 import HummingbirdWebSocket
 public import Logging
@@ -18,7 +19,9 @@ public import ServiceLifecycle
 public struct RelayNode: Sendable {
     public let relay: Relay
     public let dispatcher: Dispatcher
-    /// The dispatcher, the live channels' cluster part (with a node id only) and the HTTP API, in
+    /// Delivers the apps' webhook events from the store's queue.
+    public let webhookDispatcher: WebhookDispatcher
+    /// The dispatcher, the webhook dispatcher, the live channels' cluster part (with a node id only) and the HTTP API, in
     /// the order a `ServiceGroup` starts them (it stops them in reverse: the API stops accepting
     /// before the dispatcher finishes its batches).
     public let services: [any Service]
@@ -34,6 +37,10 @@ public struct RelayNode: Sendable {
         public var previousAPIKeys: [String] = []
         public var relay = RelayConfiguration()
         public var dispatcher = DispatcherConfiguration()
+        /// How webhook events are delivered (claimed in the name of `dispatcher.owner`).
+        public var webhooks = WebhookDispatcherConfiguration()
+        /// Where webhook requests go: HTTP(S) when not given.
+        public var webhookTransport: (any WebhookTransport)?
         public var host = "127.0.0.1"
         /// 0 picks a port.
         public var port = 0
@@ -103,8 +110,17 @@ public struct RelayNode: Sendable {
             onServerRunning: { channel in ready(channel.localAddress?.port ?? 0) },
             logger: logger
         )
+        var webhooks = parts.webhooks
+        webhooks.owner = parts.dispatcher.owner
+        let webhookDispatcher = WebhookDispatcher(
+            relay: relay,
+            transport: parts.webhookTransport ?? HTTPWebhookTransport(timeout: webhooks.timeout),
+            configuration: webhooks,
+            logger: logger
+        )
         self.relay = relay
         self.dispatcher = dispatcher
+        self.webhookDispatcher = webhookDispatcher
         // Between the two: the API's live channels close (and withdraw) before it stops.
         let live = LiveClusterService(
             relay: relay,
@@ -112,6 +128,6 @@ public struct RelayNode: Sendable {
             store: parts.store,
             now: parts.now
         )
-        self.services = [dispatcher] + (live.map { [$0] } ?? []) + [app]
+        self.services = [dispatcher, webhookDispatcher] + (live.map { [$0] } ?? []) + [app]
     }
 }

@@ -240,6 +240,14 @@ struct Janitor: Service {
             } catch {
                 logger.warning("cannot end or delete chats", metadata: ["error": "\(error)"])
             }
+            do {
+                let events = try await relay.webhooks.purgeFinished()
+                if events > 0 {
+                    logger.info("finished webhook events past retention deleted", metadata: ["events": "\(events)"])
+                }
+            } catch {
+                logger.warning("cannot delete finished webhook events", metadata: ["error": "\(error)"])
+            }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
         }
     }

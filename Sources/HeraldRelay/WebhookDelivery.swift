@@ -1,0 +1,107 @@
+import Crypto
+import Foundation
+public import HeraldPush
+
+/// An app's webhook as the backend gives it: the receiver's URL and the signing secret, in the
+/// clear. The relay checks it and keeps the secret sealed with the master key.
+public struct WebhookSettings: Sendable, Hashable {
+    /// An http or https URL with a host.
+    public var url: String
+    /// At least `minimumSecretBytes` bytes (UTF-8).
+    public var secret: String
+
+    /// The shortest secret accepted: 32 bytes, the HMAC-SHA256 key size.
+    public static let minimumSecretBytes = 32
+
+    public init(url: String, secret: String) {
+        self.url = url
+        self.secret = secret
+    }
+}
+
+/// One signed POST to a webhook receiver.
+public struct WebhookRequest: Sendable, Hashable {
+    public var url: String
+    /// `Content-Type` and the `Herald-*` headers, in order.
+    public var headers: [WebhookHeader]
+    /// The event's JSON body, exactly as signed.
+    public var body: [UInt8]
+
+    public init(url: String, headers: [WebhookHeader], body: [UInt8]) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of a header, by name (case-insensitive).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// One HTTP header.
+public struct WebhookHeader: Sendable, Hashable {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// How a POST to a receiver ended.
+public enum WebhookResponse: Sendable, Hashable {
+    /// The receiver answered with this HTTP status.
+    case status(Int)
+    /// No answer: the connection was refused or broke, or the request timed out (`reason` says).
+    case unreachable(String)
+}
+
+/// Sends webhook requests: HTTP in production (HeraldWebhookHTTP), scripted in tests.
+public protocol WebhookTransport: Sendable {
+    /// Posts the request and reports how it ended; never throws (a failure is a response).
+    func send(_ request: WebhookRequest) async -> WebhookResponse
+}
+
+/// The signature of a webhook request: `v1=` and the hex HMAC-SHA256, keyed with the app's
+/// secret, of `"<timestamp>.<body>"` (the timestamp in Unix seconds, as in `Herald-Timestamp`).
+public enum WebhookSignature {
+    /// The `Herald-Signature` header's value.
+    public static func header(secret: [UInt8], timestamp: Int64, body: [UInt8]) -> String {
+        var signed = Array("\(timestamp).".utf8)
+        signed.append(contentsOf: body)
+        let code = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: secret))
+        return "v1=" + code.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Whether `header` is a valid signature of `body` at `timestamp` (compared in constant time).
+    public static func isValid(_ header: String, secret: [UInt8], timestamp: Int64, body: [UInt8]) -> Bool {
+        let expected = Array(Self.header(secret: secret, timestamp: timestamp, body: body).utf8)
+        let given = Array(header.utf8)
+        guard expected.count == given.count else { return false }
+        return zip(expected, given).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
+
+/// How the webhook dispatcher delivers events.
+public struct WebhookDispatcherConfiguration: Sendable {
+    /// Who claims (unique per relay node): a node's claims are leased in its name.
+    public var owner: String = "local"
+    /// The most events one claim takes; they are sent at once (each is the first of its key).
+    public var batchSize: Int = 32
+    /// How long a claim holds before another node may take the event again: longer than
+    /// `timeout`, so a slow receiver does not get the event twice at once.
+    public var lease: Duration = .seconds(60)
+    /// How long a receiver has to answer one request.
+    public var timeout: Duration = .seconds(10)
+    /// How long an idle dispatcher waits when nothing wakes it: events other nodes wrote, and
+    /// retries coming due, are found by this poll.
+    public var idlePoll: Duration = .seconds(1)
+    /// The backoff between attempts of one event.
+    public var backoff = Backoff(base: .seconds(1), maximum: .seconds(600), jitter: .equal)
+    /// How long after its creation an event is still retried; past that it is `failed`. 72 h.
+    public var retryWindow: Duration = .seconds(72 * 3600)
+
+    public init() {}
+}

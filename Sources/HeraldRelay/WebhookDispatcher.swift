@@ -1,0 +1,205 @@
+import Foundation
+import HeraldCrypto
+import HeraldPush
+import HeraldRelayAPI
+public import HeraldStore
+public import Logging
+import Metrics
+public import ServiceLifecycle
+import Synchronization
+
+/// Delivers the apps' webhook events from the store's durable queue: claims a batch (each event
+/// the first undelivered one of its ordering key, so a key's events arrive in order), signs each
+/// (`WebhookSignature`), posts it through a `WebhookTransport`, and records the outcome: 2xx is
+/// delivered; anything else is retried with `Backoff` until the retry window since the event's
+/// creation has passed, then the event is `failed`.
+///
+/// Every relay node runs one; they share the queue (claims are leased in the node's name, and a
+/// lease that lapsed is taken over). Run it under a `ServiceGroup`: on graceful shutdown it stops
+/// claiming and finishes the batch it is sending. Delivery is at least once: a receiver
+/// deduplicates by `Herald-Event-Id`.
+public final class WebhookDispatcher: Service, Sendable {
+    private let context: RelayContext
+    private let transport: any WebhookTransport
+    private let configuration: WebhookDispatcherConfiguration
+    private let logger: Logger
+    private let latency = Metrics.Timer(label: "herald_relay_webhook_delivery_latency_seconds")
+    private let depth = Gauge(label: "herald_relay_webhook_queue_depth")
+    /// When the queue depth was last read (milliseconds).
+    private let depthReadAt = Atomic<Int64>(Int64.min)
+
+    public init(
+        relay: Relay,
+        transport: any WebhookTransport,
+        configuration: WebhookDispatcherConfiguration = WebhookDispatcherConfiguration(),
+        logger: Logger
+    ) {
+        self.context = relay.context
+        self.transport = transport
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Wakes the dispatcher: events were written.
+    public func wake() { context.webhooksWritten.signal() }
+
+    public func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            let claimed = await deliverBatch()
+            if claimed < configuration.batchSize {
+                await cancelWhenGracefulShutdown {
+                    await self.context.webhooksWritten.wait(timeout: self.configuration.idlePoll)
+                }
+            }
+        }
+    }
+
+    /// Claims one batch, sends its events at once and records their outcomes; returns how many
+    /// it claimed (0: nothing was due).
+    @discardableResult
+    public func deliverBatch() async -> Int {
+        let time = context.now()
+        await refreshDepth(at: time)
+        let claimed: [StoredWebhookEvent]
+        do {
+            claimed = try await context.store.claimWebhookEvents(
+                limit: configuration.batchSize,
+                owner: configuration.owner,
+                now: time,
+                leaseUntil: time + configuration.lease.milliseconds
+            )
+        } catch {
+            logger.warning("cannot claim webhook events", metadata: ["error": "\(error)"])
+            return 0
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for event in claimed {
+                group.addTask { await self.deliver(event) }
+            }
+        }
+        return claimed.count
+    }
+
+    private func deliver(_ stored: StoredWebhookEvent) async {
+        let event = stored.event
+        let completion: WebhookCompletion
+        switch await request(for: event) {
+        case .failure(let reason):
+            completion = .failed(error: reason.reason)
+        case .success(let request):
+            switch await transport.send(request) {
+            case .status(let status) where (200..<300).contains(status):
+                completion = .delivered
+            case .status(let status):
+                completion = retryOrGiveUp(stored, error: "HTTP \(status)")
+            case .unreachable(let reason):
+                completion = retryOrGiveUp(stored, error: reason)
+            }
+        }
+        let time = context.now()
+        let recorded: Bool
+        do {
+            recorded = try await context.store.completeWebhookEvent(
+                id: event.id,
+                owner: configuration.owner,
+                completion,
+                now: time
+            )
+        } catch {
+            // The lease lapses and the event is sent again: at least once.
+            logger.warning(
+                "cannot record a webhook event's outcome",
+                metadata: ["event": "\(event.id)", "error": "\(error)"]
+            )
+            return
+        }
+        guard recorded else {
+            logger.debug("a webhook event's lease lapsed before its outcome", metadata: ["event": "\(event.id)"])
+            return
+        }
+        let outcome: String
+        switch completion {
+        case .delivered:
+            outcome = "delivered"
+            latency.recordMilliseconds(max(0, time - event.createdAt))
+        case .retry(_, let error):
+            outcome = "retried"
+            logger.debug(
+                "webhook event to be retried",
+                metadata: ["event": "\(event.id)", "app": "\(event.appID)", "error": "\(error)"]
+            )
+        case .failed(let error):
+            outcome = "failed"
+            logger.warning(
+                "webhook event given up",
+                metadata: [
+                    "event": "\(event.id)", "app": "\(event.appID)", "type": "\(event.type.rawValue)",
+                    "attempts": "\(stored.attempts)", "error": "\(error)",
+                ]
+            )
+        }
+        Counter(
+            label: "herald_relay_webhook_events_total",
+            dimensions: [("type", event.type.rawValue), ("outcome", outcome)]
+        ).increment()
+    }
+
+    /// The signed request for an event, or why it cannot be sent at all.
+    private func request(for event: WebhookEvent) async -> Result<WebhookRequest, Failure> {
+        guard let app = try? await context.app(id: event.appID), let webhook = app.webhook else {
+            return .failure(Failure("the app has no webhook"))
+        }
+        guard let secret = context.webhookSecret(webhook, appID: app.id) else {
+            return .failure(Failure("the app's webhook secret cannot be opened"))
+        }
+        let body = Array(Self.body(of: event).utf8)
+        let timestamp = context.now() / 1000
+        let signature = secret.withUnsafeBytes { key in
+            WebhookSignature.header(secret: Array(key), timestamp: timestamp, body: body)
+        }
+        return .success(
+            WebhookRequest(
+                url: webhook.url,
+                headers: [
+                    WebhookHeader("Content-Type", "application/json"),
+                    WebhookHeader("Herald-Event-Id", event.id),
+                    WebhookHeader("Herald-Event-Type", event.type.rawValue),
+                    WebhookHeader("Herald-Timestamp", "\(timestamp)"),
+                    WebhookHeader("Herald-Signature", signature),
+                ],
+                body: body
+            )
+        )
+    }
+
+    /// Why an event cannot be sent.
+    struct Failure: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// A failed attempt's completion: another attempt after the backoff, or `failed` once the
+    /// next attempt would fall past the retry window.
+    private func retryOrGiveUp(_ stored: StoredWebhookEvent, error: String) -> WebhookCompletion {
+        let next = context.now() + configuration.backoff.delay(attempt: stored.attempts).milliseconds
+        if next - stored.event.createdAt > configuration.retryWindow.milliseconds {
+            return .failed(error: "gave up after \(stored.attempts) attempts: \(error)")
+        }
+        return .retry(at: next, error: error)
+    }
+
+    /// The event's JSON body: `{"id","type","app","created_at","data"}`, `created_at` in
+    /// milliseconds since the epoch, `data` as the store keeps it.
+    public static func body(of event: WebhookEvent) -> String {
+        "{\"id\":" + JSONText.quoted(event.id) + ",\"type\":" + JSONText.quoted(event.type.rawValue) + ",\"app\":"
+            + JSONText.quoted(event.appID) + ",\"created_at\":\(event.createdAt),\"data\":" + event.data + "}"
+    }
+
+    /// Reads the queue depth for its gauge, at most every five seconds.
+    private func refreshDepth(at time: Int64) async {
+        let last = depthReadAt.load(ordering: .relaxed)
+        guard time - last >= 5_000 || time < last else { return }
+        depthReadAt.store(time, ordering: .relaxed)
+        if let count = try? await context.store.webhookQueueDepth() { depth.record(count) }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import HeraldHTTPSupport
+import HeraldRelay
+import HeraldRelayAPI
+import Hummingbird
+
+/// The webhook events' delivery state, behind the API key: `GET /v1/webhooks/events` and
+/// `GET /v1/webhooks/events/{id}`.
+enum WebhookRoutes {
+    static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
+        v1.get("webhooks/events") { request, _ in
+            try await api.handle {
+                try await api.requireBackend(request)
+                let values = try PushListQuery.parameters(
+                    PushListQuery.pairs(request),
+                    allowed: ["app", "state", "limit", "cursor"]
+                )
+                guard let app = values["app"] else { throw RelayError.invalidField("app", "is required") }
+                var limit = 100
+                if let text = values["limit"] {
+                    guard let value = Int(text) else { throw RelayError.invalidField("limit", "must be a number") }
+                    limit = value
+                }
+                let page = try await relay.webhooks.events(
+                    app: app,
+                    state: values["state"],
+                    limit: limit,
+                    cursor: values["cursor"]
+                )
+                return try JSONResponse.make(.ok, page)
+            }
+        }
+        v1.get("webhooks/events/:id") { request, context in
+            try await api.handle {
+                try await api.requireBackend(request)
+                let id = try context.parameters.require("id")
+                return try JSONResponse.make(.ok, try await relay.webhooks.event(id: id))
+            }
+        }
+    }
+}
