@@ -27,7 +27,12 @@ public final class RelayWebhooks: Sendable {
 
     /// An app's events, oldest first, in pages of `limit` (1–500); `cursor` is the page before's
     /// `next_cursor`.
-    public func events(app: String, state: String?, limit: Int, cursor: String?) async throws(RelayError)
+    public func events(
+        app: String,
+        state: String?,
+        limit: Int,
+        cursor: String?
+    ) async throws(RelayError)
         -> WebhookEventList
     {
         try context.check(app, "app", pattern: .bundleID)

@@ -26,7 +26,7 @@ public final class WebhookDispatcher: Service, Sendable {
     private let latency = Metrics.Timer(label: "herald_relay_webhook_delivery_latency_seconds")
     private let depth = Gauge(label: "herald_relay_webhook_queue_depth")
     /// When the queue depth was last read (milliseconds).
-    private let depthReadAt = Atomic<Int64>(Int64.min)
+    private let depthReadAt = Atomic<Int64>(0)
 
     public init(
         relay: Relay,
@@ -198,7 +198,7 @@ public final class WebhookDispatcher: Service, Sendable {
     /// Reads the queue depth for its gauge, at most every five seconds.
     private func refreshDepth(at time: Int64) async {
         let last = depthReadAt.load(ordering: .relaxed)
-        guard time - last >= 5_000 || time < last else { return }
+        guard time < last || time - last >= 5_000 else { return }
         depthReadAt.store(time, ordering: .relaxed)
         if let count = try? await context.store.webhookQueueDepth() { depth.record(count) }
     }
