@@ -1,4 +1,6 @@
+import Foundation
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 extension StoreConformance {
@@ -164,5 +166,84 @@ extension StoreConformance {
         app.webhook = nil
         try await store.saveApp(app)
         #expect(try await other.app(id: app.id)?.webhook == nil)
+    }
+}
+
+extension StoreConformance {
+    /// A push's final state (delivered, token dead, failed, and expired when the claim finds it
+    /// so) writes its `push.<state>` event with it, keyed `push:<id>`, with ids, kind, state and
+    /// reason, for apps that have a webhook only; a retried push writes none.
+    public static func pushFinalStatesWriteWebhookEvents(_ engine: some StoreEngine) async throws {
+        let (store, _) = try await fresh(engine)
+        var hooked = AppRecord(id: "com.example.hooked", teamID: "TEAM123456")
+        hooked.webhook = AppWebhook(url: "https://backend.example/hooks", sealedSecret: [9, 9, 9])
+        try await store.saveApp(hooked)
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        var device = StoreFixtures.device("h1", user: "alice")
+        device.appID = hooked.id
+        try await store.saveDevice(device)
+        let pushes = [
+            StoreFixtures.push("n1", device: "d1", at: 1),
+            StoreFixtures.push("h-del", device: "h1", at: 2),
+            StoreFixtures.push("h-fail", device: "h1", at: 3),
+            StoreFixtures.push("h-dead", device: "h1", at: 4),
+            StoreFixtures.push("h-retry", device: "h1", at: 5),
+            StoreFixtures.push("h-exp", device: "h1", at: 6, expires: 8),
+        ]
+        _ = try await store.accept(StoreFixtures.ingest(pushes))
+        #expect(
+            Set(try await claimIDs(store, owner: "w", now: 10, leaseUntil: 1_000))
+                == ["n1", "h-del", "h-fail", "h-dead", "h-retry"]
+        )
+        // Only finished pushes, then a batch with a retry and a dead token (engines take other
+        // paths for each).
+        try await store.complete(
+            [
+                PushCompletion(pushID: "n1", disposition: .finish(.delivered), reason: nil, deadToken: nil),
+                PushCompletion(pushID: "h-del", disposition: .finish(.delivered), reason: nil, deadToken: nil),
+            ],
+            now: 20
+        )
+        try await store.complete(
+            [
+                PushCompletion(
+                    pushID: "h-fail",
+                    disposition: .finish(.failed),
+                    reason: "BadTopic (400)",
+                    deadToken: nil
+                ),
+                PushCompletion(
+                    pushID: "h-dead",
+                    disposition: .finish(.tokenDead),
+                    reason: "Unregistered",
+                    deadToken: (deviceID: "h1", token: "aah1")
+                ),
+                PushCompletion(pushID: "h-retry", disposition: .retry(at: 500), reason: "Throttled", deadToken: nil),
+            ],
+            now: 30
+        )
+        #expect(try await store.webhookEvents(app: StoreFixtures.appID, state: nil, limit: 10, after: nil).isEmpty)
+        let events = try await store.webhookEvents(app: hooked.id, state: nil, limit: 10, after: nil)
+        let byPush = Dictionary(uniqueKeysWithValues: events.map { ($0.event.orderingKey, $0) })
+        #expect(Set(byPush.keys) == ["push:h-del", "push:h-fail", "push:h-dead", "push:h-exp"])
+        let expected: [String: (WebhookEventType, String?, Int64)] = [
+            "h-del": (.pushDelivered, nil, 20), "h-fail": (.pushFailed, "BadTopic (400)", 30),
+            "h-dead": (.pushTokenDead, "Unregistered", 30), "h-exp": (.pushExpired, "expired before sending", 10),
+        ]
+        for (push, (type, reason, time)) in expected {
+            let stored = try #require(byPush["push:" + push])
+            #expect(stored.event.type == type, "\(push)")
+            #expect(stored.event.createdAt == time, "\(push)")
+            #expect(stored.state == .pending)
+            let data = try #require(
+                try JSONSerialization.jsonObject(with: Data(stored.event.data.utf8)) as? [String: Any]
+            )
+            #expect(data["push_id"] as? String == push)
+            #expect(data["device_id"] as? String == "h1")
+            #expect(data["user_id"] as? String == "alice")
+            #expect(data["kind"] as? String == "message")
+            #expect(data["state"] as? String == String(type.rawValue.dropFirst("push.".count)))
+            #expect(data["reason"] as? String == reason, "\(push)")
+        }
     }
 }

@@ -51,6 +51,7 @@ public enum StoreConformance {
         case webhookLapsedLeaseIsTakenOver
         case webhookEventsListAndExpire
         case appWebhookIsKept
+        case pushFinalStatesWriteWebhookEvents
 
         public var description: String { rawValue }
 
@@ -95,6 +96,8 @@ public enum StoreConformance {
             case .webhookLapsedLeaseIsTakenOver: try await StoreConformance.webhookLapsedLeaseIsTakenOver(engine)
             case .webhookEventsListAndExpire: try await StoreConformance.webhookEventsListAndExpire(engine)
             case .appWebhookIsKept: try await StoreConformance.appWebhookIsKept(engine)
+            case .pushFinalStatesWriteWebhookEvents:
+                try await StoreConformance.pushFinalStatesWriteWebhookEvents(engine)
             }
         }
     }

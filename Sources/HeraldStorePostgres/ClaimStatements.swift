@@ -76,12 +76,16 @@ struct ExpiredClaimsStatement: PostgresPreparedStatement {
 struct FinishStatement: PostgresPreparedStatement {
     typealias Row = PostgresRow
 
+    /// With the pushes' webhook events (`PushEvents`), in the same statement.
     static let sql = """
-        UPDATE outbox o SET state = u.state, last_reason = CASE WHEN u.has THEN u.reason END,
-            claim_owner = NULL, claim_until = NULL, updated_at = $5
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, state, reason, has)
-        WHERE o.push_id = u.id
-        """
+        WITH done AS (
+            UPDATE outbox o SET state = u.state, last_reason = CASE WHEN u.has THEN u.reason END,
+                claim_owner = NULL, claim_until = NULL, updated_at = $5
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, state, reason, has)
+            WHERE o.push_id = u.id
+            RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason
+        )
+        """ + PushEvents.insert(now: "$5")
 
     var ids: [String]
     var states: [String]
@@ -100,4 +104,24 @@ struct FinishStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+/// The webhook events of finished pushes, for the apps that have a webhook: appended to a
+/// statement whose `done` CTE returns the pushes it finished (push_id, device_id, kind, state,
+/// last_reason), so each event is written in the same statement as its push's final state. The
+/// event id is the type and the push id: a push's final state is one event.
+enum PushEvents {
+    static func insert(now: String) -> String {
+        """
+        INSERT INTO webhook_events (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+        SELECT 'push.' || done.state || ':' || done.push_id, d.app_id, 'push.' || done.state,
+            'push:' || done.push_id,
+            json_build_object('device_id', done.device_id, 'kind', done.kind, 'push_id', done.push_id,
+                'reason', done.last_reason, 'state', done.state, 'user_id', d.user_id)::text,
+            \(now), \(now), \(now)
+        FROM done JOIN devices d ON d.id = done.device_id JOIN apps a ON a.id = d.app_id
+        WHERE a.webhook_url IS NOT NULL AND done.state IN ('delivered', 'token_dead', 'failed', 'expired')
+        ON CONFLICT (id) DO NOTHING
+        """
+    }
 }

@@ -221,11 +221,15 @@ extension PostgresStore {
             _ = try await rows(
                 "finish unsendable pushes",
                 """
-                UPDATE outbox o SET state = u.state, last_reason = u.reason, attempts = o.attempts - 1,
-                    claim_owner = NULL, claim_until = NULL, updated_at = \(now)
-                FROM unnest(\(unsendable.ids)::text[], \(unsendable.states)::text[], \(unsendable.reasons)::text[])
-                    AS u(id, state, reason)
-                WHERE o.push_id = u.id AND o.state = 'sending' AND o.claim_owner = \(owner)
+                WITH done AS (
+                    UPDATE outbox o SET state = u.state, last_reason = u.reason, attempts = o.attempts - 1,
+                        claim_owner = NULL, claim_until = NULL, updated_at = \(now)
+                    FROM unnest(\(unsendable.ids)::text[], \(unsendable.states)::text[], \(unsendable.reasons)::text[])
+                        AS u(id, state, reason)
+                    WHERE o.push_id = u.id AND o.state = 'sending' AND o.claim_owner = \(owner)
+                    RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason
+                )
+                \(unescaped: PushEvents.insert(now: String(now)))
                 """
             )
         }
@@ -286,11 +290,15 @@ extension PostgresStore {
             if !finished.ids.isEmpty {
                 try await connection.run(
                     """
-                    UPDATE outbox o SET state = u.state, last_reason = CASE WHEN u.has THEN u.reason END,
-                        claim_owner = NULL, claim_until = NULL, updated_at = \(now)
-                    FROM unnest(\(finished.ids)::text[], \(finished.states)::text[], \(finished.reasons)::text[],
-                        \(finished.hasReason)::bool[]) AS u(id, state, reason, has)
-                    WHERE o.push_id = u.id
+                    WITH done AS (
+                        UPDATE outbox o SET state = u.state, last_reason = CASE WHEN u.has THEN u.reason END,
+                            claim_owner = NULL, claim_until = NULL, updated_at = \(now)
+                        FROM unnest(\(finished.ids)::text[], \(finished.states)::text[], \(finished.reasons)::text[],
+                            \(finished.hasReason)::bool[]) AS u(id, state, reason, has)
+                        WHERE o.push_id = u.id
+                        RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason
+                    )
+                    \(unescaped: PushEvents.insert(now: String(now)))
                     """,
                     logger: logger
                 )

@@ -50,6 +50,7 @@ extension SQLiteStore: StoreImport {
                 )
             }
             for record in records { try Self.insert(record, db) }
+            self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed)
             let written = try Self.tally(db)
             guard written == expected else {
                 throw StoreError.conflict.with(

@@ -122,6 +122,7 @@ extension SQLiteStore {
         let wanted = every ? [] : PushNetwork.allCases.filter(networks.contains).map(\.rawValue)
         let condition =
             every ? "" : "AND network IN (" + wanted.map { _ in "?" }.joined(separator: ", ") + ")"
+        let events = webhooksConfigured.load(ordering: .relaxed)
         return try await write { db in
             // Claims whose owner never came back go back to the queue.
             try db.cachedStatement(
@@ -179,18 +180,26 @@ extension SQLiteStore {
                         pushID: entry.pushID,
                         state: .expired,
                         reason: "expired before sending",
-                        now: now
+                        now: now,
+                        events: events
                     )
                 } else if device == nil {
                     try giveBack.execute(arguments: [entry.pushID])
-                    try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: "device_deactivated", now: now)
+                    try Self.finish(
+                        db,
+                        pushID: entry.pushID,
+                        state: .skipped,
+                        reason: "device_deactivated",
+                        now: now,
+                        events: false
+                    )
                 } else if let token {
                     let body = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
                     claimed.append(ClaimedPush(entry: try entry.entry(body: body), deviceToken: token))
                 } else {
                     try giveBack.execute(arguments: [entry.pushID])
                     let reason = (device?[2] as String?).map { "token_dead: \($0)" } ?? "no_token"
-                    try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: reason, now: now)
+                    try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: reason, now: now, events: false)
                 }
             }
             return claimed
@@ -199,6 +208,7 @@ extension SQLiteStore {
 
     public func complete(_ completions: [PushCompletion], now: Int64) async throws {
         if completions.isEmpty { return }
+        let events = webhooksConfigured.load(ordering: .relaxed)
         try await write { db in
             let requeue = try db.cachedStatement(
                 sql: """
@@ -213,7 +223,14 @@ extension SQLiteStore {
             for completion in completions {
                 switch completion.disposition {
                 case .finish(let state):
-                    try Self.finish(db, pushID: completion.pushID, state: state, reason: completion.reason, now: now)
+                    try Self.finish(
+                        db,
+                        pushID: completion.pushID,
+                        state: state,
+                        reason: completion.reason,
+                        now: now,
+                        events: events
+                    )
                 case .retry(let at):
                     try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
                     try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
@@ -272,7 +289,16 @@ extension SQLiteStore {
         }
     }
 
-    private static func finish(_ db: Database, pushID: String, state: PushState, reason: String?, now: Int64) throws {
+    /// Finishes a push; with `events` (some app has a webhook), writes its `push.<state>` event
+    /// for the webhook of its device's app, if that app has one, in the same transaction.
+    private static func finish(
+        _ db: Database,
+        pushID: String,
+        state: PushState,
+        reason: String?,
+        now: Int64,
+        events: Bool
+    ) throws {
         let statement = try db.cachedStatement(
             sql: """
                 UPDATE outbox SET state = ?, last_reason = ?, claim_owner = NULL, claim_until = NULL, updated_at = ?
@@ -280,7 +306,25 @@ extension SQLiteStore {
                 """
         )
         try statement.execute(arguments: [state.rawValue, reason, now, pushID])
+        guard events, Self.reportedStates.contains(state) else { return }
+        try db.cachedStatement(sql: Self.pushEventSQL).execute(arguments: [now, now, now, pushID])
     }
+
+    /// The final states a push's webhook event reports (`push.delivered` …); `skipped` is not one.
+    static let reportedStates: Set<PushState> = [.delivered, .tokenDead, .failed, .expired]
+
+    /// Writes a finished push's event when its device's app has a webhook: ids and states only.
+    /// The event id is the type and the push id, so a push's final state is one event.
+    static let pushEventSQL = """
+        INSERT INTO webhook_events (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+        SELECT 'push.' || o.state || ':' || o.push_id, d.app_id, 'push.' || o.state, 'push:' || o.push_id,
+            json_object('device_id', o.device_id, 'kind', o.kind, 'push_id', o.push_id, 'reason', o.last_reason,
+                'state', o.state, 'user_id', d.user_id),
+            ?, ?, ?
+        FROM outbox o JOIN devices d ON d.id = o.device_id JOIN apps a ON a.id = d.app_id
+        WHERE o.push_id = ? AND a.webhook_url IS NOT NULL
+        ON CONFLICT (id) DO NOTHING
+        """
 
     private static func log(_ db: Database, pushID: String, at: Int64, state: PushState, reason: String?) throws {
         let statement = try db.cachedStatement(

@@ -20,7 +20,13 @@ extension SQLiteStore {
                     app.webhook.map { Data($0.sealedSecret) },
                 ]
             )
+            self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed)
         }
+    }
+
+    /// Whether any app has a webhook.
+    static func anyAppWebhook(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM apps WHERE webhook_url IS NOT NULL)") ?? false
     }
 
     public func app(id: String) async throws -> AppRecord? {

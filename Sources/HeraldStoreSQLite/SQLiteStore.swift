@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 public import HeraldStore
 public import Logging
+import Synchronization
 
 /// `HeraldStore` on an embedded SQLite database (WAL, one file).
 ///
@@ -29,6 +30,10 @@ public final class SQLiteStore: HeraldStore {
     let pool: DatabasePool
     let writer: GroupCommit
     private let logger: Logger
+    /// Whether any app has a webhook: only then do push completions look for the events to write
+    /// with them, so a relay without webhooks pays nothing for them. One process owns a SQLite
+    /// file, and it changes only through `saveApp` and `importAll`, which set it.
+    let webhooksConfigured = Atomic<Bool>(false)
 
     /// Opens (or creates) the database and brings its schema up to date.
     ///
@@ -75,6 +80,8 @@ public final class SQLiteStore: HeraldStore {
         }
         writer = GroupCommit(pool: pool, maximumBatch: configuration.maximumGroup)
         self.logger = logger
+        let configured = try pool.read { db in try Self.anyAppWebhook(db) }
+        webhooksConfigured.store(configured, ordering: .relaxed)
     }
 
     /// The schema, one migration per released change.

@@ -140,6 +140,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.appWebhookIsKept)
     }
 
+    @Test func pushFinalStatesWriteWebhookEvents() async throws {
+        try await SQLiteEngine.check(.pushFinalStatesWriteWebhookEvents)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -177,6 +181,7 @@ struct SQLiteConformanceTests {
             .webhookLapsedLeaseIsTakenOver,
             .webhookEventsListAndExpire,
             .appWebhookIsKept,
+            .pushFinalStatesWriteWebhookEvents,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
