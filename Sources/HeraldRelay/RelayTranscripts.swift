@@ -213,7 +213,9 @@ public final class RelayTranscripts: Sendable {
             position: request.transcriptPosition,
             at: context.now()
         )
-        try await context.storing { try await $0.saveDisconnect(disconnect) }
+        let events = try await chatWebhookEvents(.chatCustomerOffline, device: device, disconnect: disconnect)
+        try await context.storing { try await $0.saveDisconnect(disconnect, events: events) }
+        if !events.isEmpty { context.webhooksWritten.signal() }
     }
 
     /// The app is back: no more pushes for this chat (a pending first push is cancelled), and
@@ -221,10 +223,41 @@ public final class RelayTranscripts: Sendable {
     public func chatConnect(device: DeviceRecord, conversation: String) async throws(RelayError) -> TranscriptView {
         try context.check(conversation, "conversation", pattern: .identifier)
         cancelFirstPush(conversation: conversation, deviceID: device.id)
+        let app = try await context.app(id: device.appID)
+        let context = context
+        let time = context.now()
         let disconnect = try await context.storing {
-            try await $0.removeDisconnect(deviceID: device.id, conversation: conversation)
+            try await $0.removeDisconnect(deviceID: device.id, conversation: conversation) { found in
+                guard let app else { return [] }
+                return context.webhookEvents(
+                    app: app,
+                    .chatCustomerBack,
+                    orderingKey: "conversation:" + conversation,
+                    data: ChatWebhookData(device: device, disconnect: found),
+                    at: time
+                )
+            }
         }
+        if disconnect != nil, app?.webhook != nil { context.webhooksWritten.signal() }
         return try await transcript(conversation: conversation, after: disconnect?.position ?? 0, for: device)
+    }
+
+    /// The events that tell the app's backend its customer left a chat or came back.
+    private func chatWebhookEvents(
+        _ type: WebhookEventType,
+        device: DeviceRecord,
+        disconnect: ChatDisconnect
+    )
+        async throws(RelayError) -> [WebhookEvent]
+    {
+        guard let app = try await context.app(id: device.appID) else { return [] }
+        return context.webhookEvents(
+            app: app,
+            type,
+            orderingKey: "conversation:" + disconnect.conversation,
+            data: ChatWebhookData(device: device, disconnect: disconnect),
+            at: disconnect.at
+        )
     }
 
     /// Every event after `position` (the resync), for a device of the chat's customer.
@@ -375,5 +408,32 @@ public final class RelayTranscripts: Sendable {
             context.logger.error("cannot push a chat's transcript", metadata: ["error": "\(error)"])
             return nil
         }
+    }
+}
+
+/// `chat.customer_offline` and `chat.customer_back`'s `data`: ids and the transcript position the
+/// device had seen when it left.
+struct ChatWebhookData: Encodable {
+    var conversation: String
+    var deviceID: String
+    var userID: String
+    var transcriptPosition: Int
+    /// When the device left the chat, milliseconds since the epoch.
+    var disconnectedAt: Int64
+
+    init(device: DeviceRecord, disconnect: ChatDisconnect) {
+        conversation = disconnect.conversation
+        deviceID = device.id
+        userID = device.userID
+        transcriptPosition = disconnect.position
+        disconnectedAt = disconnect.at
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case conversation
+        case deviceID = "device_id"
+        case userID = "user_id"
+        case transcriptPosition = "transcript_position"
+        case disconnectedAt = "disconnected_at"
     }
 }

@@ -15,14 +15,32 @@ public protocol TranscriptStore: Sendable {
     func endIdleChats(now: Int64, idle: Int64) async throws -> Int
     /// The conversation's events after `position`, in order.
     func transcript(conversation: String, after position: Int) async throws -> [TranscriptEvent]
-    /// Records (or replaces) a device's disconnect from a chat; the device must exist.
-    func saveDisconnect(_ disconnect: ChatDisconnect) async throws
+    /// Records (or replaces) a device's disconnect from a chat, with the webhook events that
+    /// report it (written in the same transaction); the device must exist.
+    func saveDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent]) async throws
     /// Notes that a disconnected device got its first push (only if it is still disconnected).
     func markDisconnectPushed(deviceID: String, conversation: String) async throws
-    /// Removes a device's disconnect and returns it, if it had one.
-    func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect?
+    /// Removes a device's disconnect and returns it, if it had one; then writes the webhook
+    /// events `events` makes of it, in the same transaction.
+    func removeDisconnect(
+        deviceID: String,
+        conversation: String,
+        events: @escaping @Sendable (ChatDisconnect) -> [WebhookEvent]
+    ) async throws -> ChatDisconnect?
     /// The devices disconnected from a chat, in no particular order.
     func disconnects(conversation: String) async throws -> [ChatDisconnect]
     /// Every disconnect whose first push has not been sent yet, in every chat.
     func pendingDisconnects() async throws -> [ChatDisconnect]
+}
+
+extension TranscriptStore {
+    /// Records (or replaces) a device's disconnect from a chat, reported to no webhook.
+    public func saveDisconnect(_ disconnect: ChatDisconnect) async throws {
+        try await saveDisconnect(disconnect, events: [])
+    }
+
+    /// Removes a device's disconnect and returns it, if it had one, reported to no webhook.
+    public func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect? {
+        try await removeDisconnect(deviceID: deviceID, conversation: conversation) { _ in [] }
+    }
 }

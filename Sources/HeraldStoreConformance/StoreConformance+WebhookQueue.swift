@@ -247,3 +247,27 @@ extension StoreConformance {
         }
     }
 }
+
+extension StoreConformance {
+    /// A disconnect is saved with its events; a removal writes the events made of the removed
+    /// disconnect, and none when there was nothing to remove.
+    public static func chatDisconnectsWriteWebhookEvents(_ engine: some StoreEngine) async throws {
+        let (store, _) = try await fresh(engine)
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        let disconnect = ChatDisconnect(deviceID: "d1", conversation: "chat-1", position: 4, at: 100)
+        try await store.saveDisconnect(
+            disconnect,
+            events: [webhookEvent("off", key: "conversation:chat-1", at: 100, app: StoreFixtures.appID)]
+        )
+        let back = try await store.removeDisconnect(deviceID: "d1", conversation: "chat-1") { found in
+            [webhookEvent("back-\(found.position)", key: "conversation:chat-1", at: 200, app: StoreFixtures.appID)]
+        }
+        #expect(back == disconnect)
+        let again = try await store.removeDisconnect(deviceID: "d1", conversation: "chat-1") { _ in
+            [webhookEvent("never", key: "conversation:chat-1", at: 300, app: StoreFixtures.appID)]
+        }
+        #expect(again == nil)
+        let events = try await store.webhookEvents(app: StoreFixtures.appID, state: nil, limit: 10, after: nil)
+        #expect(events.map(\.event.id) == ["off", "back-4"])
+    }
+}

@@ -52,6 +52,7 @@ public enum StoreConformance {
         case webhookEventsListAndExpire
         case appWebhookIsKept
         case pushFinalStatesWriteWebhookEvents
+        case chatDisconnectsWriteWebhookEvents
 
         public var description: String { rawValue }
 
@@ -96,6 +97,8 @@ public enum StoreConformance {
             case .webhookLapsedLeaseIsTakenOver: try await StoreConformance.webhookLapsedLeaseIsTakenOver(engine)
             case .webhookEventsListAndExpire: try await StoreConformance.webhookEventsListAndExpire(engine)
             case .appWebhookIsKept: try await StoreConformance.appWebhookIsKept(engine)
+            case .chatDisconnectsWriteWebhookEvents:
+                try await StoreConformance.chatDisconnectsWriteWebhookEvents(engine)
             case .pushFinalStatesWriteWebhookEvents:
                 try await StoreConformance.pushFinalStatesWriteWebhookEvents(engine)
             }

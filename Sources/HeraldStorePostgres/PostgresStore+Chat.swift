@@ -65,8 +65,9 @@ extension PostgresStore {
         }
     }
 
-    public func saveDisconnect(_ disconnect: ChatDisconnect) async throws {
+    public func saveDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent]) async throws {
         try await transaction("save a chat disconnect") { [logger] connection in
+            try await Self.insert(events, on: connection, logger: logger)
             try await connection.run(
                 """
                 INSERT INTO chat_disconnects (device_id, conversation, position, at, pushed)
@@ -92,7 +93,11 @@ extension PostgresStore {
         }
     }
 
-    public func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect? {
+    public func removeDisconnect(
+        deviceID: String,
+        conversation: String,
+        events: @escaping @Sendable (ChatDisconnect) -> [WebhookEvent]
+    ) async throws -> ChatDisconnect? {
         try await transaction("remove a chat disconnect") { [logger] connection -> ChatDisconnect? in
             let rows = try await connection.run(
                 """
@@ -101,7 +106,7 @@ extension PostgresStore {
                 """,
                 logger: logger
             )
-            return try rows.first.map { row in
+            let found = try rows.first.map { row in
                 let (position, at, pushed) = try row.decode((Int64, Int64, Bool).self)
                 return ChatDisconnect(
                     deviceID: deviceID,
@@ -111,6 +116,8 @@ extension PostgresStore {
                     pushed: pushed
                 )
             }
+            if let found { try await Self.insert(events(found), on: connection, logger: logger) }
+            return found
         }
     }
 

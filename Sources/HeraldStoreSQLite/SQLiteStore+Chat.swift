@@ -72,8 +72,9 @@ extension SQLiteStore {
         }
     }
 
-    public func saveDisconnect(_ disconnect: ChatDisconnect) async throws {
+    public func saveDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent]) async throws {
         try await write { db in
+            try Self.insert(events, db)
             try db.execute(
                 sql: """
                     INSERT OR REPLACE INTO chat_disconnects (device_id, conversation, position, at, pushed)
@@ -95,7 +96,11 @@ extension SQLiteStore {
         }
     }
 
-    public func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect? {
+    public func removeDisconnect(
+        deviceID: String,
+        conversation: String,
+        events: @escaping @Sendable (ChatDisconnect) -> [WebhookEvent]
+    ) async throws -> ChatDisconnect? {
         try await write { db in
             let found = try Row.fetchOne(
                 db,
@@ -114,6 +119,7 @@ extension SQLiteStore {
                 sql: "DELETE FROM chat_disconnects WHERE device_id = ? AND conversation = ?",
                 arguments: [deviceID, conversation]
             )
+            if let found { try Self.insert(events(found), db) }
             return found
         }
     }

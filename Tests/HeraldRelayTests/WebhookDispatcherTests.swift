@@ -3,6 +3,7 @@ import Foundation
 import HeraldCrypto
 import HeraldPush
 import HeraldRelay
+import HeraldRelayAPI
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
@@ -293,5 +294,56 @@ struct WebhookDispatcherTests {
             let bytes = FileManager.default.contents(atPath: setup.directory + "/" + file) ?? Data()
             #expect(bytes.range(of: Data(Self.secret.utf8)) == nil, "the secret is in \(file)")
         }
+    }
+
+    @Test("a customer leaving a chat and coming back are two events, in order, keyed by the conversation")
+    func chatEvents() async throws {
+        let setup = try await Self.setup()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let device = StoreFixtures.device("d1", user: "alice")
+        try await setup.store.saveDevice(device)
+        try await setup.relay.transcripts.chatDisconnect(
+            device: device,
+            conversation: "chat-1",
+            ChatDisconnectRequest(transcriptPosition: 3)
+        )
+        setup.clock.advance(by: 1_000)
+        _ = try await setup.relay.transcripts.chatConnect(device: device, conversation: "chat-1")
+        // Connected already: nothing to report.
+        _ = try await setup.relay.transcripts.chatConnect(device: device, conversation: "chat-1")
+        let page = try await setup.relay.webhooks.events(app: Self.app, state: nil, limit: 10, cursor: nil)
+        #expect(page.events.map(\.type) == ["chat.customer_offline", "chat.customer_back"])
+        #expect(page.events.allSatisfy { $0.orderingKey == "conversation:chat-1" })
+        let expected: WebhookJSON = .object([
+            "conversation": .string("chat-1"), "device_id": .string("d1"), "user_id": .string("alice"),
+            "transcript_position": .integer(3), "disconnected_at": .integer(Self.start),
+        ])
+        #expect(page.events.map(\.data) == [expected, expected])
+
+        let transport = ScriptedWebhookTransport()
+        let dispatcher = Self.dispatcher(setup, transport)
+        #expect(await dispatcher.deliverBatch() == 1, "the second waits for the first")
+        #expect(await dispatcher.deliverBatch() == 1)
+        #expect(
+            transport.requests.compactMap { $0.header("Herald-Event-Type") } == [
+                "chat.customer_offline", "chat.customer_back",
+            ]
+        )
+    }
+
+    @Test("an app without a webhook gets no events queued")
+    func noWebhookNoEvents() async throws {
+        let setup = try await Self.setup(webhook: false)
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let device = StoreFixtures.device("d1", user: "alice")
+        try await setup.store.saveDevice(device)
+        try await setup.relay.transcripts.chatDisconnect(
+            device: device,
+            conversation: "chat-1",
+            ChatDisconnectRequest(transcriptPosition: 3)
+        )
+        _ = try await setup.relay.transcripts.chatConnect(device: device, conversation: "chat-1")
+        #expect(try await setup.store.webhookQueueDepth() == 0)
+        #expect(try await setup.relay.webhooks.events(app: Self.app, state: nil, limit: 10, cursor: nil).events.isEmpty)
     }
 }

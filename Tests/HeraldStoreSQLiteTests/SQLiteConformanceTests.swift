@@ -144,6 +144,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.pushFinalStatesWriteWebhookEvents)
     }
 
+    @Test func chatDisconnectsWriteWebhookEvents() async throws {
+        try await SQLiteEngine.check(.chatDisconnectsWriteWebhookEvents)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -182,6 +186,7 @@ struct SQLiteConformanceTests {
             .webhookEventsListAndExpire,
             .appWebhookIsKept,
             .pushFinalStatesWriteWebhookEvents,
+            .chatDisconnectsWriteWebhookEvents,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
