@@ -98,6 +98,24 @@ public enum MetricCatalog {
                 help: "Pushes returned to the queue uncounted because their network was unreachable."
             ),
             Entry(
+                name: "herald_relay_webhook_events_total",
+                kind: .counter,
+                labels: ["type", "outcome"],
+                help: "Webhook event attempts by event type and outcome: delivered, retried or failed (given up)."
+            ),
+            Entry(
+                name: "herald_relay_webhook_queue_depth",
+                kind: .gauge,
+                labels: [],
+                help: "Webhook events waiting to be delivered (pending or being sent), read at most every 5 seconds."
+            ),
+            Entry(
+                name: "herald_relay_webhook_delivery_latency_seconds",
+                kind: .histogram,
+                labels: [],
+                help: "Seconds from a webhook event's creation to its delivery (delivered events only)."
+            ),
+            Entry(
                 name: "herald_relay_network_up",
                 kind: .gauge,
                 labels: ["network"],

@@ -18,7 +18,9 @@ public import HeraldStore
 ///   "http": {"header_read_timeout": 10, "idle_timeout": 60, "max_connections": 512},
 ///   "presence_ttl": 60, "message_retention": 604800, "durable": true,
 ///   "database": {"url": "postgres://herald@db:5432/herald", "pool_size": 10, "statement_timeout": 5},
-///   "node_id": "relay-a"
+///   "node_id": "relay-a",
+///   "webhooks": {"retry_window": 259200,
+///                "apps": {"com.example.chat": {"url": "https://backend.example/herald", "secret_env": "CHAT_HOOK_SECRET"}}}
 /// }
 /// ```
 public struct ConfigurationFile: Codable, Sendable, Equatable {
@@ -160,6 +162,36 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         }
     }
 
+    /// The apps' webhooks (docs/webhooks.md).
+    public struct Webhooks: Codable, Sendable, Equatable {
+        public init() {}
+
+        /// Seconds an event is retried after its creation before it is failed (259200: 72 h).
+        public var retryWindow: Int?
+        /// Per app id: where its events go and the secret they are signed with.
+        public var apps: [String: App]?
+
+        /// One app's webhook. The secret comes from the environment variable `secret_env` names
+        /// (so the file holds no secret), or from `secret`.
+        public struct App: Codable, Sendable, Equatable {
+            public init() {}
+
+            public var url: String?
+            public var secret: String?
+            public var secretEnv: String?
+
+            enum CodingKeys: String, CodingKey {
+                case url, secret
+                case secretEnv = "secret_env"
+            }
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case retryWindow = "retry_window"
+            case apps
+        }
+    }
+
     /// Chat background semantics.
     public struct Chat: Codable, Sendable, Equatable {
         public init() {}
@@ -195,6 +227,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var nodeID: String?
     public var adapters: [String: Adapter]?
     public var chat: Chat?
+    public var webhooks: Webhooks?
     public var sandbox: Sandbox?
     public var http: HTTP?
     /// trace, debug, info, notice, warning, error or critical.
@@ -210,7 +243,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case messageRetention = "message_retention"
         case durable, database
         case nodeID = "node_id"
-        case adapters, chat, sandbox, http
+        case adapters, chat, webhooks, sandbox, http
         case logLevel = "log_level"
         case logFormat = "log_format"
     }

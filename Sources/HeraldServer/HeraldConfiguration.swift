@@ -32,6 +32,11 @@ public struct HeraldConfiguration: Sendable {
     public var logFormat = LogFormat.text
     /// Apps to register at start, with the file's and the flags' together.
     public var apps: [AppRecord] = []
+    /// The apps' webhooks from the file, by app id (their secrets resolved where the relay is
+    /// built, from the environment when `secret_env` is given).
+    public var webhooks: [String: ConfigurationFile.Webhooks.App] = [:]
+    /// How long a webhook event is retried after its creation (72 hours).
+    public var webhookRetryWindow: Duration = .seconds(72 * 60 * 60)
     /// Apps named on the command line as `BUNDLE_ID[:TEAM_ID]`; a missing team is the APNs key's.
     public var extraApps: [ExtraApp] = []
     /// Dispatcher loops draining the outbox (2), and how many pushes each claims at a time (256).
@@ -186,6 +191,11 @@ public struct HeraldConfiguration: Sendable {
             logFormat = parsed
         }
         apps = file.apps ?? []
+        webhooks = file.webhooks?.apps ?? [:]
+        if let seconds = file.webhooks?.retryWindow {
+            guard seconds > 0 else { throw .configuration("webhooks.retry_window must be at least 1 second") }
+            webhookRetryWindow = .seconds(seconds)
+        }
         self.extraApps = extraApps
         workers = file.dispatcher?.workers ?? workers
         batchSize = file.dispatcher?.batchSize ?? batchSize
@@ -365,5 +375,29 @@ public struct HeraldConfiguration: Sendable {
             throw .configuration("adapters.\(name): no such adapter (genesys, cxone)")
         }
         return made
+    }
+}
+
+extension HeraldConfiguration {
+    /// The configured webhooks with their secrets, by app id: `secret_env` names the environment
+    /// variable holding the secret, or `secret` gives it.
+    public func webhookSettings(environment: [String: String]) throws(HeraldServerError) -> [String: WebhookSettings] {
+        var settings: [String: WebhookSettings] = [:]
+        for (app, webhook) in webhooks {
+            guard let url = webhook.url else { throw .configuration("webhooks.apps.\(app).url is missing") }
+            let secret: String
+            if let name = webhook.secretEnv {
+                guard let value = environment[name], !value.isEmpty else {
+                    throw .configuration("webhooks.apps.\(app).secret_env names \(name), which is not set")
+                }
+                secret = value
+            } else if let value = webhook.secret {
+                secret = value
+            } else {
+                throw .configuration("webhooks.apps.\(app) needs secret_env (or secret)")
+            }
+            settings[app] = WebhookSettings(url: url, secret: secret)
+        }
+        return settings
     }
 }

@@ -16,6 +16,8 @@ struct RelayRuntime: Sendable {
     let logger: Logger
     /// The webhooks served (the file's and those the environment's secrets turn on), for the banner.
     let adapterNames: [String]
+    /// The configured apps' webhooks with their secrets, by app id.
+    let webhooks: [String: WebhookSettings]
     private let port: PortBox
     private let store: any HeraldStore
     /// How many previous API keys are accepted and where they come from, for the banner.
@@ -46,6 +48,8 @@ struct RelayRuntime: Sendable {
         parts.relay = configuration.relayConfiguration
         parts.relay.platforms = platforms
         parts.dispatcher = configuration.dispatcherConfiguration
+        parts.webhooks.retryWindow = configuration.webhookRetryWindow
+        webhooks = try configuration.webhookSettings(environment: environment)
         parts.host = configuration.host
         parts.port = configuration.port
         parts.http = configuration.http
@@ -72,9 +76,12 @@ struct RelayRuntime: Sendable {
             }
             all.append(AppRecord(id: extra.bundleID, teamID: team))
         }
+        for (id, _) in webhooks where !all.contains(where: { $0.id == id }) {
+            throw .configuration("webhooks.apps.\(id) names no app of the configuration")
+        }
         for app in all {
             do {
-                try await relay.activation.saveApp(app)
+                try await relay.activation.saveApp(app, webhook: webhooks[app.id])
             } catch {
                 throw .configuration("app \(app.id): \(error.detail)")
             }
