@@ -46,6 +46,11 @@ public enum StoreConformance {
         case pushListingFilters
         case pushListingPagesWithoutGapsOrRepeats
         case webhookEventsAreQueued
+        case callIsWrittenWithItsIngest
+        case callEndsOnce
+        case callRingingIsReportedOnce
+        case dueCallsAreClaimedOnce
+        case callStopsAreTakenOnce
 
         public var description: String { rawValue }
 
@@ -85,6 +90,11 @@ public enum StoreConformance {
             case .pushListingPagesWithoutGapsOrRepeats:
                 try await StoreConformance.pushListingPagesWithoutGapsOrRepeats(engine)
             case .webhookEventsAreQueued: try await StoreConformance.webhookEventsAreQueued(engine)
+            case .callIsWrittenWithItsIngest: try await StoreConformance.callIsWrittenWithItsIngest(engine)
+            case .callEndsOnce: try await StoreConformance.callEndsOnce(engine)
+            case .callRingingIsReportedOnce: try await StoreConformance.callRingingIsReportedOnce(engine)
+            case .dueCallsAreClaimedOnce: try await StoreConformance.dueCallsAreClaimedOnce(engine)
+            case .callStopsAreTakenOnce: try await StoreConformance.callStopsAreTakenOnce(engine)
             }
         }
     }

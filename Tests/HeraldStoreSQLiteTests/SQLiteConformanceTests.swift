@@ -120,6 +120,26 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.webhookEventsAreQueued)
     }
 
+    @Test func callIsWrittenWithItsIngest() async throws {
+        try await SQLiteEngine.check(.callIsWrittenWithItsIngest)
+    }
+
+    @Test func callEndsOnce() async throws {
+        try await SQLiteEngine.check(.callEndsOnce)
+    }
+
+    @Test func callRingingIsReportedOnce() async throws {
+        try await SQLiteEngine.check(.callRingingIsReportedOnce)
+    }
+
+    @Test func dueCallsAreClaimedOnce() async throws {
+        try await SQLiteEngine.check(.dueCallsAreClaimedOnce)
+    }
+
+    @Test func callStopsAreTakenOnce() async throws {
+        try await SQLiteEngine.check(.callStopsAreTakenOnce)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -152,6 +172,11 @@ struct SQLiteConformanceTests {
             .pushListingFilters,
             .pushListingPagesWithoutGapsOrRepeats,
             .webhookEventsAreQueued,
+            .callIsWrittenWithItsIngest,
+            .callEndsOnce,
+            .callRingingIsReportedOnce,
+            .dueCallsAreClaimedOnce,
+            .callStopsAreTakenOnce,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
