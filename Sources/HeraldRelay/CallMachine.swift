@@ -126,7 +126,8 @@ public struct CallMachine: Sendable {
         state = next
         var actions: [Action] = [.transition(to: next)]
         if let device, let report { actions.append(.recordReport(device: device, report)) }
-        actions.append(.webhook(event, device: device, reason: next.stopReason?.rawValue))
+        // A device's answer or decline needs no reason; the caller's hang-up and the timeout do.
+        actions.append(.webhook(event, device: device, reason: device == nil ? next.stopReason?.rawValue : nil))
         let others = devices.filter { $0 != device }
         if let reason = next.stopReason, !others.isEmpty { actions.append(.stop(devices: others, reason: reason)) }
         return actions
