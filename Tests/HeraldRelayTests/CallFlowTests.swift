@@ -1,8 +1,10 @@
 import Foundation
+import GRDB
 import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
+@testable import HeraldStoreSQLite
 import HeraldTesting
 import Synchronization
 import Testing
@@ -21,6 +23,20 @@ struct CallFlowTests {
         )
         try #require(reply.status == 202, "the call answered \(reply.status): \(reply.text)")
         return try reply.decode(IngestReceipt.self)
+    }
+
+    /// The webhook events written for a call, in order: (type, data).
+    static func events(_ harness: RelayHarness, call: String) async throws -> [(type: String, data: [String: String])] {
+        let rows = try await harness.store.read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT type, data FROM webhook_events WHERE ordering_key = ? ORDER BY sequence",
+                arguments: ["call:" + call]
+            ).map { row -> (String, String) in (row[0], row[1]) }
+        }
+        return try rows.map { type, data in
+            (type, try JSONDecoder().decode([String: String].self, from: Data(data.utf8)))
+        }
     }
 
     /// A live channel, open once the relay knows it.
@@ -101,6 +117,16 @@ struct CallFlowTests {
             let reports = Dictionary(uniqueKeysWithValues: view.devices.map { ($0.deviceID, $0.report) })
             #expect(reports == [phone.deviceID: .ringing, pad.deviceID: .answered])
 
+            // One `call.ringing` (the first report), then `call.answered`; no caller name.
+            let events = try await Self.events(harness, call: "call-1")
+            #expect(events.map(\.type) == ["call.ringing", "call.answered"])
+            #expect(
+                events.last?.data == [
+                    "call_id": "call-1", "user_id": "alice", "state": "answered", "device_id": pad.deviceID,
+                ]
+            )
+            #expect(events.first?.data["device_id"] == phone.deviceID)
+
             // The phone answering late is told the call was answered elsewhere.
             let late = try await harness.call(.POST, "/v1/calls/call-1/answer", auth: .bearer(phone.credential))
             #expect(late.status == 409)
@@ -136,6 +162,12 @@ struct CallFlowTests {
                 try await frames.next(within: .seconds(1))
                     == .callStop(callID: "call-2", reason: .remoteEnded, state: .cancelled)
             )
+            #expect(
+                try await Self.events(harness, call: "call-2").map(\.data) == [
+                    ["call_id": "call-2", "user_id": "bob", "state": "ringing", "device_id": phone.deviceID],
+                    ["call_id": "call-2", "user_id": "bob", "state": "cancelled", "reason": "remote_ended"],
+                ]
+            )
             let again = try await harness.call(.POST, "/v1/calls/call-2/cancel")
             #expect(again.status == 409 && again.json["error"] as? String == "conflict")
             let unknown = try await harness.call(.POST, "/v1/calls/nope/cancel")
@@ -167,6 +199,7 @@ struct CallFlowTests {
             )
             let view = try await harness.call(.GET, "/v1/calls/call-3").decode(CallView.self)
             #expect(view.state == .missed && view.reason == "unanswered")
+            #expect(try await Self.events(harness, call: "call-3").map(\.type) == ["call.missed"])
 
             try await harness.eventually("the missed-call alert") {
                 !harness.accepted(token: phone.messagingToken).isEmpty
