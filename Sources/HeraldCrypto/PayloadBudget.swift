@@ -24,6 +24,7 @@ public struct PayloadBudget: Sendable, Hashable {
         switch kind {
         case .message: .apnsAlert
         case .call: .apnsVoIP
+        case .missedCall: .apnsAlert
         }
     }
 

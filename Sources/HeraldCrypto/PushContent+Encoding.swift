@@ -37,6 +37,8 @@ extension PushContent {
             try writer.appendString(c.callerID)
             try writer.appendString(c.callerName)
             return writer.bytes
+        case .missedCall(let missed):
+            return try missed.encoded()
         }
     }
 
@@ -77,6 +79,8 @@ extension PushContent {
                     startedAt: time
                 )
             )
+        case .missedCall:
+            self = .missedCall(try MissedCallContent(reading: &reader, flags: flags, time: time))
         case nil:
             throw .malformedContent
         }
@@ -88,6 +92,7 @@ extension PushContent {
         switch self {
         case .message(let m): m.encodedLength
         case .call(let c): c.encodedLength
+        case .missedCall(let missed): missed.encodedLength
         }
     }
 }

@@ -84,12 +84,14 @@ public struct CallContent: Sendable, Hashable, Codable {
 public enum PushContent: Sendable, Hashable {
     case message(MessageContent)
     case call(CallContent)
+    case missedCall(MissedCallContent)
 
     /// The push kind, bound into the additional data.
     public var kind: PushKind {
         switch self {
         case .message: .message
         case .call: .call
+        case .missedCall: .missedCall
         }
     }
 
@@ -98,6 +100,7 @@ public enum PushContent: Sendable, Hashable {
         switch self {
         case .message(let message): message.messageID
         case .call(let call): call.callID
+        case .missedCall(let missed): missed.callID
         }
     }
 }

@@ -5,11 +5,15 @@ public enum PushKind: UInt8, Sendable, Hashable, Codable, CaseIterable, CustomSt
     case message = 1
     /// A call push: APNs `voip`, priority 10, handed to PushKit and reported to CallKit.
     case call = 2
+    /// A missed-call alert: APNs `alert`, priority 5, opened by the Notification Service
+    /// Extension (an FCM data message on Android).
+    case missedCall = 3
 
     public var description: String {
         switch self {
         case .message: "message"
         case .call: "call"
+        case .missedCall: "missed_call"
         }
     }
 }

@@ -20,13 +20,13 @@ public final class LiveChannels: Sendable {
         /// The channel's name among every node's channels (unique across nodes and restarts).
         public let sessionID: String
         /// What to write to the device, in order; ends when the channel is replaced or closed.
-        public let messages: AsyncStream<LiveMessage>
+        public let frames: AsyncStream<LiveServerFrame>
     }
 
     private struct Open {
         var id: UInt64
         var sessionID: String
-        var continuation: AsyncStream<LiveMessage>.Continuation
+        var continuation: AsyncStream<LiveServerFrame>.Continuation
         var activeConversation: String?
         var pending: [String: LiveMessage] = [:]
     }
@@ -77,13 +77,13 @@ public final class LiveChannels: Sendable {
 
     /// Opens the device's channel; a channel it had is closed (its unacknowledged messages fall back).
     public func open(deviceID: String) async -> Session {
-        let (stream, continuation) = AsyncStream.makeStream(of: LiveMessage.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: LiveServerFrame.self)
         let (session, replaced) = state.withLock { state -> (Session, Open?) in
             state.nextID += 1
             let sessionID = "\(instance)-\(state.nextID)"
             let replaced = state.open[deviceID]
             state.open[deviceID] = Open(id: state.nextID, sessionID: sessionID, continuation: continuation)
-            return (Session(id: state.nextID, deviceID: deviceID, sessionID: sessionID, messages: stream), replaced)
+            return (Session(id: state.nextID, deviceID: deviceID, sessionID: sessionID, frames: stream), replaced)
         }
         if let replaced { settle(replaced, deviceID: deviceID) }
         let (directory, now) = directory
@@ -152,7 +152,7 @@ public final class LiveChannels: Sendable {
             guard var open = state.open[deviceID] else { return false }
             open.pending[message.messageID] = message
             state.open[deviceID] = open
-            open.continuation.yield(message)
+            open.continuation.yield(.message(message))
             return true
         }
         guard sent else { return false }
@@ -161,6 +161,17 @@ public final class LiveChannels: Sendable {
             self?.expire(messageID: message.messageID, deviceID: deviceID)
         }
         return true
+    }
+
+    /// Sends a frame that needs no acknowledgement (a call's stop or state) over the device's
+    /// channel; false when it has none here.
+    @discardableResult
+    public func send(_ frame: LiveServerFrame, to deviceID: String) -> Bool {
+        state.withLock { state -> Bool in
+            guard let open = state.open[deviceID] else { return false }
+            open.continuation.yield(frame)
+            return true
+        }
     }
 
     private func expire(messageID: String, deviceID: String) {

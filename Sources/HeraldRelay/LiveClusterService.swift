@@ -36,7 +36,11 @@ public struct LiveClusterService: Service {
                 let (arrivals, arrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
                 group.addTask { await store.followLiveHandovers(nodeID: node) { arrived.yield() } }
                 group.addTask {
-                    for await _ in arrivals { await ingest.deliverHandovers() }
+                    for await _ in arrivals {
+                        await ingest.deliverHandovers()
+                        // Call stops wake the node on the same channel.
+                        await relay.calls.deliverStops()
+                    }
                 }
                 group.addTask {
                     var lastRenewal: ContinuousClock.Instant?

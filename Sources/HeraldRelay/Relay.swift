@@ -18,6 +18,8 @@ public final class Relay: Sendable {
     public let transcripts: RelayTranscripts
     /// The delivery state of the events for the apps' webhooks.
     public let webhooks: RelayWebhooks
+    /// A call's life after its VoIP push: ringing, answer, decline, cancel, missed.
+    public let calls: RelayCalls
     /// The live channels of apps in the foreground this node holds.
     public let live: LiveChannels
     /// Where every node's live channels are known (`RelayConfiguration.live.nodeID`).
@@ -67,6 +69,7 @@ public final class Relay: Sendable {
         self.ingest = ingest
         self.transcripts = RelayTranscripts(context: context)
         self.webhooks = RelayWebhooks(context: context)
+        self.calls = RelayCalls(context: context, live: live, directory: directory)
         self.live = live
         self.liveDirectory = directory
         self.logger = logger

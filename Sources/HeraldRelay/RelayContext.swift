@@ -93,6 +93,22 @@ final class RelayContext: Sendable {
         seal(sender, context: Self.senderContext(messageID))
     }
 
+    static func callerContext(_ callID: String) -> String { "herald-call-caller:" + callID }
+
+    /// A call's caller sealed at rest, bound to the call id.
+    func sealCaller(_ caller: Party, callID: String) -> [UInt8] {
+        seal(caller, context: Self.callerContext(callID))
+    }
+
+    /// A stored call's caller, or `unavailable` (logged) when it does not open.
+    func openCaller(_ call: CallRecord) throws(RelayError) -> Party {
+        guard let caller = open(call.sealedCaller, context: Self.callerContext(call.id)) else {
+            logger.error("cannot open a stored call's caller", metadata: ["call": "\(call.id)"])
+            throw RelayError.unavailable.with(detail: "the relay cannot read this call")
+        }
+        return caller
+    }
+
     /// A chat event's author sealed at rest, bound to the conversation and the event's time (the
     /// position is not known before the store gives it), like the event's text.
     func sealAuthor(_ author: Party, conversation: String, at time: Int64) -> [UInt8] {

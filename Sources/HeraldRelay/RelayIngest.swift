@@ -234,6 +234,9 @@ public final class RelayIngest: Sendable {
         } else {
             media = .audio
         }
+        if let ttl = request.ttl, !(1...86_400).contains(ttl) {
+            throw .invalidField("ttl", "must be 1 to 86400 seconds")
+        }
 
         let time = context.now()
         let recipients = try await context.storing { try await $0.recipients(userID: request.to) }
@@ -246,6 +249,7 @@ public final class RelayIngest: Sendable {
         )
         var pushes: [OutboxEntry] = []
         var receipt = IngestReceipt(id: request.callID, pushes: [], skipped: [])
+        var callApp: AppRecord?
         for device in recipients.map(\.device) {
             if let reason = try await skipReason(for: device, kind: .call) {
                 receipt.skipped.append(.init(deviceID: device.id, reason: reason))
@@ -289,14 +293,36 @@ public final class RelayIngest: Sendable {
                     priority: 10,
                     payload: payload,
                     nextAttemptAt: time,
-                    expiresAt: time + app.callTTL * 1000,
+                    expiresAt: time + (request.ttl ?? app.callTTL) * 1000,
                     createdAt: time,
                     updatedAt: time
                 )
             )
             receipt.pushes.append(.init(pushID: pushID, deviceID: device.id))
+            if callApp == nil { callApp = app }
         }
-        let outcome = try await commit(receipt: receipt, key: "call:" + request.callID, message: nil, pushes: pushes)
+        // The call's record, written with its pushes: it rings until answered, declined,
+        // cancelled, or its time to live passes (then missed).
+        let ttl = request.ttl ?? callApp?.callTTL ?? AppRecord(id: request.callID, teamID: "").callTTL
+        let call = CallRecord(
+            id: request.callID,
+            appID: callApp?.id ?? recipients.first?.device.appID ?? "",
+            userID: request.to,
+            media: media.rawValue,
+            sealedCaller: context.sealCaller(request.from, callID: request.callID),
+            createdAt: time,
+            expiresAt: time + ttl * 1000,
+            updatedAt: time,
+            devices: receipt.pushes.map { CallDeviceRecord(deviceID: $0.deviceID, report: .pushed) }
+                .sorted { $0.deviceID < $1.deviceID }
+        )
+        let outcome = try await commit(
+            receipt: receipt,
+            key: "call:" + request.callID,
+            message: nil,
+            pushes: pushes,
+            call: call
+        )
         if !outcome.duplicate { context.metrics.calls.increment() }
         return outcome
     }
@@ -317,7 +343,8 @@ public final class RelayIngest: Sendable {
         key: String?,
         message: MessageRecord?,
         pushes: [OutboxEntry],
-        handovers: [LiveHandover] = []
+        handovers: [LiveHandover] = [],
+        call: CallRecord? = nil
     ) async throws(RelayError) -> IngestReceipt {
         let encoded = Array(receipt.jsonText.utf8)
         let ingest = Ingest(
@@ -327,7 +354,10 @@ public final class RelayIngest: Sendable {
             receipt: encoded,
             handovers: handovers
         )
-        switch try await context.storing({ try await $0.accept(ingest) }) {
+        let stored = try await context.storing { store in
+            if let call { try await store.acceptCall(ingest, call: call) } else { try await store.accept(ingest) }
+        }
+        switch stored {
         case .accepted:
             context.metrics.queued.increment(by: pushes.count)
             context.metrics.skipped.increment(by: receipt.skipped.count)

@@ -220,18 +220,21 @@ public struct CallRequest: Sendable, Codable, Hashable {
     public var callID: String
     /// `audio` (default) or `video`.
     public var media: String?
+    /// Seconds the call rings before it is missed; the app's `call_ttl` when absent.
+    public var ttl: Int64?
 
-    public init(to: String, from: Party, callID: String, media: String? = nil) {
+    public init(to: String, from: Party, callID: String, media: String? = nil, ttl: Int64? = nil) {
         self.to = to
         self.from = from
         self.callID = callID
         self.media = media
+        self.ttl = ttl
     }
 
     enum CodingKeys: String, CodingKey {
         case to, from
         case callID = "call_id"
-        case media
+        case media, ttl
     }
 }
 

@@ -10,9 +10,11 @@ public import NIOCore
 /// foreground. The device credential comes as `Authorization: Bearer …` or `?credential=…` (for
 /// clients that cannot set headers on an upgrade).
 ///
-/// Client → relay, JSON text frames: `{"type":"presence","state":"active","conversation":"c"}`
-/// (or `"background"`), `{"type":"ack","message_id":"…"}`. Relay → client:
-/// `{"type":"message","message_id","conversation","from":{"id","name"},"text","sent_at"}`.
+/// Client → relay, JSON text frames (`LiveClientFrame`): `{"type":"presence","state":"active",
+/// "conversation":"c"}` (or `"background"`), `{"type":"ack","message_id":"…"}`,
+/// `{"type":"call.ringing"|"call.answer"|"call.decline","call_id":"…"}`. Relay → client
+/// (`LiveServerFrame`): `{"type":"message",…}`, `{"type":"call.stop","call_id","reason","state"}`,
+/// `{"type":"call.state","call_id","state","device_id"?,"accepted"}`.
 ///
 /// A refusal is the same JSON as every other route's: 401 without a credential or with one the
 /// relay does not know (or no longer knows), 403 for the API key or another device's credential.
@@ -37,13 +39,11 @@ enum LiveChannelRoute {
             let deviceID = try context.requestContext.parameters.require("id")
             let session = await relay.live.open(deviceID: deviceID)
             relay.logger.info("live channel opened", metadata: ["device": "\(deviceID)"])
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             // Closed however serving ends, and awaited (not a `defer`): the close tells the other
             // nodes the channel is gone before the handler returns.
             var failure: (any Error)?
             do {
-                try await serve(session, inbound: inbound, outbound: outbound, relay: relay, encoder: encoder)
+                try await serve(session, inbound: inbound, outbound: outbound, relay: relay)
             } catch {
                 failure = error
             }
@@ -58,38 +58,18 @@ enum LiveChannelRoute {
         _ session: LiveChannels.Session,
         inbound: WebSocketInboundStream,
         outbound: WebSocketOutboundWriter,
-        relay: Relay,
-        encoder: JSONEncoder
+        relay: Relay
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for try await message in inbound.messages(maxSize: 64 * 1024) {
-                    guard case .text(let text) = message,
-                        let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
-                    else { continue }
-                    switch object["type"] as? String {
-                    case "presence":
-                        let active = object["state"] as? String == "active"
-                        await relay.live.presence(
-                            session,
-                            active: active ? object["conversation"] as? String : nil
-                        )
-                    case "ack":
-                        if let id = object["message_id"] as? String {
-                            await relay.live.acknowledge(session, messageID: id)
-                        }
-                    default:
-                        continue
-                    }
+                    guard case .text(let text) = message, let frame = LiveClientFrame(jsonText: text) else { continue }
+                    await handle(frame, session: session, relay: relay)
                 }
             }
             group.addTask {
-                for await message in session.messages {
-                    var object =
-                        try JSONSerialization.jsonObject(with: try encoder.encode(message)) as? [String: Any]
-                    object?["type"] = "message"
-                    let data = try JSONSerialization.data(withJSONObject: object ?? [:], options: [.sortedKeys])
-                    try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+                for await frame in session.frames {
+                    try await outbound.write(.text(try frame.jsonText()))
                 }
             }
             // The device hangs up, or a newer channel for the device replaced this one.
@@ -100,6 +80,46 @@ enum LiveChannelRoute {
 }
 
 extension LiveChannelRoute {
+    /// One frame from the device. A call frame is answered on the channel with `call.state` (and
+    /// `call.stop` when the call ended before the device rang); one the relay refuses (an unknown
+    /// call, another user's) is answered `call.state` with `accepted: false` where the call is
+    /// known to the device, and otherwise logged and dropped.
+    static func handle(_ frame: LiveClientFrame, session: LiveChannels.Session, relay: Relay) async {
+        switch frame {
+        case .presence(let conversation):
+            await relay.live.presence(session, active: conversation)
+        case .ack(let messageID):
+            await relay.live.acknowledge(session, messageID: messageID)
+        case .callRinging(let callID), .callAnswer(let callID), .callDecline(let callID):
+            do throws(RelayError) {
+                let device = try await relay.activation.authenticatedDevice(id: session.deviceID)
+                let view: CallView
+                switch frame {
+                case .callRinging: view = try await relay.calls.ringing(id: callID, device: device)
+                case .callAnswer: view = try await relay.calls.answer(id: callID, device: device)
+                default: view = try await relay.calls.decline(id: callID, device: device)
+                }
+                relay.live.send(
+                    .callState(callID: callID, state: view.state, deviceID: view.answeredBy ?? view.declinedBy, accepted: true),
+                    to: session.deviceID
+                )
+            } catch {
+                relay.logger.info(
+                    "call frame refused",
+                    metadata: ["device": "\(session.deviceID)", "call": "\(callID)", "reason": "\(error.detail)"]
+                )
+                if error == RelayError.conflict, let device = try? await relay.activation.authenticatedDevice(id: session.deviceID),
+                    let view = try? await relay.calls.call(id: callID, for: device)
+                {
+                    relay.live.send(
+                        .callState(callID: callID, state: view.state, deviceID: view.answeredBy ?? view.declinedBy, accepted: false),
+                        to: session.deviceID
+                    )
+                }
+            }
+        }
+    }
+
     /// The device's own credential, from the header or `?credential=`; the API key is 403.
     static func authorize(_ request: Request, deviceID: String, api: API) async throws(RelayError) {
         guard let credential = api.bearer(request) ?? request.uri.queryParameters.get("credential")

@@ -128,6 +128,8 @@ public struct RelayNode: Sendable {
             store: parts.store,
             now: parts.now
         )
-        self.services = [dispatcher, webhookDispatcher] + (live.map { [$0] } ?? []) + [app]
+        // Calls nobody answered end as missed on whichever node claims them first.
+        let callTimers = CallTimerService(relay: relay)
+        self.services = [dispatcher, webhookDispatcher] + (live.map { [$0] } ?? []) + [callTimers, app]
     }
 }

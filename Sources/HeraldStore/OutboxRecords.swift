@@ -4,6 +4,8 @@ public import HeraldPush
 public enum OutboxKind: String, Sendable, Hashable, Codable, CaseIterable {
     case message
     case call
+    /// The alert telling a device it missed a call (a messaging push: the messaging token).
+    case missedCall = "missed_call"
 }
 
 /// Where a push is in its life.

@@ -53,6 +53,11 @@ public enum StoreConformance {
         case appWebhookIsKept
         case pushFinalStatesWriteWebhookEvents
         case chatDisconnectsWriteWebhookEvents
+        case callIsWrittenWithItsIngest
+        case callEndsOnce
+        case callRingingIsReportedOnce
+        case dueCallsAreClaimedOnce
+        case callStopsAreTakenOnce
 
         public var description: String { rawValue }
 
@@ -101,6 +106,11 @@ public enum StoreConformance {
                 try await StoreConformance.chatDisconnectsWriteWebhookEvents(engine)
             case .pushFinalStatesWriteWebhookEvents:
                 try await StoreConformance.pushFinalStatesWriteWebhookEvents(engine)
+            case .callIsWrittenWithItsIngest: try await StoreConformance.callIsWrittenWithItsIngest(engine)
+            case .callEndsOnce: try await StoreConformance.callEndsOnce(engine)
+            case .callRingingIsReportedOnce: try await StoreConformance.callRingingIsReportedOnce(engine)
+            case .dueCallsAreClaimedOnce: try await StoreConformance.dueCallsAreClaimedOnce(engine)
+            case .callStopsAreTakenOnce: try await StoreConformance.callStopsAreTakenOnce(engine)
             }
         }
     }

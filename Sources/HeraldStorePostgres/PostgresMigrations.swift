@@ -281,6 +281,50 @@ enum PostgresMigrations {
                 "ALTER TABLE apps ADD COLUMN webhook_secret BYTEA",
             ]
         ),
+        (
+            "v7: calls",
+            [
+                """
+                CREATE TABLE calls (
+                    id TEXT PRIMARY KEY,
+                    app_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    media TEXT NOT NULL,
+                    sealed_caller BYTEA NOT NULL,
+                    state TEXT NOT NULL DEFAULT 'ringing',
+                    device_id TEXT,
+                    reason TEXT,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    ringing_at BIGINT,
+                    ended_at BIGINT,
+                    updated_at BIGINT NOT NULL,
+                    timer_owner TEXT,
+                    timer_lease BIGINT
+                )
+                """,
+                "CREATE INDEX calls_due ON calls (expires_at) WHERE state = 'ringing'",
+                """
+                CREATE TABLE call_devices (
+                    call_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    report TEXT NOT NULL DEFAULT 'pushed',
+                    reported_at BIGINT,
+                    PRIMARY KEY (call_id, device_id)
+                )
+                """,
+                """
+                CREATE TABLE call_stops (
+                    call_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    node_id TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    PRIMARY KEY (call_id, device_id)
+                )
+                """,
+                "CREATE INDEX call_stops_by_node ON call_stops (node_id)",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -45,5 +45,47 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v15: calls") { db in
+            // A call's state (a compare-and-set from 'ringing'), its devices' reports, the lease of
+            // the node ending it as missed, and the stops handed to the node holding a device's
+            // live channel. The caller is sealed at rest.
+            try db.execute(
+                sql: """
+                    CREATE TABLE calls (
+                        id TEXT PRIMARY KEY,
+                        app_id TEXT NOT NULL,
+                        user_id TEXT NOT NULL,
+                        media TEXT NOT NULL,
+                        sealed_caller BLOB NOT NULL,
+                        state TEXT NOT NULL DEFAULT 'ringing',
+                        device_id TEXT,
+                        reason TEXT,
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        ringing_at INTEGER,
+                        ended_at INTEGER,
+                        updated_at INTEGER NOT NULL,
+                        timer_owner TEXT,
+                        timer_lease INTEGER
+                    );
+                    CREATE INDEX calls_due ON calls(expires_at) WHERE state = 'ringing';
+                    CREATE TABLE call_devices (
+                        call_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        report TEXT NOT NULL DEFAULT 'pushed',
+                        reported_at INTEGER,
+                        PRIMARY KEY (call_id, device_id)
+                    );
+                    CREATE TABLE call_stops (
+                        call_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        node_id TEXT NOT NULL,
+                        reason TEXT NOT NULL,
+                        PRIMARY KEY (call_id, device_id)
+                    );
+                    CREATE INDEX call_stops_by_node ON call_stops(node_id);
+                    """
+            )
+        }
     }
 }

@@ -5,62 +5,65 @@ public import HeraldStore
 
 extension SQLiteStore {
     public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
-        try await write { db in
-            if let key = ingest.idempotencyKey {
-                let seen = try db.cachedStatement(sql: "SELECT receipt FROM ingests WHERE idempotency_key = ?")
-                if let receipt = try Data.fetchOne(seen, arguments: [key]) {
-                    return .duplicate(receipt: [UInt8](receipt))
-                }
-                let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
-                try db.cachedStatement(
-                    sql: "INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (?, ?, ?)"
-                )
-                .execute(arguments: [key, Data(ingest.receipt), now])
+        try await write { db in try Self.insert(ingest, db) }
+    }
+
+    /// Writes an ingest inside the caller's transaction (`accept`, and a call's with its record).
+    static func insert(_ ingest: Ingest, _ db: Database) throws -> IngestOutcome {
+        if let key = ingest.idempotencyKey {
+            let seen = try db.cachedStatement(sql: "SELECT receipt FROM ingests WHERE idempotency_key = ?")
+            if let receipt = try Data.fetchOne(seen, arguments: [key]) {
+                return .duplicate(receipt: [UInt8](receipt))
             }
-            if let message = ingest.message {
-                try db.cachedStatement(
-                    sql: """
-                        INSERT INTO messages
-                            (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?)
-                        """
-                ).execute(arguments: [
-                    message.id, message.userID, message.conversation, Data(message.sealedSender),
-                    Data(message.sealedText), message.createdAt, message.expiresAt,
-                ])
-            }
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO outbox
-                        (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
-                         apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
-                         last_reason, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
+            let now = ingest.pushes.first?.createdAt ?? ingest.message?.createdAt ?? 0
+            try db.cachedStatement(
+                sql: "INSERT INTO ingests (idempotency_key, receipt, created_at) VALUES (?, ?, ?)"
             )
-            let insertPayload = try db.cachedStatement(
-                sql: "INSERT INTO outbox_payloads (push_id, payload) VALUES (?, ?)"
-            )
-            for push in ingest.pushes {
-                let columns = StoredPayload(push.payload)
-                try insert.execute(arguments: [
-                    push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
-                    push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
-                    columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
-                    push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
-                ])
-                try insertPayload.execute(arguments: [push.pushID, columns.body])
-            }
-            if !ingest.handovers.isEmpty {
-                let handover = try db.cachedStatement(
-                    sql: "INSERT INTO live_handovers (message_id, device_id, node_id, deadline) VALUES (?, ?, ?, ?)"
-                )
-                for live in ingest.handovers {
-                    try handover.execute(arguments: [live.messageID, live.deviceID, live.nodeID, live.deadline])
-                }
-            }
-            return .accepted
+            .execute(arguments: [key, Data(ingest.receipt), now])
         }
+        if let message = ingest.message {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO messages
+                        (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                message.id, message.userID, message.conversation, Data(message.sealedSender),
+                Data(message.sealedText), message.createdAt, message.expiresAt,
+            ])
+        }
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO outbox
+                    (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
+                     apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
+                     last_reason, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        )
+        let insertPayload = try db.cachedStatement(
+            sql: "INSERT INTO outbox_payloads (push_id, payload) VALUES (?, ?)"
+        )
+        for push in ingest.pushes {
+            let columns = StoredPayload(push.payload)
+            try insert.execute(arguments: [
+                push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
+                push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
+                columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
+                push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
+            ])
+            try insertPayload.execute(arguments: [push.pushID, columns.body])
+        }
+        if !ingest.handovers.isEmpty {
+            let handover = try db.cachedStatement(
+                sql: "INSERT INTO live_handovers (message_id, device_id, node_id, deadline) VALUES (?, ?, ?, ?)"
+            )
+            for live in ingest.handovers {
+                try handover.execute(arguments: [live.messageID, live.deviceID, live.nodeID, live.deadline])
+            }
+        }
+        return .accepted
     }
 
     public func push(id: String) async throws -> OutboxEntry? {

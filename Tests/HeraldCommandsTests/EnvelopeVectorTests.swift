@@ -196,6 +196,20 @@ enum VectorGenerator {
             ),
             deviceID: "dev-ß-端末"
         ),
+        Spec(
+            name: "missed-call",
+            description: "A missed-call alert (kind 0x03): the caller of a video call nobody answered.",
+            content: .missedCall(
+                MissedCallContent(
+                    callID: "call-0003",
+                    callerID: "agent-7",
+                    callerName: "Ada (Support)",
+                    media: .video,
+                    startedAt: 1_763_726_760_000
+                )
+            ),
+            deviceID: "dev-a1"
+        ),
     ]
 
     static func bytes(startingAt start: Int, count: Int) -> [UInt8] {
@@ -240,7 +254,11 @@ enum VectorGenerator {
         )
     }
 
-    static func negatives(base: EnvelopeVector, call: EnvelopeVector) -> [EnvelopeVectorFile.Negative] {
+    static func negatives(
+        base: EnvelopeVector,
+        call: EnvelopeVector,
+        missed: EnvelopeVector
+    ) -> [EnvelopeVectorFile.Negative] {
         let bytes = ByteEncoding.bytes(base64URL: base.envelope)!
         func flipped(_ index: Int) -> String {
             var copy = bytes
@@ -283,6 +301,27 @@ enum VectorGenerator {
                 kind: .message,
                 error: .authenticationFailed,
                 from: call
+            ),
+            negative(
+                "call-opened-as-missed-call",
+                envelope: call.envelope,
+                kind: .missedCall,
+                error: .authenticationFailed,
+                from: call
+            ),
+            negative(
+                "missed-call-opened-as-call",
+                envelope: missed.envelope,
+                kind: .call,
+                error: .authenticationFailed,
+                from: missed
+            ),
+            negative(
+                "missed-call-opened-as-message",
+                envelope: missed.envelope,
+                kind: .message,
+                error: .authenticationFailed,
+                from: missed
             ),
             negative(
                 "truncated-below-overhead",
@@ -462,7 +501,11 @@ enum VectorGenerator {
                 "routing: whole pushes around a vector's envelope, some with clear fields changed; expect is opened, tampered (opens, a clear field disagrees: generic text) or refused (does not open).",
             ],
             vectors: vectors,
-            negative: negatives(base: vectors[0], call: vectors[4]),
+            negative: negatives(
+                base: vectors[0],
+                call: vectors[4],
+                missed: vectors.first { $0.kind == .missedCall } ?? vectors[4]
+            ),
             clearFields: clearFields,
             routing: routing(base: vectors[0])
         )

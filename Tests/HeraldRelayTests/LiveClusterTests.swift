@@ -138,12 +138,21 @@ final class TwoNodeCluster: Sendable {
     let nodes: [Node]
     let clock: TestClock
     let http: HTTPClient
+    /// Each node's services, in `nodes`' order.
+    let groups: [ServiceGroup]
 
-    private init(stack: HeraldTestStack, nodes: [Node], clock: TestClock, http: HTTPClient) {
+    private init(stack: HeraldTestStack, nodes: [Node], clock: TestClock, http: HTTPClient, groups: [ServiceGroup]) {
         self.stack = stack
         self.nodes = nodes
         self.clock = clock
         self.http = http
+        self.groups = groups
+    }
+
+    /// Stops a node's services (its API, dispatcher and timers), as a node that went away.
+    func stop(_ node: Node) async {
+        guard let index = nodes.firstIndex(where: { $0.id == node.id }) else { return }
+        await groups[index].triggerGracefulShutdown()
     }
 
     static func with(_ body: (TwoNodeCluster) async throws -> Void) async throws {
@@ -198,7 +207,9 @@ final class TwoNodeCluster: Sendable {
                     try await nodes[0].relay.activation.saveApp(
                         AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID)
                     )
-                    try await body(TwoNodeCluster(stack: stack, nodes: nodes, clock: clock, http: http))
+                    try await body(
+                        TwoNodeCluster(stack: stack, nodes: nodes, clock: clock, http: http, groups: groups)
+                    )
                 } catch {
                     await stop()
                     try? await tasks.waitForAll()

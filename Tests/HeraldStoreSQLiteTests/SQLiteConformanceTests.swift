@@ -148,6 +148,26 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.chatDisconnectsWriteWebhookEvents)
     }
 
+    @Test func callIsWrittenWithItsIngest() async throws {
+        try await SQLiteEngine.check(.callIsWrittenWithItsIngest)
+    }
+
+    @Test func callEndsOnce() async throws {
+        try await SQLiteEngine.check(.callEndsOnce)
+    }
+
+    @Test func callRingingIsReportedOnce() async throws {
+        try await SQLiteEngine.check(.callRingingIsReportedOnce)
+    }
+
+    @Test func dueCallsAreClaimedOnce() async throws {
+        try await SQLiteEngine.check(.dueCallsAreClaimedOnce)
+    }
+
+    @Test func callStopsAreTakenOnce() async throws {
+        try await SQLiteEngine.check(.callStopsAreTakenOnce)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -187,6 +207,11 @@ struct SQLiteConformanceTests {
             .appWebhookIsKept,
             .pushFinalStatesWriteWebhookEvents,
             .chatDisconnectsWriteWebhookEvents,
+            .callIsWrittenWithItsIngest,
+            .callEndsOnce,
+            .callRingingIsReportedOnce,
+            .dueCallsAreClaimedOnce,
+            .callStopsAreTakenOnce,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

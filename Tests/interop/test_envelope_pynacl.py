@@ -45,7 +45,7 @@ TAG_LEN = 16  # section 3
 OVERHEAD = 1 + KEY_ID_LEN + NONCE_LEN + TAG_LEN  # section 3: "The overhead is 49 bytes"
 KID_PREFIX = b"herald-kid-v1"  # section 2, 13 ASCII bytes
 AD_MAGIC = b"HRLD"  # section 5
-KIND_BYTE = {"message": 0x01, "call": 0x02}  # section 5 (kind) and section 6 (type byte)
+KIND_BYTE = {"message": 0x01, "call": 0x02, "missed_call": 0x03}  # section 5 (kind) and section 6 (type byte)
 KIND_NAME = {v: k for k, v in KIND_BYTE.items()}
 STR_MAX = 0xFFFF  # section 6: a str holds at most 65,535 bytes
 FLAG_TRUNCATED = 0x01  # section 6, message flags bit 0
@@ -164,14 +164,14 @@ def encode_content(content: dict) -> bytes:
             + _str(content["sender_name"])
             + _str(content["text"])
         )
-    if kind == "call":
+    if kind in ("call", "missed_call"):
         if set(content) != CALL_KEYS:
-            raise ValueError(f"call keys {sorted(content)}")
+            raise ValueError(f"{kind} keys {sorted(content)}")
         if content["media"] not in ("audio", "video"):
             raise ValueError(f"media {content['media']!r}")
         flags = FLAG_VIDEO if content["media"] == "video" else 0
         return (
-            bytes([KIND_BYTE["call"], flags])
+            bytes([KIND_BYTE[kind], flags])
             + _i64(content["started_at"])
             + _str(content["call_id"])
             + _str(content["caller_id"])
@@ -227,11 +227,11 @@ def decode_plaintext(plaintext: bytes) -> dict:
             "sent_at": sent_at,
             "truncated": bool(flags & FLAG_TRUNCATED),
         }
-    elif type_byte == KIND_BYTE["call"]:
+    elif type_byte in (KIND_BYTE["call"], KIND_BYTE["missed_call"]):
         flags = r.byte()
         started_at = r.i64()
         content = {
-            "type": "call",
+            "type": "call" if type_byte == KIND_BYTE["call"] else "missed_call",
             "call_id": r.str(),
             "caller_id": r.str(),
             "caller_name": r.str(),
@@ -387,7 +387,7 @@ def test_vector_file_shape():
     assert isinstance(negative, list) and negative, "no negative entries"
     names = [v["name"] for v in vectors] + [n["name"] for n in negative]
     assert len(names) == len(set(names)), "names are not unique"
-    assert {v["kind"] for v in vectors} == {"message", "call"}, "both kinds must have vectors"
+    assert {"message", "call", "missed_call"} <= {v["kind"] for v in vectors}, "every kind must have vectors"
     entry_fields = {
         "name", "description", "kind", "push_id", "device_id", "device_seed", "device_public_key",
         "device_secret_key", "relay_seed", "relay_public_key", "relay_secret_key", "key_id",
@@ -697,6 +697,14 @@ FRESH_CONTENTS = {
         "caller_name": "Bob",
         "media": "audio",
         "started_at": 0,
+    },
+    "missed-call": {
+        "type": "missed_call",
+        "call_id": "c-missed",
+        "caller_id": "u-3",
+        "caller_name": "Zoë",
+        "media": "audio",
+        "started_at": 1_732_198_802_000,
     },
 }
 

@@ -1,0 +1,55 @@
+public import HeraldCrypto
+import HeraldRelayAPI
+
+/// The missed-call alert: a normal-priority messaging push whose lock-screen text is generic
+/// ("Missed call"); the caller travels only in `herald.sealed`, sealed as `PushKind.missedCall`,
+/// which the Notification Service Extension (the app's messaging service on Android) opens.
+extension PushPayload {
+    /// What the lock screen shows before (or without) the extension.
+    public static let missedCallTitle = "Missed call"
+    public static let missedCallBody = "You missed a call"
+
+    /// The APNs body of a missed-call alert for one device.
+    public static func missedCall(
+        _ content: MissedCallContent,
+        deviceID: String,
+        sealer: EnvelopeSealer
+    ) throws(HeraldCryptoError) -> String {
+        let surrounding = missedCallBody(callID: content.callID, sealed: "").utf8.count
+        guard content.encodedLength <= PayloadBudget.apnsAlert.plaintextCapacity(surroundingBytes: surrounding) else {
+            throw HeraldCryptoError.doesNotFit
+        }
+        let envelope = try sealer.seal(.missedCall(content), deviceID: deviceID)
+        return missedCallBody(callID: content.callID, sealed: envelope.text)
+    }
+
+    /// The FCM data of a missed-call alert for one device.
+    public static func fcmMissedCall(
+        _ content: MissedCallContent,
+        deviceID: String,
+        sealer: EnvelopeSealer
+    ) throws(HeraldCryptoError) -> [String: String] {
+        var fields = ["v": "1", "kind": "missed_call", "call_id": content.callID]
+        let surrounding = dataBytes(fields) + "sealed".utf8.count
+        guard content.encodedLength <= PayloadBudget.fcmData.plaintextCapacity(surroundingBytes: surrounding) else {
+            throw HeraldCryptoError.doesNotFit
+        }
+        fields["sealed"] = try sealer.seal(.missedCall(content), deviceID: deviceID).text
+        return fields
+    }
+
+    static func missedCallBody(callID: String, sealed: String) -> String {
+        var json = "{\"aps\":{\"alert\":{\"title\":"
+        json += JSONText.quoted(missedCallTitle)
+        json += ",\"body\":"
+        json += JSONText.quoted(missedCallBody)
+        json += "},\"mutable-content\":1,\"sound\":\"default\",\"thread-id\":"
+        json += JSONText.quoted("call:" + callID)
+        json += "},\"herald\":{\"v\":1,\"kind\":\"missed_call\",\"call_id\":"
+        json += JSONText.quoted(callID)
+        json += ",\"sealed\":"
+        json += JSONText.quoted(sealed)
+        json += "}}"
+        return json
+    }
+}

@@ -1,0 +1,77 @@
+import HeraldCrypto
+import HeraldPush
+import HeraldRelayAPI
+import HeraldStore
+
+extension RelayCalls {
+    /// One missed-call alert per device of the call that can get a messaging push (iOS: an
+    /// `alert` at priority 5 to the messaging token; Android: an FCM data message at `NORMAL`),
+    /// with the caller sealed. A device that cannot get one is logged and left out: the call is
+    /// still missed, and `GET /v1/calls/{id}` says so.
+    func missedAlerts(_ call: CallRecord, at time: Int64) async -> [OutboxEntry] {
+        let caller: Party
+        do {
+            caller = try context.openCaller(call)
+        } catch {
+            return []
+        }
+        let content = MissedCallContent(
+            callID: call.id,
+            callerID: caller.id,
+            callerName: caller.name,
+            media: CallMedia(rawValue: call.media) ?? .audio,
+            startedAt: call.createdAt
+        )
+        var alerts: [OutboxEntry] = []
+        for entry in call.devices {
+            do {
+                guard let device = try await context.store.device(id: entry.deviceID), context.isPushable(device),
+                    device.messagingToken != nil, let app = try await context.app(id: device.appID)
+                else { continue }
+                let pushID = TimeOrderedID.make(milliseconds: time)
+                let sealer = try context.sealer(for: device)
+                let payload: Push.Payload =
+                    switch device.platform {
+                    case .android:
+                        .fcm(
+                            FCMPayload(
+                                package: app.id,
+                                priority: .normal,
+                                data: try PushPayload.fcmMissedCall(content, deviceID: device.id, sealer: sealer)
+                            )
+                        )
+                    case .ios:
+                        .apns(
+                            APNsPayload(
+                                topic: app.id,
+                                type: .alert,
+                                priority: .conserve,
+                                apnsID: pushID,
+                                json: try PushPayload.missedCall(content, deviceID: device.id, sealer: sealer)
+                            )
+                        )
+                    }
+                alerts.append(
+                    OutboxEntry(
+                        pushID: pushID,
+                        deviceID: device.id,
+                        kind: .missedCall,
+                        subjectID: call.id,
+                        priority: 5,
+                        payload: payload,
+                        nextAttemptAt: time,
+                        expiresAt: time + app.messageTTL * 1000,
+                        createdAt: time,
+                        updatedAt: time
+                    )
+                )
+            } catch {
+                context.logger.error(
+                    "cannot make a missed-call alert",
+                    metadata: ["call": "\(call.id)", "device": "\(entry.deviceID)", "error": "\(error)"]
+                )
+            }
+        }
+        return alerts
+    }
+}

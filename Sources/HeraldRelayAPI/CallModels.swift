@@ -1,0 +1,94 @@
+public import HeraldStore
+
+/// `GET /v1/calls/{id}` and the answer to a call's cancel, ringing, answer or decline: the call's
+/// state, who answered or declined, what each device reported, and when. No caller name.
+public struct CallView: Sendable, Codable, Hashable {
+    public struct Device: Sendable, Codable, Hashable {
+        public var deviceID: String
+        /// `pushed`, `ringing`, `answered` or `declined`.
+        public var report: CallDeviceReport
+        public var reportedAt: Int64?
+
+        public init(deviceID: String, report: CallDeviceReport, reportedAt: Int64?) {
+            self.deviceID = deviceID
+            self.report = report
+            self.reportedAt = reportedAt
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case deviceID = "device_id"
+            case report
+            case reportedAt = "reported_at"
+        }
+    }
+
+    public var callID: String
+    public var userID: String
+    public var state: CallState
+    public var media: String
+    public var answeredBy: String?
+    public var declinedBy: String?
+    /// Why it ended: `remote_ended` (cancelled), `unanswered` (missed).
+    public var reason: String?
+    public var createdAt: Int64
+    /// When it is missed if nobody answers.
+    public var expiresAt: Int64
+    public var ringingAt: Int64?
+    public var endedAt: Int64?
+    public var devices: [Device]
+
+    public init(_ call: CallRecord) {
+        callID = call.id
+        userID = call.userID
+        state = call.state
+        media = call.media
+        answeredBy = call.state == .answered ? call.deviceID : nil
+        declinedBy = call.state == .declined ? call.deviceID : nil
+        reason = call.reason
+        createdAt = call.createdAt
+        expiresAt = call.expiresAt
+        ringingAt = call.ringingAt
+        endedAt = call.endedAt
+        devices = call.devices.map { Device(deviceID: $0.deviceID, report: $0.report, reportedAt: $0.reportedAt) }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case callID = "call_id"
+        case userID = "user_id"
+        case state, media
+        case answeredBy = "answered_by"
+        case declinedBy = "declined_by"
+        case reason
+        case createdAt = "created_at"
+        case expiresAt = "expires_at"
+        case ringingAt = "ringing_at"
+        case endedAt = "ended_at"
+        case devices
+    }
+}
+
+/// The webhook event's `data` for a call's change: ids, the state and the reason, never the
+/// caller.
+public struct CallEventData: Sendable, Codable, Hashable {
+    public var callID: String
+    public var userID: String
+    public var state: CallState
+    public var deviceID: String?
+    public var reason: String?
+
+    public init(callID: String, userID: String, state: CallState, deviceID: String?, reason: String?) {
+        self.callID = callID
+        self.userID = userID
+        self.state = state
+        self.deviceID = deviceID
+        self.reason = reason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case callID = "call_id"
+        case userID = "user_id"
+        case state
+        case deviceID = "device_id"
+        case reason
+    }
+}

@@ -1,0 +1,42 @@
+import HeraldHTTPSupport
+import HeraldRelay
+import HeraldRelayAPI
+import Hummingbird
+
+/// A call's life over HTTP: the backend reads and cancels (API key); a device of the call's user
+/// reads it and reports ringing, answers or declines (device credential), for a device without
+/// its live channel open. Every answer is the call (`CallView`); a call that ended already is a
+/// 409 saying how, an unknown call (or another user's, for a device) a 404.
+enum CallRoutes {
+    static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
+        v1.get("calls/:id") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                if api.isBackend(request) {
+                    try await api.requireBackend(request)
+                    return try JSONResponse.make(.ok, try await relay.calls.call(id: id))
+                }
+                let device = try await api.requireDevice(request)
+                return try JSONResponse.make(.ok, try await relay.calls.call(id: id, for: device))
+            }
+        }
+        v1.post("calls/:id/cancel") { request, context in
+            try await api.handle {
+                try await api.requireBackend(request)
+                let id = try context.parameters.require("id")
+                return try JSONResponse.make(.ok, try await relay.calls.cancel(id: id))
+            }
+        }
+        for (name, report) in [
+            ("ringing", RelayCalls.ringing), ("answer", RelayCalls.answer), ("decline", RelayCalls.decline),
+        ] {
+            v1.post("calls/:id/\(name)") { request, context in
+                try await api.handle {
+                    let device = try await api.requireDevice(request)
+                    let id = try context.parameters.require("id")
+                    return try JSONResponse.make(.ok, try await report(relay.calls)(id, device))
+                }
+            }
+        }
+    }
+}

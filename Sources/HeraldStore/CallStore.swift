@@ -1,0 +1,203 @@
+/// Where a call is at the relay.
+public enum CallState: String, Sendable, Hashable, Codable, CaseIterable {
+    case ringing
+    case answered
+    case declined
+    case cancelled
+    case missed
+
+    /// Every state but `ringing` is final.
+    public var isEnded: Bool { self != .ringing }
+}
+
+/// What one device of a call last said of it.
+public enum CallDeviceReport: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Its VoIP push was queued; the device said nothing yet.
+    case pushed
+    /// It shows the call.
+    case ringing
+    case answered
+    case declined
+}
+
+/// Why a device must stop ringing (the `call.stop` frame's `reason`).
+public enum CallStopReason: String, Sendable, Hashable, Codable, CaseIterable {
+    case answeredElsewhere = "answered_elsewhere"
+    case declinedElsewhere = "declined_elsewhere"
+    /// The caller hung up.
+    case remoteEnded = "remote_ended"
+    /// Nobody answered in time.
+    case unanswered
+}
+
+/// One device a call rang on.
+public struct CallDeviceRecord: Sendable, Hashable {
+    public var deviceID: String
+    public var report: CallDeviceReport
+    /// When the device last reported (`nil` while `pushed`).
+    public var reportedAt: Int64?
+
+    public init(deviceID: String, report: CallDeviceReport, reportedAt: Int64? = nil) {
+        self.deviceID = deviceID
+        self.report = report
+        self.reportedAt = reportedAt
+    }
+}
+
+/// A call as the relay keeps it, written with the call's ingest.
+public struct CallRecord: Sendable, Hashable {
+    /// The backend's call id (unique: a call id never rings twice).
+    public var id: String
+    /// The app whose webhook hears of the call (its first device's app; empty with no device).
+    public var appID: String
+    public var userID: String
+    /// `audio` or `video`.
+    public var media: String
+    /// The caller (id and name) sealed with the master key; opened only for the missed-call
+    /// alert.
+    public var sealedCaller: [UInt8]
+    public var state: CallState
+    /// The device that answered or declined.
+    public var deviceID: String?
+    /// Why it ended (`remote_ended`, `unanswered` …), if it did.
+    public var reason: String?
+    public var createdAt: Int64
+    /// When it becomes missed if still ringing (its time to live).
+    public var expiresAt: Int64
+    /// When a device first reported ringing.
+    public var ringingAt: Int64?
+    public var endedAt: Int64?
+    public var updatedAt: Int64
+    /// The devices it rang on, in device id order.
+    public var devices: [CallDeviceRecord]
+
+    public init(
+        id: String,
+        appID: String,
+        userID: String,
+        media: String,
+        sealedCaller: [UInt8],
+        state: CallState = .ringing,
+        deviceID: String? = nil,
+        reason: String? = nil,
+        createdAt: Int64,
+        expiresAt: Int64,
+        ringingAt: Int64? = nil,
+        endedAt: Int64? = nil,
+        updatedAt: Int64,
+        devices: [CallDeviceRecord]
+    ) {
+        self.id = id
+        self.appID = appID
+        self.userID = userID
+        self.media = media
+        self.sealedCaller = sealedCaller
+        self.state = state
+        self.deviceID = deviceID
+        self.reason = reason
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.ringingAt = ringingAt
+        self.endedAt = endedAt
+        self.updatedAt = updatedAt
+        self.devices = devices
+    }
+}
+
+/// A `call.stop` for a device whose live channel another relay node holds: written with the
+/// call's end, taken by that node (woken like a live handover) and sent on the channel.
+public struct CallStop: Sendable, Hashable {
+    public var callID: String
+    public var deviceID: String
+    public var nodeID: String
+    public var reason: CallStopReason
+
+    public init(callID: String, deviceID: String, nodeID: String, reason: CallStopReason) {
+        self.callID = callID
+        self.deviceID = deviceID
+        self.nodeID = nodeID
+        self.reason = reason
+    }
+}
+
+/// A ringing call ending: its new state, who ended it, and what is written with it.
+public struct CallEnd: Sendable, Hashable {
+    public var callID: String
+    /// `answered`, `declined`, `cancelled` or `missed`.
+    public var state: CallState
+    /// The device that answered or declined (its own report becomes the state).
+    public var deviceID: String?
+    public var reason: String?
+    public var at: Int64
+    /// The webhook events reporting it.
+    public var events: [WebhookEvent]
+    /// Pushes queued with it (the missed-call alerts).
+    public var pushes: [OutboxEntry]
+    /// Stops for devices whose live channel another node holds.
+    public var stops: [CallStop]
+
+    public init(
+        callID: String,
+        state: CallState,
+        deviceID: String? = nil,
+        reason: String? = nil,
+        at: Int64,
+        events: [WebhookEvent] = [],
+        pushes: [OutboxEntry] = [],
+        stops: [CallStop] = []
+    ) {
+        self.callID = callID
+        self.state = state
+        self.deviceID = deviceID
+        self.reason = reason
+        self.at = at
+        self.events = events
+        self.pushes = pushes
+        self.stops = stops
+    }
+}
+
+/// What became of a `CallEnd`.
+public enum CallEndOutcome: Sendable, Hashable {
+    /// This end won: the call as it is now.
+    case ended(CallRecord)
+    /// The call had ended already (another device answered first …): nothing was written.
+    case alreadyEnded(CallRecord)
+    /// No such call.
+    case unknown
+}
+
+/// Calls and their life: the record written with the call's ingest, the devices' reports, the
+/// end as a compare-and-set, the missed-call timer claimed once across nodes, and the stops
+/// handed to the node holding a device's live channel.
+public protocol CallStore: Sendable {
+    /// Writes the call's ingest (its pushes, its idempotency key) and `call` together or not at
+    /// all, like `OutboxStore.accept(_:)`: a repeated key writes nothing and answers the first
+    /// receipt.
+    func acceptCall(_ ingest: Ingest, call: CallRecord) async throws -> IngestOutcome
+    /// The call with its devices, or `nil` if unknown.
+    func call(id: String) async throws -> CallRecord?
+    /// A device of the call says it rings: its report becomes `ringing` (a device that is not
+    /// among the call's is added), and `firstRinging` is written if no device had reported
+    /// ringing before (`ringingAt` is then set). Nothing changes once the call ended. Answers the
+    /// call as it is now, `nil` if unknown.
+    func reportCallRinging(
+        callID: String,
+        deviceID: String,
+        at: Int64,
+        firstRinging: [WebhookEvent]
+    ) async throws -> CallRecord?
+    /// Ends a ringing call: one compare-and-set from `ringing`, and with it, in one transaction,
+    /// the device's report, the events, the pushes and the stops. Of concurrent ends exactly one
+    /// wins; the others answer `alreadyEnded` and write nothing.
+    func endCall(_ end: CallEnd) async throws -> CallEndOutcome
+    /// Claims up to `limit` ringing calls whose time to live passed at `now` and which no other
+    /// owner holds under a lease still running, for `owner` until `leaseUntil`; each is returned
+    /// to one claimer at a time, across stores on the same data. The claimer ends it (`missed`)
+    /// with `endCall`; a claimer that dies leaves it to the next claim after its lease.
+    func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord]
+    /// When the next ringing call's time to live passes, if any rings.
+    func nextCallDue() async throws -> Int64?
+    /// Removes and returns the stops handed to `nodeID`; each is returned once.
+    func takeCallStops(nodeID: String) async throws -> [CallStop]
+}
