@@ -12,6 +12,20 @@ extension SQLiteStore {
         -> [StoredWebhookEvent]
     {
         guard limit > 0 else { return [] }
+        // A reader looks first: an idle queue (the usual case, and always without webhooks) then
+        // costs the single writer nothing. Sending events were due when claimed, so a lapsed
+        // lease is found by the same condition.
+        let due = try await read { db in
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM webhook_events
+                        WHERE state IN ('pending', 'sending') AND next_attempt_at <= ?)
+                    """,
+                arguments: [now]
+            ) ?? false
+        }
+        guard due else { return [] }
         return try await write { db in
             // One statement: the due events that are each the first undelivered one of their key
             // (an earlier pending or sending event of the key holds the later ones back).

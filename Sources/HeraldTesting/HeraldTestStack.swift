@@ -119,6 +119,8 @@ public final class HeraldTestStack: Sendable {
         public var app: AppRecord?
         public var configuration = RelayConfiguration()
         public var dispatcher: (inout DispatcherConfiguration) -> Void = { _ in }
+        /// The webhook dispatcher's settings (it polls every 50 ms here).
+        public var webhooks: (inout WebhookDispatcherConfiguration) -> Void = { _ in }
         /// Send through a `herald provider` HTTP service (on loopback) instead of in process.
         public var remoteProvider = false
         public var adapters: [any ContactCenterAdapter] = []
@@ -304,6 +306,8 @@ public final class HeraldTestStack: Sendable {
                     node.dispatcher.retryMaximum = .milliseconds(100)
                     node.dispatcher.idlePoll = .milliseconds(50)
                     settings.dispatcher(&node.dispatcher)
+                    node.webhooks.idlePoll = .milliseconds(50)
+                    settings.webhooks(&node.webhooks)
                     node.metrics = settings.metrics
                     node.adapters = settings.adapters
                     node.now = settings.now

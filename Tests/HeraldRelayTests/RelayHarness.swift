@@ -85,6 +85,7 @@ final class RelayHarness: Sendable {
     struct Setup {
         var app = AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID)
         var dispatcher: (inout DispatcherConfiguration) -> Void = { _ in }
+        var webhooks: (inout WebhookDispatcherConfiguration) -> Void = { _ in }
         var client: (inout APNsClientConfiguration) -> Void = { _ in }
         /// Serve `GET /metrics` (from the harness's own registry).
         var servesMetrics = false
@@ -122,6 +123,7 @@ final class RelayHarness: Sendable {
         relay.app = setup.app
         relay.configuration = setup.relay
         relay.dispatcher = setup.dispatcher
+        relay.webhooks = setup.webhooks
         relay.remoteProvider = setup.remoteProvider
         relay.adapters = setup.adapters
         relay.http = setup.http

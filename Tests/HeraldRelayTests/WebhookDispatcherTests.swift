@@ -346,4 +346,22 @@ struct WebhookDispatcherTests {
         #expect(try await setup.store.webhookQueueDepth() == 0)
         #expect(try await setup.relay.webhooks.events(app: Self.app, state: nil, limit: 10, cursor: nil).events.isEmpty)
     }
+
+    @Test("the janitor deletes delivered events once message_retention has passed, never undelivered ones")
+    func retention() async throws {
+        let setup = try await Self.setup()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        try await setup.store.enqueueWebhookEvents([
+            Self.event("done", key: "push:p1", at: Self.start),
+            Self.event("waiting", key: "push:p2", at: Self.start + 10 * 86_400_000),
+        ])
+        #expect(await Self.dispatcher(setup, ScriptedWebhookTransport()).deliverBatch() == 1)
+        let retention = RelayConfiguration().messageRetention * 1000
+        setup.clock.advance(by: retention)
+        #expect(try await setup.relay.webhooks.purgeFinished() == 0, "not before the retention ends")
+        setup.clock.advance(by: 1)
+        #expect(try await setup.relay.webhooks.purgeFinished() == 1)
+        #expect(try await setup.store.webhookEvent(id: "done") == nil)
+        #expect(try await setup.store.webhookEvent(id: "waiting")?.state == .pending)
+    }
 }

@@ -525,6 +525,8 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/chats/{conversation}/transcript", "get"),
         ("/v1/devices/{id}/chats/{conversation}/disconnect", "post"),
         ("/v1/devices/{id}/chats/{conversation}/connect", "post"),
+        ("/v1/webhooks/events", "get"),
+        ("/v1/webhooks/events/{id}", "get"),
     }
     assert set(spec.operations()) == expected
     for name in ("ApnsMessagePayload", "ApnsCallPayload", "FcmMessageData", "FcmCallData", "Error"):
@@ -1036,6 +1038,8 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("POST", "/v1/adapters/cxone", 404, raw=b"{}")
     relay.call("POST", "/v1/adapters/genesys", 413, raw=b"{" + b" " * (300 * 1024) + b"}")
 
+    exercise_webhooks(relay, key, credential)
+
     # Every documented status of every operation was seen, except failures of the relay itself.
     missing = [
         f"{method.upper()} {path} {status}"
@@ -1044,6 +1048,75 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         if status not in NOT_TRIGGERABLE and (path, method, status) not in relay.observed
     ]
     assert not missing, f"documented answers never exercised: {missing}"
+
+
+def webhook_receiver_from_docs() -> dict:
+    """Runs the Python receiver of docs/webhooks.md ("Verifying, in Python") as the docs give it."""
+    text = (REPO / "docs" / "webhooks.md").read_text()
+    section = text.split("## Verifying, in Python", 1)[1]
+    code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+    namespace: dict = {"__name__": "webhook_receiver"}
+    exec(compile(code, "docs/webhooks.md", "exec"), namespace)
+    return namespace
+
+
+def exercise_webhooks(relay: Relay, key: str, credential: str) -> None:
+    """An app with a webhook (the docs' receiver, live): its events arrive signed and in order,
+    and the webhook endpoints answer as the spec says."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    secret = "interop-webhook-secret-" + "x" * 16
+    os.environ["HERALD_WEBHOOK_SECRET"] = secret
+    receiver = webhook_receiver_from_docs()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), receiver["Receiver"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        team = relay.default_team()
+        app_id = unique("com.example.hooks")
+        url = f"http://127.0.0.1:{server.server_address[1]}/events"
+        base = {"team_id": team}
+        relay.call("PUT", f"/v1/apps/{app_id}", 400, base | {"webhook": {"url": "ftp://x/y", "secret": secret}},
+                   key, field_name="webhook.url")
+        relay.call("PUT", f"/v1/apps/{app_id}", 400, base | {"webhook": {"url": url, "secret": "short"}},
+                   key, field_name="webhook.secret", schema_rejects=True)
+        made = relay.call("PUT", f"/v1/apps/{app_id}", 200, base | {"webhook": {"url": url, "secret": secret}}, key)
+        assert made["webhook"] == {"url": url, "secret_set": True}
+        listed = relay.call("GET", "/v1/apps", 200, token=key)
+        assert secret not in json.dumps(listed), "the secret is never shown"
+
+        activation, _ = relay.activate(unique("hook-user"), app=app_id)
+        device, device_credential = activation["device_id"], activation["device_credential"]
+        chat = unique("hook-chat")
+        relay.call("POST", f"/v1/devices/{device}/chats/{chat}/disconnect", 200, {"transcript_position": 0},
+                   device_credential)
+        relay.call("POST", f"/v1/devices/{device}/chats/{chat}/connect", 200, token=device_credential)
+
+        deadline = time.monotonic() + DELIVERY_TIMEOUT
+        while len(receiver["events"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        events = receiver["events"]
+        assert [event["type"] for event in events] == ["chat.customer_offline", "chat.customer_back"], events
+        assert all(event["app"] == app_id and event["data"]["conversation"] == chat for event in events)
+        body_schema = relay.spec.document["webhooks"]["chat.customer_offline"]["post"]["requestBody"]
+        assert body_schema, "the spec describes the event"
+
+        path = "/v1/webhooks/events?app=" + app_id
+        page = relay.call("GET", path, 200, token=key)
+        assert [event["type"] for event in page["events"]] == ["chat.customer_offline", "chat.customer_back"]
+        assert relay.call("GET", path + "&state=delivered&limit=1", 200, token=key)["next_cursor"]
+        relay.call("GET", path + "&state=lost", 400, token=key, field_name="state")
+        relay.call("GET", path + "&limit=0", 400, token=key, field_name="limit")
+        relay.call("GET", "/v1/webhooks/events", 400, token=key, field_name="app")
+        relay.call("GET", path, 401)
+        relay.call("GET", path, 403, token=credential)
+        one = relay.call("GET", "/v1/webhooks/events/" + page["events"][0]["id"], 200, token=key)
+        assert one["state"] == "delivered" and one["attempts"] == 1 and "delivered_at" in one
+        relay.call("GET", "/v1/webhooks/events/no-such-event", 404, token=key)
+        relay.call("GET", "/v1/webhooks/events/no-such-event", 401)
+        relay.call("GET", "/v1/webhooks/events/no-such-event", 403, token=credential)
+    finally:
+        server.shutdown()
 
 
 def test_apns_payloads_match_the_spec(relay: Relay, spec: Spec):
