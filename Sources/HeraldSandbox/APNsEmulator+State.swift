@@ -106,8 +106,6 @@ extension APNsEmulator {
             let verdict: ProviderTokenVerdict
             if key.revoked {
                 verdict = invalid(.forbidden)
-            } else if key.environment == .production {
-                verdict = invalid(.badEnvironmentKeyInToken)
             } else if key.teamID != parsed.teamID || !parsed.isSigned(by: key.publicKey) {
                 verdict = invalid(.invalidProviderToken)
             } else if parsed.issuedAt > nowSeconds + 300 {

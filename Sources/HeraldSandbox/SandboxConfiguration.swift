@@ -8,6 +8,10 @@ public struct SandboxConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// The APNs port (HTTP/2 over TLS). Apple uses 443 and 2197; 0 picks a free port.
     public var apnsPort: Int = 2197
+    /// The port of APNs' production environment (the development one is `apnsPort`), whose
+    /// listener accepts production device tokens only; nil plays the development environment
+    /// alone, 0 picks a free port.
+    public var apnsProductionPort: Int? = nil
     /// The control and device port (HTTP/1.1 and WebSocket); 0 picks a free port.
     public var controlPort: Int = 2198
     /// The FCM HTTP v1 port (HTTP/2 or HTTP/1.1 over TLS): `messages:send` and the OAuth2 token

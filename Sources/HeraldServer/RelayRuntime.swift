@@ -30,6 +30,7 @@ struct RelayRuntime: Sendable {
         apiKey: String,
         sender: any PushSender,
         platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases),
+        fleet: FleetConfiguration = FleetConfiguration(),
         registry: PrometheusCollectorRegistry,
         logger: Logger,
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
@@ -45,6 +46,7 @@ struct RelayRuntime: Sendable {
         previousAPIKeysLine = previous.source.map { "\(previous.keys.count) previous, \($0)" }
         parts.relay = configuration.relayConfiguration
         parts.relay.platforms = platforms
+        parts.relay.fleet = fleet
         parts.dispatcher = configuration.dispatcherConfiguration
         parts.host = configuration.host
         parts.port = configuration.port

@@ -272,6 +272,16 @@ enum PostgresMigrations {
                 "CREATE INDEX webhook_events_by_app ON webhook_events (app_id, created_at, id)",
             ]
         ),
+        (
+            "fleets: apps' APNs key, FCM account and environment; devices' environment",
+            [
+                // As on SQLite: NULL is the default key, account and environment.
+                "ALTER TABLE apps ADD COLUMN apns_key TEXT",
+                "ALTER TABLE apps ADD COLUMN fcm_account TEXT",
+                "ALTER TABLE apps ADD COLUMN apns_environment TEXT",
+                "ALTER TABLE devices ADD COLUMN apns_environment TEXT",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

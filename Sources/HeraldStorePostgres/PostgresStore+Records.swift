@@ -1,3 +1,4 @@
+import HeraldPush
 public import HeraldStore
 import NIOCore
 import PostgresNIO
@@ -26,7 +27,8 @@ extension PostgresStore {
     // MARK: Apps
 
     static let appColumns = """
-        id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation
+        id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation, \
+        apns_key, fcm_account, apns_environment
         """
 
     public func saveApp(_ app: AppRecord) async throws {
@@ -35,11 +37,14 @@ extension PostgresStore {
                 """
                 INSERT INTO apps (\(unescaped: Self.appColumns))
                 VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
-                    \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation))
+                    \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.apnsKey),
+                    \(app.fcmAccount), \(app.apnsEnvironment?.rawValue))
                 ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                     alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                     message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
-                    collapse_by_conversation = EXCLUDED.collapse_by_conversation
+                    collapse_by_conversation = EXCLUDED.collapse_by_conversation,
+                    apns_key = EXCLUDED.apns_key, fcm_account = EXCLUDED.fcm_account,
+                    apns_environment = EXCLUDED.apns_environment
                 """,
                 logger: logger
             )
@@ -71,7 +76,10 @@ extension PostgresStore {
             alertBody: try columns.next(),
             messageTTL: try columns.next(),
             callTTL: try columns.next(),
-            collapseByConversation: try columns.next()
+            collapseByConversation: try columns.next(),
+            apnsKey: try columns.next(),
+            fcmAccount: try columns.next(),
+            apnsEnvironment: try environment(try columns.next(), of: "app", id)
         )
     }
 
@@ -81,7 +89,7 @@ extension PostgresStore {
     static let deviceColumns = """
         d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
         d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
-        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at
+        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment
         """
 
     static func device(_ columns: inout Columns) throws -> DeviceRecord {
@@ -107,8 +115,18 @@ extension PostgresStore {
             credentialHash: try columns.bytes(),
             tokenDeadReason: try columns.next(),
             createdAt: try columns.next(),
-            updatedAt: try columns.next()
+            updatedAt: try columns.next(),
+            apnsEnvironment: try environment(try columns.next(), of: "device", id)
         )
+    }
+
+    /// A stored APNs environment: none, or one of APNs' two.
+    static func environment(_ text: String?, of kind: String, _ id: String) throws -> APNsEnvironment? {
+        guard let text else { return nil }
+        guard let environment = APNsEnvironment(rawValue: text) else {
+            throw StoreError.corrupt.with(detail: "\(kind) \(id) has an unknown APNs environment")
+        }
+        return environment
     }
 
     public func saveDevice(_ device: DeviceRecord) async throws {
@@ -125,13 +143,13 @@ extension PostgresStore {
                 INSERT INTO devices
                     (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                      device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                     credential_hash, token_dead_reason, created_at, updated_at)
+                     credential_hash, token_dead_reason, created_at, updated_at, apns_environment)
                 VALUES (\(device.id), \(device.userID), \(device.appID), \(device.platform.rawValue),
                     \(device.messagingToken), \(device.voipToken), \(device.keyID), \(device.previousKeyID),
                     \(ByteBuffer(device.devicePublicKey)), \(ByteBuffer(device.relayPublicKey)),
                     \(ByteBuffer(device.sealedRelaySecretKey)), \(ByteBuffer(device.sealedSessionKeys)),
                     \(ByteBuffer(device.credentialHash)), \(device.tokenDeadReason), \(device.createdAt),
-                    \(device.updatedAt))
+                    \(device.updatedAt), \(device.apnsEnvironment?.rawValue))
                 ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, app_id = EXCLUDED.app_id,
                     platform = EXCLUDED.platform, messaging_token = EXCLUDED.messaging_token,
                     voip_token = EXCLUDED.voip_token, key_id = EXCLUDED.key_id,
@@ -140,7 +158,7 @@ extension PostgresStore {
                     sealed_relay_secret_key = EXCLUDED.sealed_relay_secret_key,
                     sealed_session_keys = EXCLUDED.sealed_session_keys, credential_hash = EXCLUDED.credential_hash,
                     token_dead_reason = EXCLUDED.token_dead_reason, created_at = EXCLUDED.created_at,
-                    updated_at = EXCLUDED.updated_at
+                    updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment
                 """,
                 logger: logger
             )
