@@ -42,9 +42,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("sandbox-apns-production-port"),
-        help: "The in-process sandbox's port for APNs' production environment; 0 picks one."
+        help:
+            "The in-process sandbox's port for APNs' production environment: 2195 beside the default APNs port, else one picked; 0 picks one."
     )
-    var sandboxAPNsProductionPort: Int = 2195
+    var sandboxAPNsProductionPort: Int?
 
     @Option(
         name: .customLong("sandbox-control-port"),
@@ -53,7 +54,7 @@ struct ServeCommand: AsyncParsableCommand {
     var sandboxControlPort: Int = 2198
 
     func validate() throws {
-        for port in [sandboxAPNsPort, sandboxAPNsProductionPort, sandboxControlPort, sandboxFCMPort]
+        for port in [sandboxAPNsPort, sandboxAPNsProductionPort ?? 0, sandboxControlPort, sandboxFCMPort]
         where !(0...65_535).contains(port) {
             throw ValidationError("sandbox ports must be between 0 and 65535")
         }
@@ -67,7 +68,7 @@ struct ServeCommand: AsyncParsableCommand {
         // Sandbox ports are flags with defaults; the file's win only over the defaults.
         var sandbox = ConfigurationFile.Sandbox()
         if sandboxAPNsPort != 2197 { sandbox.apnsPort = sandboxAPNsPort }
-        if sandboxAPNsProductionPort != 2195 { sandbox.apnsProductionPort = sandboxAPNsProductionPort }
+        if let sandboxAPNsProductionPort { sandbox.apnsProductionPort = sandboxAPNsProductionPort }
         if sandboxFCMPort != 2196 { sandbox.fcmPort = sandboxFCMPort }
         if sandboxControlPort != 2198 { sandbox.controlPort = sandboxControlPort }
         if sandbox != ConfigurationFile.Sandbox() { layer.sandbox = sandbox }

@@ -57,6 +57,12 @@ public struct SandboxConfiguration: Sendable {
     /// Serve `GET /metrics` on the control port from this registry (the process's); none when nil.
     public var metrics: PrometheusCollectorRegistry?
 
+    /// The production port of a sandbox that plays both environments: the one given, else 2195
+    /// beside the default 2197, else one picked (so sandboxes on other ports never collide on it).
+    public static func productionPort(_ given: Int?, apnsPort: Int) -> Int {
+        given ?? (apnsPort == 2197 ? 2195 : 0)
+    }
+
     public init(tls: SandboxTLS) {
         self.tls = tls
     }

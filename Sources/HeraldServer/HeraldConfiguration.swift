@@ -148,8 +148,8 @@ public struct HeraldConfiguration: Sendable {
     /// The in-process sandbox's ports.
     public struct SandboxPorts: Sendable, Hashable {
         public var apns = 2197
-        /// APNs' production environment.
-        public var apnsProduction = 2195
+        /// APNs' production environment: 2195 beside the default APNs port, else one picked.
+        public var apnsProduction: Int?
         public var fcm = 2196
         public var control = 2198
 
@@ -222,7 +222,7 @@ public struct HeraldConfiguration: Sendable {
         if let connections = file.http?.maxConnections { http.maxConnections = connections }
         if let sandbox = file.sandbox {
             sandboxPorts.apns = sandbox.apnsPort ?? sandboxPorts.apns
-            sandboxPorts.apnsProduction = sandbox.apnsProductionPort ?? sandboxPorts.apnsProduction
+            sandboxPorts.apnsProduction = sandbox.apnsProductionPort
             sandboxPorts.fcm = sandbox.fcmPort ?? sandboxPorts.fcm
             sandboxPorts.control = sandbox.controlPort ?? sandboxPorts.control
         }
@@ -332,7 +332,7 @@ public struct HeraldConfiguration: Sendable {
 
     private func check() throws(HeraldServerError) {
         guard (0...65_535).contains(port) else { throw .configuration("the port must be between 0 and 65535") }
-        for sandboxPort in [sandboxPorts.apns, sandboxPorts.apnsProduction, sandboxPorts.fcm, sandboxPorts.control]
+        for sandboxPort in [sandboxPorts.apns, sandboxPorts.apnsProduction ?? 0, sandboxPorts.fcm, sandboxPorts.control]
         where !(0...65_535).contains(sandboxPort) {
             throw .configuration("sandbox ports must be between 0 and 65535")
         }

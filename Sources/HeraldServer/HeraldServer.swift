@@ -148,7 +148,10 @@ public struct HeraldServer: Sendable {
         }
         sandboxConfiguration.host = "127.0.0.1"
         sandboxConfiguration.apnsPort = configuration.sandboxPorts.apns
-        sandboxConfiguration.apnsProductionPort = configuration.sandboxPorts.apnsProduction
+        sandboxConfiguration.apnsProductionPort = SandboxConfiguration.productionPort(
+            configuration.sandboxPorts.apnsProduction,
+            apnsPort: configuration.sandboxPorts.apns
+        )
         sandboxConfiguration.controlPort = configuration.sandboxPorts.control
         sandboxConfiguration.metrics = registry
         sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
