@@ -156,6 +156,7 @@ struct APNsInspectionEntry: InspectionLogEntry {
     var reason: APNsReason?
     var outcome = "accepted"
     var delivery: Delivery?
+    var environment: APNsEnvironment = .development
 
     init(request: SandboxAPNsRequest, receivedAt: Int64, apnsID: String) {
         self.request = request
@@ -182,7 +183,8 @@ struct APNsInspectionEntry: InspectionLogEntry {
             status: status,
             reason: reason?.rawValue,
             outcome: outcome,
-            delivery: delivery?.rawValue
+            delivery: delivery?.rawValue,
+            environment: environment
         )
     }
 }

@@ -123,6 +123,7 @@ final class APNsEmulator: Sendable {
             request.apnsID.flatMap { APNsUUID.isCanonical($0[...]) ? $0 : nil } ?? APNsUUID.random(using: &random)
         // The inspection entry keeps the request as read; records are built only when asked for.
         var entry = APNsInspectionEntry(request: request, receivedAt: nowMilliseconds, apnsID: apnsID)
+        entry.environment = connection.environment
         entry.keyID = admission.keyID
         entry.teamID = admission.teamID
         var evaluation =

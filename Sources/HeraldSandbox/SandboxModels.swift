@@ -190,8 +190,11 @@ public struct SandboxInspectionRecord: Sendable, Hashable, Codable {
     public var outcome: String
     /// Whether an accepted notification went straight to a connected device, was stored, or discarded.
     public var delivery: String?
+    /// The APNs environment of the listener the request came to (`development` or `production`).
+    public var environment: APNsEnvironment = .development
 
     enum CodingKeys: String, CodingKey {
+        case environment
         case sequence
         case receivedAt = "received_at"
         case method, path, token, topic
