@@ -46,6 +46,7 @@ public enum StoreConformance {
         case pushListingFilters
         case pushListingPagesWithoutGapsOrRepeats
         case webhookEventsAreQueued
+        case fleetRoutesTravelWithTheToken
 
         public var description: String { rawValue }
 
@@ -85,6 +86,7 @@ public enum StoreConformance {
             case .pushListingPagesWithoutGapsOrRepeats:
                 try await StoreConformance.pushListingPagesWithoutGapsOrRepeats(engine)
             case .webhookEventsAreQueued: try await StoreConformance.webhookEventsAreQueued(engine)
+            case .fleetRoutesTravelWithTheToken: try await StoreConformance.fleetRoutesTravelWithTheToken(engine)
             }
         }
     }

@@ -50,10 +50,16 @@ struct FleetConfigurationTests {
         #expect(configuration.apnsKeys.map(\.name) == ["default", "team-b", "team-c"])
         #expect(configuration.apns?.name == "default", "the flags' key is the default")
         let a = configuration.apnsKeys[0]
-        #expect(a.urls == [.development: HeraldConfiguration.appleDevelopment, .production: HeraldConfiguration.appleProduction])
+        #expect(
+            a.urls == [
+                .development: HeraldConfiguration.appleDevelopment, .production: HeraldConfiguration.appleProduction,
+            ]
+        )
         #expect(a.environment == "development" && a.url == HeraldConfiguration.appleDevelopment)
         let b = configuration.apnsKeys[1]
-        #expect(b.teamID == "TEAMBBBBBB" && b.environment == "production" && b.url == HeraldConfiguration.appleProduction)
+        #expect(
+            b.teamID == "TEAMBBBBBB" && b.environment == "production" && b.url == HeraldConfiguration.appleProduction
+        )
         let c = configuration.apnsKeys[2]
         #expect(c.urls == [.development: "https://127.0.0.1:2197", .production: "https://127.0.0.1:2195"])
         #expect(c.keyID == "CCCCCCCCCC")

@@ -34,15 +34,24 @@ struct FleetServeTests {
     func fleet() async throws {
         var logger = Logger(label: "test.fleet")
         logger.logLevel =
-            ProcessInfo.processInfo.environment["HERALD_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+            ProcessInfo.processInfo.environment["HERALD_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+            ?? .critical
         let directory = NSTemporaryDirectory() + "herald-fleet-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
         let privateA = P256.Signing.PrivateKey()
         let privateB = P256.Signing.PrivateKey()
-        try privateA.pemRepresentation.write(toFile: "\(directory)/AuthKey_\(Self.keyA).p8", atomically: true, encoding: .utf8)
-        try privateB.pemRepresentation.write(toFile: "\(directory)/AuthKey_\(Self.keyB).p8", atomically: true, encoding: .utf8)
+        try privateA.pemRepresentation.write(
+            toFile: "\(directory)/AuthKey_\(Self.keyA).p8",
+            atomically: true,
+            encoding: .utf8
+        )
+        try privateB.pemRepresentation.write(
+            toFile: "\(directory)/AuthKey_\(Self.keyB).p8",
+            atomically: true,
+            encoding: .utf8
+        )
         var (accountA, _) = try FCMServiceAccount.generate(projectID: "project-alpha", tokenURI: "https://unset")
         var (accountB, _) = try FCMServiceAccount.generate(projectID: "project-beta", tokenURI: "https://unset")
 
@@ -150,7 +159,8 @@ struct FleetServeTests {
             let relay = Relay(http: http, base: "http://127.0.0.1:\(port)", apiKey: apiKey)
 
             // An app naming a key or account that is not configured is refused, naming it.
-            let refused = try await relay.call("PUT",
+            let refused = try await relay.call(
+                "PUT",
                 "/v1/apps/com.example.gamma",
                 ["team_id": "TEAMCCCCCC", "apns_key": "gamma"]
             )
@@ -174,13 +184,23 @@ struct FleetServeTests {
             )
             #expect(alphaProduction.apnsEnvironment == .production && alphaDevelopment.apnsEnvironment == .development)
             let alphaDevID = try await relay.activate("u-alpha-dev", Self.appA, alphaDevelopment, environment: nil)
-            let alphaProdID = try await relay.activate("u-alpha-prod", Self.appA, alphaProduction, environment: .production)
+            let alphaProdID = try await relay.activate(
+                "u-alpha-prod",
+                Self.appA,
+                alphaProduction,
+                environment: .production
+            )
             _ = try await relay.activate("u-beta-dev", Self.appB, betaDevelopment, environment: .development)
             _ = try await relay.activate("u-alpha-android", Self.appA, alphaAndroid, environment: nil)
             _ = try await relay.activate("u-beta-android", Self.appB, betaAndroid, environment: nil)
             // A development build's token that the device (wrongly) says is a production one.
             let mislabelled = try sandbox.core.registerDevice(bundleID: Self.appA)
-            let mislabelledID = try await relay.activate("u-mislabelled", Self.appA, mislabelled, environment: .production)
+            let mislabelledID = try await relay.activate(
+                "u-mislabelled",
+                Self.appA,
+                mislabelled,
+                environment: .production
+            )
 
             let shown = try await relay.call("GET", "/v1/devices/\(alphaDevID)")
             #expect(shown.json["apns_environment"] as? String == "development", "the relay's default")
@@ -188,7 +208,9 @@ struct FleetServeTests {
             #expect(shownProduction.json["apns_environment"] as? String == "production")
 
             var states: [String: [String: Any]] = [:]
-            for user in ["u-alpha-dev", "u-alpha-prod", "u-beta-dev", "u-alpha-android", "u-beta-android", "u-mislabelled"] {
+            for user in [
+                "u-alpha-dev", "u-alpha-prod", "u-beta-dev", "u-alpha-android", "u-beta-android", "u-mislabelled",
+            ] {
                 let pushID = try await relay.message(to: user)
                 states[user] = try await relay.settled(pushID)
             }
@@ -209,7 +231,9 @@ struct FleetServeTests {
                 records.first { $0.token == device.messagingToken }
             }
             let alphaDev = try #require(record(alphaDevelopment))
-            #expect(alphaDev.keyID == Self.keyA && alphaDev.teamID == Self.teamA && alphaDev.environment == .development)
+            #expect(
+                alphaDev.keyID == Self.keyA && alphaDev.teamID == Self.teamA && alphaDev.environment == .development
+            )
             let alphaProd = try #require(record(alphaProduction))
             #expect(alphaProd.keyID == Self.keyA && alphaProd.environment == .production && alphaProd.status == 200)
             let betaDev = try #require(record(betaDevelopment))
@@ -222,8 +246,16 @@ struct FleetServeTests {
             #expect(counts.allSatisfy { $0.tokensAccepted == 1 && $0.updatesRefused == 0 }, "\(counts)")
             // Each Android push sent by its project's account (the project is in the path).
             let fcm = sandbox.core.fcmInspection()
-            #expect(fcm.contains { $0.token == alphaAndroid.messagingToken && $0.project == "project-alpha" && $0.status == 200 })
-            #expect(fcm.contains { $0.token == betaAndroid.messagingToken && $0.project == "project-beta" && $0.status == 200 })
+            #expect(
+                fcm.contains {
+                    $0.token == alphaAndroid.messagingToken && $0.project == "project-alpha" && $0.status == 200
+                }
+            )
+            #expect(
+                fcm.contains {
+                    $0.token == betaAndroid.messagingToken && $0.project == "project-beta" && $0.status == 200
+                }
+            )
         } catch {
             await relayGroup?.triggerGracefulShutdown()
             _ = await relayRun?.result
@@ -285,7 +317,8 @@ struct FleetServeTests {
         }
 
         func message(to user: String) async throws -> String {
-            let answer = try await call("POST",
+            let answer = try await call(
+                "POST",
                 "/v1/messages",
                 ["to": user, "from": ["id": "agent-7", "name": "Dana"], "conversation": "c-1", "text": "hello"]
             )

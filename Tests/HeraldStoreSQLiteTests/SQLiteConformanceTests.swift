@@ -120,6 +120,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.webhookEventsAreQueued)
     }
 
+    @Test func fleetRoutesTravelWithTheToken() async throws {
+        try await SQLiteEngine.check(.fleetRoutesTravelWithTheToken)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -152,6 +156,7 @@ struct SQLiteConformanceTests {
             .pushListingFilters,
             .pushListingPagesWithoutGapsOrRepeats,
             .webhookEventsAreQueued,
+            .fleetRoutesTravelWithTheToken,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
