@@ -332,8 +332,8 @@ public struct HeraldConfiguration: Sendable {
 
     private func check() throws(HeraldServerError) {
         guard (0...65_535).contains(port) else { throw .configuration("the port must be between 0 and 65535") }
-        for sandboxPort in [sandboxPorts.apns, sandboxPorts.apnsProduction ?? 0, sandboxPorts.fcm, sandboxPorts.control]
-        where !(0...65_535).contains(sandboxPort) {
+        let ports = [sandboxPorts.apns, sandboxPorts.apnsProduction ?? 0, sandboxPorts.fcm, sandboxPorts.control]
+        for sandboxPort in ports where !(0...65_535).contains(sandboxPort) {
             throw .configuration("sandbox ports must be between 0 and 65535")
         }
         guard (1...64).contains(workers) else { throw .configuration("workers must be between 1 and 64") }
