@@ -155,7 +155,8 @@ public final class RelayActivation: Sendable {
     }
 
     /// The APNs environment of an activating iOS device: the one it names; on a re-activation
-    /// that keeps its tokens, the one it had; else its app's, else the relay's default.
+    /// that keeps its tokens, the one it had; else its app's, else the relay's default (none when
+    /// the relay does not know the provider's keys: the key's environment then applies).
     private func environment(
         of request: ActivationRequest,
         app: AppRecord,

@@ -36,8 +36,10 @@ public struct FleetConfiguration: Sendable {
     /// The names of the configured FCM accounts; nil when the relay does not know them.
     public var fcmAccounts: Set<String>? = nil
     /// The APNs environment of an iOS device when neither it nor its app names one: the default
-    /// key's configured environment.
-    public var defaultAPNsEnvironment: APNsEnvironment = .development
+    /// key's configured environment. Nil when the relay does not know it (its remote provider
+    /// holds the keys): the device then keeps none, and its pushes go to the environment the
+    /// provider's key is configured for, as before devices had one.
+    public var defaultAPNsEnvironment: APNsEnvironment? = nil
 
     public init() {}
 }

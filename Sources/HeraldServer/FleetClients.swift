@@ -102,8 +102,8 @@ extension HeraldConfiguration {
         if knowsCredentials {
             fleet.apnsKeys = Set(apnsKeys.map(\.name))
             fleet.fcmAccounts = Set(fcmAccounts.map(\.name))
+            fleet.defaultAPNsEnvironment = apns?.resolvedEnvironment ?? .development
         }
-        fleet.defaultAPNsEnvironment = apns?.resolvedEnvironment ?? .development
         return fleet
     }
 }

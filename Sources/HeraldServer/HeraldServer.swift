@@ -213,6 +213,7 @@ public struct HeraldServer: Sendable {
                     var fleet = FleetConfiguration()
                     fleet.apnsKeys = [HeraldConfiguration.defaultName]
                     fleet.fcmAccounts = [HeraldConfiguration.defaultName]
+                    fleet.defaultAPNsEnvironment = .development
                     return fleet
                 }(),
                 registry: registry,

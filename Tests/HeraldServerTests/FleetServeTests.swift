@@ -147,6 +147,7 @@ struct FleetServeTests {
             )
             parts.relay.fleet.apnsKeys = Set(serverConfiguration.apnsKeys.map(\.name))
             parts.relay.fleet.fcmAccounts = Set(serverConfiguration.fcmAccounts.map(\.name))
+            parts.relay.fleet.defaultAPNsEnvironment = .development
             parts.dispatcher.idlePoll = .milliseconds(20)
             let relayPorts = AsyncStream.makeStream(of: Int.self)
             let node = RelayNode(parts, logger: logger) { relayPorts.continuation.yield($0) }
