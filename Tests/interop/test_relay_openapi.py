@@ -1279,6 +1279,9 @@ def test_fleet_fields_apps_keys_and_device_environments(relay: Relay):
     assert {k: made[k] for k in fleet} == fleet, made
     listed = relay.call("GET", "/v1/apps", 200, token=key)["apps"]
     assert next(a for a in listed if a["id"] == app_id)["apns_environment"] == "production"
+    inherited, _ = relay.activate(unique("fleet-user"), app=app_id, messaging_token=os.urandom(32).hex())
+    shown = relay.call("GET", f"/v1/devices/{inherited['device_id']}", 200, token=key)
+    assert shown["apns_environment"] == "production", "a device naming none takes its app's"
     refused = relay.call(
         "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "apns_key": "team-b"}, key,
         field_name="apns_key", schema_rejects=False,
