@@ -185,6 +185,8 @@ let package = Package(
                 "HeraldFCMCore",
                 "HeraldAPNsCore",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -326,6 +328,7 @@ let package = Package(
             name: "HeraldRelayHTTP",
             dependencies: [
                 "HeraldHTTPSupport",
+                "HeraldPush",
                 "HeraldObservability",
                 "HeraldRelay",
                 "HeraldRelayAPI",

@@ -5,7 +5,7 @@ public enum APNsResult: Sendable, Equatable {
     /// APNs accepted it (200).
     case delivered(apnsID: String, uniqueID: String?)
     /// The device token is dead: 410 Unregistered or ExpiredToken (with Apple's timestamp in
-    /// milliseconds), BadDeviceToken, DeviceTokenNotForTopic. The token should be dropped; the
+    /// milliseconds), DeviceTokenNotForTopic. The token should be dropped; the
     /// feedback handler has been told.
     case tokenDead(reason: APNsReason, timestamp: Int64?)
     /// APNs refused it and will refuse it again: a 400 or 413 reason, or a 403 configuration
@@ -57,7 +57,9 @@ enum APNsClassification: Equatable {
     init(status: Int, reason: APNsReason?) {
         switch (status, reason) {
         case (200, _): self = .delivered
-        case (410, _), (_, .badDeviceToken?), (_, .deviceTokenNotForTopic?), (_, .unregistered?), (_, .expiredToken?):
+        // BadDeviceToken is not among them: APNs also answers it for a live token sent to the
+        // other environment's host, which a token of that environment would reach (docs/provider.md).
+        case (410, _), (_, .deviceTokenNotForTopic?), (_, .unregistered?), (_, .expiredToken?):
             self = .tokenDead
         case (403, .expiredProviderToken?): self = .refreshTokenAndRetry
         case (403, _): self = .configuration

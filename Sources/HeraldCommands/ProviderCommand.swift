@@ -145,6 +145,12 @@ struct ProviderCommand: AsyncParsableCommand {
 
     @OptionGroup var http: HTTPOptions
 
+    @Option(
+        help:
+            "A YAML or JSON configuration file (docs/relay.md): its apns, apns_keys, fcm and fcm_accounts give a fleet's keys and accounts; flags and the environment win. (HERALD_CONFIG)"
+    )
+    var config: String?
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let logFormat, LogFormat(rawValue: logFormat) == nil {
@@ -169,9 +175,14 @@ struct ProviderCommand: AsyncParsableCommand {
             flags.database?.url = database
         }
         return try HeraldServerError.validating {
-            let environment = try ConfigurationFile.environment(ProcessInfo.processInfo.environment)
-            let configuration = try HeraldConfiguration(layers: [flags, environment])
-            guard configuration.apns != nil || configuration.fcm != nil else {
+            let variables = ProcessInfo.processInfo.environment
+            let environment = try ConfigurationFile.environment(variables)
+            var layers = [flags, environment]
+            if let path = config ?? variables["HERALD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
+                layers.append(try ConfigurationFile.load(path: path))
+            }
+            let configuration = try HeraldConfiguration(layers: layers)
+            guard !configuration.apnsKeys.isEmpty || !configuration.fcmAccounts.isEmpty else {
                 throw HeraldServerError.configuration(
                     "give --apns-key and --apns-team-id (APNs), --fcm-service-account (FCM), or both"
                 )

@@ -34,6 +34,13 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("apns-port"), help: "The APNs port (HTTP/2 + TLS); 0 picks one.")
     var apnsPort: Int = 2197
 
+    @Option(
+        name: .customLong("apns-production-port"),
+        help:
+            "APNs' production environment's port (production device tokens only): 2195 when --apns-port is 2197, else one picked; 0 picks one."
+    )
+    var apnsProductionPort: Int?
+
     @Option(name: .customLong("control-port"), help: "The control and device port (HTTP/1.1, WebSocket); 0 picks one.")
     var controlPort: Int = 2198
 
@@ -145,7 +152,8 @@ struct SandboxCommand: AsyncParsableCommand {
         guard resolvedLogFormat != nil else {
             throw ValidationError("--log-format (or HERALD_LOG_FORMAT) must be text or json")
         }
-        for port in [apnsPort, controlPort, fcmPort] where !(0...65_535).contains(port) {
+        for port in [apnsPort, controlPort, fcmPort] + (apnsProductionPort.map { [$0] } ?? [])
+        where !(0...65_535).contains(port) {
             throw ValidationError("ports must be between 0 and 65535")
         }
         guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
@@ -187,6 +195,7 @@ struct SandboxCommand: AsyncParsableCommand {
         var configuration = SandboxConfiguration(tls: tls)
         configuration.host = host
         configuration.apnsPort = apnsPort
+        configuration.apnsProductionPort = SandboxConfiguration.productionPort(apnsProductionPort, apnsPort: apnsPort)
         configuration.controlPort = controlPort
         configuration.fcmPort = fcmPort
         configuration.maxConcurrentStreams = maxConcurrentStreams

@@ -41,13 +41,21 @@ struct ServeCommand: AsyncParsableCommand {
     var sandboxAPNsPort: Int = 2197
 
     @Option(
+        name: .customLong("sandbox-apns-production-port"),
+        help:
+            "The in-process sandbox's port for APNs' production environment: 2195 beside the default APNs port, else one picked; 0 picks one."
+    )
+    var sandboxAPNsProductionPort: Int?
+
+    @Option(
         name: .customLong("sandbox-control-port"),
         help: "The in-process sandbox's control port; 0 picks one."
     )
     var sandboxControlPort: Int = 2198
 
     func validate() throws {
-        for port in [sandboxAPNsPort, sandboxControlPort, sandboxFCMPort] where !(0...65_535).contains(port) {
+        for port in [sandboxAPNsPort, sandboxAPNsProductionPort ?? 0, sandboxControlPort, sandboxFCMPort]
+        where !(0...65_535).contains(port) {
             throw ValidationError("sandbox ports must be between 0 and 65535")
         }
     }
@@ -60,6 +68,7 @@ struct ServeCommand: AsyncParsableCommand {
         // Sandbox ports are flags with defaults; the file's win only over the defaults.
         var sandbox = ConfigurationFile.Sandbox()
         if sandboxAPNsPort != 2197 { sandbox.apnsPort = sandboxAPNsPort }
+        if let sandboxAPNsProductionPort { sandbox.apnsProductionPort = sandboxAPNsProductionPort }
         if sandboxFCMPort != 2196 { sandbox.fcmPort = sandboxFCMPort }
         if sandboxControlPort != 2198 { sandbox.controlPort = sandboxControlPort }
         if sandbox != ConfigurationFile.Sandbox() { layer.sandbox = sandbox }

@@ -24,6 +24,13 @@ public enum MetricCatalog {
     public static let entries: [Entry] =
         pushClient("apns") + pushClient("fcm") + [
             Entry(
+                name: "herald_apns_bad_device_tokens_total",
+                kind: .counter,
+                labels: ["key", "environment"],
+                help:
+                    "Pushes APNs refused as BadDeviceToken, by key and environment: most often a token of the other environment; the token is kept."
+            ),
+            Entry(
                 name: "herald_fcm_token_refreshes_total",
                 kind: .counter,
                 labels: [],

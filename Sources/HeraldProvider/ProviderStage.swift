@@ -4,19 +4,102 @@ import HeraldAPNsCore
 public import HeraldFCM
 import HeraldFCMCore
 public import HeraldPush
+public import Logging
+import Metrics
 import NIOCore
 
 /// The provider stage's senders, one per push network, behind one entry point: `herald provider`
 /// serves it over HTTP, and the relay calls it in-process.
+///
+/// A fleet has several APNs keys (each its team's, with a client per environment it serves) and
+/// several FCM service accounts (each its Firebase project's): a push names its key and
+/// environment, or its account, and goes through that client; one that names none goes through
+/// the default.
 public struct ProviderStage: Sendable {
-    /// The APNs client; nil when no Apple key is configured.
-    public let apns: APNsClient?
-    /// The FCM sender; nil when no service account is configured.
-    public let fcm: FCMClient?
+    /// One APNs key: its clients, one per environment (each environment its own host), sharing
+    /// the key's provider token.
+    public struct APNsKey: Sendable {
+        /// The key's name in the configuration.
+        public var name: String
+        /// The environment of a push that names none: the key's configured one.
+        public var environment: APNsEnvironment
+        /// A client per environment this key serves.
+        public var clients: [APNsEnvironment: APNsClient]
 
+        public init(name: String, environment: APNsEnvironment, clients: [APNsEnvironment: APNsClient]) {
+            self.name = name
+            self.environment = environment
+            self.clients = clients
+        }
+    }
+
+    /// The APNs keys by name.
+    public let apnsKeys: [String: APNsKey]
+    /// The key of a push that names none.
+    public let defaultAPNsKey: String?
+    /// The FCM senders by account name.
+    public let fcmAccounts: [String: FCMClient]
+    /// The account of a push that names none.
+    public let defaultFCMAccount: String?
+    private let logger: Logger
+
+    /// The name of the one key or account of a stage made from a single client.
+    public static let defaultName = "default"
+
+    /// The default key's client for its environment; nil when no Apple key is configured.
+    public var apns: APNsClient? {
+        defaultAPNsKey.flatMap { apnsKeys[$0] }.flatMap { $0.clients[$0.environment] ?? $0.clients.values.first }
+    }
+    /// The default FCM sender; nil when no service account is configured.
+    public var fcm: FCMClient? { defaultFCMAccount.flatMap { fcmAccounts[$0] } }
+
+    /// One key and one account, each named `default`: the key's one client serves whichever
+    /// environment a push names (its URL decides where it goes).
     public init(apns: APNsClient?, fcm: FCMClient? = nil) {
-        self.apns = apns
-        self.fcm = fcm
+        self.init(
+            apnsKeys: apns.map {
+                [
+                    APNsKey(
+                        name: Self.defaultName,
+                        environment: .development,
+                        clients: [.development: $0, .production: $0]
+                    )
+                ]
+            } ?? [],
+            fcmAccounts: fcm.map { [Self.defaultName: $0] } ?? [:]
+        )
+    }
+
+    /// A fleet's keys and accounts.
+    ///
+    /// - Parameters:
+    ///   - defaultAPNsKey: The key of a push that names none: the only key when nil.
+    ///   - defaultFCMAccount: The account of a push that names none: the only account when nil.
+    public init(
+        apnsKeys: [APNsKey],
+        defaultAPNsKey: String? = nil,
+        fcmAccounts: [String: FCMClient],
+        defaultFCMAccount: String? = nil,
+        logger: Logger = Logger(label: "herald.provider")
+    ) {
+        self.apnsKeys = Dictionary(apnsKeys.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.defaultAPNsKey = defaultAPNsKey ?? (apnsKeys.count == 1 ? apnsKeys[0].name : nil)
+        self.fcmAccounts = fcmAccounts
+        self.defaultFCMAccount = defaultFCMAccount ?? (fcmAccounts.count == 1 ? fcmAccounts.keys.first : nil)
+        self.logger = logger
+    }
+
+    /// Every client, for the service group that runs them.
+    public var clients: (apns: [APNsClient], fcm: [FCMClient]) {
+        var seen = Set<ObjectIdentifier>()
+        var apns: [APNsClient] = []
+        for key in apnsKeys.keys.sorted() {
+            for environment in APNsEnvironment.allCases {
+                guard let client = apnsKeys[key]?.clients[environment] else { continue }
+                if seen.insert(ObjectIdentifier(client)).inserted { apns.append(client) }
+            }
+        }
+        return (apns, fcmAccounts.keys.sorted().compactMap { fcmAccounts[$0] })
     }
 
     /// Sends every push through its network (both at once) and answers one outcome per push, in order.
@@ -37,55 +120,132 @@ public struct ProviderStage: Sendable {
         return outcomes.map { $0! }
     }
 
-    /// Hands the APNs pushes to the client as one batch (the client checks each; a refused one is
-    /// checked again here only to say why).
-    private func sendAPNs(_ pushes: [(Push, APNsPayload)]) async -> [PushOutcome] {
-        guard !pushes.isEmpty else { return [] }
-        guard let apns else {
-            let outcome = PushOutcome.failed(
-                reason: "APNs is not configured on this provider (no Apple key)",
-                status: 503
-            )
-            return Array(repeating: outcome, count: pushes.count)
+    /// Where an APNs push goes: its key's client for its environment, or why it cannot go.
+    private func route(_ payload: APNsPayload) -> Result<(key: String, APNsEnvironment, APNsClient), RouteRefusal> {
+        guard !apnsKeys.isEmpty else {
+            return .failure(RouteRefusal("APNs is not configured on this provider (no Apple key)"))
         }
-        let notifications = pushes.map { push, payload in
-            APNsNotification(
-                deviceToken: push.token,
-                topic: payload.topic,
-                pushType: payload.type,
-                priority: payload.priority,
-                expiration: push.expiration,
-                collapseID: push.collapseID,
-                apnsID: payload.apnsID,
-                payload: ByteBuffer(string: payload.json)
+        guard let name = payload.key ?? defaultAPNsKey else {
+            return .failure(RouteRefusal("the push names no APNs key and this provider has several, none the default"))
+        }
+        guard let key = apnsKeys[name] else {
+            return .failure(RouteRefusal("no APNs key named '\(name)' is configured on this provider"))
+        }
+        let environment = payload.environment ?? key.environment
+        guard let client = key.clients[environment] else {
+            return .failure(
+                RouteRefusal("the APNs key '\(name)' is not configured for the \(environment.rawValue) environment")
             )
         }
-        let answers = await apns.send(batch: notifications)
-        return zip(notifications, answers).map { notification, answer in
-            if case .failed(nil, 400) = answer {
-                do throws(APNsClientError) {
-                    try notification.validate()
-                } catch {
-                    return .failed(reason: error.message, status: 400)
-                }
-            }
-            return PushOutcome(answer)
-        }
+        return .success((name, environment, client))
     }
 
-    /// Hands the FCM pushes to the sender as data messages.
+    /// Hands the APNs pushes to their clients, one batch per (key, environment), all at once (a
+    /// client checks each push; a refused one is checked again here only to say why).
+    private func sendAPNs(_ pushes: [(Push, APNsPayload)]) async -> [PushOutcome] {
+        guard !pushes.isEmpty else { return [] }
+        var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
+        var groups: [RouteKey: (client: APNsClient, items: [(index: Int, notification: APNsNotification)])] = [:]
+        for (index, (push, payload)) in pushes.enumerated() {
+            switch route(payload) {
+            case .failure(let refusal):
+                outcomes[index] = .failed(reason: refusal.reason, status: 503)
+            case .success(let (key, environment, client)):
+                let notification = APNsNotification(
+                    deviceToken: push.token,
+                    topic: payload.topic,
+                    pushType: payload.type,
+                    priority: payload.priority,
+                    expiration: push.expiration,
+                    collapseID: push.collapseID,
+                    apnsID: payload.apnsID,
+                    payload: ByteBuffer(string: payload.json)
+                )
+                groups[RouteKey(key: key, environment: environment), default: (client, [])].items.append(
+                    (index, notification)
+                )
+            }
+        }
+        let answered = await withTaskGroup(of: [(Int, PushOutcome)].self) { tasks in
+            for (route, group) in groups {
+                tasks.addTask {
+                    let answers = await group.client.send(batch: group.items.map(\.notification))
+                    return zip(group.items, answers).map { item, answer in
+                        (item.index, outcome(of: answer, for: item.notification, route: route))
+                    }
+                }
+            }
+            var all: [(Int, PushOutcome)] = []
+            for await some in tasks { all += some }
+            return all
+        }
+        for (index, outcome) in answered { outcomes[index] = outcome }
+        return outcomes.map { $0! }
+    }
+
+    /// What APNs' answer means for the push. BadDeviceToken is a failed push, not a dead token:
+    /// APNs answers it for a live token sent to the other environment, so it is named here and
+    /// counted for the operator (`herald_apns_bad_device_tokens_total`), and the token is kept.
+    private func outcome(of answer: APNsResult, for notification: APNsNotification, route: RouteKey) -> PushOutcome {
+        if case .failed(nil, 400) = answer {
+            do throws(APNsClientError) {
+                try notification.validate()
+            } catch {
+                return .failed(reason: error.message, status: 400)
+            }
+        }
+        if case .failed(.badDeviceToken?, let status) = answer {
+            Counter(
+                label: "herald_apns_bad_device_tokens_total",
+                dimensions: [("key", route.key), ("environment", route.environment.rawValue)]
+            ).increment()
+            logger.warning(
+                "APNs refused a device token as BadDeviceToken: it is not a token of this environment (a development token sent to production or the reverse, or a malformed one); the push failed and the token is kept",
+                metadata: [
+                    "key": "\(route.key)", "environment": "\(route.environment.rawValue)",
+                    "topic": "\(notification.topic)",
+                ]
+            )
+            return .failed(reason: Self.badDeviceTokenReason(environment: route.environment), status: status)
+        }
+        return PushOutcome(answer)
+    }
+
+    /// The reason a BadDeviceToken push fails with: the environment that refused the token.
+    public static func badDeviceTokenReason(environment: APNsEnvironment) -> String {
+        "BadDeviceToken: APNs' \(environment.rawValue) environment does not know this token "
+            + "(a token of the other environment, or not a device token); the token is kept"
+    }
+
+    /// Hands the FCM pushes to their accounts' senders as data messages, all at once.
     private func sendFCM(_ pushes: [(Push, FCMPayload)]) async -> [PushOutcome] {
         guard !pushes.isEmpty else { return [] }
-        guard let fcm else {
-            let outcome = PushOutcome.failed(
-                reason: "FCM is not configured on this provider (no service account)",
-                status: 503
-            )
-            return Array(repeating: outcome, count: pushes.count)
-        }
+        var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
         let now = Int64(Date().timeIntervalSince1970)
-        let messages = pushes.map { push, payload in
-            FCMPush(
+        var groups: [String: [(index: Int, message: FCMPush)]] = [:]
+        for (index, (push, payload)) in pushes.enumerated() {
+            guard !fcmAccounts.isEmpty else {
+                outcomes[index] = .failed(
+                    reason: "FCM is not configured on this provider (no service account)",
+                    status: 503
+                )
+                continue
+            }
+            guard let name = payload.account ?? defaultFCMAccount else {
+                outcomes[index] = .failed(
+                    reason: "the push names no FCM account and this provider has several, none the default",
+                    status: 503
+                )
+                continue
+            }
+            guard fcmAccounts[name] != nil else {
+                outcomes[index] = .failed(
+                    reason: "no FCM service account named '\(name)' is configured on this provider",
+                    status: 503
+                )
+                continue
+            }
+            let message = FCMPush(
                 token: push.token,
                 data: payload.data,
                 priority: payload.priority,
@@ -93,9 +253,36 @@ public struct ProviderStage: Sendable {
                 expiration: push.expiration ?? now + FCMMessage.maximumTTLSeconds,
                 collapseKey: push.collapseID
             )
+            groups[name, default: []].append((index, message))
         }
-        return await fcm.send(batch: messages).map(PushOutcome.init)
+        let fcmAccounts = fcmAccounts
+        let answered = await withTaskGroup(of: [(Int, PushOutcome)].self) { tasks in
+            for (name, items) in groups {
+                guard let client = fcmAccounts[name] else { continue }
+                tasks.addTask {
+                    let results = await client.send(batch: items.map(\.message))
+                    return zip(items, results).map { ($0.index, PushOutcome($1)) }
+                }
+            }
+            var all: [(Int, PushOutcome)] = []
+            for await some in tasks { all += some }
+            return all
+        }
+        for (index, outcome) in answered { outcomes[index] = outcome }
+        return outcomes.map { $0! }
     }
+}
+
+/// A key and an environment: one APNs client.
+private struct RouteKey: Hashable, Sendable {
+    var key: String
+    var environment: APNsEnvironment
+}
+
+/// Why a push cannot be routed to a client.
+private struct RouteRefusal: Error {
+    var reason: String
+    init(_ reason: String) { self.reason = reason }
 }
 
 extension ProviderStage: PushSender {}

@@ -25,6 +25,12 @@ public struct ProviderPush: Sendable, Codable, Hashable {
     public var apnsID: String?
     /// The APNs JSON body as text; for FCM, the data: a JSON object of strings, as text.
     public var payload: String
+    /// APNs: the name of the configured key that signs it; absent: the provider's default key.
+    public var apnsKey: String?
+    /// APNs: the environment its token belongs to; absent: the key's configured environment.
+    public var apnsEnvironment: APNsEnvironment?
+    /// FCM: the name of the configured service account that sends it; absent: the default.
+    public var fcmAccount: String?
 
     public init(
         id: String,
@@ -36,7 +42,10 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         expiration: Int64? = nil,
         collapseID: String? = nil,
         apnsID: String? = nil,
-        payload: String
+        payload: String,
+        apnsKey: String? = nil,
+        apnsEnvironment: APNsEnvironment? = nil,
+        fcmAccount: String? = nil
     ) {
         self.id = id
         self.network = network
@@ -48,6 +57,9 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         self.collapseID = collapseID
         self.apnsID = apnsID
         self.payload = payload
+        self.apnsKey = apnsKey
+        self.apnsEnvironment = apnsEnvironment
+        self.fcmAccount = fcmAccount
     }
 
     /// The wire form of a push.
@@ -64,7 +76,9 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 expiration: push.expiration,
                 collapseID: push.collapseID,
                 apnsID: apns.apnsID,
-                payload: apns.json
+                payload: apns.json,
+                apnsKey: apns.key,
+                apnsEnvironment: apns.environment
             )
         case .fcm(let fcm):
             self.init(
@@ -76,7 +90,8 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 priority: fcm.priority == .high ? APNsPriority.immediate.rawValue : APNsPriority.low.rawValue,
                 expiration: push.expiration,
                 collapseID: push.collapseID,
-                payload: Self.text(fcm.data)
+                payload: Self.text(fcm.data),
+                fcmAccount: fcm.account
             )
         }
     }
@@ -96,7 +111,9 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 type: pushType,
                 priority: priority,
                 apnsID: apnsID ?? makeAPNsID(),
-                json: payload
+                json: payload,
+                key: apnsKey,
+                environment: apnsEnvironment
             )
             return .success(
                 Push(
@@ -112,7 +129,12 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 return .failure(ProviderPushRefusal("the payload of an FCM push must be a JSON object of strings"))
             }
             // APNs' 10 and 5 are both shown to the user; 1 is background work.
-            let payload = FCMPayload(package: topic, priority: priority >= 5 ? .high : .normal, data: data)
+            let payload = FCMPayload(
+                package: topic,
+                priority: priority >= 5 ? .high : .normal,
+                data: data,
+                account: fcmAccount
+            )
             return .success(
                 Push(id: id, token: deviceToken, payload: .fcm(payload), expiration: expiration, collapseID: collapseID)
             )
@@ -137,6 +159,9 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         case collapseID = "collapse_id"
         case apnsID = "apns_id"
         case payload
+        case apnsKey = "apns_key"
+        case apnsEnvironment = "apns_environment"
+        case fcmAccount = "fcm_account"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -151,6 +176,9 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         collapseID = try container.decodeIfPresent(String.self, forKey: .collapseID)
         apnsID = try container.decodeIfPresent(String.self, forKey: .apnsID)
         payload = try container.decode(String.self, forKey: .payload)
+        apnsKey = try container.decodeIfPresent(String.self, forKey: .apnsKey)
+        apnsEnvironment = try container.decodeIfPresent(APNsEnvironment.self, forKey: .apnsEnvironment)
+        fcmAccount = try container.decodeIfPresent(String.self, forKey: .fcmAccount)
     }
 }
 

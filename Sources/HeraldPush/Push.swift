@@ -63,14 +63,38 @@ public struct APNsPayload: Sendable, Hashable {
     public var apnsID: String
     /// The JSON body, as text.
     public var json: String
+    /// The name of the configured APNs key (and team) that signs it; nil: the provider's default key.
+    public var key: String?
+    /// The APNs environment its device token belongs to, which decides the host; nil: the key's
+    /// configured environment.
+    public var environment: APNsEnvironment?
 
-    public init(topic: String, type: APNsPushType, priority: APNsPriority, apnsID: String, json: String) {
+    public init(
+        topic: String,
+        type: APNsPushType,
+        priority: APNsPriority,
+        apnsID: String,
+        json: String,
+        key: String? = nil,
+        environment: APNsEnvironment? = nil
+    ) {
         self.topic = topic
         self.type = type
         self.priority = priority
         self.apnsID = apnsID
         self.json = json
+        self.key = key
+        self.environment = environment
     }
+}
+
+/// APNs' two environments: a device token belongs to one of them (a debug build's to
+/// development, a store or TestFlight build's to production), and only that one's host accepts it.
+public enum APNsEnvironment: String, Sendable, Hashable, Codable, CaseIterable {
+    /// `api.sandbox.push.apple.com`.
+    case development
+    /// `api.push.apple.com`.
+    case production
 }
 
 /// What FCM receives: a data message (string keys and values) with its Android options.
@@ -81,11 +105,15 @@ public struct FCMPayload: Sendable, Hashable {
     public var priority: FCMPriority
     /// The data: at most 4096 bytes of keys and values, as FCM counts them.
     public var data: [String: String]
+    /// The name of the configured service account (Firebase project) that sends it; nil: the
+    /// provider's default account.
+    public var account: String?
 
-    public init(package: String, priority: FCMPriority, data: [String: String]) {
+    public init(package: String, priority: FCMPriority, data: [String: String], account: String? = nil) {
         self.package = package
         self.priority = priority
         self.data = data
+        self.account = account
     }
 }
 
@@ -103,7 +131,8 @@ public enum PushOutcome: Sendable, Hashable {
     /// (`apns-unique-id` in APNs' development environment, FCM's message name).
     case delivered(receipt: String?)
     /// The token is dead and should be dropped: APNs 410 (Unregistered, ExpiredToken),
-    /// BadDeviceToken, DeviceTokenNotForTopic; FCM UNREGISTERED. `since`: when the network learned
+    /// DeviceTokenNotForTopic; FCM UNREGISTERED. (APNs' BadDeviceToken is `failed`: it also
+    /// answers a live token sent to the other environment.) `since`: when the network learned
     /// it, in milliseconds since the epoch (APNs' 410 timestamp).
     case tokenDead(reason: String, since: Int64?)
     /// Refused for good: another attempt would be refused the same way. `status` is the network's

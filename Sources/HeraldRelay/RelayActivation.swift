@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCrypto
+import HeraldPush
 public import HeraldRelayAPI
 public import HeraldStore
 
@@ -33,6 +34,25 @@ public final class RelayActivation: Sendable {
         }
         try context.checkText(app.alertTitle, "alert_title")
         try context.checkText(app.alertBody, "alert_body")
+        let fleet = context.configuration.fleet
+        if let name = app.apnsKey {
+            try context.check(name, "apns_key", pattern: .identifier)
+            if let known = fleet.apnsKeys, !known.contains(name) {
+                throw .invalidField(
+                    "apns_key",
+                    "names no configured APNs key (configured: \(known.sorted().joined(separator: ", ")))"
+                )
+            }
+        }
+        if let name = app.fcmAccount {
+            try context.check(name, "fcm_account", pattern: .identifier)
+            if let known = fleet.fcmAccounts, !known.contains(name) {
+                throw .invalidField(
+                    "fcm_account",
+                    "names no configured FCM service account (configured: \(known.sorted().joined(separator: ", ")))"
+                )
+            }
+        }
         app.webhook = nil
         if let webhook { app.webhook = try context.sealedWebhook(webhook, appID: app.id) }
         let saved = app
@@ -66,6 +86,9 @@ public final class RelayActivation: Sendable {
         try context.checkToken(request.voipToken, "voip_token", platform: request.platform)
         if request.platform == .android, request.voipToken != nil {
             throw .invalidField("voip_token", "exists on iOS only (PushKit)")
+        }
+        if request.platform == .android, request.apnsEnvironment != nil {
+            throw .invalidField("apns_environment", "is for iOS devices only (APNs)")
         }
 
         let time = context.now()
@@ -115,7 +138,8 @@ public final class RelayActivation: Sendable {
             credentialHash: credential.hash,
             tokenDeadReason: nil,
             createdAt: previous?.createdAt ?? time,
-            updatedAt: time
+            updatedAt: time,
+            apnsEnvironment: environment(of: request, app: app, previous: previous)
         )
         try await context.storing { try await $0.saveDevice(device) }
         context.metrics.activations.increment()
@@ -136,6 +160,20 @@ public final class RelayActivation: Sendable {
             deviceCredential: credential.text,
             contentPolicy: app.contentPolicy
         )
+    }
+
+    /// The APNs environment of an activating iOS device: the one it names; on a re-activation
+    /// that keeps its tokens, the one it had; else its app's, else the relay's default (none when
+    /// the relay does not know the provider's keys: the key's environment then applies).
+    private func environment(
+        of request: ActivationRequest,
+        app: AppRecord,
+        previous: DeviceRecord?
+    ) -> APNsEnvironment? {
+        guard request.platform == .ios else { return nil }
+        if let named = request.apnsEnvironment { return named }
+        if request.messagingToken == nil, request.voipToken == nil, let kept = previous?.apnsEnvironment { return kept }
+        return app.apnsEnvironment ?? context.configuration.fleet.defaultAPNsEnvironment
     }
 
     /// The device a credential belongs to; `unauthorized` for any credential that does not match.

@@ -1,3 +1,4 @@
+public import HeraldPush
 public import HeraldStore
 
 /// How the relay behaves; apps live in the store.
@@ -21,6 +22,24 @@ public struct RelayConfiguration: Sendable {
     /// The platforms the provider stage can push to: iOS needs APNs credentials, Android an FCM
     /// service account. A device of another platform is skipped with `platform_not_configured`.
     public var platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases)
+    /// The fleet's credentials and environments, which apps and devices name.
+    public var fleet = FleetConfiguration()
+
+    public init() {}
+}
+
+/// The APNs keys and FCM accounts apps may name, and the environment of a device that names none.
+public struct FleetConfiguration: Sendable {
+    /// The names of the configured APNs keys; nil when the relay does not know them (its remote
+    /// provider holds the keys): any name is then taken, and a wrong one fails its pushes.
+    public var apnsKeys: Set<String>? = nil
+    /// The names of the configured FCM accounts; nil when the relay does not know them.
+    public var fcmAccounts: Set<String>? = nil
+    /// The APNs environment of an iOS device when neither it nor its app names one: the default
+    /// key's configured environment. Nil when the relay does not know it (its remote provider
+    /// holds the keys): the device then keeps none, and its pushes go to the environment the
+    /// provider's key is configured for, as before devices had one.
+    public var defaultAPNsEnvironment: APNsEnvironment? = nil
 
     public init() {}
 }

@@ -40,6 +40,8 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
     public var tokenDeadReason: String?
     /// The last heartbeat, if the app sent one.
     public var presence: Presence?
+    /// iOS: the APNs environment its tokens belong to.
+    public var apnsEnvironment: APNsEnvironment?
 
     /// A heartbeat as stored.
     public struct Presence: Sendable, Codable, Hashable {
@@ -77,6 +79,7 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
         hasVoIPToken = device.voipToken != nil
         tokenDeadReason = device.tokenDeadReason
         presence = recipient.presence.map(Presence.init)
+        apnsEnvironment = device.apnsEnvironment
     }
 
     enum CodingKeys: String, CodingKey {
@@ -89,6 +92,7 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
         case hasVoIPToken = "has_voip_token"
         case tokenDeadReason = "token_dead_reason"
         case presence
+        case apnsEnvironment = "apns_environment"
     }
 }
 

@@ -1,3 +1,4 @@
+public import HeraldPush
 public import HeraldStore
 
 /// `POST /v1/activations`: a device asks for push, with its half of the key agreement.
@@ -12,6 +13,9 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
     public var voipToken: String?
     /// Set to re-activate (rotate the keys of) an existing device.
     public var deviceID: String?
+    /// iOS: the APNs environment the tokens belong to (a debug build's are `development`, a
+    /// TestFlight or App Store build's `production`); absent: the app's, else the relay's default.
+    public var apnsEnvironment: APNsEnvironment?
 
     public init(
         userID: String,
@@ -20,7 +24,8 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
         publicKey: String,
         messagingToken: String? = nil,
         voipToken: String? = nil,
-        deviceID: String? = nil
+        deviceID: String? = nil,
+        apnsEnvironment: APNsEnvironment? = nil
     ) {
         self.userID = userID
         self.app = app
@@ -29,6 +34,7 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
         self.messagingToken = messagingToken
         self.voipToken = voipToken
         self.deviceID = deviceID
+        self.apnsEnvironment = apnsEnvironment
     }
 
     enum CodingKeys: String, CodingKey {
@@ -38,6 +44,7 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
         case messagingToken = "messaging_token"
         case voipToken = "voip_token"
         case deviceID = "device_id"
+        case apnsEnvironment = "apns_environment"
     }
 }
 
@@ -116,6 +123,8 @@ public struct DeviceView: Sendable, Codable, Hashable {
     public var keyID: String
     /// Why the last token was dropped, while the device has none.
     public var tokenDeadReason: String?
+    /// iOS: the APNs environment its tokens belong to, which decides the host its pushes go to.
+    public var apnsEnvironment: APNsEnvironment?
 
     public init(_ device: DeviceRecord) {
         deviceID = device.id
@@ -126,6 +135,7 @@ public struct DeviceView: Sendable, Codable, Hashable {
         voipToken = device.voipToken
         keyID = device.keyID
         tokenDeadReason = device.tokenDeadReason
+        apnsEnvironment = device.apnsEnvironment
     }
 
     enum CodingKeys: String, CodingKey {
@@ -136,6 +146,7 @@ public struct DeviceView: Sendable, Codable, Hashable {
         case voipToken = "voip_token"
         case keyID = "key_id"
         case tokenDeadReason = "token_dead_reason"
+        case apnsEnvironment = "apns_environment"
     }
 }
 
@@ -369,15 +380,19 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         updatedAt = entry.updatedAt
         expiresAt = entry.expiresAt
         self.history = history.map { Event(at: $0.at, state: $0.state, reason: $0.reason) }
-        explanation = Self.explanation(of: entry.state)
+        explanation = Self.explanation(of: entry.state, reason: entry.lastReason)
     }
 
-    static func explanation(of state: PushState) -> String? {
+    static func explanation(of state: PushState, reason: String? = nil) -> String? {
         switch state {
         case .tokenDead:
             "the push network no longer accepts this device's token (see reason), so the relay "
                 + "removed it; the device gets no pushes until its app activates again with a new token "
                 + "(POST /v1/activations)"
+        case .failed where reason?.hasPrefix("BadDeviceToken") == true:
+            "APNs does not know this token in the environment it was sent to (see reason): most often "
+                + "a development build's token sent to production or the reverse; the relay kept the token. "
+                + "If the device's apns_environment is wrong, its app activates again naming the right one"
         default:
             nil
         }

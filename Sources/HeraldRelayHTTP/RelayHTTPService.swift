@@ -2,6 +2,7 @@ import Foundation
 public import HeraldAdapters
 import HeraldHTTPSupport
 import HeraldObservability
+import HeraldPush
 public import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
@@ -360,6 +361,9 @@ struct AppBody: Decodable {
     var messageTTL: Int64?
     var callTTL: Int64?
     var collapseByConversation: Bool?
+    var apnsKey: String?
+    var fcmAccount: String?
+    var apnsEnvironment: APNsEnvironment?
     /// The app's webhook; without it the app has none.
     var webhook: WebhookBody?
 
@@ -370,6 +374,9 @@ struct AppBody: Decodable {
     }
 
     enum CodingKeys: String, CodingKey {
+        case apnsKey = "apns_key"
+        case fcmAccount = "fcm_account"
+        case apnsEnvironment = "apns_environment"
         case teamID = "team_id"
         case contentPolicy = "content_policy"
         case alertTitle = "alert_title"
@@ -388,6 +395,9 @@ struct AppBody: Decodable {
         if let messageTTL { app.messageTTL = messageTTL }
         if let callTTL { app.callTTL = callTTL }
         if let collapseByConversation { app.collapseByConversation = collapseByConversation }
+        app.apnsKey = apnsKey
+        app.fcmAccount = fcmAccount
+        app.apnsEnvironment = apnsEnvironment
         return app
     }
 }

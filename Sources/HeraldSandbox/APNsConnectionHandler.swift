@@ -51,8 +51,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         identity: ClientCertificateBox,
         goAwayAtOnce: Bool = false,
         outage: NIOLockedValueBox<NIODeadline?>? = nil,
+        environment: APNsEnvironment = .development,
         logger: Logger
     ) {
+        state = SandboxConnectionState(environment: environment)
         self.goAwayAtOnce = goAwayAtOnce
         self.outage = outage
         self.emulator = emulator

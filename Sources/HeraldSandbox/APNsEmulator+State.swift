@@ -106,8 +106,6 @@ extension APNsEmulator {
             let verdict: ProviderTokenVerdict
             if key.revoked {
                 verdict = invalid(.forbidden)
-            } else if key.environment == .production {
-                verdict = invalid(.badEnvironmentKeyInToken)
             } else if key.teamID != parsed.teamID || !parsed.isSigned(by: key.publicKey) {
                 verdict = invalid(.invalidProviderToken)
             } else if parsed.issuedAt > nowSeconds + 300 {
@@ -158,6 +156,7 @@ struct APNsInspectionEntry: InspectionLogEntry {
     var reason: APNsReason?
     var outcome = "accepted"
     var delivery: Delivery?
+    var environment: APNsEnvironment = .development
 
     init(request: SandboxAPNsRequest, receivedAt: Int64, apnsID: String) {
         self.request = request
@@ -184,7 +183,8 @@ struct APNsInspectionEntry: InspectionLogEntry {
             status: status,
             reason: reason?.rawValue,
             outcome: outcome,
-            delivery: delivery?.rawValue
+            delivery: delivery?.rawValue,
+            environment: environment
         )
     }
 }

@@ -123,6 +123,7 @@ final class APNsEmulator: Sendable {
             request.apnsID.flatMap { APNsUUID.isCanonical($0[...]) ? $0 : nil } ?? APNsUUID.random(using: &random)
         // The inspection entry keeps the request as read; records are built only when asked for.
         var entry = APNsInspectionEntry(request: request, receivedAt: nowMilliseconds, apnsID: apnsID)
+        entry.environment = connection.environment
         entry.keyID = admission.keyID
         entry.teamID = admission.teamID
         var evaluation =
@@ -265,7 +266,8 @@ final class APNsEmulator: Sendable {
             // Credentials: a client certificate (a certificate-based connection) or a provider token.
             if let certificate = connection.clientCertificate {
                 guard case .trusted(_, let environment) = certificate else { return refuse(.badCertificate) }
-                guard environment == .sandbox else { return refuse(.badCertificateEnvironment) }
+                guard environment == .both || (environment == .sandbox) == (connection.environment == .development)
+                else { return refuse(.badCertificateEnvironment) }
                 guard let certificateTeam else { return refuse(.badCertificate) }
                 admission.teamID = certificateTeam
             } else {
@@ -281,6 +283,12 @@ final class APNsEmulator: Sendable {
                 case .valid(let keyID, let team, let issuedAt):
                     admission.keyID = keyID
                     admission.teamID = team
+                    // A key restricted to one environment is refused by the other's host.
+                    switch (state.keys[keyID]?.environment, connection.environment) {
+                    case (.production?, .development), (.sandbox?, .production):
+                        return refuse(.badEnvironmentKeyInToken)
+                    default: break
+                    }
                     if nowMilliseconds / 1000 - issuedAt > rules.providerTokenMaxAgeSeconds {
                         return refuse(.expiredProviderToken)
                     }
@@ -394,6 +402,8 @@ final class APNsEmulator: Sendable {
         guard APNsDeviceToken.isWellFormed(token) else { return .rejected(.badDeviceToken) }
         let normalized = token.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } ? token.lowercased() : token
         guard let tokenRecord = devices.apnsToken(normalized) else { return .rejected(.badDeviceToken) }
+        // A token of the other environment is unknown here, as on Apple's two hosts.
+        guard tokenRecord.environment == connection.environment else { return .rejected(.badDeviceToken) }
         guard tokenRecord.topic == topic else { return .rejected(.deviceTokenNotForTopic) }
         if let refusal = Self.refusal(tokenRecord.state) { return refusal }
         if let limit = rules.perTokenRateLimit, !admitToRateWindow(normalized, limit: limit, now: now) {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsCore
 
 /// The registry's devices and apps kept in a file, so a restarted sandbox still knows the tokens
 /// it issued: a relay holds them, and a sandbox that forgot them would answer BadDeviceToken
@@ -71,8 +72,12 @@ extension DeviceRegistry {
             var voipReadyAt: Int64
             var messagingStatus: TokenStatus
             var voipStatus: TokenStatus?
+            /// iOS: the environment of its tokens; absent in files from before there were two
+            /// (their tokens are development ones).
+            var apnsEnvironment: APNsEnvironment? = nil
 
             enum CodingKeys: String, CodingKey {
+                case apnsEnvironment = "apns_environment"
                 case platform
                 case deviceID = "device_id"
                 case bundleID = "bundle_id"
@@ -146,6 +151,7 @@ extension DeviceRegistry {
                 guard let messagingState = stored.messagingStatus.tokenState else {
                     throw .registryFile("\(file): device \(stored.deviceID) has an unknown token state")
                 }
+                let environment = stored.platform == .ios ? stored.apnsEnvironment ?? .development : nil
                 let device = DeviceRecord(
                     id: stored.deviceID,
                     bundleID: stored.bundleID,
@@ -154,7 +160,8 @@ extension DeviceRegistry {
                     messagingToken: stored.messagingToken,
                     voipToken: stored.voipToken,
                     messagingReadyAt: instant(stored.messagingReadyAt),
-                    voipReadyAt: instant(stored.voipReadyAt)
+                    voipReadyAt: instant(stored.voipReadyAt),
+                    apnsEnvironment: environment
                 )
                 state.devices[device.id] = device
                 switch stored.platform {
@@ -163,14 +170,16 @@ extension DeviceRegistry {
                         deviceID: device.id,
                         topic: device.bundleID,
                         kind: .messaging,
-                        state: messagingState
+                        state: messagingState,
+                        environment: environment ?? .development
                     )
                     if let voipToken = device.voipToken {
                         state.apnsTokens[voipToken] = APNsTokenRecord(
                             deviceID: device.id,
                             topic: device.bundleID + ".voip",
                             kind: .voip,
-                            state: stored.voipStatus?.tokenState ?? .active
+                            state: stored.voipStatus?.tokenState ?? .active,
+                            environment: environment ?? .development
                         )
                     }
                 case .android:
@@ -292,7 +301,8 @@ extension DeviceRegistry {
             messagingReadyAt: epoch(device.messagingReadyAt),
             voipReadyAt: epoch(device.voipReadyAt),
             messagingStatus: .init(messagingState),
-            voipStatus: device.voipToken.map { .init(state.apnsTokens[$0]?.state ?? .active) }
+            voipStatus: device.voipToken.map { .init(state.apnsTokens[$0]?.state ?? .active) },
+            apnsEnvironment: device.apnsEnvironment
         )
     }
 }

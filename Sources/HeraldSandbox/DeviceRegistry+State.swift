@@ -1,4 +1,5 @@
 import DequeModule
+import HeraldAPNsCore
 
 /// What the registry holds under its lock: apps, devices and their tokens, what is kept for
 /// offline devices, and the open device connections.
@@ -14,6 +15,8 @@ extension DeviceRegistry {
         let voipToken: String?
         let messagingReadyAt: ContinuousClock.Instant
         let voipReadyAt: ContinuousClock.Instant
+        /// iOS: the APNs environment its tokens belong to; nil for Android.
+        var apnsEnvironment: APNsEnvironment? = nil
     }
 
     /// A token handed to a device later, at its retrieval delay.
@@ -78,7 +81,8 @@ extension DeviceRegistry {
                 voipToken: device.voipReadyAt <= now ? device.voipToken : nil,
                 messagingTokenReadyInMs: remaining(device.messagingReadyAt),
                 voipTokenReadyInMs: device.voipToken == nil ? 0 : remaining(device.voipReadyAt),
-                connected: connections[device.id] != nil
+                connected: connections[device.id] != nil,
+                apnsEnvironment: device.apnsEnvironment
             )
         }
 

@@ -1,4 +1,5 @@
 import DequeModule
+import HeraldAPNsCore
 import Synchronization
 
 /// The state of a token the sandbox issued.
@@ -17,6 +18,8 @@ struct APNsTokenRecord: Equatable, Sendable {
     let topic: String
     let kind: SandboxTokenKind
     var state: TokenState = .active
+    /// The environment that issued it: the other one's host answers BadDeviceToken, as Apple's does.
+    var environment: APNsEnvironment = .development
 }
 
 /// An FCM registration token as the `messages:send` rules need it.
@@ -153,6 +156,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
         voipTokenDelay: Duration = .zero,
         platform: SandboxPlatform = .ios,
         projectID: String? = nil,
+        apnsEnvironment: APNsEnvironment? = nil,
         serviceAccountProjects: @autoclosure () -> Set<String> = []
     ) throws(SandboxError) -> SandboxDevice {
         let now = clock.now
@@ -161,7 +165,8 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             guard projectID == nil else {
                 throw .invalidRequest("project_id is for Android devices; an iOS device gets APNs tokens")
             }
-            let device = DeviceRecord(
+            let environment = apnsEnvironment ?? .development
+            var device = DeviceRecord(
                 id: "dev-" + RandomText.hex(bytes: 8),
                 bundleID: bundleID,
                 platform: .ios,
@@ -171,19 +176,22 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 messagingReadyAt: now + messagingTokenDelay,
                 voipReadyAt: now + voipTokenDelay
             )
+            device.apnsEnvironment = environment
             let view = try state.withLock { (state) throws(SandboxError) in
                 guard state.apps[bundleID] != nil else { throw .unknownApp(bundleID) }
                 state.devices[device.id] = device
                 state.apnsTokens[device.messagingToken] = APNsTokenRecord(
                     deviceID: device.id,
                     topic: bundleID,
-                    kind: .messaging
+                    kind: .messaging,
+                    environment: environment
                 )
                 if let voipToken = device.voipToken {
                     state.apnsTokens[voipToken] = APNsTokenRecord(
                         deviceID: device.id,
                         topic: bundleID + ".voip",
-                        kind: .voip
+                        kind: .voip,
+                        environment: environment
                     )
                 }
                 return state.view(of: device, now: now)
@@ -192,6 +200,9 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             return view
         case .android:
             guard !bundleID.isEmpty else { throw .invalidRequest("bundle_id (the package name) must not be empty") }
+            guard apnsEnvironment == nil else {
+                throw .invalidRequest("apns_environment is for iOS devices; an Android device gets an FCM token")
+            }
             let project = try Self.project(projectID, serviceAccountProjects: serviceAccountProjects())
             let device = DeviceRecord(
                 id: "dev-" + RandomText.hex(bytes: 8),

@@ -14,6 +14,11 @@ public struct SandboxEndpoints: Sendable, Hashable {
     /// The APNs base URL, `https://<host>:<port>`: give it to a provider with the CA file.
     public var apnsURL: String
     public var apnsPort: Int
+    /// APNs' production environment's base URL, when the sandbox plays it
+    /// (`apnsProductionPort`): only production device tokens are accepted there, and only
+    /// development ones at `apnsURL`.
+    public var apnsProductionURL: String?
+    public var apnsProductionPort: Int?
     /// The control and device API, `http://<host>:<port>`.
     public var controlURL: String
     public var controlPort: Int
@@ -36,6 +41,8 @@ public final class Sandbox: Service, Sendable {
     /// The sandbox's state: also usable in-process, as tests do.
     public let core: SandboxCore
     private let apns: SandboxAPNsServer
+    /// APNs' production environment, when configured.
+    private let apnsProduction: SandboxAPNsServer?
     private let logger: Logger
     private let group: any EventLoopGroup
     private let ready = ReadySignal<SandboxEndpoints>()
@@ -47,6 +54,9 @@ public final class Sandbox: Service, Sendable {
     ) throws {
         core = try SandboxCore(configuration: configuration)
         apns = try SandboxAPNsServer(core: core, group: group, logger: logger)
+        apnsProduction =
+            configuration.apnsProductionPort == nil
+            ? nil : try SandboxAPNsServer(core: core, group: group, environment: .production, logger: logger)
         self.logger = logger
         self.group = group
     }
@@ -58,16 +68,23 @@ public final class Sandbox: Service, Sendable {
 
     /// The APNs listener, for fault injection at the connection level.
     public var apnsServer: SandboxAPNsServer { apns }
+    /// The production environment's APNs listener, when the sandbox plays it.
+    public var apnsProductionServer: SandboxAPNsServer? { apnsProduction }
 
     public func run() async throws {
         let configuration = core.configuration
         let apnsPort: Int
+        var productionPort: Int?
         do {
             apnsPort = try await apns.start()
+            productionPort = try await apnsProduction?.start()
         } catch {
             ready.fail(error)
+            await apns.shutdown()
             throw error
         }
+        let apnsProduction = apnsProduction
+        let apnsProductionPort = productionPort
         let router = SandboxControlAPI.router(core: core, apns: apns, logger: logger)
         let ready = ready
         let host = configuration.host
@@ -87,6 +104,8 @@ public final class Sandbox: Service, Sendable {
                 SandboxEndpoints(
                     apnsURL: "https://\(urlHost):\(apnsPort)",
                     apnsPort: apnsPort,
+                    apnsProductionURL: apnsProductionPort.map { "https://\(urlHost):\($0)" },
+                    apnsProductionPort: apnsProductionPort,
                     controlURL: "http://\(urlHost):\(ports.control)",
                     controlPort: ports.control,
                     fcmURL: "https://\(urlHost):\(ports.fcm)",
@@ -115,6 +134,7 @@ public final class Sandbox: Service, Sendable {
         } catch {
             ready.fail(error)
             await apns.shutdown()
+            await apnsProduction?.shutdown()
             throw error
         }
         do {
@@ -135,15 +155,20 @@ public final class Sandbox: Service, Sendable {
                 // From now on FCM sends get 503 UNAVAILABLE and APNs pushes 503 Shutdown.
                 core.beginShutdown()
                 core.finishStreams()
-                Task { await apns.shutdown() }
+                Task {
+                    await apns.shutdown()
+                    await apnsProduction?.shutdown()
+                }
             }
         } catch {
             ready.fail(error)
             await apns.shutdown()
+            await apnsProduction?.shutdown()
             core.finishStreams()
             throw error
         }
         await apns.shutdown()
+        await apnsProduction?.shutdown()
         core.finishStreams()
     }
 }

@@ -33,8 +33,12 @@ public struct SandboxConnectionState: Sendable {
     public var clientCertificate: SandboxClientCertificate?
     /// Whether a valid provider token has been seen (the stream limit is raised after it).
     public var authenticated = false
+    /// The environment of the listener the connection came to: its tokens only are accepted.
+    public var environment: APNsEnvironment = .development
 
-    public init() {}
+    public init(environment: APNsEnvironment = .development) {
+        self.environment = environment
+    }
 }
 
 /// A TLS client certificate a connection presented.

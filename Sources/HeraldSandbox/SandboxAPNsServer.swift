@@ -28,9 +28,18 @@ public final class SandboxAPNsServer: Sendable {
     private let outage = NIOLockedValueBox<NIODeadline?>(nil)
     /// How many of the next connections get GOAWAY as soon as they open.
     private let goAwayOnOpen = NIOLockedValueBox(0)
+    /// The APNs environment this listener plays: it accepts that environment's device tokens only.
+    public let environment: APNsEnvironment
 
-    /// A listener for `core`, with the TLS identity of `core`'s configuration.
-    public init(core: SandboxCore, group: any EventLoopGroup, logger: Logger) throws {
+    /// A listener for `core`, with the TLS identity of `core`'s configuration, playing
+    /// `environment` (on `apnsPort` for development, `apnsProductionPort` for production).
+    public init(
+        core: SandboxCore,
+        group: any EventLoopGroup,
+        environment: APNsEnvironment = .development,
+        logger: Logger
+    ) throws {
+        self.environment = environment
         self.core = core
         self.group = group
         self.logger = logger
@@ -60,6 +69,8 @@ public final class SandboxAPNsServer: Sendable {
         let logger = logger
         let outage = outage
         let goAwayOnOpen = goAwayOnOpen
+        let environment = environment
+        let port = environment == .production ? configuration.apnsProductionPort ?? 0 : configuration.apnsPort
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -108,15 +119,16 @@ public final class SandboxAPNsServer: Sendable {
                             identity: identity,
                             goAwayAtOnce: goAwayAtOnce,
                             outage: outage,
+                            environment: environment,
                             logger: logger
                         )
                     )
                 }
             }
-            .bind(host: configuration.host, port: configuration.apnsPort)
+            .bind(host: configuration.host, port: port)
             .get()
         serverChannel.withLockedValue { $0 = channel }
-        return channel.localAddress?.port ?? configuration.apnsPort
+        return channel.localAddress?.port ?? port
     }
 
     /// The number of open connections.

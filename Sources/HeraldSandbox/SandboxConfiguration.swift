@@ -8,6 +8,10 @@ public struct SandboxConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// The APNs port (HTTP/2 over TLS). Apple uses 443 and 2197; 0 picks a free port.
     public var apnsPort: Int = 2197
+    /// The port of APNs' production environment (the development one is `apnsPort`), whose
+    /// listener accepts production device tokens only; nil plays the development environment
+    /// alone, 0 picks a free port.
+    public var apnsProductionPort: Int? = nil
     /// The control and device port (HTTP/1.1 and WebSocket); 0 picks a free port.
     public var controlPort: Int = 2198
     /// The FCM HTTP v1 port (HTTP/2 or HTTP/1.1 over TLS): `messages:send` and the OAuth2 token
@@ -52,6 +56,12 @@ public struct SandboxConfiguration: Sendable {
     public var fcmAccessTokenLifetime: Duration = .seconds(3600)
     /// Serve `GET /metrics` on the control port from this registry (the process's); none when nil.
     public var metrics: PrometheusCollectorRegistry?
+
+    /// The production port of a sandbox that plays both environments: the one given, else 2195
+    /// beside the default 2197, else one picked (so sandboxes on other ports never collide on it).
+    public static func productionPort(_ given: Int?, apnsPort: Int) -> Int {
+        given ?? (apnsPort == 2197 ? 2195 : 0)
+    }
 
     public init(tls: SandboxTLS) {
         self.tls = tls

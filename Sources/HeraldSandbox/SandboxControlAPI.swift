@@ -80,7 +80,8 @@ enum SandboxControlAPI {
                 ),
                 voipTokenDelay: .milliseconds(try registration.delay(\.voipTokenDelayMs, "voip_token_delay_ms")),
                 platform: registration.platform ?? .ios,
-                projectID: registration.projectID
+                projectID: registration.projectID,
+                apnsEnvironment: registration.apnsEnvironment
             )
             return JSON(device, status: .created)
         }
@@ -208,8 +209,11 @@ enum SandboxControlAPI {
         let voipTokenDelayMs: Int?
         let platform: SandboxPlatform?
         let projectID: String?
+        /// iOS: the environment the device's tokens belong to (development by default).
+        let apnsEnvironment: APNsEnvironment?
 
         enum CodingKeys: String, CodingKey {
+            case apnsEnvironment = "apns_environment"
             case bundleID = "bundle_id"
             case messagingTokenDelayMs = "messaging_token_delay_ms"
             case voipTokenDelayMs = "voip_token_delay_ms"

@@ -1,3 +1,5 @@
+public import HeraldAPNsCore
+
 /// The sandbox's parts, composed for the listeners and the control API, and usable in-process
 /// as tests do.
 ///
@@ -68,7 +70,8 @@ public final class SandboxCore: Sendable {
         messagingTokenDelay: Duration = .zero,
         voipTokenDelay: Duration = .zero,
         platform: SandboxPlatform = .ios,
-        projectID: String? = nil
+        projectID: String? = nil,
+        apnsEnvironment: APNsEnvironment? = nil
     ) throws(SandboxError) -> SandboxDevice {
         try devices.registerDevice(
             bundleID: bundleID,
@@ -76,6 +79,7 @@ public final class SandboxCore: Sendable {
             voipTokenDelay: voipTokenDelay,
             platform: platform,
             projectID: projectID,
+            apnsEnvironment: apnsEnvironment,
             serviceAccountProjects: fcm.tokenEndpoint.projects
         )
     }

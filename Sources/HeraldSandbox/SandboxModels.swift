@@ -21,6 +21,9 @@ public struct SandboxDevice: Sendable, Hashable, Codable {
     public var voipTokenReadyInMs: Int64
     /// Whether a device connection is open.
     public var connected: Bool
+    /// iOS: the APNs environment its tokens belong to (`development`, as a debug build's, unless
+    /// registered as `production`); nil for Android.
+    public var apnsEnvironment: APNsEnvironment?
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"
@@ -32,6 +35,7 @@ public struct SandboxDevice: Sendable, Hashable, Codable {
         case messagingTokenReadyInMs = "messaging_token_ready_in_ms"
         case voipTokenReadyInMs = "voip_token_ready_in_ms"
         case connected
+        case apnsEnvironment = "apns_environment"
     }
 
     init(
@@ -43,7 +47,8 @@ public struct SandboxDevice: Sendable, Hashable, Codable {
         voipToken: String?,
         messagingTokenReadyInMs: Int64,
         voipTokenReadyInMs: Int64,
-        connected: Bool
+        connected: Bool,
+        apnsEnvironment: APNsEnvironment? = nil
     ) {
         self.deviceID = deviceID
         self.bundleID = bundleID
@@ -54,6 +59,7 @@ public struct SandboxDevice: Sendable, Hashable, Codable {
         self.messagingTokenReadyInMs = messagingTokenReadyInMs
         self.voipTokenReadyInMs = voipTokenReadyInMs
         self.connected = connected
+        self.apnsEnvironment = apnsEnvironment
     }
 
     /// Reads a device; one without `platform` (from an older sandbox) is an iOS device.
@@ -184,8 +190,11 @@ public struct SandboxInspectionRecord: Sendable, Hashable, Codable {
     public var outcome: String
     /// Whether an accepted notification went straight to a connected device, was stored, or discarded.
     public var delivery: String?
+    /// The APNs environment of the listener the request came to (`development` or `production`).
+    public var environment: APNsEnvironment = .development
 
     enum CodingKeys: String, CodingKey {
+        case environment
         case sequence
         case receivedAt = "received_at"
         case method, path, token, topic

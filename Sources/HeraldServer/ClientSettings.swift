@@ -5,6 +5,7 @@ import HeraldAPNsCore
 import HeraldCrypto
 public import HeraldFCM
 import HeraldFCMCore
+public import HeraldPush
 public import HeraldStore
 public import Logging
 public import NIOCore
@@ -63,6 +64,25 @@ public struct APNsSettings: Sendable {
         shared: (any ProviderTokenStore)? = nil,
         feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
     ) throws(HeraldServerError) -> (APNsClient, ProviderTokenManager, SharedProviderToken?) {
+        let (clients, tokens, sharedToken) = try makeClients(
+            urls: [.development: url],
+            logger: logger,
+            group: group,
+            shared: shared,
+            feedback: feedback
+        )
+        return (clients[.development]!, tokens, sharedToken)
+    }
+
+    /// One client per environment's URL, all signing with this key's one provider token (APNs
+    /// keeps one token per key, whichever host it is sent to).
+    public func makeClients(
+        urls: [APNsEnvironment: String],
+        logger: Logger,
+        group: any EventLoopGroup,
+        shared: (any ProviderTokenStore)? = nil,
+        feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
+    ) throws(HeraldServerError) -> ([APNsEnvironment: APNsClient], ProviderTokenManager, SharedProviderToken?) {
         guard let keyID = resolvedKeyID else {
             throw .credentials("--key-id is needed when the key file is not named AuthKey_<KEYID>.p8")
         }
@@ -76,19 +96,23 @@ public struct APNsSettings: Sendable {
             throw .credentials("\(key) is not a P-256 private key in PEM form")
         }
         let signer = ProviderTokenSigner(privateKey: privateKey, keyID: keyID, teamID: teamID)
-        var configuration: APNsClientConfiguration
-        do {
-            configuration = try APNsClientConfiguration(url: url)
-        } catch {
-            throw .configuration("'\(url)' is not an APNs URL (https://host[:port])")
+        var configurations: [APNsEnvironment: APNsClientConfiguration] = [:]
+        for (environment, url) in urls {
+            var configuration: APNsClientConfiguration
+            do {
+                configuration = try APNsClientConfiguration(url: url)
+            } catch {
+                throw .configuration("'\(url)' is not an APNs URL (https://host[:port])")
+            }
+            configuration.caCertificatePath = caFile
+            if configuration.serverHostname == nil, caFile != nil {
+                // The sandbox's certificate names localhost and the loopback addresses.
+                configuration.serverHostname = "localhost"
+            }
+            configuration.connections = connections
+            configuration.requestTimeout = .seconds(Int64(requestTimeout))
+            configurations[environment] = configuration
         }
-        configuration.caCertificatePath = caFile
-        if configuration.serverHostname == nil, caFile != nil {
-            // The sandbox's certificate names localhost and the loopback addresses.
-            configuration.serverHostname = "localhost"
-        }
-        configuration.connections = connections
-        configuration.requestTimeout = .seconds(Int64(requestTimeout))
         let tokens: ProviderTokenManager
         var sharedToken: SharedProviderToken?
         if let shared {
@@ -117,18 +141,21 @@ public struct APNsSettings: Sendable {
         } else {
             tokens = cachedTokens(signer: signer, logger: logger)
         }
-        do {
-            let client = try APNsClient(
-                configuration: configuration,
-                tokens: tokens,
-                logger: logger,
-                group: group,
-                feedback: feedback
-            )
-            return (client, tokens, sharedToken)
-        } catch {
-            throw .credentials("cannot make the APNs client for \(url): \(error)")
+        var clients: [APNsEnvironment: APNsClient] = [:]
+        for (environment, configuration) in configurations {
+            do {
+                clients[environment] = try APNsClient(
+                    configuration: configuration,
+                    tokens: tokens,
+                    logger: logger,
+                    group: group,
+                    feedback: feedback
+                )
+            } catch {
+                throw .credentials("cannot make the APNs client for \(urls[environment] ?? url): \(error)")
+            }
         }
+        return (clients, tokens, sharedToken)
     }
 
     /// A manager that signs its own tokens and keeps the last in `tokenCache` (if set), reusing

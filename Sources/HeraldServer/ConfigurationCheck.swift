@@ -55,11 +55,13 @@ public struct ConfigurationCheck: Sendable {
         for finding in keys() { add(finding) }
         add(await database())
         if let http = try? makeHTTPClient() {
-            if let apns = configuration.apns {
-                add(await reach("apns", url: apns.url, ca: apns.ca, http2: true, client: http.client(apns.ca)))
+            for apns in configuration.apnsKeys {
+                let subject = apns.name == HeraldConfiguration.defaultName ? "apns" : "apns \(apns.name)"
+                add(await reach(subject, url: apns.url, ca: apns.ca, http2: true, client: http.client(apns.ca)))
             }
-            if let fcm = configuration.fcm {
-                add(await reach("fcm", url: fcm.url, ca: fcm.ca, http2: false, client: http.client(fcm.ca)))
+            for fcm in configuration.fcmAccounts {
+                let subject = fcm.name == HeraldConfiguration.defaultName ? "fcm" : "fcm \(fcm.name)"
+                add(await reach(subject, url: fcm.url, ca: fcm.ca, http2: false, client: http.client(fcm.ca)))
             }
             if let provider = configuration.provider {
                 for url in provider.urls {
@@ -86,10 +88,16 @@ public struct ConfigurationCheck: Sendable {
         var findings: [Finding] = []
         findings.append(masterKey())
         findings.append(apiKey())
-        if let apns = configuration.apns { findings.append(apnsKey(apns)) }
-        if let fcm = configuration.fcm { findings.append(fcmAccount(fcm.serviceAccount)) }
-        for (subject, ca) in [("apns ca", configuration.apns?.ca), ("fcm ca", configuration.fcm?.ca)] {
-            guard let ca else { continue }
+        // Each key and account, named after its entry when it is not the default one.
+        for apns in configuration.apnsKeys { findings.append(apnsKey(apns)) }
+        for fcm in configuration.fcmAccounts {
+            findings.append(fcmAccount(fcm.serviceAccount, name: fcm.name))
+        }
+        var checkedCAs = Set<String>()
+        for (subject, ca) in configuration.apnsKeys.map({ ("apns ca", $0.ca) })
+            + configuration.fcmAccounts.map({ ("fcm ca", $0.ca) })
+        {
+            guard let ca, checkedCAs.insert(subject + ca).inserted else { continue }
             findings.append(certificate(subject, path: ca))
         }
         if let provider = configuration.provider, environment["HERALD_PROVIDER_SECRET"].map(\.isEmpty) ?? true {
@@ -157,6 +165,7 @@ public struct ConfigurationCheck: Sendable {
     }
 
     private func apnsKey(_ apns: HeraldConfiguration.APNs) -> Finding {
+        let subject = apns.name == HeraldConfiguration.defaultName ? "apns key" : "apns key \(apns.name)"
         let settings = APNsSettings(
             key: apns.key,
             keyID: apns.keyID,
@@ -168,33 +177,34 @@ public struct ConfigurationCheck: Sendable {
         guard let keyID = settings.resolvedKeyID else {
             return Finding(
                 passed: false,
-                subject: "apns key",
+                subject: subject,
                 detail: "\(apns.key): no key id (name the file AuthKey_<KEYID>.p8 or set apns.key_id)"
             )
         }
         guard let pem = try? String(contentsOfFile: apns.key, encoding: .utf8) else {
-            return Finding(passed: false, subject: "apns key", detail: "\(apns.key): cannot be read")
+            return Finding(passed: false, subject: subject, detail: "\(apns.key): cannot be read")
         }
         guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil else {
             return Finding(
                 passed: false,
-                subject: "apns key",
+                subject: subject,
                 detail: "\(apns.key): not a P-256 private key in PEM form"
             )
         }
-        return Finding(passed: true, subject: "apns key", detail: "\(apns.key) (key \(keyID), team \(apns.teamID))")
+        return Finding(passed: true, subject: subject, detail: "\(apns.key) (key \(keyID), team \(apns.teamID))")
     }
 
-    private func fcmAccount(_ file: String) -> Finding {
+    private func fcmAccount(_ file: String, name: String = HeraldConfiguration.defaultName) -> Finding {
+        let subject = name == HeraldConfiguration.defaultName ? "fcm account" : "fcm account \(name)"
         do {
             let account = try FCMServiceAccount.load(path: file)
             return Finding(
                 passed: true,
-                subject: "fcm account",
+                subject: subject,
                 detail: "\(file) (\(account.clientEmail), project \(account.projectID))"
             )
         } catch {
-            return Finding(passed: false, subject: "fcm account", detail: "\(file): \(error)")
+            return Finding(passed: false, subject: subject, detail: "\(file): \(error)")
         }
     }
 
@@ -292,7 +302,8 @@ public struct ConfigurationCheck: Sendable {
             return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         }
         var withCA: [String: HTTPClient] = [:]
-        for ca in [configuration.apns?.ca, configuration.fcm?.ca].compactMap(\.self) where withCA[ca] == nil {
+        let cas = configuration.apnsKeys.map(\.ca) + configuration.fcmAccounts.map(\.ca)
+        for ca in cas.compactMap(\.self) where withCA[ca] == nil {
             withCA[ca] = try make(ca: ca)
         }
         return Clients(plain: try make(ca: nil), withCA: withCA)

@@ -13,6 +13,8 @@ public import HeraldStore
 ///             "alert_title": "New message", "alert_body": "Open to read", "message_ttl": 86400, "call_ttl": 30}],
 ///   "apns": {"key": "keys/AuthKey_X.p8", "key_id": "X", "team_id": "T", "environment": "production",
 ///            "url": null, "ca": null, "connections": 2},
+///   "apns_keys": [{"name": "team-b", "key": "keys/AuthKey_Y.p8", "team_id": "U"}],
+///   "fcm_accounts": [{"name": "project-b", "service_account": "keys/project-b.json"}],
 ///   "provider": {"url": "http://127.0.0.1:2199", "secret_file": "keys/provider.secret"},
 ///   "dispatcher": {"workers": 4, "batch_size": 256},
 ///   "http": {"header_read_timeout": 10, "idle_timeout": 60, "max_connections": 512},
@@ -26,24 +28,37 @@ public import HeraldStore
 public struct ConfigurationFile: Codable, Sendable, Equatable {
     public init() {}
 
+    /// One APNs key: `apns` (the key the flags give, named `default`) or an entry of `apns_keys`.
     public struct APNs: Codable, Sendable, Equatable {
         public init() {}
 
+        /// The name apps use for it (`apns_keys` entries; `apns` is `default`).
+        public var name: String?
+        /// The AuthKey_<KEYID>.p8 file.
         public var key: String?
         public var keyID: String?
         public var teamID: String?
+        /// The environment of a device that names none: `development` (the default) or `production`.
         public var environment: String?
+        /// APNs' URL for `environment` (Apple's unless given).
         public var url: String?
+        /// APNs' URL for development tokens (Apple's `api.sandbox.push.apple.com` unless given).
+        public var developmentURL: String?
+        /// APNs' URL for production tokens (Apple's `api.push.apple.com` unless given).
+        public var productionURL: String?
         public var ca: String?
         public var connections: Int?
         /// Seconds one APNs attempt may take (10).
         public var requestTimeout: Int?
 
         enum CodingKeys: String, CodingKey {
-            case key
+            case name, key
             case keyID = "key_id"
             case teamID = "team_id"
-            case environment, url, ca, connections
+            case environment, url
+            case developmentURL = "development_url"
+            case productionURL = "production_url"
+            case ca, connections
             case requestTimeout = "request_timeout"
         }
     }
@@ -93,16 +108,19 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         }
     }
 
-    /// The FCM sender (Android pushes).
+    /// The FCM sender (Android pushes): `fcm` (named `default`) or an entry of `fcm_accounts`.
     public struct FCM: Codable, Sendable, Equatable {
         public init() {}
 
+        /// The name apps use for it (`fcm_accounts` entries; `fcm` is `default`).
+        public var name: String?
         /// A Google service-account JSON file.
         public var serviceAccount: String?
         public var url: String?
         public var ca: String?
 
         enum CodingKeys: String, CodingKey {
+            case name
             case serviceAccount = "service_account"
             case url, ca
         }
@@ -112,8 +130,10 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public struct Sandbox: Codable, Sendable, Equatable {
         public init() {}
 
-        /// APNs' port (2197); 0 picks one.
+        /// APNs' port (2197), APNs' development environment; 0 picks one.
         public var apnsPort: Int?
+        /// APNs' production environment's port (2195); 0 picks one.
+        public var apnsProductionPort: Int?
         /// FCM's port, messages:send and /token (2196); 0 picks one.
         public var fcmPort: Int?
         /// The control API's port (2198); 0 picks one.
@@ -121,6 +141,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
 
         enum CodingKeys: String, CodingKey {
             case apnsPort = "apns_port"
+            case apnsProductionPort = "apns_production_port"
             case fcmPort = "fcm_port"
             case controlPort = "control_port"
         }
@@ -217,6 +238,10 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var apps: [AppRecord]?
     public var apns: APNs?
     public var fcm: FCM?
+    /// Several APNs keys (a fleet's apps of several teams), each named; with `apns`, which is `default`.
+    public var apnsKeys: [APNs]?
+    /// Several FCM service accounts (several Firebase projects), each named; with `fcm`, which is `default`.
+    public var fcmAccounts: [FCM]?
     public var provider: Provider?
     public var dispatcher: Dispatcher?
     public var presenceTTL: Int?
@@ -238,7 +263,10 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case host, port, data
         case keysDir = "keys_dir"
-        case apps, apns, fcm, provider, dispatcher
+        case apps, apns, fcm
+        case apnsKeys = "apns_keys"
+        case fcmAccounts = "fcm_accounts"
+        case provider, dispatcher
         case presenceTTL = "presence_ttl"
         case messageRetention = "message_retention"
         case durable, database

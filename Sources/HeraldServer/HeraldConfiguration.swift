@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldAdapters
 public import HeraldHTTPSupport
+public import HeraldPush
 public import HeraldRelay
 public import HeraldStore
 public import HeraldStorePostgres
@@ -52,10 +53,22 @@ public struct HeraldConfiguration: Sendable {
     public var chatIdleEnd: Duration = .seconds(24 * 60 * 60)
     /// Transcript event types that never push; nil keeps the relay's default.
     public var chatFilteredTypes: Set<String>?
-    /// Apple's key, when there is one; without it `herald serve` runs the sandbox in process.
-    public var apns: APNs?
-    /// Google's service account, when there is one.
-    public var fcm: FCM?
+    /// Every APNs key (key id, team, .p8), each with its name: the one `apns` (the flags) gives is
+    /// `default` and comes first, then `apns_keys`. Without any, `herald serve` runs the sandbox
+    /// in process.
+    public var apnsKeys: [APNs] = []
+    /// Every FCM service account, each with its name: `fcm`'s is `default`, then `fcm_accounts`.
+    public var fcmAccounts: [FCM] = []
+    /// The key of an app that names none: the one named `default`, or the only one.
+    public var apns: APNs? {
+        apnsKeys.first { $0.name == Self.defaultName } ?? (apnsKeys.count == 1 ? apnsKeys[0] : nil)
+    }
+    /// The account of an app that names none: the one named `default`, or the only one.
+    public var fcm: FCM? {
+        fcmAccounts.first { $0.name == Self.defaultName } ?? (fcmAccounts.count == 1 ? fcmAccounts[0] : nil)
+    }
+    /// The name of the key and account the single flags (`--apns-key`, `--fcm-service-account`) give.
+    public static let defaultName = "default"
     /// A remote `herald provider`, for `herald relay`.
     public var provider: RemoteProvider?
     /// The in-process sandbox's ports (APNs 2197, FCM 2196, control 2198; 0 picks one).
@@ -93,17 +106,22 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
-    /// Apple's provider key and where APNs is.
+    /// One Apple provider key and where APNs is for each environment it serves.
     public struct APNs: Sendable, Hashable {
+        /// The name apps give for it (`default` for the flags' key).
+        public var name: String = HeraldConfiguration.defaultName
         /// The AuthKey_<KEYID>.p8 file.
         public var key: String
         /// The key id; read from the file name when nil.
         public var keyID: String?
         public var teamID: String
-        /// `development` or `production`.
+        /// `development` or `production`: a device's environment when neither it nor its app names one.
         public var environment: String
-        /// APNs' URL: Apple's for the environment unless another is given.
+        /// APNs' URL for `environment`: Apple's unless another is given.
         public var url: String
+        /// APNs' URL for each environment the key serves: both of Apple's hosts by default; only
+        /// `environment`'s when `url` names another server, unless the other's URL is given too.
+        public var urls: [APNsEnvironment: String] = [:]
         /// A CA certificate (PEM) to trust, for an APNs other than Apple's.
         public var ca: String?
         /// HTTP/2 connections to APNs (2).
@@ -114,6 +132,8 @@ public struct HeraldConfiguration: Sendable {
 
     /// Google's service account and where FCM is.
     public struct FCM: Sendable, Hashable {
+        /// The name apps give for it (`default` for the flags' account).
+        public var name: String = HeraldConfiguration.defaultName
         public var serviceAccount: String
         public var url: String
         public var ca: String?
@@ -133,6 +153,8 @@ public struct HeraldConfiguration: Sendable {
     /// The in-process sandbox's ports.
     public struct SandboxPorts: Sendable, Hashable {
         public var apns = 2197
+        /// APNs' production environment: 2195 beside the default APNs port, else one picked.
+        public var apnsProduction: Int?
         public var fcm = 2196
         public var control = 2198
 
@@ -210,28 +232,44 @@ public struct HeraldConfiguration: Sendable {
         if let connections = file.http?.maxConnections { http.maxConnections = connections }
         if let sandbox = file.sandbox {
             sandboxPorts.apns = sandbox.apnsPort ?? sandboxPorts.apns
+            sandboxPorts.apnsProduction = sandbox.apnsProductionPort
             sandboxPorts.fcm = sandbox.fcmPort ?? sandboxPorts.fcm
             sandboxPorts.control = sandbox.controlPort ?? sandboxPorts.control
         }
-        if let apns = file.apns, let key = apns.key {
-            guard let teamID = apns.teamID else { throw .configuration("--apns-team-id is needed with --apns-key") }
-            let environment = apns.environment ?? "development"
-            guard ["development", "production"].contains(environment) else {
-                throw .configuration("--apns-environment must be development or production")
+        if let apns = file.apns, apns.key != nil {
+            var flags = apns
+            flags.name = flags.name ?? Self.defaultName
+            apnsKeys.append(try Self.resolve(flags, flagNames: true))
+        }
+        for (index, entry) in (file.apnsKeys ?? []).enumerated() {
+            guard let name = entry.name, !name.isEmpty else {
+                throw .configuration("apns_keys[\(index)]: a name is needed (apps name the key they use)")
             }
-            self.apns = APNs(
-                key: key,
-                keyID: apns.keyID,
-                teamID: teamID,
-                environment: environment,
-                url: apns.url ?? (environment == "production" ? Self.appleProduction : Self.appleDevelopment),
-                ca: apns.ca,
-                connections: apns.connections ?? 2,
-                requestTimeout: .seconds(apns.requestTimeout ?? 10)
-            )
+            guard entry.key != nil else {
+                throw .configuration("apns_keys[\(index)] (\(name)): the key (.p8 file) is missing")
+            }
+            guard !apnsKeys.contains(where: { $0.name == name }) else {
+                throw .configuration("apns_keys[\(index)]: the name '\(name)' is given to two APNs keys")
+            }
+            apnsKeys.append(try Self.resolve(entry, flagNames: false))
         }
         if let fcm = file.fcm, let account = fcm.serviceAccount {
-            self.fcm = FCM(serviceAccount: account, url: fcm.url ?? Self.googleFCM, ca: fcm.ca)
+            fcmAccounts.append(FCM(serviceAccount: account, url: fcm.url ?? Self.googleFCM, ca: fcm.ca))
+        }
+        for (index, entry) in (file.fcmAccounts ?? []).enumerated() {
+            guard let name = entry.name, !name.isEmpty else {
+                throw .configuration("fcm_accounts[\(index)]: a name is needed (apps name the account they use)")
+            }
+            guard let account = entry.serviceAccount else {
+                throw .configuration("fcm_accounts[\(index)] (\(name)): the service_account file is missing")
+            }
+            guard !fcmAccounts.contains(where: { $0.name == name }) else {
+                throw .configuration("fcm_accounts[\(index)]: the name '\(name)' is given to two FCM accounts")
+            }
+            fcmAccounts.append(FCM(name: name, serviceAccount: account, url: entry.url ?? Self.googleFCM, ca: entry.ca))
+        }
+        for app in apps {
+            try checkNames(of: app)
         }
         if let provider = file.provider {
             var urls = provider.url.map { [$0] } ?? []
@@ -246,6 +284,57 @@ public struct HeraldConfiguration: Sendable {
         try check()
     }
 
+    /// One APNs key as a layer gives it, checked; `flagNames` words errors after the flags.
+    private static func resolve(_ apns: ConfigurationFile.APNs, flagNames: Bool) throws(HeraldServerError) -> APNs {
+        let name = apns.name ?? defaultName
+        let subject = flagNames ? "" : "apns_keys (\(name)): "
+        guard let teamID = apns.teamID else {
+            throw .configuration(
+                flagNames ? "--apns-team-id is needed with --apns-key" : subject + "team_id is missing"
+            )
+        }
+        let environmentText = apns.environment ?? "development"
+        guard let environment = APNsEnvironment(rawValue: environmentText) else {
+            throw .configuration(
+                flagNames
+                    ? "--apns-environment must be development or production"
+                    : subject + "environment must be development or production"
+            )
+        }
+        let apple: [APNsEnvironment: String] = [.development: appleDevelopment, .production: appleProduction]
+        var urls: [APNsEnvironment: String] = apns.url == nil ? apple : [environment: apns.url!]
+        if let url = apns.developmentURL { urls[.development] = url }
+        if let url = apns.productionURL { urls[.production] = url }
+        var resolved = APNs(
+            key: apns.key ?? "",
+            keyID: apns.keyID,
+            teamID: teamID,
+            environment: environment.rawValue,
+            url: urls[environment] ?? apple[environment]!,
+            ca: apns.ca,
+            connections: apns.connections ?? 2,
+            requestTimeout: .seconds(apns.requestTimeout ?? 10)
+        )
+        resolved.name = name
+        resolved.urls = urls
+        return resolved
+    }
+
+    /// Refuses an app that names a key or account not configured (when any is configured: a relay
+    /// whose provider holds the keys knows none of them).
+    public func checkNames(of app: AppRecord) throws(HeraldServerError) {
+        if let name = app.apnsKey, !apnsKeys.isEmpty, !apnsKeys.contains(where: { $0.name == name }) {
+            throw .configuration(
+                "app \(app.id): no APNs key named '\(name)' (configured: \(apnsKeys.map(\.name).joined(separator: ", ")))"
+            )
+        }
+        if let name = app.fcmAccount, !fcmAccounts.isEmpty, !fcmAccounts.contains(where: { $0.name == name }) {
+            throw .configuration(
+                "app \(app.id): no FCM account named '\(name)' (configured: \(fcmAccounts.map(\.name).joined(separator: ", ")))"
+            )
+        }
+    }
+
     /// Apple's and Google's endpoints.
     public static let appleDevelopment = "https://api.sandbox.push.apple.com"
     public static let appleProduction = "https://api.push.apple.com"
@@ -253,8 +342,8 @@ public struct HeraldConfiguration: Sendable {
 
     private func check() throws(HeraldServerError) {
         guard (0...65_535).contains(port) else { throw .configuration("the port must be between 0 and 65535") }
-        for sandboxPort in [sandboxPorts.apns, sandboxPorts.fcm, sandboxPorts.control]
-        where !(0...65_535).contains(sandboxPort) {
+        let ports = [sandboxPorts.apns, sandboxPorts.apnsProduction ?? 0, sandboxPorts.fcm, sandboxPorts.control]
+        for sandboxPort in ports where !(0...65_535).contains(sandboxPort) {
             throw .configuration("sandbox ports must be between 0 and 65535")
         }
         guard (1...64).contains(workers) else { throw .configuration("workers must be between 1 and 64") }
@@ -280,10 +369,10 @@ public struct HeraldConfiguration: Sendable {
         guard (1...1_000_000).contains(http.maxConnections) else {
             throw .configuration("http.max_connections must be between 1 and 1000000")
         }
-        if let apns, !(1...64).contains(apns.connections) {
+        for apns in apnsKeys where !(1...64).contains(apns.connections) {
             throw .configuration("--apns-connections must be between 1 and 64")
         }
-        if let apns, !(Duration.seconds(1)...Duration.seconds(300)).contains(apns.requestTimeout) {
+        for apns in apnsKeys where !(Duration.seconds(1)...Duration.seconds(300)).contains(apns.requestTimeout) {
             throw .configuration("--apns-request-timeout must be between 1 and 300 seconds")
         }
     }

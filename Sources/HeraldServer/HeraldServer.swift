@@ -57,41 +57,33 @@ public struct HeraldServer: Sendable {
         let store = try await openStore()
         let group = MultiThreadedEventLoopGroup.singleton
 
-        if let apns = configuration.apns {
-            let settings = APNsSettings(
-                key: apns.key,
-                keyID: apns.keyID,
-                teamID: apns.teamID,
-                url: apns.url,
-                caFile: apns.ca,
-                connections: apns.connections,
-                requestTimeout: Int(apns.requestTimeout.components.seconds),
-                tokenCache: configuration.providerTokenPath
+        if let apns = configuration.apnsKeys.first {
+            // The provider tokens live in the store, one per key, shared by every node on it (and
+            // kept across restarts); the file an earlier release kept one in is only read, once.
+            let fleet = try FleetClients.make(
+                configuration: configuration,
+                tokenCache: { [configuration] in configuration.providerTokenPath(for: $0) },
+                shared: store,
+                logger: logger,
+                group: group
             )
-            // The provider token lives in the store, shared by every node on it (and kept across
-            // restarts); the file an earlier release kept it in is only read, once.
-            let (client, _, sharedToken) = try settings.makeClient(logger: logger, group: group, shared: store)
-            let fcmClient = try configuration.fcm.map {
-                try FCMSettings(serviceAccount: $0.serviceAccount, url: $0.url, caFile: $0.ca)
-                    .makeClient(logger: logger, group: group)
-            }
+            let fcmClient = fleet.stage.fcm
             let runtime = try RelayRuntime(
                 configuration: configuration,
                 store: store,
                 masterKey: masterKey,
                 apiKey: apiKey,
-                sender: ProviderStage(apns: client, fcm: fcmClient),
-                platforms: fcmClient == nil ? [.ios] : [.ios, .android],
+                sender: fleet.stage,
+                platforms: configuration.fcmAccounts.isEmpty ? [.ios] : [.ios, .android],
+                fleet: configuration.fleetConfiguration(knowsCredentials: true),
                 registry: registry,
                 logger: logger,
                 environment: environment
             )
-            _ = try await runtime.registerApps(defaultTeam: apns.teamID)
+            _ = try await runtime.registerApps(defaultTeam: configuration.apns?.teamID ?? apns.teamID)
             let apps = try await runtime.relay.activation.apps()
-            await sharedToken?.prepare()
-            try await runtime.run(
-                extraServices: [client] + (fcmClient.map { [$0] } ?? []) + (sharedToken.map { [$0] } ?? [])
-            ) { port in
+            await fleet.prepare()
+            try await runtime.run(extraServices: fleet.services) { [configuration] port in
                 var lines = ["herald serve"]
                 lines += runtime.commonLines(
                     port: port,
@@ -99,11 +91,14 @@ public struct HeraldServer: Sendable {
                     apiKeySource: apiKeySource,
                     masterSource: masterSource
                 )
-                lines.append("  APNs         \(apns.url) (key \(settings.resolvedKeyID ?? "?"), team \(apns.teamID))")
+                lines += configuration.apnsBannerLines
                 if let fcm = configuration.fcm, let fcmClient {
                     lines.append("  FCM          \(fcm.url) (project \(fcmClient.projectID))")
-                } else {
+                } else if configuration.fcmAccounts.isEmpty {
                     lines.append("  FCM          off: Android devices are skipped (no --fcm-service-account)")
+                }
+                for fcm in configuration.fcmAccounts where fcm.name != configuration.fcm?.name {
+                    lines.append("  FCM account  \(fcm.name): \(fcm.serviceAccount) (\(fcm.url))")
                 }
                 ready(lines)
             }
@@ -153,6 +148,10 @@ public struct HeraldServer: Sendable {
         }
         sandboxConfiguration.host = "127.0.0.1"
         sandboxConfiguration.apnsPort = configuration.sandboxPorts.apns
+        sandboxConfiguration.apnsProductionPort = SandboxConfiguration.productionPort(
+            configuration.sandboxPorts.apnsProduction,
+            apnsPort: configuration.sandboxPorts.apns
+        )
         sandboxConfiguration.controlPort = configuration.sandboxPorts.control
         sandboxConfiguration.metrics = registry
         sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
@@ -179,7 +178,15 @@ public struct HeraldServer: Sendable {
                 caFile: endpoints.caCertificatePath,
                 connections: 2
             )
-            let (client, _, sharedToken) = try settings.makeClient(logger: logger, group: group, shared: store)
+            // One key, both environments: the sandbox plays development and production on two ports.
+            var urls: [APNsEnvironment: String] = [.development: endpoints.apnsURL]
+            urls[.production] = endpoints.apnsProductionURL
+            let (clients, _, sharedToken) = try settings.makeClients(
+                urls: urls,
+                logger: logger,
+                group: group,
+                shared: store
+            )
             let fcmClient = try FCMSettings(
                 serviceAccount: accountPath,
                 url: endpoints.fcmURL,
@@ -191,7 +198,24 @@ public struct HeraldServer: Sendable {
                 store: store,
                 masterKey: masterKey,
                 apiKey: apiKey,
-                sender: ProviderStage(apns: client, fcm: fcmClient),
+                sender: ProviderStage(
+                    apnsKeys: [
+                        ProviderStage.APNsKey(
+                            name: HeraldConfiguration.defaultName,
+                            environment: .development,
+                            clients: clients
+                        )
+                    ],
+                    fcmAccounts: [HeraldConfiguration.defaultName: fcmClient],
+                    logger: logger
+                ),
+                fleet: {
+                    var fleet = FleetConfiguration()
+                    fleet.apnsKeys = [HeraldConfiguration.defaultName]
+                    fleet.fcmAccounts = [HeraldConfiguration.defaultName]
+                    fleet.defaultAPNsEnvironment = .development
+                    return fleet
+                }(),
                 registry: registry,
                 logger: logger,
                 // The sandbox stands in for Apple with the development key: every app is the
@@ -211,7 +235,9 @@ public struct HeraldServer: Sendable {
             }
             await sharedToken?.prepare()
             do {
-                try await runtime.run(extraServices: [client, fcmClient] + (sharedToken.map { [$0] } ?? [])) { port in
+                let apnsClients: [any Service] = APNsEnvironment.allCases.compactMap { clients[$0] }
+                try await runtime.run(extraServices: apnsClients + [fcmClient] + (sharedToken.map { [$0] } ?? [])) {
+                    port in
                     var lines = [
                         "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
                     ]
@@ -224,6 +250,9 @@ public struct HeraldServer: Sendable {
                     lines.append(
                         "  sandbox      APNs \(endpoints.apnsURL)   FCM \(endpoints.fcmURL)   control \(endpoints.controlURL)/sandbox"
                     )
+                    if let production = endpoints.apnsProductionURL {
+                        lines.append("  sandbox      APNs production \(production)   (production device tokens)")
+                    }
                     lines.append("  sandbox CA   \(endpoints.caCertificatePath)")
                     lines.append(
                         "  devices      \(configuration.sandboxRegistryPath)   (the sandbox's, kept across restarts)"

@@ -38,7 +38,7 @@ extension HeraldServer {
         // alone, a provider keeps its token in the cache file.
         var shared: PostgresStore?
         var sharedDatabase = ""
-        if configuration.apns != nil, case .postgres(let postgres) = configuration.database {
+        if !configuration.apnsKeys.isEmpty, case .postgres(let postgres) = configuration.database {
             sharedDatabase = "\(postgres)"
             do {
                 shared = try await PostgresStore.open(configuration: postgres, logger: logger)
@@ -47,31 +47,22 @@ extension HeraldServer {
             }
         }
         // The key first: a wrong key path should not leave a new secret file behind.
-        let made = try configuration.apns.map { apns in
-            try APNsSettings(
-                key: apns.key,
-                keyID: apns.keyID,
-                teamID: apns.teamID,
-                url: apns.url,
-                caFile: apns.ca,
-                connections: apns.connections,
-                requestTimeout: Int(apns.requestTimeout.components.seconds),
-                tokenCache: listener.tokenCache
-            ).makeClient(logger: logger, group: group, shared: shared)
-        }
-        let client = made?.0
-        let sharedToken = made?.2
-        await sharedToken?.prepare()
-        let fcmClient = try configuration.fcm.map {
-            try FCMSettings(serviceAccount: $0.serviceAccount, url: $0.url, caFile: $0.ca)
-                .makeClient(logger: logger, group: group)
-        }
+        let configuration = configuration
+        let fleet = try FleetClients.make(
+            configuration: configuration,
+            tokenCache: { configuration.providerTokenPath(for: $0, base: listener.tokenCache) },
+            shared: shared,
+            logger: logger,
+            group: group
+        )
+        await fleet.prepare()
+        let fcmClient = fleet.stage.fcm
         let keys = ServerKeys(keysDirectory: configuration.keysDirectory, environment: environment)
         let (secret, secretSource) = try keys.providerSecret(file: listener.secretFile, make: true)
         let ports = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: ProviderHTTPService.router(
-                stage: ProviderStage(apns: client, fcm: fcmClient),
+                stage: fleet.stage,
                 secret: secret,
                 registry: registry,
                 accessLogger: configuration.accessLogger
@@ -83,14 +74,11 @@ extension HeraldServer {
         )
         let services = ServiceGroup(
             configuration: .init(
-                services: ([client, fcmClient, sharedToken] as [(any Service)?]).compactMap { $0 }
-                    .map { .init(service: $0) }
-                    + [.init(service: app)],
+                services: fleet.services.map { .init(service: $0) } + [.init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
         )
-        let configuration = configuration
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await services.run() }
             var bound = ports.stream.makeAsyncIterator()
@@ -99,8 +87,11 @@ extension HeraldServer {
                     "herald provider",
                     "  listening    http://\(listener.host):\(port)/v1/push/batch   (bearer secret in \(secretSource))",
                 ]
-                if let apns = configuration.apns {
+                if let apns = configuration.apnsKeys.first {
                     lines.append("  APNs         \(apns.url), \(apns.connections) connection(s)")
+                    for key in configuration.apnsKeys.dropFirst() {
+                        lines.append("  APNs key     \(key.name): team \(key.teamID), \(key.url)")
+                    }
                     if !sharedDatabase.isEmpty {
                         lines.append("  token        shared with the other providers on \(sharedDatabase)")
                     }
@@ -109,6 +100,8 @@ extension HeraldServer {
                 }
                 if let fcm = configuration.fcm, let fcmClient {
                     lines.append("  FCM          \(fcm.url) (project \(fcmClient.projectID))")
+                } else if !configuration.fcmAccounts.isEmpty {
+                    lines.append("  FCM          \(configuration.fcmAccounts.count) accounts")
                 } else {
                     lines.append("  FCM          off (no --fcm-service-account)")
                 }

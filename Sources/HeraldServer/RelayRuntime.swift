@@ -32,6 +32,7 @@ struct RelayRuntime: Sendable {
         apiKey: String,
         sender: any PushSender,
         platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases),
+        fleet: FleetConfiguration = FleetConfiguration(),
         registry: PrometheusCollectorRegistry,
         logger: Logger,
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
@@ -47,6 +48,7 @@ struct RelayRuntime: Sendable {
         previousAPIKeysLine = previous.source.map { "\(previous.keys.count) previous, \($0)" }
         parts.relay = configuration.relayConfiguration
         parts.relay.platforms = platforms
+        parts.relay.fleet = fleet
         parts.dispatcher = configuration.dispatcherConfiguration
         parts.webhooks.retryWindow = configuration.webhookRetryWindow
         webhooks = try configuration.webhookSettings(environment: environment)

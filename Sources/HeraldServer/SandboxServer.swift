@@ -28,17 +28,21 @@ extension HeraldServer {
             tasks.addTask { try await services.run() }
             let endpoints = try await sandbox.endpoints()
             let accounts = configuration.serviceAccounts.map { "\($0.clientEmail) (project \($0.projectID))" }
-            ready([
-                "herald sandbox",
-                "  APNs         \(endpoints.apnsURL)   (HTTP/2 + TLS, trust \(endpoints.caCertificatePath))",
-                "  FCM          \(endpoints.fcmURL)   (HTTP/2 + TLS, /v1/projects/{project}/messages:send)",
-                "  FCM tokens   \(endpoints.tokenURL)   (a service account's token_uri)",
-                "  control API  \(endpoints.controlURL)/sandbox   (docs/sandbox.md)",
-                "  apps         \(configuration.apps.map { "\($0.bundleID) (team \($0.teamID))" }.joined(separator: ", "))",
-                "  keys         \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))",
-                "  accounts     \(accounts.joined(separator: ", "))",
-                "  devices      \(configuration.registryFile ?? "in memory (--data DIR keeps them across restarts)")",
-            ])
+            ready(
+                [
+                    "herald sandbox",
+                    "  APNs         \(endpoints.apnsURL)   (HTTP/2 + TLS, trust \(endpoints.caCertificatePath))",
+                ] + (endpoints.apnsProductionURL.map { ["  APNs prod    \($0)   (production device tokens)"] } ?? [])
+                    + [
+                        "  FCM          \(endpoints.fcmURL)   (HTTP/2 + TLS, /v1/projects/{project}/messages:send)",
+                        "  FCM tokens   \(endpoints.tokenURL)   (a service account's token_uri)",
+                        "  control API  \(endpoints.controlURL)/sandbox   (docs/sandbox.md)",
+                        "  apps         \(configuration.apps.map { "\($0.bundleID) (team \($0.teamID))" }.joined(separator: ", "))",
+                        "  keys         \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))",
+                        "  accounts     \(accounts.joined(separator: ", "))",
+                        "  devices      \(configuration.registryFile ?? "in memory (--data DIR keeps them across restarts)")",
+                    ]
+            )
             try await tasks.next()
         }
         try? await group.shutdownGracefully()

@@ -127,18 +127,45 @@ public struct ClaimedPush: Sendable, Hashable {
     public var entry: OutboxEntry
     /// The device's current token for the push's kind.
     public var deviceToken: String
+    /// The APNs environment of the device's token, read with it (nil: the key's).
+    public var apnsEnvironment: APNsEnvironment?
+    /// The app's APNs key, read with the token (nil: the default key).
+    public var apnsKey: String?
+    /// The app's FCM account, read with the token (nil: the default account).
+    public var fcmAccount: String?
 
-    public init(entry: OutboxEntry, deviceToken: String) {
+    public init(
+        entry: OutboxEntry,
+        deviceToken: String,
+        apnsEnvironment: APNsEnvironment? = nil,
+        apnsKey: String? = nil,
+        fcmAccount: String? = nil
+    ) {
         self.entry = entry
         self.deviceToken = deviceToken
+        self.apnsEnvironment = apnsEnvironment
+        self.apnsKey = apnsKey
+        self.fcmAccount = fcmAccount
     }
 
-    /// The push to send: expiring when the entry does (whole seconds).
+    /// The push to send: expiring when the entry does (whole seconds), through the app's key or
+    /// account and to the host of the token's environment, as they were when it was claimed (a
+    /// token and its environment change together, at activation).
     public var push: Push {
-        Push(
+        var payload = entry.payload
+        switch payload {
+        case .apns(var apns):
+            apns.key = apnsKey
+            apns.environment = apnsEnvironment
+            payload = .apns(apns)
+        case .fcm(var fcm):
+            fcm.account = fcmAccount
+            payload = .fcm(fcm)
+        }
+        return Push(
             id: entry.pushID,
             token: deviceToken,
-            payload: entry.payload,
+            payload: payload,
             expiration: entry.expiresAt / 1000,
             collapseID: entry.collapseID
         )

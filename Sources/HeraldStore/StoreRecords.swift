@@ -1,3 +1,5 @@
+public import HeraldPush
+
 /// What the lock screen may learn from a messaging push, per app.
 public enum ContentPolicy: String, Sendable, Hashable, Codable, CaseIterable {
     /// Sender and text sealed in the push.
@@ -34,6 +36,14 @@ public struct AppRecord: Sendable, Hashable, Codable {
     public var collapseByConversation: Bool
     /// Where the app's backend is told of changes (signed events), if anywhere.
     public var webhook: AppWebhook?
+    /// The name of the configured APNs key (its team's) that signs the app's pushes; nil: the
+    /// default key.
+    public var apnsKey: String?
+    /// The name of the configured FCM service account (its Firebase project) that sends the app's
+    /// Android pushes; nil: the default account.
+    public var fcmAccount: String?
+    /// The APNs environment of the app's devices that name none at activation; nil: the key's.
+    public var apnsEnvironment: APNsEnvironment?
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -47,7 +57,10 @@ public struct AppRecord: Sendable, Hashable, Codable {
         messageTTL: Int64 = 24 * 60 * 60,
         callTTL: Int64 = 30,
         collapseByConversation: Bool = false,
-        webhook: AppWebhook? = nil
+        webhook: AppWebhook? = nil,
+        apnsKey: String? = nil,
+        fcmAccount: String? = nil,
+        apnsEnvironment: APNsEnvironment? = nil
     ) {
         self.id = id
         self.teamID = teamID
@@ -58,6 +71,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
         self.callTTL = callTTL
         self.collapseByConversation = collapseByConversation
         self.webhook = webhook
+        self.apnsKey = apnsKey
+        self.fcmAccount = fcmAccount
+        self.apnsEnvironment = apnsEnvironment
     }
 
     enum CodingKeys: String, CodingKey {
@@ -69,6 +85,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case messageTTL = "message_ttl"
         case callTTL = "call_ttl"
         case collapseByConversation = "collapse_by_conversation"
+        case apnsKey = "apns_key"
+        case fcmAccount = "fcm_account"
+        case apnsEnvironment = "apns_environment"
         case webhook
     }
 
@@ -88,6 +107,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
             try nested.encode(webhook.url, forKey: .url)
             try nested.encode(true, forKey: .secretSet)
         }
+        try container.encodeIfPresent(apnsKey, forKey: .apnsKey)
+        try container.encodeIfPresent(fcmAccount, forKey: .fcmAccount)
+        try container.encodeIfPresent(apnsEnvironment, forKey: .apnsEnvironment)
     }
 
     /// Fields other than `id` and `team_id` may be left out (configuration files do).
@@ -104,6 +126,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
         callTTL = try container.decodeIfPresent(Int64.self, forKey: .callTTL) ?? defaults.callTTL
         collapseByConversation =
             try container.decodeIfPresent(Bool.self, forKey: .collapseByConversation) ?? defaults.collapseByConversation
+        apnsKey = try container.decodeIfPresent(String.self, forKey: .apnsKey)
+        fcmAccount = try container.decodeIfPresent(String.self, forKey: .fcmAccount)
+        apnsEnvironment = try container.decodeIfPresent(APNsEnvironment.self, forKey: .apnsEnvironment)
     }
 }
 
@@ -153,6 +178,9 @@ public struct DeviceRecord: Sendable, Hashable {
     public var tokenDeadReason: String?
     public var createdAt: Int64
     public var updatedAt: Int64
+    /// The APNs environment its tokens belong to (iOS); nil for Android, and for a device
+    /// activated before environments were kept (its pushes use the key's environment).
+    public var apnsEnvironment: APNsEnvironment?
 
     public init(
         id: String,
@@ -170,7 +198,8 @@ public struct DeviceRecord: Sendable, Hashable {
         credentialHash: [UInt8],
         tokenDeadReason: String? = nil,
         createdAt: Int64,
-        updatedAt: Int64
+        updatedAt: Int64,
+        apnsEnvironment: APNsEnvironment? = nil
     ) {
         self.id = id
         self.userID = userID
@@ -188,6 +217,7 @@ public struct DeviceRecord: Sendable, Hashable {
         self.tokenDeadReason = tokenDeadReason
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.apnsEnvironment = apnsEnvironment
     }
 }
 

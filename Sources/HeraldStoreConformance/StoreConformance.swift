@@ -58,6 +58,7 @@ public enum StoreConformance {
         case callRingingIsReportedOnce
         case dueCallsAreClaimedOnce
         case callStopsAreTakenOnce
+        case fleetRoutesTravelWithTheToken
 
         public var description: String { rawValue }
 
@@ -111,6 +112,7 @@ public enum StoreConformance {
             case .callRingingIsReportedOnce: try await StoreConformance.callRingingIsReportedOnce(engine)
             case .dueCallsAreClaimedOnce: try await StoreConformance.dueCallsAreClaimedOnce(engine)
             case .callStopsAreTakenOnce: try await StoreConformance.callStopsAreTakenOnce(engine)
+            case .fleetRoutesTravelWithTheToken: try await StoreConformance.fleetRoutesTravelWithTheToken(engine)
             }
         }
     }

@@ -14,6 +14,10 @@ struct ClaimStatement: PostgresPreparedStatement {
         var messaging: String?
         var voip: String?
         var deadReason: String?
+        /// The environment of its APNs tokens, and its app's key and account.
+        var apnsEnvironment: String?
+        var apnsKey: String?
+        var fcmAccount: String?
     }
 
     static let sql = """
@@ -25,8 +29,10 @@ struct ClaimStatement: PostgresPreparedStatement {
         UPDATE outbox o SET state = 'sending', claim_owner = $4, claim_until = $5,
             attempts = o.attempts + 1, updated_at = $1
         FROM due LEFT JOIN outbox_payloads p ON p.push_id = due.push_id LEFT JOIN devices d ON d.id = due.device_id
+            LEFT JOIN apps a ON a.id = d.app_id
         WHERE o.push_id = due.push_id
-        RETURNING \(PostgresStore.outboxColumns), d.id IS NOT NULL, d.messaging_token, d.voip_token, d.token_dead_reason
+        RETURNING \(PostgresStore.outboxColumns), d.id IS NOT NULL, d.messaging_token, d.voip_token, d.token_dead_reason,
+            d.apns_environment, a.apns_key, a.fcm_account
         """
 
     var now: Int64

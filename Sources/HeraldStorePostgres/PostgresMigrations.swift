@@ -325,6 +325,16 @@ enum PostgresMigrations {
                 "CREATE INDEX call_stops_by_node ON call_stops (node_id)",
             ]
         ),
+        (
+            "v8: fleets: apps' APNs key, FCM account and environment; devices' environment",
+            [
+                // As on SQLite: NULL is the default key, account and environment.
+                "ALTER TABLE apps ADD COLUMN apns_key TEXT",
+                "ALTER TABLE apps ADD COLUMN fcm_account TEXT",
+                "ALTER TABLE apps ADD COLUMN apns_environment TEXT",
+                "ALTER TABLE devices ADD COLUMN apns_environment TEXT",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -122,14 +122,14 @@ extension PostgresStore: StoreImport {
         var apps = RowsInsert(
             """
             apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-                webhook_url, webhook_secret)
+                webhook_url, webhook_secret, apns_key, fcm_account, apns_environment)
             """
         )
         var devices = RowsInsert(
             """
             devices (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                 device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys, credential_hash,
-                token_dead_reason, created_at, updated_at)
+                token_dead_reason, created_at, updated_at, apns_environment)
             """
         )
         var presence = RowsInsert("presence (device_id, user_id, conversation, state, updated_at, expires_at)")
@@ -165,6 +165,9 @@ extension PostgresStore: StoreImport {
                     $0.boolean(app.collapseByConversation)
                     $0.text(app.webhook?.url)
                     $0.bytes(app.webhook?.sealedSecret)
+                    $0.text(app.apnsKey)
+                    $0.text(app.fcmAccount)
+                    $0.text(app.apnsEnvironment?.rawValue)
                 }
             case .device(let device):
                 devices.row {
@@ -184,6 +187,7 @@ extension PostgresStore: StoreImport {
                     $0.text(device.tokenDeadReason)
                     $0.integer(device.createdAt)
                     $0.integer(device.updatedAt)
+                    $0.text(device.apnsEnvironment?.rawValue)
                 }
             case .presence(let record):
                 presence.row {

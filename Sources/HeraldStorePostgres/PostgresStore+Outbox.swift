@@ -182,7 +182,15 @@ extension PostgresStore {
                 let messaging: String? = try columns.next()
                 let voip: String? = try columns.next()
                 let dead: String? = try columns.next()
-                return (entry, known ? ClaimStatement.Device(messaging: messaging, voip: voip, deadReason: dead) : nil)
+                let device = ClaimStatement.Device(
+                    messaging: messaging,
+                    voip: voip,
+                    deadReason: dead,
+                    apnsEnvironment: try columns.next(),
+                    apnsKey: try columns.next(),
+                    fcmAccount: try columns.next()
+                )
+                return (entry, known ? device : nil)
             }
         } catch {
             throw StoreError.corrupt.with(detail: "claim pushes: \(error)")
@@ -205,7 +213,15 @@ extension PostgresStore {
                 finish = (.skipped, "device_deactivated")
             } else if let token {
                 finish = nil
-                claimed.append(ClaimedPush(entry: entry, deviceToken: token))
+                claimed.append(
+                    ClaimedPush(
+                        entry: entry,
+                        deviceToken: token,
+                        apnsEnvironment: device?.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
+                        apnsKey: device?.apnsKey,
+                        fcmAccount: device?.fcmAccount
+                    )
+                )
             } else {
                 finish = (.skipped, device?.deadReason.map { "token_dead: \($0)" } ?? "no_token")
             }

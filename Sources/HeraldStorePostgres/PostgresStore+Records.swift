@@ -1,3 +1,4 @@
+import HeraldPush
 public import HeraldStore
 import NIOCore
 import PostgresNIO
@@ -27,7 +28,7 @@ extension PostgresStore {
 
     static let appColumns = """
         id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-        webhook_url, webhook_secret
+        webhook_url, webhook_secret, apns_key, fcm_account, apns_environment
         """
 
     public func saveApp(_ app: AppRecord) async throws {
@@ -37,12 +38,15 @@ extension PostgresStore {
                 INSERT INTO apps (\(unescaped: Self.appColumns))
                 VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
                     \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
-                    \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }))
+                    \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }),
+                    \(app.apnsKey), \(app.fcmAccount), \(app.apnsEnvironment?.rawValue))
                 ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                     alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                     message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
                     collapse_by_conversation = EXCLUDED.collapse_by_conversation,
-                    webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret
+                    webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret,
+                    apns_key = EXCLUDED.apns_key, fcm_account = EXCLUDED.fcm_account,
+                    apns_environment = EXCLUDED.apns_environment
                 """,
                 logger: logger
             )
@@ -80,7 +84,10 @@ extension PostgresStore {
                 let secret: ByteBuffer? = try columns.next()
                 guard let url, let secret else { return nil }
                 return AppWebhook(url: url, sealedSecret: Array(secret.readableBytesView))
-            }()
+            }(),
+            apnsKey: try columns.next(),
+            fcmAccount: try columns.next(),
+            apnsEnvironment: try environment(try columns.next(), of: "app", id)
         )
     }
 
@@ -90,7 +97,7 @@ extension PostgresStore {
     static let deviceColumns = """
         d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
         d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
-        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at
+        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment
         """
 
     static func device(_ columns: inout Columns) throws -> DeviceRecord {
@@ -116,8 +123,18 @@ extension PostgresStore {
             credentialHash: try columns.bytes(),
             tokenDeadReason: try columns.next(),
             createdAt: try columns.next(),
-            updatedAt: try columns.next()
+            updatedAt: try columns.next(),
+            apnsEnvironment: try environment(try columns.next(), of: "device", id)
         )
+    }
+
+    /// A stored APNs environment: none, or one of APNs' two.
+    static func environment(_ text: String?, of kind: String, _ id: String) throws -> APNsEnvironment? {
+        guard let text else { return nil }
+        guard let environment = APNsEnvironment(rawValue: text) else {
+            throw StoreError.corrupt.with(detail: "\(kind) \(id) has an unknown APNs environment")
+        }
+        return environment
     }
 
     public func saveDevice(_ device: DeviceRecord) async throws {
@@ -134,13 +151,13 @@ extension PostgresStore {
                 INSERT INTO devices
                     (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                      device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                     credential_hash, token_dead_reason, created_at, updated_at)
+                     credential_hash, token_dead_reason, created_at, updated_at, apns_environment)
                 VALUES (\(device.id), \(device.userID), \(device.appID), \(device.platform.rawValue),
                     \(device.messagingToken), \(device.voipToken), \(device.keyID), \(device.previousKeyID),
                     \(ByteBuffer(device.devicePublicKey)), \(ByteBuffer(device.relayPublicKey)),
                     \(ByteBuffer(device.sealedRelaySecretKey)), \(ByteBuffer(device.sealedSessionKeys)),
                     \(ByteBuffer(device.credentialHash)), \(device.tokenDeadReason), \(device.createdAt),
-                    \(device.updatedAt))
+                    \(device.updatedAt), \(device.apnsEnvironment?.rawValue))
                 ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, app_id = EXCLUDED.app_id,
                     platform = EXCLUDED.platform, messaging_token = EXCLUDED.messaging_token,
                     voip_token = EXCLUDED.voip_token, key_id = EXCLUDED.key_id,
@@ -149,7 +166,7 @@ extension PostgresStore {
                     sealed_relay_secret_key = EXCLUDED.sealed_relay_secret_key,
                     sealed_session_keys = EXCLUDED.sealed_session_keys, credential_hash = EXCLUDED.credential_hash,
                     token_dead_reason = EXCLUDED.token_dead_reason, created_at = EXCLUDED.created_at,
-                    updated_at = EXCLUDED.updated_at
+                    updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment
                 """,
                 logger: logger
             )

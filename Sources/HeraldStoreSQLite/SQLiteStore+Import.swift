@@ -68,13 +68,15 @@ extension SQLiteStore: StoreImport {
             try db.execute(
                 sql: """
                     INSERT INTO apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
-                        collapse_by_conversation, webhook_url, webhook_secret)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
+                         apns_environment)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
                     app.callTTL, app.collapseByConversation, app.webhook?.url,
                     app.webhook.map { Data($0.sealedSecret) },
+                    app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue,
                 ]
             )
         case .device(let device):
@@ -83,14 +85,15 @@ extension SQLiteStore: StoreImport {
                     INSERT INTO devices
                         (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                          device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                         credential_hash, token_dead_reason, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         credential_hash, token_dead_reason, created_at, updated_at, apns_environment)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
                     device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
                     Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
                     Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
+                    device.apnsEnvironment?.rawValue,
                 ]
             )
         case .presence(let presence):

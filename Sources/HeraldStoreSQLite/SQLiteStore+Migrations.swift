@@ -87,5 +87,18 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v16: fleets: apps' APNs key, FCM account and environment; devices' environment") { db in
+            // A fleet's apps name the key (team) and account they push with; an iOS device keeps
+            // the APNs environment its tokens belong to. NULL: the default key, account and
+            // environment (what every app and device had before).
+            try db.execute(
+                sql: """
+                    ALTER TABLE apps ADD COLUMN apns_key TEXT;
+                    ALTER TABLE apps ADD COLUMN fcm_account TEXT;
+                    ALTER TABLE apps ADD COLUMN apns_environment TEXT;
+                    ALTER TABLE devices ADD COLUMN apns_environment TEXT;
+                    """
+            )
+        }
     }
 }

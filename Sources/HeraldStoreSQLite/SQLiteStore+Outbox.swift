@@ -156,7 +156,11 @@ extension SQLiteStore {
             .sorted { ($0.priority, -$0.createdAt, $0.pushID) > ($1.priority, -$1.createdAt, $1.pushID) }
 
             let lookup = try db.cachedStatement(
-                sql: "SELECT messaging_token, voip_token, token_dead_reason FROM devices WHERE id = ?"
+                sql: """
+                    SELECT d.messaging_token, d.voip_token, d.token_dead_reason, d.apns_environment, a.apns_key,
+                        a.fcm_account
+                    FROM devices d LEFT JOIN apps a ON a.id = d.app_id WHERE d.id = ?
+                    """
             )
             let payload = try db.cachedStatement(sql: "SELECT payload FROM outbox_payloads WHERE push_id = ?")
             let giveBack = try db.cachedStatement(
@@ -198,7 +202,15 @@ extension SQLiteStore {
                     )
                 } else if let token {
                     let body = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
-                    claimed.append(ClaimedPush(entry: try entry.entry(body: body), deviceToken: token))
+                    claimed.append(
+                        ClaimedPush(
+                            entry: try entry.entry(body: body),
+                            deviceToken: token,
+                            apnsEnvironment: (device?[3] as String?).flatMap(APNsEnvironment.init(rawValue:)),
+                            apnsKey: device?[4],
+                            fcmAccount: device?[5]
+                        )
+                    )
                 } else {
                     try giveBack.execute(arguments: [entry.pushID])
                     let reason = (device?[2] as String?).map { "token_dead: \($0)" } ?? "no_token"

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HeraldPush
 public import HeraldStore
 
 extension SQLiteStore {
@@ -11,13 +12,15 @@ extension SQLiteStore {
                 sql: """
                     INSERT OR REPLACE INTO apps
                         (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
-                         collapse_by_conversation, webhook_url, webhook_secret)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
+                         apns_environment)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
                     app.callTTL, app.collapseByConversation, app.webhook?.url,
                     app.webhook.map { Data($0.sealedSecret) },
+                    app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue,
                 ]
             )
             self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed)
@@ -54,7 +57,10 @@ extension SQLiteStore {
             messageTTL: row["message_ttl"],
             callTTL: row["call_ttl"],
             collapseByConversation: row["collapse_by_conversation"],
-            webhook: Self.webhook(url: row["webhook_url"], secret: row["webhook_secret"])
+            webhook: Self.webhook(url: row["webhook_url"], secret: row["webhook_secret"]),
+            apnsKey: row["apns_key"],
+            fcmAccount: row["fcm_account"],
+            apnsEnvironment: try environment(row["apns_environment"], of: "app", row["id"])
         )
     }
 
@@ -73,14 +79,15 @@ extension SQLiteStore {
                     INSERT OR REPLACE INTO devices
                         (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                          device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                         credential_hash, token_dead_reason, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         credential_hash, token_dead_reason, created_at, updated_at, apns_environment)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
                     device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
                     Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
                     Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
+                    device.apnsEnvironment?.rawValue,
                 ]
             )
         }
@@ -122,14 +129,14 @@ extension SQLiteStore {
             while let row = try rows.next() {
                 let device = try Self.device(columns: row)
                 var presence: PresenceRecord?
-                if let stateText: String = row[17], let state = PresenceState(rawValue: stateText) {
+                if let stateText: String = row[18], let state = PresenceState(rawValue: stateText) {
                     presence = PresenceRecord(
                         deviceID: device.id,
                         userID: device.userID,
-                        conversation: row[16],
+                        conversation: row[17],
                         state: state,
-                        updatedAt: row[18],
-                        expiresAt: row[19]
+                        updatedAt: row[19],
+                        expiresAt: row[20]
                     )
                 }
                 recipients.append(Recipient(device: device, presence: presence))
@@ -142,7 +149,7 @@ extension SQLiteStore {
     static let deviceColumns = """
         d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
         d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
-        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at
+        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment
         """
 
     /// A device from a row that starts with `deviceColumns`, read by position (by-name lookups
@@ -167,7 +174,8 @@ extension SQLiteStore {
             credentialHash: [UInt8](row[12] as Data),
             tokenDeadReason: row[13],
             createdAt: row[14],
-            updatedAt: row[15]
+            updatedAt: row[15],
+            apnsEnvironment: try environment(row[16], of: "device", row[0])
         )
     }
 
@@ -235,8 +243,18 @@ extension SQLiteStore {
             credentialHash: [UInt8](row["credential_hash"] as Data),
             tokenDeadReason: row["token_dead_reason"],
             createdAt: row["created_at"],
-            updatedAt: row["updated_at"]
+            updatedAt: row["updated_at"],
+            apnsEnvironment: try environment(row["apns_environment"], of: "device", row["id"])
         )
+    }
+
+    /// A stored APNs environment: none, or one of APNs' two.
+    static func environment(_ text: String?, of kind: String, _ id: String?) throws -> APNsEnvironment? {
+        guard let text else { return nil }
+        guard let environment = APNsEnvironment(rawValue: text) else {
+            throw StoreError.corrupt.with(detail: "\(kind) \(id ?? "?") has an unknown APNs environment")
+        }
+        return environment
     }
 
     // MARK: Presence

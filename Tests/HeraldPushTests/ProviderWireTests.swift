@@ -52,7 +52,35 @@ struct ProviderWireTests {
         collapseID: "c"
     )
 
-    @Test("a push crosses the wire and back unchanged", arguments: [alert, call, android])
+    /// A fleet's push: its key and environment, or its account, cross as types.
+    static let routedAlert = Push(
+        id: "p4",
+        token: String(repeating: "ef", count: 32),
+        payload: .apns(
+            APNsPayload(
+                topic: "com.example.beta",
+                type: .alert,
+                priority: .conserve,
+                apnsID: "0190C0DE-0000-7000-8000-000000000004",
+                json: #"{"aps":{"alert":"x"}}"#,
+                key: "team-b",
+                environment: .production
+            )
+        ),
+        expiration: 1_900_000_000
+    )
+
+    static let routedAndroid = Push(
+        id: "p5",
+        token: "fcm-token:5",
+        payload: .fcm(FCMPayload(package: "com.example.beta", priority: .high, data: ["k": "v"], account: "project-b")),
+        expiration: nil
+    )
+
+    @Test(
+        "a push crosses the wire and back unchanged",
+        arguments: [alert, call, android, routedAlert, routedAndroid]
+    )
     func pushRoundTrip(push: Push) throws {
         let wire = try JSONDecoder().decode(
             ProviderPush.self,
@@ -147,5 +175,19 @@ struct ProviderWireTests {
     func unknownNetwork() {
         let json = #"{"id":"p","network":"wns","device_token":"t","topic":"x","priority":10,"payload":"{}"}"#
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(ProviderPush.self, from: Data(json.utf8)) }
+    }
+
+    @Test("the route's wire names; an environment that is not one of APNs' two is refused")
+    func routeOnTheWire() throws {
+        let text = String(decoding: try JSONEncoder().encode(ProviderPush(Self.routedAlert)), as: UTF8.self)
+        #expect(text.contains(#""apns_key":"team-b""#) && text.contains(#""apns_environment":"production""#))
+        let android = String(decoding: try JSONEncoder().encode(ProviderPush(Self.routedAndroid)), as: UTF8.self)
+        #expect(android.contains(#""fcm_account":"project-b""#))
+        let plain = String(decoding: try JSONEncoder().encode(ProviderPush(Self.alert)), as: UTF8.self)
+        #expect(!plain.contains("apns_key") && !plain.contains("apns_environment"), "absent: the defaults")
+        let staging = text.replacingOccurrences(of: #""production""#, with: #""staging""#)
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(ProviderPush.self, from: Data(staging.utf8))
+        }
     }
 }

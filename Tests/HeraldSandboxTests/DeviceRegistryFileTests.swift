@@ -55,6 +55,32 @@ struct DeviceRegistryFileTests {
         #expect(await events.next() == .token(kind: .messaging, token: messaging))
     }
 
+    @Test("a production device's tokens stay production ones across a restart; development is the default")
+    func environmentsSurviveARestart() throws {
+        let file = try Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: (file as NSString).deletingLastPathComponent) }
+        let before = DeviceRegistry(apps: [Self.app], file: file)
+        try before.load()
+        let store = try before.registerDevice(bundleID: Self.app.bundleID, apnsEnvironment: .production)
+        let debug = try before.registerDevice(bundleID: Self.app.bundleID)
+        #expect(store.apnsEnvironment == .production && debug.apnsEnvironment == .development)
+        #expect(throws: SandboxError.self) {
+            try before.registerDevice(
+                bundleID: "com.example.android",
+                platform: .android,
+                projectID: "p1",
+                apnsEnvironment: .production
+            )
+        }
+
+        let after = DeviceRegistry(file: file)
+        try after.load()
+        #expect(after.apnsToken(try #require(store.messagingToken))?.environment == .production)
+        #expect(after.apnsToken(try #require(store.voipToken))?.environment == .production)
+        #expect(after.apnsToken(try #require(debug.messagingToken))?.environment == .development)
+        #expect(try after.device(id: store.deviceID).apnsEnvironment == .production)
+    }
+
     @Test("a change appends one line, never rewrites the file; a restart compacts it to a line per device")
     func changesAreAppended() throws {
         let file = try Self.temporaryFile()

@@ -49,6 +49,37 @@ struct ConfigurationCheckTests {
         #expect(!database.contains("migrated"), "a store that opened is at the latest version: \(database)")
     }
 
+    @Test("a fleet: each APNs key and FCM account is checked under its name")
+    func fleet() async throws {
+        let directory = NSTemporaryDirectory() + "herald-check-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try DevelopmentKeys.makeAPNsKey(in: directory, keyID: "KEYAAAAAAA", teamID: "TEAMAAAAAA", overwrite: false)
+        let yaml = """
+            keys_dir: \(directory)/keys
+            data: \(directory)/data
+            apns_keys:
+              - {name: alpha, key: \(directory)/AuthKey_KEYAAAAAAA.p8, team_id: TEAMAAAAAA, url: "https://127.0.0.1:1"}
+              - {name: beta, key: \(directory)/AuthKey_MISSING000.p8, team_id: TEAMBBBBBB, url: "https://127.0.0.1:1"}
+            fcm_accounts:
+              - {name: beta-project, service_account: \(directory)/missing.json, url: "https://127.0.0.1:1"}
+            """
+        let file = try ConfigurationFile.parse(Data(yaml.utf8), format: .yaml, path: "fleet.yaml")
+        let lines = await Self.findings(try HeraldConfiguration(layers: [file]))
+        let keys = lines.filter { $0.contains("apns key") || $0.contains("fcm account") }
+        #expect(
+            keys == [
+                "ok   apns key alpha \(directory)/AuthKey_KEYAAAAAAA.p8 (key KEYAAAAAAA, team TEAMAAAAAA)",
+                "FAIL apns key beta \(directory)/AuthKey_MISSING000.p8: cannot be read",
+            ] + keys.filter { $0.hasPrefix("FAIL fcm account beta-project \(directory)/missing.json") },
+            "\(lines)"
+        )
+        #expect(keys.count == 3, "\(lines)")
+        #expect(
+            lines.contains { $0.hasPrefix("FAIL apns alpha ") } && lines.contains { $0.hasPrefix("FAIL apns beta ") }
+        )
+    }
+
     @Test("on a shared database a missing key fails: every node needs the same one")
     func sharedKeysMustExist() async throws {
         let directory = NSTemporaryDirectory() + "herald-check-\(UUID().uuidString)"

@@ -168,6 +168,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.callStopsAreTakenOnce)
     }
 
+    @Test func fleetRoutesTravelWithTheToken() async throws {
+        try await SQLiteEngine.check(.fleetRoutesTravelWithTheToken)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -212,6 +216,7 @@ struct SQLiteConformanceTests {
             .callRingingIsReportedOnce,
             .dueCallsAreClaimedOnce,
             .callStopsAreTakenOnce,
+            .fleetRoutesTravelWithTheToken,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

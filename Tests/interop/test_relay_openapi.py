@@ -336,8 +336,8 @@ class Relay:
         apps = self.call("GET", "/v1/apps", 200, token=self.api_key)["apps"]
         return next(app["team_id"] for app in apps if app["id"] == DEFAULT_APP)
 
-    def new_sandbox_device(self, bundle_id: str = DEFAULT_APP, platform: str = "ios") -> dict:
-        return self.sandbox("POST", "/devices", {"bundle_id": bundle_id, "platform": platform})
+    def new_sandbox_device(self, bundle_id: str = DEFAULT_APP, platform: str = "ios", **extra) -> dict:
+        return self.sandbox("POST", "/devices", {"bundle_id": bundle_id, "platform": platform} | extra)
 
     def activate(self, user: str, app: str = DEFAULT_APP, platform: str = "ios", **extra) -> tuple[dict, PrivateKey]:
         key = PrivateKey.generate()
@@ -1337,6 +1337,79 @@ def test_dead_tokens_are_reported(relay: Relay):
     assert "token_dead_reason" not in revived and revived["messaging_token"] == fresh["messaging_token"]
     health = relay.call("GET", "/health", 200)
     assert health["outbox_token_dead"] >= 2
+
+
+def test_fleet_fields_apps_keys_and_device_environments(relay: Relay):
+    """An app names its APNs key, FCM account and default environment; a device its APNs
+    environment, which decides the host; a token sent to the other environment fails its push
+    (BadDeviceToken) and is kept. `herald serve` in sandbox mode has one key and one account,
+    both named `default`, and the sandbox plays both environments."""
+    key = relay.api_key
+    app_id = unique("com.example.fleet")
+    team = "FLEETTEAM1"
+    fleet = {"team_id": team, "apns_key": "default", "fcm_account": "default", "apns_environment": "production"}
+    made = relay.call("PUT", f"/v1/apps/{app_id}", 200, fleet, key)
+    assert {k: made[k] for k in fleet} == fleet, made
+    listed = relay.call("GET", "/v1/apps", 200, token=key)["apps"]
+    assert next(a for a in listed if a["id"] == app_id)["apns_environment"] == "production"
+    inherited, _ = relay.activate(unique("fleet-user"), app=app_id, messaging_token=os.urandom(32).hex())
+    shown = relay.call("GET", f"/v1/devices/{inherited['device_id']}", 200, token=key)
+    assert shown["apns_environment"] == "production", "a device naming none takes its app's"
+    refused = relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "apns_key": "team-b"}, key,
+        field_name="apns_key", schema_rejects=False,
+    )
+    assert "default" in refused["reason"], refused
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "fcm_account": "other"}, key,
+        field_name="fcm_account", schema_rejects=False,
+    )
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "apns_environment": "staging"}, key,
+        field_name="apns_environment",
+    )
+
+    # A production build's device of DEFAULT_APP (whose own environment is the default, development).
+    production = relay.new_sandbox_device(apns_environment="production")
+    assert production["apns_environment"] == "production"
+    user = unique("fleet-user")
+    activation, _ = relay.activate(
+        user, messaging_token=production["messaging_token"], voip_token=production["voip_token"],
+        apns_environment="production",
+    )
+    shown = relay.call("GET", f"/v1/devices/{activation['device_id']}", 200, token=key)
+    assert shown["apns_environment"] == "production"
+    listed = relay.call("GET", f"/v1/users/{user}/devices", 200, token=key)["devices"]
+    assert listed[0]["apns_environment"] == "production"
+    message = {"to": user, "from": {"id": "agent", "name": "Ada"}, "conversation": "c", "text": "hi"}
+    (push,) = relay.call("POST", "/v1/messages", 202, message, key)["pushes"]
+    assert relay.wait_final(push["push_id"])["state"] == "delivered"
+
+    # A debug build's device left to the app's default: development.
+    development = relay.new_sandbox_device()
+    plain, _ = relay.activate(unique("fleet-user"), messaging_token=development["messaging_token"])
+    assert relay.call("GET", f"/v1/devices/{plain['device_id']}", 200, token=key)["apns_environment"] == "development"
+
+    # A debug build's token said to be a production one: APNs' production host does not know it.
+    mislabelled = relay.new_sandbox_device()
+    wrong_user = unique("fleet-user")
+    wrong, _ = relay.activate(wrong_user, messaging_token=mislabelled["messaging_token"], apns_environment="production")
+    (push,) = relay.call("POST", "/v1/messages", 202, message | {"to": wrong_user}, key)["pushes"]
+    status = relay.wait_final(push["push_id"])
+    assert status["state"] == "failed" and status["reason"].startswith("BadDeviceToken: APNs' production"), status
+    assert "kept the token" in status["explanation"], status
+    kept = relay.call("GET", f"/v1/devices/{wrong['device_id']}", 200, token=key)
+    assert kept["messaging_token"] == mislabelled["messaging_token"] and "token_dead_reason" not in kept
+
+    # Android devices have no APNs environment.
+    android = relay.new_sandbox_device(platform="android")
+    relay.call(
+        "POST", "/v1/activations", 400,
+        {"user_id": unique("fleet-user"), "app": DEFAULT_APP, "platform": "android",
+         "public_key": b64(bytes(PrivateKey.generate().public_key)), "messaging_token": android["messaging_token"],
+         "apns_environment": "development"},
+        key, field_name="apns_environment",
+    )
 
 
 @pytest.mark.parametrize(

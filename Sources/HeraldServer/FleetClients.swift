@@ -1,0 +1,130 @@
+import Foundation
+import HeraldAPNs
+import HeraldFCM
+import HeraldProvider
+import HeraldPush
+import HeraldRelay
+import HeraldStore
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// The provider stage of a fleet: for every configured APNs key a client per environment it
+/// serves, all signing with the key's one provider token (shared through the store when there is
+/// one), and an FCM sender per service account.
+struct FleetClients {
+    /// Routes each push to its key's client for its environment, or its account's sender.
+    var stage: ProviderStage
+    /// What must run beside the stage: the clients and the shared tokens' services.
+    var services: [any Service]
+    /// The keys' shared tokens, to prepare before the first push.
+    var sharedTokens: [SharedProviderToken]
+
+    /// - Parameters:
+    ///   - tokenCache: Where a key's provider token is kept between runs (read once when shared).
+    ///   - shared: The store every node shares the keys' tokens through; nil signs locally.
+    static func make(
+        configuration: HeraldConfiguration,
+        tokenCache: (HeraldConfiguration.APNs) -> String?,
+        shared: (any ProviderTokenStore)?,
+        logger: Logger,
+        group: any EventLoopGroup
+    ) throws(HeraldServerError) -> FleetClients {
+        var keys: [ProviderStage.APNsKey] = []
+        var services: [any Service] = []
+        var sharedTokens: [SharedProviderToken] = []
+        for apns in configuration.apnsKeys {
+            let settings = APNsSettings(
+                key: apns.key,
+                keyID: apns.keyID,
+                teamID: apns.teamID,
+                url: apns.url,
+                caFile: apns.ca,
+                connections: apns.connections,
+                requestTimeout: Int(apns.requestTimeout.components.seconds),
+                tokenCache: tokenCache(apns)
+            )
+            var keyLogger = logger
+            keyLogger[metadataKey: "apns_key"] = "\(apns.name)"
+            let (clients, _, sharedToken) = try settings.makeClients(
+                urls: apns.urls.isEmpty ? [apns.resolvedEnvironment: apns.url] : apns.urls,
+                logger: keyLogger,
+                group: group,
+                shared: shared
+            )
+            keys.append(ProviderStage.APNsKey(name: apns.name, environment: apns.resolvedEnvironment, clients: clients))
+            services += APNsEnvironment.allCases.compactMap { clients[$0] }
+            if let sharedToken {
+                sharedTokens.append(sharedToken)
+                services.append(sharedToken)
+            }
+        }
+        var accounts: [String: FCMClient] = [:]
+        for fcm in configuration.fcmAccounts {
+            let client = try FCMSettings(serviceAccount: fcm.serviceAccount, url: fcm.url, caFile: fcm.ca)
+                .makeClient(logger: logger, group: group)
+            accounts[fcm.name] = client
+            services.append(client)
+        }
+        let stage = ProviderStage(
+            apnsKeys: keys,
+            defaultAPNsKey: configuration.apns?.name,
+            fcmAccounts: accounts,
+            defaultFCMAccount: configuration.fcm?.name,
+            logger: logger
+        )
+        return FleetClients(stage: stage, services: services, sharedTokens: sharedTokens)
+    }
+
+    /// Takes up each key's stored token (or publishes the first) before the first push.
+    func prepare() async {
+        for token in sharedTokens { await token.prepare() }
+    }
+}
+
+extension HeraldConfiguration.APNs {
+    /// `environment` as APNs' type (it is checked when the configuration is resolved).
+    var resolvedEnvironment: APNsEnvironment { APNsEnvironment(rawValue: environment) ?? .development }
+}
+
+extension HeraldConfiguration {
+    /// Where a key's provider token is kept between runs: the default key's where it always was,
+    /// another key's beside it, under its name.
+    func providerTokenPath(for apns: APNs, base: String? = nil) -> String {
+        let base = base ?? providerTokenPath
+        return apns.name == Self.defaultName ? base : base + "-" + apns.name
+    }
+
+    /// What the relay must know of the fleet: the names apps may give, and the environment of a
+    /// device that names none. Nil name sets when the keys are elsewhere (a remote provider).
+    func fleetConfiguration(knowsCredentials: Bool) -> FleetConfiguration {
+        var fleet = FleetConfiguration()
+        if knowsCredentials {
+            fleet.apnsKeys = Set(apnsKeys.map(\.name))
+            fleet.fcmAccounts = Set(fcmAccounts.map(\.name))
+            fleet.defaultAPNsEnvironment = apns?.resolvedEnvironment ?? .development
+        }
+        return fleet
+    }
+}
+
+extension HeraldConfiguration {
+    /// The banner's APNs lines: the default key as it always was, then every other key by name.
+    var apnsBannerLines: [String] {
+        var lines: [String] = []
+        if let apns {
+            let keyID =
+                apns.keyID
+                ?? APNsSettings(key: apns.key, keyID: nil, teamID: apns.teamID, url: apns.url, caFile: nil)
+                .resolvedKeyID ?? "?"
+            lines.append("  APNs         \(apns.url) (key \(keyID), team \(apns.teamID))")
+        }
+        for key in apnsKeys where key.name != apns?.name {
+            let urls = APNsEnvironment.allCases.compactMap { environment in
+                key.urls[environment].map { "\(environment.rawValue) \($0)" }
+            }
+            lines.append("  APNs key     \(key.name): team \(key.teamID), \(urls.joined(separator: ", "))")
+        }
+        return lines
+    }
+}
