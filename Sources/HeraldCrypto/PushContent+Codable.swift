@@ -9,6 +9,7 @@ extension PushContent: Codable {
         switch kind {
         case .message: self = .message(try MessageContent(from: decoder))
         case .call: self = .call(try CallContent(from: decoder))
+        case .callback: self = .callback(try CallbackContent(from: decoder))
         }
     }
 
@@ -18,17 +19,18 @@ extension PushContent: Codable {
         switch self {
         case .message(let message): try message.encode(to: encoder)
         case .call(let call): try call.encode(to: encoder)
+        case .callback(let callback): try callback.encode(to: encoder)
         }
     }
 }
 
 extension PushKind {
-    /// Encoded as `"message"` or `"call"`.
+    /// Encoded as `"message"`, `"call"` or `"callback"`.
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let kind = PushKind.allCases.first(where: { $0.description == text }) else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "push kind must be 'message' or 'call'")
+                .init(codingPath: decoder.codingPath, debugDescription: "push kind must be 'message', 'call' or 'callback'")
             )
         }
         self = kind

@@ -37,6 +37,8 @@ extension PushContent {
             try writer.appendString(c.callerID)
             try writer.appendString(c.callerName)
             return writer.bytes
+        case .callback(let c):
+            return try c.encoded()
         }
     }
 
@@ -77,6 +79,8 @@ extension PushContent {
                     startedAt: time
                 )
             )
+        case .callback:
+            self = .callback(try CallbackContent(reading: &reader, flags: flags, time: time))
         case nil:
             throw .malformedContent
         }
@@ -88,6 +92,7 @@ extension PushContent {
         switch self {
         case .message(let m): m.encodedLength
         case .call(let c): c.encodedLength
+        case .callback(let c): c.encodedLength
         }
     }
 }

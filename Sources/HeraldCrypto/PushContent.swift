@@ -84,12 +84,15 @@ public struct CallContent: Sendable, Hashable, Codable {
 public enum PushContent: Sendable, Hashable {
     case message(MessageContent)
     case call(CallContent)
+    /// A callback's dialog (PushContent+Callback.swift).
+    case callback(CallbackContent)
 
     /// The push kind, bound into the additional data.
     public var kind: PushKind {
         switch self {
         case .message: .message
         case .call: .call
+        case .callback: .callback
         }
     }
 
@@ -98,6 +101,13 @@ public enum PushContent: Sendable, Hashable {
         switch self {
         case .message(let message): message.messageID
         case .call(let call): call.callID
+        case .callback(let callback): callback.callbackID
         }
+    }
+
+    /// A callback's push number, bound into its additional data; zero for the other kinds.
+    public var sequence: UInt16 {
+        if case .callback(let callback) = self { return callback.sequence }
+        return 0
     }
 }

@@ -5,11 +5,16 @@ public enum PushKind: UInt8, Sendable, Hashable, Codable, CaseIterable, CustomSt
     case message = 1
     /// A call push: APNs `voip`, priority 10, handed to PushKit and reported to CallKit.
     case call = 2
+    /// A callback push (seed 002): an APNs `alert` with the callback category, priority 10, whose
+    /// sealed content is the dialog the app shows; its additional data also binds the push's
+    /// sequence number (docs/envelope.md, section 5).
+    case callback = 4
 
     public var description: String {
         switch self {
         case .message: "message"
         case .call: "call"
+        case .callback: "callback"
         }
     }
 }

@@ -1,9 +1,11 @@
 public import HeraldPush
 
-/// Which push a device gets: a notification, or a call.
+/// Which push a device gets: a notification, a call, or a callback's dialog.
 public enum OutboxKind: String, Sendable, Hashable, Codable, CaseIterable {
     case message
     case call
+    /// A callback's actionable alert (`CallbackStore`); its subject is the callback id.
+    case callback
 }
 
 /// Where a push is in its life.
