@@ -46,6 +46,8 @@ public enum StoreConformance {
         case pushListingFilters
         case pushListingPagesWithoutGapsOrRepeats
         case webhookEventsAreQueued
+        case callbacksAreClaimedOnceAndPushedOnce
+        case callbackAnswersCompareAndSet
 
         public var description: String { rawValue }
 
@@ -85,6 +87,9 @@ public enum StoreConformance {
             case .pushListingPagesWithoutGapsOrRepeats:
                 try await StoreConformance.pushListingPagesWithoutGapsOrRepeats(engine)
             case .webhookEventsAreQueued: try await StoreConformance.webhookEventsAreQueued(engine)
+            case .callbacksAreClaimedOnceAndPushedOnce:
+                try await StoreConformance.callbacksAreClaimedOnceAndPushedOnce(engine)
+            case .callbackAnswersCompareAndSet: try await StoreConformance.callbackAnswersCompareAndSet(engine)
             }
         }
     }

@@ -120,6 +120,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.webhookEventsAreQueued)
     }
 
+    @Test func callbacksAreClaimedOnceAndPushedOnce() async throws {
+        try await SQLiteEngine.check(.callbacksAreClaimedOnceAndPushedOnce)
+    }
+
+    @Test func callbackAnswersCompareAndSet() async throws {
+        try await SQLiteEngine.check(.callbackAnswersCompareAndSet)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -152,6 +160,8 @@ struct SQLiteConformanceTests {
             .pushListingFilters,
             .pushListingPagesWithoutGapsOrRepeats,
             .webhookEventsAreQueued,
+            .callbacksAreClaimedOnceAndPushedOnce,
+            .callbackAnswersCompareAndSet,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
