@@ -16,6 +16,8 @@ public final class Relay: Sendable {
     public let ingest: RelayIngest
     /// Chat events, disconnect and connect, transcript reads, the delayed first pushes.
     public let transcripts: RelayTranscripts
+    /// Callbacks: scheduling, the due pushes (`CallbackScheduler`), answers, state and history.
+    public let callbacks: RelayCallbacks
     /// The live channels of apps in the foreground this node holds.
     public let live: LiveChannels
     /// Where every node's live channels are known (`RelayConfiguration.live.nodeID`).
@@ -64,6 +66,7 @@ public final class Relay: Sendable {
         self.activation = RelayActivation(context: context)
         self.ingest = ingest
         self.transcripts = RelayTranscripts(context: context)
+        self.callbacks = RelayCallbacks(context: context)
         self.live = live
         self.liveDirectory = directory
         self.logger = logger

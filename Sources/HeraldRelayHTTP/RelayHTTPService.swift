@@ -279,6 +279,7 @@ public enum RelayHTTPService {
             }
         }
         ListRoutes.add(to: v1, relay: relay, api: api)
+        CallbackRoutes.add(to: v1, relay: relay, api: api)
         return router
     }
 }

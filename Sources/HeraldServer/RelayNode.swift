@@ -112,6 +112,8 @@ public struct RelayNode: Sendable {
             store: parts.store,
             now: parts.now
         )
-        self.services = [dispatcher] + (live.map { [$0] } ?? []) + [app]
+        // After the dispatcher: on shutdown it stops before the dispatcher drains what it queued.
+        let callbacks = CallbackScheduler(callbacks: relay.callbacks, owner: parts.dispatcher.owner)
+        self.services = [dispatcher, callbacks] + (live.map { [$0] } ?? []) + [app]
     }
 }
