@@ -16,6 +16,8 @@ public final class RelayCallbacks: Sendable {
     public static let allowedSkew: Int64 = 5_000
     /// A callback's life when the request names no expiration: an hour after its time.
     public static let defaultLifetime: Int64 = 3_600_000
+    /// The longest dialog text, in UTF-8 bytes (titles and labels take the relay's field limit).
+    public static let maximumTextBytes = 2048
 
     init(context: RelayContext) {
         self.context = context
@@ -89,7 +91,13 @@ public final class RelayCallbacks: Sendable {
     private func checkDialog(_ request: CallbackRequest.Dialog?) throws(RelayError) -> CallbackDialog {
         guard let request else { return .standard }
         try context.checkText(request.title, "dialog.title")
-        try context.checkText(request.text, "dialog.text")
+        // The text may be longer than a name (seed 002's confirmation texts are sentences); the
+        // whole dialog must still fit in a push, checked once the service id is known.
+        guard !request.text.isEmpty, request.text.utf8.count <= Self.maximumTextBytes else {
+            throw .invalidField("dialog.text", "must hold 1 to \(Self.maximumTextBytes) bytes")
+        }
+        guard !request.text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && $0 != "\n" })
+        else { throw .invalidField("dialog.text", "must not contain control characters but line feeds") }
         guard (1...4).contains(request.actions.count) else {
             throw .invalidField("dialog.actions", "must hold 1 to 4 actions")
         }
