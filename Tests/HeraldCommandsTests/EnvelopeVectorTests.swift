@@ -74,6 +74,7 @@ import Testing
             vector.kind = negative.kind
             vector.pushID = negative.pushID
             vector.deviceID = negative.deviceID
+            vector.sequence = negative.sequence
             vector.envelope = negative.envelope
             let error = #expect(throws: HeraldCryptoError.self) { try vector.open() }
             #expect(error?.identifier == negative.error, "negative vector \(negative.name)")
@@ -196,6 +197,21 @@ enum VectorGenerator {
             ),
             deviceID: "dev-ß-端末"
         ),
+        Spec(
+            name: "callback-standard",
+            description:
+                "A callback's second push (after a snooze) with seed 002's dialog; the AD ends with the push number.",
+            content: .callback(
+                CallbackContent(
+                    callbackID: "cb-0001",
+                    sequence: 2,
+                    serviceID: "3SQI3S31693JL9L3R00506T40C000U73",
+                    dialog: .standard,
+                    pushedAt: 1_763_727_000_000
+                )
+            ),
+            deviceID: "dev-a1"
+        ),
     ]
 
     static func bytes(startingAt start: Int, count: Int) -> [UInt8] {
@@ -210,7 +226,12 @@ enum VectorGenerator {
         let relay = try KeyPair(seed: SecureBytes(copying: relaySeed))
         let relayKeys = try KeyExchange.relaySessionKeys(relay: relay, device: device.publicKey)
         let deviceKeys = try KeyExchange.deviceSessionKeys(device: device, relay: relay.publicKey)
-        let context = EnvelopeContext(kind: spec.content.kind, pushID: spec.content.pushID, deviceID: spec.deviceID)
+        let context = EnvelopeContext(
+            kind: spec.content.kind,
+            pushID: spec.content.pushID,
+            deviceID: spec.deviceID,
+            sequence: spec.content.sequence
+        )
         let plaintext = try spec.content.encoded()
         let envelope = try EnvelopeSealer(sessionKeys: relayKeys).seal(
             plaintext: plaintext,
@@ -223,6 +244,7 @@ enum VectorGenerator {
             kind: spec.content.kind,
             pushID: spec.content.pushID,
             deviceID: spec.deviceID,
+            sequence: spec.content.kind == .callback ? spec.content.sequence : nil,
             deviceSeed: ByteEncoding.hex(deviceSeed),
             devicePublicKey: ByteEncoding.hex(device.publicKey.bytes),
             deviceSecretKey: ByteEncoding.hex(device.secretKey.copyBytes()),
@@ -240,7 +262,11 @@ enum VectorGenerator {
         )
     }
 
-    static func negatives(base: EnvelopeVector, call: EnvelopeVector) -> [EnvelopeVectorFile.Negative] {
+    static func negatives(
+        base: EnvelopeVector,
+        call: EnvelopeVector,
+        callback: EnvelopeVector
+    ) -> [EnvelopeVectorFile.Negative] {
         let bytes = ByteEncoding.bytes(base64URL: base.envelope)!
         func flipped(_ index: Int) -> String {
             var copy = bytes
@@ -253,16 +279,19 @@ enum VectorGenerator {
             kind: PushKind? = nil,
             pushID: String? = nil,
             deviceID: String? = nil,
+            sequence: UInt16? = nil,
             error: HeraldCryptoError,
             from vector: EnvelopeVector? = nil
         ) -> EnvelopeVectorFile.Negative {
             let vector = vector ?? base
+            let kind = kind ?? vector.kind
             return .init(
                 name: name,
                 base: vector.name ?? "",
-                kind: kind ?? vector.kind,
+                kind: kind,
                 pushID: pushID ?? vector.pushID,
                 deviceID: deviceID ?? vector.deviceID,
+                sequence: kind == .callback ? sequence ?? vector.sequence : nil,
                 envelope: envelope,
                 error: error.identifier
             )
@@ -283,6 +312,34 @@ enum VectorGenerator {
                 kind: .message,
                 error: .authenticationFailed,
                 from: call
+            ),
+            negative(
+                "callback-opened-as-message",
+                envelope: callback.envelope,
+                kind: .message,
+                error: .authenticationFailed,
+                from: callback
+            ),
+            negative(
+                "callback-opened-as-call",
+                envelope: callback.envelope,
+                kind: .call,
+                error: .authenticationFailed,
+                from: callback
+            ),
+            negative(
+                "callback-opened-as-another-push",
+                envelope: callback.envelope,
+                sequence: 1,
+                error: .authenticationFailed,
+                from: callback
+            ),
+            negative(
+                "message-opened-as-callback",
+                envelope: base.envelope,
+                kind: .callback,
+                sequence: 0,
+                error: .authenticationFailed
             ),
             negative(
                 "truncated-below-overhead",
@@ -462,7 +519,7 @@ enum VectorGenerator {
                 "routing: whole pushes around a vector's envelope, some with clear fields changed; expect is opened, tampered (opens, a clear field disagrees: generic text) or refused (does not open).",
             ],
             vectors: vectors,
-            negative: negatives(base: vectors[0], call: vectors[4]),
+            negative: negatives(base: vectors[0], call: vectors[4], callback: vectors[7]),
             clearFields: clearFields,
             routing: routing(base: vectors[0])
         )
