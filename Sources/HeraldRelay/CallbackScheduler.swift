@@ -150,7 +150,7 @@ extension RelayCallbacks {
                     deviceID: device.id,
                     kind: .callback,
                     subjectID: record.id,
-                    priority: 7,
+                    priority: 10,
                     payload: payload,
                     nextAttemptAt: time,
                     expiresAt: record.expiresAt,

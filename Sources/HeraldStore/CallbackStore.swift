@@ -183,4 +183,7 @@ public protocol CallbackStore: Sendable {
     func changeCallback(_ change: CallbackChange) async throws -> Bool
     /// When the next scheduled callback is due (or expires), if any.
     func nextCallbackDueTime() async throws -> Int64?
+    /// The webhook events written with a callback's changes (ordering key `callback:<id>`),
+    /// oldest first, with their delivery state.
+    func callbackWebhookEvents(callbackID: String) async throws -> [StoredWebhookEvent]
 }

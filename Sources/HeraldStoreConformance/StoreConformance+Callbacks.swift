@@ -101,6 +101,8 @@ extension StoreConformance {
         #expect(try await store.callbackHistory(id: "cb1") == [scheduled, pushed])
         #expect(try await store.push(id: "p-cb1")?.kind == .callback)
         #expect(try await store.webhookEvent(id: "e-pushed")?.event.orderingKey == "callback:cb1")
+        #expect(try await other.callbackWebhookEvents(callbackID: "cb1").map(\.event.id) == ["e-pushed"])
+        #expect(try await other.callbackWebhookEvents(callbackID: "cb2").isEmpty)
         // The push is claimed by the dispatcher with the messaging token.
         let sent = try await store.claim(limit: 10, owner: "D", now: 5_002, leaseUntil: 9_000)
         #expect(sent.map(\.deviceToken) == ["aad1"])

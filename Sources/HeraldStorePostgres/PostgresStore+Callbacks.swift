@@ -139,6 +139,17 @@ extension PostgresStore {
         }
     }
 
+    public func callbackWebhookEvents(callbackID: String) async throws -> [StoredWebhookEvent] {
+        let key = "callback:" + callbackID
+        return try await rows(
+            "read a callback's webhook events",
+            """
+            SELECT \(unescaped: Self.webhookEventColumns) FROM webhook_events
+            WHERE ordering_key = \(key) ORDER BY sequence
+            """
+        ).map(Self.webhookEvent(from:))
+    }
+
     static let callbackColumns = """
         id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
         created_at, updated_at

@@ -132,6 +132,19 @@ extension SQLiteStore {
         }
     }
 
+    public func callbackWebhookEvents(callbackID: String) async throws -> [StoredWebhookEvent] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.webhookEventColumns) FROM webhook_events
+                    WHERE ordering_key = ? ORDER BY sequence
+                    """,
+                arguments: ["callback:" + callbackID]
+            ).map(Self.webhookEvent(from:))
+        }
+    }
+
     static let callbackColumns = """
         id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
         created_at, updated_at
