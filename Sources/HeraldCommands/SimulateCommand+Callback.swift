@@ -125,7 +125,8 @@ extension Simulation {
 
     /// Records, for each callback push the relay queued to the phone and has not recorded yet,
     /// when APNs or FCM accepted it (`GET /v1/pushes?user=`, the relay's own record).
-    static func recordCallbackPushesAccepted(_ id: String, backend: SimulatedBackend, phone: EmulatedPhone) async throws {
+    static func recordCallbackPushesAccepted(_ id: String, backend: SimulatedBackend, phone: EmulatedPhone) async throws
+    {
         let listed: PushListView = try await backend.request(.GET, "/v1/pushes?user=customer-42", nil, expect: 200)
         let android = phone.configuration.platform == .android
         let pushes = listed.pushes.filter { $0.kind == .callback }.sorted { $0.createdAt < $1.createdAt }

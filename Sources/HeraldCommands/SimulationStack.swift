@@ -67,7 +67,8 @@ enum SimulationStack {
                     sandboxURL: stack.endpoints.controlURL,
                     apiKey: parts.apiKey,
                     bundleID: bundleID,
-                    callbackEvents: { [store = parts.store] id in try await store.callbackWebhookEvents(callbackID: id) }
+                    callbackEvents: { [store = parts.store] id in try await store.callbackWebhookEvents(callbackID: id)
+                    }
                 )
             )
         }

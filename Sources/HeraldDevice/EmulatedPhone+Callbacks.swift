@@ -55,7 +55,12 @@ public final class PhoneCallbacks: Sendable {
 
 extension DeviceHTTP {
     /// `POST /v1/callbacks/{id}/actions/{action}` with the device credential.
-    public func answerCallback(relay: String, id: String, action: String, credential: String) async throws
+    public func answerCallback(
+        relay: String,
+        id: String,
+        action: String,
+        credential: String
+    ) async throws
         -> CallbackAnswerView
     {
         try await call(
@@ -89,7 +94,8 @@ extension EmulatedPhone {
         timeline.record(
             "app",
             component,
-            result.callback != nil ? "\(component) opened the callback's dialog" : "\(component) kept the generic content",
+            result.callback != nil
+                ? "\(component) opened the callback's dialog" : "\(component) kept the generic content",
             detail: result.diagnostic,
             subject: named,
             stage: .opened
@@ -98,8 +104,14 @@ extension EmulatedPhone {
         guard let shown = result.notification else { return }
         showCallback(shown)
         guard let content = result.callback else {
-            timeline.record(component, "notification-center", "notification shown", subject: named, stage: .shown,
-                userSees: Self.seen(shown))
+            timeline.record(
+                component,
+                "notification-center",
+                "notification shown",
+                subject: named,
+                stage: .shown,
+                userSees: Self.seen(shown)
+            )
             return
         }
         let buttons = content.dialog.actions.map(\.label).joined(separator: " | ")
@@ -122,8 +134,14 @@ extension EmulatedPhone {
             recordCallbackDiagnostic("the dialog offers no '\(choice.rawValue)' action")
             return
         }
-        timeline.record("user", "app", "picked \"\(action.label)\"", detail: "action \(action.id)", subject: named,
-            stage: .acted)
+        timeline.record(
+            "user",
+            "app",
+            "picked \"\(action.label)\"",
+            detail: "action \(action.id)",
+            subject: named,
+            stage: .acted
+        )
         guard let registration = store.registration(), let credential = store.credential() else {
             recordCallbackDiagnostic("the phone is not activated: the callback cannot be answered")
             return

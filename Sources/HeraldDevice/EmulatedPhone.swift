@@ -314,7 +314,8 @@ public final class EmulatedPhone: Sendable {
         let bytes = message.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         let subject =
             message.data["message_id"] ?? message.data["call_id"]
-            ?? message.data["callback_id"].map { id in Self.callbackSubject(id, UInt16(message.data["push"] ?? "") ?? 0) }
+            ?? message.data["callback_id"].map { id in Self.callbackSubject(id, UInt16(message.data["push"] ?? "") ?? 0)
+            }
         timeline.record(
             "fcm",
             "app",

@@ -16,7 +16,11 @@ public struct CallbackPushResult: Sendable, Hashable {
 extension AppGroupStore {
     /// Opens a callback push's envelope as push number `sequence` of `callbackID` (both from the
     /// clear fields, both bound into the additional data).
-    public func openCallback(sealed: String, callbackID: String, sequence: UInt16) throws(DeviceError)
+    public func openCallback(
+        sealed: String,
+        callbackID: String,
+        sequence: UInt16
+    ) throws(DeviceError)
         -> CallbackContent
     {
         guard let registration = registration() else { throw .payload("the app-group store has no registration") }
@@ -74,7 +78,10 @@ extension NotificationServiceEmulator {
         guard let callbackID = herald["callback_id"] as? String, let number = herald["push"] as? Int,
             let sequence = UInt16(exactly: number), let sealed = herald["sealed"] as? String
         else {
-            return CallbackPushResult(notification: shown, diagnostic: "the callback push lacks its id, number or envelope")
+            return CallbackPushResult(
+                notification: shown,
+                diagnostic: "the callback push lacks its id, number or envelope"
+            )
         }
         let content: CallbackContent
         do {
@@ -84,7 +91,10 @@ extension NotificationServiceEmulator {
         }
         let name = AppGroupStore.callbackPushName(callbackID, sequence)
         if (try? store.recordShown(name, capacity: rememberedPushes)) == false {
-            return CallbackPushResult(diagnostic: "push \(name) was already shown; the repeat is dropped", duplicate: true)
+            return CallbackPushResult(
+                diagnostic: "push \(name) was already shown; the repeat is dropped",
+                duplicate: true
+            )
         }
         shown.title = content.dialog.title
         shown.body = content.dialog.text
@@ -119,7 +129,10 @@ extension FirebaseMessagingServiceEmulator {
         }
         let name = AppGroupStore.callbackPushName(callbackID, sequence)
         if (try? store.recordShown(name, capacity: rememberedPushes)) == false {
-            return CallbackPushResult(diagnostic: "push \(name) was already shown; the repeat is dropped", duplicate: true)
+            return CallbackPushResult(
+                diagnostic: "push \(name) was already shown; the repeat is dropped",
+                duplicate: true
+            )
         }
         shown.title = content.dialog.title
         shown.body = content.dialog.text

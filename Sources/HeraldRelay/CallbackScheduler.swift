@@ -13,7 +13,11 @@ extension RelayCallbacks {
     /// change, which succeeds only under the claim that is current, so a due callback is pushed
     /// once even when a node dies between claim and change (another node claims it after the
     /// lease) or two nodes run at once.
-    public func pushDue(owner: String, lease: Duration = .seconds(30), limit: Int = 64) async throws(RelayError)
+    public func pushDue(
+        owner: String,
+        lease: Duration = .seconds(30),
+        limit: Int = 64
+    ) async throws(RelayError)
         -> Int
     {
         let time = context.now()
@@ -105,7 +109,12 @@ extension RelayCallbacks {
 
     /// The dialog's push, sealed for each device of the user in the callback's app that has a
     /// messaging token; priority 10 on APNs (a time-sensitive alert), HIGH on FCM.
-    private func callbackPushes(for record: CallbackRecord, app: AppRecord, sequence: Int, at time: Int64)
+    private func callbackPushes(
+        for record: CallbackRecord,
+        app: AppRecord,
+        sequence: Int,
+        at time: Int64
+    )
         async throws(RelayError) -> [OutboxEntry]
     {
         let sealed = try open(record)

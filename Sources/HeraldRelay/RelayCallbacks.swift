@@ -106,8 +106,13 @@ public final class RelayCallbacks: Sendable {
         for (index, action) in request.actions.enumerated() {
             let field = "dialog.actions[\(index)]"
             try context.check(action.id, field + ".id", pattern: .identifier)
-            guard action.id.utf8.allSatisfy({ $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
-            else { throw .invalidField(field + ".id", "may hold letters, digits, '-' and '_' only (it is a URL path part)") }
+            guard
+                action.id.utf8.allSatisfy({
+                    $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
+                })
+            else {
+                throw .invalidField(field + ".id", "may hold letters, digits, '-' and '_' only (it is a URL path part)")
+            }
             guard ids.insert(action.id).inserted else { throw .invalidField(field + ".id", "repeats an earlier id") }
             try context.checkText(action.label, field + ".label")
             guard let kind = CallbackActionKind(rawValue: action.kind) else {
@@ -203,7 +208,11 @@ public final class RelayCallbacks: Sendable {
 
     /// A device's answer: the action must be one the dialog offered, the callback waiting for an
     /// answer. Of two answers at once, one wins; the other is refused as answered already.
-    public func answer(id: String, action actionID: String, device: DeviceRecord) async throws(RelayError)
+    public func answer(
+        id: String,
+        action actionID: String,
+        device: DeviceRecord
+    ) async throws(RelayError)
         -> CallbackAnswerView
     {
         for _ in 0..<3 {
@@ -232,7 +241,8 @@ public final class RelayCallbacks: Sendable {
                     throw RelayError.conflict.with(detail: "callback \(id) is \(state.rawValue) already")
                 }
             }
-            let next = actions.contains(where: { if case .scheduleNextPush = $0 { true } else { false } })
+            let next =
+                actions.contains(where: { if case .scheduleNextPush = $0 { true } else { false } })
                 ? machine.dueAt : nil
             let app = try await context.app(id: record.appID) ?? AppRecord(id: record.appID, teamID: "")
             let data = CallbackEventData(
@@ -251,9 +261,21 @@ public final class RelayCallbacks: Sendable {
                 dueAt: machine.dueAt,
                 lastAction: action.id,
                 history: [
-                    CallbackHistoryEntry(at: time, event: .action, state: machine.state, action: action.id, nextPushAt: next)
+                    CallbackHistoryEntry(
+                        at: time,
+                        event: .action,
+                        state: machine.state,
+                        action: action.id,
+                        nextPushAt: next
+                    )
                 ],
-                events: context.webhookEvents(app: app, .callbackAction, orderingKey: "callback:" + id, data: data, at: time),
+                events: context.webhookEvents(
+                    app: app,
+                    .callbackAction,
+                    orderingKey: "callback:" + id,
+                    data: data,
+                    at: time
+                ),
                 now: time
             )
             if try await context.storing({ try await $0.changeCallback(change) }) {
@@ -294,7 +316,9 @@ public final class RelayCallbacks: Sendable {
     }
 
     func open(_ record: CallbackRecord) throws(RelayError) -> Sealed {
-        guard let bytes = try? context.masterKey.open(record.sealedDialog, context: Self.sealingContext(record.id)).copyBytes(),
+        guard
+            let bytes = try? context.masterKey.open(record.sealedDialog, context: Self.sealingContext(record.id))
+                .copyBytes(),
             let sealed = try? JSONDecoder().decode(Sealed.self, from: Data(bytes))
         else {
             context.logger.error("cannot open a stored callback's dialog", metadata: ["callback": "\(record.id)"])
@@ -307,7 +331,9 @@ public final class RelayCallbacks: Sendable {
 
     /// Milliseconds since the epoch from RFC 3339 text (with or without fractional seconds).
     static func parseTime(_ text: String, _ field: String) throws(RelayError) -> Int64 {
-        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime]] {
+        for options: ISO8601DateFormatter.Options in [
+            [.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime],
+        ] {
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = options
             if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }

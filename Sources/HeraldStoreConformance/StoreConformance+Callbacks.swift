@@ -51,7 +51,11 @@ extension StoreConformance {
         )
         #expect(repeated == first)
         #expect(try await store.callback(id: "cb1-again") == nil)
-        _ = try await store.scheduleCallback(callbackRecord("cb2", due: 50_000), history: scheduled, idempotencyKey: nil)
+        _ = try await store.scheduleCallback(
+            callbackRecord("cb2", due: 50_000),
+            history: scheduled,
+            idempotencyKey: nil
+        )
 
         let other = try await engine.open(storage)
         #expect(try await other.callback(id: "cb1") == first)
@@ -166,7 +170,9 @@ extension StoreConformance {
             #expect(try await store.webhookEvent(id: "e-cancel") == nil)
             #expect(try await store.webhookEvent(id: "e-snooze") != nil)
             #expect(try await store.claimDueCallbacks(limit: 1, owner: "A", now: 309, leaseUntil: 900).isEmpty)
-            #expect(try await store.claimDueCallbacks(limit: 1, owner: "A", now: 310, leaseUntil: 900).map(\.id) == ["cb"])
+            #expect(
+                try await store.claimDueCallbacks(limit: 1, owner: "A", now: 310, leaseUntil: 900).map(\.id) == ["cb"]
+            )
         } else {
             #expect(final.state == .cancelled && final.lastAction == "cancel")
             #expect(try await store.webhookEvent(id: "e-snooze") == nil)

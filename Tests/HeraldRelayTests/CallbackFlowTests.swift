@@ -219,7 +219,10 @@ struct CallbackFlowTests {
             let stranger = try await harness.phone(user: "frank")
             let now = harness.clock.now()
             let cases: [(body: String, status: Int, reason: String)] = [
-                (#"{"user_id":"erin","service_id":"s","at":"\#(Self.time(now - 60_000))"}"#, 400, "'at' is in the past"),
+                (
+                    #"{"user_id":"erin","service_id":"s","at":"\#(Self.time(now - 60_000))"}"#, 400,
+                    "'at' is in the past"
+                ),
                 (#"{"user_id":"erin","service_id":"s","at":"yesterday"}"#, 400, "RFC 3339"),
                 (
                     #"{"user_id":"erin","service_id":"s","at":"\#(Self.time(now + 60_000))","expires":"\#(Self.time(now + 30_000))"}"#,

@@ -97,6 +97,10 @@ struct CallbackRestartTests {
         #expect(try await relay.callbacks.pushDue(owner: "alive") == 1)
         #expect(try await relay.callbacks.pushDue(owner: "alive") == 0)
         #expect(try await Self.pushes(relay, callback: scheduled.callbackID).count == 1)
-        #expect(try await relay.callbacks.callback(id: scheduled.callbackID).history.map(\.event) == ["scheduled", "pushed"])
+        #expect(
+            try await relay.callbacks.callback(id: scheduled.callbackID).history.map(\.event) == [
+                "scheduled", "pushed",
+            ]
+        )
     }
 }
