@@ -146,6 +146,14 @@ extension EmulatedPhone {
             recordCallbackDiagnostic("the phone is not activated: the callback cannot be answered")
             return
         }
+        timeline.record(
+            "app",
+            "relay",
+            "action posted",
+            detail: "POST /v1/callbacks/\(content.callbackID)/actions/\(action.id) with the device credential",
+            subject: named,
+            stage: .acted
+        )
         do {
             let answer = try await http.answerCallback(
                 relay: registration.relayURL,
