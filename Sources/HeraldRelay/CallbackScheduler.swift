@@ -171,6 +171,13 @@ extension RelayCallbacks {
         return entries
     }
 
+    /// Deletes the callbacks that finished longer ago than the relay keeps messages, with their
+    /// history; returns how many.
+    public func purgeFinished() async throws(RelayError) -> Int {
+        let cut = context.now() - context.configuration.messageRetention * 1000
+        return try await context.storing { try await $0.deleteFinishedCallbacks(before: cut) }
+    }
+
     /// When the scheduler should look again: the next due callback, at most `poll` from now.
     func nextWake(poll: Duration) async -> Int64 {
         let time = context.now()

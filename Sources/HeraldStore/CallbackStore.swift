@@ -186,4 +186,8 @@ public protocol CallbackStore: Sendable {
     /// The webhook events written with a callback's changes (ordering key `callback:<id>`),
     /// oldest first, with their delivery state.
     func callbackWebhookEvents(callbackID: String) async throws -> [StoredWebhookEvent]
+    /// Deletes the finished callbacks (connected, cancelled, expired) last changed before
+    /// `before`, with their history; returns how many. Their webhook events are the webhook
+    /// queue's to keep or delete.
+    func deleteFinishedCallbacks(before: Int64) async throws -> Int
 }

@@ -179,5 +179,13 @@ extension StoreConformance {
             #expect(try await store.claimDueCallbacks(limit: 1, owner: "A", now: 100_000, leaseUntil: 900).isEmpty)
         }
         #expect(history.last?.action == final.lastAction)
+
+        // Retention: a finished callback older than the cut is deleted with its history; a
+        // waiting one is kept whatever its age.
+        let finished = final.state == .cancelled
+        #expect(try await store.deleteFinishedCallbacks(before: 10) == 0)
+        #expect(try await other.deleteFinishedCallbacks(before: 11) == (finished ? 1 : 0))
+        #expect((try await store.callback(id: "cb") == nil) == finished)
+        #expect(try await store.callbackHistory(id: "cb").isEmpty == finished)
     }
 }

@@ -150,6 +150,27 @@ extension PostgresStore {
         ).map(Self.webhookEvent(from:))
     }
 
+    public func deleteFinishedCallbacks(before: Int64) async throws -> Int {
+        try await transaction("delete finished callbacks") { [logger] connection in
+            let deleted = try await connection.run(
+                """
+                DELETE FROM callbacks
+                WHERE state IN ('connected', 'cancelled', 'expired') AND updated_at < \(before)
+                RETURNING id
+                """,
+                logger: logger
+            )
+            let ids = try deleted.map { try $0.decode(String.self) }
+            if !ids.isEmpty {
+                try await connection.run(
+                    "DELETE FROM callback_history WHERE callback_id = ANY(\(ids))",
+                    logger: logger
+                )
+            }
+            return ids.count
+        }
+    }
+
     static let callbackColumns = """
         id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
         created_at, updated_at

@@ -145,6 +145,27 @@ extension SQLiteStore {
         }
     }
 
+    public func deleteFinishedCallbacks(before: Int64) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM callback_history WHERE callback_id IN (
+                        SELECT id FROM callbacks
+                        WHERE state IN ('connected', 'cancelled', 'expired') AND updated_at < ?)
+                    """,
+                arguments: [before]
+            )
+            try db.execute(
+                sql: """
+                    DELETE FROM callbacks
+                    WHERE state IN ('connected', 'cancelled', 'expired') AND updated_at < ?
+                    """,
+                arguments: [before]
+            )
+            return db.changesCount
+        }
+    }
+
     static let callbackColumns = """
         id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
         created_at, updated_at
