@@ -173,8 +173,10 @@ public protocol CallbackStore: Sendable {
     func callbackHistory(id: String) async throws -> [CallbackHistoryEntry]
     /// Claims, in one statement, up to `limit` callbacks that need the relay now: scheduled and
     /// due or past their expiration, or pushed and past their expiration; not under another
-    /// owner's live lease. Each is returned with its version moved and held by `owner` through
-    /// `leaseUntil`, soonest due first.
+    /// owner's live lease (a claim `owner` itself left, by an earlier run that stopped between
+    /// claim and change, is taken back at once: one owner claims from one loop). Each is
+    /// returned with its version moved and held by `owner` through `leaseUntil`, soonest due
+    /// first.
     func claimDueCallbacks(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [CallbackRecord]
     /// Makes `change` if the callback still has `expectedVersion`: new state, due time, history,
     /// queued pushes and webhook events in one transaction, the lease released, the version

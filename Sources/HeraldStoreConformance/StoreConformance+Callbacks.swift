@@ -76,6 +76,11 @@ extension StoreConformance {
         let reclaimed = try await other.claimDueCallbacks(limit: 10, owner: "C", now: 5_001, leaseUntil: 9_000)
         #expect(reclaimed.map(\.id) == ["cb1"])
         #expect(reclaimed.first?.version == claimed.version + 1)
+        // Its owner's next run (a restart) takes it back at once, lease or not.
+        let restarted = try await store.claimDueCallbacks(limit: 10, owner: "C", now: 5_001, leaseUntil: 9_000)
+        #expect(restarted.map(\.id) == ["cb1"])
+        #expect(restarted.first?.version == claimed.version + 2)
+        #expect(try await store.claimDueCallbacks(limit: 10, owner: "D", now: 5_001, leaseUntil: 9_000).isEmpty)
 
         // The first claimer's change comes too late: refused, nothing written.
         let push = StoreFixtures.push("p-cb1", device: "d1", kind: .callback, at: 5_001, expires: 100_000)
@@ -97,7 +102,7 @@ extension StoreConformance {
 
         // The current claimer's change: state, history, the push and its event, together.
         var current = late
-        current.expectedVersion = try #require(reclaimed.first).version
+        current.expectedVersion = try #require(restarted.first).version
         current.events = [callbackEvent("e-pushed", .callbackPushed, callback: "cb1", at: 5_001)]
         #expect(try await other.changeCallback(current))
         let after = try #require(try await store.callback(id: "cb1"))

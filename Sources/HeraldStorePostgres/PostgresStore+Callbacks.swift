@@ -91,7 +91,7 @@ extension PostgresStore {
                 SELECT id FROM callbacks
                 WHERE ((state = 'scheduled' AND (due_at <= \(now) OR expires_at <= \(now)))
                        OR (state = 'pushed' AND expires_at <= \(now)))
-                  AND (lease_until IS NULL OR lease_until < \(now))
+                  AND (lease_until IS NULL OR lease_until < \(now) OR owner = \(owner))
                 ORDER BY due_at, id LIMIT \(Int64(limit))
                 FOR UPDATE SKIP LOCKED)
             UPDATE callbacks c SET owner = \(owner), lease_until = \(leaseUntil), version = c.version + 1

@@ -88,11 +88,11 @@ extension SQLiteStore {
                         SELECT id FROM callbacks
                         WHERE ((state = 'scheduled' AND (due_at <= ? OR expires_at <= ?))
                                OR (state = 'pushed' AND expires_at <= ?))
-                          AND (lease_until IS NULL OR lease_until < ?)
+                          AND (lease_until IS NULL OR lease_until < ? OR owner = ?)
                         ORDER BY due_at, id LIMIT ?)
                     RETURNING \(Self.callbackColumns)
                     """,
-                arguments: [owner, leaseUntil, now, now, now, now, limit]
+                arguments: [owner, leaseUntil, now, now, now, now, owner, limit]
             ).map(Self.callback(from:)).sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
         }
     }
