@@ -79,7 +79,7 @@ extension EmulatedPhone {
     public static func callbackSubject(_ id: String, _ sequence: UInt16) -> String { "\(id) push \(sequence)" }
 
     /// Whether an APNs body or FCM data names a callback.
-    static func isCallback(payload: String) -> Bool {
+    public static func isCallback(payload: String) -> Bool {
         payload.contains("\"kind\":\"callback\"") && payload.contains("\"HERALD_CALLBACK\"")
     }
 
