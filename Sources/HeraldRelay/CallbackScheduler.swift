@@ -178,22 +178,22 @@ extension RelayCallbacks {
         return try await context.storing { try await $0.deleteFinishedCallbacks(before: cut) }
     }
 
-    /// When the scheduler should look again: the next due callback, at most `poll` from now.
-    func nextWake(poll: Duration) async -> Int64 {
-        let time = context.now()
+    /// When the next callback needs the relay, if one is waiting on this store and its time is
+    /// still ahead (a time already past is a callback another claim holds).
+    func nextDueTime() async -> Int64? {
         let due = (try? await context.store.nextCallbackDueTime()) ?? nil
-        // A due time already past is a callback another claim holds: look again after `poll`.
-        guard let due, due > time else { return time + poll.milliseconds }
-        return min(due, time + poll.milliseconds)
+        guard let due, due > context.now() else { return nil }
+        return due
     }
 
-    /// Waits until `deadline` on the relay's clock, or until a callback is scheduled or snoozed
-    /// on this node.
-    func wait(until deadline: Int64) async {
+    /// Waits until `deadline` on the relay's clock (so a test clock's advance wakes it), until a
+    /// callback is scheduled or snoozed on this node, or for `poll` of real time (what other
+    /// nodes wrote). With nothing due it does not sleep on the relay's clock at all.
+    func wait(until deadline: Int64?, poll: Duration) async {
         let sleep = context.sleep
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await sleep(deadline) }
-            group.addTask { await self.signal.wait(timeout: .seconds(3600)) }
+            if let deadline { group.addTask { try? await sleep(deadline) } }
+            group.addTask { await self.signal.wait(timeout: poll) }
             await group.next()
             group.cancelAll()
         }
@@ -201,8 +201,8 @@ extension RelayCallbacks {
 }
 
 /// Pushes due callbacks and expires unanswered ones, as a service: on a callback scheduled or
-/// snoozed on this node at once, at the next due time otherwise, and every `poll` for those other
-/// nodes wrote. Stops on graceful shutdown (a claim it held lapses and another node, or the next
+/// snoozed on this node at once, at the next due time on the relay's clock otherwise, and every
+/// `poll` (real time) for what other nodes wrote. Stops on graceful shutdown (a claim it held lapses and another node, or the next
 /// start, takes it).
 public struct CallbackScheduler: Service {
     let callbacks: RelayCallbacks
@@ -225,7 +225,7 @@ public struct CallbackScheduler: Service {
                 } catch {
                     callbacks.context.logger.warning("cannot push due callbacks", metadata: ["error": "\(error)"])
                 }
-                await callbacks.wait(until: await callbacks.nextWake(poll: poll))
+                await callbacks.wait(until: await callbacks.nextDueTime(), poll: poll)
             }
         }
     }
