@@ -61,6 +61,10 @@ struct CallbackRestartTests {
         #expect(pushes.count == 1)
         let view = try await second.callbacks.callback(id: scheduled.callbackID)
         #expect(view.state == .pushed && view.pushes == 1)
+        // The service id and the dialog are sealed at rest, in the callback and in its push.
+        for needle in ["svc-1", "Agent is available", "ready to talk", "try again in 5 minutes"] {
+            #expect(!SealedAtRestTests.filesContain(path, needle), "\(needle) is in the database's files")
+        }
     }
 
     @Test("a node claims and dies: nobody pushes while its lease holds; then another node, once")
