@@ -87,6 +87,28 @@ struct CallbackPhoneTests {
         }
     }
 
+    @Test("herald extension decrypt opens a captured callback push: the dialog with its labels")
+    func extensionHarness() async throws {
+        try await DeviceFlowTests.withPhone { phone, _, backend in
+            try await phone.wait("both tokens") { DeviceFlowTests.started($0) }
+            _ = try await backend.request(.POST, "/v1/callbacks", Self.request, expect: 201) as CallbackView
+            try await phone.wait("the dialog") { !$0.callbacks.all.isEmpty }
+            let body = try #require(phone.callbacks.deliveredPayloads.first)
+            let capture = try JSONSerialization.data(withJSONObject: ["payload": body, "push_type": "alert"])
+            let outcome = try await ExtensionCommand.open(capture, store: phone.store, budget: .seconds(30))
+            #expect(outcome.opened && outcome.diagnostic == nil)
+            #expect(outcome.notification?.title == "Agent is available right now")
+            #expect(outcome.notification?.body.contains("Yes, I'm ready to talk | No, try again in a second") == true)
+            // Presented as another push of the callback, it does not open.
+            let other = try JSONSerialization.data(withJSONObject: [
+                "payload": try Self.payload(of: phone, phone.callbacks.all[0].content.callbackID, push: 5),
+                "push_type": "alert",
+            ])
+            let refused = try await ExtensionCommand.open(other, store: phone.store, budget: .seconds(30))
+            #expect(!refused.opened && refused.diagnostic?.contains("did not open") == true)
+        }
+    }
+
     /// The delivered callback push's body with its clear push number set to `push`.
     static func payload(of phone: EmulatedPhone, _ callbackID: String, push: Int) throws -> String {
         let delivered = try #require(phone.callbacks.deliveredPayloads.first)
