@@ -58,6 +58,11 @@ struct DeviceCommand: AsyncParsableCommand {
     var calls: String = "ring"
 
     @Option(
+        help: "What the user picks when a callback's dialog shows: show (nothing), ready, snooze or cancel."
+    )
+    var callbacks: String = "show"
+
+    @Option(
         name: .customLong("notification-log"),
         help: "Append what the notification center shows to this file, as JSON lines."
     )
@@ -72,6 +77,9 @@ struct DeviceCommand: AsyncParsableCommand {
         }
         guard ["ring", "answer", "decline"].contains(calls) else {
             throw ValidationError("--calls must be ring, answer or decline")
+        }
+        guard callbacks == "show" || CallbackChoice(rawValue: callbacks) != nil else {
+            throw ValidationError("--callbacks must be show, ready, snooze or cancel")
         }
         guard (0...3_600_000).contains(messagingTokenDelayMs), (0...3_600_000).contains(voipTokenDelayMs) else {
             throw ValidationError("token delays must be between 0 and 3600000 ms")
@@ -96,6 +104,7 @@ struct DeviceCommand: AsyncParsableCommand {
         configuration.messagingTokenDelay = .milliseconds(messagingTokenDelayMs)
         configuration.voipTokenDelay = .milliseconds(voipTokenDelayMs)
         configuration.notificationLogPath = notificationLog
+        configuration.callbackChoice = CallbackChoice(rawValue: callbacks)
         let json = json
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -9,6 +9,8 @@ struct EnvelopeVector: Codable, Equatable {
     var kind: PushKind
     var pushID: String
     var deviceID: String
+    /// A callback's push number, bound into its additional data; absent for other kinds.
+    var sequence: UInt16?
     var deviceSeed: String?
     var devicePublicKey: String?
     var deviceSecretKey: String
@@ -25,7 +27,7 @@ struct EnvelopeVector: Codable, Equatable {
     var envelope: String
 
     enum CodingKeys: String, CodingKey {
-        case name, description, kind, nonce, content, plaintext, envelope
+        case name, description, kind, nonce, content, plaintext, envelope, sequence
         case pushID = "push_id"
         case deviceID = "device_id"
         case deviceSeed = "device_seed"
@@ -41,7 +43,7 @@ struct EnvelopeVector: Codable, Equatable {
     }
 
     var context: EnvelopeContext {
-        EnvelopeContext(kind: kind, pushID: pushID, deviceID: deviceID)
+        EnvelopeContext(kind: kind, pushID: pushID, deviceID: deviceID, sequence: sequence ?? 0)
     }
 
     /// The device's session keys, agreed from the device's secret key and the relay's public key.
@@ -72,11 +74,13 @@ struct EnvelopeVectorFile: Codable, Equatable {
         var kind: PushKind
         var pushID: String
         var deviceID: String
+        /// For a callback: the push number to open it as.
+        var sequence: UInt16?
         var envelope: String
         var error: String
 
         enum CodingKeys: String, CodingKey {
-            case name, base, kind, envelope, error
+            case name, base, kind, envelope, error, sequence
             case pushID = "push_id"
             case deviceID = "device_id"
         }

@@ -79,6 +79,11 @@ struct ExtensionCommand: AsyncParsableCommand {
                 diagnostic: nil
             )
         }
+        if EmulatedPhone.isCallback(payload: payload) {
+            let result = NotificationServiceEmulator(store: store, budget: budget, rememberedPushes: 0)
+                .receiveCallback(payload: payload, pushType: pushType)
+            return callbackOutcome(result, pushType: pushType)
+        }
         // The harness opens a capture as often as asked: it remembers no shown pushes.
         let result = await NotificationServiceEmulator(store: store, budget: budget, rememberedPushes: 0).receive(
             payload: payload,
@@ -93,6 +98,22 @@ struct ExtensionCommand: AsyncParsableCommand {
         )
     }
 
+    /// A callback push's dialog (title and text; the actions' labels go on the category's
+    /// buttons), or why it did not open.
+    static func callbackOutcome(_ result: CallbackPushResult, pushType: String) -> Outcome {
+        var shown = result.notification
+        if let content = result.callback {
+            shown?.body += " [" + content.dialog.actions.map(\.label).joined(separator: " | ") + "]"
+        }
+        return Outcome(
+            pushType: pushType,
+            notification: shown,
+            call: nil,
+            opened: result.callback != nil,
+            diagnostic: result.diagnostic
+        )
+    }
+
     /// What the Android app's messaging service makes of a data message.
     static func openFCM(_ data: [String: String], store: AppGroupStore) -> Outcome {
         let service = FirebaseMessagingServiceEmulator(
@@ -100,6 +121,9 @@ struct ExtensionCommand: AsyncParsableCommand {
             rememberedPushes: 0,
             now: { Int64(Date().timeIntervalSince1970 * 1000) }
         )
+        if data["kind"] == "callback" {
+            return callbackOutcome(service.onCallbackReceived(data), pushType: "fcm")
+        }
         switch service.onMessageReceived(data) {
         case .notification(let shown, let opened, let diagnostic):
             return Outcome(pushType: "fcm", notification: shown, call: nil, opened: opened, diagnostic: diagnostic)

@@ -14,7 +14,7 @@ struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
         abstract: "Play the messaging, telephony or Android messaging flow end to end and print its timeline.",
-        subcommands: [Messaging.self, Telephony.self, Android.self]
+        subcommands: [Messaging.self, Telephony.self, Android.self, Callback.self]
     )
 
     /// Options both flows take.
@@ -185,6 +185,8 @@ struct SimulatedBackend: Sendable {
 
 enum Simulation {
     typealias Flow = @Sendable (EmulatedPhone, SimulatedBackend, TestClock) async throws -> Void
+    /// Where the running flow's relay and sandbox are (the callback flow reads its webhook events).
+    @TaskLocal static var endpoints: SimulationEndpoints?
 
     /// Sets up (or reaches) relay and sandbox, a phone and a backend, and plays `flow`.
     static func run(
@@ -243,7 +245,7 @@ enum Simulation {
                     return session.isStarted && session.tokens.messaging != nil
                         && (platform == .android || session.tokens.voip != nil)
                 }
-                try await body(phone, backend, clock)
+                try await Simulation.$endpoints.withValue(endpoints) { try await body(phone, backend, clock) }
             }
             if let relay = options.relay, let sandbox = options.sandbox {
                 guard let key = try? String(contentsOfFile: options.apiKeyFile, encoding: .utf8) else {

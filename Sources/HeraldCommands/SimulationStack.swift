@@ -30,6 +30,9 @@ struct SimulationEndpoints: Sendable {
     var sandboxURL: String
     var apiKey: String
     var bundleID: String
+    /// The webhook events the in-process relay wrote for a callback (nil against a running relay,
+    /// whose database the simulation does not read).
+    var callbackEvents: (@Sendable (String) async throws -> [StoredWebhookEvent])? = nil
 }
 
 /// Sandbox (APNs and FCM), provider and relay in this process, on loopback ports the system picks, in a
@@ -63,7 +66,9 @@ enum SimulationStack {
                     relayURL: parts.baseURL,
                     sandboxURL: stack.endpoints.controlURL,
                     apiKey: parts.apiKey,
-                    bundleID: bundleID
+                    bundleID: bundleID,
+                    callbackEvents: { [store = parts.store] id in try await store.callbackWebhookEvents(callbackID: id)
+                    }
                 )
             )
         }

@@ -83,24 +83,33 @@ public struct EnvelopeContext: Sendable, Hashable {
     public var pushID: String
     /// The relay's id of the device the envelope was sealed for.
     public var deviceID: String
+    /// For a callback: which push of it (1, 2 …), bound after the device id. Not part of the
+    /// other kinds' additional data.
+    public var sequence: UInt16
 
-    public init(kind: PushKind, pushID: String, deviceID: String) {
+    public init(kind: PushKind, pushID: String, deviceID: String, sequence: UInt16 = 0) {
         self.kind = kind
         self.pushID = pushID
         self.deviceID = deviceID
+        self.sequence = sequence
     }
 
     static let magic: [UInt8] = Array("HRLD".utf8)
 
-    /// `"HRLD" ‖ version ‖ keyID(8) ‖ kind(1) ‖ u16be len ‖ pushID ‖ u16be len ‖ deviceID`.
+    /// `"HRLD" ‖ version ‖ keyID(8) ‖ kind(1) ‖ u16be len ‖ pushID ‖ u16be len ‖ deviceID`, and for
+    /// a callback `‖ u16be sequence`.
     func additionalData(keyID: KeyID) throws(HeraldCryptoError) -> [UInt8] {
-        var writer = ByteWriter(capacity: 16 + pushID.utf8.count + deviceID.utf8.count)
+        var writer = ByteWriter(capacity: 18 + pushID.utf8.count + deviceID.utf8.count)
         writer.append(Self.magic)
         writer.append(Envelope.version)
         writer.append(keyID.bytes)
         writer.append(kind.rawValue)
         try writer.appendString(pushID)
         try writer.appendString(deviceID)
+        if kind == .callback {
+            writer.append(UInt8(truncatingIfNeeded: sequence >> 8))
+            writer.append(UInt8(truncatingIfNeeded: sequence))
+        }
         return writer.bytes
     }
 }

@@ -15,7 +15,12 @@ public struct EnvelopeSealer: Sendable {
 
     /// Encodes and seals `content` for `deviceID`; the kind and id come from the content.
     public func seal(_ content: PushContent, deviceID: String) throws(HeraldCryptoError) -> Envelope {
-        let context = EnvelopeContext(kind: content.kind, pushID: content.pushID, deviceID: deviceID)
+        let context = EnvelopeContext(
+            kind: content.kind,
+            pushID: content.pushID,
+            deviceID: deviceID,
+            sequence: content.sequence
+        )
         return try seal(plaintext: content.encoded(), context: context)
     }
 
@@ -110,7 +115,9 @@ public struct EnvelopeOpener: Sendable {
         // The additional data already binds kind and id; these checks catch a sealer that wrote a
         // content different from the context it sealed under.
         guard content.kind == context.kind else { throw .wrongKind }
-        guard content.pushID == context.pushID else { throw .contentMismatch }
+        guard content.pushID == context.pushID, content.sequence == context.sequence else {
+            throw .contentMismatch
+        }
         return content
     }
 }

@@ -19,10 +19,10 @@ public struct PayloadBudget: Sendable, Hashable {
         self.bodyLimit = bodyLimit
     }
 
-    /// The APNs budget for a push kind: messages are alerts, calls are VoIP.
+    /// The APNs budget for a push kind: messages and callbacks are alerts, calls are VoIP.
     public static func apns(_ kind: PushKind) -> PayloadBudget {
         switch kind {
-        case .message: .apnsAlert
+        case .message, .callback: .apnsAlert
         case .call: .apnsVoIP
         case .missedCall: .apnsAlert
         }

@@ -10,6 +10,7 @@ extension PushContent: Codable {
         case .message: self = .message(try MessageContent(from: decoder))
         case .call: self = .call(try CallContent(from: decoder))
         case .missedCall: self = .missedCall(try MissedCallContent(from: decoder))
+        case .callback: self = .callback(try CallbackContent(from: decoder))
         }
     }
 
@@ -20,17 +21,21 @@ extension PushContent: Codable {
         case .message(let message): try message.encode(to: encoder)
         case .call(let call): try call.encode(to: encoder)
         case .missedCall(let missed): try missed.encode(to: encoder)
+        case .callback(let callback): try callback.encode(to: encoder)
         }
     }
 }
 
 extension PushKind {
-    /// Encoded as `"message"`, `"call"` or `"missed_call"`.
+    /// Encoded as `"message"`, `"call"`, `"missed_call"` or `"callback"`.
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let kind = PushKind.allCases.first(where: { $0.description == text }) else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "push kind must be 'message', 'call' or 'missed_call'")
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "push kind must be 'message', 'call', 'missed_call' or 'callback'"
+                )
             )
         }
         self = kind

@@ -39,6 +39,8 @@ extension PushContent {
             return writer.bytes
         case .missedCall(let missed):
             return try missed.encoded()
+        case .callback(let c):
+            return try c.encoded()
         }
     }
 
@@ -81,6 +83,8 @@ extension PushContent {
             )
         case .missedCall:
             self = .missedCall(try MissedCallContent(reading: &reader, flags: flags, time: time))
+        case .callback:
+            self = .callback(try CallbackContent(reading: &reader, flags: flags, time: time))
         case nil:
             throw .malformedContent
         }
@@ -93,6 +97,7 @@ extension PushContent {
         case .message(let m): m.encodedLength
         case .call(let c): c.encodedLength
         case .missedCall(let missed): missed.encodedLength
+        case .callback(let c): c.encodedLength
         }
     }
 }

@@ -85,6 +85,8 @@ public enum PushContent: Sendable, Hashable {
     case message(MessageContent)
     case call(CallContent)
     case missedCall(MissedCallContent)
+    /// A callback's dialog (PushContent+Callback.swift).
+    case callback(CallbackContent)
 
     /// The push kind, bound into the additional data.
     public var kind: PushKind {
@@ -92,6 +94,7 @@ public enum PushContent: Sendable, Hashable {
         case .message: .message
         case .call: .call
         case .missedCall: .missedCall
+        case .callback: .callback
         }
     }
 
@@ -101,6 +104,13 @@ public enum PushContent: Sendable, Hashable {
         case .message(let message): message.messageID
         case .call(let call): call.callID
         case .missedCall(let missed): missed.callID
+        case .callback(let callback): callback.callbackID
         }
+    }
+
+    /// A callback's push number, bound into its additional data; zero for the other kinds.
+    public var sequence: UInt16 {
+        if case .callback(let callback) = self { return callback.sequence }
+        return 0
     }
 }

@@ -70,12 +70,17 @@ extension EmulatedPhone {
         (notification.title.isEmpty ? "" : notification.title + ": ") + notification.body
     }
 
-    /// The message or call a Herald APNs payload names (`herald.message_id`, `herald.call_id`),
-    /// read without opening anything.
+    /// The message, call or callback push a Herald APNs payload names (`herald.message_id`,
+    /// `herald.call_id`, `herald.callback_id` with `herald.push`), read without opening anything.
     static func subject(ofPayload payload: String) -> String? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
             let herald = object["herald"] as? [String: Any]
         else { return nil }
+        if let callback = herald["callback_id"] as? String, let push = herald["push"] as? Int,
+            let sequence = UInt16(exactly: push)
+        {
+            return callbackSubject(callback, sequence)
+        }
         return herald["message_id"] as? String ?? herald["call_id"] as? String
     }
 

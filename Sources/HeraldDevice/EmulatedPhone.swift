@@ -21,6 +21,8 @@ public final class EmulatedPhone: Sendable {
     public let messagingService: FirebaseMessagingServiceEmulator
     let http: DeviceHTTP
     private let logger: Logger
+    /// The callback dialogs shown and their answers (EmulatedPhone+Callbacks.swift).
+    public let callbacks = PhoneCallbacks()
 
     private struct State {
         var machine = LateTokenMachine()
@@ -208,7 +210,7 @@ public final class EmulatedPhone: Sendable {
         case .notification(let push)?:
             await receive(push)
         case .fcmMessage(let message)?:
-            receive(message)
+            await receive(message)
         }
         changed()
     }
@@ -272,6 +274,12 @@ public final class EmulatedPhone: Sendable {
             }
             return
         }
+        if Self.isCallback(payload: push.payload) {
+            callbacks.delivered(push.payload)
+            let result = serviceExtension.receiveCallback(payload: push.payload, pushType: push.pushType)
+            await handleCallback(result, component: "nse", subject: subject)
+            return
+        }
         let result = await serviceExtension.receive(payload: push.payload, pushType: push.pushType)
         if result.duplicate {
             dropped(by: "nse", result.diagnostic)
@@ -302,9 +310,12 @@ public final class EmulatedPhone: Sendable {
         )
     }
 
-    private func receive(_ message: DeliveredFCMMessage) {
+    private func receive(_ message: DeliveredFCMMessage) async {
         let bytes = message.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-        let subject = message.data["message_id"] ?? message.data["call_id"]
+        let subject =
+            message.data["message_id"] ?? message.data["call_id"]
+            ?? message.data["callback_id"].map { id in Self.callbackSubject(id, UInt16(message.data["push"] ?? "") ?? 0)
+            }
         timeline.record(
             "fcm",
             "app",
@@ -317,6 +328,14 @@ public final class EmulatedPhone: Sendable {
             subject: subject,
             stage: .delivered
         )
+        if message.data["kind"] == "callback" {
+            await handleCallback(
+                messagingService.onCallbackReceived(message.data),
+                component: "fcm-service",
+                subject: message.data["callback_id"]
+            )
+            return
+        }
         switch messagingService.onMessageReceived(message.data) {
         case .notification(let shown, let opened, let diagnostic):
             timeline.record(
@@ -379,6 +398,18 @@ public final class EmulatedPhone: Sendable {
         _ = try? handle.seekToEnd()
         try? handle.write(contentsOf: line + Data([0x0A]))
     }
+
+    /// A notification shown for a callback push (EmulatedPhone+Callbacks.swift).
+    func showCallback(_ shown: DisplayedNotification) {
+        state.withLock { $0.shown.append(shown) }
+        appendToLog(shown)
+        changed()
+    }
+
+    func recordCallbackDiagnostic(_ diagnostic: String) { record(diagnostic: diagnostic) }
+
+    /// Wakes `wait(_:until:)` after a callback was answered.
+    func callbackChanged() { changed() }
 
     private func record(diagnostic: String) {
         state.withLock { $0.diagnostics.append(diagnostic) }

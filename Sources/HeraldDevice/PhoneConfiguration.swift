@@ -40,6 +40,9 @@ public struct PhoneConfiguration: Sendable {
     /// again (at least once, after a crash) is dropped instead of shown twice; 0 remembers none.
     /// Default `AppGroupStore.defaultRememberedPushes` (1,000).
     public var rememberedPushes: Int = AppGroupStore.defaultRememberedPushes
+    /// What the user picks when a callback's dialog is shown (`--callbacks`); nil shows the
+    /// dialog and answers nothing.
+    public var callbackChoice: CallbackChoice?
 
     public init(
         relayURL: String,

@@ -55,6 +55,24 @@ public enum MetricCatalog {
                 help: "Calls accepted by POST /v1/calls (duplicates by idempotency key aside)."
             ),
             Entry(
+                name: "herald_relay_callbacks_scheduled_total",
+                kind: .counter,
+                labels: [],
+                help: "Callbacks scheduled by POST /v1/callbacks (repeated idempotency keys included)."
+            ),
+            Entry(
+                name: "herald_relay_callback_pushes_total",
+                kind: .counter,
+                labels: [],
+                help: "Callback dialogs pushed when due (each push to all of the user's devices counts once)."
+            ),
+            Entry(
+                name: "herald_relay_callback_answers_total",
+                kind: .counter,
+                labels: [],
+                help: "Callback answers taken from devices (ready, snooze, cancel)."
+            ),
+            Entry(
                 name: "herald_relay_duplicate_ingests_total",
                 kind: .counter,
                 labels: [],

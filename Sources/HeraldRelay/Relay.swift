@@ -20,6 +20,8 @@ public final class Relay: Sendable {
     public let webhooks: RelayWebhooks
     /// A call's life after its VoIP push: ringing, answer, decline, cancel, missed.
     public let calls: RelayCalls
+    /// Callbacks: scheduling, the due pushes (`CallbackScheduler`), answers, state and history.
+    public let callbacks: RelayCallbacks
     /// The live channels of apps in the foreground this node holds.
     public let live: LiveChannels
     /// Where every node's live channels are known (`RelayConfiguration.live.nodeID`).
@@ -70,6 +72,7 @@ public final class Relay: Sendable {
         self.transcripts = RelayTranscripts(context: context)
         self.webhooks = RelayWebhooks(context: context)
         self.calls = RelayCalls(context: context, live: live, directory: directory)
+        self.callbacks = RelayCallbacks(context: context)
         self.live = live
         self.liveDirectory = directory
         self.logger = logger

@@ -237,4 +237,7 @@ struct RelayMetrics: Sendable {
     let duplicates = Counter(label: "herald_relay_duplicate_ingests_total")
     let queued = Counter(label: "herald_relay_pushes_queued_total")
     let skipped = Counter(label: "herald_relay_pushes_skipped_total")
+    let callbacks = Counter(label: "herald_relay_callbacks_scheduled_total")
+    let callbackPushes = Counter(label: "herald_relay_callback_pushes_total")
+    let callbackAnswers = Counter(label: "herald_relay_callback_answers_total")
 }

@@ -55,7 +55,7 @@ struct API: Sendable {
     }
 
     /// `isBackend`, for a request the key lets in: a previous key's use is counted.
-    private func admitsBackend(_ request: Request) -> Bool {
+    func admitsBackend(_ request: Request) -> Bool {
         guard let token = bearer(request) else { return false }
         switch configuration.apiKeyMatch(Array(token.utf8)) {
         case .current:

@@ -284,6 +284,7 @@ public enum RelayHTTPService {
         ListRoutes.add(to: v1, relay: relay, api: api)
         WebhookRoutes.add(to: v1, relay: relay, api: api)
         CallRoutes.add(to: v1, relay: relay, api: api)
+        CallbackRoutes.add(to: v1, relay: relay, api: api)
         return router
     }
 }

@@ -130,6 +130,8 @@ public struct RelayNode: Sendable {
         )
         // Calls nobody answered end as missed on whichever node claims them first.
         let callTimers = CallTimerService(relay: relay)
-        self.services = [dispatcher, webhookDispatcher] + (live.map { [$0] } ?? []) + [callTimers, app]
+        // After the dispatcher: on shutdown it stops before the dispatcher drains what it queued.
+        let callbacks = CallbackScheduler(callbacks: relay.callbacks, owner: parts.dispatcher.owner)
+        self.services = [dispatcher, callbacks, webhookDispatcher] + (live.map { [$0] } ?? []) + [callTimers, app]
     }
 }

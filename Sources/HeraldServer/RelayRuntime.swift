@@ -257,6 +257,14 @@ struct Janitor: Service {
             } catch {
                 logger.warning("cannot delete finished webhook events", metadata: ["error": "\(error)"])
             }
+            do {
+                let callbacks = try await relay.callbacks.purgeFinished()
+                if callbacks > 0 {
+                    logger.info("finished callbacks past retention deleted", metadata: ["callbacks": "\(callbacks)"])
+                }
+            } catch {
+                logger.warning("cannot delete finished callbacks", metadata: ["error": "\(error)"])
+            }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
         }
     }

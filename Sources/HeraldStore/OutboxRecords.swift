@@ -1,11 +1,13 @@
 public import HeraldPush
 
-/// Which push a device gets: a notification, or a call.
+/// Which push a device gets: a notification, a call, or a callback's dialog.
 public enum OutboxKind: String, Sendable, Hashable, Codable, CaseIterable {
     case message
     case call
     /// The alert telling a device it missed a call (a messaging push: the messaging token).
     case missedCall = "missed_call"
+    /// A callback's actionable alert (`CallbackStore`); its subject is the callback id.
+    case callback
 }
 
 /// Where a push is in its life.

@@ -59,6 +59,8 @@ public enum StoreConformance {
         case dueCallsAreClaimedOnce
         case callStopsAreTakenOnce
         case fleetRoutesTravelWithTheToken
+        case callbacksAreClaimedOnceAndPushedOnce
+        case callbackAnswersCompareAndSet
 
         public var description: String { rawValue }
 
@@ -113,6 +115,9 @@ public enum StoreConformance {
             case .dueCallsAreClaimedOnce: try await StoreConformance.dueCallsAreClaimedOnce(engine)
             case .callStopsAreTakenOnce: try await StoreConformance.callStopsAreTakenOnce(engine)
             case .fleetRoutesTravelWithTheToken: try await StoreConformance.fleetRoutesTravelWithTheToken(engine)
+            case .callbacksAreClaimedOnceAndPushedOnce:
+                try await StoreConformance.callbacksAreClaimedOnceAndPushedOnce(engine)
+            case .callbackAnswersCompareAndSet: try await StoreConformance.callbackAnswersCompareAndSet(engine)
             }
         }
     }

@@ -335,6 +335,48 @@ enum PostgresMigrations {
                 "ALTER TABLE devices ADD COLUMN apns_environment TEXT",
             ]
         ),
+        (
+            "v9: callbacks",
+            [
+                // Callbacks (seed 002): the dialog and the service id sealed by the relay;
+                // `version` moves with every change and claim (an answer's compare-and-set);
+                // `owner` and `lease_until` hold a claim while the push is queued.
+                """
+                CREATE TABLE callbacks (
+                    id TEXT PRIMARY KEY,
+                    app_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    sealed_dialog BYTEA NOT NULL,
+                    due_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    pushes INTEGER NOT NULL DEFAULT 0,
+                    version BIGINT NOT NULL DEFAULT 0,
+                    last_action TEXT,
+                    owner TEXT,
+                    lease_until BIGINT,
+                    idempotency_key TEXT UNIQUE,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX callbacks_due ON callbacks (due_at) WHERE state = 'scheduled'",
+                "CREATE INDEX callbacks_expiring ON callbacks (expires_at) WHERE state IN ('scheduled', 'pushed')",
+                """
+                CREATE TABLE callback_history (
+                    callback_id TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    at BIGINT NOT NULL,
+                    event TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    action TEXT,
+                    sequence INTEGER,
+                    next_push_at BIGINT,
+                    PRIMARY KEY (callback_id, position)
+                )
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

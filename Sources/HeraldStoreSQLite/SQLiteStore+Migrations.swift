@@ -100,5 +100,44 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v17: callbacks") { db in
+            // Callbacks (seed 002): the dialog and the service id sealed by the relay; `version`
+            // moves with every change and claim (the compare-and-set of an answer); `owner` and
+            // `lease_until` hold a claim of a due callback while its push is queued.
+            try db.execute(
+                sql: """
+                    CREATE TABLE callbacks (
+                        id TEXT PRIMARY KEY,
+                        app_id TEXT NOT NULL,
+                        user_id TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        sealed_dialog BLOB NOT NULL,
+                        due_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        pushes INTEGER NOT NULL DEFAULT 0,
+                        version INTEGER NOT NULL DEFAULT 0,
+                        last_action TEXT,
+                        owner TEXT,
+                        lease_until INTEGER,
+                        idempotency_key TEXT UNIQUE,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX callbacks_due ON callbacks(due_at) WHERE state = 'scheduled';
+                    CREATE INDEX callbacks_expiring ON callbacks(expires_at) WHERE state IN ('scheduled', 'pushed');
+                    CREATE TABLE callback_history (
+                        callback_id TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        at INTEGER NOT NULL,
+                        event TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        action TEXT,
+                        sequence INTEGER,
+                        next_push_at INTEGER,
+                        PRIMARY KEY (callback_id, position)
+                    );
+                    """
+            )
+        }
     }
 }

@@ -74,6 +74,7 @@ import Testing
             vector.kind = negative.kind
             vector.pushID = negative.pushID
             vector.deviceID = negative.deviceID
+            vector.sequence = negative.sequence
             vector.envelope = negative.envelope
             let error = #expect(throws: HeraldCryptoError.self) { try vector.open() }
             #expect(error?.identifier == negative.error, "negative vector \(negative.name)")
@@ -210,6 +211,21 @@ enum VectorGenerator {
             ),
             deviceID: "dev-a1"
         ),
+        Spec(
+            name: "callback-standard",
+            description:
+                "A callback's second push (after a snooze) with seed 002's dialog; the AD ends with the push number.",
+            content: .callback(
+                CallbackContent(
+                    callbackID: "cb-0001",
+                    sequence: 2,
+                    serviceID: "3SQI3S31693JL9L3R00506T40C000U73",
+                    dialog: .standard,
+                    pushedAt: 1_763_727_000_000
+                )
+            ),
+            deviceID: "dev-a1"
+        ),
     ]
 
     static func bytes(startingAt start: Int, count: Int) -> [UInt8] {
@@ -224,7 +240,12 @@ enum VectorGenerator {
         let relay = try KeyPair(seed: SecureBytes(copying: relaySeed))
         let relayKeys = try KeyExchange.relaySessionKeys(relay: relay, device: device.publicKey)
         let deviceKeys = try KeyExchange.deviceSessionKeys(device: device, relay: relay.publicKey)
-        let context = EnvelopeContext(kind: spec.content.kind, pushID: spec.content.pushID, deviceID: spec.deviceID)
+        let context = EnvelopeContext(
+            kind: spec.content.kind,
+            pushID: spec.content.pushID,
+            deviceID: spec.deviceID,
+            sequence: spec.content.sequence
+        )
         let plaintext = try spec.content.encoded()
         let envelope = try EnvelopeSealer(sessionKeys: relayKeys).seal(
             plaintext: plaintext,
@@ -237,6 +258,7 @@ enum VectorGenerator {
             kind: spec.content.kind,
             pushID: spec.content.pushID,
             deviceID: spec.deviceID,
+            sequence: spec.content.kind == .callback ? spec.content.sequence : nil,
             deviceSeed: ByteEncoding.hex(deviceSeed),
             devicePublicKey: ByteEncoding.hex(device.publicKey.bytes),
             deviceSecretKey: ByteEncoding.hex(device.secretKey.copyBytes()),
@@ -257,7 +279,8 @@ enum VectorGenerator {
     static func negatives(
         base: EnvelopeVector,
         call: EnvelopeVector,
-        missed: EnvelopeVector
+        missed: EnvelopeVector,
+        callback: EnvelopeVector
     ) -> [EnvelopeVectorFile.Negative] {
         let bytes = ByteEncoding.bytes(base64URL: base.envelope)!
         func flipped(_ index: Int) -> String {
@@ -271,16 +294,19 @@ enum VectorGenerator {
             kind: PushKind? = nil,
             pushID: String? = nil,
             deviceID: String? = nil,
+            sequence: UInt16? = nil,
             error: HeraldCryptoError,
             from vector: EnvelopeVector? = nil
         ) -> EnvelopeVectorFile.Negative {
             let vector = vector ?? base
+            let kind = kind ?? vector.kind
             return .init(
                 name: name,
                 base: vector.name ?? "",
-                kind: kind ?? vector.kind,
+                kind: kind,
                 pushID: pushID ?? vector.pushID,
                 deviceID: deviceID ?? vector.deviceID,
+                sequence: kind == .callback ? sequence ?? vector.sequence : nil,
                 envelope: envelope,
                 error: error.identifier
             )
@@ -322,6 +348,34 @@ enum VectorGenerator {
                 kind: .message,
                 error: .authenticationFailed,
                 from: missed
+            ),
+            negative(
+                "callback-opened-as-message",
+                envelope: callback.envelope,
+                kind: .message,
+                error: .authenticationFailed,
+                from: callback
+            ),
+            negative(
+                "callback-opened-as-call",
+                envelope: callback.envelope,
+                kind: .call,
+                error: .authenticationFailed,
+                from: callback
+            ),
+            negative(
+                "callback-opened-as-another-push",
+                envelope: callback.envelope,
+                sequence: 1,
+                error: .authenticationFailed,
+                from: callback
+            ),
+            negative(
+                "message-opened-as-callback",
+                envelope: base.envelope,
+                kind: .callback,
+                sequence: 0,
+                error: .authenticationFailed
             ),
             negative(
                 "truncated-below-overhead",
@@ -504,7 +558,9 @@ enum VectorGenerator {
             negative: negatives(
                 base: vectors[0],
                 call: vectors[4],
-                missed: vectors.first { $0.kind == .missedCall } ?? vectors[4]
+                missed: vectors.first { $0.kind == .missedCall } ?? vectors[4],
+                // By name: other kinds' vectors may be added before it.
+                callback: try #require(vectors.first { $0.name == "callback-standard" })
             ),
             clearFields: clearFields,
             routing: routing(base: vectors[0])

@@ -172,6 +172,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.fleetRoutesTravelWithTheToken)
     }
 
+    @Test func callbacksAreClaimedOnceAndPushedOnce() async throws {
+        try await SQLiteEngine.check(.callbacksAreClaimedOnceAndPushedOnce)
+    }
+
+    @Test func callbackAnswersCompareAndSet() async throws {
+        try await SQLiteEngine.check(.callbackAnswersCompareAndSet)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -217,6 +225,8 @@ struct SQLiteConformanceTests {
             .dueCallsAreClaimedOnce,
             .callStopsAreTakenOnce,
             .fleetRoutesTravelWithTheToken,
+            .callbacksAreClaimedOnceAndPushedOnce,
+            .callbackAnswersCompareAndSet,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -45,7 +45,9 @@ TAG_LEN = 16  # section 3
 OVERHEAD = 1 + KEY_ID_LEN + NONCE_LEN + TAG_LEN  # section 3: "The overhead is 49 bytes"
 KID_PREFIX = b"herald-kid-v1"  # section 2, 13 ASCII bytes
 AD_MAGIC = b"HRLD"  # section 5
-KIND_BYTE = {"message": 0x01, "call": 0x02, "missed_call": 0x03}  # section 5 (kind) and section 6 (type byte)
+KIND_BYTE = {"message": 0x01, "call": 0x02, "missed_call": 0x03, "callback": 0x04}  # section 5 (kind) and section 6 (type byte)
+ACTION_KIND = {"connect": 1, "snooze": 2, "cancel": 3}  # section 6, callback action kinds
+ACTION_NAME = {v: k for k, v in ACTION_KIND.items()}
 KIND_NAME = {v: k for k, v in KIND_BYTE.items()}
 STR_MAX = 0xFFFF  # section 6: a str holds at most 65,535 bytes
 FLAG_TRUNCATED = 0x01  # section 6, message flags bit 0
@@ -64,6 +66,8 @@ MESSAGE_KEYS = {
     "truncated",
 }
 CALL_KEYS = {"type", "call_id", "caller_id", "caller_name", "media", "started_at"}
+CALLBACK_KEYS = {"type", "callback_id", "sequence", "service_id", "dialog", "pushed_at"}
+ID_FIELD = {"message": "message_id", "call": "call_id", "missed_call": "call_id", "callback": "callback_id"}  # section 5's push_id
 
 
 class EnvelopeError(Exception):
@@ -140,10 +144,11 @@ def _i64(value: int) -> bytes:
     return struct.pack(">q", value)
 
 
-def build_ad(kind: str, kid: bytes, push_id: str, device_id: str) -> bytes:
-    """Section 5."""
+def build_ad(kind: str, kid: bytes, push_id: str, device_id: str, sequence: int = 0) -> bytes:
+    """Section 5: a callback's ends with its push number."""
     assert len(kid) == KEY_ID_LEN
-    return AD_MAGIC + bytes([VERSION]) + kid + bytes([KIND_BYTE[kind]]) + _str(push_id) + _str(device_id)
+    ad = AD_MAGIC + bytes([VERSION]) + kid + bytes([KIND_BYTE[kind]]) + _str(push_id) + _str(device_id)
+    return ad + _u16(sequence) if kind == "callback" else ad
 
 
 def encode_content(content: dict) -> bytes:
@@ -177,6 +182,24 @@ def encode_content(content: dict) -> bytes:
             + _str(content["caller_id"])
             + _str(content["caller_name"])
         )
+    if kind == "callback":
+        if set(content) != CALLBACK_KEYS:
+            raise ValueError(f"callback keys {sorted(content)}")
+        dialog = content["dialog"]
+        out = (
+            bytes([KIND_BYTE["callback"], 0])
+            + _i64(content["pushed_at"])
+            + _str(content["callback_id"])
+            + _u16(content["sequence"])
+            + _str(content["service_id"])
+            + _str(dialog["title"])
+            + _str(dialog["text"])
+            + bytes([len(dialog["actions"])])
+        )
+        for action in dialog["actions"]:
+            out += _str(action["id"]) + _str(action["label"]) + bytes([ACTION_KIND[action["kind"]]])
+            out += struct.pack(">I", action["delay_seconds"])
+        return out
     raise ValueError(f"unknown content type {kind!r}")
 
 
@@ -196,6 +219,12 @@ class _Reader:
 
     def i64(self) -> int:
         return struct.unpack(">q", self.take(8))[0]
+
+    def u16(self) -> int:
+        return struct.unpack(">H", self.take(2))[0]
+
+    def u32(self) -> int:
+        return struct.unpack(">I", self.take(4))[0]
 
     def str(self) -> str:
         (n,) = struct.unpack(">H", self.take(2))
@@ -238,6 +267,25 @@ def decode_plaintext(plaintext: bytes) -> dict:
             "media": "video" if flags & FLAG_VIDEO else "audio",
             "started_at": started_at,
         }
+    elif type_byte == KIND_BYTE["callback"]:
+        r.byte()  # flags: none defined
+        pushed_at = r.i64()
+        callback_id, sequence, service_id = r.str(), r.u16(), r.str()
+        title, text = r.str(), r.str()
+        actions = []
+        for _ in range(r.byte()):
+            action_id, label, kind_byte, delay = r.str(), r.str(), r.byte(), r.u32()
+            if kind_byte not in ACTION_NAME:
+                raise EnvelopeError("plaintext", f"unknown action kind 0x{kind_byte:02x}")
+            actions.append({"id": action_id, "label": label, "kind": ACTION_NAME[kind_byte], "delay_seconds": delay})
+        content = {
+            "type": "callback",
+            "callback_id": callback_id,
+            "sequence": sequence,
+            "service_id": service_id,
+            "dialog": {"title": title, "text": text, "actions": actions},
+            "pushed_at": pushed_at,
+        }
     else:
         raise EnvelopeError("plaintext", f"unknown type byte 0x{type_byte:02x}")
     r.end()
@@ -247,7 +295,7 @@ def decode_plaintext(plaintext: bytes) -> dict:
 def seal_binary(content: dict, push_id: str, device_id: str, kid: bytes, relay_tx: bytes, nonce: bytes) -> bytes:
     """Section 3: version ‖ key_id ‖ nonce ‖ AEAD(plaintext, ad, nonce, relay_tx)."""
     assert len(nonce) == NONCE_LEN
-    ad = build_ad(content["type"], kid, push_id, device_id)
+    ad = build_ad(content["type"], kid, push_id, device_id, content.get("sequence", 0))
     ct = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(encode_content(content), ad, nonce, relay_tx)
     return bytes([VERSION]) + kid + nonce + ct
 
@@ -256,7 +304,9 @@ def seal(content: dict, push_id: str, device_id: str, kid: bytes, relay_tx: byte
     return b64url_encode(seal_binary(content, push_id, device_id, kid, relay_tx, nonce))
 
 
-def open_binary(envelope: bytes, kind: str, push_id: str, device_id: str, keys: dict[bytes, bytes]) -> bytes:
+def open_binary(
+    envelope: bytes, kind: str, push_id: str, device_id: str, keys: dict[bytes, bytes], sequence: int = 0
+) -> bytes:
     """Section 3's rejections, in the spec's order; returns the plaintext. keys: key_id -> device_rx."""
     if len(envelope) == 0:
         raise EnvelopeError("empty")
@@ -269,21 +319,25 @@ def open_binary(envelope: bytes, kind: str, push_id: str, device_id: str, keys: 
     ct = envelope[1 + KEY_ID_LEN + NONCE_LEN :]
     if kid not in keys:
         raise EnvelopeError("unknown_key_id", kid.hex())
-    ad = build_ad(kind, kid, push_id, device_id)
+    ad = build_ad(kind, kid, push_id, device_id, sequence)
     try:
         return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(ct, ad, nonce, keys[kid])
     except CryptoError as e:
         raise EnvelopeError("auth", str(e)) from e
 
 
-def open_envelope(text: str, kind: str, push_id: str, device_id: str, keys: dict[bytes, bytes]) -> dict:
-    """Text form -> content, with section 6's after-decoding checks (type and id)."""
-    content = decode_plaintext(open_binary(b64url_decode(text), kind, push_id, device_id, keys))
+def open_envelope(
+    text: str, kind: str, push_id: str, device_id: str, keys: dict[bytes, bytes], sequence: int = 0
+) -> dict:
+    """Text form -> content, with section 6's after-decoding checks (type, id, a callback's push number)."""
+    content = decode_plaintext(open_binary(b64url_decode(text), kind, push_id, device_id, keys, sequence))
     if content["type"] != kind:
         raise EnvelopeError("kind_mismatch", f"{content['type']} sealed, {kind} expected")
-    sealed_id = content["message_id"] if kind == "message" else content["call_id"]
+    sealed_id = content[ID_FIELD[kind]]
     if sealed_id != push_id:
         raise EnvelopeError("id_mismatch", f"{sealed_id!r} sealed, {push_id!r} expected")
+    if kind == "callback" and content["sequence"] != sequence:
+        raise EnvelopeError("id_mismatch", f"push {content['sequence']} sealed, {sequence} expected")
     return content
 
 
@@ -302,9 +356,9 @@ def make_entry(name: str, content: dict, device_id: str, nonce: bytes | None = N
     _, relay_tx = relay_session_keys(rpk, rsk, dpk)
     kid = key_id(dpk, rpk)
     kind = content["type"]
-    push_id = content["message_id"] if kind == "message" else content["call_id"]
+    push_id = content[ID_FIELD[kind]]
     plaintext = encode_content(content)
-    ad = build_ad(kind, kid, push_id, device_id)
+    ad = build_ad(kind, kid, push_id, device_id, content.get("sequence", 0))
     return {
         "name": name,
         "description": "sealed by Tests/interop/test_envelope_pynacl.py",
@@ -387,7 +441,7 @@ def test_vector_file_shape():
     assert isinstance(negative, list) and negative, "no negative entries"
     names = [v["name"] for v in vectors] + [n["name"] for n in negative]
     assert len(names) == len(set(names)), "names are not unique"
-    assert {"message", "call", "missed_call"} <= {v["kind"] for v in vectors}, "every kind must have vectors"
+    assert {v["kind"] for v in vectors} == {"message", "call", "missed_call", "callback"}, "every kind must have vectors"
     entry_fields = {
         "name", "description", "kind", "push_id", "device_id", "device_seed", "device_public_key",
         "device_secret_key", "relay_seed", "relay_public_key", "relay_secret_key", "key_id",
@@ -445,9 +499,10 @@ def test_vector_plaintext_and_ad(vector):
     v = _need(vector)
     content = v["content"]
     assert content["type"] == v["kind"]
-    assert (content["message_id"] if v["kind"] == "message" else content["call_id"]) == v["push_id"]
+    assert content[ID_FIELD[v["kind"]]] == v["push_id"]
+    assert v.get("sequence", 0) == content.get("sequence", 0)
     assert encode_content(content).hex() == v["plaintext"]
-    ad = build_ad(v["kind"], bytes.fromhex(v["key_id"]), v["push_id"], v["device_id"])
+    ad = build_ad(v["kind"], bytes.fromhex(v["key_id"]), v["push_id"], v["device_id"], v.get("sequence", 0))
     assert ad.hex() == v["additional_data"]
     # The decoder is the inverse of the encoder on the vector's bytes.
     assert canonical(decode_plaintext(bytes.fromhex(v["plaintext"]))) == canonical(content)
@@ -476,10 +531,19 @@ def test_vector_open(vector):
     v = _need(vector)
     keys = {bytes.fromhex(v["key_id"]): bytes.fromhex(v["device_rx"])}
     binary = b64url_decode(v["envelope"])
-    plaintext = open_binary(binary, v["kind"], v["push_id"], v["device_id"], keys)
+    sequence = v.get("sequence", 0)
+    plaintext = open_binary(binary, v["kind"], v["push_id"], v["device_id"], keys, sequence)
     assert plaintext.hex() == v["plaintext"]
-    content = open_envelope(v["envelope"], v["kind"], v["push_id"], v["device_id"], keys)
+    content = open_envelope(v["envelope"], v["kind"], v["push_id"], v["device_id"], keys, sequence)
     assert canonical(content) == canonical(v["content"])
+    # Replayed as another kind (or, for a callback, as another of its pushes): it does not open.
+    others = [(kind, 0) for kind in KIND_BYTE if kind != v["kind"]]
+    if v["kind"] == "callback":
+        others.append(("callback", sequence + 1))
+    for kind, other_sequence in others:
+        with pytest.raises(EnvelopeError) as refused:
+            open_envelope(v["envelope"], kind, v["push_id"], v["device_id"], keys, other_sequence)
+        assert refused.value.reason == "auth", (kind, other_sequence)
 
 
 # --- 3. negative entries -------------------------------------------------------------------------
@@ -491,7 +555,7 @@ def test_negative_does_not_open(neg):
     base = _base_vector(n)
     keys = {bytes.fromhex(base["key_id"]): bytes.fromhex(base["device_rx"])}
     with pytest.raises(EnvelopeError) as excinfo:
-        open_envelope(n["envelope"], n["kind"], n["push_id"], n["device_id"], keys)
+        open_envelope(n["envelope"], n["kind"], n["push_id"], n["device_id"], keys, n.get("sequence") or 0)
     # Herald names its error; the spec's rejection order must lead this opener to the same case.
     assert n["error"] in HERALD_ERROR_NAMES, f"error name {n['error']!r} is not one the spec describes"
     assert excinfo.value.reason == HERALD_ERROR_NAMES[n["error"]], str(excinfo.value)
@@ -889,6 +953,10 @@ def test_herald_refuses_negative(herald, tmp_path, neg):
     n = _need(neg)
     base = _base_vector(n)
     entry = {**base, **{k: n[k] for k in ("name", "kind", "push_id", "device_id", "envelope")}}
+    # A callback's push number is the negative entry's own (absent for the other kinds).
+    entry.pop("sequence", None)
+    if n.get("sequence") is not None:
+        entry["sequence"] = n["sequence"]
     result = run_open(herald, entry, tmp_path)
     stderr = result.stderr.decode("utf-8", errors="replace")
     assert result.returncode != 0, f"herald opened negative entry {n['name']!r}: {result.stdout!r}"

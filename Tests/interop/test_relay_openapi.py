@@ -26,6 +26,7 @@ binary is missing).
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import hmac
 import json
@@ -48,6 +49,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 from nacl import bindings as sodium
+from nacl.exceptions import CryptoError
 from nacl.public import PrivateKey
 from openapi_spec_validator import validate as validate_openapi
 from referencing import Registry
@@ -485,6 +487,130 @@ def receive_key(device_key: PrivateKey, activation: dict) -> bytes:
     return rx
 
 
+# --- callbacks (seed 002), exercised by test_every_route_matches_the_spec ---------------------------
+
+
+def _rfc3339(offset_seconds: float) -> str:
+    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=offset_seconds)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _wait_callback(relay: "Relay", callback_id: str, state: str, pushes: int) -> dict:
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while True:
+        view = relay.call("GET", f"/v1/callbacks/{callback_id}", 200, token=relay.api_key)
+        if view["state"] == state and view["pushes"] == pushes:
+            return view
+        assert time.monotonic() < deadline, f"callback {callback_id} still {view['state']} after {DELIVERY_TIMEOUT}s"
+        time.sleep(0.05)
+
+
+def exercise_callbacks(relay: "Relay", spec: Spec) -> None:
+    """Every documented answer of the three callback routes, and the push they make."""
+    key = relay.api_key
+    phone = relay.new_sandbox_device()
+    user = unique("cb-user")
+    activation, device_key = relay.activate(user, messaging_token=phone["messaging_token"])
+    credential = activation["device_credential"]
+    outsider, _ = relay.activate(unique("cb-outsider"))
+    dialog = {
+        "title": "Agent is available right now",
+        "text": "Are you ready?",
+        "actions": [
+            {"id": "ready", "label": "Yes, I'm ready to talk", "kind": "connect"},
+            {"id": "snooze", "label": "No, try again in 5 minutes", "kind": "snooze", "delay_seconds": 300},
+            {"id": "cancel", "label": "Cancel, my problem has been solved", "kind": "cancel"},
+        ],
+    }
+    service = "3SQI3S31693JL9L3R00506T40C000U73"
+    body = {"user_id": user, "service_id": service, "dialog": dialog, "idempotency_key": unique("cb")}
+    made = relay.call("POST", "/v1/callbacks", 201, body, key)
+    assert made["state"] == "scheduled" and made["app"] == DEFAULT_APP and "duplicate" not in made
+    again = relay.call("POST", "/v1/callbacks", 200, body, key)
+    assert again["callback_id"] == made["callback_id"] and again["duplicate"] is True
+    callback_id = made["callback_id"]
+    pushed = _wait_callback(relay, callback_id, "pushed", 1)
+    assert [e["event"] for e in pushed["history"]] == ["scheduled", "pushed"]
+
+    # The push: a priority-10 alert with the callback category; the dialog only in the envelope.
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while not (records := [r for r in relay.inspection(phone["messaging_token"]) if r["status"] == 200]):
+        assert time.monotonic() < deadline, "the callback push never reached the sandbox"
+        time.sleep(0.05)
+    (record,) = records
+    assert (record["topic"], record["push_type"], record["priority"]) == (DEFAULT_APP, "alert", "10")
+    payload = json.loads(record["payload"])
+    problems = _errors(spec.schema("ApnsCallbackPayload"), payload)
+    assert not problems, f"{payload!r} does not match ApnsCallbackPayload: {problems}"
+    assert service not in record["payload"] and "ready to talk" not in record["payload"]
+    herald = payload["herald"]
+    assert (herald["callback_id"], herald["push"]) == (callback_id, 1)
+    data = base64.urlsafe_b64decode(herald["sealed"] + "=" * (-len(herald["sealed"]) % 4))
+    ad_fields = b"".join(struct.pack(">H", len(v.encode())) + v.encode() for v in (callback_id, activation["device_id"]))
+    ad = b"HRLD\x01" + data[1:9] + b"\x04" + ad_fields + struct.pack(">H", 1)
+    plaintext = sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+        data[33:], ad, data[9:33], receive_key(device_key, activation)
+    )
+    assert plaintext[0] == 0x04 and service.encode() in plaintext and b"ready to talk" in plaintext
+    # Replayed as a message or a call (docs/envelope.md section 5), it does not open.
+    for kind in (b"\x01", b"\x02"):
+        with pytest.raises(CryptoError):
+            sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+                data[33:], b"HRLD\x01" + data[1:9] + kind + ad_fields, data[9:33], receive_key(device_key, activation)
+            )
+
+    base = f"/v1/callbacks/{callback_id}"
+    assert relay.call("GET", base, 200, token=credential)["state"] == "pushed"
+    relay.call("GET", base, 401)
+    relay.call("GET", base, 403, token=outsider["device_credential"])
+    relay.call("GET", "/v1/callbacks/no-such-callback", 404, token=key)
+    relay.call("POST", base + "/actions/ready", 401)
+    relay.call("POST", base + "/actions/ready", 403, token=key)
+    relay.call("POST", base + "/actions/ready", 403, token=outsider["device_credential"])
+    relay.call("POST", base + "/actions/dance", 400, token=credential, field_name="action")
+    relay.call("POST", "/v1/callbacks/no-such-callback/actions/ready", 404, token=credential)
+    snoozed = relay.call("POST", base + "/actions/snooze", 200, token=credential)
+    assert snoozed["state"] == "scheduled" and snoozed["kind"] == "snooze" and snoozed["next_push_at"]
+    relay.call("POST", base + "/actions/ready", 409, token=credential)  # not waiting: snoozed
+    # A second callback, answered ready, then answered again.
+    second = relay.call("POST", "/v1/callbacks", 201, {"user_id": user, "service_id": service}, key)
+    _wait_callback(relay, second["callback_id"], "pushed", 1)
+    ready = relay.call("POST", f"/v1/callbacks/{second['callback_id']}/actions/ready", 200, token=credential)
+    assert ready["state"] == "connected" and "next_push_at" not in ready
+    relay.call("POST", f"/v1/callbacks/{second['callback_id']}/actions/cancel", 409, token=credential)
+
+    # Refusals of scheduling.
+    relay.call("POST", "/v1/callbacks", 401, {"user_id": user, "service_id": service})
+    relay.call("POST", "/v1/callbacks", 403, {"user_id": user, "service_id": service}, credential)
+    relay.call("POST", "/v1/callbacks", 400, {"user_id": user}, key, field_name="service_id")
+    relay.call(
+        "POST", "/v1/callbacks", 400, {"user_id": user, "service_id": service, "at": _rfc3339(-60)}, key,
+        field_name="at", schema_rejects=False,
+    )
+    relay.call(
+        "POST", "/v1/callbacks", 400,
+        {"user_id": user, "service_id": service, "at": _rfc3339(120), "expires": _rfc3339(60)}, key,
+        field_name="expires", schema_rejects=False,
+    )
+    twice = {**dialog, "actions": [dialog["actions"][0], {**dialog["actions"][2], "id": "ready"}]}
+    relay.call(
+        "POST", "/v1/callbacks", 400, {"user_id": user, "service_id": service, "dialog": twice}, key,
+        field_name="dialog.actions[1].id", schema_rejects=False,
+    )
+    relay.call(
+        "POST", "/v1/callbacks", 400, {"user_id": user, "service_id": service, "dialog": {**dialog, "actions": []}},
+        key, field_name="dialog.actions",
+    )
+    huge = {**dialog, "text": "y" * 2048, "title": "t" * 256, "actions": [
+        {"id": f"a{i}", "label": "l" * 256, "kind": "cancel"} for i in range(4)
+    ]}  # fmt: skip
+    relay.call(
+        "POST", "/v1/callbacks", 400, {"user_id": user, "service_id": "s" * 256, "dialog": huge}, key,
+        field_name="dialog", schema_rejects=False,
+    )
+    relay.call("POST", "/v1/callbacks", 413, token=key, raw=b"{" + b" " * (300 * 1024) + b"}")
+
+
 # --- tests ---------------------------------------------------------------------------------------
 
 
@@ -527,9 +653,15 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/devices/{id}/chats/{conversation}/connect", "post"),
         ("/v1/webhooks/events", "get"),
         ("/v1/webhooks/events/{id}", "get"),
+        ("/v1/callbacks", "post"),
+        ("/v1/callbacks/{id}", "get"),
+        ("/v1/callbacks/{id}/actions/{action}", "post"),
     }
     assert set(spec.operations()) == expected
-    for name in ("ApnsMessagePayload", "ApnsCallPayload", "FcmMessageData", "FcmCallData", "Error"):
+    for name in (
+        "ApnsMessagePayload", "ApnsCallPayload", "FcmMessageData", "FcmCallData", "Error",
+        "ApnsCallbackPayload", "FcmCallbackData",
+    ):  # fmt: skip
         assert name in spec.document["components"]["schemas"]
 
 
@@ -1039,6 +1171,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("POST", "/v1/adapters/genesys", 413, raw=b"{" + b" " * (300 * 1024) + b"}")
 
     exercise_webhooks(relay, key, credential)
+    exercise_callbacks(relay, spec)
 
     # Every documented status of every operation was seen, except failures of the relay itself.
     missing = [
@@ -1281,6 +1414,34 @@ def test_fcm_payloads_match_the_spec(relay: Relay, spec: Spec):
             )
         )
         assert (opened["type"], opened["caller_id"], opened["caller_name"]) == (0x02, sender["id"], sender["name"])
+
+
+def test_fcm_callback_payload_matches_the_spec(relay: Relay, spec: Spec):
+    """A callback to an Android device: a HIGH data message with the dialog sealed (kind 0x04)."""
+    key = relay.api_key
+    phone = relay.new_sandbox_device(platform="android")
+    user = unique("cb-android")
+    activation, device_key = relay.activate(user, platform="android", messaging_token=phone["messaging_token"])
+    made = relay.call("POST", "/v1/callbacks", 201, {"user_id": user, "service_id": "svc-android"}, key)
+    _wait_callback(relay, made["callback_id"], "pushed", 1)
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while not (records := [r for r in relay.fcm_inspection(phone["messaging_token"]) if r["data"]["kind"] == "callback"]):
+        assert time.monotonic() < deadline, "the callback push never reached the sandbox's FCM"
+        time.sleep(0.05)
+    (record,) = records
+    assert record["priority"] == "HIGH"
+    data = record["data"]
+    problems = _errors(spec.schema("FcmCallbackData"), data)
+    assert not problems, f"{data!r} does not match FcmCallbackData: {problems}"
+    assert (data["callback_id"], data["push"]) == (made["callback_id"], "1")
+    assert "svc-android" not in json.dumps(data)
+    sealed = base64.urlsafe_b64decode(data["sealed"] + "=" * (-len(data["sealed"]) % 4))
+    fields = b"".join(struct.pack(">H", len(v.encode())) + v.encode() for v in (made["callback_id"], activation["device_id"]))
+    plaintext = sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+        sealed[33:], b"HRLD\x01" + sealed[1:9] + b"\x04" + fields + struct.pack(">H", 1), sealed[9:33],
+        receive_key(device_key, activation),
+    )
+    assert plaintext[0] == 0x04 and b"svc-android" in plaintext
 
 
 def test_dead_fcm_tokens_are_reported(relay: Relay):

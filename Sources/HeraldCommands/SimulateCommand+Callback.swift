@@ -1,0 +1,146 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HeraldDevice
+import HeraldRelayAPI
+import HeraldStore
+import HeraldTesting
+import NIOCore
+import NIOHTTP1
+
+extension SimulateCommand {
+    struct Callback: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "callback",
+            abstract: "A GMS callback: scheduled, pushed when due, snoozed for 5 minutes, pushed again, ready.",
+            discussion: """
+                The contact center schedules a callback for now (seed 002). The relay pushes its \
+                dialog as a priority-10 alert with the HERALD_CALLBACK category; the Notification \
+                Service Extension opens the sealed dialog; the user picks "No, try again in 5 \
+                minutes". Five simulated minutes later the relay pushes it again; the user picks \
+                "Yes, I'm ready to talk" and the callback is connected. Each push and answer \
+                writes its webhook event for the backend.
+                """
+        )
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let timeline = try await Simulation.run(options: options, flow: "callback") { phone, backend, clock in
+                try await Simulation.callback(phone: phone, backend: backend, clock: clock)
+            }
+            try Simulation.finish(timeline, options: options, title: "Herald: callback flow")
+        }
+    }
+}
+
+extension SimulatedBackend {
+    /// Sends a request with the API key and decodes the answer; a status other than `expect`
+    /// fails with the relay's reason.
+    func request<T: Decodable>(_ method: HTTPMethod, _ path: String, _ body: String?, expect: Int) async throws -> T {
+        var request = HTTPClientRequest(url: relayURL + path)
+        request.method = method
+        request.headers.add(name: "authorization", value: "Bearer " + apiKey)
+        if let body {
+            request.headers.add(name: "content-type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        guard response.status.code == expect else {
+            throw ValidationError("\(path) answered \(response.status.code): \(String(buffer: bytes))")
+        }
+        return try JSONDecoder().decode(T.self, from: Data(bytes.readableBytesView))
+    }
+}
+
+extension Simulation {
+    /// Seed 002's callback, snoozed once then answered ready.
+    static func callback(phone: EmulatedPhone, backend: SimulatedBackend, clock: TestClock) async throws {
+        phone.callbacks.plan([.snooze, .ready])
+        let sent = backend.timeline.time
+        let scheduled: CallbackView = try await backend.request(
+            .POST,
+            "/v1/callbacks",
+            Self.callbackRequest,
+            expect: 201
+        )
+        let id = scheduled.callbackID
+        backend.timeline.record(
+            "backend",
+            "relay",
+            "POST /v1/callbacks → 201",
+            detail: "callback \(id), due now, expires \(scheduled.expires)",
+            subject: EmulatedPhone.callbackSubject(id, 1),
+            stage: .requested,
+            at: sent
+        )
+        try await phone.wait("the first dialog to be answered") { $0.callbacks.all.first?.answer != nil }
+        try await recordCallbackPushesAccepted(id, backend: backend, phone: phone)
+        guard let snoozed = phone.callbacks.all.first?.answer, snoozed.state == .scheduled else {
+            throw ValidationError("the snooze did not schedule callback \(id) again")
+        }
+        // Five minutes pass at once: the relay's scheduler wakes on the simulated clock.
+        clock.advance(by: .seconds(300))
+        try await phone.wait("the second dialog to be answered") { phone in
+            phone.callbacks.all.count >= 2 && phone.callbacks.all[1].answer != nil
+        }
+        try await recordCallbackPushesAccepted(id, backend: backend, phone: phone)
+        let view: CallbackView = try await backend.request(.GET, "/v1/callbacks/\(id)", nil, expect: 200)
+        backend.timeline.record(
+            "backend",
+            "relay",
+            "GET /v1/callbacks/\(id) → \(view.state.rawValue)",
+            detail: view.history.map { $0.event + ($0.action.map { " " + $0 } ?? "") }.joined(separator: ", "),
+            subject: EmulatedPhone.callbackSubject(id, 2),
+            stage: .acted
+        )
+        if let events = Simulation.endpoints?.callbackEvents {
+            // Each at the time the relay wrote it (the simulation shares the relay's clock).
+            var push: UInt16 = 0
+            for event in try await events(id) {
+                if event.event.type == .callbackPushed { push += 1 }
+                backend.timeline.record(
+                    "relay",
+                    "backend",
+                    "webhook event \(event.event.type.rawValue) queued (\(event.state.rawValue))",
+                    detail: event.event.data,
+                    subject: EmulatedPhone.callbackSubject(id, push),
+                    stage: event.event.type == .callbackPushed ? .accepted : .acted,
+                    at: event.event.createdAt
+                )
+            }
+        }
+        guard view.state == .connected else { throw ValidationError("callback \(id) ended \(view.state.rawValue)") }
+    }
+
+    /// The scheduling request: seed 002's dialog, under the agent's name.
+    static let callbackRequest = """
+        {"user_id":"customer-42","service_id":"3SQI3S31693JL9L3R00506T40C000U73",\
+        "idempotency_key":"callback-case-1001","dialog":{"title":"Dana (Acme support) is available right now",\
+        "text":"Are you ready?","actions":[{"id":"ready","label":"Yes, I'm ready to talk","kind":"connect"},\
+        {"id":"snooze","label":"No, try again in 5 minutes","kind":"snooze","delay_seconds":300},\
+        {"id":"cancel","label":"Cancel, my problem has been solved","kind":"cancel"}]}}
+        """
+
+    /// Records, for each callback push the relay queued to the phone and has not recorded yet,
+    /// when APNs or FCM accepted it (`GET /v1/pushes?user=`, the relay's own record).
+    static func recordCallbackPushesAccepted(_ id: String, backend: SimulatedBackend, phone: EmulatedPhone) async throws
+    {
+        let listed: PushListView = try await backend.request(.GET, "/v1/pushes?user=customer-42", nil, expect: 200)
+        let android = phone.configuration.platform == .android
+        let pushes = listed.pushes.filter { $0.kind == .callback }.sorted { $0.createdAt < $1.createdAt }
+        let recorded = Set(backend.timeline.all.filter { $0.step.hasPrefix("push accepted by") }.compactMap(\.subject))
+        for (index, push) in pushes.enumerated() {
+            let subject = EmulatedPhone.callbackSubject(id, UInt16(index + 1))
+            guard !recorded.contains(subject) else { continue }
+            try await backend.recordAccepted(
+                push.pushID,
+                subject: subject,
+                pushType: android ? "fcm" : "alert",
+                topic: phone.configuration.bundleID,
+                network: android ? "fcm" : "apns"
+            )
+        }
+    }
+}

@@ -1,0 +1,71 @@
+public import HeraldCrypto
+import HeraldRelayAPI
+public import HeraldStore
+
+/// Builds a callback's pushes: an APNs alert with the callback category, or an FCM data message,
+/// each with the dialog sealed inside the budget.
+///
+/// The lock screen shows the app's generic text; the service id, the dialog's title, text and
+/// labels travel only in the envelope, which the Notification Service Extension (iOS) or the
+/// messaging service (Android) opens to show the dialog with the app's registered actions.
+public enum CallbackPayload {
+    /// The notification category the app registers with the actions' buttons (iOS
+    /// `UNNotificationCategory`): the NSE fills the buttons' titles from the sealed dialog.
+    public static let category = "HERALD_CALLBACK"
+
+    /// The body of the APNs alert for one device.
+    public static func apns(
+        _ content: CallbackContent,
+        app: AppRecord,
+        deviceID: String,
+        sealer: EnvelopeSealer
+    ) throws(HeraldCryptoError) -> String {
+        try check(content, app: app)
+        let envelope = try sealer.seal(.callback(content), deviceID: deviceID)
+        return apnsBody(app: app, callbackID: content.callbackID, sequence: content.sequence, sealed: envelope.text)
+    }
+
+    /// The data of the FCM message for one device (string keys and values).
+    public static func fcm(
+        _ content: CallbackContent,
+        app: AppRecord,
+        deviceID: String,
+        sealer: EnvelopeSealer
+    ) throws(HeraldCryptoError) -> [String: String] {
+        try check(content, app: app)
+        var fields = fcmFields(callbackID: content.callbackID, sequence: content.sequence)
+        fields["sealed"] = try sealer.seal(.callback(content), deviceID: deviceID).text
+        return fields
+    }
+
+    /// Throws `doesNotFit` unless the content's envelope fits in both networks' budgets with the
+    /// longest push number, so a callback accepted is never refused at its fifth push.
+    public static func check(_ content: CallbackContent, app: AppRecord) throws(HeraldCryptoError) {
+        let apnsRoom = PayloadBudget.apnsAlert.plaintextCapacity(
+            surroundingBytes: apnsBody(app: app, callbackID: content.callbackID, sequence: .max, sealed: "").utf8.count
+        )
+        let fcmRoom = PayloadBudget.fcmData.plaintextCapacity(
+            surroundingBytes: PushPayload.dataBytes(fcmFields(callbackID: content.callbackID, sequence: .max))
+                + "sealed".utf8.count
+        )
+        guard content.encodedLength <= min(apnsRoom, fcmRoom) else { throw .doesNotFit }
+    }
+
+    static func apnsBody(app: AppRecord, callbackID: String, sequence: UInt16, sealed: String) -> String {
+        var json = "{\"aps\":{\"alert\":{\"title\":"
+        json += JSONText.quoted(app.alertTitle)
+        json += ",\"body\":"
+        json += JSONText.quoted(app.alertBody)
+        json += "},\"category\":\"\(category)\",\"interruption-level\":\"time-sensitive\",\"mutable-content\":1,"
+        json += "\"sound\":\"default\"},\"herald\":{\"v\":1,\"kind\":\"callback\",\"callback_id\":"
+        json += JSONText.quoted(callbackID)
+        json += ",\"push\":\(sequence),\"sealed\":"
+        json += JSONText.quoted(sealed)
+        json += "}}"
+        return json
+    }
+
+    static func fcmFields(callbackID: String, sequence: UInt16) -> [String: String] {
+        ["v": "1", "kind": "callback", "callback_id": callbackID, "push": String(sequence)]
+    }
+}

@@ -1,0 +1,232 @@
+import HeraldCrypto
+public import HeraldPush
+import HeraldRelayAPI
+public import HeraldStore
+public import ServiceLifecycle
+
+extension RelayCallbacks {
+    /// Claims the callbacks that need the relay now (due, or past their expiration) for `owner`
+    /// and acts on each: queues the dialog's push to every device of the user, or expires it.
+    /// Returns how many callbacks changed.
+    ///
+    /// A claim holds for `lease`; the push is queued in the same transaction as the callback's
+    /// change, which succeeds only under the claim that is current, so a due callback is pushed
+    /// once even when a node dies between claim and change (another node claims it after the
+    /// lease) or two nodes run at once.
+    public func pushDue(
+        owner: String,
+        lease: Duration = .seconds(30),
+        limit: Int = 64
+    ) async throws(RelayError)
+        -> Int
+    {
+        let time = context.now()
+        let claimed = try await context.storing {
+            try await $0.claimDueCallbacks(limit: limit, owner: owner, now: time, leaseUntil: time + lease.milliseconds)
+        }
+        var changed = 0
+        for record in claimed {
+            do {
+                if try await act(on: record, at: time) { changed += 1 }
+            } catch {
+                // Left under its claim: claimed again once the lease ends.
+                context.logger.error(
+                    "cannot push a due callback",
+                    metadata: ["callback": "\(record.id)", "error": "\(error)"]
+                )
+            }
+        }
+        return changed
+    }
+
+    private func act(on record: CallbackRecord, at time: Int64) async throws(RelayError) -> Bool {
+        var machine = CallbackMachine(record)
+        // `due` is never refused.
+        let actions = (try? machine.handle(.due(at: time))) ?? []
+        let app = try await context.app(id: record.appID) ?? AppRecord(id: record.appID, teamID: "")
+        var history: [CallbackHistoryEntry] = []
+        var pushes: [OutboxEntry] = []
+        var events: [WebhookEvent] = []
+        var pushed = 0
+        for action in actions {
+            switch action {
+            case .push(let sequence):
+                pushes = try await callbackPushes(for: record, app: app, sequence: sequence, at: time)
+                pushed = 1
+                history.append(CallbackHistoryEntry(at: time, event: .pushed, state: .pushed, sequence: sequence))
+                let data = CallbackEventData(
+                    callbackID: record.id,
+                    userID: record.userID,
+                    state: CallbackState.pushed.rawValue,
+                    push: sequence,
+                    devices: pushes.count
+                )
+                events += context.webhookEvents(
+                    app: app,
+                    .callbackPushed,
+                    orderingKey: "callback:" + record.id,
+                    data: data,
+                    at: time
+                )
+            case .report(.callbackExpired):
+                history.append(CallbackHistoryEntry(at: time, event: .expired, state: .expired))
+                let data = CallbackEventData(
+                    callbackID: record.id,
+                    userID: record.userID,
+                    state: CallbackState.expired.rawValue
+                )
+                events += context.webhookEvents(
+                    app: app,
+                    .callbackExpired,
+                    orderingKey: "callback:" + record.id,
+                    data: data,
+                    at: time
+                )
+            case .report, .scheduleNextPush:
+                break
+            }
+        }
+        // Nothing to do (another node acted first): the change still releases the claim.
+        let change = CallbackChange(
+            callbackID: record.id,
+            expectedVersion: record.version,
+            state: machine.state,
+            dueAt: machine.dueAt,
+            pushed: pushed,
+            history: history,
+            pushes: pushes,
+            events: events,
+            now: time
+        )
+        guard try await context.storing({ try await $0.changeCallback(change) }) else { return false }
+        if !pushes.isEmpty {
+            context.metrics.queued.increment(by: pushes.count)
+            context.metrics.callbackPushes.increment()
+            context.accepted()
+        }
+        return !history.isEmpty
+    }
+
+    /// The dialog's push, sealed for each device of the user in the callback's app that has a
+    /// messaging token; priority 10 on APNs (a time-sensitive alert), HIGH on FCM.
+    private func callbackPushes(
+        for record: CallbackRecord,
+        app: AppRecord,
+        sequence: Int,
+        at time: Int64
+    )
+        async throws(RelayError) -> [OutboxEntry]
+    {
+        let sealed = try open(record)
+        let content = CallbackContent(
+            callbackID: record.id,
+            sequence: UInt16(clamping: sequence),
+            serviceID: sealed.serviceID,
+            dialog: sealed.dialog,
+            pushedAt: time
+        )
+        let recipients = try await context.storing { try await $0.recipients(userID: record.userID) }
+        var entries: [OutboxEntry] = []
+        for device in recipients.map(\.device)
+        where device.appID == record.appID && context.isPushable(device) && device.messagingToken != nil {
+            let pushID = TimeOrderedID.make(milliseconds: time)
+            let payload: Push.Payload
+            do {
+                let sealer = try context.sealer(for: device)
+                switch device.platform {
+                case .android:
+                    let data = try CallbackPayload.fcm(content, app: app, deviceID: device.id, sealer: sealer)
+                    payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
+                case .ios:
+                    let json = try CallbackPayload.apns(content, app: app, deviceID: device.id, sealer: sealer)
+                    payload = .apns(
+                        APNsPayload(topic: app.id, type: .alert, priority: .immediate, apnsID: pushID, json: json)
+                    )
+                }
+            } catch let error as RelayError {
+                throw error
+            } catch {
+                // Checked when scheduled: only an app whose alert texts grew since can get here.
+                context.logger.error(
+                    "a callback's dialog no longer fits in a push",
+                    metadata: ["callback": "\(record.id)", "device": "\(device.id)"]
+                )
+                continue
+            }
+            entries.append(
+                OutboxEntry(
+                    pushID: pushID,
+                    deviceID: device.id,
+                    kind: .callback,
+                    subjectID: record.id,
+                    priority: 10,
+                    payload: payload,
+                    nextAttemptAt: time,
+                    expiresAt: record.expiresAt,
+                    createdAt: time,
+                    updatedAt: time
+                )
+            )
+        }
+        return entries
+    }
+
+    /// Deletes the callbacks that finished longer ago than the relay keeps messages, with their
+    /// history; returns how many.
+    public func purgeFinished() async throws(RelayError) -> Int {
+        let cut = context.now() - context.configuration.messageRetention * 1000
+        return try await context.storing { try await $0.deleteFinishedCallbacks(before: cut) }
+    }
+
+    /// When the next callback needs the relay, if one is waiting on this store and its time is
+    /// still ahead (a time already past is a callback another claim holds).
+    func nextDueTime() async -> Int64? {
+        let due = (try? await context.store.nextCallbackDueTime()) ?? nil
+        guard let due, due > context.now() else { return nil }
+        return due
+    }
+
+    /// Waits until `deadline` on the relay's clock (so a test clock's advance wakes it), until a
+    /// callback is scheduled or snoozed on this node, or for `poll` of real time (what other
+    /// nodes wrote). With nothing due it does not sleep on the relay's clock at all.
+    func wait(until deadline: Int64?, poll: Duration) async {
+        let sleep = context.sleep
+        await withTaskGroup(of: Void.self) { group in
+            if let deadline { group.addTask { try? await sleep(deadline) } }
+            group.addTask { await self.signal.wait(timeout: poll) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}
+
+/// Pushes due callbacks and expires unanswered ones, as a service: on a callback scheduled or
+/// snoozed on this node at once, at the next due time on the relay's clock otherwise, and every
+/// `poll` (real time) for what other nodes wrote. Stops on graceful shutdown (a claim it held lapses and another node, or the next
+/// start, takes it).
+public struct CallbackScheduler: Service {
+    let callbacks: RelayCallbacks
+    /// Claims are held under this owner (the node's id).
+    public let owner: String
+    /// The longest wait between two looks at the store.
+    public var poll: Duration = .seconds(1)
+
+    public init(callbacks: RelayCallbacks, owner: String, poll: Duration = .seconds(1)) {
+        self.callbacks = callbacks
+        self.owner = owner
+        self.poll = poll
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    while try await callbacks.pushDue(owner: owner) > 0 {}
+                } catch {
+                    callbacks.context.logger.warning("cannot push due callbacks", metadata: ["error": "\(error)"])
+                }
+                await callbacks.wait(until: await callbacks.nextDueTime(), poll: poll)
+            }
+        }
+    }
+}

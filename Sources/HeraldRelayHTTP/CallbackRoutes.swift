@@ -1,0 +1,40 @@
+import HeraldHTTPSupport
+import HeraldRelay
+import HeraldRelayAPI
+import Hummingbird
+
+/// Callbacks (seed 002): the backend schedules and reads them with the API key; a device of the
+/// callback's user reads one and answers it with its device credential.
+enum CallbackRoutes {
+    static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
+        v1.post("callbacks") { request, _ in
+            try await api.handle {
+                try await api.requireBackend(request)
+                let body = try await api.decode(CallbackRequest.self, request)
+                let view = try await relay.callbacks.schedule(body)
+                return try JSONResponse.make(view.duplicate == true ? .ok : .created, view)
+            }
+        }
+        v1.get("callbacks/:id") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                if api.admitsBackend(request) {
+                    return try JSONResponse.make(.ok, try await relay.callbacks.callback(id: id))
+                }
+                let device = try await api.requireDevice(request)
+                return try JSONResponse.make(.ok, try await relay.callbacks.callback(id: id, for: device))
+            }
+        }
+        v1.post("callbacks/:id/actions/:action") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                let action = try context.parameters.require("action")
+                let device = try await api.requireDevice(request)
+                return try JSONResponse.make(
+                    .ok,
+                    try await relay.callbacks.answer(id: id, action: action, device: device)
+                )
+            }
+        }
+    }
+}

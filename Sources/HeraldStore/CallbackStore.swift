@@ -1,0 +1,195 @@
+/// Where a callback is in its life (the relay's `CallbackMachine` moves it).
+public enum CallbackState: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Waiting for its time (the first push, or the next one after a snooze).
+    case scheduled
+    /// Pushed; waiting for the user's answer.
+    case pushed
+    /// The user is ready: the contact center connects.
+    case connected
+    /// The user cancelled.
+    case cancelled
+    /// Its expiration passed before an answer.
+    case expired
+
+    /// Nothing happens to it any more.
+    public var isFinal: Bool {
+        switch self {
+        case .scheduled, .pushed: false
+        case .connected, .cancelled, .expired: true
+        }
+    }
+}
+
+/// One callback as the store keeps it. The dialog and the service id are in `sealedDialog`,
+/// sealed by the relay with the master key; the store never sees them.
+public struct CallbackRecord: Sendable, Hashable {
+    public var id: String
+    public var appID: String
+    public var userID: String
+    public var state: CallbackState
+    /// The service id and the dialog, sealed at rest.
+    public var sealedDialog: [UInt8]
+    /// When the next push is due (while scheduled), milliseconds since the epoch.
+    public var dueAt: Int64
+    /// When it expires unanswered, milliseconds since the epoch.
+    public var expiresAt: Int64
+    /// How many times it was pushed.
+    public var pushes: Int
+    /// Moves by one with every change and every claim: the compare-and-set of `changeCallback`.
+    public var version: Int
+    /// The last action's id, once answered.
+    public var lastAction: String?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+
+    public init(
+        id: String,
+        appID: String,
+        userID: String,
+        state: CallbackState,
+        sealedDialog: [UInt8],
+        dueAt: Int64,
+        expiresAt: Int64,
+        pushes: Int = 0,
+        version: Int = 0,
+        lastAction: String? = nil,
+        createdAt: Int64,
+        updatedAt: Int64
+    ) {
+        self.id = id
+        self.appID = appID
+        self.userID = userID
+        self.state = state
+        self.sealedDialog = sealedDialog
+        self.dueAt = dueAt
+        self.expiresAt = expiresAt
+        self.pushes = pushes
+        self.version = version
+        self.lastAction = lastAction
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One line of a callback's history.
+public struct CallbackHistoryEntry: Sendable, Hashable {
+    /// What happened.
+    public enum Event: String, Sendable, Hashable, Codable, CaseIterable {
+        case scheduled
+        case pushed
+        case action
+        case expired
+    }
+
+    public var at: Int64
+    public var event: Event
+    /// The state it left the callback in.
+    public var state: CallbackState
+    /// The action's id, for `action`.
+    public var action: String?
+    /// For `pushed`: the push's number (1, 2 …).
+    public var sequence: Int?
+    /// When the next push is due, for `scheduled` (and a snooze).
+    public var nextPushAt: Int64?
+
+    public init(
+        at: Int64,
+        event: Event,
+        state: CallbackState,
+        action: String? = nil,
+        sequence: Int? = nil,
+        nextPushAt: Int64? = nil
+    ) {
+        self.at = at
+        self.event = event
+        self.state = state
+        self.action = action
+        self.sequence = sequence
+        self.nextPushAt = nextPushAt
+    }
+}
+
+/// One change of a callback, made only if nobody changed or claimed it since it was read.
+public struct CallbackChange: Sendable {
+    public var callbackID: String
+    /// The version read; the change is made only if the callback still has it.
+    public var expectedVersion: Int
+    public var state: CallbackState
+    public var dueAt: Int64
+    /// Counted into `pushes` (0 or 1).
+    public var pushed: Int
+    public var lastAction: String?
+    /// The history lines the change adds, oldest first.
+    public var history: [CallbackHistoryEntry]
+    /// The pushes queued with it (a due callback's alert to each of the user's devices).
+    public var pushes: [OutboxEntry]
+    /// The webhook events reporting it.
+    public var events: [WebhookEvent]
+    public var now: Int64
+
+    public init(
+        callbackID: String,
+        expectedVersion: Int,
+        state: CallbackState,
+        dueAt: Int64,
+        pushed: Int = 0,
+        lastAction: String? = nil,
+        history: [CallbackHistoryEntry],
+        pushes: [OutboxEntry] = [],
+        events: [WebhookEvent] = [],
+        now: Int64
+    ) {
+        self.callbackID = callbackID
+        self.expectedVersion = expectedVersion
+        self.state = state
+        self.dueAt = dueAt
+        self.pushed = pushed
+        self.lastAction = lastAction
+        self.history = history
+        self.pushes = pushes
+        self.events = events
+        self.now = now
+    }
+}
+
+/// Callbacks (seed 002): scheduled by the backend, pushed when due, answered by a device.
+///
+/// Every write is durable when it returns. `claimDueCallbacks` is safe with several relay nodes
+/// on one database: a callback is claimed by one owner at a time, and a claim not followed by a
+/// change before its lease ends is claimed again. A claim moves the version, so a change made
+/// under a claim that was lost (its lease ended and another node claimed) is refused: a due
+/// callback is pushed once.
+public protocol CallbackStore: Sendable {
+    /// Writes a new callback with its first history line, once per idempotency key; returns the
+    /// callback stored under the key (this one, or the earlier one for a repeated key).
+    func scheduleCallback(
+        _ record: CallbackRecord,
+        history: CallbackHistoryEntry,
+        idempotencyKey: String?
+    ) async throws -> CallbackRecord
+    /// A callback as it is now, or `nil`.
+    func callback(id: String) async throws -> CallbackRecord?
+    /// A callback's history, oldest first; empty for an unknown callback.
+    func callbackHistory(id: String) async throws -> [CallbackHistoryEntry]
+    /// Claims, in one statement, up to `limit` callbacks that need the relay now: scheduled and
+    /// due or past their expiration, or pushed and past their expiration; not under another
+    /// owner's live lease (a claim `owner` itself left, by an earlier run that stopped between
+    /// claim and change, is taken back at once: one owner claims from one loop). Each is
+    /// returned with its version moved and held by `owner` through `leaseUntil`, soonest due
+    /// first.
+    func claimDueCallbacks(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [CallbackRecord]
+    /// Makes `change` if the callback still has `expectedVersion`: new state, due time, history,
+    /// queued pushes and webhook events in one transaction, the lease released, the version
+    /// moved. Returns `false`, writing nothing, if the version moved (another answer or claim
+    /// won) or the callback is unknown.
+    func changeCallback(_ change: CallbackChange) async throws -> Bool
+    /// When the next scheduled callback is due (or expires), if any.
+    func nextCallbackDueTime() async throws -> Int64?
+    /// The webhook events written with a callback's changes (ordering key `callback:<id>`),
+    /// oldest first, with their delivery state.
+    func callbackWebhookEvents(callbackID: String) async throws -> [StoredWebhookEvent]
+    /// Deletes the finished callbacks (connected, cancelled, expired) last changed before
+    /// `before`, with their history; returns how many. Their webhook events are the webhook
+    /// queue's to keep or delete.
+    func deleteFinishedCallbacks(before: Int64) async throws -> Int
+}

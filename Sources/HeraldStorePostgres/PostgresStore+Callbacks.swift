@@ -1,0 +1,252 @@
+public import HeraldStore
+import Logging
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore {
+    public func scheduleCallback(
+        _ record: CallbackRecord,
+        history: CallbackHistoryEntry,
+        idempotencyKey: String?
+    ) async throws -> CallbackRecord {
+        try await transaction("schedule a callback") { [logger] connection in
+            // Of two schedules with one key, the second waits for the first's commit and inserts
+            // nothing; it then reads the first.
+            let inserted = try await connection.run(
+                """
+                INSERT INTO callbacks
+                    (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
+                     idempotency_key, created_at, updated_at)
+                VALUES (\(record.id), \(record.appID), \(record.userID), \(record.state.rawValue),
+                    \(ByteBuffer(bytes: record.sealedDialog)), \(record.dueAt), \(record.expiresAt), \(record.pushes),
+                    \(Int64(record.version)), \(record.lastAction), \(idempotencyKey), \(record.createdAt),
+                    \(record.updatedAt))
+                ON CONFLICT (idempotency_key) DO NOTHING
+                RETURNING id
+                """,
+                logger: logger
+            )
+            if inserted.isEmpty {
+                let key = idempotencyKey ?? ""
+                let rows = try await connection.run(
+                    "SELECT \(unescaped: Self.callbackColumns) FROM callbacks WHERE idempotency_key = \(key)",
+                    logger: logger
+                )
+                guard let row = rows.first else {
+                    throw StoreError.corrupt.with(detail: "a callback's idempotency key names no callback")
+                }
+                return try Self.callback(from: row)
+            }
+            try await Self.appendHistory([history], callbackID: record.id, on: connection, logger: logger)
+            return record
+        }
+    }
+
+    public func callback(id: String) async throws -> CallbackRecord? {
+        try await rows(
+            "read a callback",
+            "SELECT \(unescaped: Self.callbackColumns) FROM callbacks WHERE id = \(id)"
+        ).first.map(Self.callback(from:))
+    }
+
+    public func callbackHistory(id: String) async throws -> [CallbackHistoryEntry] {
+        try await rows(
+            "read a callback's history",
+            """
+            SELECT at, event, state, action, sequence, next_push_at FROM callback_history
+            WHERE callback_id = \(id) ORDER BY position
+            """
+        ).map { row in
+            var columns = Columns(row)
+            let at: Int64 = try columns.next()
+            let eventName: String = try columns.next()
+            let stateName: String = try columns.next()
+            guard let event = CallbackHistoryEntry.Event(rawValue: eventName),
+                let state = CallbackState(rawValue: stateName)
+            else {
+                throw StoreError.corrupt.with(detail: "a callback's history has an unknown event or state")
+            }
+            return CallbackHistoryEntry(
+                at: at,
+                event: event,
+                state: state,
+                action: try columns.next(String?.self),
+                sequence: try columns.next(Int32?.self).map(Int.init),
+                nextPushAt: try columns.next(Int64?.self)
+            )
+        }
+    }
+
+    public func claimDueCallbacks(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64
+    ) async throws -> [CallbackRecord] {
+        // One statement; SKIP LOCKED leaves a callback another node is claiming or changing to it.
+        try await rows(
+            "claim due callbacks",
+            """
+            WITH due AS (
+                SELECT id FROM callbacks
+                WHERE ((state = 'scheduled' AND (due_at <= \(now) OR expires_at <= \(now)))
+                       OR (state = 'pushed' AND expires_at <= \(now)))
+                  AND (lease_until IS NULL OR lease_until < \(now) OR owner = \(owner))
+                ORDER BY due_at, id LIMIT \(Int64(limit))
+                FOR UPDATE SKIP LOCKED)
+            UPDATE callbacks c SET owner = \(owner), lease_until = \(leaseUntil), version = c.version + 1
+            FROM due WHERE c.id = due.id
+            RETURNING \(unescaped: Self.callbackColumns.split(separator: ",").map { "c." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+            """
+        ).map(Self.callback(from:)).sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+    }
+
+    public func changeCallback(_ change: CallbackChange) async throws -> Bool {
+        let changed = try await transaction("change a callback") { [logger] connection in
+            let updated = try await connection.run(
+                """
+                UPDATE callbacks
+                SET state = \(change.state.rawValue), due_at = \(change.dueAt), pushes = pushes + \(change.pushed),
+                    last_action = COALESCE(\(change.lastAction), last_action), version = version + 1,
+                    owner = NULL, lease_until = NULL, updated_at = \(change.now)
+                WHERE id = \(change.callbackID) AND version = \(Int64(change.expectedVersion))
+                RETURNING id
+                """,
+                logger: logger
+            )
+            guard !updated.isEmpty else { return false }
+            try await Self.appendHistory(change.history, callbackID: change.callbackID, on: connection, logger: logger)
+            try await Self.insertPushes(change.pushes, on: connection, logger: logger)
+            try await Self.insert(change.events, on: connection, logger: logger)
+            return true
+        }
+        if changed, !change.pushes.isEmpty { announceQueued() }
+        return changed
+    }
+
+    public func nextCallbackDueTime() async throws -> Int64? {
+        let rows = try await rows(
+            "read the next due callback",
+            """
+            SELECT MIN(CASE WHEN state = 'scheduled' THEN LEAST(due_at, expires_at) ELSE expires_at END)
+            FROM callbacks WHERE state IN ('scheduled', 'pushed')
+            """
+        )
+        do {
+            return try rows.first?.decode(Int64?.self) ?? nil
+        } catch {
+            throw StoreError.corrupt.with(detail: "read the next due callback: \(error)")
+        }
+    }
+
+    public func callbackWebhookEvents(callbackID: String) async throws -> [StoredWebhookEvent] {
+        let key = "callback:" + callbackID
+        return try await rows(
+            "read a callback's webhook events",
+            """
+            SELECT \(unescaped: Self.webhookEventColumns) FROM webhook_events
+            WHERE ordering_key = \(key) ORDER BY sequence
+            """
+        ).map(Self.webhookEvent(from:))
+    }
+
+    public func deleteFinishedCallbacks(before: Int64) async throws -> Int {
+        try await transaction("delete finished callbacks") { [logger] connection in
+            let deleted = try await connection.run(
+                """
+                DELETE FROM callbacks
+                WHERE state IN ('connected', 'cancelled', 'expired') AND updated_at < \(before)
+                RETURNING id
+                """,
+                logger: logger
+            )
+            let ids = try deleted.map { try $0.decode(String.self) }
+            if !ids.isEmpty {
+                try await connection.run(
+                    "DELETE FROM callback_history WHERE callback_id = ANY(\(ids))",
+                    logger: logger
+                )
+            }
+            return ids.count
+        }
+    }
+
+    static let callbackColumns = """
+        id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
+        created_at, updated_at
+        """
+
+    static func callback(from row: PostgresRow) throws -> CallbackRecord {
+        var columns = Columns(row)
+        let id: String = try columns.next()
+        let appID: String = try columns.next()
+        let userID: String = try columns.next()
+        let stateName: String = try columns.next()
+        guard let state = CallbackState(rawValue: stateName) else {
+            throw StoreError.corrupt.with(detail: "a callback has an unknown state: \(stateName)")
+        }
+        return CallbackRecord(
+            id: id,
+            appID: appID,
+            userID: userID,
+            state: state,
+            sealedDialog: try columns.bytes(),
+            dueAt: try columns.next(),
+            expiresAt: try columns.next(),
+            pushes: Int(try columns.next(Int32.self)),
+            version: Int(try columns.next(Int64.self)),
+            lastAction: try columns.next(String?.self),
+            createdAt: try columns.next(),
+            updatedAt: try columns.next()
+        )
+    }
+
+    private static func appendHistory(
+        _ lines: [CallbackHistoryEntry],
+        callbackID: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        for line in lines {
+            try await connection.run(
+                """
+                INSERT INTO callback_history (callback_id, position, at, event, state, action, sequence, next_push_at)
+                VALUES (\(callbackID),
+                    (SELECT COALESCE(MAX(position), 0) + 1 FROM callback_history WHERE callback_id = \(callbackID)),
+                    \(line.at), \(line.event.rawValue), \(line.state.rawValue), \(line.action),
+                    \(line.sequence.map { Int32($0) }), \(line.nextPushAt))
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    /// Queues pushes inside the caller's transaction, as an ingest does.
+    private static func insertPushes(
+        _ pushes: [OutboxEntry],
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        for push in pushes {
+            let columns = StoredPayload(push.payload)
+            try await connection.run(
+                """
+                INSERT INTO outbox
+                    (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
+                     apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason,
+                     created_at, updated_at)
+                VALUES (\(push.pushID), \(push.deviceID), \(push.kind.rawValue), \(push.subjectID),
+                    \(Int64(push.priority)), \(push.network.rawValue), \(columns.topic), \(columns.pushType),
+                    \(columns.apnsPriority.map { Int64($0) }), \(columns.apnsID), \(columns.fcmPriority),
+                    \(push.collapseID), \(Int64(push.attempts)), \(push.nextAttemptAt), \(push.expiresAt),
+                    \(push.state.rawValue), \(push.lastReason), \(push.createdAt), \(push.updatedAt))
+                """,
+                logger: logger
+            )
+            try await connection.run(
+                "INSERT INTO outbox_payloads (push_id, payload) VALUES (\(push.pushID), \(columns.body))",
+                logger: logger
+            )
+        }
+    }
+}

@@ -1,0 +1,236 @@
+import Foundation
+import GRDB
+public import HeraldStore
+
+extension SQLiteStore {
+    public func scheduleCallback(
+        _ record: CallbackRecord,
+        history: CallbackHistoryEntry,
+        idempotencyKey: String?
+    ) async throws -> CallbackRecord {
+        try await write { db in
+            if let key = idempotencyKey,
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT \(Self.callbackColumns) FROM callbacks WHERE idempotency_key = ?",
+                    arguments: [key]
+                )
+            {
+                return try Self.callback(from: row)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO callbacks
+                        (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version,
+                         last_action, idempotency_key, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    record.id, record.appID, record.userID, record.state.rawValue, Data(record.sealedDialog),
+                    record.dueAt, record.expiresAt, record.pushes, record.version, record.lastAction, idempotencyKey,
+                    record.createdAt, record.updatedAt,
+                ]
+            )
+            try Self.appendHistory([history], callbackID: record.id, db)
+            return record
+        }
+    }
+
+    public func callback(id: String) async throws -> CallbackRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Self.callbackColumns) FROM callbacks WHERE id = ?", arguments: [id])
+                .map(Self.callback(from:))
+        }
+    }
+
+    public func callbackHistory(id: String) async throws -> [CallbackHistoryEntry] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT at, event, state, action, sequence, next_push_at FROM callback_history
+                    WHERE callback_id = ? ORDER BY position
+                    """,
+                arguments: [id]
+            ).map { row in
+                let eventName: String = row[1]
+                let stateName: String = row[2]
+                guard let event = CallbackHistoryEntry.Event(rawValue: eventName),
+                    let state = CallbackState(rawValue: stateName)
+                else {
+                    throw StoreError.corrupt.with(detail: "a callback's history has an unknown event or state")
+                }
+                return CallbackHistoryEntry(
+                    at: row[0],
+                    event: event,
+                    state: state,
+                    action: row[3],
+                    sequence: row[4],
+                    nextPushAt: row[5]
+                )
+            }
+        }
+    }
+
+    public func claimDueCallbacks(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64
+    ) async throws -> [CallbackRecord] {
+        try await write { db in
+            // One statement: the writer is single, and the version moves with the claim.
+            try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE callbacks SET owner = ?, lease_until = ?, version = version + 1
+                    WHERE id IN (
+                        SELECT id FROM callbacks
+                        WHERE ((state = 'scheduled' AND (due_at <= ? OR expires_at <= ?))
+                               OR (state = 'pushed' AND expires_at <= ?))
+                          AND (lease_until IS NULL OR lease_until < ? OR owner = ?)
+                        ORDER BY due_at, id LIMIT ?)
+                    RETURNING \(Self.callbackColumns)
+                    """,
+                arguments: [owner, leaseUntil, now, now, now, now, owner, limit]
+            ).map(Self.callback(from:)).sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+        }
+    }
+
+    public func changeCallback(_ change: CallbackChange) async throws -> Bool {
+        let changed = try await write { db -> Bool in
+            try db.execute(
+                sql: """
+                    UPDATE callbacks
+                    SET state = ?, due_at = ?, pushes = pushes + ?, last_action = COALESCE(?, last_action),
+                        version = version + 1, owner = NULL, lease_until = NULL, updated_at = ?
+                    WHERE id = ? AND version = ?
+                    """,
+                arguments: [
+                    change.state.rawValue, change.dueAt, change.pushed, change.lastAction, change.now,
+                    change.callbackID, change.expectedVersion,
+                ]
+            )
+            guard db.changesCount == 1 else { return false }
+            try Self.appendHistory(change.history, callbackID: change.callbackID, db)
+            try Self.insertPushes(change.pushes, db)
+            try Self.insert(change.events, db)
+            return true
+        }
+        return changed
+    }
+
+    public func nextCallbackDueTime() async throws -> Int64? {
+        try await read { db in
+            try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT MIN(CASE WHEN state = 'scheduled' THEN MIN(due_at, expires_at) ELSE expires_at END)
+                    FROM callbacks WHERE state IN ('scheduled', 'pushed')
+                    """
+            )
+        }
+    }
+
+    public func callbackWebhookEvents(callbackID: String) async throws -> [StoredWebhookEvent] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.webhookEventColumns) FROM webhook_events
+                    WHERE ordering_key = ? ORDER BY sequence
+                    """,
+                arguments: ["callback:" + callbackID]
+            ).map(Self.webhookEvent(from:))
+        }
+    }
+
+    public func deleteFinishedCallbacks(before: Int64) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM callback_history WHERE callback_id IN (
+                        SELECT id FROM callbacks
+                        WHERE state IN ('connected', 'cancelled', 'expired') AND updated_at < ?)
+                    """,
+                arguments: [before]
+            )
+            try db.execute(
+                sql: """
+                    DELETE FROM callbacks
+                    WHERE state IN ('connected', 'cancelled', 'expired') AND updated_at < ?
+                    """,
+                arguments: [before]
+            )
+            return db.changesCount
+        }
+    }
+
+    static let callbackColumns = """
+        id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
+        created_at, updated_at
+        """
+
+    static func callback(from row: Row) throws -> CallbackRecord {
+        let stateName: String = row[3]
+        guard let state = CallbackState(rawValue: stateName) else {
+            throw StoreError.corrupt.with(detail: "a callback has an unknown state: \(stateName)")
+        }
+        return CallbackRecord(
+            id: row[0],
+            appID: row[1],
+            userID: row[2],
+            state: state,
+            sealedDialog: [UInt8](row[4] as Data),
+            dueAt: row[5],
+            expiresAt: row[6],
+            pushes: row[7],
+            version: row[8],
+            lastAction: row[9],
+            createdAt: row[10],
+            updatedAt: row[11]
+        )
+    }
+
+    private static func appendHistory(_ lines: [CallbackHistoryEntry], callbackID: String, _ db: Database) throws {
+        for line in lines {
+            try db.execute(
+                sql: """
+                    INSERT INTO callback_history (callback_id, position, at, event, state, action, sequence, next_push_at)
+                    VALUES (?, (SELECT COALESCE(MAX(position), 0) + 1 FROM callback_history WHERE callback_id = ?),
+                            ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    callbackID, callbackID, line.at, line.event.rawValue, line.state.rawValue, line.action,
+                    line.sequence, line.nextPushAt,
+                ]
+            )
+        }
+    }
+
+    /// Queues pushes inside the caller's transaction, as `accept` does.
+    private static func insertPushes(_ pushes: [OutboxEntry], _ db: Database) throws {
+        for push in pushes {
+            let columns = StoredPayload(push.payload)
+            try db.execute(
+                sql: """
+                    INSERT INTO outbox
+                        (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
+                         apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
+                         last_reason, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
+                    push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
+                    columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
+                    push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
+                ]
+            )
+            try db.execute(
+                sql: "INSERT INTO outbox_payloads (push_id, payload) VALUES (?, ?)",
+                arguments: [push.pushID, columns.body]
+            )
+        }
+    }
+}
