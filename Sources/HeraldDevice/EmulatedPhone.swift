@@ -20,7 +20,9 @@ public final class EmulatedPhone: Sendable {
     /// The Android app's messaging service (Android mode).
     public let messagingService: FirebaseMessagingServiceEmulator
     let http: DeviceHTTP
-    private let logger: Logger
+    let logger: Logger
+    /// The SDK session's live channel for calls (`EmulatedPhone+Calls`).
+    let callLink = CallLink()
 
     private struct State {
         var machine = LateTokenMachine()
@@ -122,7 +124,7 @@ public final class EmulatedPhone: Sendable {
         }
     }
 
-    private func changed() {
+    func changed() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
@@ -175,6 +177,7 @@ public final class EmulatedPhone: Sendable {
             return state.loop
         }
         loop?.cancel()
+        closeCallChannel()
         if let session = state.withLock({ $0.session }) { session.stop(phone: self) }
     }
 
@@ -208,7 +211,7 @@ public final class EmulatedPhone: Sendable {
         case .notification(let push)?:
             await receive(push)
         case .fcmMessage(let message)?:
-            receive(message)
+            await receive(message)
         }
         changed()
     }
@@ -270,6 +273,11 @@ public final class EmulatedPhone: Sendable {
             if case .violation(let count) = delivery {
                 record(diagnostic: "VoIP push \(push.apnsID) was not reported to CallKit (\(count))")
             }
+            if delivery == .reported, let call = PushKitEmulator.openCall(push.payload, store: store),
+                callKit.call(call.callID)?.state == .ringing
+            {
+                await callReported(call.callID)
+            }
             return
         }
         let result = await serviceExtension.receive(payload: push.payload, pushType: push.pushType)
@@ -302,7 +310,7 @@ public final class EmulatedPhone: Sendable {
         )
     }
 
-    private func receive(_ message: DeliveredFCMMessage) {
+    private func receive(_ message: DeliveredFCMMessage) async {
         let bytes = message.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         let subject = message.data["message_id"] ?? message.data["call_id"]
         timeline.record(
@@ -350,6 +358,7 @@ public final class EmulatedPhone: Sendable {
             )
             if let diagnostic { record(diagnostic: diagnostic) }
             callKit.reportIncomingCall(callID: callID, callerName: callerName, video: video)
+            await callReported(callID)
         case .ignored(let why):
             record(diagnostic: why)
         case .duplicate(let pushID):
@@ -380,7 +389,7 @@ public final class EmulatedPhone: Sendable {
         try? handle.write(contentsOf: line + Data([0x0A]))
     }
 
-    private func record(diagnostic: String) {
+    func record(diagnostic: String) {
         state.withLock { $0.diagnostics.append(diagnostic) }
         logger.notice("device diagnostic", metadata: ["detail": "\(diagnostic)"])
         changed()
