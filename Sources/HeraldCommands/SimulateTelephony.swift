@@ -110,13 +110,14 @@ extension SimulatedBackend {
         request.headers.add(name: "authorization", value: "Bearer " + apiKey)
         let response = try await http.execute(request, timeout: .seconds(30))
         let bytes = try await response.body.collect(upTo: 1 << 20)
+        // No stage: the ring's stages are over; the hang-up follows them.
         timeline.record(
             "backend",
             "relay",
-            "POST /v1/calls/\(callID)/cancel → \(response.status.code)",
-            detail: String(buffer: bytes).contains("\"cancelled\"") ? "the caller hung up" : String(buffer: bytes),
+            "caller hangs up",
+            detail: "POST /v1/calls/\(callID)/cancel → \(response.status.code)"
+                + (String(buffer: bytes).contains("\"cancelled\"") ? "" : ": " + String(buffer: bytes)),
             subject: callID,
-            stage: .requested,
             at: sent
         )
     }

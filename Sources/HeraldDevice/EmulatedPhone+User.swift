@@ -76,6 +76,10 @@ extension EmulatedPhone {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
             let herald = object["herald"] as? [String: Any]
         else { return nil }
+        // A missed-call alert is a push of its own after the call's: named apart from the call.
+        if herald["kind"] as? String == "missed_call", let call = herald["call_id"] as? String {
+            return "missed-call:" + call
+        }
         return herald["message_id"] as? String ?? herald["call_id"] as? String
     }
 

@@ -150,7 +150,8 @@ public final class Timeline: Sendable {
     ]
 
     /// Another phone's view of `timeline`: what it records lands there, with the phone's own
-    /// components suffixed with `device`, so two phones of one user stand side by side.
+    /// components and its subjects suffixed with `device`, so two phones of one user stand side
+    /// by side, each with its own order of a push's stages.
     public init(sharing timeline: Timeline, device: String) {
         self.now = timeline.now
         self.start = timeline.start
@@ -205,7 +206,8 @@ public final class Timeline: Sendable {
                 topic: topic,
                 payloadBytes: payloadBytes,
                 detail: detail,
-                subject: subject,
+                // The device's own chain of stages (delivered, opened, shown) for the subject.
+                subject: subject.map { $0 + " · " + device },
                 stage: stage,
                 userSees: userSees,
                 at: at,
