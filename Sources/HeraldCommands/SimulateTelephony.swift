@@ -94,7 +94,8 @@ extension Simulation {
                 push.pushID,
                 subject: receipt.id,
                 pushType: android ? "fcm" : "voip",
-                topic: android ? devices.first?.configuration.bundleID : (devices.first?.configuration.bundleID ?? "") + ".voip",
+                topic: android
+                    ? devices.first?.configuration.bundleID : (devices.first?.configuration.bundleID ?? "") + ".voip",
                 network: android ? "fcm" : "apns"
             )
         }

@@ -30,7 +30,10 @@ extension PushKind {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let kind = PushKind.allCases.first(where: { $0.description == text }) else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "push kind must be 'message', 'call' or 'missed_call'")
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "push kind must be 'message', 'call' or 'missed_call'"
+                )
             )
         }
         self = kind

@@ -22,7 +22,10 @@ final class CallChannel: Sendable {
         ended: @escaping @Sendable () -> Void
     ) {
         let url =
-            relay.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://")
+            relay.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(
+                of: "https://",
+                with: "wss://"
+            )
             + "/v1/devices/\(deviceID)/live?credential=\(credential)"
         let (frames, outgoing) = AsyncStream.makeStream(of: String.self)
         self.outgoing = outgoing

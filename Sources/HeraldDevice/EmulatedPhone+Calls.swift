@@ -81,7 +81,12 @@ extension EmulatedPhone {
             return (channel, true)
         }
         if opened {
-            timeline.record("sdk", "relay", "live channel connected", detail: "/v1/devices/\(registration.deviceID)/live")
+            timeline.record(
+                "sdk",
+                "relay",
+                "live channel connected",
+                detail: "/v1/devices/\(registration.deviceID)/live"
+            )
         }
         return channel
     }
@@ -101,7 +106,12 @@ extension EmulatedPhone {
         guard let registration = store.registration(), let credential = store.credential() else {
             throw DeviceError.store("the phone is not activated yet")
         }
-        let view = try await http.reportCall(relay: registration.relayURL, id: callID, action: action, credential: credential)
+        let view = try await http.reportCall(
+            relay: registration.relayURL,
+            id: callID,
+            action: action,
+            credential: credential
+        )
         callLink.state.withLock { $0.states[callID] = view.state }
         timeline.record(
             "sdk",

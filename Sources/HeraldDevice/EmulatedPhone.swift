@@ -314,7 +314,8 @@ public final class EmulatedPhone: Sendable {
         let bytes = message.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         let subject =
             message.data["kind"] == "missed_call"
-            ? message.data["call_id"].map { "missed-call:" + $0 } : message.data["message_id"] ?? message.data["call_id"]
+            ? message.data["call_id"].map { "missed-call:" + $0 }
+            : message.data["message_id"] ?? message.data["call_id"]
         timeline.record(
             "fcm",
             "app",

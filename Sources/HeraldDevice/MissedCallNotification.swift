@@ -61,10 +61,15 @@ extension FirebaseMessagingServiceEmulator {
             shownAt: now()
         )
         guard let callID = data["call_id"], let sealed = data["sealed"] else {
-            return .notification(generic, opened: false, diagnostic: "the missed call carries no call id or no sealed content")
+            return .notification(
+                generic,
+                opened: false,
+                diagnostic: "the missed call carries no call id or no sealed content"
+            )
         }
         do {
-            guard case .missedCall(let call) = try store.open(sealed: sealed, kind: .missedCall, subjectID: callID) else {
+            guard case .missedCall(let call) = try store.open(sealed: sealed, kind: .missedCall, subjectID: callID)
+            else {
                 return .notification(generic, opened: false, diagnostic: "the sealed content is not a missed call")
             }
             if let repeated = repeated(.missedCall, call.callID) { return repeated }

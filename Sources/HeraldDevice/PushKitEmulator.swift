@@ -57,7 +57,13 @@ public final class CallKitEmulator: Sendable {
             state.reports += 1
             guard state.calls[callID] == nil else { return true }
             state.order.append(callID)
-            state.calls[callID] = Call(callID: callID, callerName: callerName, video: video, state: .ringing, endReason: nil)
+            state.calls[callID] = Call(
+                callID: callID,
+                callerName: callerName,
+                video: video,
+                state: .ringing,
+                endReason: nil
+            )
             return false
         }
         guard !known else {

@@ -128,7 +128,9 @@ public final class RelayCalls: Sendable {
     /// nothing of other users' calls).
     private func record(_ id: String, for device: DeviceRecord) async throws(RelayError) -> CallRecord {
         let call = try await record(id)
-        guard call.userID == device.userID else { throw RelayError.notFound.with(detail: "no call \(id) for this device") }
+        guard call.userID == device.userID else {
+            throw RelayError.notFound.with(detail: "no call \(id) for this device")
+        }
         return call
     }
 
@@ -203,7 +205,12 @@ public final class RelayCalls: Sendable {
             return try await apply(event, to: now)
         case .ended(let ended):
             if let stops {
-                sendStops(stops.devices.filter { elsewhere[$0] == nil }, reason: stops.reason, call: call.id, state: ended.state)
+                sendStops(
+                    stops.devices.filter { elsewhere[$0] == nil },
+                    reason: stops.reason,
+                    call: call.id,
+                    state: ended.state
+                )
             }
             if !end.pushes.isEmpty {
                 context.metrics.queued.increment(by: end.pushes.count)

@@ -302,13 +302,15 @@ struct SimulationCommandTests {
         #expect(events.contains { $0.step == "user answers" })
         // The pad stops over its live channel each time, with CallKit's reason; never by a push.
         let stops = events.filter { $0.step.hasPrefix("call ended: ") }
-        #expect(stops.map { "\($0.subject ?? ""): \($0.step)" }.sorted() == [
-            "call-7781 · pad: call ended: answered elsewhere",
-            "call-7782 · pad: call ended: remote ended",
-            "call-7782: call ended: remote ended",
-            "call-7783 · pad: call ended: unanswered",
-            "call-7783: call ended: unanswered",
-        ])
+        #expect(
+            stops.map { "\($0.subject ?? ""): \($0.step)" }.sorted() == [
+                "call-7781 · pad: call ended: answered elsewhere",
+                "call-7782 · pad: call ended: remote ended",
+                "call-7782: call ended: remote ended",
+                "call-7783 · pad: call ended: unanswered",
+                "call-7783: call ended: unanswered",
+            ]
+        )
         #expect(events.filter { $0.step == "call ringing reported" }.count == 6)
         #expect(events.filter { $0.pushType == "voip" && $0.step == "push delivered" }.count == 6)
         // Nobody answered the third: each device's extension opened its missed-call alert.

@@ -30,7 +30,11 @@ struct CallClusterTests {
         seenBy other: TwoNodeCluster.Node,
         _ cluster: TwoNodeCluster
     ) async throws -> LiveClient {
-        let client = LiveClient(baseURL: node.baseURL, deviceID: phone.deviceID, credential: phone.activation.deviceCredential)
+        let client = LiveClient(
+            baseURL: node.baseURL,
+            deviceID: phone.deviceID,
+            credential: phone.activation.deviceCredential
+        )
         try await cluster.eventually("the channel seen from \(other.id)") {
             try await other.store.liveSessions(deviceIDs: [phone.deviceID], now: cluster.clock.now()).map(\.nodeID)
                 == [node.id]
