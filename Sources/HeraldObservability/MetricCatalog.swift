@@ -48,6 +48,13 @@ public enum MetricCatalog {
                 help: "Calls accepted by POST /v1/calls (duplicates by idempotency key aside)."
             ),
             Entry(
+                name: "herald_relay_calls_ended_total",
+                kind: .counter,
+                labels: ["state"],
+                help:
+                    "Calls that stopped ringing, by how: answered, declined, cancelled (the caller hung up), missed (nobody answered in time)."
+            ),
+            Entry(
                 name: "herald_relay_duplicate_ingests_total",
                 kind: .counter,
                 labels: [],

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCrypto
+import Metrics
 public import HeraldRelayAPI
 public import HeraldStore
 
@@ -216,6 +217,7 @@ public final class RelayCalls: Sendable {
                 context.metrics.queued.increment(by: end.pushes.count)
                 context.accepted()
             }
+            Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", ended.state.rawValue)]).increment()
             context.logger.info(
                 "call ended",
                 metadata: ["call": "\(call.id)", "state": "\(ended.state.rawValue)", "alerts": "\(end.pushes.count)"]
