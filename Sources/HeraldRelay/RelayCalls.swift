@@ -1,8 +1,8 @@
 import Foundation
 import HeraldCrypto
-import Metrics
 public import HeraldRelayAPI
 public import HeraldStore
+import Metrics
 
 /// The relay's calls part: a call's life after its VoIP push (`CallMachine` over the store's
 /// `CallStore`). Devices report ringing, answer or decline (over their live channel or HTTP);
