@@ -461,7 +461,7 @@ def parse_plaintext(plaintext: bytes) -> dict:
     names = (
         ["message_id", "conversation_id", "sender_id", "sender_name", "text"]
         if kind == 0x01
-        else ["call_id", "caller_id", "caller_name"]
+        else ["call_id", "caller_id", "caller_name"]  # a call (0x02) or a missed call (0x03)
     )
     values, offset = {}, 10
     for name in names:
@@ -1177,6 +1177,55 @@ def test_apns_payloads_match_the_spec(relay: Relay, spec: Spec):
             sender["id"],
             sender["name"],
         )
+
+
+def test_missed_call_alert_matches_the_spec(relay: Relay, spec: Spec):
+    """A call nobody answers within its ttl: missed, and a priority-5 alert sealed as kind 3."""
+    key = relay.api_key
+    app_id = unique("com.example.missed")
+    relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": relay.default_team()}, key)
+    phone = relay.new_sandbox_device(app_id)
+    user = unique("user")
+    activation, device_key = relay.activate(
+        user, app=app_id, messaging_token=phone["messaging_token"], voip_token=phone["voip_token"]
+    )
+    sender = {"id": unique("agent"), "name": "Grace Hopper"}
+    call_id = unique("call")
+    relay.call("POST", "/v1/calls", 202, {"to": user, "from": sender, "call_id": call_id, "ttl": 1}, key)
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while relay.call("GET", f"/v1/calls/{call_id}", 200, token=key)["state"] != "missed":
+        assert time.monotonic() < deadline, "the call was never missed"
+        time.sleep(0.1)
+    records = []
+    while not records:
+        assert time.monotonic() < deadline, "no missed-call alert"
+        records = [r for r in relay.inspection(phone["messaging_token"]) if r["status"] == 200]
+        time.sleep(0.05)
+    (record,) = records
+    assert (record["topic"], record["push_type"], record["priority"]) == (app_id, "alert", "5")
+    payload = json.loads(record["payload"])
+    problems = _errors(spec.schema("ApnsMissedCallPayload"), payload)
+    assert not problems, f"{payload!r} does not match ApnsMissedCallPayload: {problems}"
+    assert sender["name"] not in record["payload"]
+    assert payload["herald"]["call_id"] == call_id and payload["aps"]["thread-id"] == "call:" + call_id
+    opened = parse_plaintext(
+        open_envelope(
+            payload["herald"]["sealed"],
+            receive_key(device_key, activation),
+            activation["key_id"],
+            0x03,
+            call_id,
+            activation["device_id"],
+        )
+    )
+    assert (opened["type"], opened["call_id"], opened["caller_id"], opened["caller_name"]) == (
+        0x03,
+        call_id,
+        sender["id"],
+        sender["name"],
+    )
+    listed = relay.call("GET", f"/v1/pushes?user={urllib.parse.quote(user)}", 200, token=key)["pushes"]
+    assert sorted(p["kind"] for p in listed) == ["call", "missed_call"]
 
 
 def test_fcm_payloads_match_the_spec(relay: Relay, spec: Spec):
