@@ -98,21 +98,38 @@ struct SimulateCommand: AsyncParsableCommand {
     struct Telephony: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "telephony",
-            abstract: "An incoming call as a priority-10 VoIP push, reported to CallKit, answered.",
+            abstract: "Calls from ring to end on two devices of one user: answered elsewhere, hung up, missed.",
             discussion: """
-                An agent calls the user: the relay sends a priority-10 VoIP push to the .voip \
-                topic, PushKit hands it to the app, which opens the sealed caller and reports the \
-                call to CallKit; the phone rings and the user answers.
+                An agent calls the user, who has a phone and a pad: the relay sends each a \
+                priority-10 VoIP push to the .voip topic, PushKit hands it to the app, which opens \
+                the sealed caller and reports the call to CallKit; the SDK session connects its \
+                live channel and reports the call ringing. The user answers on the phone; the pad \
+                is told over its channel to stop (answered elsewhere). A second call rings on both \
+                and the caller hangs up (remote ended). A third rings until its time to live \
+                passes: both stop (unanswered) and each gets the missed-call alert, opened by the \
+                Notification Service Extension. With --android, the same on two Android devices \
+                (FCM data messages, the incoming-call screen).
                 """
         )
 
         @OptionGroup var options: Options
 
+        @Flag(help: "Two Android devices instead of an iPhone and an iPad.")
+        var android = false
+
         func run() async throws {
-            let timeline = try await Simulation.run(options: options, flow: "telephony") { phone, backend, _ in
-                try await Simulation.telephony(phone: phone, backend: backend)
+            let platform: DevicePlatform = android ? .android : .ios
+            let timeline = try await Simulation.run(options: options, flow: "telephony", platform: platform) {
+                phone,
+                backend,
+                clock in
+                try await Simulation.telephony(phone: phone, backend: backend, clock: clock)
             }
-            try Simulation.finish(timeline, options: options, title: "Herald: telephony flow")
+            try Simulation.finish(
+                timeline,
+                options: options,
+                title: android ? "Herald: Android telephony flow" : "Herald: telephony flow"
+            )
         }
     }
 }
@@ -312,36 +329,6 @@ enum Simulation {
         }
         if let last = phone.notifications.last {
             try await phone.tap(last)
-        }
-    }
-
-    static func telephony(phone: EmulatedPhone, backend: SimulatedBackend) async throws {
-        let sent = backend.timeline.time
-        let receipt = try await backend.post(
-            "/v1/calls",
-            #"{"to":"customer-42","from":{"id":"agent-dana","name":"Dana (Acme support)"},"call_id":"call-7781","media":"audio"}"#
-        )
-        backend.timeline.record(
-            "backend",
-            "relay",
-            "POST /v1/calls → 202",
-            detail: "\(receipt.pushes.count) push(es)"
-                + receipt.skipped.map { ", skipped \($0.deviceID): \($0.reason)" }.joined(),
-            subject: receipt.id,
-            stage: .requested,
-            at: sent
-        )
-        try await phone.wait("the phone to ring") { !$0.callKit.calls.isEmpty }
-        for push in receipt.pushes {
-            try await backend.recordAccepted(
-                push.pushID,
-                subject: receipt.id,
-                pushType: "voip",
-                topic: phone.configuration.bundleID + ".voip"
-            )
-        }
-        if let call = phone.callKit.calls.first {
-            phone.callKit.answer(callID: call.callID)
         }
     }
 

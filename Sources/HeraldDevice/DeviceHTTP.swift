@@ -154,3 +154,19 @@ public struct DeviceHTTP: Sendable {
         return reply.device_id
     }
 }
+
+extension DeviceHTTP {
+    /// `POST /v1/calls/{id}/ringing|answer|decline` with the device credential, for a device
+    /// without its live channel.
+    public func reportCall(relay: String, id: String, action: String, credential: String) async throws -> CallView {
+        try await call(
+            .POST,
+            relay + "/v1/calls/\(id)/\(action)",
+            bearer: credential,
+            body: [String: String](),
+            expect: 200,
+            as: CallView.self,
+            failure: DeviceError.relay
+        )
+    }
+}

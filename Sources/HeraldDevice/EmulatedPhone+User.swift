@@ -81,6 +81,10 @@ extension EmulatedPhone {
         {
             return callbackSubject(callback, sequence)
         }
+        // A missed-call alert is a push of its own after the call's: named apart from the call.
+        if herald["kind"] as? String == "missed_call", let call = herald["call_id"] as? String {
+            return "missed-call:" + call
+        }
         return herald["message_id"] as? String ?? herald["call_id"] as? String
     }
 

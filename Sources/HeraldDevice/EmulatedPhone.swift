@@ -20,9 +20,11 @@ public final class EmulatedPhone: Sendable {
     /// The Android app's messaging service (Android mode).
     public let messagingService: FirebaseMessagingServiceEmulator
     let http: DeviceHTTP
-    private let logger: Logger
+    let logger: Logger
     /// The callback dialogs shown and their answers (EmulatedPhone+Callbacks.swift).
     public let callbacks = PhoneCallbacks()
+    /// The SDK session's live channel for calls (`EmulatedPhone+Calls`).
+    let callLink = CallLink()
 
     private struct State {
         var machine = LateTokenMachine()
@@ -124,7 +126,7 @@ public final class EmulatedPhone: Sendable {
         }
     }
 
-    private func changed() {
+    func changed() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
@@ -177,6 +179,7 @@ public final class EmulatedPhone: Sendable {
             return state.loop
         }
         loop?.cancel()
+        closeCallChannel()
         if let session = state.withLock({ $0.session }) { session.stop(phone: self) }
     }
 
@@ -272,6 +275,11 @@ public final class EmulatedPhone: Sendable {
             if case .violation(let count) = delivery {
                 record(diagnostic: "VoIP push \(push.apnsID) was not reported to CallKit (\(count))")
             }
+            if delivery == .reported, let call = PushKitEmulator.openCall(push.payload, store: store),
+                callKit.call(call.callID)?.state == .ringing
+            {
+                await callReported(call.callID)
+            }
             return
         }
         if Self.isCallback(payload: push.payload) {
@@ -313,7 +321,9 @@ public final class EmulatedPhone: Sendable {
     private func receive(_ message: DeliveredFCMMessage) async {
         let bytes = message.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         let subject =
-            message.data["message_id"] ?? message.data["call_id"]
+            message.data["kind"] == "missed_call"
+            ? message.data["call_id"].map { "missed-call:" + $0 }
+            : message.data["message_id"] ?? message.data["call_id"]
             ?? message.data["callback_id"].map { id in Self.callbackSubject(id, UInt16(message.data["push"] ?? "") ?? 0)
             }
         timeline.record(
@@ -369,6 +379,7 @@ public final class EmulatedPhone: Sendable {
             )
             if let diagnostic { record(diagnostic: diagnostic) }
             callKit.reportIncomingCall(callID: callID, callerName: callerName, video: video)
+            await callReported(callID)
         case .ignored(let why):
             record(diagnostic: why)
         case .duplicate(let pushID):
@@ -411,7 +422,7 @@ public final class EmulatedPhone: Sendable {
     /// Wakes `wait(_:until:)` after a callback was answered.
     func callbackChanged() { changed() }
 
-    private func record(diagnostic: String) {
+    func record(diagnostic: String) {
         state.withLock { $0.diagnostics.append(diagnostic) }
         logger.notice("device diagnostic", metadata: ["detail": "\(diagnostic)"])
         changed()

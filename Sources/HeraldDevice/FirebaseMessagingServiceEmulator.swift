@@ -65,6 +65,7 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
         switch data["kind"] {
         case "message": message(data)
         case "call": call(data)
+        case "missed_call": missedCall(data)
         default: .ignored("the data message is not Herald's (kind \(data["kind"] ?? "missing"))")
         }
     }
@@ -116,7 +117,7 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
     }
 
     /// `.duplicate` for a push already shown, or nil (and the push remembered) for a new one.
-    private func repeated(_ kind: PushKind, _ subjectID: String) -> Outcome? {
+    func repeated(_ kind: PushKind, _ subjectID: String) -> Outcome? {
         let pushID = AppGroupStore.shownPushID(kind: kind, subjectID: subjectID)
         // A store that cannot record shows the push: a repeat is better than a loss.
         guard (try? store.recordShown(pushID, capacity: rememberedPushes)) == false else { return nil }

@@ -158,6 +158,7 @@ public struct NotificationServiceEmulator: Sendable {
         threadID: String?,
         original: DisplayedNotification
     ) -> ServiceExtensionResult {
+        if herald["kind"] as? String == "missed_call" { return openMissedCall(herald: herald, original: original) }
         var shown = original
         let policy = herald["policy"] as? String ?? "full"
         guard let sealed = herald["sealed"] as? String else {
@@ -207,7 +208,7 @@ public struct NotificationServiceEmulator: Sendable {
     }
 
     /// The result for a push already shown, or nil (and the push remembered) for a new one.
-    private func repeated(_ kind: PushKind, _ subjectID: String) -> ServiceExtensionResult? {
+    func repeated(_ kind: PushKind, _ subjectID: String) -> ServiceExtensionResult? {
         let pushID = AppGroupStore.shownPushID(kind: kind, subjectID: subjectID)
         // A store that cannot record shows the push: a repeat is better than a loss.
         guard (try? store.recordShown(pushID, capacity: rememberedPushes)) == false else { return nil }
@@ -221,7 +222,7 @@ public struct NotificationServiceEmulator: Sendable {
     }
 
     /// The generic text, under no conversation: the clear one is not authenticated.
-    private func failed(_ original: DisplayedNotification, _ why: String) -> ServiceExtensionResult {
+    func failed(_ original: DisplayedNotification, _ why: String) -> ServiceExtensionResult {
         var shown = original
         shown.thread = nil
         shown.conversationID = nil

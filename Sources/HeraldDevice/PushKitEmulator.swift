@@ -11,6 +11,16 @@ public final class CallKitEmulator: Sendable {
         case ringing
         case answered
         case declined
+        /// Ended by the app (`CXProvider.reportCall(with:endedAt:reason:)`): see `endReason`.
+        case ended
+    }
+
+    /// Why the app ended a ringing call (CallKit's `CXCallEndedReason`).
+    public enum EndReason: String, Sendable, Hashable, Codable {
+        case answeredElsewhere = "answered elsewhere"
+        case declinedElsewhere = "declined elsewhere"
+        case remoteEnded = "remote ended"
+        case unanswered
     }
 
     /// A reported call.
@@ -19,6 +29,8 @@ public final class CallKitEmulator: Sendable {
         public var callerName: String
         public var video: Bool
         public var state: CallState
+        /// Why it ended, once `ended`.
+        public var endReason: EndReason?
     }
 
     private let state = Mutex<(calls: [String: Call], order: [String], reports: Int)>(([:], [], 0))
@@ -45,7 +57,13 @@ public final class CallKitEmulator: Sendable {
             state.reports += 1
             guard state.calls[callID] == nil else { return true }
             state.order.append(callID)
-            state.calls[callID] = Call(callID: callID, callerName: callerName, video: video, state: .ringing)
+            state.calls[callID] = Call(
+                callID: callID,
+                callerName: callerName,
+                video: video,
+                state: .ringing,
+                endReason: nil
+            )
             return false
         }
         guard !known else {
@@ -95,6 +113,34 @@ public final class CallKitEmulator: Sendable {
         if settled { timeline?.record("user", screen, step, detail: "call \(callID)", subject: callID, stage: .acted) }
         return settled
     }
+
+    /// The app ends a call still ringing (another device answered, the caller hung up, nobody
+    /// answered in time): the ring stops with the reason. False when no such call rings.
+    @discardableResult
+    public func end(callID: String, reason: EndReason) -> Bool {
+        let ended = state.withLock { state -> Bool in
+            guard state.calls[callID]?.state == .ringing else { return false }
+            state.calls[callID]?.state = .ended
+            state.calls[callID]?.endReason = reason
+            return true
+        }
+        if ended {
+            timeline?.record(
+                reporter,
+                screen,
+                "call ended: \(reason.rawValue)",
+                detail: "call \(callID)",
+                subject: callID
+            )
+            // No stage: the ring's stages (delivered, opened, shown) are over, and a stop may come
+            // before or after the user acts on another device.
+            timeline?.record(screen, "user", "ringing stops", detail: reason.rawValue, subject: callID)
+        }
+        return ended
+    }
+
+    /// A reported call by id.
+    public func call(_ callID: String) -> Call? { state.withLock { $0.calls[callID] } }
 
     /// Every reported call, in order.
     public var calls: [Call] { state.withLock { state in state.order.compactMap { state.calls[$0] } } }

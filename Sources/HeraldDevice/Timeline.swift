@@ -140,6 +140,24 @@ public final class Timeline: Sendable {
     private let start: Int64
     private let now: @Sendable () -> Int64
     private let observer: @Sendable (TimelineEvent) -> Void
+    /// A second phone's view of a shared timeline: its steps go to `base`, its own components
+    /// named apart (`callkit · pad`).
+    private let base: (timeline: Timeline, device: String)?
+
+    /// The components that live on a phone (named apart on a second phone's view).
+    static let phoneComponents: Set<String> = [
+        "sdk", "app", "nse", "fcm-service", "pushkit", "callkit", "call-screen", "notification-center", "user",
+    ]
+
+    /// Another phone's view of `timeline`: what it records lands there, with the phone's own
+    /// components and its subjects suffixed with `device`, so two phones of one user stand side
+    /// by side, each with its own order of a push's stages.
+    public init(sharing timeline: Timeline, device: String) {
+        self.now = timeline.now
+        self.start = timeline.start
+        self.observer = { _ in }
+        self.base = (timeline, device)
+    }
 
     /// - Parameters:
     ///   - now: milliseconds since the epoch.
@@ -150,6 +168,7 @@ public final class Timeline: Sendable {
         self.now = now
         self.start = now()
         self.observer = observer
+        self.base = nil
     }
 
     /// The clock, in milliseconds since the epoch.
@@ -174,6 +193,28 @@ public final class Timeline: Sendable {
         at: Int64? = nil,
         reportedAt: Int64? = nil
     ) {
+        if let (timeline, device) = base {
+            func named(_ component: String) -> String {
+                Self.phoneComponents.contains(component) ? component + " · " + device : component
+            }
+            timeline.record(
+                named(from),
+                named(to),
+                step,
+                pushType: pushType,
+                priority: priority,
+                topic: topic,
+                payloadBytes: payloadBytes,
+                detail: detail,
+                // The device's own chain of stages (delivered, opened, shown) for the subject.
+                subject: subject.map { $0 + " · " + device },
+                stage: stage,
+                userSees: userSees,
+                at: at,
+                reportedAt: reportedAt
+            )
+            return
+        }
         let event = TimelineEvent(
             elapsedMs: (reportedAt ?? at ?? now()) - start,
             from: from,
@@ -197,7 +238,8 @@ public final class Timeline: Sendable {
     /// its stages (a push is accepted before it is delivered, delivered before it is shown), and
     /// a step reported on another clock takes the time its neighbours in that order allow.
     public var all: [TimelineEvent] {
-        Self.causalOrder(events.withLock { $0 })
+        if let (timeline, _) = base { return timeline.all }
+        return Self.causalOrder(events.withLock { $0 })
     }
 
     /// `events` (in the order recorded) in causal order; see `all`.

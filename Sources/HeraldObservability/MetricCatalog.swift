@@ -73,6 +73,13 @@ public enum MetricCatalog {
                 help: "Callback answers taken from devices (ready, snooze, cancel)."
             ),
             Entry(
+                name: "herald_relay_calls_ended_total",
+                kind: .counter,
+                labels: ["state"],
+                help:
+                    "Calls that stopped ringing, by how: answered, declined, cancelled (the caller hung up), missed (nobody answered in time)."
+            ),
+            Entry(
                 name: "herald_relay_duplicate_ingests_total",
                 kind: .counter,
                 labels: [],

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCrypto
 public import HeraldRelayAPI
 public import HeraldStore
+import Metrics
 
 /// The relay's calls part: a call's life after its VoIP push (`CallMachine` over the store's
 /// `CallStore`). Devices report ringing, answer or decline (over their live channel or HTTP);
@@ -128,7 +129,9 @@ public final class RelayCalls: Sendable {
     /// nothing of other users' calls).
     private func record(_ id: String, for device: DeviceRecord) async throws(RelayError) -> CallRecord {
         let call = try await record(id)
-        guard call.userID == device.userID else { throw RelayError.notFound.with(detail: "no call \(id) for this device") }
+        guard call.userID == device.userID else {
+            throw RelayError.notFound.with(detail: "no call \(id) for this device")
+        }
         return call
     }
 
@@ -203,12 +206,18 @@ public final class RelayCalls: Sendable {
             return try await apply(event, to: now)
         case .ended(let ended):
             if let stops {
-                sendStops(stops.devices.filter { elsewhere[$0] == nil }, reason: stops.reason, call: call.id, state: ended.state)
+                sendStops(
+                    stops.devices.filter { elsewhere[$0] == nil },
+                    reason: stops.reason,
+                    call: call.id,
+                    state: ended.state
+                )
             }
             if !end.pushes.isEmpty {
                 context.metrics.queued.increment(by: end.pushes.count)
                 context.accepted()
             }
+            Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", ended.state.rawValue)]).increment()
             context.logger.info(
                 "call ended",
                 metadata: ["call": "\(call.id)", "state": "\(ended.state.rawValue)", "alerts": "\(end.pushes.count)"]

@@ -100,7 +100,12 @@ extension LiveChannelRoute {
                 default: view = try await relay.calls.decline(id: callID, device: device)
                 }
                 relay.live.send(
-                    .callState(callID: callID, state: view.state, deviceID: view.answeredBy ?? view.declinedBy, accepted: true),
+                    .callState(
+                        callID: callID,
+                        state: view.state,
+                        deviceID: view.answeredBy ?? view.declinedBy,
+                        accepted: true
+                    ),
                     to: session.deviceID
                 )
             } catch {
@@ -108,11 +113,17 @@ extension LiveChannelRoute {
                     "call frame refused",
                     metadata: ["device": "\(session.deviceID)", "call": "\(callID)", "reason": "\(error.detail)"]
                 )
-                if error == RelayError.conflict, let device = try? await relay.activation.authenticatedDevice(id: session.deviceID),
+                if error == RelayError.conflict,
+                    let device = try? await relay.activation.authenticatedDevice(id: session.deviceID),
                     let view = try? await relay.calls.call(id: callID, for: device)
                 {
                     relay.live.send(
-                        .callState(callID: callID, state: view.state, deviceID: view.answeredBy ?? view.declinedBy, accepted: false),
+                        .callState(
+                            callID: callID,
+                            state: view.state,
+                            deviceID: view.answeredBy ?? view.declinedBy,
+                            accepted: false
+                        ),
                         to: session.deviceID
                     )
                 }

@@ -203,7 +203,8 @@ extension StoreConformance {
         )
     }
 
-    /// Stops handed to a node are taken once, by that node only.
+    /// Stops handed to a node are taken once, by that node only; retention removes the calls
+    /// that ended before the history kept.
     public static func callStopsAreTakenOnce(_ engine: some StoreEngine) async throws {
         let (store, storage) = try await fresh(engine)
         let other = try await engine.open(storage)
@@ -222,5 +223,15 @@ extension StoreConformance {
         let taken = try await [first, second]
         #expect(taken.flatMap { $0 } == [stops[0]])
         #expect(try await store.takeCallStops(nodeID: "n3") == [stops[1]])
+
+        // Retention: a call ended before the history kept goes, with its devices; a ringing one
+        // stays.
+        let ringing = Ingest(idempotencyKey: "call:still", message: nil, pushes: [], receipt: [])
+        _ = try await store.acceptCall(ringing, call: callRecord("still", devices: ["d1"]))
+        _ = try await other.deleteExpired(now: 2_500, historyBefore: 2_000)
+        #expect(try await store.call(id: "s") != nil)
+        _ = try await other.deleteExpired(now: 2_500, historyBefore: 2_001)
+        #expect(try await store.call(id: "s") == nil)
+        #expect(try await store.call(id: "still")?.state == .ringing)
     }
 }

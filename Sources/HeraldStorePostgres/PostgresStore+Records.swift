@@ -366,6 +366,15 @@ extension PostgresStore {
             ).count
             try await connection.run("DELETE FROM ingests WHERE created_at < \(historyBefore)", logger: logger)
             try await connection.run("DELETE FROM live_sessions WHERE expires_at <= \(now)", logger: logger)
+            // Calls that ended before the history kept, with their devices and stops.
+            try await connection.run(
+                """
+                WITH gone AS (DELETE FROM calls WHERE ended_at < \(historyBefore) RETURNING id),
+                d AS (DELETE FROM call_devices WHERE call_id IN (SELECT id FROM gone))
+                DELETE FROM call_stops WHERE call_id IN (SELECT id FROM gone)
+                """,
+                logger: logger
+            )
             // At most a batch per call, so no transaction holds many rows for long.
             let finished = try await connection.run(
                 """

@@ -307,6 +307,14 @@ extension SQLiteStore {
             let messages = db.changesCount
             try db.execute(sql: "DELETE FROM ingests WHERE created_at < ?", arguments: [historyBefore])
             try db.execute(sql: "DELETE FROM live_sessions WHERE expires_at <= ?", arguments: [now])
+            // Calls that ended before the history kept, with their devices and stops.
+            for table in ["call_devices", "call_stops"] {
+                try db.execute(
+                    sql: "DELETE FROM \(table) WHERE call_id IN (SELECT id FROM calls WHERE ended_at < ?)",
+                    arguments: [historyBefore]
+                )
+            }
+            try db.execute(sql: "DELETE FROM calls WHERE ended_at < ?", arguments: [historyBefore])
             // At most a batch per call, so the writer is never held for long.
             let finished = try String.fetchAll(
                 db,

@@ -288,7 +288,7 @@ struct SimulationCommandTests {
         #expect(events.contains { $0.step == "conversation opened" })
     }
 
-    @Test("herald simulate telephony: a priority-10 VoIP push on .voip, reported to CallKit, answered")
+    @Test("herald simulate telephony: answered elsewhere, hung up, missed with the alert, on two devices")
     func telephony() async throws {
         let json = Self.temporary("telephony") + ".json"
         defer { try? FileManager.default.removeItem(atPath: json) }
@@ -300,6 +300,48 @@ struct SimulationCommandTests {
         #expect(events.contains { $0.step == "incoming call reported" && $0.detail?.contains("Dana") == true })
         #expect(events.contains { $0.step == "phone rings" })
         #expect(events.contains { $0.step == "user answers" })
+        // The pad stops over its live channel each time, with CallKit's reason; never by a push.
+        let stops = events.filter { $0.step.hasPrefix("call ended: ") }
+        #expect(
+            stops.map { "\($0.subject ?? ""): \($0.step)" }.sorted() == [
+                "call-7781 · pad: call ended: answered elsewhere",
+                "call-7782 · pad: call ended: remote ended",
+                "call-7782: call ended: remote ended",
+                "call-7783 · pad: call ended: unanswered",
+                "call-7783: call ended: unanswered",
+            ]
+        )
+        #expect(events.filter { $0.step == "call ringing reported" }.count == 6)
+        #expect(events.filter { $0.pushType == "voip" && $0.step == "push delivered" }.count == 6)
+        // Nobody answered the third: each device's extension opened its missed-call alert.
+        let missed = events.filter { $0.step == "notification shown" && $0.detail == "thread call:call-7783" }
+        #expect(missed.count == 2 && missed.allSatisfy { $0.userSees == "Missed call: Dana (Acme support)" })
+        #expect(!events.contains { $0.step.hasPrefix("violation") })
+    }
+
+    @Test("herald simulate telephony --android: the same three endings on two Android devices, the alert opened")
+    func androidTelephony() async throws {
+        let json = Self.temporary("android-telephony") + ".json"
+        defer { try? FileManager.default.removeItem(atPath: json) }
+        let command = try SimulateCommand.Telephony.parse(["--android", "--json", json, "--quiet"])
+        try await command.run()
+        let events = try Self.timeline(json)
+        let calls = events.filter { $0.step == "data message delivered" && $0.pushType == "fcm" }
+        #expect(calls.filter { $0.priority == .fcm("HIGH") }.count == 6)
+        #expect(calls.filter { $0.priority == .fcm("NORMAL") }.count == 2)
+        let stops = events.filter { $0.step.hasPrefix("call ended: ") }.map { "\($0.subject ?? ""): \($0.step)" }
+        #expect(
+            stops.sorted() == [
+                "call-7781 · pad: call ended: answered elsewhere",
+                "call-7782 · pad: call ended: remote ended",
+                "call-7782: call ended: remote ended",
+                "call-7783 · pad: call ended: unanswered",
+                "call-7783: call ended: unanswered",
+            ]
+        )
+        let missed = events.filter { $0.step == "notification shown" && $0.detail == "thread call:call-7783" }
+        #expect(missed.count == 2 && missed.allSatisfy { $0.from.hasPrefix("fcm-service") })
+        #expect(missed.allSatisfy { $0.userSees == "Missed call: Dana (Acme support)" })
     }
 
     @Test("herald extension decrypt: 0 when it opens, 1 when it cannot, a clear error for bad input")

@@ -4,17 +4,23 @@ import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
-@testable import HeraldStoreSQLite
 import HeraldTesting
 import Synchronization
 import Testing
+
+@testable import HeraldStoreSQLite
 
 /// A call's life over the real relay and sandbox: devices report ringing and answer over their
 /// live channels; the others stop; the backend cancels; nobody answering makes a missed-call
 /// alert; another user's device is refused; two answers at once have one winner.
 @Suite("Call flow", .timeLimit(.minutes(2)))
 struct CallFlowTests {
-    static func ring(_ harness: RelayHarness, _ user: String, call: String, ttl: Int? = nil) async throws -> IngestReceipt {
+    static func ring(
+        _ harness: RelayHarness,
+        _ user: String,
+        call: String,
+        ttl: Int? = nil
+    ) async throws -> IngestReceipt {
         let ttlField = ttl.map { #","ttl":\#($0)"# } ?? ""
         let reply = try await harness.call(
             .POST,
@@ -180,7 +186,9 @@ struct CallFlowTests {
                     == .callStop(callID: "call-2", reason: .remoteEnded, state: .cancelled)
             )
             // The device credential may not cancel.
-            #expect(try await harness.call(.POST, "/v1/calls/call-2/cancel", auth: .bearer(phone.credential)).status == 403)
+            #expect(
+                try await harness.call(.POST, "/v1/calls/call-2/cancel", auth: .bearer(phone.credential)).status == 403
+            )
             channel.close()
         }
     }
@@ -250,7 +258,11 @@ struct CallFlowTests {
             let stranger = try await harness.phone(user: "eve")
             _ = try await Self.ring(harness, "dave", call: "call-4")
             for action in ["answer", "decline", "ringing"] {
-                let reply = try await harness.call(.POST, "/v1/calls/call-4/\(action)", auth: .bearer(stranger.credential))
+                let reply = try await harness.call(
+                    .POST,
+                    "/v1/calls/call-4/\(action)",
+                    auth: .bearer(stranger.credential)
+                )
                 #expect(reply.status == 404 && reply.json["error"] as? String == "not_found")
             }
             #expect(try await harness.call(.GET, "/v1/calls/call-4", auth: .bearer(stranger.credential)).status == 404)

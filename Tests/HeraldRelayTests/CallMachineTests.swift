@@ -101,6 +101,8 @@ struct CallMachineTests {
             devices: [.init(deviceID: "pad", report: .declined), .init(deviceID: "phone", report: .ringing)]
         )
         let machine = CallMachine(record)
-        #expect(machine.state == .declined(by: "pad") && machine.devices == ["pad", "phone"] && machine.ringingReported)
+        #expect(
+            machine.state == .declined(by: "pad") && machine.devices == ["pad", "phone"] && machine.ringingReported
+        )
     }
 }

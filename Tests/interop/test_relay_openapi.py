@@ -463,7 +463,7 @@ def parse_plaintext(plaintext: bytes) -> dict:
     names = (
         ["message_id", "conversation_id", "sender_id", "sender_name", "text"]
         if kind == 0x01
-        else ["call_id", "caller_id", "caller_name"]
+        else ["call_id", "caller_id", "caller_name"]  # a call (0x02) or a missed call (0x03)
     )
     values, offset = {}, 10
     for name in names:
@@ -641,6 +641,11 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/messages", "post"),
         ("/v1/messages/{id}", "get"),
         ("/v1/calls", "post"),
+        ("/v1/calls/{id}", "get"),
+        ("/v1/calls/{id}/cancel", "post"),
+        ("/v1/calls/{id}/ringing", "post"),
+        ("/v1/calls/{id}/answer", "post"),
+        ("/v1/calls/{id}/decline", "post"),
         ("/v1/pushes/{id}", "get"),
         ("/v1/pushes", "get"),
         ("/v1/users/{id}/devices", "get"),
@@ -1055,6 +1060,42 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("POST", "/v1/calls", 400, call | {"call_id": ""}, key, field_name="call_id")
     relay.call("POST", "/v1/calls", 400, call | {"from": {"id": "", "name": "Ada"}}, key, field_name="from.id")
     relay.call("POST", "/v1/calls", 413, raw=b" " * (MAX_BODY + 1), token=key, field_name="body")
+    relay.call("POST", "/v1/calls", 400, call | {"call_id": unique("call"), "ttl": 0}, key, field_name="ttl")
+
+    # --- a call's life: ringing, answered, cancelled, declined ---
+    live_call = relay.call("POST", "/v1/calls", 202, call | {"call_id": unique("call"), "ttl": 60}, key)["id"]
+    ringing = relay.call("GET", f"/v1/calls/{live_call}", 200, token=key)
+    assert ringing["state"] == "ringing" and ringing["user_id"] == user and "Ada" not in json.dumps(ringing)
+    assert ringing["expires_at"] - ringing["created_at"] == 60_000
+    rang_here = relay.call("POST", f"/v1/calls/{live_call}/ringing", 200, token=credential)
+    assert next(d for d in rang_here["devices"] if d["device_id"] == device_id)["report"] == "ringing"
+    assert rang_here["ringing_at"] is not None
+    answered = relay.call("POST", f"/v1/calls/{live_call}/answer", 200, token=credential)
+    assert answered["state"] == "answered" and answered["answered_by"] == device_id
+    relay.call("POST", f"/v1/calls/{live_call}/answer", 409, token=bare["device_credential"])
+    relay.call("POST", f"/v1/calls/{live_call}/decline", 409, token=bare["device_credential"])
+    relay.call("POST", f"/v1/calls/{live_call}/cancel", 409, token=key)
+    assert relay.call("GET", f"/v1/calls/{live_call}", 200, token=credential)["state"] == "answered"
+    relay.call("GET", f"/v1/calls/{live_call}", 401)
+    relay.call("GET", "/v1/calls/no-such-call", 404, token=key)
+    relay.call("GET", "/v1/calls/" + "x" * 2000, 400, token=key, field_name="call_id")  # too long
+    for action in ("ringing", "answer", "decline"):
+        relay.call("POST", f"/v1/calls/{live_call}/{action}", 404, token=stranger_credential)  # another user's
+        relay.call("POST", f"/v1/calls/{live_call}/{action}", 401)
+        relay.call("POST", f"/v1/calls/{live_call}/{action}", 403, token=key)
+    hung_up = relay.call("POST", "/v1/calls", 202, call | {"call_id": unique("call")}, key)["id"]
+    relay.call("POST", f"/v1/calls/{hung_up}/cancel", 401)
+    relay.call("POST", f"/v1/calls/{hung_up}/cancel", 403, token=credential)
+    relay.call("POST", "/v1/calls/no-such-call/cancel", 404, token=key)
+    cancelled = relay.call("POST", f"/v1/calls/{hung_up}/cancel", 200, token=key)
+    assert (cancelled["state"], cancelled["reason"]) == ("cancelled", "remote_ended")
+    late = relay.call("POST", f"/v1/calls/{hung_up}/ringing", 200, token=credential)
+    assert late["state"] == "cancelled"
+    for action in ("ringing", "answer", "decline"):
+        relay.call("POST", f"/v1/calls/no-such-call/{action}", 404, token=credential)
+    declined_call = relay.call("POST", "/v1/calls", 202, call | {"call_id": unique("call")}, key)["id"]
+    declined = relay.call("POST", f"/v1/calls/{declined_call}/decline", 200, token=bare["device_credential"])
+    assert declined["state"] == "declined" and declined["declined_by"] == bare["device_id"]
 
     # --- the live channel (a WebSocket upgrade) ---
     live = f"/v1/devices/{android['device_id']}/live"
@@ -1342,6 +1383,55 @@ def test_apns_payloads_match_the_spec(relay: Relay, spec: Spec):
             sender["id"],
             sender["name"],
         )
+
+
+def test_missed_call_alert_matches_the_spec(relay: Relay, spec: Spec):
+    """A call nobody answers within its ttl: missed, and a priority-5 alert sealed as kind 3."""
+    key = relay.api_key
+    app_id = unique("com.example.missed")
+    relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": relay.default_team()}, key)
+    phone = relay.new_sandbox_device(app_id)
+    user = unique("user")
+    activation, device_key = relay.activate(
+        user, app=app_id, messaging_token=phone["messaging_token"], voip_token=phone["voip_token"]
+    )
+    sender = {"id": unique("agent"), "name": "Grace Hopper"}
+    call_id = unique("call")
+    relay.call("POST", "/v1/calls", 202, {"to": user, "from": sender, "call_id": call_id, "ttl": 1}, key)
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while relay.call("GET", f"/v1/calls/{call_id}", 200, token=key)["state"] != "missed":
+        assert time.monotonic() < deadline, "the call was never missed"
+        time.sleep(0.1)
+    records = []
+    while not records:
+        assert time.monotonic() < deadline, "no missed-call alert"
+        records = [r for r in relay.inspection(phone["messaging_token"]) if r["status"] == 200]
+        time.sleep(0.05)
+    (record,) = records
+    assert (record["topic"], record["push_type"], record["priority"]) == (app_id, "alert", "5")
+    payload = json.loads(record["payload"])
+    problems = _errors(spec.schema("ApnsMissedCallPayload"), payload)
+    assert not problems, f"{payload!r} does not match ApnsMissedCallPayload: {problems}"
+    assert sender["name"] not in record["payload"]
+    assert payload["herald"]["call_id"] == call_id and payload["aps"]["thread-id"] == "call:" + call_id
+    opened = parse_plaintext(
+        open_envelope(
+            payload["herald"]["sealed"],
+            receive_key(device_key, activation),
+            activation["key_id"],
+            0x03,
+            call_id,
+            activation["device_id"],
+        )
+    )
+    assert (opened["type"], opened["call_id"], opened["caller_id"], opened["caller_name"]) == (
+        0x03,
+        call_id,
+        sender["id"],
+        sender["name"],
+    )
+    listed = relay.call("GET", f"/v1/pushes?user={urllib.parse.quote(user)}", 200, token=key)["pushes"]
+    assert sorted(p["kind"] for p in listed) == ["call", "missed_call"]
 
 
 def test_fcm_payloads_match_the_spec(relay: Relay, spec: Spec):

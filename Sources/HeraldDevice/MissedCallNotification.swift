@@ -1,0 +1,81 @@
+import HeraldCrypto
+
+/// The missed-call alert on the phone: the generic "Missed call" until the extension (Android:
+/// the messaging service) opens the sealed caller, then "Missed call" from the caller, threaded
+/// under the call. Opened as `PushKind.missedCall`, so a sealed message or call does not open as
+/// one (nor a missed call as a message: a clear `kind` rewritten is refused by the envelope).
+extension DisplayedNotification {
+    /// The lock-screen text an Android app ships for a missed call it cannot open.
+    static let missedCallTitle = "Missed call"
+    static let missedCallBody = "You missed a call"
+
+    /// A missed call's notification, from its opened content.
+    static func missedCall(_ call: MissedCallContent, at time: Int64) -> DisplayedNotification {
+        DisplayedNotification(
+            title: missedCallTitle,
+            body: call.callerName + (call.media == .video ? " (video)" : ""),
+            thread: "call:" + call.callID,
+            messageID: nil,
+            conversationID: nil,
+            fetchOnTap: false,
+            shownAt: time
+        )
+    }
+}
+
+extension NotificationServiceEmulator {
+    /// An alert whose clear `herald.kind` is `missed_call`.
+    func openMissedCall(herald: [String: Any], original: DisplayedNotification) -> ServiceExtensionResult {
+        guard let callID = herald["call_id"] as? String, let sealed = herald["sealed"] as? String else {
+            return failed(original, "the missed call carries no call id or no sealed content")
+        }
+        let content: PushContent
+        do {
+            content = try store.open(sealed: sealed, kind: .missedCall, subjectID: callID)
+        } catch {
+            return failed(original, error.detail)
+        }
+        guard case .missedCall(let call) = content else {
+            return failed(original, "the sealed content is not a missed call")
+        }
+        if let repeated = repeated(.missedCall, call.callID) { return repeated }
+        return ServiceExtensionResult(
+            notification: .missedCall(call, at: original.shownAt),
+            ranExtension: true,
+            opened: true,
+            diagnostic: nil
+        )
+    }
+}
+
+extension FirebaseMessagingServiceEmulator {
+    /// A data message whose `kind` is `missed_call`.
+    func missedCall(_ data: [String: String]) -> Outcome {
+        let generic = DisplayedNotification(
+            title: DisplayedNotification.missedCallTitle,
+            body: DisplayedNotification.missedCallBody,
+            thread: nil,
+            messageID: nil,
+            conversationID: nil,
+            fetchOnTap: false,
+            shownAt: now()
+        )
+        guard let callID = data["call_id"], let sealed = data["sealed"] else {
+            return .notification(
+                generic,
+                opened: false,
+                diagnostic: "the missed call carries no call id or no sealed content"
+            )
+        }
+        do {
+            guard case .missedCall(let call) = try store.open(sealed: sealed, kind: .missedCall, subjectID: callID)
+            else {
+                return .notification(generic, opened: false, diagnostic: "the sealed content is not a missed call")
+            }
+            if let repeated = repeated(.missedCall, call.callID) { return repeated }
+            return .notification(.missedCall(call, at: now()), opened: true, diagnostic: nil)
+        } catch {
+            return .notification(generic, opened: false, diagnostic: error.detail)
+        }
+    }
+}
