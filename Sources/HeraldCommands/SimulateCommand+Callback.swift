@@ -97,13 +97,21 @@ extension Simulation {
         )
         if let events = Simulation.endpoints?.callbackEvents {
             // Each at the time the relay wrote it (the simulation shares the relay's clock).
+            // The backend's receiver (SimulationWebhookReceiver) answers each event; the relay
+            // sends one event of a callback at a time, in order. Wait (5 s at most) until it has.
+            var stored = try await events(id)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while stored.contains(where: { $0.state != .delivered }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                stored = try await events(id)
+            }
             var push: UInt16 = 0
-            for event in try await events(id) {
+            for event in stored {
                 if event.event.type == .callbackPushed { push += 1 }
                 backend.timeline.record(
                     "relay",
                     "backend",
-                    "webhook event \(event.event.type.rawValue) queued (\(event.state.rawValue))",
+                    "webhook event \(event.event.type.rawValue) (\(event.state == .delivered ? "delivered" : "queued, " + event.state.rawValue))",
                     detail: event.event.data,
                     subject: EmulatedPhone.callbackSubject(id, push),
                     stage: event.event.type == .callbackPushed ? .accepted : .acted,

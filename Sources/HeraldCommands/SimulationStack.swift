@@ -58,19 +58,26 @@ enum SimulationStack {
         relay.apiKey = "sim_" + ByteEncoding.hex(SecureBytes.random(count: 16).copyBytes())
         relay.now = { clock.now() }
         relay.sleep = { try await clock.sleep(until: $0) }
-        options.relay = relay
-        return try await HeraldTestStack.with(options) { stack in
-            let parts = try stack.relay.orThrow()
-            return try await body(
-                SimulationEndpoints(
-                    relayURL: parts.baseURL,
-                    sandboxURL: stack.endpoints.controlURL,
-                    apiKey: parts.apiKey,
-                    bundleID: bundleID,
-                    callbackEvents: { [store = parts.store] id in try await store.callbackWebhookEvents(callbackID: id)
-                    }
+        return try await SimulationWebhookReceiver.with(logger: logger) { receiver in
+            var options = options
+            var relay = relay
+            // The backend's webhook, answered on loopback: the relay delivers the app's events.
+            relay.appWebhook = receiver.settings
+            options.relay = relay
+            return try await HeraldTestStack.with(options) { stack in
+                let parts = try stack.relay.orThrow()
+                return try await body(
+                    SimulationEndpoints(
+                        relayURL: parts.baseURL,
+                        sandboxURL: stack.endpoints.controlURL,
+                        apiKey: parts.apiKey,
+                        bundleID: bundleID,
+                        callbackEvents: { [store = parts.store] id in
+                            try await store.callbackWebhookEvents(callbackID: id)
+                        }
+                    )
                 )
-            )
+            }
         }
     }
 }

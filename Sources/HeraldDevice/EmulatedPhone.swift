@@ -320,12 +320,14 @@ public final class EmulatedPhone: Sendable {
 
     private func receive(_ message: DeliveredFCMMessage) async {
         let bytes = message.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-        let subject =
-            message.data["kind"] == "missed_call"
-            ? message.data["call_id"].map { "missed-call:" + $0 }
-            : message.data["message_id"] ?? message.data["call_id"]
-            ?? message.data["callback_id"].map { id in Self.callbackSubject(id, UInt16(message.data["push"] ?? "") ?? 0)
-            }
+        let subject: String?
+        if message.data["kind"] == "missed_call" {
+            subject = message.data["call_id"].map { "missed-call:" + $0 }
+        } else if let callback = message.data["callback_id"] {
+            subject = Self.callbackSubject(callback, UInt16(message.data["push"] ?? "") ?? 0)
+        } else {
+            subject = message.data["message_id"] ?? message.data["call_id"]
+        }
         timeline.record(
             "fcm",
             "app",

@@ -326,7 +326,7 @@ enum PostgresMigrations {
             ]
         ),
         (
-            "v8: fleets: apps' APNs key, FCM account and environment; devices' environment",
+            "v8: fleets: apps' APNs keys and FCM accounts, devices' environment",
             [
                 // As on SQLite: NULL is the default key, account and environment.
                 "ALTER TABLE apps ADD COLUMN apns_key TEXT",

@@ -87,7 +87,7 @@ extension SQLiteStore {
                     """
             )
         }
-        migrator.registerMigration("v16: fleets: apps' APNs key, FCM account and environment; devices' environment") { db in
+        migrator.registerMigration("v16: fleets: apps' APNs keys and FCM accounts, devices' environment") { db in
             // A fleet's apps name the key (team) and account they push with; an iOS device keeps
             // the APNs environment its tokens belong to. NULL: the default key, account and
             // environment (what every app and device had before).

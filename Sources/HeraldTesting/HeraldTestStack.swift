@@ -117,6 +117,8 @@ public final class HeraldTestStack: Sendable {
     public struct RelayOptions {
         /// The app registered with the relay (the stack's bundle id and team when nil).
         public var app: AppRecord?
+        /// The app's webhook: without one the relay queues no events for it.
+        public var appWebhook: WebhookSettings?
         public var configuration = RelayConfiguration()
         public var dispatcher: (inout DispatcherConfiguration) -> Void = { _ in }
         /// The webhook dispatcher's settings (it polls every 50 ms here).
@@ -317,7 +319,8 @@ public final class HeraldTestStack: Sendable {
                     let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }
                     let relay = relayNode.relay
                     try await relay.activation.saveApp(
-                        settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID)
+                        settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID),
+                        webhook: settings.appWebhook
                     )
                     let relayGroup = ServiceGroup(services: relayNode.services, logger: logger)
                     groups.append(relayGroup)

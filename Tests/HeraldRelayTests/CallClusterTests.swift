@@ -44,7 +44,7 @@ struct CallClusterTests {
 
     @Test("answered on node A: the device whose channel node B holds gets call.stop within a second")
     func stopReachesTheOtherNode() async throws {
-        try await TwoNodeCluster.with { cluster in
+        try await TwoNodeCluster.with(appWebhook: RelayHarness.unansweredWebhook) { cluster in
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
             let phone = try await cluster.phone(user: "u1", on: a)
             let pad = try await cluster.phone(user: "u1", on: b)
@@ -78,7 +78,7 @@ struct CallClusterTests {
 
     @Test("the node that accepted the call is gone: another node ends it missed, once, with one alert")
     func missedOnceWithoutTheAcceptingNode() async throws {
-        try await TwoNodeCluster.with { cluster in
+        try await TwoNodeCluster.with(appWebhook: RelayHarness.unansweredWebhook) { cluster in
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
             let phone = try await cluster.phone(user: "u2", on: b)
             let rung = try await cluster.post("/v1/calls", body: CallBody(to: "u2", callID: "c-m", ttl: 20), to: a)

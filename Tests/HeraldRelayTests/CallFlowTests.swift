@@ -88,7 +88,7 @@ struct CallFlowTests {
 
     @Test("two phones ring; one answers over its channel; the other gets call.stop within a second")
     func answeredElsewhere() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phone = try await harness.phone(user: "alice")
             let pad = try await harness.phone(user: "alice")
             let receipt = try await Self.ring(harness, "alice", call: "call-1")
@@ -153,7 +153,7 @@ struct CallFlowTests {
 
     @Test("the backend cancels: every ringing device stops (remote_ended); a second cancel is 409, an unknown call 404")
     func cancelled() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phone = try await harness.phone(user: "bob")
             _ = try await Self.ring(harness, "bob", call: "call-2")
             let channel = try await Self.channel(harness, phone)
@@ -195,7 +195,7 @@ struct CallFlowTests {
 
     @Test("nobody answers: the call is missed, its devices stop (unanswered), and each gets a sealed missed-call alert")
     func missed() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phone = try await harness.phone(user: "carol")
             _ = try await Self.ring(harness, "carol", call: "call-3", ttl: 20)
             let channel = try await Self.channel(harness, phone)
@@ -253,7 +253,7 @@ struct CallFlowTests {
 
     @Test("a device of another user is refused (404) and the call rings on")
     func anotherUsersDevice() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             _ = try await harness.phone(user: "dave")
             let stranger = try await harness.phone(user: "eve")
             _ = try await Self.ring(harness, "dave", call: "call-4")
@@ -274,7 +274,7 @@ struct CallFlowTests {
 
     @Test("two devices answering at once: exactly one wins, the other gets 409")
     func oneWinner() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phones = [try await harness.phone(user: "frank"), try await harness.phone(user: "frank")]
             for round in 0..<5 {
                 let call = "race-\(round)"

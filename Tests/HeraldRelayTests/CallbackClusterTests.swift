@@ -12,7 +12,7 @@ import Testing
 struct CallbackClusterTests {
     @Test("twelve callbacks due at once, two schedulers racing: each pushed once, one alert each")
     func pushedOnceAcrossNodes() async throws {
-        try await TwoNodeCluster.with { cluster in
+        try await TwoNodeCluster.with(appWebhook: RelayHarness.unansweredWebhook) { cluster in
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
             let phone = try await cluster.phone(user: "u1", on: a)
             let due = CallbackFlowTests.time(cluster.clock.now() + 60_000)
@@ -50,7 +50,7 @@ struct CallbackClusterTests {
 
     @Test("two answers at once on two nodes: one wins, the other is a conflict")
     func answersRaceAcrossNodes() async throws {
-        try await TwoNodeCluster.with { cluster in
+        try await TwoNodeCluster.with(appWebhook: RelayHarness.unansweredWebhook) { cluster in
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
             let phone = try await cluster.phone(user: "u2", on: a)
             let id = try await a.relay.callbacks.schedule(CallbackRequest(userID: "u2", serviceID: "svc")).callbackID

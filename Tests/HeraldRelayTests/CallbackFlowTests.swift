@@ -80,7 +80,7 @@ struct CallbackFlowTests {
 
     @Test("due now: one time-sensitive alert, the dialog sealed; ready connects; state, history and events")
     func readyConnects() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phone = try await harness.phone(user: "alice")
             let scheduled = try await Self.schedule(harness, user: "alice")
             #expect(scheduled.state == .scheduled && scheduled.app == RelayHarness.bundleID)
@@ -129,7 +129,7 @@ struct CallbackFlowTests {
 
     @Test("snooze: scheduled again; the second push comes after the delay (test clock), as push 2")
     func snoozeBringsSecondPush() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phone = try await harness.phone(user: "bob")
             let scheduled = try await Self.schedule(harness, user: "bob")
             _ = try await Self.dialog(harness, phone, callback: scheduled.callbackID, count: 1, sequence: 1)
@@ -177,7 +177,7 @@ struct CallbackFlowTests {
 
     @Test("cancel: cancelled; a second answer is refused 409")
     func cancelCancels() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phone = try await harness.phone(user: "carol")
             let scheduled = try await Self.schedule(harness, user: "carol")
             _ = try await Self.dialog(harness, phone, callback: scheduled.callbackID, count: 1, sequence: 1)
@@ -191,7 +191,7 @@ struct CallbackFlowTests {
 
     @Test("unanswered past its expiration: expired, reported; an answer then is refused")
     func expiresUnanswered() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phone = try await harness.phone(user: "dave")
             let expires = Self.time(harness.clock.now() + 60_000)
             let scheduled = try await Self.schedule(harness, user: "dave", extra: #","expires":"\#(expires)""#)
@@ -214,7 +214,7 @@ struct CallbackFlowTests {
 
     @Test("bad input refused with a JSON reason: 400, 401, 403, 404, 409")
     func badInput() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             let phone = try await harness.phone(user: "erin")
             let stranger = try await harness.phone(user: "frank")
             let now = harness.clock.now()
@@ -301,7 +301,7 @@ struct CallbackFlowTests {
 
     @Test("an idempotency key schedules once: the repeat answers the first callback")
     func idempotent() async throws {
-        try await RelayHarness.with { harness in
+        try await RelayHarness.with(.recordingEvents) { harness in
             _ = try await harness.phone(user: "gina")
             let first = try await Self.schedule(harness, user: "gina", extra: #","idempotency_key":"cb-1""#)
             let again = try await harness.call(

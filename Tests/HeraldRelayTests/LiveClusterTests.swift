@@ -155,7 +155,11 @@ final class TwoNodeCluster: Sendable {
         await groups[index].triggerGracefulShutdown()
     }
 
-    static func with(_ body: (TwoNodeCluster) async throws -> Void) async throws {
+    /// `appWebhook`: the app's webhook; without one the nodes queue no events for it.
+    static func with(
+        appWebhook: WebhookSettings? = nil,
+        _ body: (TwoNodeCluster) async throws -> Void
+    ) async throws {
         // Never skipped: without the cluster (`make unit` runs every test beside one) this fails.
         let url = try #require(
             ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"],
@@ -205,7 +209,8 @@ final class TwoNodeCluster: Sendable {
                         nodes.append(Node(id: id, relay: node.relay, store: store, baseURL: "http://127.0.0.1:\(port)"))
                     }
                     try await nodes[0].relay.activation.saveApp(
-                        AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID)
+                        AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID),
+                        webhook: appWebhook
                     )
                     try await body(
                         TwoNodeCluster(stack: stack, nodes: nodes, clock: clock, http: http, groups: groups)

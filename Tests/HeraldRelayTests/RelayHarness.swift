@@ -83,9 +83,18 @@ final class RelayHarness: Sendable {
     }
 
     struct Setup {
+        /// The default setup, with the app's events queued for `unansweredWebhook`.
+        static var recordingEvents: Setup {
+            var setup = Setup()
+            setup.appWebhook = RelayHarness.unansweredWebhook
+            return setup
+        }
+
         var app = AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID)
         var dispatcher: (inout DispatcherConfiguration) -> Void = { _ in }
         var webhooks: (inout WebhookDispatcherConfiguration) -> Void = { _ in }
+        /// The app's webhook; without one the relay queues no events (`recordingEvents` has one).
+        var appWebhook: WebhookSettings? = nil
         var client: (inout APNsClientConfiguration) -> Void = { _ in }
         /// Serve `GET /metrics` (from the harness's own registry).
         var servesMetrics = false
@@ -102,6 +111,13 @@ final class RelayHarness: Sendable {
         /// Keys accepted besides the harness's API key (a rotation).
         var previousAPIKeys: [String] = []
     }
+
+    /// A webhook no receiver answers (connections refused): the relay queues the app's events and
+    /// keeps retrying them, so tests can read what was written without a receiver.
+    static let unansweredWebhook = WebhookSettings(
+        url: "http://127.0.0.1:9/herald-events",
+        secret: String(repeating: "k", count: WebhookSettings.minimumSecretBytes)
+    )
 
     static func with(_ setup: Setup = Setup(), _ body: (RelayHarness) async throws -> Void) async throws {
         try await TestMetrics.isolated { registry in try await run(setup, metrics: registry, body) }
@@ -124,6 +140,7 @@ final class RelayHarness: Sendable {
         relay.configuration = setup.relay
         relay.dispatcher = setup.dispatcher
         relay.webhooks = setup.webhooks
+        relay.appWebhook = setup.appWebhook
         relay.remoteProvider = setup.remoteProvider
         relay.adapters = setup.adapters
         relay.http = setup.http

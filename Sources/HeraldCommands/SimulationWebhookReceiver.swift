@@ -1,0 +1,63 @@
+import Foundation
+import HeraldRelay
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// The backend's end of a simulation's webhook: a loopback listener that checks each event's
+/// signature as a contact center would and answers 204, so the simulated relay delivers its events
+/// for real instead of queueing them for nobody.
+struct SimulationWebhookReceiver: Sendable {
+    /// The app's webhook, pointing here.
+    let settings: WebhookSettings
+
+    /// Runs `body` with a receiver listening on a free loopback port; stops it afterwards.
+    static func with<T: Sendable>(
+        logger: Logger,
+        _ body: (SimulationWebhookReceiver) async throws -> T
+    ) async throws -> T {
+        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let router = Router()
+        router.post("/herald-events") { request, _ -> HTTPResponse.Status in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let timestamp = request.headers[.init("Herald-Timestamp")!].flatMap { Int64($0) } ?? 0
+            let signature = request.headers[.init("Herald-Signature")!] ?? ""
+            // A wrong signature is refused as a real receiver would: the relay retries it.
+            guard
+                WebhookSignature.isValid(
+                    signature,
+                    secret: Array(secret.utf8),
+                    timestamp: timestamp,
+                    body: Array(buffer: body)
+                ), request.headers[.init("Herald-Event-Id")!] != nil
+            else { return .unauthorized }
+            return .noContent
+        }
+        let ports = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+        let group = ServiceGroup(services: [app], logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var bound = ports.stream.makeAsyncIterator()
+            let port = await bound.next() ?? 0
+            let receiver = SimulationWebhookReceiver(
+                settings: WebhookSettings(url: "http://127.0.0.1:\(port)/herald-events", secret: secret)
+            )
+            do {
+                let result = try await body(receiver)
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+                return result
+            } catch {
+                await group.triggerGracefulShutdown()
+                try? await tasks.waitForAll()
+                throw error
+            }
+        }
+    }
+}
