@@ -144,7 +144,11 @@ def scratch(tmp_path: Path) -> Path:
     (root / ".build" / "debug").mkdir(parents=True)
     (root / ".build" / "debug" / "herald").symlink_to(HERALD)
     (root / ".venv" / "bin").mkdir(parents=True)
-    (root / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    # A script, not a symlink: a virtual environment's python found through a link elsewhere does
+    # not see its pyvenv.cfg (so not its packages, PyNaCl among them); run by its own path, it does.
+    python = root / ".venv" / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
     # `make build` in a block: the binary is built already; anything else is not for a test.
     shims = tmp_path / "bin"
     shims.mkdir()
