@@ -43,6 +43,7 @@ public final class RelayIngest: Sendable {
             throw .invalidField("text", "is longer than \(context.configuration.maximumTextBytes) bytes")
         }
         if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
+        let options = try context.pushOptions(request)
 
         let time = context.now()
         let messageID = TimeOrderedID.make(milliseconds: time)
@@ -100,7 +101,7 @@ public final class RelayIngest: Sendable {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
                 continue
             }
-            let push = try context.messagePush(content, app: app, device: device, at: time)
+            let push = try context.messagePush(content, app: app, device: device, at: time, options: options)
             pushes.append(push)
             receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }

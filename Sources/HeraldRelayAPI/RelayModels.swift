@@ -196,18 +196,47 @@ public struct MessageRequest: Sendable, Codable, Hashable {
     public var text: String
     /// The same key never makes a second push; the first answer is returned again.
     public var idempotencyKey: String?
+    /// APNs priority, 5 (default) or 10 (docs/relay.md, "Push options").
+    public var priority: Int?
+    /// Seconds from now the push may still be delivered; 0 is "now or never". The app's
+    /// `message_ttl` when absent.
+    public var expiration: Int64?
+    /// The app icon's badge (APNs `aps.badge`; FCM data `badge`), in clear.
+    public var badge: Int?
+    /// The notification category or push tag (APNs `aps.category`; FCM data `category`), in clear.
+    public var category: String?
+    /// Custom data sent in clear next to the sealed envelope (APNs top-level keys; FCM data).
+    public var publicData: [String: String]?
 
-    public init(to: String, from: Party, conversation: String, text: String, idempotencyKey: String? = nil) {
+    public init(
+        to: String,
+        from: Party,
+        conversation: String,
+        text: String,
+        idempotencyKey: String? = nil,
+        priority: Int? = nil,
+        expiration: Int64? = nil,
+        badge: Int? = nil,
+        category: String? = nil,
+        publicData: [String: String]? = nil
+    ) {
         self.to = to
         self.from = from
         self.conversation = conversation
         self.text = text
         self.idempotencyKey = idempotencyKey
+        self.priority = priority
+        self.expiration = expiration
+        self.badge = badge
+        self.category = category
+        self.publicData = publicData
     }
 
     enum CodingKeys: String, CodingKey {
         case to, from, conversation, text
         case idempotencyKey = "idempotency_key"
+        case priority, expiration, badge, category
+        case publicData = "public_data"
     }
 }
 
