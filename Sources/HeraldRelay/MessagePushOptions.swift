@@ -1,3 +1,4 @@
+import HeraldCrypto
 public import HeraldPush
 import HeraldRelayAPI
 
@@ -82,7 +83,10 @@ extension RelayContext {
             }
             for (key, value) in data.sorted(by: { $0.key < $1.key }) {
                 try checkText(key, "public_data")
-                try checkText(value, "public_data.\(key)", allowEmpty: true)
+                // Values are any text: the budget bounds them (checked when the push is built).
+                guard value.utf8.count <= PayloadBudget.fcmData.bodyLimit else {
+                    throw .invalidField("public_data", "value of '\(key)' is longer than the push can carry")
+                }
                 if MessagePushOptions.reservedKeys.contains(key) || key.hasPrefix("google.")
                     || key.hasPrefix("gcm.")
                 {
