@@ -842,6 +842,38 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("POST", "/v1/messages", 400, plain | {"conversation": "c\u009f"}, key, field_name="conversation")
     relay.call("POST", "/v1/messages", 400, plain | {"idempotency_key": ""}, key, field_name="idempotency_key")
     relay.call("POST", "/v1/messages", 413, plain | {"text": "x" * (MAX_BODY + 1)}, key, field_name="body")
+    # Push options (docs/relay.md, "Push options").
+    options = {
+        "priority": 10,
+        "expiration": 0,
+        "badge": 2,
+        "category": "chat.newagentmessage",
+        "public_data": {"deep_link": "app://chat/1"},
+    }
+    with_options = relay.call("POST", "/v1/messages", 202, plain | options, key)
+    assert with_options["pushes"], with_options
+    relay.call("POST", "/v1/messages", 202, plain | {"priority": 5, "expiration": 600, "badge": 0}, key)
+    for field_name, bad in [
+        ("priority", 1),
+        ("priority", 7),
+        ("expiration", -1),
+        ("expiration", 2419201),
+        ("badge", -1),
+        ("category", ""),
+    ]:
+        relay.call("POST", "/v1/messages", 400, plain | {field_name: bad}, key, field_name=field_name)
+    for reserved in ["aps", "herald", "sealed", "google.x"]:
+        relay.call("POST", "/v1/messages", 400, plain | {"public_data": {reserved: "x"}}, key, field_name="public_data")
+    # Data that leaves no room for the message: the schema cannot count the budget.
+    relay.call(
+        "POST",
+        "/v1/messages",
+        400,
+        plain | {"public_data": {"a": "x" * 4000}},
+        key,
+        field_name="public_data",
+        schema_rejects=False,
+    )
 
     fetched = relay.call("GET", f"/v1/messages/{sent['id']}", 200, token=credential)
     assert fetched == {
