@@ -97,4 +97,21 @@ extension RelayContext {
         }
         return options
     }
+
+    /// The sealed title and data of a message request, checked; a 400 naming the field otherwise.
+    func sealedExtras(_ request: MessageRequest) throws(RelayError) -> (title: String?, data: [String: String]?) {
+        if let title = request.title { try checkText(title, "title") }
+        if let data = request.data {
+            guard data.count <= MessagePushOptions.maximumDataKeys else {
+                throw .invalidField("data", "must have at most \(MessagePushOptions.maximumDataKeys) keys")
+            }
+            for (key, value) in data.sorted(by: { $0.key < $1.key }) {
+                try checkText(key, "data")
+                guard value.utf8.count <= PayloadBudget.fcmData.bodyLimit else {
+                    throw .invalidField("data", "value of '\(key)' is longer than the push can carry")
+                }
+            }
+        }
+        return (request.title, request.data)
+    }
 }

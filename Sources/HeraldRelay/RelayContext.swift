@@ -217,6 +217,12 @@ final class RelayContext: Sendable {
         } catch let error as RelayError {
             throw error
         } catch {
+            if content.data?.isEmpty == false {
+                throw RelayError.invalidField("data", "leaves no room for the message in the push")
+            }
+            if content.title != nil {
+                throw RelayError.invalidField("title", "leaves no room for the message in the push")
+            }
             if !options.publicData.isEmpty {
                 throw RelayError.invalidField("public_data", "leaves no room for the message in the push")
             }

@@ -44,6 +44,7 @@ public final class RelayIngest: Sendable {
         }
         if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
         let options = try context.pushOptions(request)
+        let extras = try context.sealedExtras(request)
 
         let time = context.now()
         let messageID = TimeOrderedID.make(milliseconds: time)
@@ -54,7 +55,9 @@ public final class RelayIngest: Sendable {
             senderID: request.from.id,
             senderName: request.from.name,
             text: request.text,
-            sentAt: time
+            sentAt: time,
+            title: extras.title,
+            data: extras.data
         )
 
         // Devices on screen in the conversation with their channel on another node.

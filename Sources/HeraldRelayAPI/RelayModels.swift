@@ -207,6 +207,11 @@ public struct MessageRequest: Sendable, Codable, Hashable {
     public var category: String?
     /// Custom data sent in clear next to the sealed envelope (APNs top-level keys; FCM data).
     public var publicData: [String: String]?
+    /// A per-message notification title, sealed: the extension shows it; the lock screen's clear
+    /// title stays the app's generic one.
+    public var title: String?
+    /// Custom data sealed for the app with the message.
+    public var data: [String: String]?
 
     public init(
         to: String,
@@ -218,8 +223,12 @@ public struct MessageRequest: Sendable, Codable, Hashable {
         expiration: Int64? = nil,
         badge: Int? = nil,
         category: String? = nil,
-        publicData: [String: String]? = nil
+        publicData: [String: String]? = nil,
+        title: String? = nil,
+        data: [String: String]? = nil
     ) {
+        self.title = title
+        self.data = data
         self.to = to
         self.from = from
         self.conversation = conversation
@@ -237,6 +246,7 @@ public struct MessageRequest: Sendable, Codable, Hashable {
         case idempotencyKey = "idempotency_key"
         case priority, expiration, badge, category
         case publicData = "public_data"
+        case title, data
     }
 }
 

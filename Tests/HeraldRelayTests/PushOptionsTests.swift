@@ -58,6 +58,40 @@ struct PushOptionsTests {
         }
     }
 
+    @Test("a per-message title and data are sealed: absent from the clear payload, inside the envelope")
+    func sealedTitleAndData() async throws {
+        try await RelayHarness.with { harness in
+            let phone = try await harness.phone(user: "frank")
+            let body = Self.message(
+                to: "frank",
+                options: ["title": "Refund update", "data": ["order_ref": "ORD-77"], "public_data": ["screen": "chat"]]
+            )
+            let reply = try await harness.call(.POST, "/v1/messages", body: body)
+            #expect(reply.status == 202, "\(reply.text)")
+            let receipt = try reply.decode(IngestReceipt.self)
+            try await harness.push(try #require(receipt.pushes.first?.pushID), reaches: .delivered)
+            let record = try #require(harness.accepted(token: phone.messagingToken).first)
+            #expect(!record.payload.contains("Refund update") && !record.payload.contains("ORD-77"))
+            #expect(!record.payload.contains("order_ref"))
+            #expect(record.payload.contains("\"screen\":\"chat\""))
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(record.payload.utf8)) as? [String: Any]
+            )
+            let alert = try #require((object["aps"] as? [String: Any])?["alert"] as? [String: Any])
+            #expect(alert["title"] as? String == "New message")
+            let sealed = try #require((object["herald"] as? [String: Any])?["sealed"] as? String)
+            let opener = EnvelopeOpener(sessionKeys: [try phone.sessionKeys()])
+            let context = EnvelopeContext(kind: .message, pushID: receipt.id, deviceID: phone.deviceID)
+            guard case .message(let content) = try opener.openContent(try Envelope(text: sealed), context: context)
+            else {
+                Issue.record("the envelope did not hold a message")
+                return
+            }
+            #expect(content.title == "Refund update")
+            #expect(content.data == ["order_ref": "ORD-77"])
+        }
+    }
+
     @Test("without options a message keeps priority 5 and the app's message_ttl")
     func defaults() async throws {
         try await RelayHarness.with { harness in
@@ -111,6 +145,8 @@ struct PushOptionsTests {
             (#""expiration":99999999"#, "expiration"), (#""badge":-1"#, "badge"), ("\"category\":\"\"", "category"),
             (#""public_data":{"aps":"x"}"#, "public_data"), (#""public_data":{"herald":"x"}"#, "public_data"),
             (#""public_data":{"sealed":"x"}"#, "public_data"), (#""public_data":{"google.x":"x"}"#, "public_data"),
+            ("\"title\":\"\"", "title"), (#""data":{"":"x"}"#, "data"),
+            (#""data":{"big":"\#(String(repeating: "x", count: 4000))"}"#, "data"),
             (#""public_data":{"big":"\#(String(repeating: "x", count: 4000))"}"#, "public_data"),
         ]
     )
