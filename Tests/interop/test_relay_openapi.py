@@ -849,6 +849,8 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "badge": 2,
         "category": "chat.newagentmessage",
         "public_data": {"deep_link": "app://chat/1"},
+        "title": "Refund update",
+        "data": {"order": "1001"},
     }
     with_options = relay.call("POST", "/v1/messages", 202, plain | options, key)
     assert with_options["pushes"], with_options
@@ -860,6 +862,8 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         ("expiration", 2419201),
         ("badge", -1),
         ("category", ""),
+        ("title", ""),
+        ("data", {"": "x"}),
     ]:
         relay.call("POST", "/v1/messages", 400, plain | {field_name: bad}, key, field_name=field_name)
     for reserved in ["aps", "herald", "sealed", "google.x"]:
@@ -872,6 +876,15 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         plain | {"public_data": {"a": "x" * 4000}},
         key,
         field_name="public_data",
+        schema_rejects=False,
+    )
+    relay.call(
+        "POST",
+        "/v1/messages",
+        400,
+        plain | {"data": {"a": "x" * 4000}},
+        key,
+        field_name="data",
         schema_rejects=False,
     )
 
