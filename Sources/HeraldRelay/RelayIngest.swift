@@ -214,7 +214,14 @@ public final class RelayIngest: Sendable {
                     from: request.from,
                     conversation: request.conversation,
                     text: request.text,
-                    idempotencyKey: request.idempotencyKey.map { "broadcast:\($0):\(user)" }
+                    idempotencyKey: request.idempotencyKey.map { "broadcast:\($0):\(user)" },
+                    priority: request.priority,
+                    expiration: request.expiration,
+                    badge: request.badge,
+                    category: request.category,
+                    publicData: request.publicData,
+                    title: request.title,
+                    data: request.data
                 )
             )
             members.append(.init(user: user, receipt: receipt))

@@ -443,6 +443,14 @@ public struct BroadcastRequest: Sendable, Codable, Hashable {
     public var conversation: String
     public var text: String
     public var idempotencyKey: String?
+    /// The push options, as on `MessageRequest`, for every member's pushes.
+    public var priority: Int?
+    public var expiration: Int64?
+    public var badge: Int?
+    public var category: String?
+    public var publicData: [String: String]?
+    public var title: String?
+    public var data: [String: String]?
 
     public init(to: [String], from: Party, conversation: String, text: String, idempotencyKey: String? = nil) {
         self.to = to
@@ -455,6 +463,9 @@ public struct BroadcastRequest: Sendable, Codable, Hashable {
     enum CodingKeys: String, CodingKey {
         case to, from, conversation, text
         case idempotencyKey = "idempotency_key"
+        case priority, expiration, badge, category
+        case publicData = "public_data"
+        case title, data
     }
 }
 

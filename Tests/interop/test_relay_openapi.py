@@ -1002,6 +1002,18 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         key,
     )
     assert [member["user"] for member in members["members"]] == ["quiz-a", "quiz-b"]
+    relay.call(
+        "POST",
+        "/v1/broadcasts",
+        202,
+        {"to": ["quiz-a"], "from": party, "conversation": "quiz-2", "text": "Go!", "priority": 10, "badge": 1,
+         "category": "quiz.start", "public_data": {"round": "2"}, "title": "Quiz", "data": {"q": "1"}},
+        key,
+    )
+    relay.call(
+        "POST", "/v1/broadcasts", 400, {"to": ["a"], "from": party, "conversation": "q", "text": "x", "priority": 1},
+        key, field_name="priority",
+    )
     relay.call("POST", "/v1/broadcasts", 400, {"to": [], "from": party, "conversation": "q", "text": "x"}, key, field_name="to")
     relay.call("POST", "/v1/broadcasts", 401, {"to": ["a"], "from": party, "conversation": "q", "text": "x"})
     relay.call("POST", "/v1/broadcasts", 403, {"to": ["a"], "from": party, "conversation": "q", "text": "x"}, credential)
