@@ -35,7 +35,9 @@ extension PushContent {
                 guard data.count <= Int(UInt16.max) else { throw .doesNotFit }
                 writer.append(UInt8(data.count >> 8))
                 writer.append(UInt8(data.count & 0xff))
-                for (key, value) in data.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }) {
+                // Keys in byte order: one content, one encoding.
+                let pairs = data.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
+                for (key, value) in pairs {
                     try writer.appendString(key)
                     try writer.appendString(value)
                 }
