@@ -70,6 +70,12 @@ public final class RelayIngest: Sendable {
         var liveDevices: [String] = []
         var handovers: [LiveHandover] = []
         var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
+        // Apps whose presence policy is per user: one of the user's devices of that app active in
+        // the conversation keeps the push from all of them.
+        var activeApps = Set<String>()
+        for recipient in recipients where recipient.presence?.isActive(in: request.conversation, at: time) == true {
+            activeApps.insert(recipient.device.appID)
+        }
         for recipient in recipients {
             let device = recipient.device
             let onScreenHere = live.isActive(deviceID: device.id, in: request.conversation)
@@ -102,6 +108,10 @@ public final class RelayIngest: Sendable {
             }
             guard let app = try await context.app(id: device.appID) else {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
+                continue
+            }
+            if app.presencePolicy == .perUser, activeApps.contains(app.id) {
+                receipt.skipped.append(.init(deviceID: device.id, reason: "user_active_in_conversation"))
                 continue
             }
             let push = try context.messagePush(content, app: app, device: device, at: time, options: options)

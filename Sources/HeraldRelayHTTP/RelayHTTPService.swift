@@ -360,6 +360,7 @@ struct AppBody: Decodable {
     var messageTTL: Int64?
     var callTTL: Int64?
     var collapseByConversation: Bool?
+    var presencePolicy: PresencePolicy?
     /// The app's webhook; without it the app has none.
     var webhook: WebhookBody?
 
@@ -378,6 +379,7 @@ struct AppBody: Decodable {
         case callTTL = "call_ttl"
         case collapseByConversation = "collapse_by_conversation"
         case webhook
+        case presencePolicy = "presence_policy"
     }
 
     func record() throws -> AppRecord {
@@ -388,6 +390,7 @@ struct AppBody: Decodable {
         if let messageTTL { app.messageTTL = messageTTL }
         if let callTTL { app.callTTL = callTTL }
         if let collapseByConversation { app.collapseByConversation = collapseByConversation }
+        if let presencePolicy { app.presencePolicy = presencePolicy }
         return app
     }
 }

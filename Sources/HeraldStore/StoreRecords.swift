@@ -34,6 +34,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
     public var collapseByConversation: Bool
     /// Where the app's backend is told of changes (signed events), if anywhere.
     public var webhook: AppWebhook?
+    /// Whose presence suppresses a messaging push: the device's own (default) or any device of
+    /// the user's.
+    public var presencePolicy: PresencePolicy = .perDevice
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -70,6 +73,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case callTTL = "call_ttl"
         case collapseByConversation = "collapse_by_conversation"
         case webhook
+        case presencePolicy = "presence_policy"
     }
 
     /// The record as the API shows it: the webhook's url and `secret_set`, never its secret.
@@ -83,6 +87,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         try container.encode(messageTTL, forKey: .messageTTL)
         try container.encode(callTTL, forKey: .callTTL)
         try container.encode(collapseByConversation, forKey: .collapseByConversation)
+        try container.encode(presencePolicy, forKey: .presencePolicy)
         if let webhook {
             var nested = container.nestedContainer(keyedBy: AppWebhook.ShownKeys.self, forKey: .webhook)
             try nested.encode(webhook.url, forKey: .url)
@@ -104,7 +109,18 @@ public struct AppRecord: Sendable, Hashable, Codable {
         callTTL = try container.decodeIfPresent(Int64.self, forKey: .callTTL) ?? defaults.callTTL
         collapseByConversation =
             try container.decodeIfPresent(Bool.self, forKey: .collapseByConversation) ?? defaults.collapseByConversation
+        presencePolicy =
+            try container.decodeIfPresent(PresencePolicy.self, forKey: .presencePolicy) ?? defaults.presencePolicy
     }
+}
+
+/// Whose presence keeps a messaging push from a device (docs/relay.md, "Push options").
+public enum PresencePolicy: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A device active in the conversation is not pushed; the user's other devices are.
+    case perDevice = "per_device"
+    /// Any of the user's devices active in the conversation keeps the push from all of them
+    /// (a customer reading on the tablet does not get the phone buzzing).
+    case perUser = "per_user"
 }
 
 /// An app's webhook: where its events go, and the secret they are signed with, sealed with the

@@ -325,6 +325,10 @@ enum PostgresMigrations {
                 "CREATE INDEX call_stops_by_node ON call_stops (node_id)",
             ]
         ),
+        (
+            "push options: an app's presence policy",
+            ["ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'"]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -122,7 +122,7 @@ extension PostgresStore: StoreImport {
         var apps = RowsInsert(
             """
             apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-                webhook_url, webhook_secret)
+                webhook_url, webhook_secret, presence_policy)
             """
         )
         var devices = RowsInsert(
@@ -165,6 +165,7 @@ extension PostgresStore: StoreImport {
                     $0.boolean(app.collapseByConversation)
                     $0.text(app.webhook?.url)
                     $0.bytes(app.webhook?.sealedSecret)
+                    $0.text(app.presencePolicy.rawValue)
                 }
             case .device(let device):
                 devices.row {

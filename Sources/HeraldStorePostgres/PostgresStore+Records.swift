@@ -27,7 +27,7 @@ extension PostgresStore {
 
     static let appColumns = """
         id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-        webhook_url, webhook_secret
+        webhook_url, webhook_secret, presence_policy
         """
 
     public func saveApp(_ app: AppRecord) async throws {
@@ -37,12 +37,13 @@ extension PostgresStore {
                 INSERT INTO apps (\(unescaped: Self.appColumns))
                 VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
                     \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
-                    \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }))
+                    \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }), \(app.presencePolicy.rawValue))
                 ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                     alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                     message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
                     collapse_by_conversation = EXCLUDED.collapse_by_conversation,
-                    webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret
+                    webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret,
+                    presence_policy = EXCLUDED.presence_policy
                 """,
                 logger: logger
             )
@@ -66,7 +67,7 @@ extension PostgresStore {
         guard let policy = ContentPolicy(rawValue: try columns.next()) else {
             throw StoreError.corrupt.with(detail: "app \(id) has an unknown content policy")
         }
-        return AppRecord(
+        var app = AppRecord(
             id: id,
             teamID: teamID,
             contentPolicy: policy,
@@ -82,6 +83,11 @@ extension PostgresStore {
                 return AppWebhook(url: url, sealedSecret: Array(secret.readableBytesView))
             }()
         )
+        guard let presencePolicy = PresencePolicy(rawValue: try columns.next()) else {
+            throw StoreError.corrupt.with(detail: "app \(id) has an unknown presence policy")
+        }
+        app.presencePolicy = presencePolicy
+        return app
     }
 
     // MARK: Devices

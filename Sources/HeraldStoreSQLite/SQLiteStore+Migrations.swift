@@ -87,5 +87,8 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("push options: an app's presence policy") { db in
+            try db.execute(sql: "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'")
+        }
     }
 }

@@ -11,13 +11,13 @@ extension SQLiteStore {
                 sql: """
                     INSERT OR REPLACE INTO apps
                         (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
-                         collapse_by_conversation, webhook_url, webhook_secret)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         collapse_by_conversation, webhook_url, webhook_secret, presence_policy)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
                     app.callTTL, app.collapseByConversation, app.webhook?.url,
-                    app.webhook.map { Data($0.sealedSecret) },
+                    app.webhook.map { Data($0.sealedSecret) }, app.presencePolicy.rawValue,
                 ]
             )
             self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed)
@@ -45,7 +45,10 @@ extension SQLiteStore {
         guard let policy = ContentPolicy(rawValue: row["content_policy"]) else {
             throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown content policy")
         }
-        return AppRecord(
+        guard let presencePolicy = PresencePolicy(rawValue: row["presence_policy"]) else {
+            throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown presence policy")
+        }
+        var app = AppRecord(
             id: row["id"],
             teamID: row["team_id"],
             contentPolicy: policy,
@@ -56,6 +59,8 @@ extension SQLiteStore {
             collapseByConversation: row["collapse_by_conversation"],
             webhook: Self.webhook(url: row["webhook_url"], secret: row["webhook_secret"])
         )
+        app.presencePolicy = presencePolicy
+        return app
     }
 
     static func webhook(url: String?, secret: Data?) -> AppWebhook? {

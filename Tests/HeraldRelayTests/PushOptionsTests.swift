@@ -92,6 +92,49 @@ struct PushOptionsTests {
         }
     }
 
+    @Test(
+        "presence policy: per device pushes the user's other devices; per user keeps the push from all of them",
+        arguments: [false, true]
+    )
+    func presencePolicy(perUser: Bool) async throws {
+        try await RelayHarness.with { harness in
+            if perUser {
+                let put = try await harness.call(
+                    .PUT,
+                    "/v1/apps/\(RelayHarness.bundleID)",
+                    body: #"{"team_id":"\#(RelayHarness.teamID)","presence_policy":"per_user"}"#
+                )
+                #expect(put.status == 200 && put.json["presence_policy"] as? String == "per_user", "\(put.text)")
+            }
+            let tablet = try await harness.phone(user: "gina")
+            let phone = try await harness.phone(user: "gina")
+            let beat = try await harness.call(
+                .PUT,
+                "/v1/devices/\(tablet.deviceID)/presence",
+                auth: .bearer(tablet.credential),
+                body: #"{"conversation":"c-1","state":"active","ttl":600}"#
+            )
+            #expect(beat.status == 200)
+            let receipt = try await harness.call(.POST, "/v1/messages", body: Self.message(to: "gina", options: [:]))
+                .decode(IngestReceipt.self)
+            let skipped = Dictionary(uniqueKeysWithValues: receipt.skipped.map { ($0.deviceID, $0.reason) })
+            #expect(skipped[tablet.deviceID] == "active_in_conversation")
+            if perUser {
+                #expect(receipt.pushes.isEmpty)
+                #expect(skipped[phone.deviceID] == "user_active_in_conversation")
+            } else {
+                #expect(receipt.pushes.map(\.deviceID) == [phone.deviceID])
+            }
+            // Another conversation is not suppressed either way.
+            let other = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: #"{"to":"gina","from":{"id":"a","name":"A"},"conversation":"c-2","text":"hi"}"#
+            ).decode(IngestReceipt.self)
+            #expect(other.pushes.count == 2)
+        }
+    }
+
     @Test("without options a message keeps priority 5 and the app's message_ttl")
     func defaults() async throws {
         try await RelayHarness.with { harness in

@@ -605,6 +605,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "message_ttl": 86400,
         "call_ttl": 30,
         "collapse_by_conversation": False,
+        "presence_policy": "per_device",
     }
     full = {
         "team_id": team,
@@ -614,6 +615,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "message_ttl": 3600,
         "call_ttl": 45,
         "collapse_by_conversation": True,
+        "presence_policy": "per_user",
     }
     assert relay.call("PUT", f"/v1/apps/{app_id}", 200, full, key) == {"id": app_id} | full
     replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team, "unknown_key": 1}, key)
@@ -631,6 +633,10 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         field_name="collapse_by_conversation",
     )
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": 5}, key, field_name="team_id")
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "presence_policy": "per_team"}, key,
+        field_name="presence_policy",
+    )
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": ""}, key, field_name="team_id")
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": "T" * 257}, key, field_name="team_id")
     # 129 two-byte characters: 258 bytes, over the limit in bytes, not in characters.
