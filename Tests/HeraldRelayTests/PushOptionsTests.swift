@@ -135,6 +135,16 @@ struct PushOptionsTests {
         }
     }
 
+    @Test("an app of the configuration file names its presence policy; per_device when left out")
+    func presencePolicyInTheFile() throws {
+        let decode = { (json: String) throws -> AppRecord in
+            try JSONDecoder().decode(AppRecord.self, from: Data(json.utf8))
+        }
+        #expect(try decode(#"{"id":"a.b","team_id":"T","presence_policy":"per_user"}"#).presencePolicy == .perUser)
+        #expect(try decode(#"{"id":"a.b","team_id":"T"}"#).presencePolicy == .perDevice)
+        #expect(throws: DecodingError.self) { try decode(#"{"id":"a.b","team_id":"T","presence_policy":"x"}"#) }
+    }
+
     @Test("without options a message keeps priority 5 and the app's message_ttl")
     func defaults() async throws {
         try await RelayHarness.with { harness in
