@@ -20,6 +20,8 @@ public struct MessagePushOptions: Sendable, Hashable {
     public var category: String?
     /// Custom data in clear: APNs top-level keys, FCM data keys; counted in the payload budget.
     public var publicData: [String: String]
+    /// The request named a priority; otherwise each app's `message_priority` applies.
+    public var priorityRequested = false
 
     public init(
         priority: APNsPriority = .conserve,
@@ -53,6 +55,7 @@ extension RelayContext {
     /// The push options of a message request, or a 400 naming the field that is wrong.
     func pushOptions(_ request: MessageRequest) throws(RelayError) -> MessagePushOptions {
         var options = MessagePushOptions()
+        options.priorityRequested = request.priority != nil
         if let priority = request.priority {
             // 10 is allowed: a message push always shows an alert. 1 is a background priority.
             guard let value = APNsPriority(rawValue: priority), value != .low else {

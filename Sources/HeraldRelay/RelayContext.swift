@@ -188,6 +188,10 @@ final class RelayContext: Sendable {
         throws(RelayError) -> OutboxEntry
     {
         let pushID = TimeOrderedID.make(milliseconds: time)
+        var options = options
+        if !options.priorityRequested, let priority = APNsPriority(rawValue: app.messagePriority) {
+            options.priority = priority
+        }
         let payload: Push.Payload
         do {
             let sealer = try sealer(for: device)

@@ -361,6 +361,7 @@ struct AppBody: Decodable {
     var callTTL: Int64?
     var collapseByConversation: Bool?
     var presencePolicy: PresencePolicy?
+    var messagePriority: Int?
     /// The app's webhook; without it the app has none.
     var webhook: WebhookBody?
 
@@ -380,6 +381,7 @@ struct AppBody: Decodable {
         case collapseByConversation = "collapse_by_conversation"
         case webhook
         case presencePolicy = "presence_policy"
+        case messagePriority = "message_priority"
     }
 
     func record() throws -> AppRecord {
@@ -391,6 +393,7 @@ struct AppBody: Decodable {
         if let callTTL { app.callTTL = callTTL }
         if let collapseByConversation { app.collapseByConversation = collapseByConversation }
         if let presencePolicy { app.presencePolicy = presencePolicy }
+        if let messagePriority { app.messagePriority = messagePriority }
         return app
     }
 }

@@ -37,6 +37,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
     /// Whose presence suppresses a messaging push: the device's own (default) or any device of
     /// the user's.
     public var presencePolicy: PresencePolicy = .perDevice
+    /// The APNs priority of a message push when the request names none: 5 or 10.
+    public var messagePriority: Int = 5
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -74,6 +76,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case collapseByConversation = "collapse_by_conversation"
         case webhook
         case presencePolicy = "presence_policy"
+        case messagePriority = "message_priority"
     }
 
     /// The record as the API shows it: the webhook's url and `secret_set`, never its secret.
@@ -88,6 +91,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         try container.encode(callTTL, forKey: .callTTL)
         try container.encode(collapseByConversation, forKey: .collapseByConversation)
         try container.encode(presencePolicy, forKey: .presencePolicy)
+        try container.encode(messagePriority, forKey: .messagePriority)
         if let webhook {
             var nested = container.nestedContainer(keyedBy: AppWebhook.ShownKeys.self, forKey: .webhook)
             try nested.encode(webhook.url, forKey: .url)
@@ -111,6 +115,14 @@ public struct AppRecord: Sendable, Hashable, Codable {
             try container.decodeIfPresent(Bool.self, forKey: .collapseByConversation) ?? defaults.collapseByConversation
         presencePolicy =
             try container.decodeIfPresent(PresencePolicy.self, forKey: .presencePolicy) ?? defaults.presencePolicy
+        messagePriority = try container.decodeIfPresent(Int.self, forKey: .messagePriority) ?? defaults.messagePriority
+        guard messagePriority == 5 || messagePriority == 10 else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .messagePriority,
+                in: container,
+                debugDescription: "message_priority must be 5 or 10"
+            )
+        }
     }
 }
 

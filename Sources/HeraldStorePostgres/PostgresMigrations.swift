@@ -327,7 +327,10 @@ enum PostgresMigrations {
         ),
         (
             "push options: an app's presence policy",
-            ["ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'"]
+            [
+                "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'",
+                "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5",
+            ]
         ),
     ]
 

@@ -122,7 +122,7 @@ extension PostgresStore: StoreImport {
         var apps = RowsInsert(
             """
             apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-                webhook_url, webhook_secret, presence_policy)
+                webhook_url, webhook_secret, presence_policy, message_priority)
             """
         )
         var devices = RowsInsert(
@@ -166,6 +166,7 @@ extension PostgresStore: StoreImport {
                     $0.text(app.webhook?.url)
                     $0.bytes(app.webhook?.sealedSecret)
                     $0.text(app.presencePolicy.rawValue)
+                    $0.integer(Int64(app.messagePriority))
                 }
             case .device(let device):
                 devices.row {

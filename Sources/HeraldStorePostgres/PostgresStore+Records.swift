@@ -27,7 +27,7 @@ extension PostgresStore {
 
     static let appColumns = """
         id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-        webhook_url, webhook_secret, presence_policy
+        webhook_url, webhook_secret, presence_policy, message_priority
         """
 
     public func saveApp(_ app: AppRecord) async throws {
@@ -37,13 +37,14 @@ extension PostgresStore {
                 INSERT INTO apps (\(unescaped: Self.appColumns))
                 VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
                     \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
-                    \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }), \(app.presencePolicy.rawValue))
+                    \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }), \(app.presencePolicy.rawValue),
+                    \(app.messagePriority))
                 ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                     alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                     message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
                     collapse_by_conversation = EXCLUDED.collapse_by_conversation,
                     webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret,
-                    presence_policy = EXCLUDED.presence_policy
+                    presence_policy = EXCLUDED.presence_policy, message_priority = EXCLUDED.message_priority
                 """,
                 logger: logger
             )
@@ -87,6 +88,8 @@ extension PostgresStore {
             throw StoreError.corrupt.with(detail: "app \(id) has an unknown presence policy")
         }
         app.presencePolicy = presencePolicy
+        let priority: Int32 = try columns.next()
+        app.messagePriority = Int(priority)
         return app
     }
 

@@ -68,13 +68,13 @@ extension SQLiteStore: StoreImport {
             try db.execute(
                 sql: """
                     INSERT INTO apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
-                        collapse_by_conversation, webhook_url, webhook_secret, presence_policy)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        collapse_by_conversation, webhook_url, webhook_secret, presence_policy, message_priority)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
                     app.callTTL, app.collapseByConversation, app.webhook?.url,
-                    app.webhook.map { Data($0.sealedSecret) }, app.presencePolicy.rawValue,
+                    app.webhook.map { Data($0.sealedSecret) }, app.presencePolicy.rawValue, app.messagePriority,
                 ]
             )
         case .device(let device):

@@ -89,6 +89,7 @@ extension SQLiteStore {
         }
         migrator.registerMigration("push options: an app's presence policy") { db in
             try db.execute(sql: "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'")
+            try db.execute(sql: "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5")
         }
     }
 }

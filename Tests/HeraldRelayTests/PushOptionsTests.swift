@@ -145,6 +145,31 @@ struct PushOptionsTests {
         #expect(throws: DecodingError.self) { try decode(#"{"id":"a.b","team_id":"T","presence_policy":"x"}"#) }
     }
 
+    @Test("an app's message_priority is the default; a request's priority overrides it")
+    func appDefaultPriority() async throws {
+        try await RelayHarness.with { harness in
+            let put = try await harness.call(
+                .PUT,
+                "/v1/apps/\(RelayHarness.bundleID)",
+                body: #"{"team_id":"\#(RelayHarness.teamID)","message_priority":10}"#
+            )
+            #expect(put.status == 200 && put.json["message_priority"] as? Int == 10, "\(put.text)")
+            let bad = try await harness.call(
+                .PUT,
+                "/v1/apps/\(RelayHarness.bundleID)",
+                body: #"{"team_id":"\#(RelayHarness.teamID)","message_priority":1}"#
+            )
+            #expect(bad.status == 400 && bad.json["field"] as? String == "message_priority", "\(bad.text)")
+            let phone = try await harness.phone(user: "hana")
+            for priority in [nil, 5] as [Int?] {
+                let body = Self.message(to: "hana", options: priority.map { ["priority": $0] } ?? [:])
+                let receipt = try await harness.call(.POST, "/v1/messages", body: body).decode(IngestReceipt.self)
+                try await harness.push(try #require(receipt.pushes.first?.pushID), reaches: .delivered)
+            }
+            #expect(harness.accepted(token: phone.messagingToken).map(\.priority) == ["10", "5"])
+        }
+    }
+
     @Test("without options a message keeps priority 5 and the app's message_ttl")
     func defaults() async throws {
         try await RelayHarness.with { harness in

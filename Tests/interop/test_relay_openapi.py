@@ -606,6 +606,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "call_ttl": 30,
         "collapse_by_conversation": False,
         "presence_policy": "per_device",
+        "message_priority": 5,
     }
     full = {
         "team_id": team,
@@ -616,6 +617,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "call_ttl": 45,
         "collapse_by_conversation": True,
         "presence_policy": "per_user",
+        "message_priority": 10,
     }
     assert relay.call("PUT", f"/v1/apps/{app_id}", 200, full, key) == {"id": app_id} | full
     replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team, "unknown_key": 1}, key)
@@ -636,6 +638,9 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call(
         "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "presence_policy": "per_team"}, key,
         field_name="presence_policy",
+    )
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "message_priority": 1}, key, field_name="message_priority"
     )
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": ""}, key, field_name="team_id")
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": "T" * 257}, key, field_name="team_id")
