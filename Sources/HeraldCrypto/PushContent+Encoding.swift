@@ -1,13 +1,16 @@
 /// The plaintext encoding, v1 (docs/envelope.md, "Plaintext").
 ///
 /// ```
-/// message: 0x01 ‖ flags(1, bit 0 truncated) ‖ sentAt(i64be ms) ‖ str messageID ‖ str conversationID
-///          ‖ str senderID ‖ str senderName ‖ str text
+/// message: 0x01 ‖ flags(1, bit 0 truncated, bit 1 title, bit 2 data) ‖ sentAt(i64be ms)
+///          ‖ str messageID ‖ str conversationID ‖ str senderID ‖ str senderName ‖ str text
+///          [‖ str title] [‖ u16be count ‖ (str key ‖ str value)*, keys in byte order]
 /// call:    0x02 ‖ flags(1, bit 0 video)     ‖ startedAt(i64be ms) ‖ str callID ‖ str callerID
 ///          ‖ str callerName
 /// str = u16be byte length ‖ UTF-8 bytes
 /// ```
-/// Readers ignore flag bits they do not know; writers set them to zero.
+/// Readers ignore flag bits they do not know; writers set them to zero. A message without a title
+/// or data encodes exactly as before bits 1 and 2 existed; one with them is refused by an older
+/// reader (bytes after the text), which then shows the generic text.
 extension PushContent {
     /// Bytes of a message's encoding that are not the text: type, flags, time, five lengths.
     static let messageFixedLength = 1 + 1 + 8 + 5 * 2
@@ -20,13 +23,25 @@ extension PushContent {
         case .message(let m):
             var writer = ByteWriter(capacity: m.encodedLength)
             writer.append(PushKind.message.rawValue)
-            writer.append(UInt8(m.truncated ? 1 : 0))
+            writer.append(UInt8((m.truncated ? 1 : 0) | (m.title != nil ? 2 : 0) | (m.data != nil ? 4 : 0)))
             writer.append(m.sentAt)
             try writer.appendString(m.messageID)
             try writer.appendString(m.conversationID)
             try writer.appendString(m.senderID)
             try writer.appendString(m.senderName)
             try writer.appendString(m.text)
+            if let title = m.title { try writer.appendString(title) }
+            if let data = m.data {
+                guard data.count <= Int(UInt16.max) else { throw .doesNotFit }
+                writer.append(UInt8(data.count >> 8))
+                writer.append(UInt8(data.count & 0xff))
+                // Keys in byte order: one content, one encoding.
+                let pairs = data.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
+                for (key, value) in pairs {
+                    try writer.appendString(key)
+                    try writer.appendString(value)
+                }
+            }
             return writer.bytes
         case .call(let c):
             var writer = ByteWriter(capacity: c.encodedLength)
@@ -57,6 +72,19 @@ extension PushContent {
             let senderID = try reader.readString()
             let senderName = try reader.readString()
             let text = try reader.readString()
+            let title = flags & 2 != 0 ? try reader.readString() : nil
+            var data: [String: String]?
+            if flags & 4 != 0 {
+                let count = Int(try reader.readByte()) << 8 | Int(try reader.readByte())
+                var fields: [String: String] = [:]
+                for _ in 0..<count {
+                    let key = try reader.readString()
+                    // One encoding per content: keys appear once.
+                    guard fields[key] == nil else { throw .malformedContent }
+                    fields[key] = try reader.readString()
+                }
+                data = fields
+            }
             self = .message(
                 MessageContent(
                     messageID: messageID,
@@ -65,7 +93,9 @@ extension PushContent {
                     senderName: senderName,
                     text: text,
                     sentAt: time,
-                    truncated: flags & 1 != 0
+                    truncated: flags & 1 != 0,
+                    title: title,
+                    data: data
                 )
             )
         case .call:
@@ -106,7 +136,14 @@ extension MessageContent {
     /// The length of this message's plaintext encoding.
     public var encodedLength: Int {
         PushContent.messageFixedLength + messageID.utf8.count + conversationID.utf8.count
-            + senderID.utf8.count + senderName.utf8.count + text.utf8.count
+            + senderID.utf8.count + senderName.utf8.count + text.utf8.count + extrasLength
+    }
+
+    /// The bytes the title and data add: each string with its 2-byte length, the data's count.
+    var extrasLength: Int {
+        var length = title.map { 2 + $0.utf8.count } ?? 0
+        if let data { length += 2 + data.reduce(0) { $0 + 4 + $1.key.utf8.count + $1.value.utf8.count } }
+        return length
     }
 }
 

@@ -14,6 +14,11 @@ public struct MessageContent: Sendable, Hashable, Codable {
     public var sentAt: Int64
     /// The text was cut to fit the payload budget; the app fetches the whole message by id.
     public var truncated: Bool
+    /// A per-message notification title, shown by the extension instead of the sender's name;
+    /// sealed, never on the lock screen in clear.
+    public var title: String?
+    /// Custom data the backend sealed for the app (deep-link parameters and the like).
+    public var data: [String: String]?
 
     public init(
         messageID: String,
@@ -22,8 +27,12 @@ public struct MessageContent: Sendable, Hashable, Codable {
         senderName: String,
         text: String,
         sentAt: Int64,
-        truncated: Bool = false
+        truncated: Bool = false,
+        title: String? = nil,
+        data: [String: String]? = nil
     ) {
+        self.title = title
+        self.data = data
         self.messageID = messageID
         self.conversationID = conversationID
         self.senderID = senderID
@@ -40,7 +49,7 @@ public struct MessageContent: Sendable, Hashable, Codable {
         case senderName = "sender_name"
         case text
         case sentAt = "sent_at"
-        case truncated
+        case truncated, title, data
     }
 }
 

@@ -15,6 +15,8 @@ public struct DisplayedNotification: Codable, Sendable, Hashable {
     public var fetchOnTap: Bool
     /// Milliseconds since the epoch.
     public var shownAt: Int64
+    /// The custom data sealed with the message, kept for the app (a tap's deep link).
+    public var data: [String: String]? = nil
 
     public init(
         title: String,
@@ -35,7 +37,7 @@ public struct DisplayedNotification: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case title, body, thread
+        case title, body, thread, data
         case messageID = "message_id"
         case conversationID = "conversation_id"
         case fetchOnTap = "fetch_on_tap"
@@ -47,7 +49,9 @@ extension DisplayedNotification {
     /// Replaces the generic text with the opened message: the sender as title, the text as body
     /// (a cut or empty text is fetched on tap).
     mutating func show(_ message: MessageContent) {
-        title = message.senderName
+        // A sealed per-message title replaces the sender's name (docs/relay.md, "Push options").
+        title = message.title ?? message.senderName
+        data = message.data
         if message.text.isEmpty {
             fetchOnTap = true
         } else {

@@ -16,20 +16,23 @@ public enum PushPayload {
         _ content: MessageContent,
         app: AppRecord,
         deviceID: String,
-        sealer: EnvelopeSealer
+        sealer: EnvelopeSealer,
+        options: MessagePushOptions = MessagePushOptions()
     ) throws(HeraldCryptoError) -> (body: String, truncated: Bool) {
         var content = content
         switch app.contentPolicy {
         case .full: break
         case .senderOnly: content.text = ""
         case .none:
-            return (messageBody(app: app, content: content, sealed: nil), false)
+            let body = messageBody(app: app, content: content, sealed: nil, options: options)
+            guard body.utf8.count <= PayloadBudget.apnsAlert.bodyLimit else { throw .doesNotFit }
+            return (body, false)
         }
-        let surrounding = messageBody(app: app, content: content, sealed: "").utf8.count
+        let surrounding = messageBody(app: app, content: content, sealed: "", options: options).utf8.count
         let capacity = PayloadBudget.apnsAlert.plaintextCapacity(surroundingBytes: surrounding)
         let fitted = try content.fitted(toPlaintextCapacity: capacity)
         let envelope = try sealer.seal(.message(fitted), deviceID: deviceID)
-        return (messageBody(app: app, content: content, sealed: envelope.text), fitted.truncated)
+        return (messageBody(app: app, content: content, sealed: envelope.text, options: options), fitted.truncated)
     }
 
     /// The body of a call push for one device.
@@ -54,17 +57,24 @@ public enum PushPayload {
         _ content: MessageContent,
         app: AppRecord,
         deviceID: String,
-        sealer: EnvelopeSealer
+        sealer: EnvelopeSealer,
+        options: MessagePushOptions = MessagePushOptions()
     ) throws(HeraldCryptoError) -> (data: [String: String], truncated: Bool) {
         var content = content
-        var fields = [
+        // Custom keys first: Herald's own keys win, though ingest already refused collisions.
+        var fields = options.publicData
+        fields.merge([
             "v": "1", "kind": "message", "message_id": content.messageID, "conversation_id": content.conversationID,
             "policy": app.contentPolicy.rawValue,
-        ]
+        ]) { _, own in own }
+        if let badge = options.badge { fields["badge"] = String(badge) }
+        if let category = options.category { fields["category"] = category }
         switch app.contentPolicy {
         case .full: break
         case .senderOnly: content.text = ""
-        case .none: return (fields, false)
+        case .none:
+            guard dataBytes(fields) <= PayloadBudget.fcmData.bodyLimit else { throw .doesNotFit }
+            return (fields, false)
         }
         let capacity = PayloadBudget.fcmData.plaintextCapacity(
             surroundingBytes: dataBytes(fields) + "sealed".utf8.count
@@ -94,12 +104,20 @@ public enum PushPayload {
         fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
     }
 
-    static func messageBody(app: AppRecord, content: MessageContent, sealed: String?) -> String {
+    static func messageBody(
+        app: AppRecord,
+        content: MessageContent,
+        sealed: String?,
+        options: MessagePushOptions = MessagePushOptions()
+    ) -> String {
         var json = "{\"aps\":{\"alert\":{\"title\":"
         json += JSONText.quoted(app.alertTitle)
         json += ",\"body\":"
         json += JSONText.quoted(app.alertBody)
-        json += "},\"mutable-content\":1,\"sound\":\"default\",\"thread-id\":"
+        json += "}"
+        if let badge = options.badge { json += ",\"badge\":" + String(badge) }
+        if let category = options.category { json += ",\"category\":" + JSONText.quoted(category) }
+        json += ",\"mutable-content\":1,\"sound\":\"default\",\"thread-id\":"
         json += JSONText.quoted(content.conversationID)
         json += "},\"herald\":{\"v\":1,\"kind\":\"message\",\"message_id\":"
         json += JSONText.quoted(content.messageID)
@@ -111,7 +129,13 @@ public enum PushPayload {
             json += ",\"sealed\":"
             json += JSONText.quoted(sealed)
         }
-        json += "}}"
+        json += "}"
+        // Custom keys at the top level, as Apple's custom payload keys are, sorted: the same
+        // data is always the same bytes.
+        for (key, value) in options.publicData.sorted(by: { $0.key < $1.key }) {
+            json += "," + JSONText.quoted(key) + ":" + JSONText.quoted(value)
+        }
+        json += "}"
         return json
     }
 

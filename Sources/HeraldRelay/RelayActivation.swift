@@ -32,6 +32,9 @@ public final class RelayActivation: Sendable {
         guard app.callTTL > 0, app.callTTL <= 3600 else {
             throw .invalidField("call_ttl", "must be between 1 and 3600 seconds")
         }
+        guard app.messagePriority == 5 || app.messagePriority == 10 else {
+            throw .invalidField("message_priority", "must be 5 or 10 (a message push is an alert)")
+        }
         try context.checkText(app.alertTitle, "alert_title")
         try context.checkText(app.alertBody, "alert_body")
         let fleet = context.configuration.fleet

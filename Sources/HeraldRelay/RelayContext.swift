@@ -182,28 +182,54 @@ final class RelayContext: Sendable {
         _ content: MessageContent,
         app: AppRecord,
         device: DeviceRecord,
-        at time: Int64
+        at time: Int64,
+        options: MessagePushOptions = MessagePushOptions()
     )
         throws(RelayError) -> OutboxEntry
     {
         let pushID = TimeOrderedID.make(milliseconds: time)
+        var options = options
+        if !options.priorityRequested, let priority = APNsPriority(rawValue: app.messagePriority) {
+            options.priority = priority
+        }
         let payload: Push.Payload
         do {
             let sealer = try sealer(for: device)
             switch device.platform {
             case .android:
-                let data = try PushPayload.fcmMessage(content, app: app, deviceID: device.id, sealer: sealer).data
+                let data = try PushPayload.fcmMessage(
+                    content,
+                    app: app,
+                    deviceID: device.id,
+                    sealer: sealer,
+                    options: options
+                ).data
                 // HIGH: the app's messaging service shows the notification at once.
                 payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
             case .ios:
-                let json = try PushPayload.message(content, app: app, deviceID: device.id, sealer: sealer).body
+                let json = try PushPayload.message(
+                    content,
+                    app: app,
+                    deviceID: device.id,
+                    sealer: sealer,
+                    options: options
+                ).body
                 payload = .apns(
-                    APNsPayload(topic: app.id, type: .alert, priority: .conserve, apnsID: pushID, json: json)
+                    APNsPayload(topic: app.id, type: .alert, priority: options.priority, apnsID: pushID, json: json)
                 )
             }
         } catch let error as RelayError {
             throw error
         } catch {
+            if content.data?.isEmpty == false {
+                throw RelayError.invalidField("data", "leaves no room for the message in the push")
+            }
+            if content.title != nil {
+                throw RelayError.invalidField("title", "leaves no room for the message in the push")
+            }
+            if !options.publicData.isEmpty {
+                throw RelayError.invalidField("public_data", "leaves no room for the message in the push")
+            }
             throw RelayError.invalidField("from.name", "leaves no room for the message in the push")
         }
         var entry = OutboxEntry(
@@ -214,13 +240,24 @@ final class RelayContext: Sendable {
             priority: 5,
             payload: payload,
             nextAttemptAt: time,
-            expiresAt: time + app.messageTTL * 1000,
+            expiresAt: time + Self.messageLifetime(app: app, options: options),
             createdAt: time,
             updatedAt: time
         )
         if app.collapseByConversation { entry.collapseID = Self.collapseID(conversation: content.conversationID) }
         return entry
     }
+
+    /// How long (milliseconds) a message push may wait: the request's expiration, else the app's
+    /// `message_ttl`. "Now or never" (0) keeps it `nowOrNeverWindow`: the first attempt goes out
+    /// at once, a retry after that window never does.
+    static func messageLifetime(app: AppRecord, options: MessagePushOptions) -> Int64 {
+        guard let expiration = options.expiration else { return app.messageTTL * 1000 }
+        return expiration == 0 ? nowOrNeverWindow : expiration * 1000
+    }
+
+    /// The relay's window for a "now or never" push to reach the push network.
+    static let nowOrNeverWindow: Int64 = 10_000
 
     /// A conversation's collapse id: APNs allows 64 bytes, so longer ids are hashed.
     static func collapseID(conversation: String) -> String {

@@ -43,6 +43,8 @@ public final class RelayIngest: Sendable {
             throw .invalidField("text", "is longer than \(context.configuration.maximumTextBytes) bytes")
         }
         if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
+        let options = try context.pushOptions(request)
+        let extras = try context.sealedExtras(request)
 
         let time = context.now()
         let messageID = TimeOrderedID.make(milliseconds: time)
@@ -53,7 +55,9 @@ public final class RelayIngest: Sendable {
             senderID: request.from.id,
             senderName: request.from.name,
             text: request.text,
-            sentAt: time
+            sentAt: time,
+            title: extras.title,
+            data: extras.data
         )
 
         // Devices on screen in the conversation with their channel on another node.
@@ -66,6 +70,12 @@ public final class RelayIngest: Sendable {
         var liveDevices: [String] = []
         var handovers: [LiveHandover] = []
         var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
+        // Apps whose presence policy is per user: one of the user's devices of that app active in
+        // the conversation keeps the push from all of them.
+        var activeApps = Set<String>()
+        for recipient in recipients where recipient.presence?.isActive(in: request.conversation, at: time) == true {
+            activeApps.insert(recipient.device.appID)
+        }
         for recipient in recipients {
             let device = recipient.device
             let onScreenHere = live.isActive(deviceID: device.id, in: request.conversation)
@@ -100,7 +110,11 @@ public final class RelayIngest: Sendable {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
                 continue
             }
-            let push = try context.messagePush(content, app: app, device: device, at: time)
+            if app.presencePolicy == .perUser, activeApps.contains(app.id) {
+                receipt.skipped.append(.init(deviceID: device.id, reason: "user_active_in_conversation"))
+                continue
+            }
+            let push = try context.messagePush(content, app: app, device: device, at: time, options: options)
             pushes.append(push)
             receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }
@@ -210,7 +224,14 @@ public final class RelayIngest: Sendable {
                     from: request.from,
                     conversation: request.conversation,
                     text: request.text,
-                    idempotencyKey: request.idempotencyKey.map { "broadcast:\($0):\(user)" }
+                    idempotencyKey: request.idempotencyKey.map { "broadcast:\($0):\(user)" },
+                    priority: request.priority,
+                    expiration: request.expiration,
+                    badge: request.badge,
+                    category: request.category,
+                    publicData: request.publicData,
+                    title: request.title,
+                    data: request.data
                 )
             )
             members.append(.init(user: user, receipt: receipt))

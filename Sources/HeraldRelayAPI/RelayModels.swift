@@ -207,18 +207,57 @@ public struct MessageRequest: Sendable, Codable, Hashable {
     public var text: String
     /// The same key never makes a second push; the first answer is returned again.
     public var idempotencyKey: String?
+    /// APNs priority, 5 (default) or 10 (docs/relay.md, "Push options").
+    public var priority: Int?
+    /// Seconds from now the push may still be delivered; 0 is "now or never". The app's
+    /// `message_ttl` when absent.
+    public var expiration: Int64?
+    /// The app icon's badge (APNs `aps.badge`; FCM data `badge`), in clear.
+    public var badge: Int?
+    /// The notification category or push tag (APNs `aps.category`; FCM data `category`), in clear.
+    public var category: String?
+    /// Custom data sent in clear next to the sealed envelope (APNs top-level keys; FCM data).
+    public var publicData: [String: String]?
+    /// A per-message notification title, sealed: the extension shows it; the lock screen's clear
+    /// title stays the app's generic one.
+    public var title: String?
+    /// Custom data sealed for the app with the message.
+    public var data: [String: String]?
 
-    public init(to: String, from: Party, conversation: String, text: String, idempotencyKey: String? = nil) {
+    public init(
+        to: String,
+        from: Party,
+        conversation: String,
+        text: String,
+        idempotencyKey: String? = nil,
+        priority: Int? = nil,
+        expiration: Int64? = nil,
+        badge: Int? = nil,
+        category: String? = nil,
+        publicData: [String: String]? = nil,
+        title: String? = nil,
+        data: [String: String]? = nil
+    ) {
+        self.title = title
+        self.data = data
         self.to = to
         self.from = from
         self.conversation = conversation
         self.text = text
         self.idempotencyKey = idempotencyKey
+        self.priority = priority
+        self.expiration = expiration
+        self.badge = badge
+        self.category = category
+        self.publicData = publicData
     }
 
     enum CodingKeys: String, CodingKey {
         case to, from, conversation, text
         case idempotencyKey = "idempotency_key"
+        case priority, expiration, badge, category
+        case publicData = "public_data"
+        case title, data
     }
 }
 
@@ -419,6 +458,14 @@ public struct BroadcastRequest: Sendable, Codable, Hashable {
     public var conversation: String
     public var text: String
     public var idempotencyKey: String?
+    /// The push options, as on `MessageRequest`, for every member's pushes.
+    public var priority: Int?
+    public var expiration: Int64?
+    public var badge: Int?
+    public var category: String?
+    public var publicData: [String: String]?
+    public var title: String?
+    public var data: [String: String]?
 
     public init(to: [String], from: Party, conversation: String, text: String, idempotencyKey: String? = nil) {
         self.to = to
@@ -431,6 +478,9 @@ public struct BroadcastRequest: Sendable, Codable, Hashable {
     enum CodingKeys: String, CodingKey {
         case to, from, conversation, text
         case idempotencyKey = "idempotency_key"
+        case priority, expiration, badge, category
+        case publicData = "public_data"
+        case title, data
     }
 }
 

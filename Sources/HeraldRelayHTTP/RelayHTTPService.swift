@@ -365,6 +365,8 @@ struct AppBody: Decodable {
     var apnsKey: String?
     var fcmAccount: String?
     var apnsEnvironment: APNsEnvironment?
+    var presencePolicy: PresencePolicy?
+    var messagePriority: Int?
     /// The app's webhook; without it the app has none.
     var webhook: WebhookBody?
 
@@ -386,6 +388,8 @@ struct AppBody: Decodable {
         case callTTL = "call_ttl"
         case collapseByConversation = "collapse_by_conversation"
         case webhook
+        case presencePolicy = "presence_policy"
+        case messagePriority = "message_priority"
     }
 
     func record() throws -> AppRecord {
@@ -399,6 +403,8 @@ struct AppBody: Decodable {
         app.apnsKey = apnsKey
         app.fcmAccount = fcmAccount
         app.apnsEnvironment = apnsEnvironment
+        if let presencePolicy { app.presencePolicy = presencePolicy }
+        if let messagePriority { app.messagePriority = messagePriority }
         return app
     }
 }

@@ -44,6 +44,11 @@ public struct AppRecord: Sendable, Hashable, Codable {
     public var fcmAccount: String?
     /// The APNs environment of the app's devices that name none at activation; nil: the key's.
     public var apnsEnvironment: APNsEnvironment?
+    /// Whose presence suppresses a messaging push: the device's own (default) or any device of
+    /// the user's.
+    public var presencePolicy: PresencePolicy = .perDevice
+    /// The APNs priority of a message push when the request names none: 5 or 10.
+    public var messagePriority: Int = 5
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -89,6 +94,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case fcmAccount = "fcm_account"
         case apnsEnvironment = "apns_environment"
         case webhook
+        case presencePolicy = "presence_policy"
+        case messagePriority = "message_priority"
     }
 
     /// The record as the API shows it: the webhook's url and `secret_set`, never its secret.
@@ -102,6 +109,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
         try container.encode(messageTTL, forKey: .messageTTL)
         try container.encode(callTTL, forKey: .callTTL)
         try container.encode(collapseByConversation, forKey: .collapseByConversation)
+        try container.encode(presencePolicy, forKey: .presencePolicy)
+        try container.encode(messagePriority, forKey: .messagePriority)
         if let webhook {
             var nested = container.nestedContainer(keyedBy: AppWebhook.ShownKeys.self, forKey: .webhook)
             try nested.encode(webhook.url, forKey: .url)
@@ -129,7 +138,26 @@ public struct AppRecord: Sendable, Hashable, Codable {
         apnsKey = try container.decodeIfPresent(String.self, forKey: .apnsKey)
         fcmAccount = try container.decodeIfPresent(String.self, forKey: .fcmAccount)
         apnsEnvironment = try container.decodeIfPresent(APNsEnvironment.self, forKey: .apnsEnvironment)
+        presencePolicy =
+            try container.decodeIfPresent(PresencePolicy.self, forKey: .presencePolicy) ?? defaults.presencePolicy
+        messagePriority = try container.decodeIfPresent(Int.self, forKey: .messagePriority) ?? defaults.messagePriority
+        guard messagePriority == 5 || messagePriority == 10 else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .messagePriority,
+                in: container,
+                debugDescription: "message_priority must be 5 or 10"
+            )
+        }
     }
+}
+
+/// Whose presence keeps a messaging push from a device (docs/relay.md, "Push options").
+public enum PresencePolicy: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A device active in the conversation is not pushed; the user's other devices are.
+    case perDevice = "per_device"
+    /// Any of the user's devices active in the conversation keeps the push from all of them
+    /// (a customer reading on the tablet does not get the phone buzzing).
+    case perUser = "per_user"
 }
 
 /// An app's webhook: where its events go, and the secret they are signed with, sealed with the

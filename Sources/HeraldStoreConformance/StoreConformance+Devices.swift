@@ -45,6 +45,8 @@ extension StoreConformance {
         other.alertTitle = "Hello"
         other.messageTTL = 3_600
         other.collapseByConversation = true
+        other.presencePolicy = .perUser
+        other.messagePriority = 10
         try await store.saveApp(other)
         #expect(try await store.apps() == [StoreFixtures.app(), other])
         #expect(try await store.app(id: "com.example.other") == other)

@@ -377,6 +377,13 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        (
+            "v10: push options: an app's presence policy and message priority",
+            [
+                "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'",
+                "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

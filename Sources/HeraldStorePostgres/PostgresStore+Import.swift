@@ -122,7 +122,8 @@ extension PostgresStore: StoreImport {
         var apps = RowsInsert(
             """
             apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-                webhook_url, webhook_secret, apns_key, fcm_account, apns_environment)
+                webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy,
+                message_priority)
             """
         )
         var devices = RowsInsert(
@@ -168,6 +169,8 @@ extension PostgresStore: StoreImport {
                     $0.text(app.apnsKey)
                     $0.text(app.fcmAccount)
                     $0.text(app.apnsEnvironment?.rawValue)
+                    $0.text(app.presencePolicy.rawValue)
+                    $0.integer(Int64(app.messagePriority))
                 }
             case .device(let device):
                 devices.row {

@@ -28,7 +28,7 @@ extension PostgresStore {
 
     static let appColumns = """
         id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-        webhook_url, webhook_secret, apns_key, fcm_account, apns_environment
+        webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy, message_priority
         """
 
     public func saveApp(_ app: AppRecord) async throws {
@@ -39,14 +39,16 @@ extension PostgresStore {
                 VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
                     \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
                     \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }),
-                    \(app.apnsKey), \(app.fcmAccount), \(app.apnsEnvironment?.rawValue))
+                    \(app.apnsKey), \(app.fcmAccount), \(app.apnsEnvironment?.rawValue), \(app.presencePolicy.rawValue),
+                    \(app.messagePriority))
                 ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                     alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                     message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
                     collapse_by_conversation = EXCLUDED.collapse_by_conversation,
                     webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret,
                     apns_key = EXCLUDED.apns_key, fcm_account = EXCLUDED.fcm_account,
-                    apns_environment = EXCLUDED.apns_environment
+                    apns_environment = EXCLUDED.apns_environment,
+                    presence_policy = EXCLUDED.presence_policy, message_priority = EXCLUDED.message_priority
                 """,
                 logger: logger
             )
@@ -70,7 +72,7 @@ extension PostgresStore {
         guard let policy = ContentPolicy(rawValue: try columns.next()) else {
             throw StoreError.corrupt.with(detail: "app \(id) has an unknown content policy")
         }
-        return AppRecord(
+        var app = AppRecord(
             id: id,
             teamID: teamID,
             contentPolicy: policy,
@@ -89,6 +91,13 @@ extension PostgresStore {
             fcmAccount: try columns.next(),
             apnsEnvironment: try environment(try columns.next(), of: "app", id)
         )
+        guard let presencePolicy = PresencePolicy(rawValue: try columns.next()) else {
+            throw StoreError.corrupt.with(detail: "app \(id) has an unknown presence policy")
+        }
+        app.presencePolicy = presencePolicy
+        let priority: Int32 = try columns.next()
+        app.messagePriority = Int(priority)
+        return app
     }
 
     // MARK: Devices

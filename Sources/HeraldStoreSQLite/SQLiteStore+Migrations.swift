@@ -139,5 +139,9 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v18: push options: an app's presence policy and message priority") { db in
+            try db.execute(sql: "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'")
+            try db.execute(sql: "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5")
+        }
     }
 }

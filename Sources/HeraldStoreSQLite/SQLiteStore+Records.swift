@@ -13,14 +13,15 @@ extension SQLiteStore {
                     INSERT OR REPLACE INTO apps
                         (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
                          collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
-                         apns_environment)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         apns_environment, presence_policy, message_priority)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
                     app.callTTL, app.collapseByConversation, app.webhook?.url,
                     app.webhook.map { Data($0.sealedSecret) },
-                    app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue,
+                    app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue, app.presencePolicy.rawValue,
+                    app.messagePriority,
                 ]
             )
             self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed)
@@ -48,7 +49,10 @@ extension SQLiteStore {
         guard let policy = ContentPolicy(rawValue: row["content_policy"]) else {
             throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown content policy")
         }
-        return AppRecord(
+        guard let presencePolicy = PresencePolicy(rawValue: row["presence_policy"]) else {
+            throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown presence policy")
+        }
+        var app = AppRecord(
             id: row["id"],
             teamID: row["team_id"],
             contentPolicy: policy,
@@ -62,6 +66,9 @@ extension SQLiteStore {
             fcmAccount: row["fcm_account"],
             apnsEnvironment: try environment(row["apns_environment"], of: "app", row["id"])
         )
+        app.presencePolicy = presencePolicy
+        app.messagePriority = row["message_priority"]
+        return app
     }
 
     static func webhook(url: String?, secret: Data?) -> AppWebhook? {

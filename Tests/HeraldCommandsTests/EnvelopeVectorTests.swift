@@ -226,6 +226,24 @@ enum VectorGenerator {
             ),
             deviceID: "dev-a1"
         ),
+        Spec(
+            name: "message-title-data",
+            description:
+                "A message with a sealed per-message title (flags bit 1) and sealed custom data (bit 2, keys in byte order).",
+            content: .message(
+                MessageContent(
+                    messageID: "msg-0009",
+                    conversationID: "conv-42",
+                    senderID: "agent-7",
+                    senderName: "Ada (Support)",
+                    text: "Your refund is approved.",
+                    sentAt: 1_763_726_400_000,
+                    title: "Refund update",
+                    data: ["order": "1001", "deep_link": "app://chat/42"]
+                )
+            ),
+            deviceID: "dev-a1"
+        ),
     ]
 
     static func bytes(startingAt start: Int, count: Int) -> [UInt8] {

@@ -51,6 +51,8 @@ ACTION_NAME = {v: k for k, v in ACTION_KIND.items()}
 KIND_NAME = {v: k for k, v in KIND_BYTE.items()}
 STR_MAX = 0xFFFF  # section 6: a str holds at most 65,535 bytes
 FLAG_TRUNCATED = 0x01  # section 6, message flags bit 0
+FLAG_TITLE = 0x02  # section 6, message flags bit 1: a sealed title follows the text
+FLAG_DATA = 0x04  # section 6, message flags bit 2: sealed custom data follows
 FLAG_VIDEO = 0x01  # section 6, call flags bit 0
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 B64URL_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -155,11 +157,19 @@ def encode_content(content: dict) -> bytes:
     """Section 6: content JSON object -> plaintext bytes."""
     kind = content["type"]
     if kind == "message":
-        if set(content) != MESSAGE_KEYS:
+        if not MESSAGE_KEYS <= set(content) <= MESSAGE_KEYS | {"title", "data"}:
             raise ValueError(f"message keys {sorted(content)}")
         if type(content["truncated"]) is not bool:
             raise ValueError("truncated must be a bool")
         flags = FLAG_TRUNCATED if content["truncated"] else 0
+        extras = b""
+        if "title" in content:
+            flags |= FLAG_TITLE
+            extras += _str(content["title"])
+        if "data" in content:
+            flags |= FLAG_DATA
+            pairs = sorted(content["data"].items(), key=lambda kv: kv[0].encode("utf-8"))
+            extras += struct.pack(">H", len(pairs)) + b"".join(_str(k) + _str(v) for k, v in pairs)
         return (
             bytes([KIND_BYTE["message"], flags])
             + _i64(content["sent_at"])
@@ -168,6 +178,7 @@ def encode_content(content: dict) -> bytes:
             + _str(content["sender_id"])
             + _str(content["sender_name"])
             + _str(content["text"])
+            + extras
         )
     if kind in ("call", "missed_call"):
         if set(content) != CALL_KEYS:
@@ -256,6 +267,17 @@ def decode_plaintext(plaintext: bytes) -> dict:
             "sent_at": sent_at,
             "truncated": bool(flags & FLAG_TRUNCATED),
         }
+        if flags & FLAG_TITLE:
+            content["title"] = r.str()
+        if flags & FLAG_DATA:
+            (count,) = struct.unpack(">H", r.take(2))
+            data = {}
+            for _ in range(count):
+                key = r.str()
+                if key in data:
+                    raise EnvelopeError("plaintext", f"data key {key!r} twice")
+                data[key] = r.str()
+            content["data"] = data
     elif type_byte in (KIND_BYTE["call"], KIND_BYTE["missed_call"]):
         flags = r.byte()
         started_at = r.i64()
@@ -659,9 +681,9 @@ def test_text_form_is_strict():
 def test_plaintext_decoder_rejects_and_ignores():
     good = encode_content(_message(text="héllo"))
     assert decode_plaintext(good)["text"] == "héllo"
-    # Unknown flag bits are ignored; bit 0 still read.
-    assert decode_plaintext(good[:1] + b"\xfe" + good[2:])["truncated"] is False
-    assert decode_plaintext(good[:1] + b"\xff" + good[2:])["truncated"] is True
+    # Unknown flag bits (3 to 7) are ignored; bit 0 still read.
+    assert decode_plaintext(good[:1] + b"\xf8" + good[2:])["truncated"] is False
+    assert decode_plaintext(good[:1] + b"\xf9" + good[2:])["truncated"] is True
     bad = {
         "unknown type": b"\x03" + good[1:],
         "trailing": good + b"\x00",
@@ -902,11 +924,11 @@ def test_herald_rejects_bad_plaintext(herald, tmp_path, case):
 # Section 6: plaintexts a reader must accept, with what it must read.
 GOOD_PLAINTEXTS = {
     "unknown-flag-bits-ignored": (
-        _GOOD_PT[:1] + b"\xfe" + _GOOD_PT[2:],
+        _GOOD_PT[:1] + b"\xf8" + _GOOD_PT[2:],
         _message(message_id="m-1"),
     ),
     "unknown-flag-bits-with-truncated": (
-        _GOOD_PT[:1] + b"\xff" + _GOOD_PT[2:],
+        _GOOD_PT[:1] + b"\xf9" + _GOOD_PT[2:],
         _message(message_id="m-1", truncated=True),
     ),
     "call-unknown-flag-bits-with-video": (

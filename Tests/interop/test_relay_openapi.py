@@ -742,6 +742,8 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "message_ttl": 86400,
         "call_ttl": 30,
         "collapse_by_conversation": False,
+        "presence_policy": "per_device",
+        "message_priority": 5,
     }
     full = {
         "team_id": team,
@@ -751,6 +753,8 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "message_ttl": 3600,
         "call_ttl": 45,
         "collapse_by_conversation": True,
+        "presence_policy": "per_user",
+        "message_priority": 10,
     }
     assert relay.call("PUT", f"/v1/apps/{app_id}", 200, full, key) == {"id": app_id} | full
     replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team, "unknown_key": 1}, key)
@@ -768,6 +772,13 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         field_name="collapse_by_conversation",
     )
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": 5}, key, field_name="team_id")
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "presence_policy": "per_team"}, key,
+        field_name="presence_policy",
+    )
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "message_priority": 1}, key, field_name="message_priority"
+    )
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": ""}, key, field_name="team_id")
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": "T" * 257}, key, field_name="team_id")
     # 129 two-byte characters: 258 bytes, over the limit in bytes, not in characters.
@@ -979,6 +990,51 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("POST", "/v1/messages", 400, plain | {"conversation": "c\u009f"}, key, field_name="conversation")
     relay.call("POST", "/v1/messages", 400, plain | {"idempotency_key": ""}, key, field_name="idempotency_key")
     relay.call("POST", "/v1/messages", 413, plain | {"text": "x" * (MAX_BODY + 1)}, key, field_name="body")
+    # Push options (docs/relay.md, "Push options").
+    options = {
+        "priority": 10,
+        "expiration": 0,
+        "badge": 2,
+        "category": "chat.newagentmessage",
+        "public_data": {"deep_link": "app://chat/1"},
+        "title": "Refund update",
+        "data": {"order": "1001"},
+    }
+    with_options = relay.call("POST", "/v1/messages", 202, plain | options, key)
+    assert with_options["pushes"], with_options
+    relay.call("POST", "/v1/messages", 202, plain | {"priority": 5, "expiration": 600, "badge": 0}, key)
+    for field_name, bad in [
+        ("priority", 1),
+        ("priority", 7),
+        ("expiration", -1),
+        ("expiration", 2419201),
+        ("badge", -1),
+        ("category", ""),
+        ("title", ""),
+        ("data", {"": "x"}),
+    ]:
+        relay.call("POST", "/v1/messages", 400, plain | {field_name: bad}, key, field_name=field_name)
+    for reserved in ["aps", "herald", "sealed", "google.x"]:
+        relay.call("POST", "/v1/messages", 400, plain | {"public_data": {reserved: "x"}}, key, field_name="public_data")
+    # Data that leaves no room for the message: the schema cannot count the budget.
+    relay.call(
+        "POST",
+        "/v1/messages",
+        400,
+        plain | {"public_data": {"a": "x" * 4000}},
+        key,
+        field_name="public_data",
+        schema_rejects=False,
+    )
+    relay.call(
+        "POST",
+        "/v1/messages",
+        400,
+        plain | {"data": {"a": "x" * 4000}},
+        key,
+        field_name="data",
+        schema_rejects=False,
+    )
 
     fetched = relay.call("GET", f"/v1/messages/{sent['id']}", 200, token=credential)
     assert fetched == {
@@ -1130,6 +1186,18 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         key,
     )
     assert [member["user"] for member in members["members"]] == ["quiz-a", "quiz-b"]
+    relay.call(
+        "POST",
+        "/v1/broadcasts",
+        202,
+        {"to": ["quiz-a"], "from": party, "conversation": "quiz-2", "text": "Go!", "priority": 10, "badge": 1,
+         "category": "quiz.start", "public_data": {"round": "2"}, "title": "Quiz", "data": {"q": "1"}},
+        key,
+    )
+    relay.call(
+        "POST", "/v1/broadcasts", 400, {"to": ["a"], "from": party, "conversation": "q", "text": "x", "priority": 1},
+        key, field_name="priority",
+    )
     relay.call("POST", "/v1/broadcasts", 400, {"to": [], "from": party, "conversation": "q", "text": "x"}, key, field_name="to")
     relay.call("POST", "/v1/broadcasts", 401, {"to": ["a"], "from": party, "conversation": "q", "text": "x"})
     relay.call("POST", "/v1/broadcasts", 403, {"to": ["a"], "from": party, "conversation": "q", "text": "x"}, credential)

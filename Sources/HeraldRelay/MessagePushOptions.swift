@@ -1,0 +1,120 @@
+import HeraldCrypto
+public import HeraldPush
+import HeraldRelayAPI
+
+/// A message's push options, checked once at ingest (docs/relay.md, "Push options").
+///
+/// Everything here travels in clear: the priority and expiration are APNs headers and FCM
+/// options, the badge, the category and the public data are in the push body next to the sealed
+/// envelope. Content the lock screen must not show is never in this type.
+public struct MessagePushOptions: Sendable, Hashable {
+    /// APNs `apns-priority`. A message push is an alert (it shows an alert and plays a sound), for
+    /// which Apple allows both 5 and 10; 1 (and 10 for a background push) is never used for one.
+    public var priority: APNsPriority
+    /// Seconds from the push's creation until it is dropped; 0 is "now or never". Nil: the
+    /// app's `message_ttl`.
+    public var expiration: Int64?
+    /// APNs `aps.badge`; FCM data `badge`.
+    public var badge: Int?
+    /// APNs `aps.category`; FCM data `category` (a push tag such as `chat.newagentmessage`).
+    public var category: String?
+    /// Custom data in clear: APNs top-level keys, FCM data keys; counted in the payload budget.
+    public var publicData: [String: String]
+    /// The request named a priority; otherwise each app's `message_priority` applies.
+    public var priorityRequested = false
+
+    public init(
+        priority: APNsPriority = .conserve,
+        expiration: Int64? = nil,
+        badge: Int? = nil,
+        category: String? = nil,
+        publicData: [String: String] = [:]
+    ) {
+        self.priority = priority
+        self.expiration = expiration
+        self.badge = badge
+        self.category = category
+        self.publicData = publicData
+    }
+
+    /// The keys Herald itself uses in an APNs body or an FCM data message: a custom key may not
+    /// be one of these.
+    public static let reservedKeys: Set<String> = [
+        "aps", "herald", "v", "kind", "message_id", "conversation_id", "call_id", "policy", "sealed", "badge",
+        "category", "from", "notification", "message_type", "collapse_key",
+    ]
+
+    /// The longest expiration: FCM's 28 days.
+    public static let maximumExpiration: Int64 = 2_419_200
+
+    /// The most custom keys one message carries.
+    public static let maximumDataKeys = 32
+}
+
+extension RelayContext {
+    /// The push options of a message request, or a 400 naming the field that is wrong.
+    func pushOptions(_ request: MessageRequest) throws(RelayError) -> MessagePushOptions {
+        var options = MessagePushOptions()
+        options.priorityRequested = request.priority != nil
+        if let priority = request.priority {
+            // 10 is allowed: a message push always shows an alert. 1 is a background priority.
+            guard let value = APNsPriority(rawValue: priority), value != .low else {
+                throw .invalidField("priority", "must be 5 or 10 (a message push is an alert)")
+            }
+            options.priority = value
+        }
+        if let expiration = request.expiration {
+            guard expiration >= 0 else {
+                throw .invalidField("expiration", "is in the past: give seconds from now, 0 for now or never")
+            }
+            guard expiration <= MessagePushOptions.maximumExpiration else {
+                throw .invalidField("expiration", "must be at most \(MessagePushOptions.maximumExpiration) seconds")
+            }
+            options.expiration = expiration
+        }
+        if let badge = request.badge {
+            guard (0...99_999).contains(badge) else { throw .invalidField("badge", "must be 0 to 99999") }
+            options.badge = badge
+        }
+        if let category = request.category {
+            try check(category, "category", pattern: .identifier)
+            options.category = category
+        }
+        if let data = request.publicData {
+            guard data.count <= MessagePushOptions.maximumDataKeys else {
+                throw .invalidField("public_data", "must have at most \(MessagePushOptions.maximumDataKeys) keys")
+            }
+            for (key, value) in data.sorted(by: { $0.key < $1.key }) {
+                try checkText(key, "public_data")
+                // Values are any text: the budget bounds them (checked when the push is built).
+                guard value.utf8.count <= PayloadBudget.fcmData.bodyLimit else {
+                    throw .invalidField("public_data", "value of '\(key)' is longer than the push can carry")
+                }
+                if MessagePushOptions.reservedKeys.contains(key) || key.hasPrefix("google.")
+                    || key.hasPrefix("gcm.")
+                {
+                    throw .invalidField("public_data", "key '\(key)' is one Herald or the push network uses")
+                }
+            }
+            options.publicData = data
+        }
+        return options
+    }
+
+    /// The sealed title and data of a message request, checked; a 400 naming the field otherwise.
+    func sealedExtras(_ request: MessageRequest) throws(RelayError) -> (title: String?, data: [String: String]?) {
+        if let title = request.title { try checkText(title, "title") }
+        if let data = request.data {
+            guard data.count <= MessagePushOptions.maximumDataKeys else {
+                throw .invalidField("data", "must have at most \(MessagePushOptions.maximumDataKeys) keys")
+            }
+            for (key, value) in data.sorted(by: { $0.key < $1.key }) {
+                try checkText(key, "data")
+                guard value.utf8.count <= PayloadBudget.fcmData.bodyLimit else {
+                    throw .invalidField("data", "value of '\(key)' is longer than the push can carry")
+                }
+            }
+        }
+        return (request.title, request.data)
+    }
+}
