@@ -665,7 +665,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
     assert set(spec.operations()) == expected
     for name in (
         "ApnsMessagePayload", "ApnsCallPayload", "FcmMessageData", "FcmCallData", "Error",
-        "ApnsCallbackPayload", "FcmCallbackData",
+        "ApnsCallbackPayload", "FcmCallbackData", "ApnsMissedCallPayload", "FcmMissedCallData",
     ):  # fmt: skip
         assert name in spec.document["components"]["schemas"]
 
@@ -1500,6 +1500,36 @@ def test_missed_call_alert_matches_the_spec(relay: Relay, spec: Spec):
     )
     listed = relay.call("GET", f"/v1/pushes?user={urllib.parse.quote(user)}", 200, token=key)["pushes"]
     assert sorted(p["kind"] for p in listed) == ["call", "missed_call"]
+
+
+def test_android_missed_call_matches_the_spec(relay: Relay, spec: Spec):
+    """On Android the missed-call alert is FCM data at NORMAL, sealed as kind 3."""
+    key = relay.api_key
+    phone = relay.new_sandbox_device(platform="android")
+    user = unique("missed-android")
+    activation, device_key = relay.activate(user, platform="android", messaging_token=phone["messaging_token"])
+    sender = {"id": unique("agent"), "name": "Ada Lovelace"}
+    call_id = unique("call")
+    relay.call("POST", "/v1/calls", 202, {"to": user, "from": sender, "call_id": call_id, "ttl": 1}, key)
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while not (
+        records := [r for r in relay.fcm_inspection(phone["messaging_token"]) if r["data"]["kind"] == "missed_call"]
+    ):
+        assert time.monotonic() < deadline, "no missed-call alert"
+        time.sleep(0.05)
+    (record,) = records
+    assert record["priority"] == "NORMAL"
+    data = record["data"]
+    problems = _errors(spec.schema("FcmMissedCallData"), data)
+    assert not problems, f"{data!r} does not match FcmMissedCallData: {problems}"
+    assert sender["name"] not in json.dumps(record)
+    opened = parse_plaintext(
+        open_envelope(
+            data["sealed"], receive_key(device_key, activation), activation["key_id"], 0x03, call_id, activation["device_id"]
+        )
+    )
+    assert (opened["type"], opened["call_id"], opened["caller_name"]) == (0x03, call_id, sender["name"])
+    assert relay.call("GET", f"/v1/calls/{call_id}", 200, token=key)["state"] == "missed"
 
 
 def test_fcm_payloads_match_the_spec(relay: Relay, spec: Spec):
