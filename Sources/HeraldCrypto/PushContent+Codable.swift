@@ -9,7 +9,7 @@ extension PushContent: Codable {
         switch kind {
         case .message: self = .message(try MessageContent(from: decoder))
         case .call: self = .call(try CallContent(from: decoder))
-        case .missedCall: self = .missedCall(try MissedCallContent(from: decoder))
+        case .missedCall: self = .missedCall(try CallContent(from: decoder))
         case .callback: self = .callback(try CallbackContent(from: decoder))
         }
     }

@@ -6,6 +6,7 @@
 ///          [‖ str title] [‖ u16be count ‖ (str key ‖ str value)*, keys in byte order]
 /// call:    0x02 ‖ flags(1, bit 0 video)     ‖ startedAt(i64be ms) ‖ str callID ‖ str callerID
 ///          ‖ str callerName
+/// missed call: the same fields as a call, under type 0x03
 /// str = u16be byte length ‖ UTF-8 bytes
 /// ```
 /// Readers ignore flag bits they do not know; writers set them to zero. A message without a title
@@ -43,17 +44,16 @@ extension PushContent {
                 }
             }
             return writer.bytes
-        case .call(let c):
+        case .call(let c), .missedCall(let c):
+            // A missed call is the call's own fields under its own type byte.
             var writer = ByteWriter(capacity: c.encodedLength)
-            writer.append(PushKind.call.rawValue)
+            writer.append(kind.rawValue)
             writer.append(UInt8(c.media == .video ? 1 : 0))
             writer.append(c.startedAt)
             try writer.appendString(c.callID)
             try writer.appendString(c.callerID)
             try writer.appendString(c.callerName)
             return writer.bytes
-        case .missedCall(let missed):
-            return try missed.encoded()
         case .callback(let c):
             return try c.encoded()
         }
@@ -98,21 +98,18 @@ extension PushContent {
                     data: data
                 )
             )
-        case .call:
+        case .call, .missedCall:
             let callID = try reader.readString()
             let callerID = try reader.readString()
             let callerName = try reader.readString()
-            self = .call(
-                CallContent(
-                    callID: callID,
-                    callerID: callerID,
-                    callerName: callerName,
-                    media: flags & 1 != 0 ? .video : .audio,
-                    startedAt: time
-                )
+            let call = CallContent(
+                callID: callID,
+                callerID: callerID,
+                callerName: callerName,
+                media: flags & 1 != 0 ? .video : .audio,
+                startedAt: time
             )
-        case .missedCall:
-            self = .missedCall(try MissedCallContent(reading: &reader, flags: flags, time: time))
+            self = type == PushKind.call.rawValue ? .call(call) : .missedCall(call)
         case .callback:
             self = .callback(try CallbackContent(reading: &reader, flags: flags, time: time))
         case nil:
@@ -125,8 +122,7 @@ extension PushContent {
     public var encodedLength: Int {
         switch self {
         case .message(let m): m.encodedLength
-        case .call(let c): c.encodedLength
-        case .missedCall(let missed): missed.encodedLength
+        case .call(let c), .missedCall(let c): c.encodedLength
         case .callback(let c): c.encodedLength
         }
     }

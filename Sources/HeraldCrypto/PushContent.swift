@@ -93,7 +93,10 @@ public struct CallContent: Sendable, Hashable, Codable {
 public enum PushContent: Sendable, Hashable {
     case message(MessageContent)
     case call(CallContent)
-    case missedCall(MissedCallContent)
+    /// A missed-call alert: the call nobody answered, with its caller, under its own kind
+    /// (`PushKind.missedCall`, bound into the additional data) so that a sealed call cannot be
+    /// replayed as a missed call, nor a missed call as a call or a message.
+    case missedCall(CallContent)
     /// A callback's dialog (PushContent+Callback.swift).
     case callback(CallbackContent)
 

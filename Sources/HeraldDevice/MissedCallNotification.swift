@@ -10,7 +10,7 @@ extension DisplayedNotification {
     static let missedCallBody = "You missed a call"
 
     /// A missed call's notification, from its opened content.
-    static func missedCall(_ call: MissedCallContent, at time: Int64) -> DisplayedNotification {
+    static func missedCall(_ call: CallContent, at time: Int64) -> DisplayedNotification {
         DisplayedNotification(
             title: missedCallTitle,
             body: call.callerName + (call.media == .video ? " (video)" : ""),

@@ -11,7 +11,7 @@ extension PushPayload {
 
     /// The APNs body of a missed-call alert for one device.
     public static func missedCall(
-        _ content: MissedCallContent,
+        _ content: CallContent,
         deviceID: String,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> String {
@@ -25,7 +25,7 @@ extension PushPayload {
 
     /// The FCM data of a missed-call alert for one device.
     public static func fcmMissedCall(
-        _ content: MissedCallContent,
+        _ content: CallContent,
         deviceID: String,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> [String: String] {

@@ -15,7 +15,7 @@ extension RelayCalls {
         } catch {
             return []
         }
-        let content = MissedCallContent(
+        let content = CallContent(
             callID: call.id,
             callerID: caller.id,
             callerName: caller.name,

@@ -201,7 +201,7 @@ enum VectorGenerator {
             name: "missed-call",
             description: "A missed-call alert (kind 0x03): the caller of a video call nobody answered.",
             content: .missedCall(
-                MissedCallContent(
+                CallContent(
                     callID: "call-0003",
                     callerID: "agent-7",
                     callerName: "Ada (Support)",

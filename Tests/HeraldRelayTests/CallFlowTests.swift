@@ -229,7 +229,7 @@ struct CallFlowTests {
             #expect(
                 content
                     == .missedCall(
-                        MissedCallContent(
+                        CallContent(
                             callID: "call-3",
                             callerID: "agent-7",
                             callerName: "Dana Agent",
