@@ -66,7 +66,7 @@ extension NotificationServiceEmulator {
         }
         let aps = object["aps"] as? [String: Any] ?? [:]
         let herald = object["herald"] as? [String: Any] ?? [:]
-        guard var shown = Self.generic(aps: aps, herald: nil, at: now()) else {
+        guard let shown = Self.generic(aps: aps, herald: nil, at: now()) else {
             return CallbackPushResult(diagnostic: "the callback push has no alert")
         }
         guard pushType == "alert", (aps["mutable-content"] as? Int) == 1 else {
@@ -83,22 +83,13 @@ extension NotificationServiceEmulator {
                 diagnostic: "the callback push lacks its id, number or envelope"
             )
         }
-        let content: CallbackContent
-        do {
-            content = try store.openCallback(sealed: sealed, callbackID: callbackID, sequence: sequence)
-        } catch {
-            return CallbackPushResult(notification: shown, diagnostic: error.detail)
-        }
-        let name = AppGroupStore.callbackPushName(callbackID, sequence)
-        if (try? store.recordShown(name, capacity: rememberedPushes)) == false {
-            return CallbackPushResult(
-                diagnostic: "push \(name) was already shown; the repeat is dropped",
-                duplicate: true
-            )
-        }
-        shown.title = content.dialog.title
-        shown.body = content.dialog.text
-        return CallbackPushResult(notification: shown, callback: content)
+        return store.showCallback(
+            sealed: sealed,
+            callbackID: callbackID,
+            sequence: sequence,
+            over: shown,
+            capacity: rememberedPushes
+        )
     }
 }
 
@@ -107,7 +98,7 @@ extension FirebaseMessagingServiceEmulator {
     /// its actions. One that does not open shows the app's generic text and offers nothing (a
     /// high-priority message must show something).
     public func onCallbackReceived(_ data: [String: String]) -> CallbackPushResult {
-        var shown = DisplayedNotification(
+        let shown = DisplayedNotification(
             title: genericTitle,
             body: genericBody,
             thread: nil,
@@ -121,19 +112,41 @@ extension FirebaseMessagingServiceEmulator {
         else {
             return CallbackPushResult(notification: shown, diagnostic: "the callback lacks its id, number or envelope")
         }
+        return store.showCallback(
+            sealed: sealed,
+            callbackID: callbackID,
+            sequence: sequence,
+            over: shown,
+            capacity: rememberedPushes
+        )
+    }
+}
+
+extension AppGroupStore {
+    /// What the NSE and the Android messaging service do alike with a callback push: open the
+    /// sealed dialog, drop a repeat of a push already shown, and show the dialog's title and text
+    /// over `shown` (the app's generic text, kept when the push does not open).
+    func showCallback(
+        sealed: String,
+        callbackID: String,
+        sequence: UInt16,
+        over shown: DisplayedNotification,
+        capacity: Int
+    ) -> CallbackPushResult {
         let content: CallbackContent
         do {
-            content = try store.openCallback(sealed: sealed, callbackID: callbackID, sequence: sequence)
+            content = try openCallback(sealed: sealed, callbackID: callbackID, sequence: sequence)
         } catch {
             return CallbackPushResult(notification: shown, diagnostic: error.detail)
         }
-        let name = AppGroupStore.callbackPushName(callbackID, sequence)
-        if (try? store.recordShown(name, capacity: rememberedPushes)) == false {
+        let name = Self.callbackPushName(callbackID, sequence)
+        if (try? recordShown(name, capacity: capacity)) == false {
             return CallbackPushResult(
                 diagnostic: "push \(name) was already shown; the repeat is dropped",
                 duplicate: true
             )
         }
+        var shown = shown
         shown.title = content.dialog.title
         shown.body = content.dialog.text
         return CallbackPushResult(notification: shown, callback: content)
