@@ -114,7 +114,8 @@ extension PostgresStore: StoreImport {
         }
         guard held.total == 0, finished == 0 else {
             throw StoreError.conflict.with(
-                detail: "the PostgreSQL database already holds Herald data (\(held), finished pushes and webhook events "
+                detail:
+                    "the PostgreSQL database already holds Herald data (\(held), finished pushes and webhook events "
                     + "\(finished)): "
                     + "migrate into an empty database or schema"
             )
