@@ -276,6 +276,7 @@ extension PostgresStore: StoreImport {
                     $0.text(push.pushID)
                     $0.text(columns.body)
                 }
+                try await log.makeRoom(for: pending.requeues.count, on: connection, logger: logger)
                 for event in pending.requeues {
                     log.row {
                         $0.text(event.pushID)
@@ -328,6 +329,7 @@ extension PostgresStore: StoreImport {
                     $0.integer(callback.createdAt)
                     $0.integer(callback.updatedAt)
                 }
+                try await history.makeRoom(for: transfer.history.count, on: connection, logger: logger)
                 for (position, line) in transfer.history.enumerated() {
                     history.row {
                         $0.text(callback.id)
@@ -356,6 +358,7 @@ extension PostgresStore: StoreImport {
                     $0.integer(call.endedAt)
                     $0.integer(call.updatedAt)
                 }
+                try await callDevices.makeRoom(for: call.devices.count, on: connection, logger: logger)
                 for device in call.devices {
                     callDevices.row {
                         $0.text(call.id)
@@ -407,6 +410,19 @@ private struct RowsInsert {
 
     var query: PostgresQuery {
         PostgresQuery(unsafeSQL: "INSERT INTO \(target) VALUES " + rows.joined(separator: ", "), binds: binds)
+    }
+
+    /// Runs the rows so far and starts again when `rows` more would pass PostgreSQL's limit of
+    /// 65,535 parameters a statement: a batch has a bounded number of records, but a push's
+    /// requeues, a callback's history and a call's devices are not bounded. Only for tables no
+    /// other table of the batch refers to.
+    mutating func makeRoom(for rows: Int, on connection: PostgresConnection, logger: Logger) async throws {
+        guard let width = self.rows.isEmpty ? nil : binds.count / self.rows.count,
+            binds.count + rows * width > 65_000
+        else { return }
+        try await connection.run(query, logger: logger)
+        binds = PostgresBindings()
+        self.rows = []
     }
 
     mutating func row(_ values: (inout Self) -> Void) {
