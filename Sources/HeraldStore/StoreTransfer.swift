@@ -170,7 +170,7 @@ public protocol StoreExport: Sendable {
 /// `importsAnotherStoresRecords`).
 public protocol StoreImport: Sendable {
     /// How many records of each kind the store holds, counted as `StoreExport.exportTally` counts
-    /// them (pushes not finished yet as pending pushes).
+    /// them (pushes not finished yet as pending pushes, undelivered webhook events only).
     func importTally() async throws -> StoreTally
     /// Writes everything `source` exports, all or nothing: refused with `StoreError.conflict` when
     /// the store holds any record already, and when the records written are not what `source`
