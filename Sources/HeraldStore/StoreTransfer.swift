@@ -3,14 +3,21 @@
 ///
 /// Moved: apps; devices with their tokens, sealed keys and credential hashes; presence; messages
 /// kept for fetch-by-id (sealed); idempotency keys with their receipts; every push not finished
-/// yet, with its history; chats with their transcripts and disconnects. Sealed values cross as
+/// yet, with its history; chats with their transcripts and disconnects; callbacks with their
+/// history and idempotency key; calls (ringing, and ended ones retention has not deleted yet)
+/// with their devices' reports; webhook events not delivered yet. Sealed values cross as
 /// the bytes they are: the new store is used with the same master key, and nothing here can
 /// open them.
 ///
 /// Not moved: finished pushes (delivered, failed, expired, token dead, skipped) and their
 /// history. Their outcome was final and reported; they are retention's to delete, and they are
 /// most of a store's rows. Claims are not moved either: a push a node held in flight is handed
-/// over queued, due at once (sent at least once, as after a node's restart).
+/// over queued, due at once (sent at least once, as after a node's restart). Likewise a callback
+/// under a claim is handed over unclaimed (its version kept), a ringing call's missed-call timer
+/// unclaimed, and a webhook event being sent pending, its attempts kept. Delivered and failed
+/// webhook events are not moved, like finished pushes: their outcome is final. Call stops
+/// (`call_stops`) are not moved: each is for one node's live channel, and no node of the old
+/// store holds a channel once it stopped.
 public enum StoreRecord: Sendable, Hashable {
     case app(AppRecord)
     case device(DeviceRecord)
@@ -21,6 +28,10 @@ public enum StoreRecord: Sendable, Hashable {
     case chat(ChatRecord)
     case transcriptEvent(TranscriptEvent)
     case disconnect(ChatDisconnect)
+    case callback(CallbackTransfer)
+    case call(CallRecord)
+    /// Handed over `pending` whatever its state was (`sending` under a lease no node here holds).
+    case webhookEvent(StoredWebhookEvent)
 
     /// The record's kind.
     public var kind: StoreRecordKind {
@@ -34,6 +45,9 @@ public enum StoreRecord: Sendable, Hashable {
         case .chat: .chats
         case .transcriptEvent: .transcriptEvents
         case .disconnect: .disconnects
+        case .callback: .callbacks
+        case .call: .calls
+        case .webhookEvent: .webhookEvents
         }
     }
 }
@@ -50,6 +64,10 @@ public enum StoreRecordKind: String, Sendable, Hashable, CaseIterable, Comparabl
     case chats
     case transcriptEvents = "transcript events"
     case disconnects
+    case callbacks
+    case calls
+    /// Undelivered (pending or sending) only.
+    case webhookEvents = "webhook events"
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
@@ -81,6 +99,21 @@ public struct PendingPush: Sendable, Hashable {
     public init(entry: OutboxEntry, requeues: [DeliveryEvent]) {
         self.entry = entry
         self.requeues = requeues
+    }
+}
+
+/// A callback with what its store keeps beside the record: its history, oldest first, and the
+/// idempotency key it was scheduled with (a repeated `POST /v1/callbacks` answers it).
+public struct CallbackTransfer: Sendable, Hashable {
+    /// The callback, unclaimed (whatever claim the source held is not carried; its version is).
+    public var callback: CallbackRecord
+    public var history: [CallbackHistoryEntry]
+    public var idempotencyKey: String?
+
+    public init(callback: CallbackRecord, history: [CallbackHistoryEntry], idempotencyKey: String?) {
+        self.callback = callback
+        self.history = history
+        self.idempotencyKey = idempotencyKey
     }
 }
 
@@ -137,7 +170,7 @@ public protocol StoreExport: Sendable {
 /// `importsAnotherStoresRecords`).
 public protocol StoreImport: Sendable {
     /// How many records of each kind the store holds, counted as `StoreExport.exportTally` counts
-    /// them (pushes not finished yet as pending pushes).
+    /// them (pushes not finished yet as pending pushes, undelivered webhook events only).
     func importTally() async throws -> StoreTally
     /// Writes everything `source` exports, all or nothing: refused with `StoreError.conflict` when
     /// the store holds any record already, and when the records written are not what `source`

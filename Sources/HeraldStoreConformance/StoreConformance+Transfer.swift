@@ -40,7 +40,7 @@ extension StoreConformance {
                 entry.state = .queued
                 #expect(try await store.push(id: entry.pushID) == entry)
             case .chat(let chat): #expect(try await store.chat(conversation: chat.conversation) == chat)
-            case .presence, .idempotencyKey, .transcriptEvent, .disconnect: break
+            case .presence, .idempotencyKey, .transcriptEvent, .disconnect, .callback, .call, .webhookEvent: break
             }
         }
         let recipients = try await store.recipients(userID: "xu1")

@@ -39,6 +39,7 @@ public enum StoreConformance {
         case claimsOnlyTheNetworksAsked
         case requeueTakesBackTheAttempt
         case importsAnotherStoresRecords
+        case importsCallbacksCallsAndWebhookEvents
         case liveSessionsAreLeased
         case liveHandoversAreAnsweredOnce
         case providerTokensCompareAndSet
@@ -92,6 +93,8 @@ public enum StoreConformance {
             case .claimsOnlyTheNetworksAsked: try await StoreConformance.claimsOnlyTheNetworksAsked(engine)
             case .requeueTakesBackTheAttempt: try await StoreConformance.requeueTakesBackTheAttempt(engine)
             case .importsAnotherStoresRecords: try await StoreConformance.importsAnotherStoresRecords(engine)
+            case .importsCallbacksCallsAndWebhookEvents:
+                try await StoreConformance.importsCallbacksCallsAndWebhookEvents(engine)
             case .liveSessionsAreLeased: try await StoreConformance.liveSessionsAreLeased(engine)
             case .liveHandoversAreAnsweredOnce: try await StoreConformance.liveHandoversAreAnsweredOnce(engine)
             case .providerTokensCompareAndSet: try await StoreConformance.providerTokensCompareAndSet(engine)

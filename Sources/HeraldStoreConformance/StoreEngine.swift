@@ -15,9 +15,15 @@ public protocol StoreEngine: Sendable {
     /// Opens a store on `storage`, migrated and ready. Called again on the same storage, it opens
     /// another store on the same data.
     func open(_ storage: Storage) async throws -> any HeraldStore
+
+    /// Every record the engine's export (`StoreExport`) hands over from `storage`, once no store
+    /// opened on it is in use any more; `nil` for an engine that does not export (the default).
+    func exportedRecords(_ storage: Storage) async throws -> [StoreRecord]?
 }
 
 extension StoreEngine {
+    public func exportedRecords(_ storage: Storage) async throws -> [StoreRecord]? { nil }
+
     /// A store on new, empty storage.
     public func makeStore() async throws -> any HeraldStore {
         try await open(try await makeStorage())

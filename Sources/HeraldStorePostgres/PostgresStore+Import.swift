@@ -10,7 +10,9 @@ extension PostgresStore: StoreImport {
         SELECT (SELECT COUNT(*) FROM apps), (SELECT COUNT(*) FROM devices), (SELECT COUNT(*) FROM presence),
             (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM ingests),
             (SELECT COUNT(*) FROM outbox WHERE state IN ('queued', 'sending')), (SELECT COUNT(*) FROM chats),
-            (SELECT COUNT(*) FROM transcript_events), (SELECT COUNT(*) FROM chat_disconnects)
+            (SELECT COUNT(*) FROM transcript_events), (SELECT COUNT(*) FROM chat_disconnects),
+            (SELECT COUNT(*) FROM callbacks), (SELECT COUNT(*) FROM calls),
+            (SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending'))
         """
     }
 
@@ -33,7 +35,7 @@ extension PostgresStore: StoreImport {
     /// the emptiness check and the commit.
     private static let tables = """
         apps, devices, presence, messages, ingests, outbox, outbox_payloads, delivery_log, transcript_heads, \
-        transcript_events, chat_disconnects, chats
+        transcript_events, chat_disconnects, chats, callbacks, callback_history, calls, call_devices, webhook_events
         """
 
     /// One transaction on a connection of its own, outside the pool: an import takes longer than
@@ -102,14 +104,19 @@ extension PostgresStore: StoreImport {
         let held = try tally(try await connection.run(tallyQuery, logger: logger))
         var finished: Int64 = 0
         for row in try await connection.run(
-            "SELECT COUNT(*) FROM outbox WHERE state NOT IN ('queued', 'sending')",
+            """
+            SELECT (SELECT COUNT(*) FROM outbox WHERE state NOT IN ('queued', 'sending'))
+                + (SELECT COUNT(*) FROM webhook_events WHERE state NOT IN ('pending', 'sending'))
+            """,
             logger: logger
         ) {
             finished = try row.decode(Int64.self)
         }
         guard held.total == 0, finished == 0 else {
             throw StoreError.conflict.with(
-                detail: "the PostgreSQL database already holds Herald data (\(held), finished pushes \(finished)): "
+                detail:
+                    "the PostgreSQL database already holds Herald data (\(held), finished pushes and webhook events "
+                    + "\(finished)): "
                     + "migrate into an empty database or schema"
             )
         }
@@ -152,6 +159,32 @@ extension PostgresStore: StoreImport {
             "transcript_events (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)"
         )
         var disconnects = RowsInsert("chat_disconnects (device_id, conversation, position, at, pushed)")
+        // Callbacks unclaimed (no owner, no lease), calls with their timer unclaimed, events
+        // pending and unleased.
+        var callbacks = RowsInsert(
+            """
+            callbacks (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
+                idempotency_key, created_at, updated_at)
+            """
+        )
+        var history = RowsInsert(
+            "callback_history (callback_id, position, at, event, state, action, sequence, next_push_at)"
+        )
+        var calls = RowsInsert(
+            """
+            calls (id, app_id, user_id, media, sealed_caller, state, device_id, reason, created_at, expires_at,
+                ringing_at, ended_at, updated_at)
+            """
+        )
+        var callDevices = RowsInsert("call_devices (call_id, device_id, report, reported_at)")
+        // `sequence` is given in the order handed over (a multi-row INSERT takes its values in
+        // order): the export's order is the source's, so one key's events keep theirs.
+        var webhookEvents = RowsInsert(
+            """
+            webhook_events (id, app_id, type, ordering_key, data, created_at, state, attempts, next_attempt_at,
+                last_error, updated_at)
+            """
+        )
         for record in records {
             switch record {
             case .app(let app):
@@ -246,6 +279,7 @@ extension PostgresStore: StoreImport {
                     $0.text(push.pushID)
                     $0.text(columns.body)
                 }
+                try await log.makeRoom(for: pending.requeues.count, on: connection, logger: logger)
                 for event in pending.requeues {
                     log.row {
                         $0.text(event.pushID)
@@ -281,10 +315,83 @@ extension PostgresStore: StoreImport {
                     $0.integer(disconnect.at)
                     $0.boolean(disconnect.pushed)
                 }
+            case .callback(let transfer):
+                let callback = transfer.callback
+                callbacks.row {
+                    $0.text(callback.id)
+                    $0.text(callback.appID)
+                    $0.text(callback.userID)
+                    $0.text(callback.state.rawValue)
+                    $0.bytes(callback.sealedDialog)
+                    $0.integer(callback.dueAt)
+                    $0.integer(callback.expiresAt)
+                    $0.integer(Int64(callback.pushes))
+                    $0.integer(Int64(callback.version))
+                    $0.text(callback.lastAction)
+                    $0.text(transfer.idempotencyKey)
+                    $0.integer(callback.createdAt)
+                    $0.integer(callback.updatedAt)
+                }
+                try await history.makeRoom(for: transfer.history.count, on: connection, logger: logger)
+                for (position, line) in transfer.history.enumerated() {
+                    history.row {
+                        $0.text(callback.id)
+                        $0.integer(Int64(position + 1))
+                        $0.integer(line.at)
+                        $0.text(line.event.rawValue)
+                        $0.text(line.state.rawValue)
+                        $0.text(line.action)
+                        $0.integer(line.sequence.map { Int64($0) })
+                        $0.integer(line.nextPushAt)
+                    }
+                }
+            case .call(let call):
+                calls.row {
+                    $0.text(call.id)
+                    $0.text(call.appID)
+                    $0.text(call.userID)
+                    $0.text(call.media)
+                    $0.bytes(call.sealedCaller)
+                    $0.text(call.state.rawValue)
+                    $0.text(call.deviceID)
+                    $0.text(call.reason)
+                    $0.integer(call.createdAt)
+                    $0.integer(call.expiresAt)
+                    $0.integer(call.ringingAt)
+                    $0.integer(call.endedAt)
+                    $0.integer(call.updatedAt)
+                }
+                try await callDevices.makeRoom(for: call.devices.count, on: connection, logger: logger)
+                for device in call.devices {
+                    callDevices.row {
+                        $0.text(call.id)
+                        $0.text(device.deviceID)
+                        $0.text(device.report.rawValue)
+                        $0.integer(device.reportedAt)
+                    }
+                }
+            case .webhookEvent(let stored):
+                let event = stored.event
+                webhookEvents.row {
+                    $0.text(event.id)
+                    $0.text(event.appID)
+                    $0.text(event.type.rawValue)
+                    $0.text(event.orderingKey)
+                    $0.text(event.data)
+                    $0.integer(event.createdAt)
+                    $0.text(WebhookEventState.pending.rawValue)
+                    $0.integer(Int64(stored.attempts))
+                    $0.integer(stored.nextAttemptAt)
+                    $0.text(stored.lastError)
+                    $0.integer(stored.updatedAt)
+                }
             }
         }
-        for insert in [apps, devices, presence, messages, ingests, outbox, payloads, log, chats, events, disconnects]
-        where !insert.isEmpty {
+        let inserts = [
+            apps, devices, presence, messages, ingests, outbox, payloads, log, chats, events, disconnects, callbacks,
+            history, calls, callDevices, webhookEvents,
+        ]
+        for insert in inserts where !insert.isEmpty {
             try await connection.run(insert.query, logger: logger)
         }
     }
@@ -306,6 +413,19 @@ private struct RowsInsert {
 
     var query: PostgresQuery {
         PostgresQuery(unsafeSQL: "INSERT INTO \(target) VALUES " + rows.joined(separator: ", "), binds: binds)
+    }
+
+    /// Runs the rows so far and starts again when `rows` more would pass PostgreSQL's limit of
+    /// 65,535 parameters a statement: a batch has a bounded number of records, but a push's
+    /// requeues, a callback's history and a call's devices are not bounded. Only for tables no
+    /// other table of the batch refers to.
+    mutating func makeRoom(for rows: Int, on connection: PostgresConnection, logger: Logger) async throws {
+        guard let width = self.rows.isEmpty ? nil : binds.count / self.rows.count,
+            binds.count + rows * width > 65_000
+        else { return }
+        try await connection.run(query, logger: logger)
+        binds = PostgresBindings()
+        self.rows = []
     }
 
     mutating func row(_ values: (inout Self) -> Void) {

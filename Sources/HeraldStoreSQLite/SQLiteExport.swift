@@ -250,6 +250,72 @@ public final class SQLiteExport: StoreExport {
                 )
             }
         ),
+        Source(
+            kind: .callbacks,
+            count: "SELECT COUNT(*) FROM callbacks",
+            page: """
+                SELECT \(SQLiteStore.callbackColumns), idempotency_key, rowid AS _r FROM callbacks
+                WHERE rowid > ? ORDER BY rowid LIMIT ?
+                """,
+            record: { db, row in
+                // Read without the claim (`owner`, `lease_until`): handed over unclaimed.
+                let callback = try SQLiteStore.callback(from: row)
+                let history = try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT at, event, state, action, sequence, next_push_at FROM callback_history
+                            WHERE callback_id = ? ORDER BY position
+                            """
+                    ),
+                    arguments: [callback.id]
+                ).map { line -> CallbackHistoryEntry in
+                    guard let event = CallbackHistoryEntry.Event(rawValue: line[1]),
+                        let state = CallbackState(rawValue: line[2])
+                    else {
+                        throw StoreError.corrupt.with(detail: "callback \(callback.id)'s history has an unknown event")
+                    }
+                    return CallbackHistoryEntry(
+                        at: line[0],
+                        event: event,
+                        state: state,
+                        action: line[3],
+                        sequence: line[4],
+                        nextPushAt: line[5]
+                    )
+                }
+                return .callback(
+                    CallbackTransfer(callback: callback, history: history, idempotencyKey: row["idempotency_key"])
+                )
+            }
+        ),
+        Source(
+            kind: .calls,
+            count: "SELECT COUNT(*) FROM calls",
+            page: "SELECT id, rowid AS _r FROM calls WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            record: { db, row in
+                // The missed-call timer's claim (`timer_owner`, `timer_lease`) is not read.
+                let id: String = row["id"]
+                guard let call = try SQLiteStore.call(id: id, db) else {
+                    throw StoreError.corrupt.with(detail: "call \(id) vanished while it was exported")
+                }
+                return .call(call)
+            }
+        ),
+        Source(
+            kind: .webhookEvents,
+            count: "SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending')",
+            // `sequence` is the rowid: events go in the order they were written, which is the
+            // order a receiver gets one key's events in.
+            page: """
+                SELECT \(SQLiteStore.webhookEventColumns), sequence AS _r FROM webhook_events
+                WHERE state IN ('pending', 'sending') AND sequence > ? ORDER BY sequence LIMIT ?
+                """,
+            record: { _, row in
+                var stored = try SQLiteStore.webhookEvent(from: row)
+                stored.state = .pending
+                return .webhookEvent(stored)
+            }
+        ),
     ]
 
     public func exportTally() async throws -> StoreTally {

@@ -15,6 +15,9 @@ extension SQLiteStore: StoreImport {
         (.chats, "SELECT COUNT(*) FROM chats"),
         (.transcriptEvents, "SELECT COUNT(*) FROM transcript_events"),
         (.disconnects, "SELECT COUNT(*) FROM chat_disconnects"),
+        (.callbacks, "SELECT COUNT(*) FROM callbacks"),
+        (.calls, "SELECT COUNT(*) FROM calls"),
+        (.webhookEvents, "SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending')"),
     ]
 
     private static func tally(_ db: Database) throws -> StoreTally {
@@ -43,10 +46,17 @@ extension SQLiteStore: StoreImport {
         return try await write { db in
             let held = try Self.tally(db)
             let finished =
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE state NOT IN ('queued', 'sending')") ?? 0
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT (SELECT COUNT(*) FROM outbox WHERE state NOT IN ('queued', 'sending'))
+                            + (SELECT COUNT(*) FROM webhook_events WHERE state NOT IN ('pending', 'sending'))
+                        """
+                ) ?? 0
             guard held.total == 0, finished == 0 else {
                 throw StoreError.conflict.with(
-                    detail: "the SQLite database already holds Herald data (\(held), finished pushes \(finished))"
+                    detail:
+                        "the SQLite database already holds Herald data (\(held), finished pushes and webhook events \(finished))"
                 )
             }
             for record in records { try Self.insert(record, db) }
@@ -182,6 +192,71 @@ extension SQLiteStore: StoreImport {
                     """,
                 arguments: [
                     disconnect.deviceID, disconnect.conversation, disconnect.position, disconnect.at, disconnect.pushed,
+                ]
+            )
+        case .callback(let transfer):
+            let callback = transfer.callback
+            // Unclaimed: no `owner`, no `lease_until`.
+            try db.execute(
+                sql: """
+                    INSERT INTO callbacks
+                        (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version,
+                         last_action, idempotency_key, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    callback.id, callback.appID, callback.userID, callback.state.rawValue, Data(callback.sealedDialog),
+                    callback.dueAt, callback.expiresAt, callback.pushes, callback.version, callback.lastAction,
+                    transfer.idempotencyKey, callback.createdAt, callback.updatedAt,
+                ]
+            )
+            for (position, line) in transfer.history.enumerated() {
+                try db.execute(
+                    sql: """
+                        INSERT INTO callback_history
+                            (callback_id, position, at, event, state, action, sequence, next_push_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        callback.id, position + 1, line.at, line.event.rawValue, line.state.rawValue, line.action,
+                        line.sequence, line.nextPushAt,
+                    ]
+                )
+            }
+        case .call(let call):
+            // The missed-call timer unclaimed: no `timer_owner`, no `timer_lease`.
+            try db.execute(
+                sql: """
+                    INSERT INTO calls (id, app_id, user_id, media, sealed_caller, state, device_id, reason, created_at,
+                        expires_at, ringing_at, ended_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    call.id, call.appID, call.userID, call.media, Data(call.sealedCaller), call.state.rawValue,
+                    call.deviceID, call.reason, call.createdAt, call.expiresAt, call.ringingAt, call.endedAt,
+                    call.updatedAt,
+                ]
+            )
+            for device in call.devices {
+                try db.execute(
+                    sql: "INSERT INTO call_devices (call_id, device_id, report, reported_at) VALUES (?, ?, ?, ?)",
+                    arguments: [call.id, device.deviceID, device.report.rawValue, device.reportedAt]
+                )
+            }
+        case .webhookEvent(let stored):
+            // Pending, unleased, in the order handed over (the export's order is the source's
+            // `sequence`, so one key's events keep their order).
+            let event = stored.event
+            try db.execute(
+                sql: """
+                    INSERT INTO webhook_events
+                        (id, app_id, type, ordering_key, data, created_at, state, attempts, next_attempt_at,
+                         last_error, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    event.id, event.appID, event.type.rawValue, event.orderingKey, event.data, event.createdAt,
+                    stored.attempts, stored.nextAttemptAt, stored.lastError, stored.updatedAt,
                 ]
             )
         }

@@ -364,3 +364,65 @@ struct OverstatedExport: StoreExport {
         try await inner.export(batchSize: batchSize, into: sink)
     }
 }
+
+/// Callbacks with long histories, handed over in one batch: more values than one PostgreSQL
+/// statement takes (65,535), so the import must split the history's INSERT.
+struct LongHistoriesExport: StoreExport {
+    static let callbacks = 3
+    static let lines = 3_000
+
+    static func records() -> [StoreRecord] {
+        (0..<callbacks).map { index in
+            let id = "long-\(index)"
+            let history = (0..<lines).map { line in
+                CallbackHistoryEntry(
+                    at: Int64(line),
+                    event: line % 2 == 0 ? .pushed : .action,
+                    state: line % 2 == 0 ? .pushed : .scheduled,
+                    action: line % 2 == 0 ? nil : "snooze",
+                    sequence: line % 2 == 0 ? line / 2 + 1 : nil,
+                    nextPushAt: line % 2 == 0 ? nil : Int64(line + 300_000)
+                )
+            }
+            let callback = CallbackRecord(
+                id: id,
+                appID: StoreFixtures.appID,
+                userID: "u",
+                state: .scheduled,
+                sealedDialog: [UInt8](repeating: UInt8(index), count: 64),
+                dueAt: 10_000,
+                expiresAt: 20_000_000,
+                pushes: lines / 2,
+                version: lines * 2,
+                lastAction: "snooze",
+                createdAt: 0,
+                updatedAt: Int64(lines)
+            )
+            return .callback(CallbackTransfer(callback: callback, history: history, idempotencyKey: "key-\(index)"))
+        }
+    }
+
+    func exportTally() async throws -> StoreTally {
+        StoreTally([.callbacks: Self.callbacks])
+    }
+
+    func export(batchSize: Int, into sink: @Sendable ([StoreRecord]) async throws -> Void) async throws {
+        try await sink(Self.records())
+    }
+}
+
+extension StoreMigrateTests {
+    @Test("callbacks whose histories take more values than one statement are imported whole")
+    func longCallbackHistories() async throws {
+        try await Self.withTarget { target in try await Self.checkLongHistories(target) }
+    }
+
+    static func checkLongHistories(_ target: PostgresStore) async throws {
+        let written = try await target.importAll(from: LongHistoriesExport(), batchSize: 100)
+        #expect(written == StoreTally([.callbacks: LongHistoriesExport.callbacks]))
+        for case .callback(let transfer) in LongHistoriesExport.records() {
+            #expect(try await target.callback(id: transfer.callback.id) == transfer.callback)
+            #expect(try await target.callbackHistory(id: transfer.callback.id) == transfer.history)
+        }
+    }
+}

@@ -92,6 +92,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.importsAnotherStoresRecords)
     }
 
+    @Test func importsCallbacksCallsAndWebhookEvents() async throws {
+        try await SQLiteEngine.check(.importsCallbacksCallsAndWebhookEvents)
+    }
+
     @Test func liveSessionsAreLeased() async throws {
         try await SQLiteEngine.check(.liveSessionsAreLeased)
     }
@@ -205,6 +209,7 @@ struct SQLiteConformanceTests {
             .claimsOnlyTheNetworksAsked,
             .requeueTakesBackTheAttempt,
             .importsAnotherStoresRecords,
+            .importsCallbacksCallsAndWebhookEvents,
             .liveSessionsAreLeased,
             .liveHandoversAreAnsweredOnce,
             .providerTokensCompareAndSet,

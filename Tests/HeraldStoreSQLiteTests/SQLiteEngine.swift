@@ -3,6 +3,7 @@ import HeraldStore
 import HeraldStoreConformance
 import HeraldStoreSQLite
 import Logging
+import Synchronization
 
 /// SQLite for the conformance rules: each storage is a new database file in a directory of the
 /// test's own, removed when the test ends.
@@ -18,6 +19,14 @@ struct SQLiteEngine: StoreEngine {
         // What the rules check does not depend on syncing to disk; the tests run faster without.
         configuration.durable = false
         return try SQLiteStore(configuration: configuration, logger: Logger(label: "test.store"))
+    }
+
+    /// What `SQLiteExport` hands over from the file (it needs every store on it closed).
+    func exportedRecords(_ path: String) async throws -> [StoreRecord]? {
+        let export = try SQLiteExport(path: path)
+        let records = Mutex<[StoreRecord]>([])
+        try await export.export(batchSize: 2) { batch in records.withLock { $0 += batch } }
+        return records.withLock { $0 }
     }
 
     /// Runs `rule` against SQLite in a temporary directory.

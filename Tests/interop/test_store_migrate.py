@@ -6,7 +6,7 @@ the throw-away PostgreSQL of scripts/with-postgres.sh:
 * `herald sandbox` runs in its own process, so it outlives the relay's restart;
 * `herald serve` on SQLite (`--data`) sends to it; one iOS device is activated (messaging and VoIP
   tokens) and the sandbox plays an APNs outage (`POST /sandbox/faults/outage`), so the message
-  and the call ingested then stay undelivered;
+  and the call ingested then stay undelivered; a callback is scheduled for a time after the move;
 * while that node runs, `herald store migrate` refuses (the database is open); the node is
   stopped (SIGTERM, exit 0); a dry run prints the counts and writes nothing; the migration copies
   and checks the counts; a second one is refused (the database holds data); a missing file, a
@@ -14,7 +14,9 @@ the throw-away PostgreSQL of scripts/with-postgres.sh:
 * `herald serve --database postgres://…` starts on the copy with the same keys; the outage ends:
   both pushes reach the sandbox under their push ids and show `delivered`; the message ingested
   again with its idempotency key answers the same receipt; the device's credential still opens
-  its message.
+  its message; the ringing call is known; the callback, still scheduled when the SQLite node
+  stopped, is pushed once by the PostgreSQL node when due (its push reaches the sandbox), and
+  scheduling it again with its key answers the same callback.
 
 Run: scripts/with-postgres.sh python3 -m pytest -q Tests/interop/test_store_migrate.py
 (HERALD_BIN overrides the binary, default .build/debug/herald). Without HERALD_TEST_POSTGRES_URL
@@ -26,6 +28,7 @@ from __future__ import annotations
 import base64
 import subprocess
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from nacl.public import PrivateKey
@@ -42,6 +45,9 @@ from test_cluster import (  # noqa: F401  (postgres and workdir are fixtures)
 from test_relay_crash import accepted_apns_ids, call, free_port, herald, stop  # noqa: F401
 
 DELIVERY_TIMEOUT = 30.0
+# When the callback is due, counted from its scheduling: after the SQLite node stopped and the
+# move is done (about a second here), so the PostgreSQL node is the one that pushes it.
+CALLBACK_DELAY_S = 8
 
 
 def migrate(herald: Path, root: Path, *arguments: str) -> subprocess.CompletedProcess:
@@ -130,6 +136,16 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     assert status == 202, call_receipt
     push_ids = [push["push_id"] for push in receipt["pushes"] + call_receipt["pushes"]]
     assert len(push_ids) == 2, (receipt, call_receipt)
+    due = datetime.now(timezone.utc) + timedelta(seconds=CALLBACK_DELAY_S)
+    callback_request = {
+        "user_id": "migrating-user",
+        "service_id": "3SQI3S31693JL9L3R00506T40C000U73",
+        "at": due.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "idempotency_key": "migrate-callback-1",
+    }
+    status, callback = call(f"{relay_url}/v1/callbacks", "POST", callback_request, token=api_key)
+    assert status == 201 and callback["state"] == "scheduled", callback
+    callback_id = callback["callback_id"]
     for push_id in push_ids:
         status, push = call(f"{relay_url}/v1/pushes/{push_id}", token=api_key)
         assert status == 200 and push["state"] in ("queued", "sending"), push
@@ -137,12 +153,13 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     # The node still has the database open.
     one_line_error(migrate(herald, root, "--from", f"sqlite:{database}", "--to", target), "open in another process")
     assert stop(first) == 0
+    assert datetime.now(timezone.utc) < due, "the SQLite node may have pushed the callback: raise CALLBACK_DELAY_S"
 
     dry = migrate(herald, root, "--from", f"sqlite:{database}", "--to", target, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     expected = {
         "apps": 1, "devices": 1, "presence": 0, "messages": 1, "idempotency keys": 2, "pending pushes": 2,
-        "chats": 0, "transcript events": 0, "disconnects": 0,
+        "chats": 0, "transcript events": 0, "disconnects": 0, "callbacks": 1, "calls": 1, "webhook events": 0,
     }  # fmt: skip
     assert counts(dry.stdout) == expected, dry.stdout
     assert postgres.query("SELECT to_regclass('store_migrate.devices') IS NULL") == [["t"]]
@@ -169,8 +186,12 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     )
 
     # The same relay on PostgreSQL, with the same keys.
+    assert datetime.now(timezone.utc) < due, "the move took longer than CALLBACK_DELAY_S"
     second = processes.start("serve-postgres", serve + ["--database", target], cwd=root)
     second.wait_for_line("  relay", STARTUP_TIMEOUT)
+    status, moved = call(f"{relay_url}/v1/callbacks/{callback_id}", token=api_key)
+    assert status == 200 and moved["state"] == "scheduled" and moved["pushes"] == 0, moved
+    assert moved["history"] == callback["history"], moved
     status, _ = call(f"{backends.control_url}/sandbox/faults", "DELETE")
     assert status == 204
 
@@ -201,5 +222,30 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     assert status == 200, fetched
     status, device = call(f"{relay_url}/v1/devices/{device_id}", token=credential)
     assert status == 200 and device["device_id"] == device_id, device
+
+    status, ringing = call(f"{relay_url}/v1/calls/call-1", token=api_key)
+    assert status == 200 and ringing["call_id"] == "call-1", ringing
+
+    # The callback comes due on PostgreSQL: pushed once, and its push reaches the sandbox.
+    deadline = time.monotonic() + CALLBACK_DELAY_S + DELIVERY_TIMEOUT
+    while True:
+        status, pushed = call(f"{relay_url}/v1/callbacks/{callback_id}", token=api_key)
+        assert status == 200, pushed
+        if pushed["state"] == "pushed":
+            break
+        assert time.monotonic() < deadline, f"callback not pushed: {pushed}\n{second.stderr_tail()}"
+        time.sleep(0.2)
+    assert pushed["pushes"] == 1, pushed
+    assert [line["event"] for line in pushed["history"]] == ["scheduled", "pushed"], pushed
+    status, again = call(f"{relay_url}/v1/callbacks", "POST", callback_request, token=api_key)
+    assert status == 200 and again["duplicate"] is True and again["callback_id"] == callback_id, again
+    status, listed = call(f"{relay_url}/v1/pushes?device={device_id}", token=api_key)
+    assert status == 200, listed
+    callback_pushes = [push["push_id"] for push in listed["pushes"] if push["kind"] == "callback"]
+    assert len(callback_pushes) == 1, listed
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while accepted_apns_ids(backends.control_url)[0][callback_pushes[0].lower()] == 0:
+        assert time.monotonic() < deadline, f"the callback's push did not reach the sandbox: {listed}"
+        time.sleep(0.1)
 
     assert stop(second) == 0
