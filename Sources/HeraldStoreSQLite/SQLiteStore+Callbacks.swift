@@ -208,8 +208,9 @@ extension SQLiteStore {
         }
     }
 
-    /// Queues pushes inside the caller's transaction, as `accept` does.
-    private static func insertPushes(_ pushes: [OutboxEntry], _ db: Database) throws {
+    /// Queues pushes inside the caller's transaction, as `accept` does (callbacks' pushes, and
+    /// the pushes a move between stores brings).
+    static func insertPushes(_ pushes: [OutboxEntry], _ db: Database) throws {
         for push in pushes {
             let columns = StoredPayload(push.payload)
             try db.execute(

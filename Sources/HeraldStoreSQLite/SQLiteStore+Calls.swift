@@ -9,24 +9,7 @@ extension SQLiteStore {
         try await write { db in
             let outcome = try Self.insert(ingest, db)
             guard outcome == .accepted else { return outcome }
-            try db.execute(
-                sql: """
-                    INSERT INTO calls (id, app_id, user_id, media, sealed_caller, state, device_id, reason, created_at,
-                        expires_at, ringing_at, ended_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    call.id, call.appID, call.userID, call.media, Data(call.sealedCaller), call.state.rawValue,
-                    call.deviceID, call.reason, call.createdAt, call.expiresAt, call.ringingAt, call.endedAt,
-                    call.updatedAt,
-                ]
-            )
-            for device in call.devices {
-                try db.execute(
-                    sql: "INSERT INTO call_devices (call_id, device_id, report, reported_at) VALUES (?, ?, ?, ?)",
-                    arguments: [call.id, device.deviceID, device.report.rawValue, device.reportedAt]
-                )
-            }
+            try Self.insert(call, db)
             return outcome
         }
     }
@@ -189,5 +172,30 @@ extension SQLiteStore {
             updatedAt: row[12],
             devices: devices
         )
+    }
+}
+
+extension SQLiteStore {
+    /// Writes a call and its devices' reports inside the caller's transaction, its missed-call
+    /// timer unclaimed (an ingest's new call, or a call a move between stores brings).
+    static func insert(_ call: CallRecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO calls (id, app_id, user_id, media, sealed_caller, state, device_id, reason, created_at,
+                    expires_at, ringing_at, ended_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                call.id, call.appID, call.userID, call.media, Data(call.sealedCaller), call.state.rawValue,
+                call.deviceID, call.reason, call.createdAt, call.expiresAt, call.ringingAt, call.endedAt,
+                call.updatedAt,
+            ]
+        )
+        for device in call.devices {
+            try db.execute(
+                sql: "INSERT INTO call_devices (call_id, device_id, report, reported_at) VALUES (?, ?, ?, ?)",
+                arguments: [call.id, device.deviceID, device.report.rawValue, device.reportedAt]
+            )
+        }
     }
 }

@@ -135,29 +135,10 @@ extension SQLiteStore: StoreImport {
                 arguments: [key.key, Data(key.receipt), key.createdAt]
             )
         case .push(let pending):
-            let push = pending.entry
-            let columns = StoredPayload(push.payload)
+            var push = pending.entry
             // Unclaimed, whatever the source said: no node here holds it.
-            let state = push.state.isFinal ? push.state : .queued
-            try db.execute(
-                sql: """
-                    INSERT INTO outbox
-                        (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
-                         apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
-                         last_reason, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
-                    push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
-                    columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
-                    state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
-                ]
-            )
-            try db.execute(
-                sql: "INSERT INTO outbox_payloads (push_id, payload) VALUES (?, ?)",
-                arguments: [push.pushID, columns.body]
-            )
+            if !push.state.isFinal { push.state = .queued }
+            try Self.insertPushes([push], db)
             for event in pending.requeues {
                 try db.execute(
                     sql: "INSERT INTO delivery_log (push_id, at, state, reason) VALUES (?, ?, ?, ?)",
@@ -225,24 +206,7 @@ extension SQLiteStore: StoreImport {
             }
         case .call(let call):
             // The missed-call timer unclaimed: no `timer_owner`, no `timer_lease`.
-            try db.execute(
-                sql: """
-                    INSERT INTO calls (id, app_id, user_id, media, sealed_caller, state, device_id, reason, created_at,
-                        expires_at, ringing_at, ended_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    call.id, call.appID, call.userID, call.media, Data(call.sealedCaller), call.state.rawValue,
-                    call.deviceID, call.reason, call.createdAt, call.expiresAt, call.ringingAt, call.endedAt,
-                    call.updatedAt,
-                ]
-            )
-            for device in call.devices {
-                try db.execute(
-                    sql: "INSERT INTO call_devices (call_id, device_id, report, reported_at) VALUES (?, ?, ?, ?)",
-                    arguments: [call.id, device.deviceID, device.report.rawValue, device.reportedAt]
-                )
-            }
+            try Self.insert(call, db)
         case .webhookEvent(let stored):
             // Pending, unleased, in the order handed over (the export's order is the source's
             // `sequence`, so one key's events keep their order).

@@ -1,0 +1,188 @@
+public import HeraldPush
+public import HeraldStore
+
+/// `POST /v1/activations`: a device asks for push, with its half of the key agreement.
+public struct ActivationRequest: Sendable, Codable, Hashable {
+    public var userID: String
+    /// The app's bundle id.
+    public var app: String
+    public var platform: DevicePlatform
+    /// The device's `crypto_kx` public key, base64 (32 bytes).
+    public var publicKey: String
+    public var messagingToken: String?
+    public var voipToken: String?
+    /// Set to re-activate (rotate the keys of) an existing device.
+    public var deviceID: String?
+    /// iOS: the APNs environment the tokens belong to (a debug build's are `development`, a
+    /// TestFlight or App Store build's `production`); absent: the app's, else the relay's default.
+    public var apnsEnvironment: APNsEnvironment?
+
+    public init(
+        userID: String,
+        app: String,
+        platform: DevicePlatform,
+        publicKey: String,
+        messagingToken: String? = nil,
+        voipToken: String? = nil,
+        deviceID: String? = nil,
+        apnsEnvironment: APNsEnvironment? = nil
+    ) {
+        self.userID = userID
+        self.app = app
+        self.platform = platform
+        self.publicKey = publicKey
+        self.messagingToken = messagingToken
+        self.voipToken = voipToken
+        self.deviceID = deviceID
+        self.apnsEnvironment = apnsEnvironment
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case app, platform
+        case publicKey = "public_key"
+        case messagingToken = "messaging_token"
+        case voipToken = "voip_token"
+        case deviceID = "device_id"
+        case apnsEnvironment = "apns_environment"
+    }
+}
+
+/// The answer to an activation: the relay's half, and the device's credential (shown once).
+public struct ActivationResponse: Sendable, Codable, Hashable {
+    public var deviceID: String
+    public var userID: String
+    public var app: String
+    /// The relay's `crypto_kx` public key for this device, base64.
+    public var relayPublicKey: String
+    /// The key id every push sealed for this device carries, hex.
+    public var keyID: String
+    /// The key id before this re-activation; pushes in flight may still carry it.
+    public var previousKeyID: String?
+    /// The bearer credential for this device's endpoints. Stored by the relay only as a hash.
+    public var deviceCredential: String
+    public var contentPolicy: ContentPolicy
+
+    public init(
+        deviceID: String,
+        userID: String,
+        app: String,
+        relayPublicKey: String,
+        keyID: String,
+        previousKeyID: String?,
+        deviceCredential: String,
+        contentPolicy: ContentPolicy
+    ) {
+        self.deviceID = deviceID
+        self.userID = userID
+        self.app = app
+        self.relayPublicKey = relayPublicKey
+        self.keyID = keyID
+        self.previousKeyID = previousKeyID
+        self.deviceCredential = deviceCredential
+        self.contentPolicy = contentPolicy
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case userID = "user_id"
+        case app
+        case relayPublicKey = "relay_public_key"
+        case keyID = "key_id"
+        case previousKeyID = "previous_key_id"
+        case deviceCredential = "device_credential"
+        case contentPolicy = "content_policy"
+    }
+}
+
+/// `PUT /v1/devices/{id}/tokens`: late or refreshed tokens. An absent field is left as it is; an
+/// empty string removes the token.
+public struct TokenUpdateRequest: Sendable, Codable, Hashable {
+    public var messagingToken: String?
+    public var voipToken: String?
+
+    public init(messagingToken: String? = nil, voipToken: String? = nil) {
+        self.messagingToken = messagingToken
+        self.voipToken = voipToken
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messagingToken = "messaging_token"
+        case voipToken = "voip_token"
+    }
+}
+
+/// A device as the API shows it (no key material).
+public struct DeviceView: Sendable, Codable, Hashable {
+    public var deviceID: String
+    public var userID: String
+    public var app: String
+    public var platform: DevicePlatform
+    public var messagingToken: String?
+    public var voipToken: String?
+    public var keyID: String
+    /// Why the last token was dropped, while the device has none.
+    public var tokenDeadReason: String?
+    /// iOS: the APNs environment its tokens belong to, which decides the host its pushes go to.
+    public var apnsEnvironment: APNsEnvironment?
+
+    public init(_ device: DeviceRecord) {
+        deviceID = device.id
+        userID = device.userID
+        app = device.appID
+        platform = device.platform
+        messagingToken = device.messagingToken
+        voipToken = device.voipToken
+        keyID = device.keyID
+        tokenDeadReason = device.tokenDeadReason
+        apnsEnvironment = device.apnsEnvironment
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case userID = "user_id"
+        case app, platform
+        case messagingToken = "messaging_token"
+        case voipToken = "voip_token"
+        case keyID = "key_id"
+        case tokenDeadReason = "token_dead_reason"
+        case apnsEnvironment = "apns_environment"
+    }
+}
+
+/// `PUT /v1/devices/{id}/presence`: a heartbeat.
+public struct HeartbeatRequest: Sendable, Codable, Hashable {
+    /// The conversation on screen, if any.
+    public var conversation: String?
+    public var state: PresenceState
+    /// Seconds until an `active` heartbeat counts as background (default 60).
+    public var ttl: Int?
+
+    public init(conversation: String? = nil, state: PresenceState, ttl: Int? = nil) {
+        self.conversation = conversation
+        self.state = state
+        self.ttl = ttl
+    }
+}
+
+/// The answer to a heartbeat.
+public struct PresenceView: Sendable, Codable, Hashable {
+    public var deviceID: String
+    public var state: PresenceState
+    public var conversation: String?
+    /// Milliseconds since the epoch.
+    public var expiresAt: Int64
+
+    public init(deviceID: String, state: PresenceState, conversation: String?, expiresAt: Int64) {
+        self.deviceID = deviceID
+        self.state = state
+        self.conversation = conversation
+        self.expiresAt = expiresAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case state, conversation
+        case expiresAt = "expires_at"
+    }
+}

@@ -1,0 +1,156 @@
+extension PostgresMigrations {
+    /// The migrations after v4, in order (`all` follows `first` with them): webhook events and
+    /// app webhooks, calls, fleets, callbacks, push options. Never edited once released, only
+    /// added at the end.
+    static let later: [(name: String, sql: [String])] = [
+        (
+            "v5: webhook events",
+            [
+                // As on SQLite's v13: the durable queue of events for the apps' webhooks.
+                // `sequence` orders the events of one ordering key (its writers hold the row of
+                // what the key names: a call, a callback, a chat), so a sender takes the first
+                // undelivered event of each key only. `data` holds ids and states, never content.
+                """
+                CREATE TABLE webhook_events (
+                    sequence BIGSERIAL PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    app_id TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    ordering_key TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    state TEXT NOT NULL DEFAULT 'pending',
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at BIGINT NOT NULL,
+                    owner TEXT,
+                    lease_until BIGINT,
+                    last_error TEXT,
+                    delivered_at BIGINT,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE INDEX webhook_events_by_key ON webhook_events (ordering_key, sequence)
+                WHERE state IN ('pending', 'sending')
+                """,
+                """
+                CREATE INDEX webhook_events_due ON webhook_events (next_attempt_at)
+                WHERE state IN ('pending', 'sending')
+                """,
+                "CREATE INDEX webhook_events_by_app ON webhook_events (app_id, created_at, id)",
+            ]
+        ),
+        (
+            "v6: app webhooks",
+            [
+                // As on SQLite: an app's webhook url, and its signing secret sealed with the
+                // master key.
+                "ALTER TABLE apps ADD COLUMN webhook_url TEXT",
+                "ALTER TABLE apps ADD COLUMN webhook_secret BYTEA",
+            ]
+        ),
+        (
+            "v7: calls",
+            [
+                """
+                CREATE TABLE calls (
+                    id TEXT PRIMARY KEY,
+                    app_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    media TEXT NOT NULL,
+                    sealed_caller BYTEA NOT NULL,
+                    state TEXT NOT NULL DEFAULT 'ringing',
+                    device_id TEXT,
+                    reason TEXT,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    ringing_at BIGINT,
+                    ended_at BIGINT,
+                    updated_at BIGINT NOT NULL,
+                    timer_owner TEXT,
+                    timer_lease BIGINT
+                )
+                """,
+                "CREATE INDEX calls_due ON calls (expires_at) WHERE state = 'ringing'",
+                """
+                CREATE TABLE call_devices (
+                    call_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    report TEXT NOT NULL DEFAULT 'pushed',
+                    reported_at BIGINT,
+                    PRIMARY KEY (call_id, device_id)
+                )
+                """,
+                """
+                CREATE TABLE call_stops (
+                    call_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    node_id TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    PRIMARY KEY (call_id, device_id)
+                )
+                """,
+                "CREATE INDEX call_stops_by_node ON call_stops (node_id)",
+            ]
+        ),
+        (
+            "v8: fleets: apps' APNs keys and FCM accounts, devices' environment",
+            [
+                // As on SQLite: NULL is the default key, account and environment.
+                "ALTER TABLE apps ADD COLUMN apns_key TEXT",
+                "ALTER TABLE apps ADD COLUMN fcm_account TEXT",
+                "ALTER TABLE apps ADD COLUMN apns_environment TEXT",
+                "ALTER TABLE devices ADD COLUMN apns_environment TEXT",
+            ]
+        ),
+        (
+            "v9: callbacks",
+            [
+                // Callbacks (seed 002): the dialog and the service id sealed by the relay;
+                // `version` moves with every change and claim (an answer's compare-and-set);
+                // `owner` and `lease_until` hold a claim while the push is queued.
+                """
+                CREATE TABLE callbacks (
+                    id TEXT PRIMARY KEY,
+                    app_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    sealed_dialog BYTEA NOT NULL,
+                    due_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    pushes INTEGER NOT NULL DEFAULT 0,
+                    version BIGINT NOT NULL DEFAULT 0,
+                    last_action TEXT,
+                    owner TEXT,
+                    lease_until BIGINT,
+                    idempotency_key TEXT UNIQUE,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX callbacks_due ON callbacks (due_at) WHERE state = 'scheduled'",
+                "CREATE INDEX callbacks_expiring ON callbacks (expires_at) WHERE state IN ('scheduled', 'pushed')",
+                """
+                CREATE TABLE callback_history (
+                    callback_id TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    at BIGINT NOT NULL,
+                    event TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    action TEXT,
+                    sequence INTEGER,
+                    next_push_at BIGINT,
+                    PRIMARY KEY (callback_id, position)
+                )
+                """,
+            ]
+        ),
+        (
+            "v10: push options: an app's presence policy and message priority",
+            [
+                "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'",
+                "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5",
+            ]
+        ),
+    ]
+}
