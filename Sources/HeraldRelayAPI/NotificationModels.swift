@@ -1,0 +1,31 @@
+public import HeraldStore
+
+/// `PUT /v1/devices/{id}/notifications`: the device reports whether the user lets it show
+/// notifications (at launch, and whenever the setting changes).
+public struct NotificationPermissionRequest: Sendable, Codable, Hashable {
+    public var permission: NotificationPermission
+
+    public init(permission: NotificationPermission) {
+        self.permission = permission
+    }
+}
+
+/// The answer to `PUT /v1/devices/{id}/notifications`.
+public struct NotificationPermissionView: Sendable, Codable, Hashable {
+    public var deviceID: String
+    public var permission: NotificationPermission
+    /// Milliseconds since the epoch, when the relay recorded it.
+    public var updatedAt: Int64
+
+    public init(deviceID: String, permission: NotificationPermission, updatedAt: Int64) {
+        self.deviceID = deviceID
+        self.permission = permission
+        self.updatedAt = updatedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case permission
+        case updatedAt = "updated_at"
+    }
+}
