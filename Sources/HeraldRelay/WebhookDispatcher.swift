@@ -44,7 +44,8 @@ public final class WebhookDispatcher: Service, Sendable {
     public func wake() { context.webhooksWritten.signal() }
 
     public func run() async throws {
-        while !Task.isShuttingDownGracefully {
+        // Cancelled rather than shut down, the wait returns at once: stop, or the loop spins.
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
             let claimed = await deliverBatch()
             if claimed < configuration.batchSize {
                 await cancelWhenGracefulShutdown {

@@ -211,7 +211,9 @@ struct ChatTimerSweep: Service {
     var interval: Duration = .seconds(5)
 
     func run() async throws {
-        while !Task.isShuttingDownGracefully {
+        // Cancelled rather than shut down (an in-process server's task), the sleep throws at
+        // once: without the cancellation check the loop would spin.
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             if Task.isShuttingDownGracefully { return }
             await relay.transcripts.resumeChatPushes()
@@ -226,7 +228,7 @@ struct Janitor: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isShuttingDownGracefully {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 let removed = try await relay.ingest.purgeExpired()
                 if removed.messages + removed.pushes > 0 {
