@@ -352,6 +352,10 @@ enum PostgresMigrations {
     private static func migrate(_ connection: PostgresConnection, schema: String, logger: Logger) async throws {
         try await connection.run("BEGIN", logger: logger)
         do {
+            // The node's statement timeout bounds requests, not the upgrade: the nodes that start
+            // beside the one migrating wait for its lock longer than that, and an index built on a
+            // large outbox can take minutes. A dead migrator's lock ends with its connection.
+            try await connection.run("SET LOCAL statement_timeout = 0", logger: logger)
             try await connection.run(
                 "SELECT pg_advisory_xact_lock(hashtext('herald migrations ' || \(schema)))",
                 logger: logger

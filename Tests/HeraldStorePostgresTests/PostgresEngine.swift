@@ -47,9 +47,10 @@ final class PostgresEngine: StoreEngine {
         try await openStore(schema)
     }
 
-    func openStore(_ schema: String) async throws -> PostgresStore {
+    func openStore(_ schema: String, statementTimeout: Duration? = nil) async throws -> PostgresStore {
         var configuration = base
         configuration.schema = schema
+        if let statementTimeout { configuration.statementTimeout = statementTimeout }
         let store = try await PostgresStore.open(configuration: configuration, logger: Logger(label: "test.store"))
         opened.withLock { $0.append(store) }
         return store
