@@ -9,7 +9,7 @@ extension PostgresStore {
     static let outboxColumns = """
         o.push_id, o.device_id, o.kind, o.subject_id, o.priority, o.network, o.topic, o.push_type, \
         o.apns_priority, o.apns_id, o.fcm_priority, o.collapse_id, o.attempts, o.next_attempt_at, o.expires_at, \
-        o.state, o.last_reason, o.created_at, o.updated_at, COALESCE(p.payload, '')
+        o.state, o.last_reason, o.created_at, o.updated_at, o.waiting_since, o.now_or_never, COALESCE(p.payload, '')
         """
 
     static func entry(_ row: PostgresRow) throws -> OutboxEntry {
@@ -38,6 +38,8 @@ extension PostgresStore {
         let lastReason: String? = try columns.next()
         let createdAt: Int64 = try columns.next()
         let updatedAt: Int64 = try columns.next()
+        let waitingSince: Int64? = try columns.next()
+        let nowOrNever: Bool = try columns.next()
         let body: String = try columns.next()
         guard let kind = OutboxKind(rawValue: kindText), let state = PushState(rawValue: stateText) else {
             throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown kind or state")
@@ -68,7 +70,9 @@ extension PostgresStore {
             state: state,
             lastReason: lastReason,
             createdAt: createdAt,
-            updatedAt: updatedAt
+            updatedAt: updatedAt,
+            waitingSince: waitingSince,
+            nowOrNever: nowOrNever
         )
     }
 
