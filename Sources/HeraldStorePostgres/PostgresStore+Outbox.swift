@@ -200,8 +200,8 @@ extension PostgresStore {
             throw StoreError.corrupt.with(detail: "claim pushes: \(error)")
         }
         entries.sort {
-            ($0.entry.priority, -$0.entry.createdAt, $0.entry.pushID)
-                > ($1.entry.priority, -$1.entry.createdAt, $1.entry.pushID)
+            ($0.entry.priority, -$0.entry.queuedSince, $0.entry.pushID)
+                > ($1.entry.priority, -$1.entry.queuedSince, $1.entry.pushID)
         }
         var claimed: [ClaimedPush] = []
         claimed.reserveCapacity(entries.count)
