@@ -359,7 +359,8 @@ public final class Dispatcher: Service, Sendable {
         case .expired:
             completed[.expired]?.increment()
             return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
-        case .unreachable(let reason) where item.entry.nowOrNever, .retryLater(let reason, _) where item.entry.nowOrNever:
+        case .unreachable(let reason) where item.entry.nowOrNever,
+            .retryLater(let reason, _) where item.entry.nowOrNever:
             // "Now or never" had its one attempt: the push network was told expiration 0, so
             // a later attempt would deliver what the backend said must not arrive late.
             completed[.expired]?.increment()

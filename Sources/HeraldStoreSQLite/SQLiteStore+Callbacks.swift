@@ -226,7 +226,7 @@ extension SQLiteStore {
                     push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
                     columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
                     push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt, push.waitingSince,
-                push.nowOrNever,
+                    push.nowOrNever,
                 ]
             )
             try db.execute(

@@ -152,20 +152,32 @@ struct QueueOrderTests {
                 body: #"{"team_id":"\#(RelayHarness.teamID)","queue_order":"customer_wait"}"#
             )
             #expect(put.status == 200 && put.json["queue_order"] as? String == "customer_wait", "\(put.text)")
-            let bad = try await harness.call(.PUT, path, body: #"{"team_id":"\#(RelayHarness.teamID)","queue_order":"fifo"}"#)
+            let bad = try await harness.call(
+                .PUT,
+                path,
+                body: #"{"team_id":"\#(RelayHarness.teamID)","queue_order":"fifo"}"#
+            )
             #expect(bad.status == 400, "\(bad.text)")
             #expect(bad.text.contains("queue_order"), "\(bad.text)")
 
             _ = try await harness.phone(user: "eve")
             let now = harness.clock.now()
             for (since, words) in [(now + 120_000, "in the future"), (now / 1000, "28 days")] {
-                let reply = try await harness.call(.POST, "/v1/messages", body: Self.message(to: "eve", waitingSince: since))
+                let reply = try await harness.call(
+                    .POST,
+                    "/v1/messages",
+                    body: Self.message(to: "eve", waitingSince: since)
+                )
                 #expect(reply.status == 400, "\(reply.text)")
                 #expect(reply.json["field"] as? String == "waiting_since")
                 #expect((reply.json["reason"] as? String)?.contains(words) == true, "\(reply.text)")
             }
             // A little ahead (the backend's clock) counts as now.
-            let ahead = try await harness.call(.POST, "/v1/messages", body: Self.message(to: "eve", waitingSince: now + 5_000))
+            let ahead = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: Self.message(to: "eve", waitingSince: now + 5_000)
+            )
             #expect(ahead.status == 202, "\(ahead.text)")
             let pushID = try #require(try ahead.decode(IngestReceipt.self).pushes.first?.pushID)
             let status = try await harness.relay.ingest.pushStatus(id: pushID)
