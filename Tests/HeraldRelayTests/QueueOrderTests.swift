@@ -142,6 +142,16 @@ struct QueueOrderTests {
         }
     }
 
+    @Test("an app of the configuration file names its queue order; queue_time when left out")
+    func queueOrderInTheFile() throws {
+        let decode = { (json: String) throws -> AppRecord in
+            try JSONDecoder().decode(AppRecord.self, from: Data(json.utf8))
+        }
+        #expect(try decode(#"{"id":"a.b","team_id":"T","queue_order":"customer_wait"}"#).queueOrder == .customerWait)
+        #expect(try decode(#"{"id":"a.b","team_id":"T"}"#).queueOrder == .queueTime)
+        #expect(throws: DecodingError.self) { try decode(#"{"id":"a.b","team_id":"T","queue_order":"fifo"}"#) }
+    }
+
     @Test("queue_order is set per app and shown; a bad one and a bad waiting_since get a 400 naming the field")
     func refusals() async throws {
         try await RelayHarness.with { harness in
