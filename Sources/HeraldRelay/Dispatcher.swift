@@ -361,15 +361,11 @@ public final class Dispatcher: Service, Sendable {
             return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
         case .unreachable(let reason) where item.entry.nowOrNever,
             .retryLater(let reason, _) where item.entry.nowOrNever:
-            // "Now or never" had its one attempt: the push network was told expiration 0, so
-            // a later attempt would deliver what the backend said must not arrive late.
+            // Its one attempt is spent: the network was told expiration 0, so a later attempt
+            // would deliver what the backend said must not arrive late.
             completed[.expired]?.increment()
-            return PushCompletion(
-                pushID: id,
-                disposition: .finish(.expired),
-                reason: "now or never: not delivered on its one attempt: " + reason,
-                deadToken: nil
-            )
+            let why = "now or never: not delivered on its one attempt: " + reason
+            return PushCompletion(pushID: id, disposition: .finish(.expired), reason: why, deadToken: nil)
         case .unreachable(let reason):
             // Not the push's fault: due again at once, its attempt not counted, so it goes out
             // with the backlog when the network answers (the claim still expires it on time).

@@ -2,7 +2,8 @@ import PostgresNIO
 
 /// The dispatcher's claim, prepared: the due pushes of the wanted networks, calls first then the
 /// longest waiting (`COALESCE(waiting_since, created_at)`: the customer's wait where the push has
-/// one, else its time in the queue; the queued indexes hold that expression), taken for `owner` until `leaseUntil`, each with its payload and its device's tokens.
+/// one, else its time in the queue; the queued indexes hold that expression), taken for `owner`
+/// until `leaseUntil`, each with its payload and its device's tokens.
 ///
 /// The device columns come from the same statement (a join on the rows being taken) rather than a
 /// second read in a transaction: one round trip instead of five (BEGIN, two statements, a read,
