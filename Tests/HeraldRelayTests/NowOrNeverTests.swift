@@ -13,9 +13,14 @@ struct NowOrNeverTests {
         PushOptionsTests.message(to: user, options: expiration.map { ["expiration": $0] } ?? [:])
     }
 
-    @Test("APNs gets apns-expiration 0 and FCM ttl 0s; the push status says now_or_never")
-    func onTheWire() async throws {
-        try await RelayHarness.with { harness in
+    @Test(
+        "APNs gets apns-expiration 0 and FCM ttl 0s, in process and through `herald provider`; the push status says now_or_never",
+        arguments: [false, true]
+    )
+    func onTheWire(remoteProvider: Bool) async throws {
+        var setup = RelayHarness.Setup()
+        setup.remoteProvider = remoteProvider
+        try await RelayHarness.with(setup) { harness in
             let phone = try await harness.phone(user: "ivy")
             let android = try await harness.androidPhone(user: "ivy")
             let reply = try await harness.call(.POST, "/v1/messages", body: Self.message(to: "ivy"))
