@@ -79,7 +79,10 @@ public final class APNsClient: Service, Sendable {
         var lastProblem = ""
         // Whether the last attempt was refused with TooManyProviderTokenUpdates.
         var tokenUpdatesRefused = false
-        while attempt < configuration.maximumAttempts {
+        // "Now or never" (expiration 0): one attempt, since APNs itself will not keep it either;
+        // a retry would deliver it late. A provider token refresh still does not count.
+        let attempts = notification.expiration == 0 ? 1 : configuration.maximumAttempts
+        while attempt < attempts {
             attempt += 1
             if attempt > 1 {
                 metrics.retries.increment()
@@ -245,8 +248,15 @@ public final class APNsClient: Service, Sendable {
                     retry.append(index)
                     continue
                 }
-                if let final = await settle(response, ErrorBody(response.body), for: notifications[index]) {
+                let answer = ErrorBody(response.body)
+                if let final = await settle(response, answer, for: notifications[index]) {
                     results[index] = final
+                } else if notifications[index].expiration == 0,
+                    case .retry = APNsClassification(status: response.status, reason: answer.reason)
+                {
+                    // "Now or never" had its attempt, and APNs answered it.
+                    metrics.failed(reason: "retry-later")
+                    results[index] = .retryLater(reason: answer.reason?.rawValue ?? "HTTP \(response.status)")
                 } else {
                     // The single-push path has the rules for the rest (backoff, one refresh, errors).
                     retry.append(index)

@@ -109,7 +109,10 @@ public final class FCMClient: Service, Sendable {
         var refreshed = false
         var lastProblem = ""
         var wait: Duration = .zero
-        while attempt < configuration.maximumAttempts {
+        // "Now or never": one attempt (FCM keeps a ttl of 0 for no one); a token refresh still
+        // does not count.
+        let attempts = push.isNowOrNever ? 1 : configuration.maximumAttempts
+        while attempt < attempts {
             attempt += 1
             if attempt > 1 {
                 metrics.retries.increment()
@@ -123,7 +126,7 @@ public final class FCMClient: Service, Sendable {
             }
             // Never sent after its expiration: a call that could not ring in time must not ring later.
             let now = Self.now()
-            guard now < push.expiration else {
+            guard now < push.expiration || push.isNowOrNever else {
                 metrics.failed(reason: "expired")
                 return .expired
             }

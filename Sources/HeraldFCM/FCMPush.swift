@@ -9,7 +9,8 @@ public struct FCMPush: Sendable, Hashable {
     /// `HIGH` for calls and user-visible messages.
     public var priority: FCMMessage.Priority
     /// When the message stops being worth delivering, in seconds since the epoch: `android.ttl`
-    /// is what remains of it at each attempt, and no attempt is made after it.
+    /// is what remains of it at each attempt, and no attempt is made after it. 0 is "now or
+    /// never": `ttl` `"0s"` (FCM delivers at once or drops it) and one attempt.
     public var expiration: Int64
     /// Messages with the same key replace each other while the device is offline.
     public var collapseKey: String?
@@ -27,6 +28,9 @@ public struct FCMPush: Sendable, Hashable {
         self.expiration = expiration
         self.collapseKey = collapseKey
     }
+
+    /// "Now or never": one attempt with `ttl` `"0s"`.
+    public var isNowOrNever: Bool { expiration == 0 }
 
     /// The message for an attempt at `now` (seconds since the epoch).
     func message(now: Int64) -> FCMMessage {

@@ -359,6 +359,13 @@ public final class Dispatcher: Service, Sendable {
         case .expired:
             completed[.expired]?.increment()
             return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
+        case .unreachable(let reason) where item.entry.nowOrNever,
+            .retryLater(let reason, _) where item.entry.nowOrNever:
+            // Its one attempt is spent: the network was told expiration 0, so a later attempt
+            // would deliver what the backend said must not arrive late.
+            completed[.expired]?.increment()
+            let why = "now or never: not delivered on its one attempt: " + reason
+            return PushCompletion(pushID: id, disposition: .finish(.expired), reason: why, deadToken: nil)
         case .unreachable(let reason):
             // Not the push's fault: due again at once, its attempt not counted, so it goes out
             // with the backlog when the network answers (the claim still expires it on time).

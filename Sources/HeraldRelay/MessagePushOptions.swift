@@ -22,6 +22,9 @@ public struct MessagePushOptions: Sendable, Hashable {
     public var publicData: [String: String]
     /// The request named a priority; otherwise each app's `message_priority` applies.
     public var priorityRequested = false
+    /// When the customer began waiting for this message (milliseconds since the epoch, never
+    /// after the ingest): the queue order of an app that orders by the customer's wait.
+    public var waitingSince: Int64?
 
     public init(
         priority: APNsPriority = .conserve,
@@ -49,6 +52,14 @@ public struct MessagePushOptions: Sendable, Hashable {
 
     /// The most custom keys one message carries.
     public static let maximumDataKeys = 32
+
+    /// How far in the future a `waiting_since` may lie (the backend's clock may run ahead of the
+    /// relay's); it counts as now.
+    public static let waitingSinceSkew: Int64 = 60_000
+
+    /// The longest wait a `waiting_since` may give: 28 days. An older time is most likely seconds
+    /// given for milliseconds.
+    public static let maximumWait: Int64 = 28 * 24 * 60 * 60 * 1000
 }
 
 extension RelayContext {
@@ -71,6 +82,9 @@ extension RelayContext {
                 throw .invalidField("expiration", "must be at most \(MessagePushOptions.maximumExpiration) seconds")
             }
             options.expiration = expiration
+        }
+        if let since = request.waitingSince {
+            options.waitingSince = try waitingSince(since, "waiting_since", now: now())
         }
         if let badge = request.badge {
             guard (0...99_999).contains(badge) else { throw .invalidField("badge", "must be 0 to 99999") }
@@ -99,6 +113,24 @@ extension RelayContext {
             options.publicData = data
         }
         return options
+    }
+
+    /// A customer's wait start checked against the relay's clock: at most
+    /// `waitingSinceSkew` ahead (then taken as now), at most `maximumWait` back.
+    func waitingSince(_ since: Int64, _ field: String, now: Int64) throws(RelayError) -> Int64 {
+        guard since <= now + MessagePushOptions.waitingSinceSkew else {
+            throw .invalidField(
+                field,
+                "is \(since - now) ms in the future: give when the customer began waiting, in milliseconds since the epoch"
+            )
+        }
+        guard since >= now - MessagePushOptions.maximumWait else {
+            throw .invalidField(
+                field,
+                "is more than 28 days ago: give milliseconds since the epoch (not seconds)"
+            )
+        }
+        return min(since, now)
     }
 
     /// The sealed title and data of a message request, checked; a 400 naming the field otherwise.

@@ -245,18 +245,22 @@ final class RelayContext: Sendable {
             updatedAt: time
         )
         if app.collapseByConversation { entry.collapseID = Self.collapseID(conversation: content.conversationID) }
+        entry.nowOrNever = options.expiration == 0
+        // Only an app that orders its queue by the customer's wait gives the store a wait; one
+        // not known is the push's own time in the queue.
+        if app.queueOrder == .customerWait { entry.waitingSince = min(options.waitingSince ?? time, time) }
         return entry
     }
 
     /// How long (milliseconds) a message push may wait: the request's expiration, else the app's
-    /// `message_ttl`. "Now or never" (0) keeps it `nowOrNeverWindow`: the first attempt goes out
-    /// at once, a retry after that window never does.
+    /// `message_ttl`. "Now or never" (0) gives the relay `nowOrNeverWindow` to make its one
+    /// attempt (the push network gets expiration 0); a push not claimed in it expires unsent.
     static func messageLifetime(app: AppRecord, options: MessagePushOptions) -> Int64 {
         guard let expiration = options.expiration else { return app.messageTTL * 1000 }
         return expiration == 0 ? nowOrNeverWindow : expiration * 1000
     }
 
-    /// The relay's window for a "now or never" push to reach the push network.
+    /// The relay's window for a "now or never" push to be claimed and make its one attempt.
     static let nowOrNeverWindow: Int64 = 10_000
 
     /// A conversation's collapse id: APNs allows 64 bytes, so longer ids are hashed.

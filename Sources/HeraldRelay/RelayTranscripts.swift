@@ -360,9 +360,24 @@ public final class RelayTranscripts: Sendable {
                 let device = try await context.store.device(id: deviceID), context.isPushable(device),
                 device.messagingToken != nil, let app = try await context.app(id: device.appID)
             else { return nil }
-            let events = try await context.store.transcript(conversation: conversation, after: disconnect.position)
-                .filter { $0.fromAgent && !context.configuration.chat.filteredTypes.contains($0.type) }
+            // An app ordered by the customer's wait needs the transcript before the disconnect
+            // too: the customer's question often came before the app went to the background.
+            let byWait = app.queueOrder == .customerWait
+            let filtered = context.configuration.chat.filteredTypes
+            let transcript = try await context.store.transcript(
+                conversation: conversation,
+                after: byWait ? 0 : disconnect.position
+            )
+            let events = transcript.filter {
+                $0.position > disconnect.position && $0.fromAgent && !filtered.contains($0.type)
+            }
             guard let lastEvent = events.last else { return nil }
+            var options = MessagePushOptions()
+            // The agent event this push is the first to bring: the first since the disconnect
+            // for the first push, the newest for a later one (the earlier ones were pushed).
+            if byWait, let answer = disconnect.pushed ? events.last : events.first {
+                options.waitingSince = CustomerWait.since(in: transcript, before: answer.position, ignoring: filtered)
+            }
             var lines: [String] = []
             for event in events.suffix(context.configuration.chat.maximumLines) {
                 let (author, text) = try open(event)
@@ -392,7 +407,7 @@ public final class RelayTranscripts: Sendable {
                 text: text,
                 sentAt: time
             )
-            let entry = try context.messagePush(content, app: app, device: device, at: time)
+            let entry = try context.messagePush(content, app: app, device: device, at: time, options: options)
             let ingest = Ingest(
                 idempotencyKey: "chat:\(conversation):\(deviceID):\(lastEvent.position)",
                 message: message,

@@ -37,6 +37,10 @@ public struct MessageRequest: Sendable, Codable, Hashable {
     public var title: String?
     /// Custom data sealed for the app with the message.
     public var data: [String: String]?
+    /// When the customer began waiting for this reply (milliseconds since the epoch): for an app
+    /// whose queue order is `customer_wait`, the push is queued by it (docs/relay.md, "Queue
+    /// order").
+    public var waitingSince: Int64?
 
     public init(
         to: String,
@@ -50,8 +54,10 @@ public struct MessageRequest: Sendable, Codable, Hashable {
         category: String? = nil,
         publicData: [String: String]? = nil,
         title: String? = nil,
-        data: [String: String]? = nil
+        data: [String: String]? = nil,
+        waitingSince: Int64? = nil
     ) {
+        self.waitingSince = waitingSince
         self.title = title
         self.data = data
         self.to = to
@@ -72,6 +78,7 @@ public struct MessageRequest: Sendable, Codable, Hashable {
         case priority, expiration, badge, category
         case publicData = "public_data"
         case title, data
+        case waitingSince = "waiting_since"
     }
 }
 
@@ -219,6 +226,11 @@ public struct PushStatusView: Sendable, Codable, Hashable {
     /// What the state means for the device and what to do, in words, when that is not plain
     /// from the state alone (a dead token); nil otherwise.
     public var explanation: String?
+    /// The customer's wait the queue orders the push by (an app whose queue order is
+    /// `customer_wait`); nil: its time in the queue.
+    public var waitingSince: Int64?
+    /// "Now or never": one attempt, expiration 0 on the wire; `expires_at` is the relay's window.
+    public var nowOrNever: Bool
 
     public init(_ entry: OutboxEntry, history: [DeliveryEvent]) {
         pushID = entry.pushID
@@ -234,6 +246,8 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         expiresAt = entry.expiresAt
         self.history = history.map { Event(at: $0.at, state: $0.state, reason: $0.reason) }
         explanation = Self.explanation(of: entry.state, reason: entry.lastReason)
+        waitingSince = entry.waitingSince
+        nowOrNever = entry.nowOrNever
     }
 
     static func explanation(of state: PushState, reason: String? = nil) -> String? {
@@ -261,6 +275,8 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         case updatedAt = "updated_at"
         case expiresAt = "expires_at"
         case history, explanation
+        case waitingSince = "waiting_since"
+        case nowOrNever = "now_or_never"
     }
 }
 

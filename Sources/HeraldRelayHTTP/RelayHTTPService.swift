@@ -367,6 +367,7 @@ struct AppBody: Decodable {
     var apnsEnvironment: APNsEnvironment?
     var presencePolicy: PresencePolicy?
     var messagePriority: Int?
+    var queueOrder: QueueOrder?
     /// The app's webhook; without it the app has none.
     var webhook: WebhookBody?
 
@@ -390,6 +391,7 @@ struct AppBody: Decodable {
         case webhook
         case presencePolicy = "presence_policy"
         case messagePriority = "message_priority"
+        case queueOrder = "queue_order"
     }
 
     func record() throws -> AppRecord {
@@ -405,6 +407,7 @@ struct AppBody: Decodable {
         app.apnsEnvironment = apnsEnvironment
         if let presencePolicy { app.presencePolicy = presencePolicy }
         if let messagePriority { app.messagePriority = messagePriority }
+        if let queueOrder { app.queueOrder = queueOrder }
         return app
     }
 }

@@ -58,6 +58,15 @@ public struct OutboxEntry: Sendable, Hashable {
     public var lastReason: String?
     public var createdAt: Int64
     public var updatedAt: Int64
+    /// When the customer began waiting for what this push brings (milliseconds since the epoch,
+    /// at or before `createdAt`): the queue orders the push by it instead of by `createdAt`
+    /// (calls still first). Set by the relay only for apps whose queue order is the customer's
+    /// wait; nil: time in the queue (docs/relay.md, "Queue order").
+    public var waitingSince: Int64?
+    /// "Now or never": the push network gets `expiration` 0 (APNs `apns-expiration: 0`, FCM
+    /// `ttl: "0s"`) and the push has one attempt; `expiresAt` is only the relay's window to make
+    /// it.
+    public var nowOrNever: Bool
 
     public init(
         pushID: String,
@@ -73,7 +82,9 @@ public struct OutboxEntry: Sendable, Hashable {
         state: PushState = .queued,
         lastReason: String? = nil,
         createdAt: Int64,
-        updatedAt: Int64
+        updatedAt: Int64,
+        waitingSince: Int64? = nil,
+        nowOrNever: Bool = false
     ) {
         self.pushID = pushID
         self.deviceID = deviceID
@@ -89,10 +100,15 @@ public struct OutboxEntry: Sendable, Hashable {
         self.lastReason = lastReason
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.waitingSince = waitingSince
+        self.nowOrNever = nowOrNever
     }
 }
 
 extension OutboxEntry {
+    /// Where the push stands in the queue among pushes of its priority: earlier goes first.
+    public var queuedSince: Int64 { waitingSince ?? createdAt }
+
     /// The network the push goes through.
     public var network: PushNetwork { payload.network }
 
@@ -150,9 +166,9 @@ public struct ClaimedPush: Sendable, Hashable {
         self.fcmAccount = fcmAccount
     }
 
-    /// The push to send: expiring when the entry does (whole seconds), through the app's key or
-    /// account and to the host of the token's environment, as they were when it was claimed (a
-    /// token and its environment change together, at activation).
+    /// The push to send: expiring when the entry does (whole seconds; 0 for a "now or never"
+    /// push), through the app's key or account and to the host of the token's environment, as
+    /// they were when it was claimed (a token and its environment change together, at activation).
     public var push: Push {
         var payload = entry.payload
         switch payload {
@@ -168,7 +184,7 @@ public struct ClaimedPush: Sendable, Hashable {
             id: entry.pushID,
             token: deviceToken,
             payload: payload,
-            expiration: entry.expiresAt / 1000,
+            expiration: entry.nowOrNever ? 0 : entry.expiresAt / 1000,
             collapseID: entry.collapseID
         )
     }

@@ -27,7 +27,8 @@ public protocol OutboxStore: Sendable {
     func deliveryLog(pushID: String) async throws -> [DeliveryEvent]
     /// Claims up to `limit` due pushes (queued, next attempt at or before `now`, or claimed under
     /// a lease that ended before `now`) for `owner`, held through `leaseUntil`: calls before
-    /// messages, then the longest waiting since acceptance first, returned in that order, each
+    /// messages, then the longest waiting first (since `queuedSince`: the customer's wait where
+    /// the push has one, its acceptance otherwise), returned in that order, each
     /// `sending` with one more attempt and the device's current token for its kind (VoIP pushes
     /// to the PushKit token, the others to the messaging token). Pushes past their expiration are
     /// finished `expired` (`expired before sending`), pushes whose device is gone or has no token

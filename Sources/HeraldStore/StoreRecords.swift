@@ -49,6 +49,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
     public var presencePolicy: PresencePolicy = .perDevice
     /// The APNs priority of a message push when the request names none: 5 or 10.
     public var messagePriority: Int = 5
+    /// How the queue orders the app's message pushes behind the calls: by time in the queue
+    /// (default) or by how long the customer has waited for the agent.
+    public var queueOrder: QueueOrder = .queueTime
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -96,6 +99,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case webhook
         case presencePolicy = "presence_policy"
         case messagePriority = "message_priority"
+        case queueOrder = "queue_order"
     }
 
     /// The record as the API shows it: the webhook's url and `secret_set`, never its secret.
@@ -111,6 +115,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         try container.encode(collapseByConversation, forKey: .collapseByConversation)
         try container.encode(presencePolicy, forKey: .presencePolicy)
         try container.encode(messagePriority, forKey: .messagePriority)
+        try container.encode(queueOrder, forKey: .queueOrder)
         if let webhook {
             var nested = container.nestedContainer(keyedBy: AppWebhook.ShownKeys.self, forKey: .webhook)
             try nested.encode(webhook.url, forKey: .url)
@@ -141,6 +146,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         presencePolicy =
             try container.decodeIfPresent(PresencePolicy.self, forKey: .presencePolicy) ?? defaults.presencePolicy
         messagePriority = try container.decodeIfPresent(Int.self, forKey: .messagePriority) ?? defaults.messagePriority
+        queueOrder = try container.decodeIfPresent(QueueOrder.self, forKey: .queueOrder) ?? defaults.queueOrder
         guard messagePriority == 5 || messagePriority == 10 else {
             throw DecodingError.dataCorruptedError(
                 forKey: .messagePriority,
@@ -158,6 +164,15 @@ public enum PresencePolicy: String, Sendable, Hashable, Codable, CaseIterable {
     /// Any of the user's devices active in the conversation keeps the push from all of them
     /// (a customer reading on the tablet does not get the phone buzzing).
     case perUser = "per_user"
+}
+
+/// How the queue orders an app's message pushes behind the calls (docs/relay.md, "Queue order").
+public enum QueueOrder: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The longest in the queue first.
+    case queueTime = "queue_time"
+    /// The customer who has waited longest for the agent first (seed 000: at peak, the
+    /// conversations with the longest agent response delay are pushed first).
+    case customerWait = "customer_wait"
 }
 
 /// An app's webhook: where its events go, and the secret they are signed with, sealed with the

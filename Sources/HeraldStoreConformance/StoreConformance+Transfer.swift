@@ -101,6 +101,11 @@ extension StoreConformance {
         retried.attempts = 1
         retried.lastReason = "InternalServerError"
         retried.nextAttemptAt = 2_000
+        // A customer_wait app's push (its customer's wait) and a now-or-never one move as they are.
+        retried.waitingSince = 900
+        claimed.nowOrNever = true
+        var app = StoreFixtures.app()
+        app.queueOrder = .customerWait
         var device = StoreFixtures.device("x1", user: "xu1", createdAt: 1_000)
         device.sealedRelaySecretKey = [UInt8](repeating: 3, count: 48)
         device.credentialHash = [UInt8](repeating: 5, count: 32)
@@ -117,7 +122,7 @@ extension StoreConformance {
             )
         }
         return [
-            .app(StoreFixtures.app()),
+            .app(app),
             .device(device),
             .device(StoreFixtures.androidDevice("x2", user: "xu2", token: "fcm-x2")),
             .presence(transferPresence),

@@ -62,6 +62,8 @@ public enum StoreConformance {
         case fleetRoutesTravelWithTheToken
         case callbacksAreClaimedOnceAndPushedOnce
         case callbackAnswersCompareAndSet
+        case customerWaitOrdersTheQueue
+        case nowOrNeverTravelsWithThePush
 
         public var description: String { rawValue }
 
@@ -121,6 +123,8 @@ public enum StoreConformance {
             case .callbacksAreClaimedOnceAndPushedOnce:
                 try await StoreConformance.callbacksAreClaimedOnceAndPushedOnce(engine)
             case .callbackAnswersCompareAndSet: try await StoreConformance.callbackAnswersCompareAndSet(engine)
+            case .customerWaitOrdersTheQueue: try await StoreConformance.customerWaitOrdersTheQueue(engine)
+            case .nowOrNeverTravelsWithThePush: try await StoreConformance.nowOrNeverTravelsWithThePush(engine)
             }
         }
     }

@@ -1,7 +1,9 @@
 import PostgresNIO
 
 /// The dispatcher's claim, prepared: the due pushes of the wanted networks, calls first then the
-/// oldest, taken for `owner` until `leaseUntil`, each with its payload and its device's tokens.
+/// longest waiting (`COALESCE(waiting_since, created_at)`: the customer's wait where the push has
+/// one, else its time in the queue; the queued indexes hold that expression), taken for `owner`
+/// until `leaseUntil`, each with its payload and its device's tokens.
 ///
 /// The device columns come from the same statement (a join on the rows being taken) rather than a
 /// second read in a transaction: one round trip instead of five (BEGIN, two statements, a read,
@@ -24,7 +26,7 @@ struct ClaimStatement: PostgresPreparedStatement {
         WITH due AS (
             SELECT push_id, device_id FROM outbox
             WHERE state = 'queued' AND next_attempt_at <= $1 AND network = ANY($2::text[])
-            ORDER BY priority DESC, created_at ASC LIMIT $3
+            ORDER BY priority DESC, COALESCE(waiting_since, created_at) ASC LIMIT $3
             FOR UPDATE SKIP LOCKED)
         UPDATE outbox o SET state = 'sending', claim_owner = $4, claim_until = $5,
             attempts = o.attempts + 1, updated_at = $1

@@ -139,17 +139,18 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
             INSERT INTO outbox
                 (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
                  fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                 updated_at)
+                 updated_at, waiting_since, now_or_never)
             SELECT push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
                  fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                 updated_at
+                 updated_at, waiting_since, now_or_never
             FROM unnest(
                 $13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::bigint[], $19::text[],
                 $20::text[], $21::text[], $22::bigint[], $23::text[], $24::text[], $25::text[], $26::bigint[],
-                $27::bigint[], $28::bigint[], $29::text[], $30::text[], $31::bigint[], $32::bigint[])
+                $27::bigint[], $28::bigint[], $29::text[], $30::text[], $31::bigint[], $32::bigint[],
+                $39::bigint[], $40::bool[])
                 AS o(n, push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
                     apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason,
-                    created_at, updated_at)
+                    created_at, updated_at, waiting_since, now_or_never)
             WHERE n IN (SELECT n FROM ok)),
         p AS (
             INSERT INTO outbox_payloads (push_id, payload)
@@ -167,7 +168,7 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
     let ingests: [Ingest]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 38)
+        var bindings = PostgresBindings(capacity: 40)
         let numbers = ingests.indices.map { Int64($0) }
         bindings.append(numbers)
         bindings.append(NullableArray(ingests.map(\.idempotencyKey)))
@@ -215,6 +216,9 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
         bindings.append(handovers.map(\.1.deviceID))
         bindings.append(handovers.map(\.1.nodeID))
         bindings.append(handovers.map(\.1.deadline))
+        // Queue order and now or never (appended last, so the numbers above stay put).
+        bindings.append(NullableArray(pushes.map(\.waitingSince)))
+        bindings.append(pushes.map(\.nowOrNever))
         return bindings
     }
 

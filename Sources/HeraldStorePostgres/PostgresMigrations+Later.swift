@@ -1,6 +1,6 @@
 extension PostgresMigrations {
     /// The migrations after v4, in order (`all` follows `first` with them): webhook events and
-    /// app webhooks, calls, fleets, callbacks, push options. Never edited once released, only
+    /// app webhooks, calls, fleets, callbacks, push options, queue order and now or never. Never edited once released, only
     /// added at the end.
     static let later: [(name: String, sql: [String])] = [
         (
@@ -150,6 +150,29 @@ extension PostgresMigrations {
             [
                 "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'",
                 "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5",
+            ]
+        ),
+        (
+            "v11: queue order and now or never",
+            [
+                // As on SQLite: an app's queue order; a push's customer wait (NULL: ordered by
+                // its time in the queue) and its "now or never" flag. Nullable and constant
+                // defaults: no table rewrite. The queued indexes take the claim's own order
+                // expression, so the claim still reads them in order and stops at its limit.
+                "ALTER TABLE apps ADD COLUMN queue_order TEXT NOT NULL DEFAULT 'queue_time'",
+                "ALTER TABLE outbox ADD COLUMN waiting_since BIGINT",
+                "ALTER TABLE outbox ADD COLUMN now_or_never BOOLEAN NOT NULL DEFAULT false",
+                "DROP INDEX outbox_queued",
+                """
+                CREATE INDEX outbox_queued ON outbox (priority DESC, (COALESCE(waiting_since, created_at)) ASC)
+                WHERE state = 'queued'
+                """,
+                "DROP INDEX outbox_queued_by_network",
+                """
+                CREATE INDEX outbox_queued_by_network
+                ON outbox (network, priority DESC, (COALESCE(waiting_since, created_at)) ASC)
+                WHERE state = 'queued'
+                """,
             ]
         ),
     ]

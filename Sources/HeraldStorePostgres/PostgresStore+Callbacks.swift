@@ -234,12 +234,13 @@ extension PostgresStore {
                 INSERT INTO outbox
                     (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
                      apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason,
-                     created_at, updated_at)
+                     created_at, updated_at, waiting_since, now_or_never)
                 VALUES (\(push.pushID), \(push.deviceID), \(push.kind.rawValue), \(push.subjectID),
                     \(Int64(push.priority)), \(push.network.rawValue), \(columns.topic), \(columns.pushType),
                     \(columns.apnsPriority.map { Int64($0) }), \(columns.apnsID), \(columns.fcmPriority),
                     \(push.collapseID), \(Int64(push.attempts)), \(push.nextAttemptAt), \(push.expiresAt),
-                    \(push.state.rawValue), \(push.lastReason), \(push.createdAt), \(push.updatedAt))
+                    \(push.state.rawValue), \(push.lastReason), \(push.createdAt), \(push.updatedAt),
+                    \(push.waitingSince), \(push.nowOrNever))
                 """,
                 logger: logger
             )

@@ -130,7 +130,7 @@ extension PostgresStore: StoreImport {
             """
             apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
                 webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy,
-                message_priority)
+                message_priority, queue_order)
             """
         )
         var devices = RowsInsert(
@@ -149,7 +149,7 @@ extension PostgresStore: StoreImport {
             """
             outbox (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
                 fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                updated_at)
+                updated_at, waiting_since, now_or_never)
             """
         )
         var payloads = RowsInsert("outbox_payloads (push_id, payload)")
@@ -204,6 +204,7 @@ extension PostgresStore: StoreImport {
                     $0.text(app.apnsEnvironment?.rawValue)
                     $0.text(app.presencePolicy.rawValue)
                     $0.integer(Int64(app.messagePriority))
+                    $0.text(app.queueOrder.rawValue)
                 }
             case .device(let device):
                 devices.row {
@@ -274,6 +275,8 @@ extension PostgresStore: StoreImport {
                     $0.text(push.lastReason)
                     $0.integer(push.createdAt)
                     $0.integer(push.updatedAt)
+                    $0.integer(push.waitingSince)
+                    $0.boolean(push.nowOrNever)
                 }
                 payloads.row {
                     $0.text(push.pushID)

@@ -9,7 +9,7 @@ extension PostgresStore {
     static let outboxColumns = """
         o.push_id, o.device_id, o.kind, o.subject_id, o.priority, o.network, o.topic, o.push_type, \
         o.apns_priority, o.apns_id, o.fcm_priority, o.collapse_id, o.attempts, o.next_attempt_at, o.expires_at, \
-        o.state, o.last_reason, o.created_at, o.updated_at, COALESCE(p.payload, '')
+        o.state, o.last_reason, o.created_at, o.updated_at, o.waiting_since, o.now_or_never, COALESCE(p.payload, '')
         """
 
     static func entry(_ row: PostgresRow) throws -> OutboxEntry {
@@ -38,6 +38,8 @@ extension PostgresStore {
         let lastReason: String? = try columns.next()
         let createdAt: Int64 = try columns.next()
         let updatedAt: Int64 = try columns.next()
+        let waitingSince: Int64? = try columns.next()
+        let nowOrNever: Bool = try columns.next()
         let body: String = try columns.next()
         guard let kind = OutboxKind(rawValue: kindText), let state = PushState(rawValue: stateText) else {
             throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown kind or state")
@@ -68,7 +70,9 @@ extension PostgresStore {
             state: state,
             lastReason: lastReason,
             createdAt: createdAt,
-            updatedAt: updatedAt
+            updatedAt: updatedAt,
+            waitingSince: waitingSince,
+            nowOrNever: nowOrNever
         )
     }
 
@@ -196,8 +200,8 @@ extension PostgresStore {
             throw StoreError.corrupt.with(detail: "claim pushes: \(error)")
         }
         entries.sort {
-            ($0.entry.priority, -$0.entry.createdAt, $0.entry.pushID)
-                > ($1.entry.priority, -$1.entry.createdAt, $1.entry.pushID)
+            ($0.entry.priority, -$0.entry.queuedSince, $0.entry.pushID)
+                > ($1.entry.priority, -$1.entry.queuedSince, $1.entry.pushID)
         }
         var claimed: [ClaimedPush] = []
         claimed.reserveCapacity(entries.count)

@@ -28,7 +28,8 @@ extension PostgresStore {
 
     static let appColumns = """
         id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-        webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy, message_priority
+        webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy, message_priority,
+        queue_order
         """
 
     public func saveApp(_ app: AppRecord) async throws {
@@ -40,7 +41,7 @@ extension PostgresStore {
                     \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
                     \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }),
                     \(app.apnsKey), \(app.fcmAccount), \(app.apnsEnvironment?.rawValue), \(app.presencePolicy.rawValue),
-                    \(app.messagePriority))
+                    \(app.messagePriority), \(app.queueOrder.rawValue))
                 ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                     alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                     message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
@@ -48,7 +49,8 @@ extension PostgresStore {
                     webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret,
                     apns_key = EXCLUDED.apns_key, fcm_account = EXCLUDED.fcm_account,
                     apns_environment = EXCLUDED.apns_environment,
-                    presence_policy = EXCLUDED.presence_policy, message_priority = EXCLUDED.message_priority
+                    presence_policy = EXCLUDED.presence_policy, message_priority = EXCLUDED.message_priority,
+                    queue_order = EXCLUDED.queue_order
                 """,
                 logger: logger
             )
@@ -97,6 +99,10 @@ extension PostgresStore {
         app.presencePolicy = presencePolicy
         let priority: Int32 = try columns.next()
         app.messagePriority = Int(priority)
+        guard let queueOrder = QueueOrder(rawValue: try columns.next()) else {
+            throw StoreError.corrupt.with(detail: "app \(id) has an unknown queue order")
+        }
+        app.queueOrder = queueOrder
         return app
     }
 

@@ -143,5 +143,24 @@ extension SQLiteStore {
             try db.execute(sql: "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'")
             try db.execute(sql: "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5")
         }
+        migrator.registerMigration("v19: queue order and now or never") { db in
+            // An app's queue order; a push's customer wait (NULL: ordered by its time in the
+            // queue) and its "now or never" flag. The queued indexes order by the claim's own
+            // expression, so the claim still stops at its limit whatever the backlog.
+            try db.execute(
+                sql: """
+                    ALTER TABLE apps ADD COLUMN queue_order TEXT NOT NULL DEFAULT 'queue_time';
+                    ALTER TABLE outbox ADD COLUMN waiting_since INTEGER;
+                    ALTER TABLE outbox ADD COLUMN now_or_never INTEGER NOT NULL DEFAULT 0;
+                    DROP INDEX outbox_queued;
+                    CREATE INDEX outbox_queued ON outbox(priority DESC, COALESCE(waiting_since, created_at) ASC)
+                        WHERE state = 'queued';
+                    DROP INDEX outbox_queued_by_network;
+                    CREATE INDEX outbox_queued_by_network
+                        ON outbox(network, priority DESC, COALESCE(waiting_since, created_at) ASC)
+                        WHERE state = 'queued';
+                    """
+            )
+        }
     }
 }

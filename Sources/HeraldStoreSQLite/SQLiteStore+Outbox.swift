@@ -38,8 +38,8 @@ extension SQLiteStore {
                 INSERT INTO outbox
                     (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
                      apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
-                     last_reason, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     last_reason, created_at, updated_at, waiting_since, now_or_never)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
         let insertPayload = try db.cachedStatement(
@@ -51,7 +51,8 @@ extension SQLiteStore {
                 push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
                 push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
                 columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
-                push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt,
+                push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt, push.waitingSince,
+                push.nowOrNever,
             ])
             try insertPayload.execute(arguments: [push.pushID, columns.body])
         }
@@ -134,7 +135,9 @@ extension SQLiteStore {
                     WHERE state = 'sending' AND claim_until < ?
                     """
             ).execute(arguments: [now])
-            // Pick and take in one statement: the due pushes, calls first, then the oldest.
+            // Pick and take in one statement: the due pushes, calls first, then the longest
+            // waiting (the customer's wait where the push has one, else its time in the queue;
+            // the queued indexes hold the same expression, so the order is read off them).
             var values: [any DatabaseValueConvertible] = [owner, leaseUntil, now, now]
             values += wanted as [any DatabaseValueConvertible]
             values.append(limit)
@@ -146,14 +149,14 @@ extension SQLiteStore {
                         WHERE push_id IN (
                             SELECT push_id FROM outbox WHERE state = 'queued' AND next_attempt_at <= ?
                                 \(condition)
-                            ORDER BY priority DESC, created_at ASC LIMIT ?)
+                            ORDER BY priority DESC, COALESCE(waiting_since, created_at) ASC LIMIT ?)
                         RETURNING \(OutboxRow.columns)
                         """
                 ),
                 arguments: StatementArguments(values)
             )
             .map(OutboxRow.init(row:))
-            .sorted { ($0.priority, -$0.createdAt, $0.pushID) > ($1.priority, -$1.createdAt, $1.pushID) }
+            .sorted { ($0.priority, -$0.queuedSince, $0.pushID) > ($1.priority, -$1.queuedSince, $1.pushID) }
 
             let lookup = try db.cachedStatement(
                 sql: """
@@ -354,7 +357,8 @@ struct OutboxRow {
     /// The columns, in the order `init(row:)` reads them.
     static let columns = """
         push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id, \
-        fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at, updated_at
+        fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at, updated_at, \
+        waiting_since, now_or_never
         """
 
     var pushID: String
@@ -376,6 +380,11 @@ struct OutboxRow {
     var lastReason: String?
     var createdAt: Int64
     var updatedAt: Int64
+    var waitingSince: Int64?
+    var nowOrNever: Bool
+
+    /// Where the claim's order puts it among pushes of its priority.
+    var queuedSince: Int64 { waitingSince ?? createdAt }
 
     /// Read by position from a row of `columns`.
     init(row: Row) {
@@ -398,6 +407,8 @@ struct OutboxRow {
         lastReason = row[16]
         createdAt = row[17]
         updatedAt = row[18]
+        waitingSince = row[19]
+        nowOrNever = row[20]
     }
 
     /// The entry, with its payload's body (APNs' JSON, or FCM's data as a JSON object of strings).
@@ -419,7 +430,9 @@ struct OutboxRow {
             state: state,
             lastReason: lastReason,
             createdAt: createdAt,
-            updatedAt: updatedAt
+            updatedAt: updatedAt,
+            waitingSince: waitingSince,
+            nowOrNever: nowOrNever
         )
     }
 

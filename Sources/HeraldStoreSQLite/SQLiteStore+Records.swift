@@ -13,15 +13,15 @@ extension SQLiteStore {
                     INSERT OR REPLACE INTO apps
                         (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
                          collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
-                         apns_environment, presence_policy, message_priority)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         apns_environment, presence_policy, message_priority, queue_order)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
                     app.callTTL, app.collapseByConversation, app.webhook?.url,
                     app.webhook.map { Data($0.sealedSecret) },
                     app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue, app.presencePolicy.rawValue,
-                    app.messagePriority,
+                    app.messagePriority, app.queueOrder.rawValue,
                 ]
             )
             self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed)
@@ -52,6 +52,9 @@ extension SQLiteStore {
         guard let presencePolicy = PresencePolicy(rawValue: row["presence_policy"]) else {
             throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown presence policy")
         }
+        guard let queueOrder = QueueOrder(rawValue: row["queue_order"]) else {
+            throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown queue order")
+        }
         var app = AppRecord(
             id: row["id"],
             teamID: row["team_id"],
@@ -68,6 +71,7 @@ extension SQLiteStore {
         )
         app.presencePolicy = presencePolicy
         app.messagePriority = row["message_priority"]
+        app.queueOrder = queueOrder
         return app
     }
 

@@ -49,9 +49,14 @@ struct StoreMigrateTests {
     /// reason, an open chat with a disconnect and an ended chat.
     static func fill(_ store: SQLiteStore) async throws -> Source {
         try await store.saveApp(StoreFixtures.app())
-        try await store.saveApp(
-            AppRecord(id: "com.example.other", teamID: "TEAM654321", contentPolicy: .none, collapseByConversation: true)
+        var other = AppRecord(
+            id: "com.example.other",
+            teamID: "TEAM654321",
+            contentPolicy: .none,
+            collapseByConversation: true
         )
+        other.queueOrder = .customerWait
+        try await store.saveApp(other)
         var d1 = StoreFixtures.device("d1", user: "u1", createdAt: t)
         d1.sealedRelaySecretKey = Array(repeating: 7, count: 48)
         d1.sealedSessionKeys = Array(repeating: 8, count: 80)
@@ -74,11 +79,15 @@ struct StoreMigrateTests {
         )
 
         let message = StoreFixtures.message("m1", user: "u1", at: t, expires: t + 86_400_000)
+        // A customer's wait and a now-or-never flag: both arrive with the push.
+        var p1 = StoreFixtures.push("p1", device: "d1", at: t, expires: t + 3_600_000)
+        p1.waitingSince = t - 90_000
+        p1.nowOrNever = true
         #expect(
             try await store.accept(
                 StoreFixtures.ingest(
                     [
-                        StoreFixtures.push("p1", device: "d1", at: t, expires: t + 3_600_000),
+                        p1,
                         StoreFixtures.fcmPush("p2", device: "d2", at: t, expires: t + 3_600_000),
                     ],
                     key: "key-1",

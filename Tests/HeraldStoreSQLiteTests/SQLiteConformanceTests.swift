@@ -184,6 +184,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.callbackAnswersCompareAndSet)
     }
 
+    @Test func customerWaitOrdersTheQueue() async throws {
+        try await SQLiteEngine.check(.customerWaitOrdersTheQueue)
+    }
+
+    @Test func nowOrNeverTravelsWithThePush() async throws {
+        try await SQLiteEngine.check(.nowOrNeverTravelsWithThePush)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -232,6 +240,8 @@ struct SQLiteConformanceTests {
             .fleetRoutesTravelWithTheToken,
             .callbacksAreClaimedOnceAndPushedOnce,
             .callbackAnswersCompareAndSet,
+            .customerWaitOrdersTheQueue,
+            .nowOrNeverTravelsWithThePush,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

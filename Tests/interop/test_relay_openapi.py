@@ -744,6 +744,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "collapse_by_conversation": False,
         "presence_policy": "per_device",
         "message_priority": 5,
+        "queue_order": "queue_time",
     }
     full = {
         "team_id": team,
@@ -755,6 +756,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "collapse_by_conversation": True,
         "presence_policy": "per_user",
         "message_priority": 10,
+        "queue_order": "customer_wait",
     }
     assert relay.call("PUT", f"/v1/apps/{app_id}", 200, full, key) == {"id": app_id} | full
     replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team, "unknown_key": 1}, key)
@@ -778,6 +780,9 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     )
     relay.call(
         "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "message_priority": 1}, key, field_name="message_priority"
+    )
+    relay.call(
+        "PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "queue_order": "fifo"}, key, field_name="queue_order"
     )
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": ""}, key, field_name="team_id")
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": "T" * 257}, key, field_name="team_id")
@@ -1759,6 +1764,49 @@ def test_fleet_fields_apps_keys_and_device_environments(relay: Relay):
          "apns_environment": "development"},
         key, field_name="apns_environment",
     )
+
+
+def test_queue_order_and_now_or_never(relay: Relay):
+    """docs/relay.md, "Queue order" and "Push options": a customer_wait app's push keeps the
+    customer's wait (`waiting_since`, its own time when none is given); a queue_time app's has
+    none; expiration 0 is now or never; a wait in the future or in seconds is refused."""
+    key = relay.api_key
+    team = "QUEUETEAM1"
+    waiting_app = unique("com.example.wait")
+    made = relay.call("PUT", f"/v1/apps/{waiting_app}", 200, {"team_id": team, "queue_order": "customer_wait"}, key)
+    assert made["queue_order"] == "customer_wait", made
+    fifo_app = unique("com.example.fifo")
+    assert relay.call("PUT", f"/v1/apps/{fifo_app}", 200, {"team_id": team}, key)["queue_order"] == "queue_time"
+    waiting_user, fifo_user = unique("wait-user"), unique("fifo-user")
+    relay.activate(waiting_user, app=waiting_app, messaging_token=os.urandom(32).hex())
+    relay.activate(fifo_user, app=fifo_app, messaging_token=os.urandom(32).hex())
+    message = {"to": waiting_user, "from": {"id": "agent", "name": "Ada"}, "conversation": "c", "text": "hi"}
+
+    since = int(time.time() * 1000) - 300_000
+    (push,) = relay.call("POST", "/v1/messages", 202, message | {"waiting_since": since}, key)["pushes"]
+    status = relay.call("GET", f"/v1/pushes/{push['push_id']}", 200, token=key)
+    assert status["waiting_since"] == since and status["now_or_never"] is False, status
+    (push,) = relay.call("POST", "/v1/messages", 202, message | {"expiration": 0}, key)["pushes"]
+    status = relay.call("GET", f"/v1/pushes/{push['push_id']}", 200, token=key)
+    assert status["now_or_never"] is True and status["waiting_since"] == status["created_at"], status
+    assert status["expires_at"] == status["created_at"] + 10_000, status
+    (push,) = relay.call(
+        "POST", "/v1/messages", 202, message | {"to": fifo_user, "waiting_since": since}, key
+    )["pushes"]
+    assert "waiting_since" not in relay.call("GET", f"/v1/pushes/{push['push_id']}", 200, token=key)
+
+    now = int(time.time() * 1000)
+    future = relay.call(
+        "POST", "/v1/messages", 400, message | {"waiting_since": now + 600_000}, key,
+        field_name="waiting_since", schema_rejects=False,
+    )
+    assert "in the future" in future["reason"], future
+    seconds = relay.call(
+        "POST", "/v1/messages", 400, message | {"waiting_since": now // 1000}, key,
+        field_name="waiting_since", schema_rejects=False,
+    )
+    assert "28 days" in seconds["reason"], seconds
+    relay.call("POST", "/v1/messages", 400, message | {"waiting_since": "yesterday"}, key, field_name="waiting_since")
 
 
 @pytest.mark.parametrize(
