@@ -62,6 +62,8 @@ public enum StoreConformance {
         case fleetRoutesTravelWithTheToken
         case callbacksAreClaimedOnceAndPushedOnce
         case callbackAnswersCompareAndSet
+        case notificationPermissionChangesOnce
+        case messagesKeepTheirPushOptions
 
         public var description: String { rawValue }
 
@@ -121,6 +123,9 @@ public enum StoreConformance {
             case .callbacksAreClaimedOnceAndPushedOnce:
                 try await StoreConformance.callbacksAreClaimedOnceAndPushedOnce(engine)
             case .callbackAnswersCompareAndSet: try await StoreConformance.callbackAnswersCompareAndSet(engine)
+            case .notificationPermissionChangesOnce:
+                try await StoreConformance.notificationPermissionChangesOnce(engine)
+            case .messagesKeepTheirPushOptions: try await StoreConformance.messagesKeepTheirPushOptions(engine)
             }
         }
     }

@@ -152,5 +152,17 @@ extension PostgresMigrations {
                 "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5",
             ]
         ),
+        (
+            "v11: notification permission: whether a device may show notifications",
+            [
+                // As on SQLite: every device stored before could show them as far as the relay knew.
+                "ALTER TABLE devices ADD COLUMN notification_permission TEXT NOT NULL DEFAULT 'granted'",
+                "ALTER TABLE devices ADD COLUMN notification_permission_at BIGINT",
+            ]
+        ),
+        (
+            "v12: a message's push options, sealed, for a push made after a live delivery",
+            ["ALTER TABLE messages ADD COLUMN sealed_push_options BYTEA"]
+        ),
     ]
 }

@@ -21,6 +21,10 @@ struct Columns {
     mutating func bytes() throws -> [UInt8] {
         try next(ByteBuffer.self).bytes
     }
+
+    mutating func optionalBytes() throws -> [UInt8]? {
+        try next(ByteBuffer?.self)?.bytes
+    }
 }
 
 extension PostgresStore {
@@ -106,7 +110,8 @@ extension PostgresStore {
     static let deviceColumns = """
         d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
         d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
-        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment
+        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment, \
+        d.notification_permission, d.notification_permission_at
         """
 
     static func device(_ columns: inout Columns) throws -> DeviceRecord {
@@ -133,8 +138,18 @@ extension PostgresStore {
             tokenDeadReason: try columns.next(),
             createdAt: try columns.next(),
             updatedAt: try columns.next(),
-            apnsEnvironment: try environment(try columns.next(), of: "device", id)
+            apnsEnvironment: try environment(try columns.next(), of: "device", id),
+            notificationPermission: try permission(try columns.next(), of: id),
+            notificationPermissionAt: try columns.next()
         )
+    }
+
+    /// A stored notification permission.
+    static func permission(_ text: String, of id: String) throws -> NotificationPermission {
+        guard let permission = NotificationPermission(rawValue: text) else {
+            throw StoreError.corrupt.with(detail: "device \(id) has an unknown notification permission")
+        }
+        return permission
     }
 
     /// A stored APNs environment: none, or one of APNs' two.
@@ -160,13 +175,15 @@ extension PostgresStore {
                 INSERT INTO devices
                     (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                      device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                     credential_hash, token_dead_reason, created_at, updated_at, apns_environment)
+                     credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
+                     notification_permission, notification_permission_at)
                 VALUES (\(device.id), \(device.userID), \(device.appID), \(device.platform.rawValue),
                     \(device.messagingToken), \(device.voipToken), \(device.keyID), \(device.previousKeyID),
                     \(ByteBuffer(device.devicePublicKey)), \(ByteBuffer(device.relayPublicKey)),
                     \(ByteBuffer(device.sealedRelaySecretKey)), \(ByteBuffer(device.sealedSessionKeys)),
                     \(ByteBuffer(device.credentialHash)), \(device.tokenDeadReason), \(device.createdAt),
-                    \(device.updatedAt), \(device.apnsEnvironment?.rawValue))
+                    \(device.updatedAt), \(device.apnsEnvironment?.rawValue), \(device.notificationPermission.rawValue),
+                    \(device.notificationPermissionAt))
                 ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, app_id = EXCLUDED.app_id,
                     platform = EXCLUDED.platform, messaging_token = EXCLUDED.messaging_token,
                     voip_token = EXCLUDED.voip_token, key_id = EXCLUDED.key_id,
@@ -175,7 +192,9 @@ extension PostgresStore {
                     sealed_relay_secret_key = EXCLUDED.sealed_relay_secret_key,
                     sealed_session_keys = EXCLUDED.sealed_session_keys, credential_hash = EXCLUDED.credential_hash,
                     token_dead_reason = EXCLUDED.token_dead_reason, created_at = EXCLUDED.created_at,
-                    updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment
+                    updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment,
+                    notification_permission = EXCLUDED.notification_permission,
+                    notification_permission_at = EXCLUDED.notification_permission_at
                 """,
                 logger: logger
             )
@@ -315,6 +334,34 @@ extension PostgresStore {
         }
     }
 
+    public func setNotificationPermission(
+        deviceID: String,
+        _ permission: NotificationPermission,
+        now: Int64,
+        events: [WebhookEvent]
+    ) async throws -> NotificationPermissionChange? {
+        try await transaction("set a device's notification permission") { [logger] connection in
+            // Only a different permission is written (the row lock orders two reports): the one
+            // that changes it writes its events.
+            let changed = try await connection.run(
+                """
+                UPDATE devices SET notification_permission = \(permission.rawValue), notification_permission_at = \(now)
+                WHERE id = \(deviceID) AND notification_permission <> \(permission.rawValue) RETURNING 1
+                """,
+                logger: logger
+            ).count > 0
+            if changed { try await Self.insert(events, on: connection, logger: logger) }
+            let rows = try await connection.run(
+                "SELECT \(unescaped: Self.deviceColumns) FROM devices d WHERE d.id = \(deviceID)",
+                logger: logger
+            )
+            return try rows.first.map { row in
+                var columns = Columns(row)
+                return NotificationPermissionChange(device: try Self.device(&columns), changed: changed)
+            }
+        }
+    }
+
     // MARK: Presence
 
     public func savePresence(_ presence: PresenceRecord) async throws {
@@ -339,7 +386,7 @@ extension PostgresStore {
         try await rows(
             "read a message",
             """
-            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at
+            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options
             FROM messages WHERE id = \(id)
             """
         ).first.map { row in
@@ -351,7 +398,8 @@ extension PostgresStore {
                 sealedSender: try columns.bytes(),
                 sealedText: try columns.bytes(),
                 createdAt: try columns.next(),
-                expiresAt: try columns.next()
+                expiresAt: try columns.next(),
+                sealedPushOptions: try columns.optionalBytes()
             )
         }
     }

@@ -143,5 +143,19 @@ extension SQLiteStore {
             try db.execute(sql: "ALTER TABLE apps ADD COLUMN presence_policy TEXT NOT NULL DEFAULT 'per_device'")
             try db.execute(sql: "ALTER TABLE apps ADD COLUMN message_priority INTEGER NOT NULL DEFAULT 5")
         }
+        migrator.registerMigration("v19: notification permission: whether a device may show notifications") { db in
+            // Every device stored before could show them as far as the relay knew: `granted`.
+            try db.execute(
+                sql: """
+                    ALTER TABLE devices ADD COLUMN notification_permission TEXT NOT NULL DEFAULT 'granted';
+                    ALTER TABLE devices ADD COLUMN notification_permission_at INTEGER;
+                    """
+            )
+        }
+        migrator.registerMigration("v20: a message's push options, sealed, for a push made after a live delivery") { db in
+            // Sealed by the relay with the master key (the title and data are private); NULL for
+            // a message that went to no live channel or named no options.
+            try db.execute(sql: "ALTER TABLE messages ADD COLUMN sealed_push_options BLOB")
+        }
     }
 }

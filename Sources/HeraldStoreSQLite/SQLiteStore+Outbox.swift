@@ -25,12 +25,14 @@ extension SQLiteStore {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO messages
-                        (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                        (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at,
+                         sealed_push_options)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 message.id, message.userID, message.conversation, Data(message.sealedSender),
                 Data(message.sealedText), message.createdAt, message.expiresAt,
+                message.sealedPushOptions.map { Data($0) },
             ])
         }
         let insert = try db.cachedStatement(

@@ -184,6 +184,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.callbackAnswersCompareAndSet)
     }
 
+    @Test func notificationPermissionChangesOnce() async throws {
+        try await SQLiteEngine.check(.notificationPermissionChangesOnce)
+    }
+
+    @Test func messagesKeepTheirPushOptions() async throws {
+        try await SQLiteEngine.check(.messagesKeepTheirPushOptions)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -232,6 +240,8 @@ struct SQLiteConformanceTests {
             .fleetRoutesTravelWithTheToken,
             .callbacksAreClaimedOnceAndPushedOnce,
             .callbackAnswersCompareAndSet,
+            .notificationPermissionChangesOnce,
+            .messagesKeepTheirPushOptions,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
