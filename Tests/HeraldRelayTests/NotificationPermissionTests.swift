@@ -133,8 +133,9 @@ struct NotificationPermissionTests {
                     .deviceNotificationsDenied, .deviceNotificationsGranted, .deviceNotificationsDenied,
                 ]
             )
+            let first = try #require(events.first)
             let data = try #require(
-                try JSONSerialization.jsonObject(with: Data(try #require(events.first).data.utf8)) as? [String: Any]
+                try JSONSerialization.jsonObject(with: Data(first.data.utf8)) as? [String: Any]
             )
             #expect(Set(data.keys) == ["device_id", "user_id", "state", "changed_at"])
             #expect(data["device_id"] as? String == phone.deviceID && data["state"] as? String == "denied")
