@@ -30,6 +30,7 @@ struct NotificationPermissionTests {
     @Test("denied: no alert to that device, its other device gets one, a call still rings it; granted again: pushed")
     func deniedDeviceGetsNoAlert() async throws {
         try await RelayHarness.with { harness in
+            harness.clock.freeze()
             let denied = try await harness.phone(user: "nina")
             let other = try await harness.phone(user: "nina")
             let reply = try await Self.report(harness, denied, "denied")
