@@ -1282,6 +1282,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
 
     exercise_webhooks(relay, key, credential)
     exercise_callbacks(relay, spec)
+    exercise_notification_permission(relay)
 
     # Every documented status of every operation was seen, except failures of the relay itself.
     missing = [
@@ -1762,7 +1763,7 @@ def test_fleet_fields_apps_keys_and_device_environments(relay: Relay):
     )
 
 
-def test_notification_permission(relay: Relay):
+def exercise_notification_permission(relay: Relay) -> None:
     """A device reports its notification permission; while `denied` its message alerts are
     skipped (`notifications_denied`, in the receipt and the push listing) and calls still ring
     it; the device views show it as `notifications`; bad bodies are 400, other callers 403."""
