@@ -152,7 +152,8 @@ extension SQLiteStore {
                     """
             )
         }
-        migrator.registerMigration("v20: a message's push options, sealed, for a push made after a live delivery") { db in
+        migrator.registerMigration("v20: a message's push options, sealed, for a push made after a live delivery") {
+            db in
             // Sealed by the relay with the master key (the title and data are private); NULL for
             // a message that went to no live channel or named no options.
             try db.execute(sql: "ALTER TABLE messages ADD COLUMN sealed_push_options BLOB")

@@ -72,7 +72,11 @@ struct LiveFallbackOptionsTests {
             let client = try await LiveChannelTests.activeChannel(harness, phone)
             defer { client.close() }
             let acceptedAt = harness.clock.now()
-            let reply = try await harness.call(.POST, "/v1/messages", json: Self.request(to: "u1", text: "live then push"))
+            let reply = try await harness.call(
+                .POST,
+                "/v1/messages",
+                json: Self.request(to: "u1", text: "live then push")
+            )
             let receipt = try reply.decode(IngestReceipt.self)
             #expect(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
             var frames = client.received.makeAsyncIterator()
@@ -126,7 +130,9 @@ struct LiveFallbackOptionsTests {
             #expect(try #require(await LiveClient.next(&frames))["message_id"] as? String == receipt.id)
 
             cluster.clock.advance(by: LiveClusterTests.ackTimeout)
-            try await cluster.eventually("the fallback push") { !cluster.accepted(token: device.messagingToken).isEmpty }
+            try await cluster.eventually("the fallback push") {
+                !cluster.accepted(token: device.messagingToken).isEmpty
+            }
             let records = cluster.accepted(token: device.messagingToken)
             #expect(records.count == 1)
             try Self.check(
@@ -134,7 +140,10 @@ struct LiveFallbackOptionsTests {
                 messageID: receipt.id,
                 deviceID: phone.deviceID,
                 acceptedAt: acceptedAt,
-                keys: try KeyExchange.deviceSessionKeys(device: keys, relay: try PublicKey(base64: answer.relayPublicKey))
+                keys: try KeyExchange.deviceSessionKeys(
+                    device: keys,
+                    relay: try PublicKey(base64: answer.relayPublicKey)
+                )
             )
         }
     }
