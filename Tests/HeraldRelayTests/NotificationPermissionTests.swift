@@ -62,7 +62,10 @@ struct NotificationPermissionTests {
             #expect(device.json["notifications"] as? String == "denied", "\(device.text)")
             let devices = try await harness.call(.GET, "/v1/users/nina/devices")
             let listed = try #require(devices.json["devices"] as? [[String: Any]])
-            #expect(listed.map { $0["notifications"] as? String } == ["denied", "granted"])
+            let shown = Dictionary(
+                uniqueKeysWithValues: listed.map { ($0["device_id"] as? String ?? "", $0["notifications"] as? String) }
+            )
+            #expect(shown == [denied.deviceID: "denied", other.deviceID: "granted"])
 
             // A call needs no permission: it rings the denied device too.
             let call = try await harness.call(
@@ -86,6 +89,54 @@ struct NotificationPermissionTests {
             let alert = try #require(again.pushes.first { $0.deviceID == denied.deviceID })
             try await harness.push(alert.pushID, reaches: .delivered)
             #expect(harness.accepted(token: denied.messagingToken).count == 1)
+        }
+    }
+
+    /// The pushes written for a device: (kind, state, reason).
+    static func pushes(_ harness: RelayHarness, device: String) async throws -> [[String?]] {
+        let listing = try await harness.call(.GET, "/v1/pushes?device=\(device)")
+        return try #require(listing.json["pushes"] as? [[String: Any]]).map { push in
+            ["kind", "state", "reason"].map { push[$0] as? String }
+        }
+    }
+
+    @Test("denied: the missed-call alert and a callback's dialog are written skipped; the other device gets both")
+    func missedCallsAndCallbacks() async throws {
+        try await RelayHarness.with { harness in
+            let denied = try await harness.phone(user: "rita")
+            let other = try await harness.phone(user: "rita")
+            #expect(try await Self.report(harness, denied, "denied").status == 200)
+            let ring = try await harness.call(
+                .POST,
+                "/v1/calls",
+                body: #"{"to":"rita","from":{"id":"agent-7","name":"Dana"},"call_id":"call-perm-2","ttl":20}"#
+            )
+            #expect(ring.status == 202, "\(ring.text)")
+            harness.clock.advance(by: .seconds(21))
+            try await harness.eventually("the other device's missed-call alert") {
+                !harness.accepted(token: other.messagingToken).isEmpty
+            }
+            try await harness.eventually("the denied device's alert written skipped") {
+                try await Self.pushes(harness, device: denied.deviceID).contains([
+                    "missed_call", "skipped", "notifications_denied",
+                ])
+            }
+
+            let scheduled = try await harness.call(
+                .POST,
+                "/v1/callbacks",
+                body: #"{"user_id":"rita","service_id":"3SQI3S31693JL9L3R00506T40C000U73"}"#
+            )
+            #expect(scheduled.status == 201, "\(scheduled.text)")
+            try await harness.eventually("the other device's callback push") {
+                harness.accepted(token: other.messagingToken).count == 2
+            }
+            try await harness.eventually("the denied device's callback written skipped") {
+                try await Self.pushes(harness, device: denied.deviceID).contains([
+                    "callback", "skipped", "notifications_denied",
+                ])
+            }
+            #expect(harness.accepted(token: denied.messagingToken).isEmpty)
         }
     }
 

@@ -1788,7 +1788,8 @@ def exercise_notification_permission(relay: Relay) -> None:
     relay.call("PUT", path, 413, raw=b" " * (MAX_BODY + 1), token=credential, field_name="body")
     assert relay.call("GET", f"/v1/devices/{denied['device_id']}", 200, token=key)["notifications"] == "denied"
     listed = relay.call("GET", f"/v1/users/{user}/devices", 200, token=key)["devices"]
-    assert [d["notifications"] for d in listed] == ["denied", "granted"], listed
+    shown = {d["device_id"]: d["notifications"] for d in listed}
+    assert shown == {denied["device_id"]: "denied", other["device_id"]: "granted"}, listed
 
     message = {"to": user, "from": {"id": "agent", "name": "Ada"}, "conversation": "c", "text": "hi"}
     receipt = relay.call("POST", "/v1/messages", 202, message, key)
