@@ -57,6 +57,9 @@ struct StoreMigrateTests {
         d1.sealedSessionKeys = Array(repeating: 8, count: 80)
         d1.credentialHash = Array(repeating: 9, count: 32)
         d1.previousKeyID = "8899aabbccddeeff"
+        // Moved like the rest: the permission the device last reported, and when.
+        d1.notificationPermission = .denied
+        d1.notificationPermissionAt = t + 5
         try await store.saveDevice(d1)
         try await store.saveDevice(StoreFixtures.androidDevice("d2", user: "u2", token: "fcm-token-2"))
         var d3 = StoreFixtures.device("d3", user: "u1", voip: "", createdAt: t + 1)
@@ -73,7 +76,8 @@ struct StoreMigrateTests {
             )
         )
 
-        let message = StoreFixtures.message("m1", user: "u1", at: t, expires: t + 86_400_000)
+        var message = StoreFixtures.message("m1", user: "u1", at: t, expires: t + 86_400_000)
+        message.sealedPushOptions = Array(repeating: 6, count: 70)
         #expect(
             try await store.accept(
                 StoreFixtures.ingest(
