@@ -6,7 +6,8 @@ extension StoreConformance {
     /// `setNotificationPermission`: a device starts `granted`; a different permission is set with
     /// its time and its events in one transaction, the same one again changes nothing and writes
     /// no event; of two reports racing to change it exactly one does; saving the device again (a
-    /// re-activation) keeps what it holds; the ingest read (`recipients`) sees it.
+    /// re-activation) keeps what it holds; the ingest read (`recipients`) sees it; an alert
+    /// written already skipped (withheld from a denied device) is never claimed.
     public static func notificationPermissionChangesOnce(_ engine: some StoreEngine) async throws {
         let (store, _) = try await fresh(engine)
         try await store.saveDevice(StoreFixtures.device("d1", createdAt: 5))
@@ -71,6 +72,17 @@ extension StoreConformance {
         ]
         #expect(written.filter { $0 }.count == 1)
         #expect(try await store.device(id: "d1")?.notificationPermission == .granted)
+
+        // An alert withheld from a denied device is written finished: listed, never claimed.
+        var withheld = StoreFixtures.push("p-withheld", device: "d2", at: 50)
+        withheld.state = .skipped
+        withheld.lastReason = "notifications_denied"
+        let queued = StoreFixtures.push("p-queued", device: "d2", at: 51)
+        #expect(try await store.accept(StoreFixtures.ingest([withheld, queued])) == .accepted)
+        #expect(try await store.push(id: "p-withheld") == withheld)
+        let claimed = try await store.claim(limit: 10, owner: "w", now: 100, leaseUntil: 9000)
+        #expect(claimed.map(\.entry.pushID) == ["p-queued"])
+        #expect(try await store.push(id: "p-withheld")?.state == .skipped)
     }
 
     /// A message's sealed push options are written with its ingest and read back as they were;
