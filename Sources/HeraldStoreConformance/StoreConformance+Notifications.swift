@@ -7,7 +7,8 @@ extension StoreConformance {
     /// its time and its events in one transaction, the same one again changes nothing and writes
     /// no event; of two reports racing to change it exactly one does; saving the device again (a
     /// re-activation) keeps what it holds; the ingest read (`recipients`) sees it; an alert
-    /// written already skipped (withheld from a denied device) is never claimed.
+    /// written already skipped (withheld from a denied device) is never claimed, and one queued
+    /// before the device denied it is finished skipped (`notifications_denied`) by the claim.
     public static func notificationPermissionChangesOnce(_ engine: some StoreEngine) async throws {
         let (store, _) = try await fresh(engine)
         try await store.saveDevice(StoreFixtures.device("d1", createdAt: 5))
@@ -83,6 +84,23 @@ extension StoreConformance {
         let claimed = try await store.claim(limit: 10, owner: "w", now: 100, leaseUntil: 9000)
         #expect(claimed.map(\.entry.pushID) == ["p-queued"])
         #expect(try await store.push(id: "p-withheld")?.state == .skipped)
+
+        // Alerts queued before the device turned notifications off are finished skipped when
+        // claimed; its call still goes out.
+        let late = [
+            StoreFixtures.push("p-late-message", device: "d2", at: 60),
+            StoreFixtures.push("p-late-callback", device: "d2", kind: .callback, at: 61),
+            StoreFixtures.push("p-late-call", device: "d2", kind: .call, at: 62),
+        ]
+        #expect(try await store.accept(StoreFixtures.ingest(late)) == .accepted)
+        _ = try await store.setNotificationPermission(deviceID: "d2", .denied, now: 70, events: [])
+        let taken = try await store.claim(limit: 10, owner: "w", now: 100, leaseUntil: 9000)
+        #expect(taken.map(\.entry.pushID) == ["p-late-call"])
+        for id in ["p-late-message", "p-late-callback"] {
+            let finished = try #require(try await store.push(id: id))
+            #expect(finished.state == .skipped && finished.lastReason == "notifications_denied", "\(id)")
+            #expect(finished.attempts == 0, "the claim's attempt is given back")
+        }
     }
 
     /// A message's sealed push options are written with its ingest and read back as they were;

@@ -57,8 +57,8 @@ struct StoreMigrateTests {
         d1.sealedSessionKeys = Array(repeating: 8, count: 80)
         d1.credentialHash = Array(repeating: 9, count: 32)
         d1.previousKeyID = "8899aabbccddeeff"
-        // Moved like the rest: the permission the device last reported, and when.
-        d1.notificationPermission = .denied
+        // Moved like the rest: when the device last reported its notification permission (its
+        // pushes are claimed below, so it stays granted; the conformance rule moves a denied one).
         d1.notificationPermissionAt = t + 5
         try await store.saveDevice(d1)
         try await store.saveDevice(StoreFixtures.androidDevice("d2", user: "u2", token: "fcm-token-2"))
