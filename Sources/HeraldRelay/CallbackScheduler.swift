@@ -59,7 +59,7 @@ extension RelayCallbacks {
                     userID: record.userID,
                     state: CallbackState.pushed.rawValue,
                     push: sequence,
-                    devices: pushes.count
+                    devices: pushes.count { $0.state == .queued }
                 )
                 events += context.webhookEvents(
                     app: app,
@@ -99,8 +99,8 @@ extension RelayCallbacks {
             now: time
         )
         guard try await context.storing({ try await $0.changeCallback(change) }) else { return false }
-        if !pushes.isEmpty {
-            context.metrics.queued.increment(by: pushes.count)
+        if pushes.contains(where: { $0.state == .queued }) {
+            context.metrics.queued.increment(by: pushes.count { $0.state == .queued })
             context.metrics.callbackPushes.increment()
             context.accepted()
         }
@@ -153,20 +153,20 @@ extension RelayCallbacks {
                 )
                 continue
             }
-            entries.append(
-                OutboxEntry(
-                    pushID: pushID,
-                    deviceID: device.id,
-                    kind: .callback,
-                    subjectID: record.id,
-                    priority: 10,
-                    payload: payload,
-                    nextAttemptAt: time,
-                    expiresAt: record.expiresAt,
-                    createdAt: time,
-                    updatedAt: time
-                )
+            let entry = OutboxEntry(
+                pushID: pushID,
+                deviceID: device.id,
+                kind: .callback,
+                subjectID: record.id,
+                priority: 10,
+                payload: payload,
+                nextAttemptAt: time,
+                expiresAt: record.expiresAt,
+                createdAt: time,
+                updatedAt: time
             )
+            // A device without the notification permission cannot show the dialog: written skipped.
+            entries.append(device.notificationPermission == .denied ? context.withheld(entry) : entry)
         }
         return entries
     }

@@ -1,6 +1,8 @@
+import Foundation
 import HeraldCrypto
 public import HeraldPush
 import HeraldRelayAPI
+import HeraldStore
 
 /// A message's push options, checked once at ingest (docs/relay.md, "Push options").
 ///
@@ -148,5 +150,77 @@ extension RelayContext {
             }
         }
         return (request.title, request.data)
+    }
+}
+
+/// A message's push options as kept with it, sealed with the master key and bound to the message
+/// id, for a push made after the message was accepted (a live delivery not acknowledged): that
+/// push carries exactly what a direct push would have. The title and data are private, so the
+/// whole is sealed, never stored in the clear.
+struct StoredPushOptions: Codable, Hashable {
+    /// Set only when the request named one (otherwise the app's `message_priority` applies).
+    var priority: Int?
+    var expiration: Int64?
+    var badge: Int?
+    var category: String?
+    var publicData: [String: String]?
+    var title: String?
+    var data: [String: String]?
+
+    init(_ options: MessagePushOptions, title: String?, data: [String: String]?) {
+        priority = options.priorityRequested ? options.priority.rawValue : nil
+        expiration = options.expiration
+        badge = options.badge
+        category = options.category
+        publicData = options.publicData.isEmpty ? nil : options.publicData
+        self.title = title
+        self.data = data
+    }
+
+    /// Whether the request named none of them: nothing to keep.
+    var isEmpty: Bool {
+        self == StoredPushOptions(MessagePushOptions(), title: nil, data: nil)
+    }
+
+    /// The options for the push.
+    var options: MessagePushOptions {
+        var options = MessagePushOptions(
+            expiration: expiration,
+            badge: badge,
+            category: category,
+            publicData: publicData ?? [:]
+        )
+        if let priority, let value = APNsPriority(rawValue: priority) {
+            options.priority = value
+            options.priorityRequested = true
+        }
+        return options
+    }
+}
+
+extension RelayContext {
+    static func pushOptionsContext(_ messageID: String) -> String { "herald-message-push-options:" + messageID }
+
+    /// A message's push options sealed at rest, or `nil` when it named none.
+    func sealPushOptions(_ stored: StoredPushOptions, messageID: String) -> [UInt8]? {
+        guard !stored.isEmpty else { return nil }
+        // Plain strings and numbers: encoding cannot fail.
+        let json = (try? JSONEncoder().encode(stored)) ?? Data()
+        return masterKey.seal(SecureBytes(copying: Array(json)), context: Self.pushOptionsContext(messageID))
+    }
+
+    /// A stored message's push options (none stored: the defaults), or `unavailable` (logged)
+    /// when they do not open.
+    func openPushOptions(_ message: MessageRecord) throws(RelayError) -> StoredPushOptions {
+        guard let sealed = message.sealedPushOptions else {
+            return StoredPushOptions(MessagePushOptions(), title: nil, data: nil)
+        }
+        guard let bytes = try? masterKey.open(sealed, context: Self.pushOptionsContext(message.id)).copyBytes(),
+            let stored = try? JSONDecoder().decode(StoredPushOptions.self, from: Data(bytes))
+        else {
+            logger.error("cannot open a stored message's push options", metadata: ["message": "\(message.id)"])
+            throw RelayError.unavailable.with(detail: "the relay cannot read this message's push options")
+        }
+        return stored
     }
 }

@@ -142,7 +142,10 @@ public final class RelayActivation: Sendable {
             tokenDeadReason: nil,
             createdAt: previous?.createdAt ?? time,
             updatedAt: time,
-            apnsEnvironment: environment(of: request, app: app, previous: previous)
+            apnsEnvironment: environment(of: request, app: app, previous: previous),
+            // A re-activation keeps what the device last reported; a new device starts granted.
+            notificationPermission: previous?.notificationPermission ?? .granted,
+            notificationPermissionAt: previous?.notificationPermissionAt
         )
         try await context.storing { try await $0.saveDevice(device) }
         context.metrics.activations.increment()

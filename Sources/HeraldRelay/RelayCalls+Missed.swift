@@ -7,7 +7,8 @@ extension RelayCalls {
     /// One missed-call alert per device of the call that can get a messaging push (iOS: an
     /// `alert` at priority 5 to the messaging token; Android: an FCM data message at `NORMAL`),
     /// with the caller sealed. A device that cannot get one is logged and left out: the call is
-    /// still missed, and `GET /v1/calls/{id}` says so.
+    /// still missed, and `GET /v1/calls/{id}` says so. A device without the notification
+    /// permission gets it written as skipped (`notifications_denied`).
     func missedAlerts(_ call: CallRecord, at time: Int64) async -> [OutboxEntry] {
         let caller: Party
         do {
@@ -51,20 +52,19 @@ extension RelayCalls {
                             )
                         )
                     }
-                alerts.append(
-                    OutboxEntry(
-                        pushID: pushID,
-                        deviceID: device.id,
-                        kind: .missedCall,
-                        subjectID: call.id,
-                        priority: 5,
-                        payload: payload,
-                        nextAttemptAt: time,
-                        expiresAt: time + app.messageTTL * 1000,
-                        createdAt: time,
-                        updatedAt: time
-                    )
+                let alert = OutboxEntry(
+                    pushID: pushID,
+                    deviceID: device.id,
+                    kind: .missedCall,
+                    subjectID: call.id,
+                    priority: 5,
+                    payload: payload,
+                    nextAttemptAt: time,
+                    expiresAt: time + app.messageTTL * 1000,
+                    createdAt: time,
+                    updatedAt: time
                 )
+                alerts.append(device.notificationPermission == .denied ? context.withheld(alert) : alert)
             } catch {
                 context.logger.error(
                     "cannot make a missed-call alert",

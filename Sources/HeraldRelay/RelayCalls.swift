@@ -213,8 +213,10 @@ public final class RelayCalls: Sendable {
                     state: ended.state
                 )
             }
-            if !end.pushes.isEmpty {
-                context.metrics.queued.increment(by: end.pushes.count)
+            // Alerts withheld from a device without the notification permission are written finished.
+            let queued = end.pushes.count { $0.state == .queued }
+            if queued > 0 {
+                context.metrics.queued.increment(by: queued)
                 context.accepted()
             }
             Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", ended.state.rawValue)]).increment()

@@ -176,14 +176,15 @@ final class RelayContext: Sendable {
     /// is also its apns-id. iOS: an APNs alert sealed within the alert budget. Android: an FCM
     /// data message within FCM's 4096 bytes.
     ///
-    /// Shared: ingest pushes messages (and what a live channel did not deliver), transcripts push
-    /// a chat's lines as a message.
+    /// Shared: ingest pushes messages (and what a live channel did not deliver, its expiration
+    /// from `acceptedAt`), transcripts push a chat's lines as a message.
     func messagePush(
         _ content: MessageContent,
         app: AppRecord,
         device: DeviceRecord,
         at time: Int64,
-        options: MessagePushOptions = MessagePushOptions()
+        options: MessagePushOptions = MessagePushOptions(),
+        acceptedAt: Int64? = nil
     )
         throws(RelayError) -> OutboxEntry
     {
@@ -240,7 +241,9 @@ final class RelayContext: Sendable {
             priority: 5,
             payload: payload,
             nextAttemptAt: time,
-            expiresAt: time + Self.messageLifetime(app: app, options: options),
+            // A push made later for an accepted message (a live delivery not acknowledged) expires
+            // when a direct push would have.
+            expiresAt: (acceptedAt ?? time) + Self.messageLifetime(app: app, options: options),
             createdAt: time,
             updatedAt: time
         )

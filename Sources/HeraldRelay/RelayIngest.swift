@@ -115,6 +115,12 @@ public final class RelayIngest: Sendable {
                 continue
             }
             let push = try context.messagePush(content, app: app, device: device, at: time, options: options)
+            if device.notificationPermission == .denied {
+                // It could not be shown: written as skipped, for the push listing to say why.
+                pushes.append(context.withheld(push))
+                receipt.skipped.append(.init(deviceID: device.id, reason: RelayContext.notificationsDenied))
+                continue
+            }
             pushes.append(push)
             receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }
@@ -129,7 +135,14 @@ public final class RelayIngest: Sendable {
                 context: RelayContext.messageContext(messageID)
             ),
             createdAt: time,
-            expiresAt: time + context.configuration.messageRetention * 1000
+            expiresAt: time + context.configuration.messageRetention * 1000,
+            // Kept only for a message a live channel may not acknowledge: its push then carries them.
+            sealedPushOptions: liveDevices.isEmpty && handovers.isEmpty
+                ? nil
+                : context.sealPushOptions(
+                    StoredPushOptions(options, title: extras.title, data: extras.data),
+                    messageID: messageID
+                )
         )
         let outcome = try await commit(
             receipt: receipt,
@@ -160,7 +173,9 @@ public final class RelayIngest: Sendable {
     }
 
     /// Queues the push for a message a device did not acknowledge on its live channel (at most
-    /// once per message and device).
+    /// once per message and device), with the message's push options, its expiration counted
+    /// from the message's acceptance: the push a direct one would have been. A device without
+    /// the notification permission gets it written as skipped.
     func pushAfterLiveDelivery(messageID: String, deviceID: String) async {
         do {
             guard let message = try await context.store.message(id: messageID),
@@ -168,15 +183,26 @@ public final class RelayIngest: Sendable {
                 context.isPushable(device), device.messagingToken != nil,
                 let app = try await context.app(id: device.appID)
             else { return }
-            let content = try openContent(message)
-            let entry = try context.messagePush(content, app: app, device: device, at: context.now())
+            let stored = try context.openPushOptions(message)
+            var content = try openContent(message)
+            content.title = stored.title
+            content.data = stored.data
+            var entry = try context.messagePush(
+                content,
+                app: app,
+                device: device,
+                at: context.now(),
+                options: stored.options,
+                acceptedAt: message.createdAt
+            )
+            if device.notificationPermission == .denied { entry = context.withheld(entry) }
             let ingest = Ingest(
                 idempotencyKey: "live-fallback:\(messageID):\(deviceID)",
                 message: nil,
                 pushes: [entry],
                 receipt: []
             )
-            if try await context.store.accept(ingest) == .accepted {
+            if try await context.store.accept(ingest) == .accepted, entry.state == .queued {
                 context.metrics.queued.increment()
                 context.logger.info(
                     "live message not acknowledged: pushed instead",
@@ -380,9 +406,11 @@ public final class RelayIngest: Sendable {
         }
         switch stored {
         case .accepted:
-            context.metrics.queued.increment(by: pushes.count)
+            // Pushes withheld from a device without the notification permission are written finished.
+            let queued = pushes.count { $0.state == .queued }
+            context.metrics.queued.increment(by: queued)
             context.metrics.skipped.increment(by: receipt.skipped.count)
-            if !pushes.isEmpty { context.accepted() }
+            if queued > 0 { context.accepted() }
             return receipt
         case .duplicate(let stored):
             context.metrics.duplicates.increment()

@@ -407,7 +407,10 @@ public final class RelayTranscripts: Sendable {
                 text: text,
                 sentAt: time
             )
-            let entry = try context.messagePush(content, app: app, device: device, at: time, options: options)
+            var entry = try context.messagePush(content, app: app, device: device, at: time, options: options)
+            // A device without the notification permission cannot show it: written as skipped.
+            let denied = device.notificationPermission == .denied
+            if denied { entry = context.withheld(entry) }
             let ingest = Ingest(
                 idempotencyKey: "chat:\(conversation):\(deviceID):\(lastEvent.position)",
                 message: message,
@@ -416,6 +419,7 @@ public final class RelayTranscripts: Sendable {
             )
             guard try await context.store.accept(ingest) == .accepted else { return nil }
             try await context.store.markDisconnectPushed(deviceID: deviceID, conversation: conversation)
+            if denied { return nil }
             context.metrics.queued.increment()
             context.accepted()
             return IngestReceipt.Push(pushID: entry.pushID, deviceID: deviceID)

@@ -125,6 +125,9 @@ public struct DeviceView: Sendable, Codable, Hashable {
     public var tokenDeadReason: String?
     /// iOS: the APNs environment its tokens belong to, which decides the host its pushes go to.
     public var apnsEnvironment: APNsEnvironment?
+    /// Whether the user lets the app show notifications (`denied`: it gets no alerts, calls still
+    /// ring). The relay always shows it; optional so older answers still decode.
+    public var notifications: NotificationPermission?
 
     public init(_ device: DeviceRecord) {
         deviceID = device.id
@@ -136,11 +139,13 @@ public struct DeviceView: Sendable, Codable, Hashable {
         keyID = device.keyID
         tokenDeadReason = device.tokenDeadReason
         apnsEnvironment = device.apnsEnvironment
+        notifications = device.notificationPermission
     }
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"
         case userID = "user_id"
+        case notifications
         case app, platform
         case messagingToken = "messaging_token"
         case voipToken = "voip_token"

@@ -42,6 +42,8 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
     public var presence: Presence?
     /// iOS: the APNs environment its tokens belong to.
     public var apnsEnvironment: APNsEnvironment?
+    /// Whether the user lets the app show notifications (`denied`: no alerts; calls still ring).
+    public var notifications: NotificationPermission?
 
     /// A heartbeat as stored.
     public struct Presence: Sendable, Codable, Hashable {
@@ -78,6 +80,7 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
         hasMessagingToken = device.messagingToken != nil
         hasVoIPToken = device.voipToken != nil
         tokenDeadReason = device.tokenDeadReason
+        notifications = device.notificationPermission
         presence = recipient.presence.map(Presence.init)
         apnsEnvironment = device.apnsEnvironment
     }
@@ -93,6 +96,7 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
         case tokenDeadReason = "token_dead_reason"
         case presence
         case apnsEnvironment = "apns_environment"
+        case notifications
     }
 }
 

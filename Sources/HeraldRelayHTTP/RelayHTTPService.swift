@@ -179,6 +179,20 @@ public enum RelayHTTPService {
                 return try JSONResponse.make(.ok, try await relay.activation.heartbeat(device: device, body))
             }
         }
+        v1.put("devices/:id/notifications") { request, context in
+            try await api.handle {
+                let id = try context.parameters.require("id")
+                let device = try await api.requireDevice(request)
+                guard device.id == id else {
+                    throw RelayError.forbidden.with(detail: "the credential is for another device")
+                }
+                let body = try await api.decode(NotificationPermissionRequest.self, request)
+                return try JSONResponse.make(
+                    .ok,
+                    try await relay.activation.setNotificationPermission(device: device, body)
+                )
+            }
+        }
         v1.post("messages") { request, _ in
             try await api.handle {
                 try await api.requireBackend(request)

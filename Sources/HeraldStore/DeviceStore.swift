@@ -22,4 +22,28 @@ public protocol DeviceStore: Sendable {
     func deviceCount() async throws -> Int
     /// Adds or replaces a device's presence (its last heartbeat).
     func savePresence(_ presence: PresenceRecord) async throws
+    /// Records the notification permission a device reports. When it differs from the stored
+    /// one, it is set with `notificationPermissionAt = now` and `events` are written in the same
+    /// transaction; the same permission again changes nothing and writes no event (of two reports
+    /// racing, one changes it). Returns the device after it and whether it changed, or `nil` if
+    /// the device is unknown.
+    func setNotificationPermission(
+        deviceID: String,
+        _ permission: NotificationPermission,
+        now: Int64,
+        events: [WebhookEvent]
+    ) async throws -> NotificationPermissionChange?
+}
+
+/// What `DeviceStore.setNotificationPermission` did.
+public struct NotificationPermissionChange: Sendable, Hashable {
+    /// The device as stored after the report.
+    public var device: DeviceRecord
+    /// Whether the report changed the permission (and its events were written).
+    public var changed: Bool
+
+    public init(device: DeviceRecord, changed: Bool) {
+        self.device = device
+        self.changed = changed
+    }
 }

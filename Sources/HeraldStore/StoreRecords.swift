@@ -224,6 +224,12 @@ public struct DeviceRecord: Sendable, Hashable {
     /// The APNs environment its tokens belong to (iOS); nil for Android, and for a device
     /// activated before environments were kept (its pushes use the key's environment).
     public var apnsEnvironment: APNsEnvironment?
+    /// Whether the user lets the app show notifications, as the device last reported it
+    /// (`granted` until it reports otherwise; a re-activation keeps it).
+    public var notificationPermission: NotificationPermission
+    /// When `notificationPermission` took its value (milliseconds since the epoch); `nil` while
+    /// the device never reported one.
+    public var notificationPermissionAt: Int64?
 
     public init(
         id: String,
@@ -242,7 +248,9 @@ public struct DeviceRecord: Sendable, Hashable {
         tokenDeadReason: String? = nil,
         createdAt: Int64,
         updatedAt: Int64,
-        apnsEnvironment: APNsEnvironment? = nil
+        apnsEnvironment: APNsEnvironment? = nil,
+        notificationPermission: NotificationPermission = .granted,
+        notificationPermissionAt: Int64? = nil
     ) {
         self.id = id
         self.userID = userID
@@ -261,6 +269,8 @@ public struct DeviceRecord: Sendable, Hashable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.apnsEnvironment = apnsEnvironment
+        self.notificationPermission = notificationPermission
+        self.notificationPermissionAt = notificationPermissionAt
     }
 }
 
@@ -318,6 +328,10 @@ public struct MessageRecord: Sendable, Hashable {
     public var createdAt: Int64
     /// After this (milliseconds since the epoch) the message is deleted.
     public var expiresAt: Int64
+    /// The request's push options (priority, expiration, badge, category, public data, title and
+    /// data), sealed with the master key: what a push made later (a live delivery not
+    /// acknowledged) carries. `nil` when the message went to no live channel or named none.
+    public var sealedPushOptions: [UInt8]?
 
     public init(
         id: String,
@@ -326,7 +340,8 @@ public struct MessageRecord: Sendable, Hashable {
         sealedSender: [UInt8],
         sealedText: [UInt8],
         createdAt: Int64,
-        expiresAt: Int64
+        expiresAt: Int64,
+        sealedPushOptions: [UInt8]? = nil
     ) {
         self.id = id
         self.userID = userID
@@ -335,6 +350,7 @@ public struct MessageRecord: Sendable, Hashable {
         self.sealedText = sealedText
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.sealedPushOptions = sealedPushOptions
     }
 }
 

@@ -15,6 +15,10 @@ public enum WebhookEventType: String, Sendable, Hashable, Codable, CaseIterable 
     case callbackPushed = "callback.pushed"
     case callbackAction = "callback.action"
     case callbackExpired = "callback.expired"
+    /// A device reported that its user turned notifications off: its alerts are no longer sent.
+    case deviceNotificationsDenied = "device.notifications_denied"
+    /// A device reported that notifications are allowed again.
+    case deviceNotificationsGranted = "device.notifications_granted"
 }
 
 /// One event for an app's webhook, written by the store in the same transaction as the change it
@@ -31,7 +35,7 @@ public struct WebhookEvent: Sendable, Hashable {
     public var appID: String
     public var type: WebhookEventType
     /// Events with the same key are delivered one after the other, in the order they were
-    /// written (`call:<id>`, `callback:<id>`, `conversation:<id>`, `push:<id>`).
+    /// written (`call:<id>`, `callback:<id>`, `conversation:<id>`, `device:<id>`, `push:<id>`).
     public var orderingKey: String
     /// The event's `data`: a JSON object, as text.
     public var data: String

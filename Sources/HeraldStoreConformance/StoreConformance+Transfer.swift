@@ -109,6 +109,11 @@ extension StoreConformance {
         var device = StoreFixtures.device("x1", user: "xu1", createdAt: 1_000)
         device.sealedRelaySecretKey = [UInt8](repeating: 3, count: 48)
         device.credentialHash = [UInt8](repeating: 5, count: 32)
+        var denied = StoreFixtures.device("x3", user: "xu3", createdAt: 1_010)
+        denied.notificationPermission = .denied
+        denied.notificationPermissionAt = 1_050
+        var message = StoreFixtures.message("x-message", user: "xu1", at: 1_000, expires: 90_000)
+        message.sealedPushOptions = [UInt8](repeating: 8, count: 50)
         let events = (1...2).map { position in
             TranscriptEvent(
                 conversation: "x-chat",
@@ -125,8 +130,9 @@ extension StoreConformance {
             .app(app),
             .device(device),
             .device(StoreFixtures.androidDevice("x2", user: "xu2", token: "fcm-x2")),
+            .device(denied),
             .presence(transferPresence),
-            .message(StoreFixtures.message("x-message", user: "xu1", at: 1_000, expires: 90_000)),
+            .message(message),
             .idempotencyKey(IdempotencyRecord(key: "x-key", receipt: [7, 7, 7], createdAt: 1_000)),
             .push(PendingPush(entry: StoreFixtures.push("x-call", device: "x1", kind: .call, at: 1_002), requeues: [])),
             .push(PendingPush(entry: claimed, requeues: [])),

@@ -64,6 +64,8 @@ public enum StoreConformance {
         case callbackAnswersCompareAndSet
         case customerWaitOrdersTheQueue
         case nowOrNeverTravelsWithThePush
+        case notificationPermissionChangesOnce
+        case messagesKeepTheirPushOptions
 
         public var description: String { rawValue }
 
@@ -125,6 +127,9 @@ public enum StoreConformance {
             case .callbackAnswersCompareAndSet: try await StoreConformance.callbackAnswersCompareAndSet(engine)
             case .customerWaitOrdersTheQueue: try await StoreConformance.customerWaitOrdersTheQueue(engine)
             case .nowOrNeverTravelsWithThePush: try await StoreConformance.nowOrNeverTravelsWithThePush(engine)
+            case .notificationPermissionChangesOnce:
+                try await StoreConformance.notificationPermissionChangesOnce(engine)
+            case .messagesKeepTheirPushOptions: try await StoreConformance.messagesKeepTheirPushOptions(engine)
             }
         }
     }

@@ -20,6 +20,8 @@ struct ClaimStatement: PostgresPreparedStatement {
         var apnsEnvironment: String?
         var apnsKey: String?
         var fcmAccount: String?
+        /// The device's notification permission (`granted`, `denied`).
+        var notifications: String?
     }
 
     static let sql = """
@@ -34,7 +36,7 @@ struct ClaimStatement: PostgresPreparedStatement {
             LEFT JOIN apps a ON a.id = d.app_id
         WHERE o.push_id = due.push_id
         RETURNING \(PostgresStore.outboxColumns), d.id IS NOT NULL, d.messaging_token, d.voip_token, d.token_dead_reason,
-            d.apns_environment, a.apns_key, a.fcm_account
+            d.apns_environment, a.apns_key, a.fcm_account, d.notification_permission
         """
 
     var now: Int64

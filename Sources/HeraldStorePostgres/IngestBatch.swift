@@ -130,10 +130,13 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
             ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key),
         ok AS (SELECT n FROM i WHERE key IS NULL OR key IN (SELECT idempotency_key FROM k)),
         m AS (
-            INSERT INTO messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
-            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at
+            INSERT INTO messages
+                (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options)
+            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options
             FROM unnest($5::bigint[], $6::text[], $7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::bigint[],
-                $12::bigint[]) AS m(n, id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
+                $12::bigint[], $41::bytea[])
+                AS m(n, id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at,
+                    sealed_push_options)
             WHERE n IN (SELECT n FROM ok)),
         o AS (
             INSERT INTO outbox
@@ -168,7 +171,7 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
     let ingests: [Ingest]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 40)
+        var bindings = PostgresBindings(capacity: 41)
         let numbers = ingests.indices.map { Int64($0) }
         bindings.append(numbers)
         bindings.append(NullableArray(ingests.map(\.idempotencyKey)))
@@ -219,6 +222,8 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
         // Queue order and now or never (appended last, so the numbers above stay put).
         bindings.append(NullableArray(pushes.map(\.waitingSince)))
         bindings.append(pushes.map(\.nowOrNever))
+        // $41, the messages' sealed push options (NULL for most): kept for a live delivery's push.
+        bindings.append(NullableArray(messages.map { $0.1.sealedPushOptions.map { ByteBuffer($0) } }))
         return bindings
     }
 

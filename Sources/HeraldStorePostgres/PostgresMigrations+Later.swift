@@ -175,5 +175,17 @@ extension PostgresMigrations {
                 """,
             ]
         ),
+        (
+            "v12: notification permission: whether a device may show notifications",
+            [
+                // As on SQLite: every device stored before could show them as far as the relay knew.
+                "ALTER TABLE devices ADD COLUMN notification_permission TEXT NOT NULL DEFAULT 'granted'",
+                "ALTER TABLE devices ADD COLUMN notification_permission_at BIGINT",
+            ]
+        ),
+        (
+            "v13: a message's push options, sealed, for a push made after a live delivery",
+            ["ALTER TABLE messages ADD COLUMN sealed_push_options BYTEA"]
+        ),
     ]
 }

@@ -137,12 +137,13 @@ extension PostgresStore: StoreImport {
             """
             devices (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                 device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys, credential_hash,
-                token_dead_reason, created_at, updated_at, apns_environment)
+                token_dead_reason, created_at, updated_at, apns_environment, notification_permission,
+                notification_permission_at)
             """
         )
         var presence = RowsInsert("presence (device_id, user_id, conversation, state, updated_at, expires_at)")
         var messages = RowsInsert(
-            "messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)"
+            "messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options)"
         )
         var ingests = RowsInsert("ingests (idempotency_key, receipt, created_at)")
         var outbox = RowsInsert(
@@ -225,6 +226,8 @@ extension PostgresStore: StoreImport {
                     $0.integer(device.createdAt)
                     $0.integer(device.updatedAt)
                     $0.text(device.apnsEnvironment?.rawValue)
+                    $0.text(device.notificationPermission.rawValue)
+                    $0.integer(device.notificationPermissionAt)
                 }
             case .presence(let record):
                 presence.row {
@@ -244,6 +247,7 @@ extension PostgresStore: StoreImport {
                     $0.bytes(message.sealedText)
                     $0.integer(message.createdAt)
                     $0.integer(message.expiresAt)
+                    $0.bytes(message.sealedPushOptions)
                 }
             case .idempotencyKey(let key):
                 ingests.row {

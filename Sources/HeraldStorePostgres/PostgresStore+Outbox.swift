@@ -192,7 +192,8 @@ extension PostgresStore {
                     deadReason: dead,
                     apnsEnvironment: try columns.next(),
                     apnsKey: try columns.next(),
-                    fcmAccount: try columns.next()
+                    fcmAccount: try columns.next(),
+                    notifications: try columns.next()
                 )
                 return (entry, known ? device : nil)
             }
@@ -215,6 +216,11 @@ extension PostgresStore {
                 finish = (.expired, "expired before sending")
             } else if device == nil {
                 finish = (.skipped, "device_deactivated")
+            } else if device?.notifications == NotificationPermission.denied.rawValue,
+                entry.kind.needsNotificationPermission
+            {
+                // Its user turned notifications off after it was queued: it could not be shown.
+                finish = (.skipped, "notifications_denied")
             } else if let token {
                 finish = nil
                 claimed.append(

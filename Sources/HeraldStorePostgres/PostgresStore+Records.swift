@@ -21,6 +21,10 @@ struct Columns {
     mutating func bytes() throws -> [UInt8] {
         try next(ByteBuffer.self).bytes
     }
+
+    mutating func optionalBytes() throws -> [UInt8]? {
+        try next(ByteBuffer?.self)?.bytes
+    }
 }
 
 extension PostgresStore {
@@ -112,7 +116,8 @@ extension PostgresStore {
     static let deviceColumns = """
         d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
         d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
-        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment
+        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment, \
+        d.notification_permission, d.notification_permission_at
         """
 
     static func device(_ columns: inout Columns) throws -> DeviceRecord {
@@ -139,8 +144,18 @@ extension PostgresStore {
             tokenDeadReason: try columns.next(),
             createdAt: try columns.next(),
             updatedAt: try columns.next(),
-            apnsEnvironment: try environment(try columns.next(), of: "device", id)
+            apnsEnvironment: try environment(try columns.next(), of: "device", id),
+            notificationPermission: try permission(try columns.next(), of: id),
+            notificationPermissionAt: try columns.next()
         )
+    }
+
+    /// A stored notification permission.
+    static func permission(_ text: String, of id: String) throws -> NotificationPermission {
+        guard let permission = NotificationPermission(rawValue: text) else {
+            throw StoreError.corrupt.with(detail: "device \(id) has an unknown notification permission")
+        }
+        return permission
     }
 
     /// A stored APNs environment: none, or one of APNs' two.
@@ -166,13 +181,15 @@ extension PostgresStore {
                 INSERT INTO devices
                     (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                      device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                     credential_hash, token_dead_reason, created_at, updated_at, apns_environment)
+                     credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
+                     notification_permission, notification_permission_at)
                 VALUES (\(device.id), \(device.userID), \(device.appID), \(device.platform.rawValue),
                     \(device.messagingToken), \(device.voipToken), \(device.keyID), \(device.previousKeyID),
                     \(ByteBuffer(device.devicePublicKey)), \(ByteBuffer(device.relayPublicKey)),
                     \(ByteBuffer(device.sealedRelaySecretKey)), \(ByteBuffer(device.sealedSessionKeys)),
                     \(ByteBuffer(device.credentialHash)), \(device.tokenDeadReason), \(device.createdAt),
-                    \(device.updatedAt), \(device.apnsEnvironment?.rawValue))
+                    \(device.updatedAt), \(device.apnsEnvironment?.rawValue), \(device.notificationPermission.rawValue),
+                    \(device.notificationPermissionAt))
                 ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, app_id = EXCLUDED.app_id,
                     platform = EXCLUDED.platform, messaging_token = EXCLUDED.messaging_token,
                     voip_token = EXCLUDED.voip_token, key_id = EXCLUDED.key_id,
@@ -181,7 +198,9 @@ extension PostgresStore {
                     sealed_relay_secret_key = EXCLUDED.sealed_relay_secret_key,
                     sealed_session_keys = EXCLUDED.sealed_session_keys, credential_hash = EXCLUDED.credential_hash,
                     token_dead_reason = EXCLUDED.token_dead_reason, created_at = EXCLUDED.created_at,
-                    updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment
+                    updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment,
+                    notification_permission = EXCLUDED.notification_permission,
+                    notification_permission_at = EXCLUDED.notification_permission_at
                 """,
                 logger: logger
             )
@@ -345,7 +364,7 @@ extension PostgresStore {
         try await rows(
             "read a message",
             """
-            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at
+            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options
             FROM messages WHERE id = \(id)
             """
         ).first.map { row in
@@ -357,7 +376,8 @@ extension PostgresStore {
                 sealedSender: try columns.bytes(),
                 sealedText: try columns.bytes(),
                 createdAt: try columns.next(),
-                expiresAt: try columns.next()
+                expiresAt: try columns.next(),
+                sealedPushOptions: try columns.optionalBytes()
             )
         }
     }

@@ -154,7 +154,8 @@ public final class SQLiteExport: StoreExport {
                         sealedSender: (row["sealed_sender"] as Data?).map { [UInt8]($0) } ?? [],
                         sealedText: [UInt8](row["sealed_text"] as Data),
                         createdAt: row["created_at"],
-                        expiresAt: row["expires_at"]
+                        expiresAt: row["expires_at"],
+                        sealedPushOptions: (row["sealed_push_options"] as Data?).map { [UInt8]($0) }
                     )
                 )
             }

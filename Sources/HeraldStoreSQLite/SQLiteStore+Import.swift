@@ -96,15 +96,17 @@ extension SQLiteStore: StoreImport {
                     INSERT INTO devices
                         (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                          device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                         credential_hash, token_dead_reason, created_at, updated_at, apns_environment)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
+                         notification_permission, notification_permission_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
                     device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
                     Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
                     Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
-                    device.apnsEnvironment?.rawValue,
+                    device.apnsEnvironment?.rawValue, device.notificationPermission.rawValue,
+                    device.notificationPermissionAt,
                 ]
             )
         case .presence(let presence):
@@ -121,12 +123,15 @@ extension SQLiteStore: StoreImport {
         case .message(let message):
             try db.execute(
                 sql: """
-                    INSERT INTO messages (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO messages
+                        (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at,
+                         sealed_push_options)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     message.id, message.userID, message.conversation, Data(message.sealedSender),
                     Data(message.sealedText), message.createdAt, message.expiresAt,
+                    message.sealedPushOptions.map { Data($0) },
                 ]
             )
         case .idempotencyKey(let key):

@@ -162,5 +162,20 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v20: notification permission: whether a device may show notifications") { db in
+            // Every device stored before could show them as far as the relay knew: `granted`.
+            try db.execute(
+                sql: """
+                    ALTER TABLE devices ADD COLUMN notification_permission TEXT NOT NULL DEFAULT 'granted';
+                    ALTER TABLE devices ADD COLUMN notification_permission_at INTEGER;
+                    """
+            )
+        }
+        migrator.registerMigration("v21: a message's push options, sealed, for a push made after a live delivery") {
+            db in
+            // Sealed by the relay with the master key (the title and data are private); NULL for
+            // a message that went to no live channel or named no options.
+            try db.execute(sql: "ALTER TABLE messages ADD COLUMN sealed_push_options BLOB")
+        }
     }
 }

@@ -25,12 +25,14 @@ extension SQLiteStore {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO messages
-                        (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                        (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at,
+                         sealed_push_options)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 message.id, message.userID, message.conversation, Data(message.sealedSender),
                 Data(message.sealedText), message.createdAt, message.expiresAt,
+                message.sealedPushOptions.map { Data($0) },
             ])
         }
         let insert = try db.cachedStatement(
@@ -161,7 +163,7 @@ extension SQLiteStore {
             let lookup = try db.cachedStatement(
                 sql: """
                     SELECT d.messaging_token, d.voip_token, d.token_dead_reason, d.apns_environment, a.apns_key,
-                        a.fcm_account
+                        a.fcm_account, d.notification_permission
                     FROM devices d LEFT JOIN apps a ON a.id = d.app_id WHERE d.id = ?
                     """
             )
@@ -200,6 +202,19 @@ extension SQLiteStore {
                         pushID: entry.pushID,
                         state: .skipped,
                         reason: "device_deactivated",
+                        now: now,
+                        events: false
+                    )
+                } else if (device?[6] as String?) == NotificationPermission.denied.rawValue,
+                    OutboxKind(rawValue: entry.kind)?.needsNotificationPermission == true
+                {
+                    // Its user turned notifications off after it was queued: it could not be shown.
+                    try giveBack.execute(arguments: [entry.pushID])
+                    try Self.finish(
+                        db,
+                        pushID: entry.pushID,
+                        state: .skipped,
+                        reason: "notifications_denied",
                         now: now,
                         events: false
                     )

@@ -90,15 +90,17 @@ extension SQLiteStore {
                     INSERT OR REPLACE INTO devices
                         (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                          device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                         credential_hash, token_dead_reason, created_at, updated_at, apns_environment)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
+                         notification_permission, notification_permission_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
                     device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
                     Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
                     Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
-                    device.apnsEnvironment?.rawValue,
+                    device.apnsEnvironment?.rawValue, device.notificationPermission.rawValue,
+                    device.notificationPermissionAt,
                 ]
             )
         }
@@ -140,14 +142,14 @@ extension SQLiteStore {
             while let row = try rows.next() {
                 let device = try Self.device(columns: row)
                 var presence: PresenceRecord?
-                if let stateText: String = row[18], let state = PresenceState(rawValue: stateText) {
+                if let stateText: String = row[20], let state = PresenceState(rawValue: stateText) {
                     presence = PresenceRecord(
                         deviceID: device.id,
                         userID: device.userID,
-                        conversation: row[17],
+                        conversation: row[19],
                         state: state,
-                        updatedAt: row[19],
-                        expiresAt: row[20]
+                        updatedAt: row[21],
+                        expiresAt: row[22]
                     )
                 }
                 recipients.append(Recipient(device: device, presence: presence))
@@ -160,7 +162,8 @@ extension SQLiteStore {
     static let deviceColumns = """
         d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
         d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
-        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment
+        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment, \
+        d.notification_permission, d.notification_permission_at
         """
 
     /// A device from a row that starts with `deviceColumns`, read by position (by-name lookups
@@ -186,7 +189,9 @@ extension SQLiteStore {
             tokenDeadReason: row[13],
             createdAt: row[14],
             updatedAt: row[15],
-            apnsEnvironment: try environment(row[16], of: "device", row[0])
+            apnsEnvironment: try environment(row[16], of: "device", row[0]),
+            notificationPermission: try permission(row[17], of: row[0]),
+            notificationPermissionAt: row[18]
         )
     }
 
@@ -255,8 +260,18 @@ extension SQLiteStore {
             tokenDeadReason: row["token_dead_reason"],
             createdAt: row["created_at"],
             updatedAt: row["updated_at"],
-            apnsEnvironment: try environment(row["apns_environment"], of: "device", row["id"])
+            apnsEnvironment: try environment(row["apns_environment"], of: "device", row["id"]),
+            notificationPermission: try permission(row["notification_permission"], of: row["id"]),
+            notificationPermissionAt: row["notification_permission_at"]
         )
+    }
+
+    /// A stored notification permission.
+    static func permission(_ text: String, of id: String?) throws -> NotificationPermission {
+        guard let permission = NotificationPermission(rawValue: text) else {
+            throw StoreError.corrupt.with(detail: "device \(id ?? "?") has an unknown notification permission")
+        }
+        return permission
     }
 
     /// A stored APNs environment: none, or one of APNs' two.
@@ -266,6 +281,28 @@ extension SQLiteStore {
             throw StoreError.corrupt.with(detail: "\(kind) \(id ?? "?") has an unknown APNs environment")
         }
         return environment
+    }
+
+    public func setNotificationPermission(
+        deviceID: String,
+        _ permission: NotificationPermission,
+        now: Int64,
+        events: [WebhookEvent]
+    ) async throws -> NotificationPermissionChange? {
+        try await write { db in
+            // Only a different permission is written: the report that changes it writes its events.
+            try db.execute(
+                sql: """
+                    UPDATE devices SET notification_permission = ?, notification_permission_at = ?
+                    WHERE id = ? AND notification_permission != ?
+                    """,
+                arguments: [permission.rawValue, now, deviceID, permission.rawValue]
+            )
+            let changed = db.changesCount > 0
+            if changed { try Self.insert(events, db) }
+            return try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [deviceID])
+                .map { NotificationPermissionChange(device: try Self.device(from: $0), changed: changed) }
+        }
     }
 
     // MARK: Presence
@@ -300,7 +337,8 @@ extension SQLiteStore {
                 sealedSender: (row["sealed_sender"] as Data?).map { [UInt8]($0) } ?? [],
                 sealedText: [UInt8](row["sealed_text"] as Data),
                 createdAt: row["created_at"],
-                expiresAt: row["expires_at"]
+                expiresAt: row["expires_at"],
+                sealedPushOptions: (row["sealed_push_options"] as Data?).map { [UInt8]($0) }
             )
         }
     }

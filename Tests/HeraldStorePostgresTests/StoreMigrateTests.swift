@@ -62,6 +62,9 @@ struct StoreMigrateTests {
         d1.sealedSessionKeys = Array(repeating: 8, count: 80)
         d1.credentialHash = Array(repeating: 9, count: 32)
         d1.previousKeyID = "8899aabbccddeeff"
+        // Moved like the rest: when the device last reported its notification permission (its
+        // pushes are claimed below, so it stays granted; the conformance rule moves a denied one).
+        d1.notificationPermissionAt = t + 5
         try await store.saveDevice(d1)
         try await store.saveDevice(StoreFixtures.androidDevice("d2", user: "u2", token: "fcm-token-2"))
         var d3 = StoreFixtures.device("d3", user: "u1", voip: "", createdAt: t + 1)
@@ -78,7 +81,8 @@ struct StoreMigrateTests {
             )
         )
 
-        let message = StoreFixtures.message("m1", user: "u1", at: t, expires: t + 86_400_000)
+        var message = StoreFixtures.message("m1", user: "u1", at: t, expires: t + 86_400_000)
+        message.sealedPushOptions = Array(repeating: 6, count: 70)
         // A customer's wait and a now-or-never flag: both arrive with the push.
         var p1 = StoreFixtures.push("p1", device: "d1", at: t, expires: t + 3_600_000)
         p1.waitingSince = t - 90_000

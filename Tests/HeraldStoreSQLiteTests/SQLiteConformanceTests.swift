@@ -192,6 +192,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.nowOrNeverTravelsWithThePush)
     }
 
+    @Test func notificationPermissionChangesOnce() async throws {
+        try await SQLiteEngine.check(.notificationPermissionChangesOnce)
+    }
+
+    @Test func messagesKeepTheirPushOptions() async throws {
+        try await SQLiteEngine.check(.messagesKeepTheirPushOptions)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -242,6 +250,8 @@ struct SQLiteConformanceTests {
             .callbackAnswersCompareAndSet,
             .customerWaitOrdersTheQueue,
             .nowOrNeverTravelsWithThePush,
+            .notificationPermissionChangesOnce,
+            .messagesKeepTheirPushOptions,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

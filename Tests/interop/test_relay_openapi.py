@@ -637,6 +637,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/devices/{id}/tokens", "put"),
         ("/v1/devices/{id}", "delete"),
         ("/v1/devices/{id}/presence", "put"),
+        ("/v1/devices/{id}/notifications", "put"),
         ("/v1/devices/{id}/live", "get"),
         ("/v1/messages", "post"),
         ("/v1/messages/{id}", "get"),
@@ -1286,6 +1287,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
 
     exercise_webhooks(relay, key, credential)
     exercise_callbacks(relay, spec)
+    exercise_notification_permission(relay)
 
     # Every documented status of every operation was seen, except failures of the relay itself.
     missing = [
@@ -1807,6 +1809,50 @@ def test_queue_order_and_now_or_never(relay: Relay):
     )
     assert "28 days" in seconds["reason"], seconds
     relay.call("POST", "/v1/messages", 400, message | {"waiting_since": "yesterday"}, key, field_name="waiting_since")
+
+
+def exercise_notification_permission(relay: Relay) -> None:
+    """A device reports its notification permission; while `denied` its message alerts are
+    skipped (`notifications_denied`, in the receipt and the push listing) and calls still ring
+    it; the device views show it as `notifications`; bad bodies are 400, other callers 403."""
+    key = relay.api_key
+    user = unique("perm-user")
+    phone = relay.new_sandbox_device()
+    denied, _ = relay.activate(user, messaging_token=phone["messaging_token"], voip_token=phone["voip_token"])
+    other_phone = relay.new_sandbox_device()
+    other, _ = relay.activate(user, messaging_token=other_phone["messaging_token"])
+    path = f"/v1/devices/{denied['device_id']}/notifications"
+    credential = denied["device_credential"]
+    assert relay.call("GET", f"/v1/devices/{denied['device_id']}", 200, token=key)["notifications"] == "granted"
+
+    answer = relay.call("PUT", path, 200, {"permission": "denied"}, credential)
+    assert answer["device_id"] == denied["device_id"] and answer["permission"] == "denied", answer
+    relay.call("PUT", path, 401, {"permission": "denied"})
+    relay.call("PUT", path, 403, {"permission": "granted"}, key)
+    relay.call("PUT", path, 403, {"permission": "granted"}, other["device_credential"])
+    relay.call("PUT", path, 400, {"permission": "maybe"}, credential, field_name="permission")
+    relay.call("PUT", path, 400, {}, credential, field_name="permission")
+    relay.call("PUT", path, 400, {"permission": True}, credential, field_name="permission")
+    relay.call("PUT", path, 413, raw=b" " * (MAX_BODY + 1), token=credential, field_name="body")
+    assert relay.call("GET", f"/v1/devices/{denied['device_id']}", 200, token=key)["notifications"] == "denied"
+    listed = relay.call("GET", f"/v1/users/{user}/devices", 200, token=key)["devices"]
+    shown = {d["device_id"]: d["notifications"] for d in listed}
+    assert shown == {denied["device_id"]: "denied", other["device_id"]: "granted"}, listed
+
+    message = {"to": user, "from": {"id": "agent", "name": "Ada"}, "conversation": "c", "text": "hi"}
+    receipt = relay.call("POST", "/v1/messages", 202, message, key)
+    assert [p["device_id"] for p in receipt["pushes"]] == [other["device_id"]], receipt
+    assert receipt["skipped"] == [{"device_id": denied["device_id"], "reason": "notifications_denied"}], receipt
+    pushes = relay.call("GET", f"/v1/pushes?device={denied['device_id']}", 200, token=key)["pushes"]
+    assert [(p["state"], p["reason"]) for p in pushes] == [("skipped", "notifications_denied")], pushes
+    assert relay.call("GET", f"/v1/pushes/{pushes[0]['push_id']}", 200, token=key)["state"] == "skipped"
+    call = {"to": user, "from": {"id": "agent", "name": "Ada"}, "call_id": unique("perm-call")}
+    rings = relay.call("POST", "/v1/calls", 202, call, key)
+    assert denied["device_id"] in [p["device_id"] for p in rings["pushes"]], rings
+
+    assert relay.call("PUT", path, 200, {"permission": "granted"}, credential)["permission"] == "granted"
+    again = relay.call("POST", "/v1/messages", 202, message, key)
+    assert sorted(p["device_id"] for p in again["pushes"]) == sorted([denied["device_id"], other["device_id"]])
 
 
 @pytest.mark.parametrize(

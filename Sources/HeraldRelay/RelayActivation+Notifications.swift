@@ -1,0 +1,84 @@
+public import HeraldRelayAPI
+public import HeraldStore
+
+/// A device's notification permission (docs/relay.md, "Notification permission"): the app
+/// reports whether its user lets it show notifications; a device with `denied` gets no alert
+/// (messages, missed calls, callbacks) while calls still ring it (PushKit and FCM data messages
+/// need no permission).
+extension RelayActivation {
+    /// Records the permission a device reports; a change writes its webhook event
+    /// (`device.notifications_denied` / `device.notifications_granted`) in the same transaction.
+    public func setNotificationPermission(
+        device: DeviceRecord,
+        _ request: NotificationPermissionRequest
+    ) async throws(RelayError) -> NotificationPermissionView {
+        let time = context.now()
+        var events: [WebhookEvent] = []
+        if let app = try await context.app(id: device.appID) {
+            events = context.webhookEvents(
+                app: app,
+                request.permission == .denied ? .deviceNotificationsDenied : .deviceNotificationsGranted,
+                orderingKey: "device:" + device.id,
+                data: NotificationEventData(
+                    deviceID: device.id,
+                    userID: device.userID,
+                    state: request.permission.rawValue,
+                    at: time
+                ),
+                at: time
+            )
+        }
+        let recorded = events
+        guard
+            let change = try await context.storing({ store in
+                try await store.setNotificationPermission(
+                    deviceID: device.id,
+                    request.permission,
+                    now: time,
+                    events: recorded
+                )
+            })
+        else { throw RelayError.notFound.with(detail: "no device \(device.id)") }
+        if change.changed {
+            if !recorded.isEmpty { context.webhooksWritten.signal() }
+            context.logger.info(
+                "device notification permission changed",
+                metadata: ["device": "\(device.id)", "permission": "\(request.permission.rawValue)"]
+            )
+        }
+        return NotificationPermissionView(
+            deviceID: device.id,
+            permission: change.device.notificationPermission,
+            updatedAt: change.device.notificationPermissionAt ?? change.device.createdAt
+        )
+    }
+}
+
+/// The data of a `device.notifications_*` event: ids, the state and when it changed only.
+struct NotificationEventData: Encodable {
+    var deviceID: String
+    var userID: String
+    var state: String
+    var at: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case userID = "user_id"
+        case state
+        case at = "changed_at"
+    }
+}
+
+extension RelayContext {
+    /// The reason a device that may not show notifications gets no alert.
+    static let notificationsDenied = "notifications_denied"
+
+    /// An alert for a device whose user turned notifications off, written as finished instead of
+    /// queued: `skipped` with `notifications_denied`, so the push listing says why it never came.
+    func withheld(_ entry: OutboxEntry) -> OutboxEntry {
+        var entry = entry
+        entry.state = .skipped
+        entry.lastReason = Self.notificationsDenied
+        return entry
+    }
+}
