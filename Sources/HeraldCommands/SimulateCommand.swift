@@ -9,12 +9,13 @@ import HeraldTesting
 import Logging
 import NIOCore
 
-/// `herald simulate messaging|telephony|android`: the flows end to end, with a timeline.
+/// `herald simulate messaging|telephony|android|callback|dual-channel|gms-chat`: the flows end to
+/// end, with a timeline.
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
-        abstract: "Play the messaging, telephony or Android messaging flow end to end and print its timeline.",
-        subcommands: [Messaging.self, Telephony.self, Android.self, Callback.self]
+        abstract: "Play a flow end to end (messaging, telephony, Android, callback, dual channel, GMS chat) and print its timeline.",
+        subcommands: [Messaging.self, Telephony.self, Android.self, Callback.self, DualChannel.self, GMSChat.self]
     )
 
     /// Options both flows take.
