@@ -239,6 +239,8 @@ enum Simulation {
                     storeDirectory: store
                 )
                 configuration.platform = platform
+                // The app's timers (heartbeats) on the clock the relay shares.
+                configuration.clock = AppClock(now: { clock.now() }, sleepUntil: { try await clock.sleep(until: $0) })
                 if flow != "telephony" {
                     // Tokens come late: the SDK restarts as each arrives.
                     configuration.messagingTokenDelay = .milliseconds(600)
