@@ -67,7 +67,7 @@ extension Simulation {
         guard let last = phone.notifications.last else { throw ValidationError("no notification to tap") }
         try await phone.tap(last)
         guard phone.life == .foreground else {
-            throw ValidationError("the tap left the app \(phone.life), not in the foreground")
+            throw ValidationError("the tap left the app \(phone.life.description), not in the foreground")
         }
         try await waitForLive(phone, activeIn: quiz)
         try await sendLive(4, "Question 4 is open: the last one.", phone: phone, backend: backend)
@@ -114,7 +114,7 @@ extension Simulation {
             "backend",
             "relay",
             "POST /v1/messages → 202",
-            detail: "message \(number): \(receipt.pushes.count) push(es), app \(phone.life)",
+            detail: "message \(number): \(receipt.pushes.count) push(es), app \(phone.life.description)",
             subject: receipt.id,
             stage: .requested,
             at: sent

@@ -24,6 +24,17 @@ public struct AppLifeMachine: Sendable {
         case background
         /// The user logged out: the relay forgot the device, the keys and credential are gone.
         case loggedOut
+
+        /// As a person says it: "not running", "foreground", "logged out".
+        public var description: String {
+            switch self {
+            case .notRunning: "not running"
+            case .launching: "launching"
+            case .foreground: "foreground"
+            case .background: "background"
+            case .loggedOut: "logged out"
+            }
+        }
     }
 
     /// What happened.

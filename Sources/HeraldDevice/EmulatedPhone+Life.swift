@@ -345,8 +345,10 @@ extension EmulatedPhone {
     private func startHeartbeatTimer() {
         let clock = configuration.clock
         let interval = Int64(AppLifeMachine.heartbeatInterval) * 1000
+        // The first deadline now, not when the task first runs: a clock moved meanwhile counts.
+        let first = clock.now() + interval
         let timer = Task { [weak self] in
-            var next = clock.now() + interval
+            var next = first
             while !Task.isCancelled {
                 do { try await clock.sleepUntil(next) } catch { return }
                 guard let self, !Task.isCancelled else { return }
