@@ -258,6 +258,12 @@ extension EmulatedPhone {
                 detail: "PUT /v1/devices/\(registration.deviceID)/notifications"
             )
         } catch {
+            timeline.record(
+                "relay",
+                "app",
+                "notifications \(permission.rawValue) not taken",
+                detail: "PUT /v1/devices/\(registration.deviceID)/notifications: \(error)"
+            )
             record(diagnostic: "the relay did not take the notification permission: \(error)")
         }
     }
