@@ -14,7 +14,8 @@ import NIOCore
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
-        abstract: "Play a flow end to end (messaging, telephony, Android, callback, dual channel, GMS chat) and print its timeline.",
+        abstract:
+            "Play a flow end to end (messaging, telephony, Android, callback, dual channel, GMS chat) and print its timeline.",
         subcommands: [Messaging.self, Telephony.self, Android.self, Callback.self, DualChannel.self, GMSChat.self]
     )
 

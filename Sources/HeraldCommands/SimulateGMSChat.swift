@@ -111,7 +111,13 @@ extension Simulation {
 
         /// Records the post with no push to follow.
         func record(_ backend: SimulatedBackend) -> Self {
-            backend.timeline.record("backend", "relay", "POST /v1/chats/\(chat)/events → 202", detail: event.detail, at: event.sent)
+            backend.timeline.record(
+                "backend",
+                "relay",
+                "POST /v1/chats/\(chat)/events → 202",
+                detail: event.detail,
+                at: event.sent
+            )
             return self
         }
     }

@@ -160,6 +160,8 @@ extension Simulation {
             if done { return }
             try await Task.sleep(for: .milliseconds(5))
         }
-        throw ValidationError("the relay did not see the live channel \(conversation.map { "active in " + $0 } ?? "closed")")
+        throw ValidationError(
+            "the relay did not see the live channel \(conversation.map { "active in " + $0 } ?? "closed")"
+        )
     }
 }

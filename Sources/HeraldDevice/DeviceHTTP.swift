@@ -1,7 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
-public import HeraldRelayAPI
 public import HeraldPush
+public import HeraldRelayAPI
 public import HeraldStore
 import NIOCore
 import NIOHTTP1

@@ -188,7 +188,12 @@ extension EmulatedPhone {
                 position: position,
                 credential: credential
             )
-            timeline.record("app", "relay", "chat disconnected", detail: "\(conversation), transcript position \(position)")
+            timeline.record(
+                "app",
+                "relay",
+                "chat disconnected",
+                detail: "\(conversation), transcript position \(position)"
+            )
         case .chatConnect(let conversation):
             let (registration, credential) = try activated()
             let view = try await http.chatConnect(

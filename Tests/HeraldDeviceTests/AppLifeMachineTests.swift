@@ -6,7 +6,8 @@ import Testing
 @Suite("App life machine")
 struct AppLifeMachineTests {
     /// A machine launched into the foreground with `conversation` on screen.
-    static func foreground(_ conversation: String? = "c1", permission: NotificationPermission? = nil) -> AppLifeMachine {
+    static func foreground(_ conversation: String? = "c1", permission: NotificationPermission? = nil) -> AppLifeMachine
+    {
         var machine = AppLifeMachine(permission: permission)
         _ = machine.handle(.launch(conversation: conversation))
         _ = machine.handle(.sessionReady)

@@ -47,7 +47,12 @@ struct AppLifeTests {
                 configuration.apnsEnvironment = setup.environment
                 configuration.clock = AppClock(now: { clock.now() }, sleepUntil: { try await clock.sleep(until: $0) })
                 let timeline = Timeline(now: { clock.now() })
-                let phone = try EmulatedPhone(configuration: configuration, http: http, timeline: timeline, logger: logger)
+                let phone = try EmulatedPhone(
+                    configuration: configuration,
+                    http: http,
+                    timeline: timeline,
+                    logger: logger
+                )
                 let backend = SimulatedBackend(
                     http: http,
                     relayURL: endpoints.relayURL,
@@ -160,7 +165,12 @@ struct AppLifeTests {
             let event = { (text: String) in
                 #"{"to":"u1","type":"Message.Text","from":{"id":"agent-7","name":"Dana"},"text":"\#(text)"}"#
             }
-            let _: ChatEventReceipt = try await backend.request(.POST, "/v1/chats/chat-9/events", event("hello"), expect: 202)
+            let _: ChatEventReceipt = try await backend.request(
+                .POST,
+                "/v1/chats/chat-9/events",
+                event("hello"),
+                expect: 202
+            )
             try await phone.open(conversation: "chat-9")
             #expect(phone.appMessages.map(\.text) == ["hello"])
             try await phone.terminate()
@@ -261,7 +271,10 @@ struct AppLifeTests {
         }
     }
 
-    @Test("the build's APNs environment: sandbox tokens of it, named at activation", arguments: APNsEnvironment.allCases)
+    @Test(
+        "the build's APNs environment: sandbox tokens of it, named at activation",
+        arguments: APNsEnvironment.allCases
+    )
     func environment(_ environment: APNsEnvironment) async throws {
         try await Self.withPhone(Setup(environment: environment)) { phone, _, backend, _ in
             try await phone.launch()
@@ -276,7 +289,8 @@ struct AppLifeTests {
     func deviceOptions() throws {
         for arguments in [
             ["--user", "a", "--life", "asleep"], ["--user", "a", "--notifications", "maybe"],
-            ["--user", "a", "--environment", "staging"], ["--user", "a", "--platform", "android", "--environment", "production"],
+            ["--user", "a", "--environment", "staging"],
+            ["--user", "a", "--platform", "android", "--environment", "production"],
             ["--user", "a", "--logout-after", "0"],
         ] {
             #expect(throws: (any Error).self) { try DeviceCommand.parse(arguments) }

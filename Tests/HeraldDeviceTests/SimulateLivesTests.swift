@@ -22,7 +22,10 @@ struct SimulateLivesTests {
         events.count { $0.step == step }
     }
 
-    @Test("dual channel: live while open, pushed in the background and when closed, live once reopened", arguments: [false, true])
+    @Test(
+        "dual channel: live while open, pushed in the background and when closed, live once reopened",
+        arguments: [false, true]
+    )
     func dualChannel(android: Bool) async throws {
         let events = try await Self.play(["dual-channel"] + (android ? ["--android"] : []))
         let steps = events.map(\.step)
@@ -43,7 +46,10 @@ struct SimulateLivesTests {
         #expect(steps[tapped...].contains("app launched") && steps[tapped...].contains("conversation resynced"))
     }
 
-    @Test("GMS chat: disconnect, typing filtered, one delayed push for two lines, one at once, a tap reconnects", arguments: [false, true])
+    @Test(
+        "GMS chat: disconnect, typing filtered, one delayed push for two lines, one at once, a tap reconnects",
+        arguments: [false, true]
+    )
     func gmsChat(android: Bool) async throws {
         let events = try await Self.play(["gms-chat"] + (android ? ["--android"] : []))
         let steps = events.map(\.step)
