@@ -109,13 +109,14 @@ extension Simulation {
         var receipt: ChatEventReceipt
         var event: PostedEvent
 
-        /// Records the post with no push to follow.
+        /// Records the post with no push to follow: named apart from the requests that lead to a
+        /// push (`POST /v1/…` steps, each followed to the notification it caused).
         func record(_ backend: SimulatedBackend) -> Self {
             backend.timeline.record(
                 "backend",
                 "relay",
-                "POST /v1/chats/\(chat)/events → 202",
-                detail: event.detail,
+                "chat event posted",
+                detail: "POST /v1/chats/\(chat)/events → 202: " + event.detail,
                 at: event.sent
             )
             return self

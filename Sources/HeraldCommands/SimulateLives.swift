@@ -82,12 +82,13 @@ extension Simulation {
     static func sendLive(_ number: Int, _ text: String, phone: EmulatedPhone, backend: SimulatedBackend) async throws {
         let sent = backend.timeline.time
         let receipt = try await backend.post("/v1/messages", quizMessage(number, text))
-        // No subject: a message delivered live has no push to follow to the network.
+        // Named apart from the requests that lead to a push (`POST /v1/…` steps, each followed to
+        // its notification): a message delivered live has no push to follow.
         backend.timeline.record(
             "backend",
             "relay",
-            "POST /v1/messages → 202",
-            detail: "message \(number): "
+            "message posted",
+            detail: "POST /v1/messages → 202, message \(number): "
                 + (receipt.pushes.isEmpty ? "no push, " : "\(receipt.pushes.count) push(es), ")
                 + receipt.skipped.map(\.reason).joined(separator: ", "),
             at: sent
@@ -97,6 +98,21 @@ extension Simulation {
         }
         try await phone.wait("message \(number) in the conversation") { phone in
             phone.appMessages.contains { $0.id == receipt.id && $0.source == .live }
+        }
+        try await waitForAcknowledgement(phone, messageID: receipt.id)
+    }
+
+    /// Waits until the in-process relay has the app's acknowledgement of a live message, before a
+    /// flow moves the clock past its timeout (10 s) or the app closes the channel: either would
+    /// have the relay push the message as unacknowledged.
+    static func waitForAcknowledgement(_ phone: EmulatedPhone, messageID: String) async throws {
+        guard let live = endpoints?.live, let device = phone.store.registration()?.deviceID else { return }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while live.isAwaitingAcknowledgement(deviceID: device, messageID: messageID) {
+            guard ContinuousClock.now < deadline else {
+                throw ValidationError("the relay did not get the acknowledgement of message \(messageID)")
+            }
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 

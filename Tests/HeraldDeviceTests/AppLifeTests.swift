@@ -111,6 +111,7 @@ struct AppLifeTests {
             try await phone.wait("the live message") { $0.appMessages.contains { $0.id == live.id } }
             #expect(phone.appMessages.last?.source == .live && phone.appMessages.last?.text == "live hello")
             #expect(phone.notifications.isEmpty)
+            try await Simulation.waitForAcknowledgement(phone, messageID: live.id)
 
             try await phone.enterBackground()
             try await Simulation.waitForLive(phone, activeIn: nil)

@@ -65,6 +65,6 @@ struct SimulateLivesTests {
         #expect(connected.detail?.contains("4 event(s) since the disconnect") == true)
         let tapped = try #require(steps.firstIndex(of: "notification tapped"))
         #expect(steps[tapped...].contains("chat connected"))
-        #expect(events.last { $0.step.hasPrefix("POST /v1/chats") }?.detail?.hasSuffix("no push") == true)
+        #expect(events.last { $0.step == "chat event posted" }?.detail?.hasSuffix("position 6: no push") == true)
     }
 }
