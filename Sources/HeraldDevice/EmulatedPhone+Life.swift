@@ -379,6 +379,17 @@ extension EmulatedPhone {
         }?.cancel()
     }
 
+    /// The phone is switched off (`shutdown()`): the app is not running, and the next `launch()`
+    /// starts it again; the chat it left and the permission stay.
+    func lifeEnded() {
+        lifeLink.state.withLock { state in
+            state.machine = AppLifeMachine(
+                disconnected: state.machine.disconnected,
+                permission: state.machine.permission
+            )
+        }
+    }
+
     func stopHeartbeatTimer() {
         lifeLink.state.withLock { state -> Task<Void, Never>? in
             defer { state.heartbeatTimer = nil }

@@ -207,6 +207,7 @@ public final class EmulatedPhone: Sendable {
     /// Stops the app (the device connection closes; the sandbox stores what comes meanwhile).
     public func shutdown() {
         stopHeartbeatTimer()
+        lifeEnded()
         let loop = state.withLock { state -> Task<Void, Never>? in
             defer { state.loop = nil }
             return state.loop
@@ -214,6 +215,8 @@ public final class EmulatedPhone: Sendable {
         loop?.cancel()
         closeCallChannel()
         if let session = state.withLock({ $0.session }) { session.stop(phone: self) }
+        // A later `launch()` starts over from the persisted tokens.
+        state.withLock { $0.machine = LateTokenMachine() }
     }
 
     private func sandboxDeviceID() async throws -> String {

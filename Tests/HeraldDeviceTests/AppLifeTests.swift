@@ -256,6 +256,22 @@ struct AppLifeTests {
         }
     }
 
+    @Test("switched off and on: the app launches again, back in the chat it left")
+    func relaunchAfterShutdown() async throws {
+        try await Self.withPhone { phone, _, _, _ in
+            try await phone.launch(showing: "c1")
+            try await Self.withTokens(phone)
+            try await phone.enterBackground()
+            phone.shutdown()
+            #expect(phone.life == .notRunning)
+            try await phone.launch()
+            #expect(phone.life == .foreground)
+            #expect(phone.session?.isStarted == true)
+            #expect(phone.timeline.all.filter { $0.step == "chat connected" }.count == 1)
+            #expect(phone.diagnostics.isEmpty)
+        }
+    }
+
     @Test("logout: the relay forgets the device, the app its keys and credential; pushes stop")
     func logout() async throws {
         try await Self.withPhone { phone, _, backend, _ in
