@@ -74,6 +74,8 @@ public struct AppLifeMachine: Sendable {
         case reportPermission(NotificationPermission)
         /// Tell the user push does not work ("Push service not available").
         case showPushUnavailable
+        /// Notifications are allowed again: push works if the app has its tokens.
+        case showPushAvailable
         /// `GET /v1/devices/{id}/live`, then a presence frame active in `activeIn` (or background).
         case openLiveChannel(activeIn: String?)
         /// A presence frame on the open channel (the conversation on screen changed).
@@ -162,10 +164,13 @@ public struct AppLifeMachine: Sendable {
             return [.stopHeartbeatTimer, .closeLiveChannel, .stopApp]
         case (_, .permission(let permission)):
             guard permission != self.permission else { return [] }
+            let wasDenied = self.permission == .denied
             self.permission = permission
             switch state {
             case .foreground, .background:
-                return [.reportPermission(permission)] + (permission == .denied ? [.showPushUnavailable] : [])
+                let shown: [Action] =
+                    permission == .denied ? [.showPushUnavailable] : wasDenied ? [.showPushAvailable] : []
+                return [.reportPermission(permission)] + shown
             case .launching:
                 return permission == .denied ? [.showPushUnavailable] : []
             case .notRunning, .loggedOut:

@@ -146,6 +146,10 @@ extension EmulatedPhone {
             stopAppProcess()
         case .reportPermission(let permission):
             try await reportPermission(permission)
+        case .showPushAvailable:
+            if pushAvailable {
+                timeline.record("app", "user", "push service available", detail: "notifications allowed")
+            }
         case .showPushUnavailable:
             timeline.record("app", "user", "Push service not available", detail: "notifications are not permitted")
         case .openLiveChannel(let conversation):

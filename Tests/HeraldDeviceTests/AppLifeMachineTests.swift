@@ -152,7 +152,7 @@ struct AppLifeMachineTests {
         #expect(machine.handle(.launch(conversation: nil)) == [.startApp, .showPushUnavailable])
         #expect(machine.handle(.sessionReady) == [.reportPermission(.denied)])
         #expect(machine.handle(.permission(.denied)) == [])
-        #expect(machine.handle(.permission(.granted)) == [.reportPermission(.granted)])
+        #expect(machine.handle(.permission(.granted)) == [.reportPermission(.granted), .showPushAvailable])
         #expect(machine.handle(.permission(.denied)) == [.reportPermission(.denied), .showPushUnavailable])
         // Not running: reported at the next launch.
         _ = machine.handle(.terminate)

@@ -235,6 +235,7 @@ struct AppLifeTests {
             try await phone.setNotificationPermission(.granted)
             #expect(phone.permissionReports == [.denied, .granted])
             #expect(phone.pushAvailable)
+            #expect(phone.timeline.all.last { $0.step == "push service available" }?.detail == "notifications allowed")
             let shown = try await backend.post("/v1/messages", Self.message("c1", "seen"))
             #expect(shown.pushes.count == 1)
             try await phone.wait("the notification") { $0.notifications.count == 1 }
