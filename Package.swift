@@ -372,6 +372,7 @@ let package = Package(
             name: "HeraldDevice",
             dependencies: [
                 "HeraldCrypto",
+                "HeraldPush",
                 "HeraldRelayAPI",
                 "HeraldStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

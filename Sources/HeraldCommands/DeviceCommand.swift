@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldDevice
+import HeraldPush
 import HeraldStore
 import Logging
 import ServiceLifecycle
@@ -20,7 +21,11 @@ struct DeviceCommand: AsyncParsableCommand {
             starts with the persisted tokens. VoIP pushes are reported to CallKit; --calls says \
             whether the user answers or declines. With --platform android the phone has one FCM \
             token, and the app's messaging service opens Herald's data messages and shows the \
-            notification or the incoming-call screen. SIGINT or SIGTERM stops it.
+            notification or the incoming-call screen. --life puts the app in the foreground \
+            (with --conversation on screen: the live channel, a heartbeat every 30 s), the \
+            background (the chat left) or terminated (the system still shows pushes; --tap \
+            launches it); --notifications denied withholds every notification and reports it; \
+            --logout-after logs out. SIGINT or SIGTERM stops it.
             """
     )
 
@@ -71,6 +76,27 @@ struct DeviceCommand: AsyncParsableCommand {
     @Flag(help: "Print the timeline as JSON lines.")
     var json = false
 
+    @Option(help: "Where the app is once started: foreground, background or terminated.")
+    var life: String = "foreground"
+
+    @Option(help: "The conversation on screen in the foreground (live channel, heartbeats) and left in the background.")
+    var conversation: String?
+
+    @Option(help: "The notification permission the user gave: granted or denied (reported to the relay).")
+    var notifications: String?
+
+    @Option(
+        name: .customLong("logout-after"),
+        help: "Log out once this many messages reached the user (notifications and live messages)."
+    )
+    var logoutAfter: Int?
+
+    @Flag(help: "Tap every notification shown: launches a terminated app, brings back one in the background.")
+    var tap = false
+
+    @Option(help: "iOS: the APNs environment of the build, development (debug) or production (TestFlight, App Store).")
+    var environment: String?
+
     func validate() throws {
         guard DevicePlatform(rawValue: platform) != nil else {
             throw ValidationError("--platform must be ios or android")
@@ -83,6 +109,19 @@ struct DeviceCommand: AsyncParsableCommand {
         }
         guard (0...3_600_000).contains(messagingTokenDelayMs), (0...3_600_000).contains(voipTokenDelayMs) else {
             throw ValidationError("token delays must be between 0 and 3600000 ms")
+        }
+        guard PhoneService.Life(rawValue: life) != nil else {
+            throw ValidationError("--life must be foreground, background or terminated")
+        }
+        if let notifications, NotificationPermission(rawValue: notifications) == nil {
+            throw ValidationError("--notifications must be granted or denied")
+        }
+        if let logoutAfter, logoutAfter < 1 { throw ValidationError("--logout-after must be 1 or more") }
+        if let environment {
+            guard APNsEnvironment(rawValue: environment) != nil else {
+                throw ValidationError("--environment must be development or production")
+            }
+            guard platform == "ios" else { throw ValidationError("--environment is for iOS (APNs) only") }
         }
     }
 
@@ -105,6 +144,8 @@ struct DeviceCommand: AsyncParsableCommand {
         configuration.voipTokenDelay = .milliseconds(voipTokenDelayMs)
         configuration.notificationLogPath = notificationLog
         configuration.callbackChoice = CallbackChoice(rawValue: callbacks)
+        configuration.notificationPermission = notifications.flatMap(NotificationPermission.init(rawValue:))
+        configuration.apnsEnvironment = environment.flatMap(APNsEnvironment.init(rawValue:))
         let json = json
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -121,7 +162,14 @@ struct DeviceCommand: AsyncParsableCommand {
         )
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let phone = try EmulatedPhone(configuration: configuration, http: http, timeline: timeline, logger: logger)
-        let service = PhoneService(phone: phone, calls: calls)
+        let service = PhoneService(
+            phone: phone,
+            calls: calls,
+            life: PhoneService.Life(rawValue: life) ?? .foreground,
+            conversation: conversation,
+            tap: tap,
+            logoutAfter: logoutAfter
+        )
         let group = ServiceGroup(
             configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
@@ -140,21 +188,63 @@ struct PhoneService: Service {
     let phone: EmulatedPhone
     /// `ring`, `answer` or `decline`.
     let calls: String
+    var life: Life = .foreground
+    var conversation: String?
+    var tap = false
+    var logoutAfter: Int?
+
+    /// Where the app is once started (`--life`).
+    enum Life: String {
+        case foreground, background, terminated
+    }
 
     func run() async throws {
-        try await phone.launch()
-        let calls = calls
+        try await phone.launch(showing: conversation)
+        if life != .foreground {
+            // The tokens first: a terminated app would not hear them, and the relay must have them.
+            let ios = phone.configuration.platform == .ios
+            try await phone.wait("the push tokens", timeout: .seconds(60)) { phone in
+                guard let session = phone.session, session.isStarted else { return false }
+                return session.tokens.messaging != nil && (!ios || session.tokens.voip != nil)
+            }
+            if life == .background { try await phone.enterBackground() }
+            if life == .terminated { try await phone.terminate() }
+        }
         await cancelWhenGracefulShutdown {
+            var tapped = 0
+            var loggedOut = false
             while !Task.isCancelled {
-                try? await phone.wait("a call", timeout: .seconds(3600)) { phone in
-                    calls != "ring" && phone.callKit.calls.contains { $0.state == .ringing }
+                let (taps, logout) = (tap ? tapped : nil, loggedOut ? nil : logoutAfter)
+                try? await phone.wait("something for the user", timeout: .seconds(3600)) { phone in
+                    (calls != "ring" && phone.callKit.calls.contains { $0.state == .ringing })
+                        || taps.map { phone.notifications.count > $0 } ?? false
+                        || logout.map { Self.reached(phone) >= $0 } ?? false
                 }
                 for call in phone.callKit.calls where call.state == .ringing {
                     if calls == "answer" { phone.callKit.answer(callID: call.callID) }
                     if calls == "decline" { phone.callKit.decline(callID: call.callID) }
                 }
+                if tap {
+                    for notification in phone.notifications.dropFirst(tapped) {
+                        do { try await phone.tap(notification) } catch { Self.report(error) }
+                    }
+                    tapped = phone.notifications.count
+                }
+                if let logoutAfter, !loggedOut, Self.reached(phone) >= logoutAfter {
+                    loggedOut = true
+                    do { try await phone.logout() } catch { Self.report(error) }
+                }
             }
         }
         phone.shutdown()
+    }
+
+    /// Messages that reached the user: notifications shown and messages received live.
+    static func reached(_ phone: EmulatedPhone) -> Int {
+        phone.notifications.count + phone.appMessages.count { $0.source == .live }
+    }
+
+    static func report(_ error: any Error) {
+        FileHandle.standardError.write(Data("herald device: \(error)\n".utf8))
     }
 }

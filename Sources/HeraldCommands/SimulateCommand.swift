@@ -9,12 +9,14 @@ import HeraldTesting
 import Logging
 import NIOCore
 
-/// `herald simulate messaging|telephony|android`: the flows end to end, with a timeline.
+/// `herald simulate messaging|telephony|android|callback|dual-channel|gms-chat`: the flows end to
+/// end, with a timeline.
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
-        abstract: "Play the messaging, telephony or Android messaging flow end to end and print its timeline.",
-        subcommands: [Messaging.self, Telephony.self, Android.self, Callback.self]
+        abstract:
+            "Play a flow end to end (messaging, telephony, Android, callback, dual channel, GMS chat) and print its timeline.",
+        subcommands: [Messaging.self, Telephony.self, Android.self, Callback.self, DualChannel.self, GMSChat.self]
     )
 
     /// Options both flows take.
@@ -238,6 +240,8 @@ enum Simulation {
                     storeDirectory: store
                 )
                 configuration.platform = platform
+                // The app's timers (heartbeats) on the clock the relay shares.
+                configuration.clock = AppClock(now: { clock.now() }, sleepUntil: { try await clock.sleep(until: $0) })
                 if flow != "telephony" {
                     // Tokens come late: the SDK restarts as each arrives.
                     configuration.messagingTokenDelay = .milliseconds(600)

@@ -33,6 +33,9 @@ struct SimulationEndpoints: Sendable {
     /// The webhook events the in-process relay wrote for a callback (nil against a running relay,
     /// whose database the simulation does not read).
     var callbackEvents: (@Sendable (String) async throws -> [StoredWebhookEvent])? = nil
+    /// The in-process relay's live channels (nil against a running relay): where a flow waits
+    /// until the relay has seen the app's channel open or close.
+    var live: LiveChannels? = nil
 }
 
 /// Sandbox (APNs and FCM), provider and relay in this process, on loopback ports the system picks, in a
@@ -74,7 +77,8 @@ enum SimulationStack {
                         bundleID: bundleID,
                         callbackEvents: { [store = parts.store] id in
                             try await store.callbackWebhookEvents(callbackID: id)
-                        }
+                        },
+                        live: parts.relay.live
                     )
                 )
             }

@@ -1,5 +1,6 @@
 public import AsyncHTTPClient
 import Foundation
+public import HeraldPush
 public import HeraldRelayAPI
 public import HeraldStore
 import NIOCore
@@ -125,11 +126,14 @@ public struct DeviceHTTP: Sendable {
         bundleID: String,
         messagingDelay: Duration,
         voipDelay: Duration,
-        platform: DevicePlatform = .ios
+        platform: DevicePlatform = .ios,
+        apnsEnvironment: APNsEnvironment? = nil
     ) async throws -> String {
         struct Request: Encodable {
             var bundle_id: String
             var platform: String
+            /// iOS: the environment whose tokens the sandbox issues (left out: development).
+            var apns_environment: String?
             var messaging_token_delay_ms: Int64
             var voip_token_delay_ms: Int64
         }
@@ -142,6 +146,7 @@ public struct DeviceHTTP: Sendable {
             body: Request(
                 bundle_id: bundleID,
                 platform: platform.rawValue,
+                apns_environment: apnsEnvironment?.rawValue,
                 messaging_token_delay_ms: messagingDelay.components.seconds * 1000
                     + messagingDelay.components.attoseconds / 1_000_000_000_000_000,
                 voip_token_delay_ms: voipDelay.components.seconds * 1000

@@ -7,6 +7,9 @@ import Synchronization
 final class CallLink: Sendable {
     struct State {
         var channel: CallChannel?
+        /// Counts the channels opened, so that the end of a replaced one is not taken for the
+        /// current one's.
+        var generation = 0
         /// The last state the relay gave for each call.
         var states: [String: CallState] = [:]
     }
@@ -65,17 +68,19 @@ extension EmulatedPhone {
     }
 
     /// The live channel, connected now if it was not.
-    private func connectedChannel() -> CallChannel? {
+    func connectedChannel() -> CallChannel? {
         guard let registration = store.registration(), let credential = store.credential() else { return nil }
         let (channel, opened) = callLink.state.withLock { state -> (CallChannel, Bool) in
             if let channel = state.channel { return (channel, false) }
+            state.generation += 1
+            let generation = state.generation
             let channel = CallChannel(
                 relay: registration.relayURL,
                 deviceID: registration.deviceID,
                 credential: credential,
                 logger: logger,
                 received: { [weak self] frame in await self?.received(frame) },
-                ended: { [weak self] in self?.channelEnded() }
+                ended: { [weak self] in self?.channelEnded(generation) }
             )
             state.channel = channel
             return (channel, true)
@@ -91,9 +96,14 @@ extension EmulatedPhone {
         return channel
     }
 
-    private func channelEnded() {
-        callLink.state.withLock { $0.channel = nil }
-        timeline.record("relay", "sdk", "live channel closed")
+    /// The relay (or the network) ended the channel; one the app closed itself is not news.
+    private func channelEnded(_ generation: Int) {
+        let current = callLink.state.withLock { state -> Bool in
+            guard state.generation == generation, state.channel != nil else { return false }
+            state.channel = nil
+            return true
+        }
+        if current { timeline.record("relay", "sdk", "live channel closed") }
     }
 
     /// Sends the user's answer or decline over the live channel, or over HTTP without one.
@@ -144,9 +154,9 @@ extension EmulatedPhone {
                 detail: device.map { "by device \($0)" },
                 subject: callID
             )
-        case .message:
-            // The chat's live messages are the app's, not the call SDK's.
-            break
+        case .message(let message):
+            // The chat's live messages are the app's (`EmulatedPhone+Life`).
+            await liveMessage(message)
         }
         changed()
     }

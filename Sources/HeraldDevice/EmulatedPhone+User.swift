@@ -19,6 +19,8 @@ extension EmulatedPhone {
             stage: .acted,
             userSees: Self.seen(notification)
         )
+        // A terminated app launches (and resyncs), one in the background comes back.
+        try await appOpened(by: notification.conversationID)
         var text = notification.body
         if notification.fetchOnTap, let id = notification.messageID, let registration = store.registration(),
             let credential = store.credential()

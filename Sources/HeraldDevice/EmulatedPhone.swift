@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+import HeraldPush
 import HeraldRelayAPI
 public import HeraldStore
 public import Logging
@@ -25,6 +26,8 @@ public final class EmulatedPhone: Sendable {
     public let callbacks = PhoneCallbacks()
     /// The SDK session's live channel for calls (`EmulatedPhone+Calls`).
     let callLink = CallLink()
+    /// The app's life: foreground, background, terminated, logged out (`EmulatedPhone+Life`).
+    let lifeLink: LifeLink
 
     private struct State {
         var machine = LateTokenMachine()
@@ -47,6 +50,7 @@ public final class EmulatedPhone: Sendable {
         self.timeline = timeline
         self.http = DeviceHTTP(http: http)
         self.logger = logger
+        lifeLink = LifeLink(saved: LifeLink.load(store), permission: configuration.notificationPermission)
         callKit =
             configuration.platform == .ios
             ? CallKitEmulator(timeline: timeline)
@@ -79,7 +83,7 @@ public final class EmulatedPhone: Sendable {
     /// What the extension or PushKit reported when they could not do their job.
     public var diagnostics: [String] { state.withLock { $0.diagnostics } }
     /// Whether a push token is known (else the app shows "Push service not available").
-    public var pushAvailable: Bool { state.withLock { $0.pushAvailable } }
+    public var pushAvailable: Bool { state.withLock { $0.pushAvailable } && !notificationsDenied }
     /// The running session, if any.
     public var session: SDKSession? { state.withLock { $0.session } }
     /// How many sessions this launch created.
@@ -138,12 +142,17 @@ public final class EmulatedPhone: Sendable {
 
     /// Starts the app: the late-token rule, then the device connection, until `shutdown()`.
     public func launch() async throws {
-        let sandboxDevice = try await sandboxDeviceID()
-        timeline.record("user", "app", "app launched", detail: "persisted: \(store.tokens().summary)")
-        let inputs = AsyncStream.makeStream(of: SandboxEvent?.self)
-        try await perform(state.withLock { $0.machine.handle(.launched(persisted: store.tokens())) })
-        timeline.record("app", network, "token retrieval started")
+        try await launch(showing: nil)
+    }
 
+    /// Starts the phone and the app in the foreground, with `conversation` on screen if given
+    /// (its live channel and heartbeats, `EmulatedPhone+Life`). The device connection is the
+    /// system's: it stays up while the app is terminated, until `shutdown()`.
+    public func launch(showing conversation: String?) async throws {
+        let sandboxDevice = try await sandboxDeviceID()
+        try await lifeEvent(.launch(conversation: conversation))
+        guard state.withLock({ $0.loop == nil }) else { return }
+        let inputs = AsyncStream.makeStream(of: SandboxEvent?.self)
         let link = SandboxLink.events(sandbox: configuration.sandboxURL, deviceID: sandboxDevice, logger: logger)
         let timeout = configuration.tokenTimeout
         let loop = Task {
@@ -172,8 +181,33 @@ public final class EmulatedPhone: Sendable {
         state.withLock { $0.loop = loop }
     }
 
+    /// The app's process starts (`AppLifeMachine`'s `startApp`): the late-token rule from the
+    /// persisted tokens.
+    func startAppProcess() async throws {
+        timeline.record("user", "app", "app launched", detail: "persisted: \(store.tokens().summary)")
+        try await perform(state.withLock { $0.machine.handle(.launched(persisted: store.tokens())) })
+        timeline.record("app", network, "token retrieval started")
+    }
+
+    /// The app's process ends: its session and live channel; the device connection stays.
+    func stopAppProcess() {
+        closeCallChannel()
+        let session = state.withLock { state -> SDKSession? in
+            defer {
+                state.machine = LateTokenMachine()
+                state.session = nil
+                state.sessions = 0
+            }
+            return state.session
+        }
+        session?.stop(phone: self)
+        timeline.record("app", "app", "app terminated", detail: "the system still receives pushes")
+    }
+
     /// Stops the app (the device connection closes; the sandbox stores what comes meanwhile).
     public func shutdown() {
+        stopHeartbeatTimer()
+        lifeEnded()
         let loop = state.withLock { state -> Task<Void, Never>? in
             defer { state.loop = nil }
             return state.loop
@@ -181,6 +215,8 @@ public final class EmulatedPhone: Sendable {
         loop?.cancel()
         closeCallChannel()
         if let session = state.withLock({ $0.session }) { session.stop(phone: self) }
+        // A later `launch()` starts over from the persisted tokens.
+        state.withLock { $0.machine = LateTokenMachine() }
     }
 
     private func sandboxDeviceID() async throws -> String {
@@ -194,7 +230,8 @@ public final class EmulatedPhone: Sendable {
             bundleID: configuration.bundleID,
             messagingDelay: configuration.messagingTokenDelay,
             voipDelay: configuration.voipTokenDelay,
-            platform: configuration.platform
+            platform: configuration.platform,
+            apnsEnvironment: configuration.platform == .ios ? configuration.apnsEnvironment : nil
         )
         try? FileManager.default.removeItem(atPath: file)
         try SecretFile.write(Array((id + "\n").utf8), to: file, mode: 0o600)
@@ -231,6 +268,7 @@ public final class EmulatedPhone: Sendable {
                     return session
                 }
                 try await session.start(phone: self)
+                await sessionStarted()
             case .stopSession:
                 state.withLock { $0.session }?.stop(phone: self)
             case .persist(let tokens):
@@ -241,7 +279,8 @@ public final class EmulatedPhone: Sendable {
                 timeline.record("app", "user", "Push service not available")
             case .reportPushAvailable:
                 state.withLock { $0.pushAvailable = true }
-                timeline.record("app", "user", "push service available")
+                // Tokens came, but the user still denies notifications: nothing to announce.
+                if !notificationsDenied { timeline.record("app", "user", "push service available") }
             }
             changed()
         }
@@ -280,6 +319,10 @@ public final class EmulatedPhone: Sendable {
             {
                 await callReported(call.callID)
             }
+            return
+        }
+        if notificationsDenied {
+            withheld(by: "apns", subject: subject)
             return
         }
         if Self.isCallback(payload: push.payload) {
@@ -340,6 +383,10 @@ public final class EmulatedPhone: Sendable {
             subject: subject,
             stage: .delivered
         )
+        if notificationsDenied, message.data["kind"] != "call" {
+            withheld(by: "fcm-service", subject: subject)
+            return
+        }
         if message.data["kind"] == "callback" {
             await handleCallback(
                 messagingService.onCallbackReceived(message.data),
@@ -428,40 +475,5 @@ public final class EmulatedPhone: Sendable {
         state.withLock { $0.diagnostics.append(diagnostic) }
         logger.notice("device diagnostic", metadata: ["detail": "\(diagnostic)"])
         changed()
-    }
-
-    // MARK: Keys
-
-    /// Re-activates with a new key pair (the credential and the relay's keys rotate too). The
-    /// previous agreement's keys stay in the app-group store, so pushes sealed before the
-    /// rotation still open; older ones are deleted.
-    public func rotateKeys() async throws {
-        guard let registration = store.registration(), let credential = store.credential() else {
-            throw DeviceError.store("the phone is not activated yet")
-        }
-        let keys = KeyPair.generate()
-        let activation = try await http.activate(
-            relay: registration.relayURL,
-            ActivationRequest(
-                userID: registration.userID,
-                app: registration.app,
-                platform: .ios,
-                publicKey: keys.publicKey.base64,
-                deviceID: registration.deviceID
-            ),
-            bearer: credential
-        )
-        let keyID = try store.adopt(activation, keys: keys)
-        var updated = registration
-        updated.keyID = activation.keyID
-        updated.previousKeyID = registration.keyID
-        try store.save(updated)
-        store.removeKeys(except: Set([keyID] + (KeyID(hex: registration.keyID).map { [$0] } ?? [])))
-        timeline.record(
-            "sdk",
-            "relay",
-            "keys rotated (re-activation)",
-            detail: "key id \(activation.keyID), previous \(registration.keyID)"
-        )
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+public import HeraldPush
 import HeraldRelayAPI
 public import HeraldStore
 import Logging
@@ -43,6 +44,16 @@ public struct PhoneConfiguration: Sendable {
     /// What the user picks when a callback's dialog is shown (`--callbacks`); nil shows the
     /// dialog and answers nothing.
     public var callbackChoice: CallbackChoice?
+    /// The app's clock for its timers (the presence heartbeat). Real time by default; tests and
+    /// simulations pass the clock the relay shares, so thirty seconds pass when they say.
+    public var clock: AppClock = .system
+    /// The notification permission the user gave (`herald device --notifications`); nil: the app
+    /// has not asked, and reports nothing (the relay assumes granted).
+    public var notificationPermission: NotificationPermission?
+    /// iOS: the APNs environment of the build (`herald device --environment`): a debug build's
+    /// tokens are `development`, a TestFlight or App Store build's `production`. The sandbox
+    /// issues tokens of it and the activation names it; nil leaves both to their defaults.
+    public var apnsEnvironment: APNsEnvironment?
 
     public init(
         relayURL: String,
@@ -59,4 +70,26 @@ public struct PhoneConfiguration: Sendable {
         self.bundleID = bundleID
         self.storeDirectory = storeDirectory
     }
+}
+
+/// A clock the app's timers run on: real time, or one a test moves.
+public struct AppClock: Sendable {
+    /// Milliseconds since the epoch.
+    public var now: @Sendable () -> Int64
+    /// Returns once `now()` reads at least the deadline; throws when the task is cancelled.
+    public var sleepUntil: @Sendable (Int64) async throws -> Void
+
+    public init(now: @escaping @Sendable () -> Int64, sleepUntil: @escaping @Sendable (Int64) async throws -> Void) {
+        self.now = now
+        self.sleepUntil = sleepUntil
+    }
+
+    /// The system's clock.
+    public static let system = AppClock(
+        now: { Int64(Date().timeIntervalSince1970 * 1000) },
+        sleepUntil: { deadline in
+            let remaining = deadline - Int64(Date().timeIntervalSince1970 * 1000)
+            if remaining > 0 { try await Task.sleep(for: .milliseconds(remaining)) }
+        }
+    )
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+import HeraldPush
 import HeraldRelayAPI
 import HeraldStore
 import Logging
@@ -44,7 +45,8 @@ public final class SDKSession: Sendable {
                     platform: configuration.platform,
                     publicKey: keys.publicKey.base64,
                     messagingToken: tokens.messaging,
-                    voipToken: tokens.voip
+                    voipToken: tokens.voip,
+                    apnsEnvironment: configuration.platform == .ios ? configuration.apnsEnvironment : nil
                 ),
                 bearer: configuration.apiKey
             )

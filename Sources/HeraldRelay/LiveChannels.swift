@@ -133,6 +133,12 @@ public final class LiveChannels: Sendable {
         state.withLock { $0.open[deviceID]?.activeConversation == conversation }
     }
 
+    /// Whether a message sent over the device's channel here still waits for its acknowledgement
+    /// (a simulation moving the clock past the acknowledgement timeout waits for it first).
+    public func isAwaitingAcknowledgement(deviceID: String, messageID: String) -> Bool {
+        state.withLock { $0.open[deviceID]?.pending[messageID] != nil }
+    }
+
     /// Whether the device has a channel open here.
     public func isOpen(deviceID: String) -> Bool {
         state.withLock { $0.open[deviceID] != nil }
