@@ -242,17 +242,22 @@ struct AppLifeTests {
         }
     }
 
-    @Test(
-        "the relay takes the permission report (PUT /v1/devices/{id}/notifications)",
-        .disabled("LEAD: enable when the perm branch's PUT /v1/devices/{id}/notifications is merged")
-    )
+    @Test("the relay takes the permission report (PUT /v1/devices/{id}/notifications) and withholds alerts meanwhile")
     func permissionReachesRelay() async throws {
-        try await Self.withPhone(Setup(permission: .denied)) { phone, _, _, _ in
+        try await Self.withPhone(Setup(permission: .denied)) { phone, _, backend, _ in
             try await phone.launch()
             try await Self.withTokens(phone)
             #expect(phone.timeline.all.contains { $0.step == "notifications denied reported" })
+            #expect(try await Self.devices(backend).devices.map(\.notifications) == [.denied])
+            let withheld = try await backend.post("/v1/messages", Self.message("c1", "not shown"))
+            #expect(withheld.pushes.isEmpty)
+            #expect(withheld.skipped.map(\.reason) == ["notifications_denied"])
+
             try await phone.setNotificationPermission(.granted)
             #expect(phone.timeline.all.contains { $0.step == "notifications granted reported" })
+            #expect(try await Self.devices(backend).devices.map(\.notifications) == [.granted])
+            let sent = try await backend.post("/v1/messages", Self.message("c1", "shown"))
+            #expect(sent.pushes.count == 1 && sent.skipped.isEmpty)
             #expect(phone.diagnostics.isEmpty)
         }
     }
