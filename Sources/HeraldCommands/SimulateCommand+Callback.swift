@@ -136,19 +136,12 @@ extension Simulation {
     static func recordCallbackPushesAccepted(_ id: String, backend: SimulatedBackend, phone: EmulatedPhone) async throws
     {
         let listed: PushListView = try await backend.request(.GET, "/v1/pushes?user=customer-42", nil, expect: 200)
-        let android = phone.configuration.platform == .android
         let pushes = listed.pushes.filter { $0.kind == .callback }.sorted { $0.createdAt < $1.createdAt }
         let recorded = Set(backend.timeline.all.filter { $0.step.hasPrefix("push accepted by") }.compactMap(\.subject))
         for (index, push) in pushes.enumerated() {
             let subject = EmulatedPhone.callbackSubject(id, UInt16(index + 1))
             guard !recorded.contains(subject) else { continue }
-            try await backend.recordAccepted(
-                push.pushID,
-                subject: subject,
-                pushType: android ? "fcm" : "alert",
-                topic: phone.configuration.bundleID,
-                network: android ? "fcm" : "apns"
-            )
+            try await backend.recordAlertsAccepted([push.pushID], subject: subject, phone: phone)
         }
     }
 }

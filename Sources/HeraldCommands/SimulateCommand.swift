@@ -200,6 +200,20 @@ struct SimulatedBackend: Sendable {
             reportedAt: accepted.at
         )
     }
+
+    /// `recordAccepted` for alert pushes to `phone`: APNs alerts on iOS, FCM messages on Android.
+    func recordAlertsAccepted(_ pushIDs: [String], subject: String, phone: EmulatedPhone) async throws {
+        let android = phone.configuration.platform == .android
+        for pushID in pushIDs {
+            try await recordAccepted(
+                pushID,
+                subject: subject,
+                pushType: android ? "fcm" : "alert",
+                topic: phone.configuration.bundleID,
+                network: android ? "fcm" : "apns"
+            )
+        }
+    }
 }
 
 enum Simulation {
@@ -320,16 +334,7 @@ enum Simulation {
                 at: sent
             )
             try await phone.wait("notification \(index + 1)") { $0.notifications.count >= index + 1 }
-            let android = phone.configuration.platform == .android
-            for push in receipt.pushes {
-                try await backend.recordAccepted(
-                    push.pushID,
-                    subject: receipt.id,
-                    pushType: android ? "fcm" : "alert",
-                    topic: phone.configuration.bundleID,
-                    network: android ? "fcm" : "apns"
-                )
-            }
+            try await backend.recordAlertsAccepted(receipt.pushes.map(\.pushID), subject: receipt.id, phone: phone)
         }
         if let last = phone.notifications.last {
             try await phone.tap(last)

@@ -159,11 +159,6 @@ extension Simulation {
         guard let push = listed.pushes.filter({ $0.kind == .message }).max(by: { $0.createdAt < $1.createdAt }) else {
             throw ValidationError("the relay lists no push for the chat")
         }
-        try await recordAccepted(
-            [IngestReceipt.Push(pushID: push.pushID, deviceID: push.deviceID)],
-            subject: message,
-            phone: phone,
-            backend: backend
-        )
+        try await backend.recordAlertsAccepted([push.pushID], subject: message, phone: phone)
     }
 }

@@ -139,25 +139,7 @@ extension Simulation {
             throw ValidationError("message \(number) was not pushed: \(receipt)")
         }
         try await phone.wait("notification for message \(number)") { $0.notifications.count > shown }
-        try await recordAccepted(receipt.pushes, subject: receipt.id, phone: phone, backend: backend)
-    }
-
-    static func recordAccepted(
-        _ pushes: [IngestReceipt.Push],
-        subject: String,
-        phone: EmulatedPhone,
-        backend: SimulatedBackend
-    ) async throws {
-        let android = phone.configuration.platform == .android
-        for push in pushes {
-            try await backend.recordAccepted(
-                push.pushID,
-                subject: subject,
-                pushType: android ? "fcm" : "alert",
-                topic: phone.configuration.bundleID,
-                network: android ? "fcm" : "apns"
-            )
-        }
+        try await backend.recordAlertsAccepted(receipt.pushes.map(\.pushID), subject: receipt.id, phone: phone)
     }
 
     /// Waits until the relay holds the phone's channel active in `conversation` (nil: no channel
