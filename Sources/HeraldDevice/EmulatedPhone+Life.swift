@@ -366,6 +366,9 @@ extension EmulatedPhone {
             var next = first
             while !Task.isCancelled {
                 do { try await clock.sleepUntil(next) } catch { return }
+                // When it woke, not when the heartbeat's request returned: a deadline reached
+                // while the request was in flight is due, not missed.
+                let woke = clock.now()
                 guard let self, !Task.isCancelled else { return }
                 do {
                     try await self.lifeEvent(.heartbeatDue)
@@ -373,8 +376,7 @@ extension EmulatedPhone {
                     self.record(diagnostic: "heartbeat: \(error)")
                 }
                 // A clock moved far ahead fires once, as a coalesced system timer does.
-                let now = clock.now()
-                while next <= now { next += interval }
+                while next <= woke { next += interval }
             }
         }
         lifeLink.state.withLock { state -> Task<Void, Never>? in
