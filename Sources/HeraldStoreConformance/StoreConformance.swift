@@ -62,6 +62,7 @@ public enum StoreConformance {
         case fleetRoutesTravelWithTheToken
         case callbacksAreClaimedOnceAndPushedOnce
         case callbackAnswersCompareAndSet
+        case ingestClaimsAreHeldByTheirNode
 
         public var description: String { rawValue }
 
@@ -121,6 +122,7 @@ public enum StoreConformance {
             case .callbacksAreClaimedOnceAndPushedOnce:
                 try await StoreConformance.callbacksAreClaimedOnceAndPushedOnce(engine)
             case .callbackAnswersCompareAndSet: try await StoreConformance.callbackAnswersCompareAndSet(engine)
+            case .ingestClaimsAreHeldByTheirNode: try await StoreConformance.ingestClaimsAreHeldByTheirNode(engine)
             }
         }
     }

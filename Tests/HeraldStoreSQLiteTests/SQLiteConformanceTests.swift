@@ -184,6 +184,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.callbackAnswersCompareAndSet)
     }
 
+    @Test func ingestClaimsAreHeldByTheirNode() async throws {
+        try await SQLiteEngine.check(.ingestClaimsAreHeldByTheirNode)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -232,6 +236,7 @@ struct SQLiteConformanceTests {
             .fleetRoutesTravelWithTheToken,
             .callbacksAreClaimedOnceAndPushedOnce,
             .callbackAnswersCompareAndSet,
+            .ingestClaimsAreHeldByTheirNode,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
