@@ -1,4 +1,4 @@
-public import HeraldPush
+import HeraldPush
 public import HeraldStore
 
 /// Where an ingest hands the pushes its node sends itself, so no claim statement has to take them

@@ -177,10 +177,15 @@ public final class Dispatcher: Service, Sendable {
         // When this loop claims next at the latest (the idle poll, the next retry's due time, a
         // network's next probe); the first pass claims what was queued before the start.
         var pollAt = Int64.min
+        // Whether the loop's idle wait just ran out (a poll, whatever the clock says): it claims.
+        var timedOut = false
         let batchSize = max(1, configuration.batchSize)
         while !Task.isCancelled {
             let time = now()
-            let claimNow = claimWanted.exchange(false, ordering: .acquiringAndReleasing) || time >= pollAt
+            let claimNow =
+                claimWanted.exchange(false, ordering: .acquiringAndReleasing) || time >= pollAt
+                || timedOut
+            timedOut = false
             // Pushes handed over in memory need no claim. While the store may hold some too, at
             // most half a batch of them, so neither starves the other.
             let (handed, stale) = handOffs.withLock {
@@ -200,7 +205,7 @@ public final class Dispatcher: Service, Sendable {
                 }
             }
             if claimed.isEmpty {
-                await signal.wait(timeout: .milliseconds(max(1, pollAt - now())))
+                timedOut = !(await signal.wait(timeout: .milliseconds(max(1, pollAt - now()))))
                 continue
             }
             if !handOffs.withLock({ $0.isEmpty }) { signal.signal() }

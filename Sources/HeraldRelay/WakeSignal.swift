@@ -33,18 +33,27 @@ final class WakeSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Returns on a signal, after `timeout`, or on cancellation.
-    func wait(timeout: Duration) async {
+    /// Returns on a signal, after `timeout`, or on cancellation; answers whether a signal (or
+    /// the cancellation) ended it rather than the timeout.
+    @discardableResult
+    func wait(timeout: Duration) async -> Bool {
         let consumed = state.withLock { state -> Bool in
             defer { state.pending = false }
             return state.pending
         }
-        if consumed { return }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: timeout) }
-            group.addTask { await self.waitForSignal() }
-            await group.next()
+        if consumed { return true }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            group.addTask {
+                await self.waitForSignal()
+                return true
+            }
+            let signalled = await group.next() ?? true
             group.cancelAll()
+            return signalled
         }
     }
 
