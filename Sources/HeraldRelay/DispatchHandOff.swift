@@ -21,8 +21,12 @@ public protocol PushHandOff: Sendable {
 
 /// The hand-off's state: pushes reserved or waiting for a dispatcher loop, bounded, taken calls
 /// first then the longest waiting. Events in, pushes out, no I/O.
+///
+/// The bound counts the pushes the loops are sending too: a node never holds more than
+/// `capacity` pushes at once, claimed or handed over, so a node whose loops are stuck (a
+/// provider that does not answer) leaves new pushes queued for the other nodes.
 struct HandOffQueue: Sendable {
-    /// Pushes reserved and waiting at most (0: the hand-off keeps none).
+    /// Pushes reserved, waiting and being sent at most (0: the hand-off keeps none).
     let capacity: Int
     /// Reserved by ingests not yet committed.
     private(set) var reserved = 0
@@ -35,12 +39,12 @@ struct HandOffQueue: Sendable {
         self.capacity = capacity
     }
 
-    /// Room for how many more pushes.
-    var room: Int { isOpen ? max(0, capacity - reserved - waiting.count) : 0 }
+    /// Room for how many more pushes while the loops send `sending`.
+    func room(sending: Int) -> Int { isOpen ? max(0, capacity - sending - reserved - waiting.count) : 0 }
 
-    /// Reserves up to `count` places; answers how many.
-    mutating func reserve(_ count: Int) -> Int {
-        let granted = min(count, room)
+    /// Reserves up to `count` places while the loops send `sending` pushes; answers how many.
+    mutating func reserve(_ count: Int, sending: Int) -> Int {
+        let granted = min(count, room(sending: sending))
         reserved += granted
         return granted
     }
@@ -101,7 +105,8 @@ extension Dispatcher: PushHandOff {
         // Deferred pushes and those of a network held down go through claims, as before.
         let candidates = pushes.filter { $0.nextAttemptAt <= time && $0.expiresAt > time && healthy.contains($0.network) }
         guard !candidates.isEmpty else { return nil }
-        let granted = handOffs.withLock { $0.reserve(candidates.count) }
+        let sending = pushesOut.load(ordering: .relaxed)
+        let granted = handOffs.withLock { $0.reserve(candidates.count, sending: sending) }
         guard granted > 0 else { return nil }
         return IngestClaim(
             owner: configuration.owner,

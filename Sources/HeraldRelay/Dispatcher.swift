@@ -32,10 +32,12 @@ public struct DispatcherConfiguration: Sendable {
     /// whether it answers again; the rest of its pushes wait for that answer rather than each
     /// backing off on its own. Bounds how late the backlog starts after the network's return.
     public var probeInterval: Duration = .milliseconds(250)
-    /// The most pushes this node's own ingests hand to it in memory (`PushHandOff`), reserved or
-    /// waiting for a loop: written already claimed by this node, so no claim statement takes
-    /// them back from the store, and no other node is woken for them. Beyond it (a backlog),
-    /// pushes are written queued for any node to claim. 0: every push goes through a claim.
+    /// How many pushes this node's own ingests may hand to it in memory (`PushHandOff`): written
+    /// already claimed by this node, so no claim statement takes them back from the store and no
+    /// other node is woken for them. The bound counts the pushes being sent too, and is never
+    /// more than `workers × batchSize`, so the node holds no more than it can send at once; beyond
+    /// it (a backlog, or loops held by a slow provider) pushes are written queued for any node to
+    /// claim. 0: every push goes through a claim.
     public var handOffCapacity: Int = 512
 
     public init() {}
@@ -71,7 +73,7 @@ public final class Dispatcher: Service, Sendable {
     private let inFlight = Atomic<Int>(0)
     /// Batches (and their pushes) between their claim and the record of their outcomes.
     private let batchesOut = Atomic<Int>(0)
-    private let pushesOut = Atomic<Int>(0)
+    let pushesOut = Atomic<Int>(0)
     private let drainReport = Mutex<DrainReport?>(nil)
     private let completed: [PushState: Counter] = Dictionary(
         uniqueKeysWithValues: [PushState.delivered, .tokenDead, .failed, .expired].map {
@@ -101,7 +103,8 @@ public final class Dispatcher: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.now = now
-        self.handOffs = Mutex(HandOffQueue(capacity: max(0, configuration.handOffCapacity)))
+        let held = max(1, configuration.workers) * max(1, configuration.batchSize)
+        self.handOffs = Mutex(HandOffQueue(capacity: max(0, min(configuration.handOffCapacity, held))))
         let start = now()
         let interval = configuration.probeInterval.milliseconds
         health = Mutex(
