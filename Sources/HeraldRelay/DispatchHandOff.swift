@@ -103,7 +103,9 @@ extension Dispatcher: PushHandOff {
         let time = now()
         let healthy = health.withLock { machines in Set(machines.filter(\.value.isHealthy).keys) }
         // Deferred pushes and those of a network held down go through claims, as before.
-        let candidates = pushes.filter { $0.nextAttemptAt <= time && $0.expiresAt > time && healthy.contains($0.network) }
+        let candidates = pushes.filter {
+            $0.nextAttemptAt <= time && $0.expiresAt > time && healthy.contains($0.network)
+        }
         guard !candidates.isEmpty else { return nil }
         let sending = pushesOut.load(ordering: .relaxed)
         let granted = handOffs.withLock { $0.reserve(candidates.count, sending: sending) }

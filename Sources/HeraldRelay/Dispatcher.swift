@@ -194,7 +194,9 @@ public final class Dispatcher: Service, Sendable {
             let (handed, stale) = handOffs.withLock {
                 $0.take(claimNow ? batchSize / 2 : batchSize, freshUntil: time + configuration.lease.milliseconds / 2)
             }
-            if !stale.isEmpty { await Task { await self.putBack(stale, reason: "not sent within half its lease") }.value }
+            if !stale.isEmpty {
+                await Task { await self.putBack(stale, reason: "not sent within half its lease") }.value
+            }
             var claimed = handed
             if claimNow {
                 let (taken, full, failed) = await claimQueued(limit: batchSize - handed.count, at: time)
@@ -204,7 +206,8 @@ public final class Dispatcher: Service, Sendable {
                     claimWanted.store(true, ordering: .releasing)
                     signal.signal()
                 } else {
-                    pollAt = failed ? time + configuration.idlePoll.milliseconds : time + (await idleWait()).milliseconds
+                    pollAt =
+                        failed ? time + configuration.idlePoll.milliseconds : time + (await idleWait()).milliseconds
                 }
             }
             if claimed.isEmpty {

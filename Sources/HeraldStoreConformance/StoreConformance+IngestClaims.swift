@@ -28,7 +28,10 @@ extension StoreConformance {
         #expect(counts[.sending] == 2 && counts[.queued] == 1)
 
         #expect(try await claimIDs(otherNode, owner: "node-2", now: 100, leaseUntil: 9_000) == ["c"])
-        #expect(try await claimIDs(store, owner: "node-1", now: 200, leaseUntil: 9_000) == [], "held, not claimed again")
+        #expect(
+            try await claimIDs(store, owner: "node-1", now: 200, leaseUntil: 9_000) == [],
+            "held, not claimed again"
+        )
         #expect(try await claimIDs(otherNode, owner: "node-3", now: 5_000, leaseUntil: 9_000) == [], "held through")
 
         try await store.complete(

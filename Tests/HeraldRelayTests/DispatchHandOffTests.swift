@@ -44,7 +44,11 @@ struct DispatchHandOffTests {
         var queue = HandOffQueue(capacity: 10)
         queue.open()
         _ = queue.reserve(3, sending: 0)
-        let messages = queue.fulfil(3, with: [Self.claimed("m2", at: 20), Self.claimed("m1", at: 10)], leaseUntil: 1_000)
+        let messages = queue.fulfil(
+            3,
+            with: [Self.claimed("m2", at: 20), Self.claimed("m1", at: 10)],
+            leaseUntil: 1_000
+        )
         _ = queue.reserve(2, sending: 0)
         let call = queue.fulfil(2, with: [Self.claimed("c1", kind: .call, at: 30)], leaseUntil: 1_000)
         let old = queue.fulfil(0, with: [Self.claimed("old", at: 5)], leaseUntil: 400)
