@@ -23,6 +23,10 @@
 #               CPU milliseconds per message for each, PostgreSQL commits per message (with psql),
 #               and the 1-minute load average at the start and the end (other work on the machine)
 #
+# The serve scenarios report the server's CPU milliseconds per accepted message too, and on
+# PostgreSQL its CPU and commits per message; every line, the 1-minute load average at the start
+# and the end.
+#
 # Environment: HERALD (binary), OUT (JSON lines, default /tmp/bench-relay.jsonl), CONNECTIONS
 # (default 32), MESSAGES (overrides the scenario's count), WORKERS (serve --workers).
 # DATABASE_URL: run serve on PostgreSQL instead of SQLite, each scenario in a schema of its own;
@@ -95,6 +99,9 @@ run() {
         database=(--database "${DATABASE_URL}${separator}schema=bench_$(date +%s%N)")
     fi
     pg_before=$(postgres_cpu)
+    local commits_before=0 load_before
+    [ -n "${DATABASE_URL:-}" ] && commits_before=$(postgres_commits)
+    load_before=$(cut -d ' ' -f 1 /proc/loadavg)
     if [ -n "$external" ]; then
         (cd "$dir" && "$herald" keys apns --out keys --key-id BENCHKEY01 --team-id BENCHTEAM1 >/dev/null)
         (cd "$dir" && exec "$herald" sandbox --apns-port "$apns" --control-port "$control" --fcm-port 0 --keys-dir keys \
@@ -130,6 +137,8 @@ run() {
     local pg_cpu engine=sqlite
     [ -n "${DATABASE_URL:-}" ] && engine=postgres
     pg_cpu=$(awk -v a="$pg_before" -v b="$(postgres_cpu)" 'BEGIN {printf "%.2f", b - a}')
+    local commits=0
+    [ -n "${DATABASE_URL:-}" ] && commits=$(($(postgres_commits) - commits_before))
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
     hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
     kill -TERM "$pid"
@@ -138,7 +147,7 @@ run() {
         kill -TERM "$sandbox_pid"
         wait "$sandbox_pid" || true
     fi
-    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); d["server_cpu_seconds"]=float(sys.argv[4]); d["client_cpu_seconds"]=round(float(sys.argv[5]),2); d["sandbox_process_cpu_seconds"]=float(sys.argv[6]); d["database"]=sys.argv[7]; d["postgres_cpu_seconds"]=float(sys.argv[8]); print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm" "$cpu" "$client" "$sandbox_cpu" "$engine" "$pg_cpu")
+    line=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["server_rss_mb"]=round(int(sys.argv[2])/1024,1); d["server_peak_rss_mb"]=round(int(sys.argv[3])/1024,1); d["server_cpu_seconds"]=float(sys.argv[4]); d["client_cpu_seconds"]=round(float(sys.argv[5]),2); d["sandbox_process_cpu_seconds"]=float(sys.argv[6]); d["database"]=sys.argv[7]; d["postgres_cpu_seconds"]=float(sys.argv[8]); n=d.get("accepted") or 1; d["server_cpu_ms_per_message"]=round(float(sys.argv[4])*1000/n,3); d["postgres_cpu_ms_per_message"]=round(float(sys.argv[8])*1000/n,3); d["postgres_commits_per_message"]=round(int(sys.argv[9])/n,2); d["load_average_1m"]=[float(v) for v in sys.argv[10].split()]; print(json.dumps(d, sort_keys=True))' "$line" "$rss" "$hwm" "$cpu" "$client" "$sandbox_cpu" "$engine" "$pg_cpu" "$commits" "$load_before $(cut -d ' ' -f 1 /proc/loadavg)")
     echo "$line" | tee -a "$out"
     echo "# $label: $((SECONDS - started)) s; database $(du -sh "$dir/data" 2>/dev/null | cut -f1)" >&2
     rm -rf "$dir"

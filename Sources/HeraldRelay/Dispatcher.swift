@@ -32,6 +32,13 @@ public struct DispatcherConfiguration: Sendable {
     /// whether it answers again; the rest of its pushes wait for that answer rather than each
     /// backing off on its own. Bounds how late the backlog starts after the network's return.
     public var probeInterval: Duration = .milliseconds(250)
+    /// How many pushes this node's own ingests may hand to it in memory (`PushHandOff`): written
+    /// already claimed by this node, so no claim statement takes them back from the store and no
+    /// other node is woken for them. The bound counts the pushes being sent too, and is never
+    /// more than `workers × batchSize`, so the node holds no more than it can send at once; beyond
+    /// it (a backlog, or loops held by a slow provider) pushes are written queued for any node to
+    /// claim. 0: every push goes through a claim.
+    public var handOffCapacity: Int = 512
 
     public init() {}
 }
@@ -50,18 +57,23 @@ public struct DispatcherConfiguration: Sendable {
 /// Each push's final outcome is logged at info (`push finished`, with the push, device, app,
 /// network, outcome, attempts and reason; never the token or the content).
 public final class Dispatcher: Service, Sendable {
-    private let store: any OutboxStore
+    let store: any OutboxStore
     private let sender: any PushSender
-    private let configuration: DispatcherConfiguration
-    private let logger: Logger
-    private let now: @Sendable () -> Int64
-    private let signal = WakeSignal()
+    let configuration: DispatcherConfiguration
+    let logger: Logger
+    let now: @Sendable () -> Int64
+    let signal = WakeSignal()
+    /// Pushes this node's ingests handed over in memory, waiting for a loop.
+    let handOffs: Mutex<HandOffQueue>
+    /// Set when pushes may be queued in the store for this node to claim (an ingest left some
+    /// queued, another node queued some, a retry or a requeue): the next loop to run claims.
+    private let claimWanted = Atomic<Bool>(true)
     private let latency = Metrics.Timer(label: "herald_relay_push_latency_seconds")
     private let inFlightGauge = Gauge(label: "herald_relay_pushes_in_flight")
     private let inFlight = Atomic<Int>(0)
     /// Batches (and their pushes) between their claim and the record of their outcomes.
     private let batchesOut = Atomic<Int>(0)
-    private let pushesOut = Atomic<Int>(0)
+    let pushesOut = Atomic<Int>(0)
     private let drainReport = Mutex<DrainReport?>(nil)
     private let completed: [PushState: Counter] = Dictionary(
         uniqueKeysWithValues: [PushState.delivered, .tokenDead, .failed, .expired].map {
@@ -72,7 +84,7 @@ public final class Dispatcher: Service, Sendable {
     private let held = Counter(label: "herald_relay_pushes_held_total")
     /// When a retry was last logged (milliseconds): one warning a minute says why pushes wait.
     private let lastRetryWarning = Atomic<Int64>(Int64.min)
-    private let health: Mutex<[PushNetwork: NetworkHealthMachine]>
+    let health: Mutex<[PushNetwork: NetworkHealthMachine]>
     private let healthGauges: [PushNetwork: Gauge] = Dictionary(
         uniqueKeysWithValues: PushNetwork.allCases.map {
             ($0, Gauge(label: "herald_relay_network_up", dimensions: [("network", $0.rawValue)]))
@@ -91,6 +103,8 @@ public final class Dispatcher: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.now = now
+        let held = max(1, configuration.workers) * max(1, configuration.batchSize)
+        self.handOffs = Mutex(HandOffQueue(capacity: max(0, min(configuration.handOffCapacity, held))))
         let start = now()
         let interval = configuration.probeInterval.milliseconds
         health = Mutex(
@@ -108,8 +122,11 @@ public final class Dispatcher: Service, Sendable {
         health.withLock { $0.mapValues(\.state) }
     }
 
-    /// Tells idle loops that new pushes are queued.
-    public func wake() { signal.signal() }
+    /// Tells idle loops that new pushes are queued in the store.
+    public func wake() {
+        claimWanted.store(true, ordering: .releasing)
+        signal.signal()
+    }
 
     /// Pushes handed to the sender and not yet completed.
     public var pushesInFlight: Int { inFlight.load(ordering: .relaxed) }
@@ -133,6 +150,8 @@ public final class Dispatcher: Service, Sendable {
         } catch {
             logger.error("cannot release earlier claims", metadata: ["error": "\(error)"])
         }
+        // Only now: the release above would have put back pushes handed over before it.
+        handOffs.withLock { $0.open() }
         await withGracefulShutdownHandler {
             await cancelWhenGracefulShutdown {
                 await withTaskGroup(of: Void.self) { group in
@@ -151,65 +170,51 @@ public final class Dispatcher: Service, Sendable {
             )
             self.drainReport.withLock { $0 = report }
         }
+        // Pushes handed over and not yet taken go back to the queue, for the next run or another
+        // node, rather than wait out their lease.
+        let left = handOffs.withLock { $0.close() }
+        if !left.isEmpty { await Task { await self.putBack(left, reason: "the dispatcher stopped") }.value }
     }
 
     private func loop() async {
+        // When this loop claims next at the latest (the idle poll, the next retry's due time, a
+        // network's next probe); the first pass claims what was queued before the start.
+        var pollAt = Int64.min
+        // Whether the loop's idle wait just ran out (a poll, whatever the clock says): it claims.
+        var timedOut = false
+        let batchSize = max(1, configuration.batchSize)
         while !Task.isCancelled {
-            var claimed: [ClaimedPush] = []
             let time = now()
-            let (healthy, probes) = health.withLock { machines -> (Set<PushNetwork>, [PushNetwork]) in
-                var healthy: Set<PushNetwork> = []
-                var probes: [PushNetwork] = []
-                for network in PushNetwork.allCases {
-                    if machines[network]!.isHealthy {
-                        healthy.insert(network)
-                    } else if machines[network]!.startProbe(at: time) {
-                        probes.append(network)
-                    }
-                }
-                return (healthy, probes)
+            let claimNow =
+                claimWanted.exchange(false, ordering: .acquiringAndReleasing) || time >= pollAt
+                || timedOut
+            timedOut = false
+            // Pushes handed over in memory need no claim. While the store may hold some too, at
+            // most half a batch of them, so neither starves the other.
+            let (handed, stale) = handOffs.withLock {
+                $0.take(claimNow ? batchSize / 2 : batchSize, freshUntil: time + configuration.lease.milliseconds / 2)
             }
-            do {
-                let leaseUntil = time + configuration.lease.milliseconds
-                if !healthy.isEmpty {
-                    claimed = try await store.claim(
-                        limit: configuration.batchSize,
-                        owner: configuration.owner,
-                        now: time,
-                        leaseUntil: leaseUntil,
-                        networks: healthy
-                    )
+            if !stale.isEmpty {
+                await Task { await self.putBack(stale, reason: "not sent within half its lease") }.value
+            }
+            var claimed = handed
+            if claimNow {
+                let (taken, full, failed) = await claimQueued(limit: batchSize - handed.count, at: time)
+                claimed += taken
+                if full {
+                    // More may be waiting: let another loop claim while this one sends.
+                    claimWanted.store(true, ordering: .releasing)
+                    signal.signal()
+                } else {
+                    pollAt =
+                        failed ? time + configuration.idlePoll.milliseconds : time + (await idleWait()).milliseconds
                 }
-                for network in probes {
-                    let probe = try await store.claim(
-                        limit: 1,
-                        owner: configuration.owner,
-                        now: time,
-                        leaseUntil: leaseUntil,
-                        networks: [network]
-                    )
-                    if probe.isEmpty {
-                        _ = health.withLock { $0[network]!.handle(.nothingToProbe(at: time)) }
-                    }
-                    claimed += probe
-                }
-            } catch {
-                logger.error("cannot claim pushes", metadata: ["error": "\(error)"])
-                // A probe taken but not sent must not hold its network's probes forever.
-                health.withLock { machines in
-                    for network in probes { _ = machines[network]!.handle(.nothingToProbe(at: time)) }
-                }
-                await signal.wait(timeout: configuration.idlePoll)
-                continue
             }
             if claimed.isEmpty {
-                await signal.wait(timeout: await idleWait())
+                timedOut = !(await signal.wait(timeout: .milliseconds(max(1, pollAt - now()))))
                 continue
             }
-            if claimed.count >= configuration.batchSize {
-                // More may be waiting: let another loop claim while this one sends.
-                signal.signal()
-            }
+            if !handOffs.withLock({ $0.isEmpty }) { signal.signal() }
             // Once claimed, a batch is sent and completed even if shutdown begins meanwhile.
             let batch = claimed
             batchesOut.add(1, ordering: .relaxed)
@@ -218,6 +223,63 @@ public final class Dispatcher: Service, Sendable {
             batchesOut.subtract(1, ordering: .relaxed)
             pushesOut.subtract(batch.count, ordering: .relaxed)
         }
+    }
+
+    /// Claims up to `limit` due pushes through the networks that answer, and a probe for each
+    /// network due one; answers them, whether the claim filled its limit (more may be waiting),
+    /// and whether it failed.
+    private func claimQueued(limit: Int, at time: Int64) async -> (claimed: [ClaimedPush], full: Bool, failed: Bool) {
+        let (healthy, probes) = health.withLock { machines -> (Set<PushNetwork>, [PushNetwork]) in
+            var healthy: Set<PushNetwork> = []
+            var probes: [PushNetwork] = []
+            for network in PushNetwork.allCases {
+                if machines[network]!.isHealthy {
+                    healthy.insert(network)
+                } else if machines[network]!.startProbe(at: time) {
+                    probes.append(network)
+                }
+            }
+            return (healthy, probes)
+        }
+        var claimed: [ClaimedPush] = []
+        var full = false
+        do {
+            let leaseUntil = time + configuration.lease.milliseconds
+            if !healthy.isEmpty, limit > 0 {
+                claimed = try await store.claim(
+                    limit: limit,
+                    owner: configuration.owner,
+                    now: time,
+                    leaseUntil: leaseUntil,
+                    networks: healthy
+                )
+                full = claimed.count >= limit
+            } else if !healthy.isEmpty {
+                // A full batch handed over: claim on the next pass.
+                full = true
+            }
+            for network in probes {
+                let probe = try await store.claim(
+                    limit: 1,
+                    owner: configuration.owner,
+                    now: time,
+                    leaseUntil: leaseUntil,
+                    networks: [network]
+                )
+                if probe.isEmpty {
+                    _ = health.withLock { $0[network]!.handle(.nothingToProbe(at: time)) }
+                }
+                claimed += probe
+            }
+        } catch {
+            logger.error("cannot claim pushes", metadata: ["error": "\(error)"])
+            // A probe taken but not sent must not hold its network's probes forever.
+            health.withLock { machines in
+                for network in probes { _ = machines[network]!.handle(.nothingToProbe(at: time)) }
+            }
+            return (claimed, false, true)
+        }
+        return (claimed, full, false)
     }
 
     /// Until the next retry is due, within the idle poll. While a network is down, until its next
@@ -288,6 +350,7 @@ public final class Dispatcher: Service, Sendable {
                     "push network answers again: draining its pushes",
                     metadata: ["network": "\(network.rawValue)", "down_ms": "\(downFor)"]
                 )
+                claimWanted.store(true, ordering: .releasing)
                 signal.signalAll()
             case nil:
                 break
@@ -306,6 +369,11 @@ public final class Dispatcher: Service, Sendable {
                 if attempt >= 5 { break }
                 try? await Task.sleep(for: .milliseconds(100 << attempt))
             }
+        }
+        // Pushes back in the queue are claimed again when due: the next loop to run claims, and
+        // learns when the next one is due.
+        if completions.contains(where: { if case .finish = $0.disposition { false } else { true } }) {
+            claimWanted.store(true, ordering: .releasing)
         }
     }
 
@@ -414,78 +482,6 @@ extension Duration {
     var milliseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}
-
-/// Wakes a waiting loop; a signal with no waiter is kept for the next one.
-final class WakeSignal: Sendable {
-    private struct State {
-        var pending = false
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-        var nextID: UInt64 = 0
-    }
-
-    private let state = Mutex(State())
-
-    /// Wakes one waiting loop (or the next to wait): one loop claiming a batch beats every loop
-    /// racing for the same few pushes. A loop that claims a full batch wakes the next itself.
-    func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let id = state.waiters.keys.min() else {
-                state.pending = true
-                return nil
-            }
-            return state.waiters.removeValue(forKey: id)
-        }
-        waiter?.resume()
-    }
-
-    /// Wakes every waiting loop (and the next to wait): a backlog that every loop should drain.
-    func signalAll() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.pending = true
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// Returns on a signal, after `timeout`, or on cancellation.
-    func wait(timeout: Duration) async {
-        let consumed = state.withLock { state -> Bool in
-            defer { state.pending = false }
-            return state.pending
-        }
-        if consumed { return }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: timeout) }
-            group.addTask { await self.waitForSignal() }
-            await group.next()
-            group.cancelAll()
-        }
-    }
-
-    private func waitForSignal() async {
-        let id = state.withLock { state -> UInt64 in
-            state.nextID += 1
-            return state.nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.pending || Task.isCancelled {
-                        state.pending = false
-                        return true
-                    }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume()
-        }
     }
 }
 

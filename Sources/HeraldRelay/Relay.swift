@@ -37,6 +37,8 @@ public final class Relay: Sendable {
     ///     `nil` sleeps in real time until `now` reaches it. Tests pass a clock they can advance.
     ///   - onAccepted: called after each ingest that queued pushes (wakes the dispatcher).
     ///   - onAppSaved: called after an app was added or changed (say, to register it with a sandbox).
+    ///   - handOff: this node's dispatcher: the pushes an ingest can hand it in memory are written
+    ///     claimed by it and sent without a claim statement (nil: every push is claimed).
     public init(
         configuration: RelayConfiguration = RelayConfiguration(),
         store: any HeraldStore,
@@ -46,7 +48,8 @@ public final class Relay: Sendable {
         sleep: (@Sendable (_ until: Int64) async throws -> Void)? = nil,
         onAccepted: @escaping @Sendable () -> Void = {},
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
-        live: LiveChannels? = nil
+        live: LiveChannels? = nil,
+        handOff: (any PushHandOff)? = nil
     ) {
         let live = live ?? LiveChannels(ackTimeout: configuration.live.ackTimeout)
         let directory: any LiveSessionDirectory =
@@ -64,7 +67,8 @@ public final class Relay: Sendable {
             now: now,
             sleep: sleep,
             onAccepted: onAccepted,
-            onAppSaved: onAppSaved
+            onAppSaved: onAppSaved,
+            handOff: handOff
         )
         let ingest = RelayIngest(context: context, live: live, directory: directory)
         self.activation = RelayActivation(context: context)

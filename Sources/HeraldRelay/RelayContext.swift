@@ -28,6 +28,9 @@ final class RelayContext: Sendable {
     /// Signalled when webhook events were written: wakes the webhook dispatcher.
     let webhooksWritten = WakeSignal()
     private let onAccepted: @Sendable () -> Void
+    /// This node's dispatcher, taking the pushes its ingests keep in memory (nil: every push is
+    /// claimed from the store).
+    let handOff: (any PushHandOff)?
     /// Called after an app was added or changed.
     let onAppSaved: @Sendable (AppRecord) -> Void
 
@@ -39,7 +42,8 @@ final class RelayContext: Sendable {
         now: @escaping @Sendable () -> Int64,
         sleep: @escaping @Sendable (_ until: Int64) async throws -> Void,
         onAccepted: @escaping @Sendable () -> Void,
-        onAppSaved: @escaping @Sendable (AppRecord) -> Void
+        onAppSaved: @escaping @Sendable (AppRecord) -> Void,
+        handOff: (any PushHandOff)? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -49,10 +53,25 @@ final class RelayContext: Sendable {
         self.sleep = sleep
         self.onAccepted = onAccepted
         self.onAppSaved = onAppSaved
+        self.handOff = handOff
     }
 
     /// Tells the dispatcher that pushes were queued.
     func accepted() { onAccepted() }
+
+    /// `entry` with the token and route a claim would read for it (the device's token for its
+    /// kind, the token's environment, the app's key or account), for this node's dispatcher to
+    /// send without a claim; `nil` when the device has no token for it.
+    func sendable(_ entry: OutboxEntry, device: DeviceRecord, app: AppRecord) -> ClaimedPush? {
+        guard let token = entry.usesVoIPToken ? device.voipToken : device.messagingToken else { return nil }
+        return ClaimedPush(
+            entry: entry,
+            deviceToken: token,
+            apnsEnvironment: device.apnsEnvironment,
+            apnsKey: app.apnsKey,
+            fcmAccount: app.fcmAccount
+        )
+    }
 
     /// An app, from the cache or the store.
     func app(id: String) async throws(RelayError) -> AppRecord? {

@@ -67,6 +67,8 @@ public final class RelayIngest: Sendable {
             now: time
         )
         var pushes: [OutboxEntry] = []
+        // The pushes with their tokens, for this node's dispatcher to send without a claim.
+        var sendable: [ClaimedPush] = []
         var liveDevices: [String] = []
         var handovers: [LiveHandover] = []
         var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
@@ -122,6 +124,7 @@ public final class RelayIngest: Sendable {
                 continue
             }
             pushes.append(push)
+            if let push = context.sendable(push, device: device, app: app) { sendable.append(push) }
             receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }
 
@@ -149,6 +152,7 @@ public final class RelayIngest: Sendable {
             key: request.idempotencyKey.map { "message:" + $0 },
             message: message,
             pushes: pushes,
+            sendable: sendable,
             handovers: handovers
         )
         if !outcome.duplicate {
@@ -295,6 +299,7 @@ public final class RelayIngest: Sendable {
             startedAt: time
         )
         var pushes: [OutboxEntry] = []
+        var sendable: [ClaimedPush] = []
         var receipt = IngestReceipt(id: request.callID, pushes: [], skipped: [])
         var callApp: AppRecord?
         for device in recipients.map(\.device) {
@@ -331,20 +336,20 @@ public final class RelayIngest: Sendable {
             } catch {
                 throw RelayError.invalidField("from.name", "does not fit in a VoIP push")
             }
-            pushes.append(
-                OutboxEntry(
-                    pushID: pushID,
-                    deviceID: device.id,
-                    kind: .call,
-                    subjectID: request.callID,
-                    priority: 10,
-                    payload: payload,
-                    nextAttemptAt: time,
-                    expiresAt: time + (request.ttl ?? app.callTTL) * 1000,
-                    createdAt: time,
-                    updatedAt: time
-                )
+            let push = OutboxEntry(
+                pushID: pushID,
+                deviceID: device.id,
+                kind: .call,
+                subjectID: request.callID,
+                priority: 10,
+                payload: payload,
+                nextAttemptAt: time,
+                expiresAt: time + (request.ttl ?? app.callTTL) * 1000,
+                createdAt: time,
+                updatedAt: time
             )
+            pushes.append(push)
+            if let push = context.sendable(push, device: device, app: app) { sendable.append(push) }
             receipt.pushes.append(.init(pushID: pushID, deviceID: device.id))
             if callApp == nil { callApp = app }
         }
@@ -368,6 +373,7 @@ public final class RelayIngest: Sendable {
             key: "call:" + request.callID,
             message: nil,
             pushes: pushes,
+            sendable: sendable,
             call: call
         )
         if !outcome.duplicate { context.metrics.calls.increment() }
@@ -385,24 +391,37 @@ public final class RelayIngest: Sendable {
     }
 
     /// Commits an ingest once per key; a repeated key answers the first receipt.
+    ///
+    /// Of `sendable` (pushes of `pushes` with their tokens), those this node's dispatcher has
+    /// room for are written claimed by it and handed to it once committed: no claim statement
+    /// takes them back from the store, and no other node is woken for them.
     private func commit(
         receipt: IngestReceipt,
         key: String?,
         message: MessageRecord?,
         pushes: [OutboxEntry],
+        sendable: [ClaimedPush] = [],
         handovers: [LiveHandover] = [],
         call: CallRecord? = nil
     ) async throws(RelayError) -> IngestReceipt {
         let encoded = Array(receipt.jsonText.utf8)
+        let reserved = sendable.isEmpty ? nil : context.handOff?.reserve(sendable.map(\.entry))
         let ingest = Ingest(
             idempotencyKey: key,
             message: message,
             pushes: pushes,
             receipt: encoded,
-            handovers: handovers
+            handovers: handovers,
+            claim: reserved
         )
-        let stored = try await context.storing { store in
-            if let call { try await store.acceptCall(ingest, call: call) } else { try await store.accept(ingest) }
+        let stored: IngestOutcome
+        do {
+            stored = try await context.storing { store in
+                if let call { try await store.acceptCall(ingest, call: call) } else { try await store.accept(ingest) }
+            }
+        } catch {
+            if let reserved { context.handOff?.release(reserved) }
+            throw error
         }
         switch stored {
         case .accepted:
@@ -410,9 +429,11 @@ public final class RelayIngest: Sendable {
             let queued = pushes.count { $0.state == .queued }
             context.metrics.queued.increment(by: queued)
             context.metrics.skipped.increment(by: receipt.skipped.count)
-            if queued > 0 { context.accepted() }
+            if let reserved { context.handOff?.handOff(sendable, reserved: reserved) }
+            if ingest.queuesPushes { context.accepted() }
             return receipt
         case .duplicate(let stored):
+            if let reserved { context.handOff?.release(reserved) }
             context.metrics.duplicates.increment()
             guard var first = try? JSONDecoder().decode(IngestReceipt.self, from: Data(stored)) else {
                 throw RelayError.unavailable.with(detail: "the first answer for this key is unreadable")

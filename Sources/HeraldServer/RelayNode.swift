@@ -87,7 +87,8 @@ public struct RelayNode: Sendable {
             now: parts.now,
             sleep: parts.sleep,
             onAccepted: { dispatcher.wake() },
-            onAppSaved: parts.onAppSaved
+            onAppSaved: parts.onAppSaved,
+            handOff: dispatcher
         )
         let router = RelayHTTPService.router(
             relay: relay,

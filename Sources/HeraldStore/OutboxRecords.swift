@@ -244,19 +244,68 @@ public struct Ingest: Sendable {
     /// The message's deliveries over live channels, pending until acknowledged (see
     /// `LiveSessionStore`); written with the message, or not at all.
     public var handovers: [LiveHandover]
+    /// The pushes the accepting node sends itself, written already claimed by it; `nil`: every
+    /// push is written queued, for any worker to claim.
+    public var claim: IngestClaim?
 
     public init(
         idempotencyKey: String?,
         message: MessageRecord?,
         pushes: [OutboxEntry],
         receipt: [UInt8],
-        handovers: [LiveHandover] = []
+        handovers: [LiveHandover] = [],
+        claim: IngestClaim? = nil
     ) {
         self.idempotencyKey = idempotencyKey
         self.message = message
         self.pushes = pushes
         self.receipt = receipt
         self.handovers = handovers
+        self.claim = claim
+    }
+}
+
+/// Pushes an ingest writes already claimed, so the node that accepts them hands them to its own
+/// dispatcher in memory instead of claiming them back with a statement.
+///
+/// Each push named is written as `claim` would leave it for `owner`: `sending`, one attempt more
+/// than its entry says, held through `leaseUntil`. Other workers do not take it before the lease
+/// ends; after it, it is due again like any lapsed claim; `complete` and `releaseClaims` treat it
+/// as any claim of `owner`.
+public struct IngestClaim: Sendable, Hashable {
+    /// Who holds the pushes (the node's dispatcher owner).
+    public var owner: String
+    /// Milliseconds since the epoch; another worker may take a push that is still unfinished
+    /// after this.
+    public var leaseUntil: Int64
+    /// The pushes written claimed (of the ingest's); the others are written as their entries say.
+    public var pushIDs: Set<String>
+
+    public init(owner: String, leaseUntil: Int64, pushIDs: Set<String>) {
+        self.owner = owner
+        self.leaseUntil = leaseUntil
+        self.pushIDs = pushIDs
+    }
+}
+
+extension Ingest {
+    /// The pushes as written: those named by `claim` as claimed (`sending`, one attempt more),
+    /// the others as given.
+    public var writtenPushes: [(entry: OutboxEntry, claimOwner: String?, claimUntil: Int64?)] {
+        pushes.map { push in
+            guard let claim, claim.pushIDs.contains(push.pushID) else { return (push, nil, nil) }
+            var claimed = push
+            claimed.state = .sending
+            claimed.attempts += 1
+            return (claimed, claim.owner, claim.leaseUntil)
+        }
+    }
+
+    /// Whether some push is written queued, for any worker (another node's too) to claim.
+    public var queuesPushes: Bool {
+        // A push written finished (withheld from a device without the notification permission)
+        // is nothing for a dispatcher to claim.
+        pushes.contains { $0.state == .queued && !(claim?.pushIDs.contains($0.pushID) ?? false) }
     }
 }
 

@@ -66,6 +66,7 @@ public enum StoreConformance {
         case nowOrNeverTravelsWithThePush
         case notificationPermissionChangesOnce
         case messagesKeepTheirPushOptions
+        case ingestClaimsAreHeldByTheirNode
 
         public var description: String { rawValue }
 
@@ -130,6 +131,7 @@ public enum StoreConformance {
             case .notificationPermissionChangesOnce:
                 try await StoreConformance.notificationPermissionChangesOnce(engine)
             case .messagesKeepTheirPushOptions: try await StoreConformance.messagesKeepTheirPushOptions(engine)
+            case .ingestClaimsAreHeldByTheirNode: try await StoreConformance.ingestClaimsAreHeldByTheirNode(engine)
             }
         }
     }

@@ -111,7 +111,8 @@ final class IngestBatcher: Sendable {
 }
 
 /// A batch of ingests as one prepared statement: the idempotency keys, the messages, the pushes
-/// and their payloads, the live handovers, each a data-modifying CTE over arrays, every row tagged with its ingest's
+/// and their payloads (those the accepting node keeps written claimed by it), the live handovers, each a
+/// data-modifying CTE over arrays, every row tagged with its ingest's
 /// position; an ingest's rows are written only if its key was new (or it has none). Its rows are
 /// the positions written.
 ///
@@ -142,18 +143,18 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
             INSERT INTO outbox
                 (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
                  fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                 updated_at, waiting_since, now_or_never)
+                 updated_at, waiting_since, now_or_never, claim_owner, claim_until)
             SELECT push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
                  fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                 updated_at, waiting_since, now_or_never
+                 updated_at, waiting_since, now_or_never, claim_owner, claim_until
             FROM unnest(
                 $13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::bigint[], $19::text[],
                 $20::text[], $21::text[], $22::bigint[], $23::text[], $24::text[], $25::text[], $26::bigint[],
                 $27::bigint[], $28::bigint[], $29::text[], $30::text[], $31::bigint[], $32::bigint[],
-                $39::bigint[], $40::bool[])
+                $39::bigint[], $40::bool[], $42::text[], $43::bigint[])
                 AS o(n, push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
                     apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason,
-                    created_at, updated_at, waiting_since, now_or_never)
+                    created_at, updated_at, waiting_since, now_or_never, claim_owner, claim_until)
             WHERE n IN (SELECT n FROM ok)),
         p AS (
             INSERT INTO outbox_payloads (push_id, payload)
@@ -171,7 +172,7 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
     let ingests: [Ingest]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 41)
+        var bindings = PostgresBindings(capacity: 43)
         let numbers = ingests.indices.map { Int64($0) }
         bindings.append(numbers)
         bindings.append(NullableArray(ingests.map(\.idempotencyKey)))
@@ -188,8 +189,9 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
         bindings.append(messages.map(\.1.createdAt))
         bindings.append(messages.map(\.1.expiresAt))
 
-        let tagged = ingests.enumerated().flatMap { index, ingest in ingest.pushes.map { (Int64(index), $0) } }
-        let pushes = tagged.map(\.1)
+        // The pushes the accepting node keeps are written claimed by it (`Ingest.claim`).
+        let tagged = ingests.enumerated().flatMap { index, ingest in ingest.writtenPushes.map { (Int64(index), $0) } }
+        let pushes = tagged.map(\.1.entry)
         let payloads = pushes.map { StoredPayload($0.payload) }
         bindings.append(tagged.map(\.0))
         bindings.append(pushes.map(\.pushID))
@@ -224,6 +226,9 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
         bindings.append(pushes.map(\.nowOrNever))
         // $41, the messages' sealed push options (NULL for most): kept for a live delivery's push.
         bindings.append(NullableArray(messages.map { $0.1.sealedPushOptions.map { ByteBuffer($0) } }))
+        // $42 and $43, the node that keeps the push (`Ingest.claim`) and its lease.
+        bindings.append(NullableArray(tagged.map(\.1.claimOwner)))
+        bindings.append(NullableArray(tagged.map(\.1.claimUntil)))
         return bindings
     }
 

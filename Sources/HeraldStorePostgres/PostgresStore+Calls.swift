@@ -41,7 +41,7 @@ extension PostgresStore {
             return true
         }
         if written {
-            if !ingest.pushes.isEmpty { announceQueued() }
+            if ingest.queuesPushes { announceQueued() }
             return .accepted
         }
         let key = ingest.idempotencyKey ?? ""

@@ -90,7 +90,8 @@ extension PostgresStore {
             } catch {
                 throw StoreError.corrupt.with(detail: "accept ingests: \(error)")
             }
-            if batch.contains(where: { !$0.pushes.isEmpty }) { announceQueued() }
+            // Pushes the accepting node keeps (`Ingest.claim`) wake nobody else: it sends them.
+            if positions.contains(where: { batch[$0].queuesPushes }) { announceQueued() }
             let handovers = positions.flatMap { batch[$0].handovers }
             if !handovers.isEmpty { await announceHandovers(handovers) }
             return positions

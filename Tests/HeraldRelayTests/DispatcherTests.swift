@@ -343,6 +343,7 @@ struct Rig {
         claimsServed: Int? = nil,
         holdSender: Bool = false,
         unreachable: PushNetwork? = nil,
+        handOffCapacity: Int = 512,
         logger given: Logger? = nil,
         _ body: (Rig) async throws -> Void
     ) async throws {
@@ -365,6 +366,7 @@ struct Rig {
         configuration.batchSize = batchSize
         configuration.retryBase = .seconds(1)
         configuration.retryMaximum = retryMaximum
+        configuration.handOffCapacity = handOffCapacity
         if claimedByPreviousRun {
             let taken = try await sqlite.claim(
                 limit: pushes.count,
@@ -419,6 +421,8 @@ struct Rig {
 final class ObservedOutboxStore: OutboxStore {
     private let completions = Recorded<PushCompletion>()
     private let claims = Mutex(0)
+    /// Each claim statement's networks, as it is made.
+    let claimsMade = Recorded<Set<PushNetwork>>()
 
     private let base: any OutboxStore
     private let claimsServed: Int?
@@ -446,6 +450,7 @@ final class ObservedOutboxStore: OutboxStore {
         leaseUntil: Int64,
         networks: Set<PushNetwork>
     ) async throws -> [ClaimedPush] {
+        claimsMade.append(contentsOf: [networks])
         let serve = claims.withLock { claims -> Bool in
             claims += 1
             return claimsServed.map { claims <= $0 } ?? true

@@ -200,6 +200,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.messagesKeepTheirPushOptions)
     }
 
+    @Test func ingestClaimsAreHeldByTheirNode() async throws {
+        try await SQLiteEngine.check(.ingestClaimsAreHeldByTheirNode)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -252,6 +256,7 @@ struct SQLiteConformanceTests {
             .nowOrNeverTravelsWithThePush,
             .notificationPermissionChangesOnce,
             .messagesKeepTheirPushOptions,
+            .ingestClaimsAreHeldByTheirNode,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
