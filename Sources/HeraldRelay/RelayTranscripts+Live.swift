@@ -25,7 +25,10 @@ extension RelayTranscripts {
             recipients = try await context.store.recipients(userID: userID)
         } catch {
             // The event is recorded: the app finds it at its next resync.
-            context.logger.warning("cannot read the chat's devices for the live channel", metadata: ["error": "\(error)"])
+            context.logger.warning(
+                "cannot read the chat's devices for the live channel",
+                metadata: ["error": "\(error)"]
+            )
             return []
         }
         var sent: [String] = []
