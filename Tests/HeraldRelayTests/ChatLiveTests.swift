@@ -38,7 +38,7 @@ struct ChatLiveTests {
             let client = try await CallFlowTests.channel(harness, onScreen)
             let awayClient = try await CallFlowTests.channel(harness, away)
             let strangerClient = try await CallFlowTests.channel(harness, stranger)
-            defer { [client, awayClient, strangerClient].forEach { $0.close() } }
+            defer { for open in [client, awayClient, strangerClient] { open.close() } }
             try await ChatTests.disconnect(harness, away, at: 0)
 
             let welcome = try await Self.post(harness, ChatTests.event(text: "Welcome / hi"))
