@@ -18,7 +18,8 @@ extension SimulateCommand {
                 twice; the relay's first-push timer (30 simulated seconds) sends one push with both \
                 lines; a later reply is pushed at once. The user taps the notification: the app \
                 comes back, reconnects (the relay answers every event since the disconnect) and \
-                the agent's next line is not pushed. Exits non-zero if any step goes otherwise.
+                the agent's next line is not pushed: it arrives over the live channel (a chat_event \
+                frame) and shows in the conversation. Exits non-zero if any step goes otherwise.
                 """
         )
 
@@ -101,6 +102,10 @@ extension Simulation {
         _ = after.record(backend)
         guard after.receipt.pushes.isEmpty, after.receipt.scheduled.isEmpty else {
             throw ValidationError("a reply while the app is back was pushed: \(after.receipt)")
+        }
+        // Back in the chat, the reply arrives over the live channel while the customer looks.
+        try await phone.wait("the reply over the live channel") {
+            $0.appMessages.contains { $0.source == .live && $0.text == "Glad I could help. Bye!" }
         }
     }
 

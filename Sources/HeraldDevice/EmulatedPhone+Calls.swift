@@ -157,6 +157,8 @@ extension EmulatedPhone {
         case .message(let message):
             // The chat's live messages are the app's (`EmulatedPhone+Life`).
             await liveMessage(message)
+        case .chatEvent(let conversation, let event):
+            await liveChatEvent(event, in: conversation)
         }
         changed()
     }

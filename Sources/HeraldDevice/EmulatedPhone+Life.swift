@@ -8,7 +8,7 @@ import Synchronization
 /// reconnect.
 public struct AppMessage: Sendable, Hashable {
     public enum Source: String, Sendable, Hashable {
-        /// Over the live channel, acknowledged.
+        /// Over the live channel: a message (acknowledged) or a chat event (`chat_event`).
         case live
         /// From the chat's transcript (resync at launch, or the events missed, on reconnect).
         case transcript
@@ -214,21 +214,7 @@ extension EmulatedPhone {
             )
             show(view)
         case .resync(let conversation):
-            let (registration, credential) = try activated()
-            let after = lifeLink.state.withLock { $0.positions[conversation] ?? 0 }
-            let view = try await http.transcript(
-                relay: registration.relayURL,
-                conversation: conversation,
-                after: after,
-                credential: credential
-            )
-            timeline.record(
-                "app",
-                "relay",
-                "conversation resynced",
-                detail: "GET /v1/chats/\(conversation)/transcript?after=\(after): \(view.events.count) event(s)"
-            )
-            show(view)
+            try await resync(conversation)
         case .logout:
             let (registration, credential) = try activated()
             try await http.logout(relay: registration.relayURL, deviceID: registration.deviceID, credential: credential)
@@ -277,8 +263,29 @@ extension EmulatedPhone {
         }
     }
 
-    /// Shows the transcript events the relay gave, and remembers the last position.
-    private func show(_ view: TranscriptView) {
+    /// Loads the conversation's events after the last position seen
+    /// (`GET /v1/chats/{conversation}/transcript?after=`).
+    private func resync(_ conversation: String) async throws {
+        let (registration, credential) = try activated()
+        let after = lifeLink.state.withLock { $0.positions[conversation] ?? 0 }
+        let view = try await http.transcript(
+            relay: registration.relayURL,
+            conversation: conversation,
+            after: after,
+            credential: credential
+        )
+        timeline.record(
+            "app",
+            "relay",
+            "conversation resynced",
+            detail: "GET /v1/chats/\(conversation)/transcript?after=\(after): \(view.events.count) event(s)"
+        )
+        show(view)
+    }
+
+    /// Shows the transcript events the relay gave, and remembers the last position; an event at
+    /// or before that position was shown already (a live frame and a resync may both bring it).
+    private func show(_ view: TranscriptView, source: AppMessage.Source = .transcript) {
         for event in view.events {
             let text = event.text.isEmpty ? event.type : event.text
             let message = AppMessage(
@@ -286,21 +293,55 @@ extension EmulatedPhone {
                 id: "position \(event.position)",
                 from: event.from.name,
                 text: text,
-                source: .transcript
+                source: source
             )
-            lifeLink.state.withLock { state in
-                state.positions[view.conversation] = max(state.positions[view.conversation] ?? 0, event.position)
+            let new = lifeLink.state.withLock { state -> Bool in
+                guard event.position > state.positions[view.conversation] ?? 0 else { return false }
+                state.positions[view.conversation] = event.position
                 state.shown.append(message)
+                return true
             }
-            guard event.type == "Message.Text" || !event.text.isEmpty else { continue }
+            guard new, event.type == "Message.Text" || !event.text.isEmpty else { continue }
             timeline.record(
                 "app",
                 "user",
                 "shown in the conversation",
-                detail: "\(view.conversation), transcript position \(event.position)",
+                detail: "\(view.conversation), "
+                    + (source == .live ? "live, " : "") + "transcript position \(event.position)",
                 userSees: event.from.name + ": " + text
             )
         }
+        saveLife()
+    }
+
+    /// A chat event over the live channel: shown in the conversation when it follows the last
+    /// position seen; after a gap (a frame missed, or events the relay does not send live, such
+    /// as typing notices) the app resyncs instead, which brings it with what came before.
+    func liveChatEvent(_ event: TranscriptEventView, in conversation: String) async {
+        timeline.record(
+            "relay",
+            "app",
+            "chat event received live",
+            detail: "\(conversation), \(event.type) at transcript position \(event.position)"
+        )
+        let seen = lifeLink.state.withLock { $0.positions[conversation] ?? 0 }
+        guard event.position > seen + 1 else {
+            show(TranscriptView(conversation: conversation, events: [event]), source: .live)
+            changed()
+            return
+        }
+        timeline.record(
+            "app",
+            "app",
+            "transcript gap",
+            detail: "\(conversation): position \(event.position) after \(seen)"
+        )
+        do {
+            try await resync(conversation)
+        } catch {
+            record(diagnostic: "resync after a transcript gap: \(error)")
+        }
+        changed()
     }
 
     /// A message over the live channel while the conversation is on screen: shown in the

@@ -80,6 +80,12 @@ public enum MetricCatalog {
                     "Calls that stopped ringing, by how: answered, declined, cancelled (the caller hung up), missed (nobody answered in time)."
             ),
             Entry(
+                name: "herald_relay_chat_events_live_total",
+                kind: .counter,
+                labels: [],
+                help: "Chat events sent over live channels this node holds (one per device; no acknowledgement)."
+            ),
+            Entry(
                 name: "herald_relay_duplicate_ingests_total",
                 kind: .counter,
                 labels: [],

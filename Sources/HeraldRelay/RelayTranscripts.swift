@@ -12,11 +12,14 @@ import Synchronization
 /// Its own state is the first-push timers waiting out their delay.
 public final class RelayTranscripts: Sendable {
     let context: RelayContext
+    /// This node's live channels: a shown event goes to the customer's apps in the foreground.
+    let live: LiveChannels
     /// First pushes waiting for their delay, by device and chat.
     private let chatTimers = Mutex<[String: Task<Void, Never>]>([:])
 
-    init(context: RelayContext) {
+    init(context: RelayContext, live: LiveChannels) {
         self.context = context
+        self.live = live
     }
 
     /// Appends an event to a chat's transcript and pushes it to the customer's devices that are
@@ -66,6 +69,19 @@ public final class RelayTranscripts: Sendable {
         var receipt = ChatEventReceipt(position: position, pushes: [], scheduled: [], filtered: filtered)
         if filtered { return receipt }
         let disconnected = try await context.storing { try await $0.disconnects(conversation: conversation) }
+        await sendLive(
+            conversation: conversation,
+            TranscriptEventView(
+                position: position,
+                type: request.type,
+                from: request.from,
+                fromAgent: fromAgent,
+                text: text,
+                at: time
+            ),
+            to: request.to,
+            except: Set(disconnected.map(\.deviceID))
+        )
         for disconnect in disconnected {
             guard
                 let device = try await context.storing({ try await $0.device(id: disconnect.deviceID) }),

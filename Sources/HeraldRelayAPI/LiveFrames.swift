@@ -14,6 +14,11 @@ public enum LiveServerFrame: Sendable, Hashable {
     /// device's own `call.ringing`, `call.answer` or `call.decline`; `accepted` is false when the
     /// call had ended already (`device_id` then names who answered or declined).
     case callState(callID: String, state: CallState, deviceID: String?, accepted: Bool)
+    /// `{"type":"chat_event","conversation","event":{"position","type","from","from_agent","text","at"}}`:
+    /// an event shown to the customer was added to a chat's transcript; `event` is what
+    /// `GET /v1/chats/{conversation}/transcript` answers for it. Not acknowledged: an app that
+    /// sees a gap in the positions resyncs with `after`.
+    case chatEvent(conversation: String, event: TranscriptEventView)
 
     /// The frame's JSON text.
     public func jsonText() throws -> String {
@@ -29,6 +34,9 @@ public enum LiveServerFrame: Sendable, Hashable {
         case .callState(let callID, let state, let deviceID, let accepted):
             object = ["type": "call.state", "call_id": callID, "state": state.rawValue, "accepted": accepted]
             if let deviceID { object["device_id"] = deviceID }
+        case .chatEvent(let conversation, let event):
+            let encoded = try JSONSerialization.jsonObject(with: try encoder.encode(event))
+            object = ["type": "chat_event", "conversation": conversation, "event": encoded]
         }
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         return String(decoding: data, as: UTF8.self)
@@ -59,6 +67,12 @@ public enum LiveServerFrame: Sendable, Hashable {
                 deviceID: object["device_id"] as? String,
                 accepted: object["accepted"] as? Bool ?? false
             )
+        case "chat_event":
+            guard let conversation = object["conversation"] as? String,
+                let event = object["event"].flatMap({ try? JSONSerialization.data(withJSONObject: $0) }),
+                let decoded = try? JSONDecoder().decode(TranscriptEventView.self, from: event)
+            else { return nil }
+            self = .chatEvent(conversation: conversation, event: decoded)
         default:
             return nil
         }

@@ -211,6 +211,68 @@ struct AppLifeTests {
         }
     }
 
+    @Test("in the chat, the agent's lines arrive live; a gap in the positions (a typing notice) makes the app resync")
+    func chatEventsLive() async throws {
+        try await Self.withPhone { phone, _, backend, _ in
+            try await phone.launch(showing: "chat-9")
+            try await Self.withTokens(phone)
+            try await Simulation.waitForLive(phone, activeIn: "chat-9")
+            let event = { (type: String, text: String?) in
+                #"{"to":"u1","type":"\#(type)","from":{"id":"agent-7","name":"Dana"}"#
+                    + (text.map { #","text":"\#($0)""# } ?? "") + "}"
+            }
+            let first: ChatEventReceipt = try await backend.request(
+                .POST,
+                "/v1/chats/chat-9/events",
+                event("Message.Text", "hello"),
+                expect: 202
+            )
+            #expect(first.position == 1 && first.pushes.isEmpty && first.scheduled.isEmpty)
+            try await phone.wait("the line shown live") { $0.appMessages.contains { $0.text == "hello" } }
+            #expect(phone.appMessages.map(\.source) == [.live])
+            #expect(!phone.timeline.all.contains { $0.step == "transcript gap" })
+
+            // The typing notice (position 2) is not sent live: the next line comes after a gap.
+            let _: ChatEventReceipt = try await backend.request(
+                .POST,
+                "/v1/chats/chat-9/events",
+                event("Notice.TypingStarted", nil),
+                expect: 202
+            )
+            let third: ChatEventReceipt = try await backend.request(
+                .POST,
+                "/v1/chats/chat-9/events",
+                event("Message.Text", "your order shipped"),
+                expect: 202
+            )
+            #expect(third.position == 3)
+            try await phone.wait("the resync after the gap") {
+                $0.appMessages.contains { $0.text == "your order shipped" }
+            }
+            let steps = phone.timeline.all.map(\.step)
+            let gap = try #require(steps.lastIndex(of: "transcript gap"))
+            let resynced = try #require(steps.lastIndex(of: "conversation resynced"))
+            #expect(gap < resynced)
+            #expect(
+                phone.timeline.all.last { $0.step == "conversation resynced" }?.detail?.contains("after=1: 2 event(s)")
+                    == true
+            )
+            #expect(phone.appMessages.map(\.text) == ["hello", "Notice.TypingStarted", "your order shipped"])
+            #expect(phone.appMessages.last?.source == .transcript)
+            // Contiguous again: shown live, no resync.
+            let _: ChatEventReceipt = try await backend.request(
+                .POST,
+                "/v1/chats/chat-9/events",
+                event("Message.Text", "anything else?"),
+                expect: 202
+            )
+            try await phone.wait("the next line live") { $0.appMessages.count == 4 }
+            #expect(phone.appMessages.last?.source == .live && phone.appMessages.last?.id == "position 4")
+            #expect(phone.timeline.all.filter { $0.step == "conversation resynced" }.count == 2)
+            #expect(phone.notifications.isEmpty && phone.diagnostics.isEmpty)
+        }
+    }
+
     /// The emulator's side of a denied permission; the relay's answer is checked by
     /// `permissionReachesRelay` once the relay serves the route.
     @Test("notifications denied: nothing shown, \"Push service not available\", denied sent to the relay")

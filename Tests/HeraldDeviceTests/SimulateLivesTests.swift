@@ -66,5 +66,15 @@ struct SimulateLivesTests {
         let tapped = try #require(steps.firstIndex(of: "notification tapped"))
         #expect(steps[tapped...].contains("chat connected"))
         #expect(events.last { $0.step == "chat event posted" }?.detail?.hasSuffix("position 6: no push") == true)
+        // Back in the chat, that reply came over the live channel, after the reconnect.
+        #expect(Self.count(events, "chat event received live") == 1)
+        let live = try #require(steps.firstIndex(of: "chat event received live"))
+        #expect(steps[tapped..<live].contains("chat connected"))
+        #expect(!steps[live...].contains("transcript gap"))
+        #expect(
+            events.last { $0.step == "shown in the conversation" }?.userSees
+                == "Dana (Acme support): Glad I could help. Bye!"
+        )
+        #expect(events.last { $0.step == "shown in the conversation" }?.detail?.contains("live") == true)
     }
 }

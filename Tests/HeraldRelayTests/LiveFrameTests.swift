@@ -21,6 +21,17 @@ struct LiveFrameTests {
             .callStop(callID: "call-1", reason: .answeredElsewhere, state: .answered),
             .callState(callID: "call-1", state: .ringing, deviceID: nil, accepted: true),
             .callState(callID: "call-1", state: .declined, deviceID: "d-2", accepted: false),
+            .chatEvent(
+                conversation: "chat-1",
+                event: TranscriptEventView(
+                    position: 4,
+                    type: "Message.Text",
+                    from: Party(id: "a", name: "Dana"),
+                    fromAgent: true,
+                    text: "shipped / today",
+                    at: 7
+                )
+            ),
         ]
         for frame in frames {
             #expect(LiveServerFrame(jsonText: try frame.jsonText()) == frame)
