@@ -220,9 +220,15 @@ struct PhoneService: Service {
                         || taps.map { phone.notifications.count > $0 } ?? false
                         || logout.map { Self.reached(phone) >= $0 } ?? false
                 }
+                // Through the phone, not CallKit alone: the relay must hear the answer or the
+                // decline (else the call ends missed, with a missed-call alert).
                 for call in phone.callKit.calls where call.state == .ringing {
-                    if calls == "answer" { phone.callKit.answer(callID: call.callID) }
-                    if calls == "decline" { phone.callKit.decline(callID: call.callID) }
+                    do {
+                        if calls == "answer" { try await phone.answerCall(call.callID) }
+                        if calls == "decline" { try await phone.declineCall(call.callID) }
+                    } catch {
+                        Self.report(error)
+                    }
                 }
                 if tap {
                     for notification in phone.notifications.dropFirst(tapped) {

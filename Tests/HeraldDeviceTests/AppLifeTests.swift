@@ -274,7 +274,7 @@ struct AppLifeTests {
     }
 
     /// The emulator's side of a denied permission; the relay's answer is checked by
-    /// `permissionReachesRelay` once the relay serves the route.
+    /// `permissionReachesRelay`.
     @Test("notifications denied: nothing shown, \"Push service not available\", denied sent to the relay")
     func permissionDenied() async throws {
         try await Self.withPhone(Setup(permission: .denied)) { phone, _, backend, _ in
