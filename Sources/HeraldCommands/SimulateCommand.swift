@@ -216,6 +216,34 @@ struct SimulatedBackend: Sendable {
     }
 }
 
+extension SimulationEndpoints {
+    /// A phone of `userID` and the backend that drives it, against these endpoints, on one
+    /// timeline; the app's timers (heartbeats) run on `clock`, the one the relay shares.
+    func phoneAndBackend(
+        userID: String,
+        storeDirectory: String,
+        clock: TestClock,
+        timeline: Timeline,
+        http: HTTPClient,
+        logger: Logger,
+        configure: (inout PhoneConfiguration) -> Void = { _ in }
+    ) throws -> (phone: EmulatedPhone, backend: SimulatedBackend) {
+        var configuration = PhoneConfiguration(
+            relayURL: relayURL,
+            sandboxURL: sandboxURL,
+            apiKey: apiKey,
+            userID: userID,
+            bundleID: bundleID,
+            storeDirectory: storeDirectory
+        )
+        configuration.clock = AppClock(now: { clock.now() }, sleepUntil: { try await clock.sleep(until: $0) })
+        configure(&configuration)
+        let phone = try EmulatedPhone(configuration: configuration, http: http, timeline: timeline, logger: logger)
+        let backend = SimulatedBackend(http: http, relayURL: relayURL, apiKey: apiKey, timeline: timeline)
+        return (phone, backend)
+    }
+}
+
 enum Simulation {
     typealias Flow = @Sendable (EmulatedPhone, SimulatedBackend, TestClock) async throws -> Void
     /// Where the running flow's relay and sandbox are (the callback flow reads its webhook events).
@@ -245,34 +273,21 @@ enum Simulation {
             let endpoints: (SimulationEndpoints) async throws -> Void = { endpoints in
                 let store = NSTemporaryDirectory() + "herald-phone-\(UUID().uuidString)"
                 defer { try? FileManager.default.removeItem(atPath: store) }
-                var configuration = PhoneConfiguration(
-                    relayURL: endpoints.relayURL,
-                    sandboxURL: endpoints.sandboxURL,
-                    apiKey: endpoints.apiKey,
+                let (phone, backend) = try endpoints.phoneAndBackend(
                     userID: "customer-42",
-                    bundleID: endpoints.bundleID,
-                    storeDirectory: store
-                )
-                configuration.platform = platform
-                // The app's timers (heartbeats) on the clock the relay shares.
-                configuration.clock = AppClock(now: { clock.now() }, sleepUntil: { try await clock.sleep(until: $0) })
-                if flow != "telephony" {
-                    // Tokens come late: the SDK restarts as each arrives.
-                    configuration.messagingTokenDelay = .milliseconds(600)
-                    configuration.voipTokenDelay = .milliseconds(1200)
-                }
-                let phone = try EmulatedPhone(
-                    configuration: configuration,
-                    http: http,
+                    storeDirectory: store,
+                    clock: clock,
                     timeline: timeline,
-                    logger: logger
-                )
-                let backend = SimulatedBackend(
                     http: http,
-                    relayURL: endpoints.relayURL,
-                    apiKey: endpoints.apiKey,
-                    timeline: timeline
-                )
+                    logger: logger
+                ) { configuration in
+                    configuration.platform = platform
+                    if flow != "telephony" {
+                        // Tokens come late: the SDK restarts as each arrives.
+                        configuration.messagingTokenDelay = .milliseconds(600)
+                        configuration.voipTokenDelay = .milliseconds(1200)
+                    }
+                }
                 try await phone.launch()
                 defer { phone.shutdown() }
                 try await phone.wait("a session started with every push token") { phone in

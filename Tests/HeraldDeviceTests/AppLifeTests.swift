@@ -34,31 +34,18 @@ struct AppLifeTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         do {
             try await SimulationStack.with(clock: clock, logger: logger) { endpoints in
-                var configuration = PhoneConfiguration(
-                    relayURL: endpoints.relayURL,
-                    sandboxURL: endpoints.sandboxURL,
-                    apiKey: endpoints.apiKey,
+                let (phone, backend) = try endpoints.phoneAndBackend(
                     userID: "u1",
-                    bundleID: endpoints.bundleID,
-                    storeDirectory: directory
-                )
-                configuration.platform = setup.platform
-                configuration.notificationPermission = setup.permission
-                configuration.apnsEnvironment = setup.environment
-                configuration.clock = AppClock(now: { clock.now() }, sleepUntil: { try await clock.sleep(until: $0) })
-                let timeline = Timeline(now: { clock.now() })
-                let phone = try EmulatedPhone(
-                    configuration: configuration,
+                    storeDirectory: directory,
+                    clock: clock,
+                    timeline: Timeline(now: { clock.now() }),
                     http: http,
-                    timeline: timeline,
                     logger: logger
-                )
-                let backend = SimulatedBackend(
-                    http: http,
-                    relayURL: endpoints.relayURL,
-                    apiKey: endpoints.apiKey,
-                    timeline: timeline
-                )
+                ) { configuration in
+                    configuration.platform = setup.platform
+                    configuration.notificationPermission = setup.permission
+                    configuration.apnsEnvironment = setup.environment
+                }
                 defer { phone.shutdown() }
                 try await Simulation.$endpoints.withValue(endpoints) {
                     try await body(phone, endpoints, backend, clock)

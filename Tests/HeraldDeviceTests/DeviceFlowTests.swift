@@ -37,33 +37,21 @@ struct DeviceFlowTests {
         }
         do {
             try await SimulationStack.with(clock: clock, logger: logger) { endpoints in
-                var configuration = PhoneConfiguration(
-                    relayURL: endpoints.relayURL,
-                    sandboxURL: endpoints.sandboxURL,
-                    apiKey: endpoints.apiKey,
+                let (phone, backend) = try endpoints.phoneAndBackend(
                     userID: "u1",
-                    bundleID: endpoints.bundleID,
-                    storeDirectory: directory
-                )
-                configuration.messagingTokenDelay = tweaks.messagingTokenDelay
-                configuration.voipTokenDelay = tweaks.voipTokenDelay
-                configuration.tokenTimeout = tweaks.tokenTimeout
-                configuration.reportsCalls = tweaks.reportsCalls
-                configuration.violationLimit = tweaks.violationLimit
-                configuration.platform = tweaks.platform
-                let timeline = Timeline(now: { clock.now() })
-                let phone = try EmulatedPhone(
-                    configuration: configuration,
+                    storeDirectory: directory,
+                    clock: clock,
+                    timeline: Timeline(now: { clock.now() }),
                     http: http,
-                    timeline: timeline,
                     logger: logger
-                )
-                let backend = SimulatedBackend(
-                    http: http,
-                    relayURL: endpoints.relayURL,
-                    apiKey: endpoints.apiKey,
-                    timeline: timeline
-                )
+                ) { configuration in
+                    configuration.messagingTokenDelay = tweaks.messagingTokenDelay
+                    configuration.voipTokenDelay = tweaks.voipTokenDelay
+                    configuration.tokenTimeout = tweaks.tokenTimeout
+                    configuration.reportsCalls = tweaks.reportsCalls
+                    configuration.violationLimit = tweaks.violationLimit
+                    configuration.platform = tweaks.platform
+                }
                 try await phone.launch()
                 defer { phone.shutdown() }
                 try await body(phone, endpoints, backend)
