@@ -60,7 +60,8 @@ public final class RelayActivation: Sendable {
         if let webhook { app.webhook = try context.sealedWebhook(webhook, appID: app.id) }
         let saved = app
         try await context.storing { try await $0.saveApp(saved) }
-        context.appCache.withLock { $0[app.id] = app }
+        let readAt = context.now()
+        context.appCache.withLock { $0[app.id] = (app, readAt) }
         context.onAppSaved(app)
         return app
     }

@@ -23,8 +23,12 @@ final class RelayContext: Sendable {
     /// Waits until `now` reaches a time (milliseconds since the epoch): the chat timers' wait.
     let sleep: @Sendable (_ until: Int64) async throws -> Void
     let metrics = RelayMetrics()
-    /// Apps by id: every push looks its app up, and apps change rarely (only through `saveApp`).
-    let appCache = Mutex<[String: AppRecord]>([:])
+    /// Apps by id, with when each was read: every push looks its app up, and apps change rarely.
+    /// A change made here is cached at once; one made on another node sharing the store is read
+    /// once the entry is older than `appCacheLifetime`.
+    let appCache = Mutex<[String: (app: AppRecord, readAt: Int64)]>([:])
+    /// How long (milliseconds) a cached app is used before it is read again.
+    static let appCacheLifetime: Int64 = 5_000
     /// Signalled when webhook events were written: wakes the webhook dispatcher.
     let webhooksWritten = WakeSignal()
     private let onAccepted: @Sendable () -> Void
@@ -75,9 +79,12 @@ final class RelayContext: Sendable {
 
     /// An app, from the cache or the store.
     func app(id: String) async throws(RelayError) -> AppRecord? {
-        if let cached = appCache.withLock({ $0[id] }) { return cached }
+        let time = now()
+        if let cached = appCache.withLock({ $0[id] }), time - cached.readAt < Self.appCacheLifetime {
+            return cached.app
+        }
         let app = try await storing { try await $0.app(id: id) }
-        if let app { appCache.withLock { $0[id] = app } }
+        appCache.withLock { $0[id] = app.map { ($0, time) } }
         return app
     }
 
