@@ -165,8 +165,7 @@ extension RelayCallbacks {
                 createdAt: time,
                 updatedAt: time
             )
-            // A device without the notification permission cannot show the dialog: written skipped.
-            entries.append(device.notificationPermission == .denied ? context.withheld(entry) : entry)
+            entries.append(context.permitted(entry, for: device))
         }
         return entries
     }

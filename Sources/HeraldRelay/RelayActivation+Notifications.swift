@@ -73,9 +73,12 @@ extension RelayContext {
     /// The reason a device that may not show notifications gets no alert.
     static let notificationsDenied = "notifications_denied"
 
-    /// An alert for a device whose user turned notifications off, written as finished instead of
-    /// queued: `skipped` with `notifications_denied`, so the push listing says why it never came.
-    func withheld(_ entry: OutboxEntry) -> OutboxEntry {
+    /// `entry` as it is written for `device`: a push that shows a notification
+    /// (`OutboxKind.needsNotificationPermission`, the rule the claim applies too) to a device whose
+    /// user turned notifications off is written finished instead of queued, `skipped` with
+    /// `notifications_denied`, so the push listing says why it never came.
+    func permitted(_ entry: OutboxEntry, for device: DeviceRecord) -> OutboxEntry {
+        guard entry.kind.needsNotificationPermission, device.notificationPermission == .denied else { return entry }
         var entry = entry
         entry.state = .skipped
         entry.lastReason = Self.notificationsDenied

@@ -64,7 +64,7 @@ extension RelayCalls {
                     createdAt: time,
                     updatedAt: time
                 )
-                alerts.append(device.notificationPermission == .denied ? context.withheld(alert) : alert)
+                alerts.append(context.permitted(alert, for: device))
             } catch {
                 context.logger.error(
                     "cannot make a missed-call alert",

@@ -116,14 +116,15 @@ public final class RelayIngest: Sendable {
                 receipt.skipped.append(.init(deviceID: device.id, reason: "user_active_in_conversation"))
                 continue
             }
-            let push = try context.messagePush(content, app: app, device: device, at: time, options: options)
-            if device.notificationPermission == .denied {
-                // It could not be shown: written as skipped, for the push listing to say why.
-                pushes.append(context.withheld(push))
+            let push = context.permitted(
+                try context.messagePush(content, app: app, device: device, at: time, options: options),
+                for: device
+            )
+            pushes.append(push)
+            guard push.state == .queued else {
                 receipt.skipped.append(.init(deviceID: device.id, reason: RelayContext.notificationsDenied))
                 continue
             }
-            pushes.append(push)
             if let push = context.sendable(push, device: device, app: app) { sendable.append(push) }
             receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }
@@ -191,15 +192,17 @@ public final class RelayIngest: Sendable {
             var content = try openContent(message)
             content.title = stored.title
             content.data = stored.data
-            var entry = try context.messagePush(
-                content,
-                app: app,
-                device: device,
-                at: context.now(),
-                options: stored.options,
-                acceptedAt: message.createdAt
+            let entry = context.permitted(
+                try context.messagePush(
+                    content,
+                    app: app,
+                    device: device,
+                    at: context.now(),
+                    options: stored.options,
+                    acceptedAt: message.createdAt
+                ),
+                for: device
             )
-            if device.notificationPermission == .denied { entry = context.withheld(entry) }
             let ingest = Ingest(
                 idempotencyKey: "live-fallback:\(messageID):\(deviceID)",
                 message: nil,

@@ -423,10 +423,10 @@ public final class RelayTranscripts: Sendable {
                 text: text,
                 sentAt: time
             )
-            var entry = try context.messagePush(content, app: app, device: device, at: time, options: options)
-            // A device without the notification permission cannot show it: written as skipped.
-            let denied = device.notificationPermission == .denied
-            if denied { entry = context.withheld(entry) }
+            let entry = context.permitted(
+                try context.messagePush(content, app: app, device: device, at: time, options: options),
+                for: device
+            )
             let ingest = Ingest(
                 idempotencyKey: "chat:\(conversation):\(deviceID):\(lastEvent.position)",
                 message: message,
@@ -435,7 +435,7 @@ public final class RelayTranscripts: Sendable {
             )
             guard try await context.store.accept(ingest) == .accepted else { return nil }
             try await context.store.markDisconnectPushed(deviceID: deviceID, conversation: conversation)
-            if denied { return nil }
+            guard entry.state == .queued else { return nil }
             context.metrics.queued.increment()
             context.accepted()
             return IngestReceipt.Push(pushID: entry.pushID, deviceID: deviceID)

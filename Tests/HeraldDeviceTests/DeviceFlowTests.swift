@@ -51,6 +51,8 @@ struct DeviceFlowTests {
                     configuration.reportsCalls = tweaks.reportsCalls
                     configuration.violationLimit = tweaks.violationLimit
                     configuration.platform = tweaks.platform
+                    // These flows keep the app's timers on real time, as they always have.
+                    configuration.clock = .system
                 }
                 try await phone.launch()
                 defer { phone.shutdown() }
