@@ -29,6 +29,8 @@ public final class SQLiteStore: HeraldStore {
 
     let pool: DatabasePool
     let writer: GroupCommit
+    /// The connections `readNow` uses: never the pool's (see `HotReaders`).
+    let hotReaders: HotReaders
     private let logger: Logger
     /// Whether any app has a webhook: only then do push completions look for the events to write
     /// with them, so a relay without webhooks pays nothing for them. One process owns a SQLite
@@ -79,6 +81,16 @@ public final class SQLiteStore: HeraldStore {
             throw StoreError.unavailable.with(detail: "cannot open the database \(configuration.path): \(error)")
         }
         writer = GroupCommit(pool: pool, maximumBatch: configuration.maximumGroup)
+        do {
+            // One per thread that can run an ingest at once: the cooperative pool has one per core.
+            hotReaders = try HotReaders(
+                path: configuration.path,
+                count: ProcessInfo.processInfo.activeProcessorCount,
+                configuration: config
+            )
+        } catch {
+            throw StoreError.unavailable.with(detail: "cannot open the database \(configuration.path): \(error)")
+        }
         self.logger = logger
         let configured = try pool.read { db in try Self.anyAppWebhook(db) }
         webhooksConfigured.store(configured, ordering: .relaxed)
@@ -443,10 +455,11 @@ public final class SQLiteStore: HeraldStore {
 
     /// One SELECT on the calling thread, without hopping to a reader queue and back, and without
     /// wrapping it in a transaction (a single statement reads one snapshot anyway): for the read
-    /// every ingest makes. Readers never wait for the writer (WAL).
+    /// every ingest makes. Readers never wait for the writer (WAL); this one never waits for the
+    /// pool's readers either (`HotReaders`).
     func readNow<T>(_ work: (Database) throws -> T) throws -> T {
         do {
-            return try pool.unsafeRead(work)
+            return try hotReaders.read(work)
         } catch let error as StoreError {
             throw error
         } catch {
