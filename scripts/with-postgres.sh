@@ -36,6 +36,8 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 }
 # fsync off: the tests kill nodes, not the machine's power (HERALD_TEST_POSTGRES_FSYNC=on for
 # benchmarks that compare with synced SQLite commits). Enough connections for every test's pools.
+# HERALD_TEST_POSTGRES_OPTIONS adds server options, e.g. to count statements:
+#   HERALD_TEST_POSTGRES_OPTIONS="-c shared_preload_libraries=pg_stat_statements"
 "${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
     -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=${HERALD_TEST_POSTGRES_FSYNC:-off} ${HERALD_TEST_POSTGRES_OPTIONS:-}" start >/dev/null || {
     cat "$dir/server.log" >&2

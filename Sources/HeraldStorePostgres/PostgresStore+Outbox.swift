@@ -164,13 +164,13 @@ extension PostgresStore {
         // Claims whose owner never came back go back to the queue first; on its own, as every
         // statement here: each is atomic, and none needs another's locks held. SKIP LOCKED: a
         // lease another node is putting back or finishing right now is left to it.
-        _ = try await rows("take back expired claims", prepared: ExpiredClaimsStatement(now: now))
+        _ = try await rows("take back expired claims", plannedEachTime: ExpiredClaimsStatement(now: now))
         // Pick and take in one statement, with each push's device tokens: the due pushes, calls
         // first, then the oldest. Rows another node is taking at this moment are skipped, not
         // waited for, so nodes never queue behind each other's claims and no push is held by two.
         let taken = try await rows(
             "claim pushes",
-            prepared: ClaimStatement(
+            plannedEachTime: ClaimStatement(
                 now: now,
                 networks: wanted,
                 limit: Int64(limit),
@@ -301,7 +301,7 @@ extension PostgresStore {
             // The usual batch: every push finished. One prepared statement, atomic on its own.
             _ = try await rows(
                 "record push outcomes",
-                prepared: FinishStatement(
+                plannedEachTime: FinishStatement(
                     ids: finished.ids,
                     states: finished.states,
                     reasons: finished.reasons,

@@ -167,6 +167,28 @@ public final class PostgresStore: HeraldStore {
         }
     }
 
+    /// Runs a statement unnamed, so PostgreSQL plans it for the values bound every time: for the
+    /// statements that join the dispatcher's pushes to the outbox (claim, expired claims, finish).
+    ///
+    /// Why not prepared: a prepared statement's generic plan is kept until the table's statistics
+    /// change (the next ANALYZE). Made while the outbox was small, it is a hash join over a
+    /// sequential scan of the outbox, and a fresh outbox grows by thousands of rows a second
+    /// before autovacuum looks: the relay benchmark's completions went from under a millisecond
+    /// to 10 ms each, scanning every row. A plan made for the bound values sees the table's
+    /// current size and the array's length, and costs a fraction of a millisecond.
+    func rows<Statement: PostgresPreparedStatement>(
+        _ what: String,
+        plannedEachTime statement: Statement
+    ) async throws(StoreError) -> [PostgresRow] {
+        let bindings: PostgresBindings
+        do {
+            bindings = try statement.makeBindings()
+        } catch {
+            throw PostgresFailure.storeError(error, while: what)
+        }
+        return try await rows(what, PostgresQuery(unsafeSQL: Statement.sql, binds: bindings))
+    }
+
     /// Runs `body` on a pooled connection, or fails fast with `unavailable` while the database is
     /// known to be down.
     ///
