@@ -38,9 +38,10 @@ public protocol LiveSessionDirectory: Sendable {
     func withdraw(deviceID: String, sessionID: String) async
     /// The heartbeat: the channels this node holds now.
     func renew(sessionIDs: Set<String>, now: Int64) async throws
-    /// The node holding each of these devices' channels where its app is on screen in
-    /// `conversation`, for the channels held by other nodes (device id → node id).
-    func heldElsewhere(deviceIDs: [String], conversation: String, now: Int64) async throws -> [String: String]
+    /// The node holding each of these recipients' channels where its app is on screen in
+    /// `conversation`, for the channels held by other nodes (device id → node id). The channels
+    /// were read with the recipients (`Recipient.liveSession`): the ingest makes one read.
+    func heldElsewhere(_ recipients: [Recipient], conversation: String, now: Int64) -> [String: String]
     /// Closes the record of a live delivery: true if it was still open (the caller, on a timeout
     /// or a closed channel, pushes the message; on an acknowledgement, nothing).
     func settle(messageID: String, deviceID: String) async -> Bool
@@ -55,9 +56,7 @@ public struct ProcessLiveDirectory: LiveSessionDirectory {
     public func publish(deviceID: String, sessionID: String, conversation: String?, now: Int64) async {}
     public func withdraw(deviceID: String, sessionID: String) async {}
     public func renew(sessionIDs: Set<String>, now: Int64) async throws {}
-    public func heldElsewhere(deviceIDs: [String], conversation: String, now: Int64) async throws -> [String: String] {
-        [:]
-    }
+    public func heldElsewhere(_ recipients: [Recipient], conversation: String, now: Int64) -> [String: String] { [:] }
     /// The channel's pending list was the only record, and its caller just took the message off.
     public func settle(messageID: String, deviceID: String) async -> Bool { true }
 }
@@ -111,10 +110,11 @@ public struct SharedLiveDirectory: LiveSessionDirectory {
         try await store.renewLiveSessions(nodeID: node, keeping: sessionIDs, until: now + lease.milliseconds)
     }
 
-    public func heldElsewhere(deviceIDs: [String], conversation: String, now: Int64) async throws -> [String: String] {
+    /// Another node's channel, on screen in the conversation, its lease still running.
+    public func heldElsewhere(_ recipients: [Recipient], conversation: String, now: Int64) -> [String: String] {
         var nodes: [String: String] = [:]
-        for session in try await store.liveSessions(deviceIDs: deviceIDs, now: now)
-        where session.nodeID != node && session.conversation == conversation {
+        for session in recipients.compactMap(\.liveSession)
+        where session.nodeID != node && session.conversation == conversation && session.expiresAt > now {
             nodes[session.deviceID] = session.nodeID
         }
         return nodes

@@ -5,21 +5,6 @@ import HeraldStore
 /// handover written with the message; that node delivers it (woken by the store) and settles it
 /// on the acknowledgement; any node pushes it once its deadline passed unsettled.
 extension RelayIngest {
-    /// The nodes holding, elsewhere, the channels of these devices on screen in `conversation`.
-    func liveElsewhere(
-        _ deviceIDs: [String],
-        conversation: String,
-        now: Int64
-    ) async throws(RelayError) -> [String: String] {
-        guard directory.nodeID != nil, !deviceIDs.isEmpty else { return [:] }
-        do {
-            return try await directory.heldElsewhere(deviceIDs: deviceIDs, conversation: conversation, now: now)
-        } catch {
-            context.logger.error("store failure", metadata: ["error": "\(error)"])
-            throw RelayError.unavailable
-        }
-    }
-
     /// Delivers on this node's channels the messages handed to it; a message whose channel has
     /// closed since is pushed at once.
     public func deliverHandovers() async {

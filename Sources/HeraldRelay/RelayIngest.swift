@@ -60,9 +60,10 @@ public final class RelayIngest: Sendable {
             data: extras.data
         )
 
-        // Devices on screen in the conversation with their channel on another node.
-        let elsewhere = try await liveElsewhere(
-            recipients.map(\.device.id).filter { !live.isActive(deviceID: $0, in: request.conversation) },
+        // Devices on screen in the conversation with their channel on another node (read with
+        // the recipients).
+        let elsewhere = directory.heldElsewhere(
+            recipients.filter { !live.isActive(deviceID: $0.device.id, in: request.conversation) },
             conversation: request.conversation,
             now: time
         )

@@ -379,14 +379,20 @@ public struct ClearSender: Sendable, Hashable {
     }
 }
 
-/// A device of a message's recipient, with its last heartbeat if it sent one.
+/// A device of a message's recipient, with its last heartbeat if it sent one and the live
+/// channel a relay node published for it, if any.
 public struct Recipient: Sendable, Hashable {
     public var device: DeviceRecord
     public var presence: PresenceRecord?
+    /// The device's published live channel (`LiveSessionStore`), read with the device so an
+    /// ingest makes one read, not two; its lease may have run out (`expiresAt`): the reader
+    /// decides at its own time.
+    public var liveSession: LiveSessionRecord?
 
-    public init(device: DeviceRecord, presence: PresenceRecord?) {
+    public init(device: DeviceRecord, presence: PresenceRecord?, liveSession: LiveSessionRecord? = nil) {
         self.device = device
         self.presence = presence
+        self.liveSession = liveSession
     }
 }
 

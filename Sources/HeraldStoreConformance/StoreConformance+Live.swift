@@ -3,6 +3,33 @@ import HeraldTestSupport
 import Testing
 
 extension StoreConformance {
+    /// A user's devices come with the live session a node published for each (the ingest's one
+    /// read), as every node sees it: a newer session replaces it, a removal clears it, and a
+    /// lapsed one is still returned with its lease (the reader compares it with its time).
+    public static func recipientsCarryTheirLiveSession(_ engine: some StoreEngine) async throws {
+        let (nodeA, storage) = try await fresh(engine)
+        let nodeB = try await engine.open(storage)
+        try await nodeA.saveApp(StoreFixtures.app())
+        try await nodeA.saveDevice(StoreFixtures.device("d1", createdAt: 1))
+        try await nodeA.saveDevice(StoreFixtures.device("d2", createdAt: 2))
+        func sessions() async throws -> [LiveSessionRecord?] {
+            try await nodeB.recipients(userID: "u").map(\.liveSession)
+        }
+        #expect(try await sessions() == [nil, nil])
+
+        let first = LiveSessionRecord(deviceID: "d1", nodeID: "a", sessionID: "s1", conversation: "c1", expiresAt: 1_000)
+        try await nodeA.saveLiveSession(first)
+        #expect(try await sessions() == [first, nil])
+
+        let moved = LiveSessionRecord(deviceID: "d1", nodeID: "b", sessionID: "s2", conversation: nil, expiresAt: 2_000)
+        try await nodeB.saveLiveSession(moved)
+        try await nodeA.removeLiveSession(deviceID: "d1", sessionID: "s1")
+        #expect(try await sessions() == [moved, nil], "a stale removal keeps the newer session")
+
+        try await nodeB.removeLiveSession(deviceID: "d1", sessionID: "s2")
+        #expect(try await sessions() == [nil, nil])
+    }
+
     /// A device has one live session, seen alike by every node: a newer one (on any node)
     /// replaces it, a stale removal leaves the newer one, a lease past its end hides it, and a
     /// node's heartbeat extends the sessions it names, and only those.

@@ -41,6 +41,7 @@ public enum StoreConformance {
         case importsAnotherStoresRecords
         case importsCallbacksCallsAndWebhookEvents
         case liveSessionsAreLeased
+        case recipientsCarryTheirLiveSession
         case liveHandoversAreAnsweredOnce
         case providerTokensCompareAndSet
         case providerTokenRacesHaveOneWinner
@@ -101,6 +102,7 @@ public enum StoreConformance {
             case .importsCallbacksCallsAndWebhookEvents:
                 try await StoreConformance.importsCallbacksCallsAndWebhookEvents(engine)
             case .liveSessionsAreLeased: try await StoreConformance.liveSessionsAreLeased(engine)
+            case .recipientsCarryTheirLiveSession: try await StoreConformance.recipientsCarryTheirLiveSession(engine)
             case .liveHandoversAreAnsweredOnce: try await StoreConformance.liveHandoversAreAnsweredOnce(engine)
             case .providerTokensCompareAndSet: try await StoreConformance.providerTokensCompareAndSet(engine)
             case .providerTokenRacesHaveOneWinner: try await StoreConformance.providerTokenRacesHaveOneWinner(engine)

@@ -262,7 +262,23 @@ extension PostgresStore {
                             expiresAt: expiresAt
                         )
                     }
-                    found[device.userID, default: []].append(Recipient(device: device, presence: presence))
+                    let node: String? = try columns.next()
+                    let session: String? = try columns.next()
+                    let liveConversation: String? = try columns.next()
+                    let liveUntil: Int64? = try columns.next()
+                    var liveSession: LiveSessionRecord?
+                    if let node, let session, let liveUntil {
+                        liveSession = LiveSessionRecord(
+                            deviceID: device.id,
+                            nodeID: node,
+                            sessionID: session,
+                            conversation: liveConversation,
+                            expiresAt: liveUntil
+                        )
+                    }
+                    found[device.userID, default: []].append(
+                        Recipient(device: device, presence: presence, liveSession: liveSession)
+                    )
                 }
             } catch {
                 throw StoreError.corrupt.with(detail: "read users' devices: \(error)")
@@ -442,14 +458,15 @@ extension Optional {
     }
 }
 
-/// Users' devices with their presence: every ingest's read (batched by `RecipientsBatcher`),
-/// prepared once per connection.
+/// Users' devices with their presence and the live channel a node published for each: every
+/// ingest's one read (batched by `ReadBatcher`), prepared once per connection.
 struct RecipientsStatement: PostgresPreparedStatement {
     typealias Row = PostgresRow
 
     static let sql = """
-        SELECT \(PostgresStore.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at
-        FROM devices d LEFT JOIN presence p ON p.device_id = d.id
+        SELECT \(PostgresStore.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at,
+            l.node_id, l.session_id, l.conversation, l.expires_at
+        FROM devices d LEFT JOIN presence p ON p.device_id = d.id LEFT JOIN live_sessions l ON l.device_id = d.id
         WHERE d.user_id = ANY($1::text[]) ORDER BY d.created_at, d.id
         """
 

@@ -132,8 +132,10 @@ extension SQLiteStore {
         try readNow { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT \(Self.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at
+                    SELECT \(Self.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at,
+                        l.node_id, l.session_id, l.conversation, l.expires_at
                     FROM devices d LEFT JOIN presence p ON p.device_id = d.id
+                        LEFT JOIN live_sessions l ON l.device_id = d.id
                     WHERE d.user_id = ? ORDER BY d.created_at, d.id
                     """
             )
@@ -152,7 +154,17 @@ extension SQLiteStore {
                         expiresAt: row[22]
                     )
                 }
-                recipients.append(Recipient(device: device, presence: presence))
+                var liveSession: LiveSessionRecord?
+                if let node: String = row[23], let session: String = row[24], let expiresAt: Int64 = row[26] {
+                    liveSession = LiveSessionRecord(
+                        deviceID: device.id,
+                        nodeID: node,
+                        sessionID: session,
+                        conversation: row[25],
+                        expiresAt: expiresAt
+                    )
+                }
+                recipients.append(Recipient(device: device, presence: presence, liveSession: liveSession))
             }
             return recipients
         }

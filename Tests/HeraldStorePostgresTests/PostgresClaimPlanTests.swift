@@ -10,8 +10,7 @@ import Testing
 /// them for the values bound (`PostgresStore.rows(_:plannedEachTime:)`). These tests explain the
 /// plan such a statement gets: the claim reads the queue in its order off an index holding its
 /// own expression (`COALESCE(waiting_since, created_at)`), sorting nothing; the finish finds its
-/// pushes by primary key, even on an outbox that grew after the statement was first used and was
-/// never analyzed (a prepared statement's generic plan then scanned the whole outbox).
+/// pushes by primary key on an outbox that grew since it was last analyzed.
 @Suite("PostgreSQL claim plan", .timeLimit(.minutes(2)))
 struct PostgresClaimPlanTests {
     /// The plan `sql` gets for the values in `execute` (`EXECUTE name(...)`), planned for them
@@ -74,50 +73,33 @@ struct PostgresClaimPlanTests {
         let store = try await engine.openStore(engine.makeStorage())
         try await store.saveApp(StoreFixtures.app())
         try await store.saveDevice(StoreFixtures.device("d1"))
-        // A young outbox, analyzed while small (autovacuum analyzes a table early in its life).
-        try await Self.accept((0..<400).map { StoreFixtures.push("first\($0)", device: "d1", at: 0) }, into: store)
+        // A young outbox, analyzed while small (autovacuum analyzes a table early in its life),
+        // then grown faster than autovacuum analyzes it again. In the relay benchmark a prepared
+        // finish kept the generic plan it made on the young outbox (a hash join over a sequential
+        // scan) and scanned the whole outbox for every batch; whether PostgreSQL keeps such a plan
+        // depends on its cost estimates and on other tables' invalidations, so this test checks
+        // the plan the store asks for instead: planned for the values bound.
+        try await Self.accept((0..<60).map { StoreFixtures.push("first\($0)", device: "d1", at: 0) }, into: store)
         try await store.execute(unsafeSQL: "ANALYZE outbox")
-        let execute = "finish_plan(ARRAY['p1', 'p2'], ARRAY['delivered', 'delivered'], ARRAY['', ''], "
-            + "ARRAY[false, false], 3)"
-        let (cached, planned) = try await store.transaction("explain") { connection -> (String, String) in
-            func run(_ sql: String) async throws -> [String] {
-                try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger).collect()
-                    .map { try $0.decode(String.self) }
-            }
-            // First uses on that outbox: a prepared statement settles its generic plan on these
-            // and keeps it until the next ANALYZE.
-            _ = try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: "PREPARE finish_plan(text[], text[], text[], bool[], bigint) AS " + FinishStatement.sql
-                ),
-                logger: connection.logger
-            ).collect()
-            for index in 0..<8 {
-                _ = try await run(
-                    "EXECUTE finish_plan(ARRAY['first\(index)'], ARRAY['delivered'], ARRAY[''], ARRAY[false], 2)"
-                )
-            }
-            // Then the outbox grows, faster than autovacuum analyzes it again.
-            try await Self.accept(
-                (0..<20_000).map { StoreFixtures.push("p\($0)", device: "d1", at: Int64($0)) },
-                into: store
-            )
-            let cached = try await run("EXPLAIN EXECUTE " + execute).joined(separator: "\n")
-            _ = try await run("SET LOCAL plan_cache_mode = force_custom_plan")
-            let planned = try await run("EXPLAIN EXECUTE " + execute).joined(separator: "\n")
-            _ = try await run("DEALLOCATE ALL")
-            return (cached, planned)
-        }
-        // Why the store plans it each time: the kept plan scans the whole outbox for two pushes.
-        #expect(cached.contains("Seq Scan on outbox"), "\(cached)")
-        // What it runs: planned for the bound values, by key.
-        #expect(planned.contains("Index Scan using outbox_pkey"), "\(planned)")
-        #expect(!planned.contains("Seq Scan on outbox"), "\(planned)")
+        try await store.execute(unsafeSQL: "ALTER TABLE outbox SET (autovacuum_enabled = false)")
+        try await Self.accept(
+            (0..<20_000).map { StoreFixtures.push("p\($0)", device: "d1", at: Int64($0)) },
+            into: store
+        )
+        let ids = (1...20).map { "'p\($0)'" }.joined(separator: ", ")
+        let plan = try await Self.customPlan(
+            store,
+            prepare: "PREPARE finish_plan(text[], text[], text[], bool[], bigint) AS " + FinishStatement.sql,
+            execute: "finish_plan(ARRAY[\(ids)], array_fill('delivered'::text, ARRAY[20]), "
+                + "array_fill(''::text, ARRAY[20]), array_fill(false, ARRAY[20]), 3)"
+        )
+        #expect(plan.contains("Index Scan using outbox_pkey"), "\(plan)")
+        #expect(!plan.contains("Seq Scan on outbox"), "\(plan)")
         _ = try await store.claim(limit: 1, owner: "w", now: 5, leaseUntil: 60_000)
         try await store.complete(
-            [PushCompletion(pushID: "p0", disposition: .finish(.delivered), reason: nil, deadToken: nil)],
+            [PushCompletion(pushID: "first0", disposition: .finish(.delivered), reason: nil, deadToken: nil)],
             now: 6
         )
-        #expect(try await store.push(id: "p0")?.state == .delivered)
+        #expect(try await store.push(id: "first0")?.state == .delivered)
     }
 }

@@ -100,6 +100,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.liveSessionsAreLeased)
     }
 
+    @Test func recipientsCarryTheirLiveSession() async throws {
+        try await SQLiteEngine.check(.recipientsCarryTheirLiveSession)
+    }
+
     @Test func liveHandoversAreAnsweredOnce() async throws {
         try await SQLiteEngine.check(.liveHandoversAreAnsweredOnce)
     }
@@ -231,6 +235,7 @@ struct SQLiteConformanceTests {
             .importsAnotherStoresRecords,
             .importsCallbacksCallsAndWebhookEvents,
             .liveSessionsAreLeased,
+            .recipientsCarryTheirLiveSession,
             .liveHandoversAreAnsweredOnce,
             .providerTokensCompareAndSet,
             .providerTokenRacesHaveOneWinner,
