@@ -21,14 +21,15 @@ final class ReadBatcher<Value: Sendable>: Sendable {
         var reading = 0
     }
 
-    /// Batches read at once.
+    /// Batches read at once. One, as for `IngestBatcher.maxWriting`: the reads asked for during a
+    /// round trip share the next.
     let maxReading: Int
     /// Keys in one statement at most (a caller asking for more gets a batch of its own).
     let maxKeys: Int
     private let what: String
     private let state = Mutex(State())
 
-    init(_ what: String, maxReading: Int = 2, maxKeys: Int = 128) {
+    init(_ what: String, maxReading: Int = 1, maxKeys: Int = 128) {
         self.what = what
         self.maxReading = maxReading
         self.maxKeys = maxKeys
