@@ -36,6 +36,40 @@ extension StoreConformance {
         #expect(try await otherNode.deliveryLog(pushID: "unknown") == [])
     }
 
+    /// Dispatcher batches finished at the same moment (an engine may write them in one
+    /// statement) each keep their own outcome, reason and time.
+    public static func concurrentCompletionsKeepTheirOwn(_ engine: some StoreEngine) async throws {
+        let (store, _) = try await fresh(engine)
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        let pushes = (0..<120).map { StoreFixtures.push("p\($0)", device: "d1", at: Int64($0)) }
+        _ = try await store.accept(StoreFixtures.ingest(pushes))
+        #expect(try await claimIDs(store, limit: 200, owner: "w", now: 200, leaseUntil: 10_000).count == 120)
+        // 40 batches of three, each finished at its own time, all at once.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for batch in 0..<40 {
+                group.addTask {
+                    let completions = (0..<3).map { index in
+                        let push = batch * 3 + index
+                        return PushCompletion(
+                            pushID: "p\(push)",
+                            disposition: .finish(push.isMultiple(of: 2) ? .delivered : .failed),
+                            reason: push.isMultiple(of: 2) ? nil : "BadDeviceToken (400) #\(push)",
+                            deadToken: nil
+                        )
+                    }
+                    try await store.complete(completions, now: 1_000 + Int64(batch))
+                }
+            }
+            try await group.waitForAll()
+        }
+        for push in 0..<120 {
+            let entry = try #require(try await store.push(id: "p\(push)"))
+            #expect(entry.state == (push.isMultiple(of: 2) ? .delivered : .failed))
+            #expect(entry.lastReason == (push.isMultiple(of: 2) ? nil : "BadDeviceToken (400) #\(push)"))
+            #expect(entry.updatedAt == 1_000 + Int64(push / 3))
+        }
+    }
+
     /// A completion finishes a push (delivered, failed, expired: with its reason and time, never
     /// claimed or released again) or puts it back in the queue for a given time, logged with the
     /// reason; a retried push is claimed again then, as its next attempt.

@@ -25,6 +25,7 @@ public enum StoreConformance {
         case voipToPushKitTokenOthersToMessagingToken
         case pushesRoundTrip
         case completionsFinishOrRetry
+        case concurrentCompletionsKeepTheirOwn
         case deadTokensClearedOnlyWhereStillHeld
         case idempotencyRaces
         case burstsAnswerEachAsAlone
@@ -84,6 +85,7 @@ public enum StoreConformance {
                 try await StoreConformance.voipToPushKitTokenOthersToMessagingToken(engine)
             case .pushesRoundTrip: try await StoreConformance.pushesRoundTrip(engine)
             case .completionsFinishOrRetry: try await StoreConformance.completionsFinishOrRetry(engine)
+            case .concurrentCompletionsKeepTheirOwn: try await StoreConformance.concurrentCompletionsKeepTheirOwn(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

@@ -1,3 +1,4 @@
+import HeraldStore
 import PostgresNIO
 
 /// The dispatcher's claim, prepared: the due pushes of the wanted networks, calls first then the
@@ -81,8 +82,9 @@ struct ExpiredClaimsStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
-/// Pushes finished (delivered, token dead, failed, expired), each with its reason or none: a
-/// dispatcher batch's usual outcome, prepared.
+/// Pushes finished (delivered, token dead, failed, expired), each with its reason or none and
+/// its time: the dispatchers' usual outcomes, several batches' in one statement
+/// (`PostgresStore.finishes`).
 struct FinishStatement: PostgresPreparedStatement {
     typealias Row = PostgresRow
 
@@ -90,18 +92,30 @@ struct FinishStatement: PostgresPreparedStatement {
     static let sql = """
         WITH done AS (
             UPDATE outbox o SET state = u.state, last_reason = CASE WHEN u.has THEN u.reason END,
-                claim_owner = NULL, claim_until = NULL, updated_at = $5
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, state, reason, has)
+                claim_owner = NULL, claim_until = NULL, updated_at = u.at
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::bigint[]) AS u(id, state, reason, has, at)
             WHERE o.push_id = u.id
-            RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason
+            RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason, o.updated_at
         )
-        """ + PushEvents.insert(now: "$5")
+        """ + PushEvents.insert(now: "done.updated_at")
 
-    var ids: [String]
-    var states: [String]
-    var reasons: [String]
-    var hasReason: [Bool]
-    var now: Int64
+    var ids: [String] = []
+    var states: [String] = []
+    var reasons: [String] = []
+    var hasReason: [Bool] = []
+    var times: [Int64] = []
+
+    /// Adds `completions` (each a `.finish`) finished at `now`.
+    mutating func append(_ completions: [PushCompletion], at now: Int64) {
+        for completion in completions {
+            guard case .finish(let state) = completion.disposition else { continue }
+            ids.append(completion.pushID)
+            states.append(state.rawValue)
+            reasons.append(completion.reason ?? "")
+            hasReason.append(completion.reason != nil)
+            times.append(now)
+        }
+    }
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 5)
@@ -109,11 +123,18 @@ struct FinishStatement: PostgresPreparedStatement {
         bindings.append(states)
         bindings.append(reasons)
         bindings.append(hasReason)
-        bindings.append(now)
+        bindings.append(times)
         return bindings
     }
 
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+/// One dispatcher batch's finished pushes, waiting in `PostgresStore.finishes` to share a
+/// statement with the others'.
+struct FinishedBatch: Sendable {
+    var completions: [PushCompletion]
+    var now: Int64
 }
 
 /// The webhook events of finished pushes, for the apps that have a webhook: appended to a

@@ -3,23 +3,25 @@ import NIOCore
 import PostgresNIO
 import Synchronization
 
-/// Ingests that arrive together are written together: one statement and one commit for all of
-/// them, as SQLite's single writer groups them in one transaction.
+/// Writes that arrive together are written together: one statement and one commit for all of
+/// them, as SQLite's single writer groups them in one transaction. Ingests go through one
+/// (`PostgresStore.ingests`), the dispatchers' finished pushes through another.
 ///
-/// Each ingest written alone costs the relay a round trip and the server a commit (a WAL flush);
-/// under load both dominate. Here an ingest waits only while a batch is already being written
-/// (at most `maxWriting` at once), so a lone ingest goes at once and a burst shares commits.
+/// Each write alone costs the relay a round trip and the server a commit (a WAL flush); under
+/// load both dominate. Here a write waits only while a batch is already being written (at most
+/// `maxWriting` at once), so a lone write goes at once and a burst shares commits.
 ///
-/// Two ingests with the same idempotency key never share a batch (the second waits for the
-/// next), so the key decides between them as it does between two statements. A batch that fails
-/// is written again one ingest at a time, so one bad ingest fails alone.
-final class IngestBatcher: Sendable {
-    /// Writes a batch; answers the positions (in the batch) of the ingests written, the others
+/// Two writes sharing a key (an ingest's idempotency key, a push id) never share a batch (the
+/// second waits for the next), so the database decides between them as it does between two
+/// statements. A batch that fails is written again one write at a time, so one bad write fails
+/// alone.
+final class WriteBatcher<Item: Sendable>: Sendable {
+    /// Writes a batch; answers the positions (in the batch) of the items written, the others
     /// having met their idempotency key already.
-    typealias Write = @Sendable ([Ingest]) async throws(StoreError) -> Set<Int>
+    typealias Write = @Sendable ([Item]) async throws(StoreError) -> Set<Int>
 
     private struct Waiting {
-        let ingest: Ingest
+        let item: Item
         let continuation: CheckedContinuation<Bool, any Error>
     }
 
@@ -28,47 +30,52 @@ final class IngestBatcher: Sendable {
         var writing = 0
     }
 
-    /// Batches written at once. One: the ingests that arrive while a batch commits all go in
-    /// the next, and in the relay benchmark (32 connections, one node) that took batches from 5.6
-    /// to 9.5 ingests and the CPU per message down by a seventh in the relay and in PostgreSQL
+    /// Batches written at once. One: the writes that arrive while a batch commits all go in the
+    /// next, and in the relay benchmark (32 connections, one node) that took ingest batches from
+    /// 5.6 to 9.5 and the CPU per message down by a seventh in the relay and in PostgreSQL
     /// (docs/performance.md); a second batch at once only queued on the server's commit.
     let maxWriting: Int
-    /// Ingests in one statement at most.
+    /// Items in one statement at most.
     let maxBatch: Int
+    /// The keys two items of one batch must not share.
+    private let keys: @Sendable (Item) -> [String]
     private let state = Mutex(State())
 
-    init(maxWriting: Int = 1, maxBatch: Int = 64) {
+    init(maxWriting: Int = 1, maxBatch: Int = 64, keys: @escaping @Sendable (Item) -> [String]) {
         self.maxWriting = maxWriting
         self.maxBatch = maxBatch
+        self.keys = keys
     }
 
-    /// Writes `ingest` (in some batch, with `write`: every caller gives the same one); answers
+    /// Writes `item` (in some batch, with `write`: every caller gives the same one); answers
     /// whether it was written, false when its idempotency key was already there.
-    func accept(_ ingest: Ingest, write: @escaping Write) async throws(StoreError) -> Bool {
+    func accept(_ item: Item, write: @escaping Write) async throws(StoreError) -> Bool {
         do {
             return try await withCheckedThrowingContinuation { continuation in
                 let batch = state.withLock { state -> [Waiting]? in
-                    state.waiting.append(Waiting(ingest: ingest, continuation: continuation))
-                    return Self.nextBatch(&state, maxWriting: maxWriting, maxBatch: maxBatch)
+                    state.waiting.append(Waiting(item: item, continuation: continuation))
+                    return nextBatch(&state)
                 }
                 if let batch { start(batch, write: write) }
             }
         } catch let error as StoreError {
             throw error
         } catch {
-            throw StoreError.corrupt.with(detail: "accept an ingest: \(error)")
+            throw StoreError.corrupt.with(detail: "write a batch: \(error)")
         }
     }
 
     /// Takes the next batch if one may be written now.
-    private static func nextBatch(_ state: inout State, maxWriting: Int, maxBatch: Int) -> [Waiting]? {
+    private func nextBatch(_ state: inout State) -> [Waiting]? {
         guard state.writing < maxWriting, !state.waiting.isEmpty else { return nil }
         var batch: [Waiting] = []
-        var keys = Set<String>()
+        var taken = Set<String>()
         var left: [Waiting] = []
         for waiting in state.waiting {
-            if batch.count < maxBatch, waiting.ingest.idempotencyKey.map({ keys.insert($0).inserted }) ?? true {
+            let itemKeys = keys(waiting.item)
+            if batch.count < maxBatch, taken.isDisjoint(with: itemKeys) {
                 batch.append(waiting)
+                taken.formUnion(itemKeys)
             } else {
                 left.append(waiting)
             }
@@ -83,7 +90,7 @@ final class IngestBatcher: Sendable {
             await self.run(batch, write: write)
             let next = self.state.withLock { state -> [Waiting]? in
                 state.writing -= 1
-                return Self.nextBatch(&state, maxWriting: self.maxWriting, maxBatch: self.maxBatch)
+                return self.nextBatch(&state)
             }
             if let next { self.start(next, write: write) }
         }
@@ -91,7 +98,7 @@ final class IngestBatcher: Sendable {
 
     private func run(_ batch: [Waiting], write: Write) async {
         do {
-            let written = try await write(batch.map(\.ingest))
+            let written = try await write(batch.map(\.item))
             for (index, waiting) in batch.enumerated() {
                 waiting.continuation.resume(returning: written.contains(index))
             }
@@ -100,10 +107,10 @@ final class IngestBatcher: Sendable {
                 batch[0].continuation.resume(throwing: error)
                 return
             }
-            // One ingest may be what failed the batch: each is tried on its own, so only it fails.
+            // One item may be what failed the batch: each is tried on its own, so only it fails.
             for waiting in batch {
                 do {
-                    let written = try await write([waiting.ingest])
+                    let written = try await write([waiting.item])
                     waiting.continuation.resume(returning: written.contains(0))
                 } catch {
                     waiting.continuation.resume(throwing: error)

@@ -298,17 +298,15 @@ extension PostgresStore {
             }
         }
         if retried.ids.isEmpty, dead.devices.isEmpty {
-            // The usual batch: every push finished. One prepared statement, atomic on its own.
-            _ = try await rows(
-                "record push outcomes",
-                plannedEachTime: FinishStatement(
-                    ids: finished.ids,
-                    states: finished.states,
-                    reasons: finished.reasons,
-                    hasReason: finished.hasReason,
-                    now: now
-                )
-            )
+            // The usual batch: every push finished. It shares one statement (atomic on its own)
+            // with the batches other dispatcher loops finish meanwhile.
+            _ = try await finishes.accept(FinishedBatch(completions: completions, now: now)) {
+                [self] (batches: [FinishedBatch]) throws(StoreError) -> Set<Int> in
+                var statement = FinishStatement()
+                for batch in batches { statement.append(batch.completions, at: batch.now) }
+                _ = try await rows("record push outcomes", plannedEachTime: statement)
+                return Set(batches.indices)
+            }
             return
         }
         // Arrays carry no NULL through postgres-nio's encoders: a reason is nil where its flag

@@ -4,7 +4,7 @@ import Synchronization
 /// Reads by key that arrive together go as one statement: the recipients read every ingest makes
 /// (users to their devices) and the live-session read (devices to the node holding their channel).
 ///
-/// Like `IngestBatcher`: a read waits only while `maxReading` batches are already out, so a lone
+/// Like `WriteBatcher`: a read waits only while `maxReading` batches are already out, so a lone
 /// read goes at once and a burst shares a round trip. A batch starts after every read in it was
 /// asked for, so each sees every write committed before it was asked.
 final class ReadBatcher<Value: Sendable>: Sendable {
@@ -21,7 +21,7 @@ final class ReadBatcher<Value: Sendable>: Sendable {
         var reading = 0
     }
 
-    /// Batches read at once. One, as for `IngestBatcher.maxWriting`: the reads asked for during a
+    /// Batches read at once. One, as for `WriteBatcher.maxWriting`: the reads asked for during a
     /// round trip share the next.
     let maxReading: Int
     /// Keys in one statement at most (a caller asking for more gets a batch of its own).

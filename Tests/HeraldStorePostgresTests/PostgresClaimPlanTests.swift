@@ -89,9 +89,9 @@ struct PostgresClaimPlanTests {
         let ids = (1...20).map { "'p\($0)'" }.joined(separator: ", ")
         let plan = try await Self.customPlan(
             store,
-            prepare: "PREPARE finish_plan(text[], text[], text[], bool[], bigint) AS " + FinishStatement.sql,
+            prepare: "PREPARE finish_plan(text[], text[], text[], bool[], bigint[]) AS " + FinishStatement.sql,
             execute: "finish_plan(ARRAY[\(ids)], array_fill('delivered'::text, ARRAY[20]), "
-                + "array_fill(''::text, ARRAY[20]), array_fill(false, ARRAY[20]), 3)"
+                + "array_fill(''::text, ARRAY[20]), array_fill(false, ARRAY[20]), array_fill(3::bigint, ARRAY[20]))"
         )
         #expect(plan.contains("Index Scan using outbox_pkey"), "\(plan)")
         #expect(!plan.contains("Seq Scan on outbox"), "\(plan)")

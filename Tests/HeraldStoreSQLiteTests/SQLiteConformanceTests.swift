@@ -96,6 +96,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.importsCallbacksCallsAndWebhookEvents)
     }
 
+    @Test func concurrentCompletionsKeepTheirOwn() async throws {
+        try await SQLiteEngine.check(.concurrentCompletionsKeepTheirOwn)
+    }
+
     @Test func liveSessionsAreLeased() async throws {
         try await SQLiteEngine.check(.liveSessionsAreLeased)
     }
@@ -219,6 +223,7 @@ struct SQLiteConformanceTests {
             .voipToPushKitTokenOthersToMessagingToken,
             .pushesRoundTrip,
             .completionsFinishOrRetry,
+            .concurrentCompletionsKeepTheirOwn,
             .deadTokensClearedOnlyWhereStillHeld,
             .idempotencyRaces,
             .burstsAnswerEachAsAlone,
