@@ -141,6 +141,11 @@ struct FinishedBatch: Sendable {
 /// statement whose `done` CTE returns the pushes it finished (push_id, device_id, kind, state,
 /// last_reason), so each event is written in the same statement as its push's final state. The
 /// event id is the type and the push id: a push's final state is one event.
+///
+/// The `EXISTS` is a one-time filter: while no app has a webhook the join is never run, so a
+/// relay without webhooks pays nothing for it (as on SQLite). Without it, a batch of finished
+/// pushes joined them to the devices, and for a large batch PostgreSQL chose a sequential scan of
+/// every device: 1,721 scans of 10,000 devices in one run of the relay benchmark.
 enum PushEvents {
     static func insert(now: String) -> String {
         """
@@ -152,6 +157,7 @@ enum PushEvents {
             \(now), \(now), \(now)
         FROM done JOIN devices d ON d.id = done.device_id JOIN apps a ON a.id = d.app_id
         WHERE a.webhook_url IS NOT NULL AND done.state IN ('delivered', 'token_dead', 'failed', 'expired')
+            AND EXISTS (SELECT 1 FROM apps WHERE webhook_url IS NOT NULL)
         ON CONFLICT (id) DO NOTHING
         """
     }
