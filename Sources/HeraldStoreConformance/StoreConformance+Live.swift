@@ -17,7 +17,13 @@ extension StoreConformance {
         }
         #expect(try await sessions() == [nil, nil])
 
-        let first = LiveSessionRecord(deviceID: "d1", nodeID: "a", sessionID: "s1", conversation: "c1", expiresAt: 1_000)
+        let first = LiveSessionRecord(
+            deviceID: "d1",
+            nodeID: "a",
+            sessionID: "s1",
+            conversation: "c1",
+            expiresAt: 1_000
+        )
         try await nodeA.saveLiveSession(first)
         #expect(try await sessions() == [first, nil])
 

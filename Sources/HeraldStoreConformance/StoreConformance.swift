@@ -85,7 +85,8 @@ public enum StoreConformance {
                 try await StoreConformance.voipToPushKitTokenOthersToMessagingToken(engine)
             case .pushesRoundTrip: try await StoreConformance.pushesRoundTrip(engine)
             case .completionsFinishOrRetry: try await StoreConformance.completionsFinishOrRetry(engine)
-            case .concurrentCompletionsKeepTheirOwn: try await StoreConformance.concurrentCompletionsKeepTheirOwn(engine)
+            case .concurrentCompletionsKeepTheirOwn:
+                try await StoreConformance.concurrentCompletionsKeepTheirOwn(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)
