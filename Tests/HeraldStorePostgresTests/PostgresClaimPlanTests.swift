@@ -34,6 +34,14 @@ struct PostgresClaimPlanTests {
         return plan.joined(separator: "\n")
     }
 
+    /// A fresh store with the fixture app and its device `d1`.
+    static func storeWithDevice(_ engine: PostgresEngine) async throws -> PostgresStore {
+        let store = try await engine.openStore(engine.makeStorage())
+        try await store.saveApp(StoreFixtures.app())
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        return store
+    }
+
     static func accept(_ pushes: [OutboxEntry], into store: PostgresStore) async throws {
         for batch in stride(from: 0, to: pushes.count, by: 500) {
             _ = try await store.accept(StoreFixtures.ingest(Array(pushes[batch..<min(batch + 500, pushes.count)])))
@@ -44,9 +52,7 @@ struct PostgresClaimPlanTests {
     func claimUsesTheQueueIndex() async throws {
         let engine = try PostgresEngine()
         defer { Task { await engine.tearDown() } }
-        let store = try await engine.openStore(engine.makeStorage())
-        try await store.saveApp(StoreFixtures.app())
-        try await store.saveDevice(StoreFixtures.device("d1"))
+        let store = try await Self.storeWithDevice(engine)
         var pushes: [OutboxEntry] = []
         for index in 0..<5_000 {
             var push = StoreFixtures.push("p\(index)", device: "d1", at: Int64(index))
@@ -70,9 +76,7 @@ struct PostgresClaimPlanTests {
     func finishUsesThePrimaryKeyAfterGrowth() async throws {
         let engine = try PostgresEngine()
         defer { Task { await engine.tearDown() } }
-        let store = try await engine.openStore(engine.makeStorage())
-        try await store.saveApp(StoreFixtures.app())
-        try await store.saveDevice(StoreFixtures.device("d1"))
+        let store = try await Self.storeWithDevice(engine)
         // A young outbox, analyzed while small (autovacuum analyzes a table early in its life),
         // then grown faster than autovacuum analyzes it again. In the relay benchmark a prepared
         // finish kept the generic plan it made on the young outbox (a hash join over a sequential
