@@ -265,18 +265,31 @@ extension PostgresStore {
 
     public func complete(_ completions: [PushCompletion], now: Int64) async throws {
         if completions.isEmpty { return }
-        var finished: (ids: [String], states: [String], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
+        let allFinished = completions.allSatisfy { completion in
+            if case .finish = completion.disposition { completion.deadToken == nil } else { false }
+        }
+        if allFinished {
+            // The usual batch: every push finished. It shares one statement (atomic on its own)
+            // with the batches other dispatcher loops finish meanwhile.
+            _ = try await finishes.accept(FinishedBatch(completions: completions, now: now)) {
+                [self] (batches: [FinishedBatch]) throws(StoreError) -> Set<Int> in
+                var statement = FinishStatement()
+                for batch in batches { statement.append(batch.completions, at: batch.now) }
+                _ = try await rows("record push outcomes", plannedEachTime: statement)
+                return Set(batches.indices)
+            }
+            return
+        }
+        var finished = FinishStatement()
+        finished.append(completions, at: now)
         var retried: (ids: [String], at: [Int64], reasons: [String], hasReason: [Bool], giveBack: [Bool]) = (
             [], [], [], [], []
         )
         var dead: (devices: [String], tokens: [String], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
         for completion in completions {
             switch completion.disposition {
-            case .finish(let state):
-                finished.ids.append(completion.pushID)
-                finished.states.append(state.rawValue)
-                finished.reasons.append(completion.reason ?? "")
-                finished.hasReason.append(completion.reason != nil)
+            case .finish:
+                break
             case .retry(let at), .requeue(let at):
                 retried.ids.append(completion.pushID)
                 retried.at.append(at)
@@ -297,36 +310,12 @@ extension PostgresStore {
                 dead.hasReason.append(completion.reason != nil)
             }
         }
-        if retried.ids.isEmpty, dead.devices.isEmpty {
-            // The usual batch: every push finished. It shares one statement (atomic on its own)
-            // with the batches other dispatcher loops finish meanwhile.
-            _ = try await finishes.accept(FinishedBatch(completions: completions, now: now)) {
-                [self] (batches: [FinishedBatch]) throws(StoreError) -> Set<Int> in
-                var statement = FinishStatement()
-                for batch in batches { statement.append(batch.completions, at: batch.now) }
-                _ = try await rows("record push outcomes", plannedEachTime: statement)
-                return Set(batches.indices)
-            }
-            return
-        }
+        let finishing = try PostgresQuery(unsafeSQL: FinishStatement.sql, binds: finished.makeBindings())
         // Arrays carry no NULL through postgres-nio's encoders: a reason is nil where its flag
         // says so.
         try await transaction("record push outcomes") { [logger, finished, retried, dead] connection in
             if !finished.ids.isEmpty {
-                try await connection.run(
-                    """
-                    WITH done AS (
-                        UPDATE outbox o SET state = u.state, last_reason = CASE WHEN u.has THEN u.reason END,
-                            claim_owner = NULL, claim_until = NULL, updated_at = \(now)
-                        FROM unnest(\(finished.ids)::text[], \(finished.states)::text[], \(finished.reasons)::text[],
-                            \(finished.hasReason)::bool[]) AS u(id, state, reason, has)
-                        WHERE o.push_id = u.id
-                        RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason
-                    )
-                    \(unescaped: PushEvents.insert(now: String(now)))
-                    """,
-                    logger: logger
-                )
+                try await connection.run(finishing, logger: logger)
             }
             if !retried.ids.isEmpty {
                 try await connection.run(

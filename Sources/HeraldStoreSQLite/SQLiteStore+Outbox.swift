@@ -186,38 +186,31 @@ extension SQLiteStore {
                 // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
                 // to the messaging token.
                 let token: String? = device.flatMap { entry.pushType == APNsPushType.voip.rawValue ? $0[1] : $0[0] }
-                if entry.expiresAt <= now {
+                // Why it cannot be sent, if it cannot: it is finished at once, its attempt given back.
+                let notSent: (state: PushState, reason: String, events: Bool)? =
+                    if entry.expiresAt <= now {
+                        (.expired, "expired before sending", events)
+                    } else if device == nil {
+                        (.skipped, "device_deactivated", false)
+                    } else if (device?[6] as String?) == NotificationPermission.denied.rawValue,
+                        OutboxKind(rawValue: entry.kind)?.needsNotificationPermission == true
+                    {
+                        // Its user turned notifications off after it was queued: it could not be shown.
+                        (.skipped, "notifications_denied", false)
+                    } else if token == nil {
+                        (.skipped, (device?[2] as String?).map { "token_dead: \($0)" } ?? "no_token", false)
+                    } else {
+                        nil
+                    }
+                if let notSent {
                     try giveBack.execute(arguments: [entry.pushID])
                     try Self.finish(
                         db,
                         pushID: entry.pushID,
-                        state: .expired,
-                        reason: "expired before sending",
+                        state: notSent.state,
+                        reason: notSent.reason,
                         now: now,
-                        events: events
-                    )
-                } else if device == nil {
-                    try giveBack.execute(arguments: [entry.pushID])
-                    try Self.finish(
-                        db,
-                        pushID: entry.pushID,
-                        state: .skipped,
-                        reason: "device_deactivated",
-                        now: now,
-                        events: false
-                    )
-                } else if (device?[6] as String?) == NotificationPermission.denied.rawValue,
-                    OutboxKind(rawValue: entry.kind)?.needsNotificationPermission == true
-                {
-                    // Its user turned notifications off after it was queued: it could not be shown.
-                    try giveBack.execute(arguments: [entry.pushID])
-                    try Self.finish(
-                        db,
-                        pushID: entry.pushID,
-                        state: .skipped,
-                        reason: "notifications_denied",
-                        now: now,
-                        events: false
+                        events: notSent.events
                     )
                 } else if let token {
                     let body = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
@@ -230,10 +223,6 @@ extension SQLiteStore {
                             fcmAccount: device?[5]
                         )
                     )
-                } else {
-                    try giveBack.execute(arguments: [entry.pushID])
-                    let reason = (device?[2] as String?).map { "token_dead: \($0)" } ?? "no_token"
-                    try Self.finish(db, pushID: entry.pushID, state: .skipped, reason: reason, now: now, events: false)
                 }
             }
             return claimed
