@@ -4,7 +4,8 @@ public import ServiceLifecycle
 
 /// A node's part in the live channels shared across nodes (`RelayConfiguration.live.nodeID`):
 /// renews the lease of the channels it holds, delivers the messages other nodes hand it as soon
-/// as the store says they came (and every `sweepInterval` in case a wake-up was lost), and pushes
+/// as the store says they came (and every `sweepInterval` in case a wake-up was lost), sends the
+/// chat events other nodes announce on the channels it holds, and pushes
 /// the messages whose acknowledgement deadline passed with no node answering them (a node that
 /// died with them).
 public struct LiveClusterService: Service {
@@ -35,6 +36,19 @@ public struct LiveClusterService: Service {
             await withTaskGroup(of: Void.self) { group in
                 let (arrivals, arrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
                 group.addTask { await store.followLiveHandovers(nodeID: node) { arrived.yield() } }
+                // Chat events other nodes recorded for the channels held here, one at a time so
+                // their frames keep the order they were announced in.
+                let (notices, heard) = AsyncStream.makeStream(
+                    of: ChatEventNotice.self,
+                    bufferingPolicy: .bufferingNewest(1024)
+                )
+                group.addTask {
+                    await store.followChatEvents(nodeID: node) { heard.yield($0) }
+                    heard.finish()
+                }
+                group.addTask {
+                    for await notice in notices { await relay.transcripts.deliverAnnounced(notice) }
+                }
                 group.addTask {
                     for await _ in arrivals {
                         await ingest.deliverHandovers()

@@ -42,6 +42,11 @@ public protocol LiveSessionDirectory: Sendable {
     /// `conversation`, for the channels held by other nodes (device id → node id). The channels
     /// were read with the recipients (`Recipient.liveSession`): the ingest makes one read.
     func heldElsewhere(_ recipients: [Recipient], conversation: String, now: Int64) -> [String: String]
+    /// The other nodes holding a channel of one of these recipients, whatever their apps are on
+    /// screen in (read with the recipients, as for `heldElsewhere`).
+    func nodesElsewhere(_ recipients: [Recipient], now: Int64) -> Set<String>
+    /// Tells those nodes a chat event they may show on their channels was recorded (best effort).
+    func announceChatEvent(_ notice: ChatEventNotice, to nodeIDs: Set<String>) async
     /// Closes the record of a live delivery: true if it was still open (the caller, on a timeout
     /// or a closed channel, pushes the message; on an acknowledgement, nothing).
     func settle(messageID: String, deviceID: String) async -> Bool
@@ -57,6 +62,8 @@ public struct ProcessLiveDirectory: LiveSessionDirectory {
     public func withdraw(deviceID: String, sessionID: String) async {}
     public func renew(sessionIDs: Set<String>, now: Int64) async throws {}
     public func heldElsewhere(_ recipients: [Recipient], conversation: String, now: Int64) -> [String: String] { [:] }
+    public func nodesElsewhere(_ recipients: [Recipient], now: Int64) -> Set<String> { [] }
+    public func announceChatEvent(_ notice: ChatEventNotice, to nodeIDs: Set<String>) async {}
     /// The channel's pending list was the only record, and its caller just took the message off.
     public func settle(messageID: String, deviceID: String) async -> Bool { true }
 }
@@ -118,6 +125,15 @@ public struct SharedLiveDirectory: LiveSessionDirectory {
             nodes[session.deviceID] = session.nodeID
         }
         return nodes
+    }
+
+    /// Another node's channel, its lease still running.
+    public func nodesElsewhere(_ recipients: [Recipient], now: Int64) -> Set<String> {
+        Set(recipients.compactMap(\.liveSession).filter { $0.nodeID != node && $0.expiresAt > now }.map(\.nodeID))
+    }
+
+    public func announceChatEvent(_ notice: ChatEventNotice, to nodeIDs: Set<String>) async {
+        await store.announceChatEvent(notice, to: nodeIDs)
     }
 
     public func settle(messageID: String, deviceID: String) async -> Bool {

@@ -73,7 +73,7 @@ public final class Relay: Sendable {
         let ingest = RelayIngest(context: context, live: live, directory: directory)
         self.activation = RelayActivation(context: context)
         self.ingest = ingest
-        self.transcripts = RelayTranscripts(context: context, live: live)
+        self.transcripts = RelayTranscripts(context: context, live: live, directory: directory)
         self.webhooks = RelayWebhooks(context: context)
         self.calls = RelayCalls(context: context, live: live, directory: directory)
         self.callbacks = RelayCallbacks(context: context)

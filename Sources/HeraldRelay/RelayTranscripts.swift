@@ -14,12 +14,15 @@ public final class RelayTranscripts: Sendable {
     let context: RelayContext
     /// This node's live channels: a shown event goes to the customer's apps in the foreground.
     let live: LiveChannels
+    /// The channels other nodes hold: a shown event is announced to them.
+    let directory: any LiveSessionDirectory
     /// First pushes waiting for their delay, by device and chat.
     private let chatTimers = Mutex<[String: Task<Void, Never>]>([:])
 
-    init(context: RelayContext, live: LiveChannels) {
+    init(context: RelayContext, live: LiveChannels, directory: any LiveSessionDirectory) {
         self.context = context
         self.live = live
+        self.directory = directory
     }
 
     /// Appends an event to a chat's transcript and pushes it to the customer's devices that are
@@ -198,7 +201,7 @@ public final class RelayTranscripts: Sendable {
 
     /// A stored event's author and text (an empty text when it does not open); `unavailable`
     /// when the author does not open.
-    private func open(_ event: TranscriptEvent) throws(RelayError) -> (author: Party, text: String) {
+    func open(_ event: TranscriptEvent) throws(RelayError) -> (author: Party, text: String) {
         let author = try context.openAuthor(event)
         let opened = try? context.masterKey.open(
             event.sealedText,

@@ -39,6 +39,20 @@ public struct LiveHandover: Sendable, Hashable {
     }
 }
 
+/// A chat event shown on the live channel (`chat_event`), announced by the node that recorded it
+/// to a node holding channels of the chat's customer. Names the event only: that node reads it
+/// from the transcript, where its author and text stay sealed.
+public struct ChatEventNotice: Sendable, Hashable, Codable {
+    public var conversation: String
+    /// The event's position in the chat's transcript.
+    public var position: Int
+
+    public init(conversation: String, position: Int) {
+        self.conversation = conversation
+        self.position = position
+    }
+}
+
 /// The live sessions of every relay node sharing the data, and the messages handed between them.
 ///
 /// A handover is written with its message by `OutboxStore.accept(_:)` (`Ingest.handovers`), so a
@@ -72,9 +86,22 @@ public protocol LiveSessionStore: Sendable {
     /// some (at start, after a lost connection). An engine whose data no other store writes
     /// returns at once.
     func followLiveHandovers(nodeID: String, _ arrived: @escaping @Sendable () -> Void) async
+    /// Tells each of `nodeIDs` that a chat event it may show on its channels was recorded, soon
+    /// and at most once, with no record kept: a node that is not listening then misses it (the
+    /// frame is best effort, the app resyncs from the transcript). Never throws: a failure is
+    /// logged and the event stays in the transcript.
+    func announceChatEvent(_ notice: ChatEventNotice, to nodeIDs: Set<String>) async
+    /// Runs until the calling task is cancelled, calling `heard` with each chat event another
+    /// store on the same data announced to `nodeID`, in the order they were announced. An engine
+    /// whose data no other store writes returns at once.
+    func followChatEvents(nodeID: String, _ heard: @escaping @Sendable (ChatEventNotice) -> Void) async
 }
 
 extension LiveSessionStore {
     /// Nothing else writes this store's data: nothing to follow.
     public func followLiveHandovers(nodeID: String, _ arrived: @escaping @Sendable () -> Void) async {}
+    /// One node holds every channel: nobody else to tell.
+    public func announceChatEvent(_ notice: ChatEventNotice, to nodeIDs: Set<String>) async {}
+    /// Nothing else writes this store's data: nothing to follow.
+    public func followChatEvents(nodeID: String, _ heard: @escaping @Sendable (ChatEventNotice) -> Void) async {}
 }

@@ -135,6 +135,47 @@ extension PostgresStore {
             arrived
         )
     }
+
+    /// A NOTIFY on the node's chat channel whose payload names the event (conversation and
+    /// position, as JSON): ids only, the event's author and text stay sealed in the transcript.
+    public func announceChatEvent(_ notice: ChatEventNotice, to nodeIDs: Set<String>) async {
+        guard !nodeIDs.isEmpty else { return }
+        let payload: String
+        do {
+            payload = String(decoding: try JSONEncoder().encode(notice), as: UTF8.self)
+        } catch {
+            logger.error("cannot encode a chat event's notice", metadata: ["error": "\(error)"])
+            return
+        }
+        for node in nodeIDs.sorted() {
+            do {
+                _ = try await rows(
+                    "announce a chat event",
+                    "SELECT pg_notify(\(PostgresWakeups.chatChannel(schema: configuration.schema, node: node)), \(payload))"
+                )
+            } catch {
+                // The frame is best effort: the app finds the event at its next resync.
+                logger.warning("cannot announce a chat event to another node", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    public func followChatEvents(nodeID: String, _ heard: @escaping @Sendable (ChatEventNotice) -> Void) async {
+        let logger = logger
+        await follow(
+            PostgresWakeups.chatChannel(schema: configuration.schema, node: nodeID),
+            what: "chat events announced by other nodes",
+            // Missed notices are not looked for: the frames are best effort, the app resyncs.
+            missedSome: {},
+            payloads: { payload in
+                guard let notice = try? JSONDecoder().decode(ChatEventNotice.self, from: Data(payload.utf8)) else {
+                    logger.warning("ignored a chat event notice that does not parse")
+                    return
+                }
+                heard(notice)
+            }
+        )
+    }
 }
 
 /// The read every message ingest makes on a shared store (which node holds each recipient's live
@@ -162,11 +203,21 @@ extension PostgresWakeups {
     /// A node's own channel for live handovers: a hash of the schema and the node id, since a
     /// node id may hold characters and lengths a channel name cannot.
     static func liveChannel(schema: String, node: String) -> String {
+        "herald_live_" + nodeHash(schema: schema, node: node)
+    }
+
+    /// A node's own channel for the chat events other nodes announce to it (a payload each).
+    static func chatChannel(schema: String, node: String) -> String {
+        "herald_chat_" + nodeHash(schema: schema, node: node)
+    }
+
+    /// FNV-1a of the schema and the node id, as 16 hex digits.
+    private static func nodeHash(schema: String, node: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in Array(schema.lowercased().utf8) + [0] + Array(node.utf8) {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
         let hex = String(hash, radix: 16)
-        return "herald_live_" + String(repeating: "0", count: 16 - hex.count) + hex
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 }

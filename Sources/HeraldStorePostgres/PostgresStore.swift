@@ -423,17 +423,29 @@ extension PostgresStore {
         ignoring: String? = nil,
         _ heard: @escaping @Sendable () -> Void
     ) async {
+        await follow(channel, what: what, missedSome: heard) { payload in
+            if payload != ignoring { heard() }
+        }
+    }
+
+    /// Listens on `channel` until the task is cancelled, giving each notification's payload to
+    /// `heard`; `missedSome` runs whenever notifications may have been missed (at the start, after
+    /// a lost connection).
+    func follow(
+        _ channel: String,
+        what: String,
+        missedSome: @escaping @Sendable () -> Void,
+        payloads heard: @escaping @Sendable (String) -> Void
+    ) async {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
                 let client = currentClient
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
-                        heard()
+                        missedSome()
                         delay = .milliseconds(100)
-                        for try await notification in notifications where notification.payload != ignoring {
-                            heard()
-                        }
+                        for try await notification in notifications { heard(notification.payload) }
                     }
                 }
             } catch {
