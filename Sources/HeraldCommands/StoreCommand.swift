@@ -15,34 +15,50 @@ struct StoreCommand: AsyncParsableCommand {
 }
 
 extension StoreCommand {
-    /// `herald store migrate`: a stopped SQLite node's data into an empty PostgreSQL database.
+    /// `herald store migrate`: a stopped SQLite node's data into an empty PostgreSQL database, or
+    /// back: a stopped cluster's PostgreSQL data into a new SQLite file.
     struct Migrate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "migrate",
-            abstract: "Copy a SQLite deployment into an empty PostgreSQL database.",
+            abstract:
+                "Copy a SQLite deployment into an empty PostgreSQL database, or a PostgreSQL one into a new SQLite file.",
             discussion: """
                 Copies apps, devices (tokens, sealed keys, credentials), presence, messages kept for \
                 fetch-by-id, idempotency keys with their receipts, every push not finished yet \
-                (queued again, with its id, priority, attempts, expiry and history) and chats with \
-                their transcripts and disconnects. Finished pushes and their history are not copied. \
-                Sealed values are copied sealed: start the PostgreSQL nodes with the same master key. \
-                Stop the SQLite node first (the copy refuses a database another process has open). \
-                Everything is written in one transaction: a copy that fails writes no record \
-                and can be run again. It refuses a database that holds Herald data.
+                (queued again, with its id, priority, attempts, expiry and history), chats with \
+                their transcripts and disconnects, callbacks, calls and webhook events not delivered \
+                yet. Finished pushes and their history are not copied. Sealed values are copied \
+                sealed: start the new nodes with the same master key. Stop the nodes first: the copy \
+                refuses a SQLite database another process has open, and a PostgreSQL schema a node \
+                is connected to. Everything is written in one transaction: a copy that fails writes \
+                no record and can be run again. It refuses a PostgreSQL database that holds Herald \
+                data, and a SQLite file that exists.
                 """
         )
 
-        @Option(help: "The database to copy from: sqlite:PATH (a node's <data>/herald.sqlite).")
+        @Option(
+            help:
+                "The database to copy from: sqlite:PATH (a node's <data>/herald.sqlite), or postgres://… (back to SQLite)."
+        )
         var from: String
 
-        @Option(help: "The database to copy into: postgres://user[:password]@host[:port]/database[?schema=…].")
+        @Option(
+            help:
+                "The database to copy into: postgres://user[:password]@host[:port]/database[?schema=…], or sqlite:PATH (a new file)."
+        )
         var to: String
 
-        @Flag(help: "Read the SQLite database and print what would be copied; connect to nothing, write nothing.")
+        @Flag(help: "Read the source and print what would be copied; write nothing.")
         var dryRun = false
 
         func run() async throws {
-            let path = try Self.sqlitePath(from)
+            var logger = Logger(label: "herald.store")
+            logger.logLevel = .warning
+            if Self.isPostgres(from) {
+                try await backToSQLite(logger: logger)
+                return
+            }
+            let path = try Self.sqlitePath(from, option: "--from")
             let target = try PostgresStoreConfiguration(url: to)
             let source = try SQLiteExport(path: path)
             let tally = try await source.exportTally()
@@ -51,35 +67,108 @@ extension StoreCommand {
                 print(Self.lines(tally))
                 return
             }
-            var logger = Logger(label: "herald.store")
-            logger.logLevel = .warning
             let store = try await PostgresStore.open(configuration: target, logger: logger)
             do {
                 let written = try await store.importAll(from: source, batchSize: 500)
                 let held = try await store.importTally()
                 await store.close()
-                print("copied from sqlite:\(path) to \(target):")
-                print(Self.lines(written))
-                guard held == tally else {
-                    throw StoreCommandError.mismatch(
-                        "PostgreSQL holds \(held) after the copy, the SQLite database \(tally)"
-                    )
-                }
-                print("checked: PostgreSQL holds as many records of each kind as the SQLite database")
+                try Self.report(
+                    from: "sqlite:\(path)",
+                    to: "\(target)",
+                    tally,
+                    written: written,
+                    held: held,
+                    checked: ("PostgreSQL", "the SQLite database")
+                )
             } catch {
                 await store.close()
                 throw error
             }
         }
 
+        /// PostgreSQL into a new SQLite file: a way back for a deployment that moved.
+        private func backToSQLite(logger: Logger) async throws {
+            let source = try PostgresStoreConfiguration(url: from)
+            let path = try Self.sqlitePath(to, option: "--to")
+            guard !FileManager.default.fileExists(atPath: path) else {
+                throw StoreCommandError.usage("\(path) exists: the copy goes into a new SQLite file")
+            }
+            let export = try await PostgresExport.open(configuration: source, logger: logger)
+            do {
+                let tally = try await export.exportTally()
+                if dryRun {
+                    await export.close()
+                    print("would copy from \(source) to sqlite:\(path):")
+                    print(Self.lines(tally))
+                    return
+                }
+                let (written, held) = try await Self.importIntoNewFile(path, from: export, logger: logger)
+                await export.close()
+                try Self.report(
+                    from: "\(source)",
+                    to: "sqlite:\(path)",
+                    tally,
+                    written: written,
+                    held: held,
+                    checked: ("the SQLite file", "PostgreSQL")
+                )
+            } catch {
+                await export.close()
+                throw error
+            }
+        }
+
+        /// Creates the file, imports into it, and removes it again if the import fails (its
+        /// store released first), so the copy can be run again.
+        private static func importIntoNewFile(
+            _ path: String,
+            from export: PostgresExport,
+            logger: Logger
+        ) async throws -> (written: StoreTally, held: StoreTally) {
+            do {
+                let store = try SQLiteStore(configuration: SQLiteStore.Configuration(path: path), logger: logger)
+                let written = try await store.importAll(from: export, batchSize: 500)
+                return (written, try await store.importTally())
+            } catch {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                throw error
+            }
+        }
+
+        private static func report(
+            from source: String,
+            to target: String,
+            _ tally: StoreTally,
+            written: StoreTally,
+            held: StoreTally,
+            checked names: (target: String, source: String)
+        ) throws {
+            print("copied from \(source) to \(target):")
+            print(lines(written))
+            guard held == tally else {
+                throw StoreCommandError.mismatch(
+                    "\(names.target) holds \(held) after the copy, \(names.source) \(tally)"
+                )
+            }
+            print("checked: \(names.target) holds as many records of each kind as \(names.source)")
+        }
+
+        static func isPostgres(_ text: String) -> Bool {
+            text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
+        }
+
         /// `sqlite:PATH` (also `sqlite://PATH`) → `PATH`.
-        static func sqlitePath(_ text: String) throws(StoreCommandError) -> String {
+        static func sqlitePath(_ text: String, option: String = "--from") throws(StoreCommandError) -> String {
             guard text.hasPrefix("sqlite:") else {
-                throw .usage("--from must be sqlite:PATH (the SQLite database to copy), not \(text)")
+                throw .usage(
+                    option == "--from"
+                        ? "--from must be sqlite:PATH (the SQLite database to copy) or postgres://…, not \(text)"
+                        : "--to must be sqlite:PATH (a new SQLite file) when --from is PostgreSQL, not \(text)"
+                )
             }
             var path = String(text.dropFirst("sqlite:".count))
             if path.hasPrefix("//") { path.removeFirst(2) }
-            guard !path.isEmpty else { throw .usage("--from names no file: sqlite:PATH") }
+            guard !path.isEmpty else { throw .usage("\(option) names no file: sqlite:PATH") }
             return path
         }
 

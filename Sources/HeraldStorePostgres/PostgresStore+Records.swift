@@ -376,26 +376,27 @@ extension PostgresStore {
 
     // MARK: Messages and retention
 
+    static let messageColumns =
+        "id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options"
+
     public func message(id: String) async throws -> MessageRecord? {
-        try await rows(
-            "read a message",
-            """
-            SELECT id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options
-            FROM messages WHERE id = \(id)
-            """
-        ).first.map { row in
-            var columns = Columns(row)
-            return MessageRecord(
-                id: try columns.next(),
-                userID: try columns.next(),
-                conversation: try columns.next(),
-                sealedSender: try columns.bytes(),
-                sealedText: try columns.bytes(),
-                createdAt: try columns.next(),
-                expiresAt: try columns.next(),
-                sealedPushOptions: try columns.optionalBytes()
-            )
-        }
+        try await rows("read a message", "SELECT \(unescaped: Self.messageColumns) FROM messages WHERE id = \(id)")
+            .first.map(Self.message(from:))
+    }
+
+    /// A row of `messageColumns`.
+    static func message(from row: PostgresRow) throws -> MessageRecord {
+        var columns = Columns(row)
+        return MessageRecord(
+            id: try columns.next(),
+            userID: try columns.next(),
+            conversation: try columns.next(),
+            sealedSender: try columns.bytes(),
+            sealedText: try columns.bytes(),
+            createdAt: try columns.next(),
+            expiresAt: try columns.next(),
+            sealedPushOptions: try columns.optionalBytes()
+        )
     }
 
     /// On one node at a time: the sweep holds an advisory lock, and a node that finds it taken

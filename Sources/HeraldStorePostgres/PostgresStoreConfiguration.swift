@@ -135,8 +135,22 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
         [
             ("search_path", schema),
             ("statement_timeout", "\(max(1, statementTimeout.milliseconds))"),
-            ("application_name", "herald"),
+            ("application_name", applicationName),
         ]
+    }
+
+    /// How the store's sessions name themselves to the server (`pg_stat_activity`): the nodes of
+    /// one schema as `herald:<schema>`, so `herald store migrate` can tell that a node still runs
+    /// on the data it would copy (`PostgresExport`).
+    var applicationName: String { Self.applicationName(node: !forExport, schema: schema) }
+
+    /// Set by `PostgresExport` on the configuration of its own sessions.
+    var forExport = false
+
+    /// `herald:<schema>` for a node's sessions, `herald-export:<schema>` for an export's; at most
+    /// the 63 bytes the server keeps.
+    static func applicationName(node: Bool, schema: String) -> String {
+        String(((node ? "herald:" : "herald-export:") + schema).prefix(63))
     }
 }
 

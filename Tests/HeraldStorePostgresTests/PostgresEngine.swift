@@ -56,6 +56,26 @@ final class PostgresEngine: StoreEngine {
         return store
     }
 
+    /// What `PostgresExport` hands over from the schema (the rule's stores may still be open).
+    func exportedRecords(_ schema: String) async throws -> [StoreRecord]? {
+        var configuration = base
+        configuration.schema = schema
+        let export = try await PostgresExport.open(
+            configuration: configuration,
+            logger: Logger(label: "test.export"),
+            requireStoppedNodes: false
+        )
+        let records = Mutex<[StoreRecord]>([])
+        do {
+            try await export.export(batchSize: 2) { batch in records.withLock { $0 += batch } }
+        } catch {
+            await export.close()
+            throw error
+        }
+        await export.close()
+        return records.withLock { $0 }
+    }
+
     /// Closes every store and drops every schema this engine made.
     func tearDown() async {
         for store in opened.withLock({ stores in

@@ -1,4 +1,4 @@
-"""`herald store migrate` (issue #16): a SQLite deployment moved to PostgreSQL carries on.
+"""`herald store migrate` (issue #16): a SQLite deployment moved to PostgreSQL carries on, and back.
 
 The test drives the real `herald` binary, as test_cluster.py does (and with its helpers), against
 the throw-away PostgreSQL of scripts/with-postgres.sh:
@@ -16,7 +16,12 @@ the throw-away PostgreSQL of scripts/with-postgres.sh:
   again with its idempotency key answers the same receipt; the device's credential still opens
   its message; the ringing call is known; the callback, still scheduled when the SQLite node
   stopped, is pushed once by the PostgreSQL node when due (its push reaches the sandbox), and
-  scheduling it again with its key answers the same callback.
+  scheduling it again with its key answers the same callback;
+* the way back: while the PostgreSQL node runs, `herald store migrate --from postgres://… --to
+  sqlite:…` refuses (a node is connected); once it stopped, a dry run prints the counts, the copy
+  writes a new SQLite file and checks the counts, a second copy is refused (the file exists), and
+  `herald serve` on that file answers the repeated message with its receipt, opens the message
+  for the device and knows the callback as the PostgreSQL node left it.
 
 Run: scripts/with-postgres.sh python3 -m pytest -q Tests/interop/test_store_migrate.py
 (HERALD_BIN overrides the binary, default .build/debug/herald). Without HERALD_TEST_POSTGRES_URL
@@ -248,4 +253,30 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
         assert time.monotonic() < deadline, f"the callback's push did not reach the sandbox: {listed}"
         time.sleep(0.1)
 
+    # The way back: the PostgreSQL node's data into a new SQLite file, and a node on it.
+    back = root / "back"
+    back_database = back / "herald.sqlite"
+    one_line_error(migrate(herald, root, "--from", target, "--to", f"sqlite:{back_database}"), "stop every node first")
     assert stop(second) == 0
+    dry_back = migrate(herald, root, "--from", target, "--to", f"sqlite:{back_database}", "--dry-run")
+    assert dry_back.returncode == 0, dry_back.stderr
+    expected_back = dict(expected, **{"pending pushes": 0})  # all delivered on PostgreSQL
+    assert counts(dry_back.stdout) == expected_back, dry_back.stdout
+    assert not back_database.exists()
+    copied_back = migrate(herald, root, "--from", target, "--to", f"sqlite:{back_database}")
+    assert copied_back.returncode == 0, copied_back.stderr
+    assert counts(copied_back.stdout) == expected_back, copied_back.stdout
+    assert "checked: the SQLite file holds as many records of each kind as PostgreSQL" in copied_back.stdout
+    print(copied_back.stdout)
+    one_line_error(migrate(herald, root, "--from", target, "--to", f"sqlite:{back_database}"), "exists")
+    one_line_error(migrate(herald, root, "--from", target, "--to", target), "--to must be sqlite:PATH")
+
+    third = processes.start("serve-back", [*serve[:6], "--data", str(back), *serve[8:]], cwd=root)
+    third.wait_for_line("  relay", STARTUP_TIMEOUT)
+    status, again = call(f"{relay_url}/v1/messages", "POST", message, token=api_key)
+    assert status == 202 and again["duplicate"] is True and again["id"] == receipt["id"], again
+    status, fetched = call(f"{relay_url}/v1/messages/{receipt['id']}", token=credential)
+    assert status == 200, fetched
+    status, moved_back = call(f"{relay_url}/v1/callbacks/{callback_id}", token=api_key)
+    assert status == 200 and moved_back["state"] == "pushed" and moved_back["history"] == pushed["history"], moved_back
+    assert stop(third) == 0
