@@ -56,16 +56,7 @@ extension RelayTranscripts {
                     except: Set(disconnected.map(\.deviceID))
                 )
             else { return [] }
-            let (author, text) = try open(event)
-            let view = TranscriptEventView(
-                position: event.position,
-                type: event.type,
-                from: author,
-                fromAgent: event.fromAgent,
-                text: text,
-                at: event.at
-            )
-            return sendHere(conversation: notice.conversation, view, to: recipients)
+            return sendHere(conversation: notice.conversation, try view(event), to: recipients)
         } catch {
             // The app finds the event at its next resync.
             context.logger.warning(

@@ -201,7 +201,7 @@ public final class RelayTranscripts: Sendable {
 
     /// A stored event's author and text (an empty text when it does not open); `unavailable`
     /// when the author does not open.
-    func open(_ event: TranscriptEvent) throws(RelayError) -> (author: Party, text: String) {
+    private func open(_ event: TranscriptEvent) throws(RelayError) -> (author: Party, text: String) {
         let author = try context.openAuthor(event)
         let opened = try? context.masterKey.open(
             event.sealedText,
@@ -292,20 +292,21 @@ public final class RelayTranscripts: Sendable {
             throw RelayError.forbidden.with(detail: "the chat is another user's")
         }
         var views: [TranscriptEventView] = []
-        for event in events {
-            let (author, text) = try open(event)
-            views.append(
-                TranscriptEventView(
-                    position: event.position,
-                    type: event.type,
-                    from: author,
-                    fromAgent: event.fromAgent,
-                    text: text,
-                    at: event.at
-                )
-            )
-        }
+        for event in events { views.append(try view(event)) }
         return TranscriptView(conversation: conversation, events: views)
+    }
+
+    /// The event as the customer's device reads it: its author and text opened.
+    func view(_ event: TranscriptEvent) throws(RelayError) -> TranscriptEventView {
+        let (author, text) = try open(event)
+        return TranscriptEventView(
+            position: event.position,
+            type: event.type,
+            from: author,
+            fromAgent: event.fromAgent,
+            text: text,
+            at: event.at
+        )
     }
 
     // MARK: Pushes

@@ -200,18 +200,10 @@ extension PostgresStore {
     }
 
     /// Wakes the nodes handed stops (after the commit), on their live-handover channels: a node
-    /// takes its stops whenever it looks at its handovers.
+    /// takes its stops whenever it looks at its handovers (also periodically, if this is lost).
     func announceStops(to nodes: Set<String>) async {
-        for node in nodes {
-            do {
-                _ = try await rows(
-                    "notify a call stop",
-                    "SELECT pg_notify(\(PostgresWakeups.liveChannel(schema: configuration.schema, node: node)), '')"
-                )
-            } catch {
-                // The node's periodic look at its handovers takes it.
-                logger.debug("cannot announce a call stop", metadata: ["error": "\(error)"])
-            }
+        await notify(nodes, "a call stop") { node in
+            PostgresWakeups.liveChannel(schema: configuration.schema, node: node)
         }
     }
 

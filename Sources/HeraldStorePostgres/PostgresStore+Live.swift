@@ -113,17 +113,27 @@ extension PostgresStore {
         }
     }
 
-    /// Wakes the nodes an ingest handed messages to (after its commit).
+    /// Wakes the nodes an ingest handed messages to (after its commit). A node that misses it
+    /// finds them at its periodic look at its handovers, or the sweep pushes them.
     func announceHandovers(_ handovers: [LiveHandover]) async {
-        for node in Set(handovers.map(\.nodeID)) {
+        await notify(Set(handovers.map(\.nodeID)), "a live handover") { node in
+            PostgresWakeups.liveChannel(schema: configuration.schema, node: node)
+        }
+    }
+
+    /// Sends `payload` on each node's channel, one NOTIFY a node; a failure is logged (`what`) and
+    /// the next node still told: every caller has a slower path that finds what was announced.
+    func notify(
+        _ nodes: Set<String>,
+        _ what: String,
+        payload: String = "",
+        channel: (String) -> String
+    ) async {
+        for node in nodes.sorted() {
             do {
-                _ = try await rows(
-                    "notify a live handover",
-                    "SELECT pg_notify(\(PostgresWakeups.liveChannel(schema: configuration.schema, node: node)), '')"
-                )
+                _ = try await rows("notify \(what)", "SELECT pg_notify(\(channel(node)), \(payload))")
             } catch {
-                // The node's periodic look at its handovers finds it, or the sweep pushes it.
-                logger.debug("cannot announce a live handover", metadata: ["error": "\(error)"])
+                logger.debug("cannot announce \(what)", metadata: ["error": "\(error)"])
             }
         }
     }
@@ -147,16 +157,9 @@ extension PostgresStore {
             logger.error("cannot encode a chat event's notice", metadata: ["error": "\(error)"])
             return
         }
-        for node in nodeIDs.sorted() {
-            do {
-                _ = try await rows(
-                    "announce a chat event",
-                    "SELECT pg_notify(\(PostgresWakeups.chatChannel(schema: configuration.schema, node: node)), \(payload))"
-                )
-            } catch {
-                // The frame is best effort: the app finds the event at its next resync.
-                logger.warning("cannot announce a chat event to another node", metadata: ["error": "\(error)"])
-            }
+        // Best effort: a node that misses it leaves a gap its app fills at its next resync.
+        await notify(nodeIDs, "a chat event", payload: payload) { node in
+            PostgresWakeups.chatChannel(schema: configuration.schema, node: node)
         }
     }
 
