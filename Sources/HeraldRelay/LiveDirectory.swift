@@ -62,7 +62,9 @@ public struct ProcessLiveDirectory: LiveSessionDirectory {
     public func withdraw(deviceID: String, sessionID: String) async {}
     public func renew(sessionIDs: Set<String>, now: Int64) async throws {}
     public func heldElsewhere(_ recipients: [Recipient], conversation: String, now: Int64) -> [String: String] { [:] }
+    /// No other node.
     public func nodesElsewhere(_ recipients: [Recipient], now: Int64) -> Set<String> { [] }
+    /// No other node to tell.
     public func announceChatEvent(_ notice: ChatEventNotice, to nodeIDs: Set<String>) async {}
     /// The channel's pending list was the only record, and its caller just took the message off.
     public func settle(messageID: String, deviceID: String) async -> Bool { true }
@@ -132,6 +134,7 @@ public struct SharedLiveDirectory: LiveSessionDirectory {
         Set(recipients.compactMap(\.liveSession).filter { $0.nodeID != node && $0.expiresAt > now }.map(\.nodeID))
     }
 
+    /// Through the store (`LiveSessionStore.announceChatEvent`).
     public func announceChatEvent(_ notice: ChatEventNotice, to nodeIDs: Set<String>) async {
         await store.announceChatEvent(notice, to: nodeIDs)
     }

@@ -72,6 +72,7 @@ public final class PostgresExport: StoreExport {
     /// Counted as the import counts (pushes not finished yet, undelivered webhook events).
     public func exportTally() async throws -> StoreTally { try await store.importTally() }
 
+    /// Kinds in transfer order; each kind read in its key's order, `batchSize` rows a statement.
     public func export(batchSize: Int, into sink: @Sendable ([StoreRecord]) async throws -> Void) async throws {
         let limit = max(1, batchSize)
         var batch: [StoreRecord] = []

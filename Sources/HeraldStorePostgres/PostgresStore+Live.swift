@@ -163,6 +163,7 @@ extension PostgresStore {
         }
     }
 
+    /// LISTENs on the node's chat channel; a payload that does not parse is logged and skipped.
     public func followChatEvents(nodeID: String, _ heard: @escaping @Sendable (ChatEventNotice) -> Void) async {
         let logger = logger
         await follow(
