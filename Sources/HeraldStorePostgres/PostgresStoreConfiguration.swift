@@ -25,10 +25,15 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
     /// share a database.
     public var schema: String = "public"
     public var tls: TLSMode = .prefer
-    /// Connections each node keeps at most (10). A node needs one per dispatcher worker, one for
-    /// wake-ups, and the rest for ingest and reads; the server's `max_connections` must cover
-    /// every node's pool.
+    /// Connections for statements each node keeps at most (10): one per dispatcher worker, and
+    /// the rest for ingest and reads. The connections held for wake-ups (`listeningConnections`)
+    /// come on top; the server's `max_connections` must cover every node's pool and those.
     public var poolSize: Int = 10
+
+    /// The connections a store holds open for `LISTEN` at most, beside `poolSize`: pushes queued
+    /// elsewhere, live messages handed to the node, chat events announced to it. Counted apart so
+    /// that the smallest pool still runs statements while all three listen.
+    public static let listeningConnections = 3
     /// The longest a statement may run before the server cancels it (5 s; Herald's statements
     /// take milliseconds): a stuck statement fails the request instead of holding a connection.
     public var statementTimeout: Duration = .seconds(5)
@@ -124,7 +129,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
             database: database,
             tls: tlsSetting
         )
-        configuration.options.maximumConnections = max(2, poolSize)
+        configuration.options.maximumConnections = max(2, poolSize) + Self.listeningConnections
         configuration.options.connectTimeout = connectTimeout
         configuration.options.additionalStartupParameters = startupParameters
         return configuration

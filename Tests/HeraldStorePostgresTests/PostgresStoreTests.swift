@@ -129,6 +129,47 @@ struct PostgresStoreTests {
         await engine.tearDown()
     }
 
+    @Test("the smallest pool still runs statements while all three wake-up channels are listened to")
+    func listenersDoNotTakeThePool() async throws {
+        let engine = try PostgresEngine()
+        let schema = engine.makeStorage()
+        let other = try await engine.openStore(schema)
+        var configuration = engine.base
+        configuration.schema = schema
+        configuration.poolSize = 2
+        configuration.connectTimeout = .seconds(1)
+        let node = try await PostgresStore.open(configuration: configuration, logger: Logger(label: "test.pool"))
+        let queued = Recorded<Int>()
+        let handed = Recorded<Int>()
+        let chats = Recorded<ChatEventNotice>()
+        let followers = [
+            Task { await node.followQueuedElsewhere { queued.append(contentsOf: [1]) } },
+            Task { await node.followLiveHandovers(nodeID: "n1") { handed.append(contentsOf: [1]) } },
+            Task { await node.followChatEvents(nodeID: "n1") { chats.append(contentsOf: [$0]) } },
+        ]
+        // Each says "listening" with its first call; the chat channel, by hearing an announcement.
+        _ = await queued.wait(forCount: 1)
+        _ = await handed.wait(forCount: 1)
+        let notice = ChatEventNotice(conversation: "c1", position: 1)
+        let announcer = Task {
+            while !Task.isCancelled {
+                await other.announceChatEvent(notice, to: ["n1"])
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        #expect(await chats.wait(forCount: 1).first == notice)
+        announcer.cancel()
+        // Three connections listen; both of the pool's are still there for statements.
+        async let first = node.deviceCount()
+        async let second = node.apps()
+        #expect(try await first == 0)
+        #expect(try await second.isEmpty)
+        for follower in followers { follower.cancel() }
+        for follower in followers { await follower.value }
+        await node.close()
+        await engine.tearDown()
+    }
+
     @Test("the janitor's sweep runs on one node at a time: while another holds it, a node skips its turn")
     func janitorOnOneNode() async throws {
         let engine = try PostgresEngine()
