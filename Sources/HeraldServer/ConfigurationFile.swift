@@ -153,7 +153,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
 
         /// `postgres://user[:password]@host[:port]/database[?sslmode=…&schema=…]`.
         public var url: String?
-        /// Connections each node keeps at most (10).
+        /// Connections for statements each node keeps at most (10); up to three more listen for wake-ups.
         public var poolSize: Int?
         /// Seconds a statement may run before the server cancels it (5).
         public var statementTimeout: Int?
