@@ -68,13 +68,29 @@ struct StoreExportTests {
         try await Self.importInto(copy, from: export)
         await export.close()
         await elsewhere.close()
-        let copied = try await Self.records(try SQLiteExport(path: copy))
+        let copied = try await Self.records(try await Self.exportOnceReleased(copy))
         #expect(Set(copied) == Set(original) && copied.count == original.count)
     }
 
     static func importInto(_ path: String, from export: PostgresExport) async throws {
         let sqlite = try StoreMigrateTests.openSQLite(path)
         #expect(try await sqlite.importAll(from: export, batchSize: 2) == StoreMigrateTests.expectedTally)
+    }
+
+    /// The SQLite store that wrote `path` closes its connections when its last reference goes,
+    /// which a task finishing its write may hold a moment longer (seen under AddressSanitizer):
+    /// the export, which takes the file exclusively, is tried until they are closed.
+    static func exportOnceReleased(_ path: String) async throws -> SQLiteExport {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            do {
+                return try SQLiteExport(path: path)
+            } catch {
+                let text = String(describing: error)
+                guard ContinuousClock.now < deadline, text.contains("open in another process") else { throw error }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// The server ends a closed pool's sessions a moment after the client closed them: the
