@@ -40,6 +40,8 @@ public final class EmulatedPhone: Sendable {
         var loop: Task<Void, Never>?
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter: UInt64 = 0
+        /// Counts the changes, so a waiter knows whether one came since it last looked.
+        var changes: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -97,14 +99,20 @@ public final class EmulatedPhone: Sendable {
         until condition: @escaping @Sendable (EmulatedPhone) -> Bool
     ) async throws {
         let deadline = ContinuousClock.now + timeout
-        while !condition(self) {
+        while true {
+            // Read before the condition: a change while it is evaluated is then not missed (the
+            // wait below returns at once instead of sleeping until an unrelated change).
+            let seen = state.withLock { $0.changes }
+            if condition(self) { return }
             try Task.checkCancellation()
             guard ContinuousClock.now < deadline else { throw DeviceError.sandbox("timed out waiting for \(what)") }
-            await nextChange(before: deadline)
+            await nextChange(after: seen, before: deadline)
         }
     }
 
-    private func nextChange(before deadline: ContinuousClock.Instant) async {
+    /// Returns at the first change after the `seen`th (at once if it came already), or at
+    /// `deadline`.
+    private func nextChange(after seen: UInt64, before deadline: ContinuousClock.Instant) async {
         let id = state.withLock { state -> UInt64 in
             state.nextWaiter += 1
             return state.nextWaiter
@@ -115,7 +123,7 @@ public final class EmulatedPhone: Sendable {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         let now = self.state.withLock { state -> Bool in
-                            if Task.isCancelled { return true }
+                            if Task.isCancelled || state.changes != seen { return true }
                             state.waiters[id] = continuation
                             return false
                         }
@@ -133,6 +141,7 @@ public final class EmulatedPhone: Sendable {
     func changed() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             defer { state.waiters.removeAll() }
+            state.changes &+= 1
             return Array(state.waiters.values)
         }
         for waiter in waiters { waiter.resume() }
