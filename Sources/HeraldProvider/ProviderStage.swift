@@ -113,8 +113,12 @@ public struct ProviderStage: Sendable {
             case .fcm(let payload): fcmPushes.append((index, push, payload))
             }
         }
-        async let apnsOutcomes = sendAPNs(apnsPushes.map { ($0.push, $0.payload) })
-        async let fcmOutcomes = sendFCM(fcmPushes.map { ($0.push, $0.payload) })
+        // Built before the child tasks, which then capture only these constants (the arrays
+        // above are read again below; a sanitizer build refuses to send them).
+        let apnsBatch = apnsPushes.map { ($0.push, $0.payload) }
+        let fcmBatch = fcmPushes.map { ($0.push, $0.payload) }
+        async let apnsOutcomes = sendAPNs(apnsBatch)
+        async let fcmOutcomes = sendFCM(fcmBatch)
         for (item, outcome) in zip(apnsPushes, await apnsOutcomes) { outcomes[item.index] = outcome }
         for (item, outcome) in zip(fcmPushes, await fcmOutcomes) { outcomes[item.index] = outcome }
         return outcomes.map { $0! }
