@@ -38,30 +38,33 @@ extension PostgresStore {
         )
     }
 
+    /// A call's end looks up its devices' channels with this; an ingest reads them with the
+    /// recipients (`Recipient.liveSession`), so this read is not on the push path.
     public func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord] {
-        // Read with other ingests' reads; each keeps the sessions still leased at its own `now`.
-        let found = try await liveSessionReads.values(for: deviceIDs) { [self] devices throws(StoreError) in
-            let rows = try await rows("read live sessions", prepared: LiveSessionsStatement(deviceIDs: devices))
-            do {
-                var sessions: [String: LiveSessionRecord] = [:]
-                for row in rows {
-                    let (device, node, session, conversation, expires) = try row.decode(
-                        (String, String, String, String?, Int64).self
-                    )
-                    sessions[device] = LiveSessionRecord(
-                        deviceID: device,
-                        nodeID: node,
-                        sessionID: session,
-                        conversation: conversation,
-                        expiresAt: expires
-                    )
-                }
-                return sessions
-            } catch {
-                throw StoreError.corrupt.with(detail: "read live sessions: \(error)")
+        guard !deviceIDs.isEmpty else { return [] }
+        let rows = try await rows(
+            "read live sessions",
+            """
+            SELECT device_id, node_id, session_id, conversation, expires_at FROM live_sessions
+            WHERE device_id = ANY(\(Array(Set(deviceIDs)))) AND expires_at > \(now)
+            """
+        )
+        do {
+            return try rows.map { row in
+                let (device, node, session, conversation, expires) = try row.decode(
+                    (String, String, String, String?, Int64).self
+                )
+                return LiveSessionRecord(
+                    deviceID: device,
+                    nodeID: node,
+                    sessionID: session,
+                    conversation: conversation,
+                    expiresAt: expires
+                )
             }
+        } catch {
+            throw StoreError.corrupt.with(detail: "read live sessions: \(error)")
         }
-        return Set(deviceIDs).compactMap { found[$0] }.filter { $0.expiresAt > now }
     }
 
     public func takeLiveHandovers(nodeID: String) async throws -> [LiveHandover] {
@@ -180,27 +183,6 @@ extension PostgresStore {
             }
         )
     }
-}
-
-/// The read every message ingest makes on a shared store (which node holds each recipient's live
-/// channel): prepared, parsed and planned once per connection, like the recipients' read.
-struct LiveSessionsStatement: PostgresPreparedStatement {
-    typealias Row = PostgresRow
-
-    static let sql = """
-        SELECT device_id, node_id, session_id, conversation, expires_at FROM live_sessions
-        WHERE device_id = ANY($1)
-        """
-
-    var deviceIDs: [String]
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(deviceIDs)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
 extension PostgresWakeups {

@@ -30,8 +30,6 @@ public final class PostgresStore: HeraldStore {
     let finishes = WriteBatcher<FinishedBatch>(maxBatch: 16) { batch in batch.completions.map { $0.pushID } }
     /// Reads the recipients asked for together in one statement.
     let recipientReads = ReadBatcher<[Recipient]>("read users' devices")
-    /// Reads the live sessions asked for together in one statement.
-    let liveSessionReads = ReadBatcher<LiveSessionRecord>("read live sessions")
 
     /// A connection pool and the task running it. Replaced by a fresh one when the database comes
     /// back after an outage: the old pool would still be waiting out its reconnect backoff.

@@ -2,7 +2,7 @@ import HeraldStore
 import Synchronization
 
 /// Reads by key that arrive together go as one statement: the recipients read every ingest makes
-/// (users to their devices) and the live-session read (devices to the node holding their channel).
+/// (users to their devices, with their presence and live channels).
 ///
 /// Like `WriteBatcher`: a read waits only while `maxReading` batches are already out, so a lone
 /// read goes at once and a burst shares a round trip. A batch starts after every read in it was
