@@ -14,10 +14,10 @@ public struct DispatcherConfiguration: Sendable {
     /// Concurrent claim-send-complete loops. Few loops claim bigger batches; two keep the
     /// provider busy while one records outcomes (measured in docs/performance.md).
     public var workers: Int = 2
-    /// The most pushes one loop claims at a time. A loop records a batch's outcomes before it
-    /// claims again, so at most `workers × batchSize` pushes (512 by default) are sent and not
-    /// yet recorded: after a crash, at most that many are sent again (at least once; the phone
-    /// drops the repeats). Measured in docs/performance.md.
+    /// The most pushes one loop claims at a time. At most `workers × batchSize` pushes (512 by
+    /// default) are being sent, and as many again may be finished but not yet recorded
+    /// (`outcomeLinger`): after a crash, at most twice that are sent again (at least once; the
+    /// phone drops the repeats). Measured in docs/performance.md.
     public var batchSize: Int = 256
     /// How long a claim holds before another worker may take the push again.
     public var lease: Duration = .seconds(60)
@@ -39,6 +39,11 @@ public struct DispatcherConfiguration: Sendable {
     /// it (a backlog, or loops held by a slow provider) pushes are written queued for any node to
     /// claim. 0: every push goes through a claim.
     public var handOffCapacity: Int = 512
+    /// How long a batch's final outcomes wait for the batches other loops finish meanwhile, to
+    /// be recorded together in one store write (`OutcomeRecorder`): a push shows `sending` that
+    /// much longer, and a crash in that time sends it again when its lease ends. Zero: each
+    /// batch is recorded at once, before its loop goes on.
+    public var outcomeLinger: Duration = .milliseconds(20)
 
     public init() {}
 }
@@ -74,16 +79,18 @@ public final class Dispatcher: Service, Sendable {
     /// Batches (and their pushes) between their claim and the record of their outcomes.
     private let batchesOut = Atomic<Int>(0)
     let pushesOut = Atomic<Int>(0)
+    /// Final outcomes waiting to be recorded with other loops' (nil: recorded at once).
+    private let recorder: OutcomeRecorder?
     private let drainReport = Mutex<DrainReport?>(nil)
-    private let completed: [PushState: Counter] = Dictionary(
+    let completed: [PushState: Counter] = Dictionary(
         uniqueKeysWithValues: [PushState.delivered, .tokenDead, .failed, .expired].map {
             ($0, Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", $0.rawValue)]))
         }
     )
-    private let retries = Counter(label: "herald_relay_push_retries_total")
-    private let held = Counter(label: "herald_relay_pushes_held_total")
+    let retries = Counter(label: "herald_relay_push_retries_total")
+    let held = Counter(label: "herald_relay_pushes_held_total")
     /// When a retry was last logged (milliseconds): one warning a minute says why pushes wait.
-    private let lastRetryWarning = Atomic<Int64>(Int64.min)
+    let lastRetryWarning = Atomic<Int64>(Int64.min)
     let health: Mutex<[PushNetwork: NetworkHealthMachine]>
     private let healthGauges: [PushNetwork: Gauge] = Dictionary(
         uniqueKeysWithValues: PushNetwork.allCases.map {
@@ -105,6 +112,13 @@ public final class Dispatcher: Service, Sendable {
         self.now = now
         let held = max(1, configuration.workers) * max(1, configuration.batchSize)
         self.handOffs = Mutex(HandOffQueue(capacity: max(0, min(configuration.handOffCapacity, held))))
+        if configuration.outcomeLinger > .zero {
+            recorder = OutcomeRecorder(linger: configuration.outcomeLinger, limit: held) { [store, logger] batches in
+                await Self.write(batches, to: store, logger: logger)
+            }
+        } else {
+            recorder = nil
+        }
         let start = now()
         let interval = configuration.probeInterval.milliseconds
         health = Mutex(
@@ -170,6 +184,8 @@ public final class Dispatcher: Service, Sendable {
             )
             self.drainReport.withLock { $0 = report }
         }
+        // The loops are done: what they finished is recorded before the claims could be released.
+        await recorder?.flush()
         // Pushes handed over and not yet taken go back to the queue, for the next run or another
         // node, rather than wait out their lease.
         let left = handOffs.withLock { $0.close() }
@@ -356,20 +372,14 @@ public final class Dispatcher: Service, Sendable {
                 break
             }
         }
-        // The outcome must reach the store; a failed write is retried rather than lost (the
-        // lease would otherwise send the push again).
-        var attempt = 0
-        while true {
-            do {
-                try await store.complete(completions, now: time)
-                break
-            } catch {
-                attempt += 1
-                logger.error("cannot record push outcomes", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
-                if attempt >= 5 { break }
-                try? await Task.sleep(for: .milliseconds(100 << attempt))
-            }
+        let final = completions.allSatisfy { completion in
+            if case .finish = completion.disposition { completion.deadToken == nil } else { false }
         }
+        if final, let recorder {
+            await recorder.record(completions, now: time)
+            return
+        }
+        await Self.write([CompletionBatch(completions: completions, now: time)], to: store, logger: logger)
         // Pushes back in the queue are claimed again when due: the next loop to run claims, and
         // learns when the next one is due.
         if completions.contains(where: { if case .finish = $0.disposition { false } else { true } }) {
@@ -377,103 +387,21 @@ public final class Dispatcher: Service, Sendable {
         }
     }
 
-    func completion(for item: ClaimedPush, outcome: PushOutcome, at time: Int64) -> PushCompletion {
-        let completion = decide(item, outcome: outcome, at: time)
-        if case .finish(let state) = completion.disposition {
-            logFinished(item, state: state, reason: completion.reason, at: time)
-        }
-        return completion
-    }
-
-    /// One line per push at its end: who and where, never the token or what it carries.
-    private func logFinished(_ item: ClaimedPush, state: PushState, reason: String?, at time: Int64) {
-        let entry = item.entry
-        var metadata: Logger.Metadata = [
-            "push": "\(entry.pushID)",
-            "device": "\(entry.deviceID)",
-            "app": "\(entry.app)",
-            "network": "\(entry.network.rawValue)",
-            "kind": "\(entry.kind.rawValue)",
-            "outcome": "\(state.rawValue)",
-            "attempts": "\(entry.attempts)",
-            "latency_ms": "\(max(0, time - entry.createdAt))",
-        ]
-        if let reason { metadata["reason"] = "\(reason)" }
-        logger.info("push finished", metadata: metadata)
-    }
-
-    private func decide(_ item: ClaimedPush, outcome: PushOutcome, at time: Int64) -> PushCompletion {
-        let id = item.entry.pushID
-        switch outcome {
-        case .delivered:
-            completed[.delivered]?.increment()
-            return PushCompletion(pushID: id, disposition: .finish(.delivered), reason: nil, deadToken: nil)
-        case .tokenDead(let reason, _):
-            completed[.tokenDead]?.increment()
-            logger.warning(
-                "the push network no longer accepts this device's token: the token is removed, and the device gets no pushes until its app activates again",
-                metadata: ["device": "\(item.entry.deviceID)", "push": "\(id)", "reason": "\(reason)"]
-            )
-            return PushCompletion(
-                pushID: id,
-                disposition: .finish(.tokenDead),
-                reason: reason,
-                deadToken: (item.entry.deviceID, item.deviceToken)
-            )
-        case .failed(let reason, let status):
-            completed[.failed]?.increment()
-            let reason = status.map { "\(reason) (\($0))" } ?? reason
-            return PushCompletion(pushID: id, disposition: .finish(.failed), reason: reason, deadToken: nil)
-        case .expired:
-            completed[.expired]?.increment()
-            return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
-        case .unreachable(let reason) where item.entry.nowOrNever,
-            .retryLater(let reason, _) where item.entry.nowOrNever:
-            // Its one attempt is spent: the network was told expiration 0, so a later attempt
-            // would deliver what the backend said must not arrive late.
-            completed[.expired]?.increment()
-            let why = "now or never: not delivered on its one attempt: " + reason
-            return PushCompletion(pushID: id, disposition: .finish(.expired), reason: why, deadToken: nil)
-        case .unreachable(let reason):
-            // Not the push's fault: due again at once, its attempt not counted, so it goes out
-            // with the backlog when the network answers (the claim still expires it on time).
-            held.increment()
-            return PushCompletion(pushID: id, disposition: .requeue(at: time), reason: reason, deadToken: nil)
-        case .retryLater(let reason, let after):
-            let next = time + max(retryDelay(attempts: item.entry.attempts), after?.milliseconds ?? 0)
-            if next >= item.entry.expiresAt {
-                completed[.expired]?.increment()
-                return PushCompletion(
-                    pushID: id,
-                    disposition: .finish(.expired),
-                    reason: "expired while retrying: " + reason,
-                    deadToken: nil
-                )
+    /// Records outcomes; a failed write is retried rather than lost (the lease would otherwise
+    /// send the pushes again), and given up after five tries (then the lease does).
+    private static func write(_ batches: [CompletionBatch], to store: any OutboxStore, logger: Logger) async {
+        var attempt = 0
+        while true {
+            do {
+                try await store.complete(batches)
+                return
+            } catch {
+                attempt += 1
+                logger.error("cannot record push outcomes", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
+                if attempt >= 5 { return }
+                try? await Task.sleep(for: .milliseconds(100 << attempt))
             }
-            retries.increment()
-            let last = lastRetryWarning.load(ordering: .relaxed)
-            if last == Int64.min || time - last >= 60_000,
-                lastRetryWarning.compareExchange(expected: last, desired: time, ordering: .relaxed).exchanged
-            {
-                logger.warning(
-                    "pushes are waiting: the push network asked to try again later",
-                    metadata: [
-                        "reason": "\(reason)", "push": "\(id)", "attempts": "\(item.entry.attempts)",
-                        "next_attempt_in_ms": "\(next - time)",
-                    ]
-                )
-            }
-            return PushCompletion(pushID: id, disposition: .retry(at: next), reason: reason, deadToken: nil)
         }
-    }
-
-    /// Exponential backoff with equal jitter, in milliseconds: the ceiling doubles per attempt
-    /// (`retryBase`, then twice that, … up to `retryMaximum`) and the delay is drawn uniformly
-    /// from half the ceiling to the ceiling. Half is kept, rather than drawing from zero ("full
-    /// jitter"), so a burst of throttled pushes never comes back almost at once.
-    func retryDelay(attempts: Int) -> Int64 {
-        Backoff(base: configuration.retryBase, maximum: configuration.retryMaximum, jitter: .equal)
-            .delay(attempt: attempts).milliseconds
     }
 }
 
@@ -482,15 +410,5 @@ extension Duration {
     var milliseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}
-
-extension OutboxEntry {
-    /// The app the push is for: the APNs topic without its PushKit suffix, or the FCM package.
-    fileprivate var app: String {
-        switch payload {
-        case .apns(let apns): apns.topic.hasSuffix(".voip") ? String(apns.topic.dropLast(5)) : apns.topic
-        case .fcm(let fcm): fcm.package
-        }
     }
 }

@@ -190,6 +190,19 @@ public struct ClaimedPush: Sendable, Hashable {
     }
 }
 
+/// Outcomes the dispatcher learned at one time, recorded with other batches' in one write
+/// (`OutboxStore.complete(_:)`).
+public struct CompletionBatch: Sendable, Hashable {
+    public var completions: [PushCompletion]
+    /// When they were learned (milliseconds since the epoch): the pushes' time of change.
+    public var now: Int64
+
+    public init(completions: [PushCompletion], now: Int64) {
+        self.completions = completions
+        self.now = now
+    }
+}
+
 /// What the dispatcher learned about a claimed push.
 public struct PushCompletion: Sendable, Hashable {
     /// What to do with the push.

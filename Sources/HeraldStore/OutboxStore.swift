@@ -48,6 +48,9 @@ public protocol OutboxStore: Sendable {
     /// (`requeue`: the attempt the claim counted is taken back; logged with its reason). A dead token is cleared from its device only if the device still
     /// has that token (a newer one is kept), and the device remembers why.
     func complete(_ completions: [PushCompletion], now: Int64) async throws
+    /// Records several batches of outcomes, each as `complete(_:now:)` would at its own `now`,
+    /// in one write where the engine can (the dispatcher gathers its loops' finished batches).
+    func complete(_ batches: [CompletionBatch]) async throws
     /// Puts back every push `owner` had claimed (after a restart of that owner), due at once;
     /// returns how many.
     func releaseClaims(owner: String, now: Int64) async throws -> Int
@@ -74,6 +77,11 @@ public protocol OutboxStore: Sendable {
 extension OutboxStore {
     /// Nothing else writes this store's data: nothing to follow.
     public func followQueuedElsewhere(_ queued: @escaping @Sendable () -> Void) async {}
+
+    /// One batch after the other, each in a write of its own.
+    public func complete(_ batches: [CompletionBatch]) async throws {
+        for batch in batches { try await complete(batch.completions, now: batch.now) }
+    }
 }
 
 extension OutboxStore {

@@ -70,6 +70,59 @@ extension StoreConformance {
         }
     }
 
+    /// Batches of outcomes recorded in one call (the dispatcher gathers its loops' finished
+    /// batches) each keep their own time, whether all of them finish pushes or some put pushes
+    /// back or clear a dead token.
+    public static func batchesOfOutcomesKeepTheirTimes(_ engine: some StoreEngine) async throws {
+        let (store, _) = try await fresh(engine)
+        try await store.saveDevice(StoreFixtures.device("d1", token: "tok-1"))
+        let pushes = (0..<6).map { StoreFixtures.push("p\($0)", device: "d1", at: Int64($0)) }
+        _ = try await store.accept(StoreFixtures.ingest(pushes))
+        #expect(try await claimIDs(store, now: 10, leaseUntil: 100_000).count == 6)
+        func finish(_ id: String, _ state: PushState, _ reason: String? = nil) -> PushCompletion {
+            PushCompletion(pushID: id, disposition: .finish(state), reason: reason, deadToken: nil)
+        }
+        try await store.complete([
+            CompletionBatch(completions: [finish("p0", .delivered), finish("p1", .failed, "BadTopic (400)")], now: 1_000),
+            CompletionBatch(completions: [finish("p2", .delivered)], now: 1_005),
+        ])
+        try await store.complete([
+            CompletionBatch(
+                completions: [
+                    PushCompletion(pushID: "p3", disposition: .retry(at: 5_000), reason: "Throttled", deadToken: nil)
+                ],
+                now: 1_010
+            ),
+            CompletionBatch(
+                completions: [
+                    PushCompletion(
+                        pushID: "p4",
+                        disposition: .finish(.tokenDead),
+                        reason: "Unregistered",
+                        deadToken: ("d1", "tok-1")
+                    ),
+                    finish("p5", .expired, "expired while retrying"),
+                ],
+                now: 1_011
+            ),
+        ])
+
+        let expected: [(String, PushState, String?, Int64)] = [
+            ("p0", .delivered, nil, 1_000), ("p1", .failed, "BadTopic (400)", 1_000), ("p2", .delivered, nil, 1_005),
+            ("p3", .queued, "Throttled", 1_010), ("p4", .tokenDead, "Unregistered", 1_011),
+            ("p5", .expired, "expired while retrying", 1_011),
+        ]
+        for (id, state, reason, at) in expected {
+            let entry = try #require(try await store.push(id: id))
+            #expect(entry.state == state && entry.lastReason == reason && entry.updatedAt == at, "\(id)")
+            #expect(try await store.deliveryLog(pushID: id).last?.at == at, "\(id)")
+        }
+        #expect(try await store.push(id: "p3")?.nextAttemptAt == 5_000)
+        let device = try #require(try await store.device(id: "d1"))
+        #expect(device.messagingToken == nil && device.tokenDeadReason == "Unregistered")
+        #expect(try await store.releaseClaims(owner: "w", now: 2_000) == 0)
+    }
+
     /// A completion finishes a push (delivered, failed, expired: with its reason and time, never
     /// claimed or released again) or puts it back in the queue for a given time, logged with the
     /// reason; a retried push is claimed again then, as its next attempt.

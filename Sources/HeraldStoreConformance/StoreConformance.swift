@@ -69,6 +69,7 @@ public enum StoreConformance {
         case notificationPermissionChangesOnce
         case messagesKeepTheirPushOptions
         case ingestClaimsAreHeldByTheirNode
+        case batchesOfOutcomesKeepTheirTimes
 
         public var description: String { rawValue }
 
@@ -87,6 +88,8 @@ public enum StoreConformance {
             case .completionsFinishOrRetry: try await StoreConformance.completionsFinishOrRetry(engine)
             case .concurrentCompletionsKeepTheirOwn:
                 try await StoreConformance.concurrentCompletionsKeepTheirOwn(engine)
+            case .batchesOfOutcomesKeepTheirTimes:
+                try await StoreConformance.batchesOfOutcomesKeepTheirTimes(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

@@ -84,7 +84,7 @@ struct ExpiredClaimsStatement: PostgresPreparedStatement {
 
 /// Pushes finished (delivered, token dead, failed, expired), each with its reason or none and
 /// its time: the dispatchers' usual outcomes, several batches' in one statement
-/// (`PostgresStore.finishes`).
+/// (`PostgresStore.complete(_:)`).
 struct FinishStatement: PostgresPreparedStatement {
     typealias Row = PostgresRow
 
@@ -128,13 +128,6 @@ struct FinishStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
-}
-
-/// One dispatcher batch's finished pushes, waiting in `PostgresStore.finishes` to share a
-/// statement with the others'.
-struct FinishedBatch: Sendable {
-    var completions: [PushCompletion]
-    var now: Int64
 }
 
 /// The webhook events of finished pushes, for the apps that have a webhook: appended to a

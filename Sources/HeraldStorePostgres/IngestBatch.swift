@@ -4,8 +4,9 @@ import PostgresNIO
 import Synchronization
 
 /// Writes that arrive together are written together: one statement and one commit for all of
-/// them, as SQLite's single writer groups them in one transaction. Ingests go through one
-/// (`PostgresStore.ingests`), the dispatchers' finished pushes through another.
+/// them, as SQLite's single writer groups them in one transaction: the ingests
+/// (`PostgresStore.ingests`). (The dispatcher gathers its finished pushes itself:
+/// `OutcomeRecorder`.)
 ///
 /// Each write alone costs the relay a round trip and the server a commit (a WAL flush); under
 /// load both dominate. Here a write waits only while a batch is already being written (at most

@@ -264,22 +264,38 @@ extension PostgresStore {
     }
 
     public func complete(_ completions: [PushCompletion], now: Int64) async throws {
-        if completions.isEmpty { return }
-        let allFinished = completions.allSatisfy { completion in
-            if case .finish = completion.disposition { completion.deadToken == nil } else { false }
+        try await complete([CompletionBatch(completions: completions, now: now)])
+    }
+
+    public func complete(_ batches: [CompletionBatch]) async throws {
+        if batches.allSatisfy(\.completions.isEmpty) { return }
+        let allFinished = batches.allSatisfy { batch in
+            batch.completions.allSatisfy { completion in
+                if case .finish = completion.disposition { completion.deadToken == nil } else { false }
+            }
         }
         if allFinished {
-            // The usual batch: every push finished. It shares one statement (atomic on its own)
-            // with the batches other dispatcher loops finish meanwhile.
-            _ = try await finishes.accept(FinishedBatch(completions: completions, now: now)) {
-                [self] (batches: [FinishedBatch]) throws(StoreError) -> Set<Int> in
-                var statement = FinishStatement()
-                for batch in batches { statement.append(batch.completions, at: batch.now) }
-                _ = try await rows("record push outcomes", plannedEachTime: statement)
-                return Set(batches.indices)
-            }
+            // The usual write: every push finished, each batch at its time, in one statement
+            // (atomic on its own).
+            var statement = FinishStatement()
+            for batch in batches { statement.append(batch.completions, at: batch.now) }
+            _ = try await rows("record push outcomes", plannedEachTime: statement)
             return
         }
+        try await transaction("record push outcomes") { [logger] connection in
+            for batch in batches {
+                try await Self.record(batch.completions, now: batch.now, on: connection, logger: logger)
+            }
+        }
+    }
+
+    /// Writes one batch's outcomes within a transaction.
+    private static func record(
+        _ completions: [PushCompletion],
+        now: Int64,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
         var finished = FinishStatement()
         finished.append(completions, at: now)
         var retried: (ids: [String], at: [Int64], reasons: [String], hasReason: [Bool], giveBack: [Bool]) = (
@@ -313,56 +329,54 @@ extension PostgresStore {
         let finishing = try PostgresQuery(unsafeSQL: FinishStatement.sql, binds: finished.makeBindings())
         // Arrays carry no NULL through postgres-nio's encoders: a reason is nil where its flag
         // says so.
-        try await transaction("record push outcomes") { [logger, finished, retried, dead] connection in
-            if !finished.ids.isEmpty {
-                try await connection.run(finishing, logger: logger)
-            }
-            if !retried.ids.isEmpty {
-                try await connection.run(
-                    """
-                    UPDATE outbox o SET state = 'queued', next_attempt_at = u.at,
-                        last_reason = CASE WHEN u.has THEN u.reason END, claim_owner = NULL, claim_until = NULL,
-                        attempts = CASE WHEN u.back THEN o.attempts - 1 ELSE o.attempts END, updated_at = \(now)
-                    FROM unnest(\(retried.ids)::text[], \(retried.at)::bigint[], \(retried.reasons)::text[],
-                        \(retried.hasReason)::bool[], \(retried.giveBack)::bool[]) AS u(id, at, reason, has, back)
-                    WHERE o.push_id = u.id
-                    """,
-                    logger: logger
-                )
-                try await connection.run(
-                    """
-                    INSERT INTO delivery_log (push_id, at, state, reason)
-                    SELECT u.id, \(now), 'queued', CASE WHEN u.has THEN u.reason END
-                    FROM unnest(\(retried.ids)::text[], \(retried.reasons)::text[], \(retried.hasReason)::bool[])
-                        WITH ORDINALITY AS u(id, reason, has, n)
-                    ORDER BY u.n
-                    """,
-                    logger: logger
-                )
-            }
-            if !dead.devices.isEmpty {
-                // Cleared only where the device still has that token: a newer one is kept.
-                try await connection.run(
-                    """
-                    UPDATE devices d SET messaging_token = NULL,
-                        token_dead_reason = CASE WHEN u.has THEN u.reason END, updated_at = \(now)
-                    FROM unnest(\(dead.devices)::text[], \(dead.tokens)::text[], \(dead.reasons)::text[],
-                        \(dead.hasReason)::bool[]) AS u(id, token, reason, has)
-                    WHERE d.id = u.id AND d.messaging_token = u.token
-                    """,
-                    logger: logger
-                )
-                try await connection.run(
-                    """
-                    UPDATE devices d SET voip_token = NULL,
-                        token_dead_reason = CASE WHEN u.has THEN u.reason END, updated_at = \(now)
-                    FROM unnest(\(dead.devices)::text[], \(dead.tokens)::text[], \(dead.reasons)::text[],
-                        \(dead.hasReason)::bool[]) AS u(id, token, reason, has)
-                    WHERE d.id = u.id AND d.voip_token = u.token
-                    """,
-                    logger: logger
-                )
-            }
+        if !finished.ids.isEmpty {
+            try await connection.run(finishing, logger: logger)
+        }
+        if !retried.ids.isEmpty {
+            try await connection.run(
+                """
+                UPDATE outbox o SET state = 'queued', next_attempt_at = u.at,
+                    last_reason = CASE WHEN u.has THEN u.reason END, claim_owner = NULL, claim_until = NULL,
+                    attempts = CASE WHEN u.back THEN o.attempts - 1 ELSE o.attempts END, updated_at = \(now)
+                FROM unnest(\(retried.ids)::text[], \(retried.at)::bigint[], \(retried.reasons)::text[],
+                    \(retried.hasReason)::bool[], \(retried.giveBack)::bool[]) AS u(id, at, reason, has, back)
+                WHERE o.push_id = u.id
+                """,
+                logger: logger
+            )
+            try await connection.run(
+                """
+                INSERT INTO delivery_log (push_id, at, state, reason)
+                SELECT u.id, \(now), 'queued', CASE WHEN u.has THEN u.reason END
+                FROM unnest(\(retried.ids)::text[], \(retried.reasons)::text[], \(retried.hasReason)::bool[])
+                    WITH ORDINALITY AS u(id, reason, has, n)
+                ORDER BY u.n
+                """,
+                logger: logger
+            )
+        }
+        if !dead.devices.isEmpty {
+            // Cleared only where the device still has that token: a newer one is kept.
+            try await connection.run(
+                """
+                UPDATE devices d SET messaging_token = NULL,
+                    token_dead_reason = CASE WHEN u.has THEN u.reason END, updated_at = \(now)
+                FROM unnest(\(dead.devices)::text[], \(dead.tokens)::text[], \(dead.reasons)::text[],
+                    \(dead.hasReason)::bool[]) AS u(id, token, reason, has)
+                WHERE d.id = u.id AND d.messaging_token = u.token
+                """,
+                logger: logger
+            )
+            try await connection.run(
+                """
+                UPDATE devices d SET voip_token = NULL,
+                    token_dead_reason = CASE WHEN u.has THEN u.reason END, updated_at = \(now)
+                FROM unnest(\(dead.devices)::text[], \(dead.tokens)::text[], \(dead.reasons)::text[],
+                    \(dead.hasReason)::bool[]) AS u(id, token, reason, has)
+                WHERE d.id = u.id AND d.voip_token = u.token
+                """,
+                logger: logger
+            )
         }
     }
 

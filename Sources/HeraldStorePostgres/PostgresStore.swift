@@ -26,8 +26,6 @@ public final class PostgresStore: HeraldStore {
     private let notifyPending = Atomic<Bool>(false)
     /// Writes the ingests that arrive together in one statement (set once, right after init).
     let ingests = WriteBatcher<Ingest> { ingest in ingest.idempotencyKey.map { [$0] } ?? [] }
-    /// The dispatchers' finished pushes, several batches to a statement (a push in one at most).
-    let finishes = WriteBatcher<FinishedBatch>(maxBatch: 16) { batch in batch.completions.map { $0.pushID } }
     /// Reads the recipients asked for together in one statement.
     let recipientReads = ReadBatcher<[Recipient]>("read users' devices")
 

@@ -230,54 +230,65 @@ extension SQLiteStore {
     }
 
     public func complete(_ completions: [PushCompletion], now: Int64) async throws {
-        if completions.isEmpty { return }
+        try await complete([CompletionBatch(completions: completions, now: now)])
+    }
+
+    /// Every batch in one transaction (one synced commit).
+    public func complete(_ batches: [CompletionBatch]) async throws {
+        if batches.allSatisfy(\.completions.isEmpty) { return }
         let events = webhooksConfigured.load(ordering: .relaxed)
         try await write { db in
-            let requeue = try db.cachedStatement(
-                sql: """
-                    UPDATE outbox SET state = 'queued', next_attempt_at = ?, last_reason = ?, claim_owner = NULL,
-                        claim_until = NULL, updated_at = ?
-                    WHERE push_id = ?
-                    """
-            )
-            let giveBack = try db.cachedStatement(
-                sql: "UPDATE outbox SET attempts = MAX(attempts - 1, 0) WHERE push_id = ?"
-            )
-            for completion in completions {
-                switch completion.disposition {
-                case .finish(let state):
-                    try Self.finish(
-                        db,
-                        pushID: completion.pushID,
-                        state: state,
-                        reason: completion.reason,
-                        now: now,
-                        events: events
-                    )
-                case .retry(let at):
-                    try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
-                    try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
-                case .requeue(let at):
-                    try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
-                    try giveBack.execute(arguments: [completion.pushID])
-                    try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
-                }
-                if let dead = completion.deadToken {
-                    try db.execute(
-                        sql: """
-                            UPDATE devices SET messaging_token = NULL, token_dead_reason = ?, updated_at = ?
-                            WHERE id = ? AND messaging_token = ?
-                            """,
-                        arguments: [completion.reason, now, dead.deviceID, dead.token]
-                    )
-                    try db.execute(
-                        sql: """
-                            UPDATE devices SET voip_token = NULL, token_dead_reason = ?, updated_at = ?
-                            WHERE id = ? AND voip_token = ?
-                            """,
-                        arguments: [completion.reason, now, dead.deviceID, dead.token]
-                    )
-                }
+            for batch in batches {
+                try Self.complete(db, batch.completions, now: batch.now, events: events)
+            }
+        }
+    }
+
+    private static func complete(_ db: Database, _ completions: [PushCompletion], now: Int64, events: Bool) throws {
+        let requeue = try db.cachedStatement(
+            sql: """
+                UPDATE outbox SET state = 'queued', next_attempt_at = ?, last_reason = ?, claim_owner = NULL,
+                    claim_until = NULL, updated_at = ?
+                WHERE push_id = ?
+                """
+        )
+        let giveBack = try db.cachedStatement(
+            sql: "UPDATE outbox SET attempts = MAX(attempts - 1, 0) WHERE push_id = ?"
+        )
+        for completion in completions {
+            switch completion.disposition {
+            case .finish(let state):
+                try Self.finish(
+                    db,
+                    pushID: completion.pushID,
+                    state: state,
+                    reason: completion.reason,
+                    now: now,
+                    events: events
+                )
+            case .retry(let at):
+                try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
+                try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
+            case .requeue(let at):
+                try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
+                try giveBack.execute(arguments: [completion.pushID])
+                try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
+            }
+            if let dead = completion.deadToken {
+                try db.execute(
+                    sql: """
+                        UPDATE devices SET messaging_token = NULL, token_dead_reason = ?, updated_at = ?
+                        WHERE id = ? AND messaging_token = ?
+                        """,
+                    arguments: [completion.reason, now, dead.deviceID, dead.token]
+                )
+                try db.execute(
+                    sql: """
+                        UPDATE devices SET voip_token = NULL, token_dead_reason = ?, updated_at = ?
+                        WHERE id = ? AND voip_token = ?
+                        """,
+                    arguments: [completion.reason, now, dead.deviceID, dead.token]
+                )
             }
         }
     }

@@ -344,6 +344,7 @@ struct Rig {
         holdSender: Bool = false,
         unreachable: PushNetwork? = nil,
         handOffCapacity: Int = 512,
+        outcomeLinger: Duration = .milliseconds(20),
         logger given: Logger? = nil,
         _ body: (Rig) async throws -> Void
     ) async throws {
@@ -367,6 +368,7 @@ struct Rig {
         configuration.retryBase = .seconds(1)
         configuration.retryMaximum = retryMaximum
         configuration.handOffCapacity = handOffCapacity
+        configuration.outcomeLinger = outcomeLinger
         if claimedByPreviousRun {
             let taken = try await sqlite.claim(
                 limit: pushes.count,
@@ -441,6 +443,15 @@ final class ObservedOutboxStore: OutboxStore {
     func complete(_ completions: [PushCompletion], now: Int64) async throws {
         try await base.complete(completions, now: now)
         self.completions.append(contentsOf: completions)
+    }
+
+    /// How many batches each gathered write held.
+    let batchWrites = Recorded<Int>()
+
+    func complete(_ batches: [CompletionBatch]) async throws {
+        try await base.complete(batches)
+        batchWrites.append(contentsOf: [batches.count])
+        completions.append(contentsOf: batches.flatMap(\.completions))
     }
 
     func claim(

@@ -212,6 +212,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.ingestClaimsAreHeldByTheirNode)
     }
 
+    @Test func batchesOfOutcomesKeepTheirTimes() async throws {
+        try await SQLiteEngine.check(.batchesOfOutcomesKeepTheirTimes)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -267,6 +271,7 @@ struct SQLiteConformanceTests {
             .notificationPermissionChangesOnce,
             .messagesKeepTheirPushOptions,
             .ingestClaimsAreHeldByTheirNode,
+            .batchesOfOutcomesKeepTheirTimes,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -1,0 +1,116 @@
+import HeraldPush
+import HeraldStore
+import Logging
+import Metrics
+
+/// What the dispatcher makes of the network's answer for each push.
+extension Dispatcher {
+    func completion(for item: ClaimedPush, outcome: PushOutcome, at time: Int64) -> PushCompletion {
+        let completion = decide(item, outcome: outcome, at: time)
+        if case .finish(let state) = completion.disposition {
+            logFinished(item, state: state, reason: completion.reason, at: time)
+        }
+        return completion
+    }
+
+    /// One line per push at its end: who and where, never the token or what it carries.
+    private func logFinished(_ item: ClaimedPush, state: PushState, reason: String?, at time: Int64) {
+        let entry = item.entry
+        var metadata: Logger.Metadata = [
+            "push": "\(entry.pushID)",
+            "device": "\(entry.deviceID)",
+            "app": "\(entry.app)",
+            "network": "\(entry.network.rawValue)",
+            "kind": "\(entry.kind.rawValue)",
+            "outcome": "\(state.rawValue)",
+            "attempts": "\(entry.attempts)",
+            "latency_ms": "\(max(0, time - entry.createdAt))",
+        ]
+        if let reason { metadata["reason"] = "\(reason)" }
+        logger.info("push finished", metadata: metadata)
+    }
+
+    private func decide(_ item: ClaimedPush, outcome: PushOutcome, at time: Int64) -> PushCompletion {
+        let id = item.entry.pushID
+        switch outcome {
+        case .delivered:
+            completed[.delivered]?.increment()
+            return PushCompletion(pushID: id, disposition: .finish(.delivered), reason: nil, deadToken: nil)
+        case .tokenDead(let reason, _):
+            completed[.tokenDead]?.increment()
+            logger.warning(
+                "the push network no longer accepts this device's token: the token is removed, and the device gets no pushes until its app activates again",
+                metadata: ["device": "\(item.entry.deviceID)", "push": "\(id)", "reason": "\(reason)"]
+            )
+            return PushCompletion(
+                pushID: id,
+                disposition: .finish(.tokenDead),
+                reason: reason,
+                deadToken: (item.entry.deviceID, item.deviceToken)
+            )
+        case .failed(let reason, let status):
+            completed[.failed]?.increment()
+            let reason = status.map { "\(reason) (\($0))" } ?? reason
+            return PushCompletion(pushID: id, disposition: .finish(.failed), reason: reason, deadToken: nil)
+        case .expired:
+            completed[.expired]?.increment()
+            return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
+        case .unreachable(let reason) where item.entry.nowOrNever,
+            .retryLater(let reason, _) where item.entry.nowOrNever:
+            // Its one attempt is spent: the network was told expiration 0, so a later attempt
+            // would deliver what the backend said must not arrive late.
+            completed[.expired]?.increment()
+            let why = "now or never: not delivered on its one attempt: " + reason
+            return PushCompletion(pushID: id, disposition: .finish(.expired), reason: why, deadToken: nil)
+        case .unreachable(let reason):
+            // Not the push's fault: due again at once, its attempt not counted, so it goes out
+            // with the backlog when the network answers (the claim still expires it on time).
+            held.increment()
+            return PushCompletion(pushID: id, disposition: .requeue(at: time), reason: reason, deadToken: nil)
+        case .retryLater(let reason, let after):
+            let next = time + max(retryDelay(attempts: item.entry.attempts), after?.milliseconds ?? 0)
+            if next >= item.entry.expiresAt {
+                completed[.expired]?.increment()
+                return PushCompletion(
+                    pushID: id,
+                    disposition: .finish(.expired),
+                    reason: "expired while retrying: " + reason,
+                    deadToken: nil
+                )
+            }
+            retries.increment()
+            let last = lastRetryWarning.load(ordering: .relaxed)
+            if last == Int64.min || time - last >= 60_000,
+                lastRetryWarning.compareExchange(expected: last, desired: time, ordering: .relaxed).exchanged
+            {
+                logger.warning(
+                    "pushes are waiting: the push network asked to try again later",
+                    metadata: [
+                        "reason": "\(reason)", "push": "\(id)", "attempts": "\(item.entry.attempts)",
+                        "next_attempt_in_ms": "\(next - time)",
+                    ]
+                )
+            }
+            return PushCompletion(pushID: id, disposition: .retry(at: next), reason: reason, deadToken: nil)
+        }
+    }
+
+    /// Exponential backoff with equal jitter, in milliseconds: the ceiling doubles per attempt
+    /// (`retryBase`, then twice that, … up to `retryMaximum`) and the delay is drawn uniformly
+    /// from half the ceiling to the ceiling. Half is kept, rather than drawing from zero ("full
+    /// jitter"), so a burst of throttled pushes never comes back almost at once.
+    func retryDelay(attempts: Int) -> Int64 {
+        Backoff(base: configuration.retryBase, maximum: configuration.retryMaximum, jitter: .equal)
+            .delay(attempt: attempts).milliseconds
+    }
+}
+
+extension OutboxEntry {
+    /// The app the push is for: the APNs topic without its PushKit suffix, or the FCM package.
+    fileprivate var app: String {
+        switch payload {
+        case .apns(let apns): apns.topic.hasSuffix(".voip") ? String(apns.topic.dropLast(5)) : apns.topic
+        case .fcm(let fcm): fcm.package
+        }
+    }
+}
