@@ -83,7 +83,10 @@ extension StoreConformance {
             PushCompletion(pushID: id, disposition: .finish(state), reason: reason, deadToken: nil)
         }
         try await store.complete([
-            CompletionBatch(completions: [finish("p0", .delivered), finish("p1", .failed, "BadTopic (400)")], now: 1_000),
+            CompletionBatch(
+                completions: [finish("p0", .delivered), finish("p1", .failed, "BadTopic (400)")],
+                now: 1_000
+            ),
             CompletionBatch(completions: [finish("p2", .delivered)], now: 1_005),
         ])
         try await store.complete([
