@@ -138,7 +138,13 @@ final class RelayHarness: Sendable {
         var relay = HeraldTestStack.RelayOptions()
         relay.app = setup.app
         relay.configuration = setup.relay
-        relay.dispatcher = setup.dispatcher
+        relay.dispatcher = { configuration in
+            // The test clock jumps by minutes, past a claim's lease: an outcome still waiting to
+            // be recorded then would see its push's lease taken back and the push sent again.
+            // Outcomes are recorded at once here; the lease is meant to outlast the wait by far.
+            configuration.outcomeLinger = .zero
+            setup.dispatcher(&configuration)
+        }
         relay.webhooks = setup.webhooks
         relay.appWebhook = setup.appWebhook
         relay.remoteProvider = setup.remoteProvider
