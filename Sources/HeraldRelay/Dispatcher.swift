@@ -14,10 +14,10 @@ public struct DispatcherConfiguration: Sendable {
     /// Concurrent claim-send-complete loops. Few loops claim bigger batches; two keep the
     /// provider busy while one records outcomes (measured in docs/performance.md).
     public var workers: Int = 2
-    /// The most pushes one loop claims at a time. At most `workers × batchSize` pushes (512 by
-    /// default) are being sent, and as many again may be finished but not yet recorded
-    /// (`outcomeLinger`): after a crash, at most twice that are sent again (at least once; the
-    /// phone drops the repeats). Measured in docs/performance.md.
+    /// The most pushes one loop claims at a time. At most `workers × batchSize` pushes are being
+    /// sent, and up to `batchSize` more finished but not yet recorded (`outcomeLinger`): after a
+    /// crash, at most `(workers + 1) × batchSize` (768 by default) are sent again (at least once;
+    /// the phone drops the repeats). Measured in docs/performance.md.
     public var batchSize: Int = 256
     /// How long a claim holds before another worker may take the push again.
     public var lease: Duration = .seconds(60)
@@ -113,7 +113,10 @@ public final class Dispatcher: Service, Sendable {
         let held = max(1, configuration.workers) * max(1, configuration.batchSize)
         self.handOffs = Mutex(HandOffQueue(capacity: max(0, min(configuration.handOffCapacity, held))))
         if configuration.outcomeLinger > .zero {
-            recorder = OutcomeRecorder(linger: configuration.outcomeLinger, limit: held) { [store, logger] batches in
+            // One batch's worth: enough to gather every loop's outcomes of the linger at full load,
+            // and it bounds what a crash sends again to one batch more than the loops hold.
+            let limit = max(1, configuration.batchSize)
+            recorder = OutcomeRecorder(linger: configuration.outcomeLinger, limit: limit) { [store, logger] batches in
                 await Self.write(batches, to: store, logger: logger)
             }
         } else {
