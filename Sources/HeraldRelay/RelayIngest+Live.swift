@@ -66,4 +66,52 @@ extension RelayIngest {
         guard await directory.settle(messageID: messageID, deviceID: deviceID) else { return }
         await pushAfterLiveDelivery(messageID: messageID, deviceID: deviceID)
     }
+
+    /// Queues the push for a message a device did not acknowledge on its live channel (at most
+    /// once per message and device), with the message's push options, its expiration counted
+    /// from the message's acceptance: the push a direct one would have been. A device without
+    /// the notification permission gets it written as skipped.
+    func pushAfterLiveDelivery(messageID: String, deviceID: String) async {
+        do {
+            guard let message = try await context.store.message(id: messageID),
+                let device = try await context.store.device(id: deviceID),
+                context.isPushable(device), device.messagingToken != nil,
+                let app = try await context.app(id: device.appID)
+            else { return }
+            let stored = try context.openPushOptions(message)
+            var content = try openContent(message)
+            content.title = stored.title
+            content.data = stored.data
+            let entry = context.permitted(
+                try context.messagePush(
+                    content,
+                    app: app,
+                    device: device,
+                    at: context.now(),
+                    options: stored.options,
+                    acceptedAt: message.createdAt
+                ),
+                for: device
+            )
+            let ingest = Ingest(
+                idempotencyKey: "live-fallback:\(messageID):\(deviceID)",
+                message: nil,
+                pushes: [entry],
+                receipt: []
+            )
+            if try await context.store.accept(ingest) == .accepted, entry.state == .queued {
+                context.metrics.queued.increment()
+                context.logger.info(
+                    "live message not acknowledged: pushed instead",
+                    metadata: ["device": "\(deviceID)", "push": "\(entry.pushID)"]
+                )
+                context.accepted()
+            }
+        } catch {
+            context.logger.error(
+                "cannot push a message the live channel did not deliver",
+                metadata: ["error": "\(error)"]
+            )
+        }
+    }
 }

@@ -48,7 +48,21 @@ public final class RelayIngest: Sendable {
 
         let time = context.now()
         let messageID = TimeOrderedID.make(milliseconds: time)
-        let recipients = try await context.storing { try await $0.recipients(userID: request.to) }
+        let snapshot = try await context.storing { try await $0.recipientsForIngest(userID: request.to) }
+        return try await send(message: request, options: options, extras: extras, at: time, id: messageID, snapshot)
+    }
+
+    /// The message made for `snapshot` and committed; made again from a fresh read if the
+    /// recipients it was made for changed before the commit (`IngestOutcome.stale`).
+    private func send(
+        message request: MessageRequest,
+        options: MessagePushOptions,
+        extras: (title: String?, data: [String: String]?),
+        at time: Int64,
+        id messageID: String,
+        _ snapshot: RecipientsSnapshot
+    ) async throws(RelayError) -> IngestReceipt {
+        let recipients = snapshot.recipients
         let content = MessageContent(
             messageID: messageID,
             conversationID: request.conversation,
@@ -149,14 +163,30 @@ public final class RelayIngest: Sendable {
                     messageID: messageID
                 )
         )
-        let outcome = try await commit(
-            receipt: receipt,
-            key: request.idempotencyKey.map { "message:" + $0 },
-            message: message,
-            pushes: pushes,
-            sendable: sendable,
-            handovers: handovers
-        )
+        guard
+            let outcome = try await commit(
+                receipt: receipt,
+                key: request.idempotencyKey.map { "message:" + $0 },
+                message: message,
+                pushes: pushes,
+                sendable: sendable,
+                handovers: handovers,
+                recipientsVersion: snapshot.version
+            )
+        else {
+            // The recipients this node kept changed since (another node, or this one, wrote to
+            // the user's devices, presence or live channels): nothing was written. Made again
+            // from a fresh read, which `accept` does not check: as an ingest always was.
+            let fresh = try await context.storing { try await $0.recipients(userID: request.to) }
+            return try await send(
+                message: request,
+                options: options,
+                extras: extras,
+                at: time,
+                id: messageID,
+                RecipientsSnapshot(recipients: fresh, version: nil)
+            )
+        }
         if !outcome.duplicate {
             // This node's own handovers go out now; the others' nodes were woken by the store.
             if let node = directory.nodeID, handovers.contains(where: { $0.nodeID == node }) {
@@ -176,54 +206,6 @@ public final class RelayIngest: Sendable {
             }
         }
         return outcome
-    }
-
-    /// Queues the push for a message a device did not acknowledge on its live channel (at most
-    /// once per message and device), with the message's push options, its expiration counted
-    /// from the message's acceptance: the push a direct one would have been. A device without
-    /// the notification permission gets it written as skipped.
-    func pushAfterLiveDelivery(messageID: String, deviceID: String) async {
-        do {
-            guard let message = try await context.store.message(id: messageID),
-                let device = try await context.store.device(id: deviceID),
-                context.isPushable(device), device.messagingToken != nil,
-                let app = try await context.app(id: device.appID)
-            else { return }
-            let stored = try context.openPushOptions(message)
-            var content = try openContent(message)
-            content.title = stored.title
-            content.data = stored.data
-            let entry = context.permitted(
-                try context.messagePush(
-                    content,
-                    app: app,
-                    device: device,
-                    at: context.now(),
-                    options: stored.options,
-                    acceptedAt: message.createdAt
-                ),
-                for: device
-            )
-            let ingest = Ingest(
-                idempotencyKey: "live-fallback:\(messageID):\(deviceID)",
-                message: nil,
-                pushes: [entry],
-                receipt: []
-            )
-            if try await context.store.accept(ingest) == .accepted, entry.state == .queued {
-                context.metrics.queued.increment()
-                context.logger.info(
-                    "live message not acknowledged: pushed instead",
-                    metadata: ["device": "\(deviceID)", "push": "\(entry.pushID)"]
-                )
-                context.accepted()
-            }
-        } catch {
-            context.logger.error(
-                "cannot push a message the live channel did not deliver",
-                metadata: ["error": "\(error)"]
-            )
-        }
     }
 
     /// A stored message's content, opened.
@@ -372,14 +354,17 @@ public final class RelayIngest: Sendable {
             devices: receipt.pushes.map { CallDeviceRecord(deviceID: $0.deviceID, report: .pushed) }
                 .sorted { $0.deviceID < $1.deviceID }
         )
-        let outcome = try await commit(
-            receipt: receipt,
-            key: "call:" + request.callID,
-            message: nil,
-            pushes: pushes,
-            sendable: sendable,
-            call: call
-        )
+        // Made from a fresh read, so never stale.
+        guard
+            let outcome = try await commit(
+                receipt: receipt,
+                key: "call:" + request.callID,
+                message: nil,
+                pushes: pushes,
+                sendable: sendable,
+                call: call
+            )
+        else { throw RelayError.unavailable.with(detail: "the call's recipients changed while it was written") }
         if !outcome.duplicate { context.metrics.calls.increment() }
         return outcome
     }
@@ -394,7 +379,8 @@ public final class RelayIngest: Sendable {
         return kind == .call && device.platform == .ios ? "no_voip_token" : "no_token"
     }
 
-    /// Commits an ingest once per key; a repeated key answers the first receipt.
+    /// Commits an ingest once per key; a repeated key answers the first receipt; `nil` when the
+    /// ingest was made for `recipientsVersion` and the recipients changed since (nothing written).
     ///
     /// Of `sendable` (pushes of `pushes` with their tokens), those this node's dispatcher has
     /// room for are written claimed by it and handed to it once committed: no claim statement
@@ -406,8 +392,9 @@ public final class RelayIngest: Sendable {
         pushes: [OutboxEntry],
         sendable: [ClaimedPush] = [],
         handovers: [LiveHandover] = [],
-        call: CallRecord? = nil
-    ) async throws(RelayError) -> IngestReceipt {
+        call: CallRecord? = nil,
+        recipientsVersion: RecipientsVersion? = nil
+    ) async throws(RelayError) -> IngestReceipt? {
         let encoded = Array(receipt.jsonText.utf8)
         let reserved = sendable.isEmpty ? nil : context.handOff?.reserve(sendable.map(\.entry))
         let ingest = Ingest(
@@ -416,7 +403,8 @@ public final class RelayIngest: Sendable {
             pushes: pushes,
             receipt: encoded,
             handovers: handovers,
-            claim: reserved
+            claim: reserved,
+            recipientsVersion: recipientsVersion
         )
         let stored: IngestOutcome
         do {
@@ -444,6 +432,9 @@ public final class RelayIngest: Sendable {
             }
             first.duplicate = true
             return first
+        case .stale:
+            if let reserved { context.handOff?.release(reserved) }
+            return nil
         }
     }
 

@@ -11,6 +11,11 @@ public protocol DeviceStore: Sendable {
     /// The user's devices, oldest first, each with its presence if it has one, in one read: what
     /// every ingest needs.
     func recipients(userID: String) async throws -> [Recipient]
+    /// The user's recipients for an ingest: as `recipients(userID:)` reads them, or kept from an
+    /// earlier read with the version they had, which the ingest carries so that `accept` answers
+    /// `stale` if they changed since (`Ingest.recipientsVersion`). Then a fresh
+    /// `recipients(userID:)` is what to make the ingest again with.
+    func recipientsForIngest(userID: String) async throws -> RecipientsSnapshot
     /// Sets a device's tokens (`nil` leaves one as it is; an empty string removes it), taking them
     /// away from any other device; a token set clears the device's `tokenDeadReason`. Returns the
     /// device after the change, or `nil` if unknown.
@@ -45,5 +50,12 @@ public struct NotificationPermissionChange: Sendable, Hashable {
     public init(device: DeviceRecord, changed: Bool) {
         self.device = device
         self.changed = changed
+    }
+}
+
+extension DeviceStore {
+    /// Read fresh each time, with nothing for `accept` to check.
+    public func recipientsForIngest(userID: String) async throws -> RecipientsSnapshot {
+        RecipientsSnapshot(recipients: try await recipients(userID: userID), version: nil)
     }
 }

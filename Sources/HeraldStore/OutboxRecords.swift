@@ -260,6 +260,10 @@ public struct Ingest: Sendable {
     /// The pushes the accepting node sends itself, written already claimed by it; `nil`: every
     /// push is written queued, for any worker to claim.
     public var claim: IngestClaim?
+    /// The version of the recipients the ingest was made for (`DeviceStore.recipientsForIngest`):
+    /// if the user's devices, presence or live channels changed since, nothing is written and
+    /// the answer is `stale`. `nil`: written whatever changed.
+    public var recipientsVersion: RecipientsVersion?
 
     public init(
         idempotencyKey: String?,
@@ -267,7 +271,8 @@ public struct Ingest: Sendable {
         pushes: [OutboxEntry],
         receipt: [UInt8],
         handovers: [LiveHandover] = [],
-        claim: IngestClaim? = nil
+        claim: IngestClaim? = nil,
+        recipientsVersion: RecipientsVersion? = nil
     ) {
         self.idempotencyKey = idempotencyKey
         self.message = message
@@ -275,6 +280,7 @@ public struct Ingest: Sendable {
         self.receipt = receipt
         self.handovers = handovers
         self.claim = claim
+        self.recipientsVersion = recipientsVersion
     }
 }
 
@@ -328,6 +334,9 @@ public enum IngestOutcome: Sendable, Hashable {
     case accepted
     /// The key was seen before; nothing was written. Holds the first ingest's receipt.
     case duplicate(receipt: [UInt8])
+    /// The recipients changed since the version the ingest names (`Ingest.recipientsVersion`);
+    /// nothing was written, its key included: read them again and make the ingest again.
+    case stale
 }
 
 /// How many pushes are in each state, and how long the queue's oldest has waited; for health

@@ -70,6 +70,7 @@ public enum StoreConformance {
         case messagesKeepTheirPushOptions
         case ingestClaimsAreHeldByTheirNode
         case batchesOfOutcomesKeepTheirTimes
+        case staleRecipientsAreRefused
 
         public var description: String { rawValue }
 
@@ -90,6 +91,7 @@ public enum StoreConformance {
                 try await StoreConformance.concurrentCompletionsKeepTheirOwn(engine)
             case .batchesOfOutcomesKeepTheirTimes:
                 try await StoreConformance.batchesOfOutcomesKeepTheirTimes(engine)
+            case .staleRecipientsAreRefused: try await StoreConformance.staleRecipientsAreRefused(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

@@ -16,14 +16,13 @@ import Synchronization
 /// second waits for the next), so the database decides between them as it does between two
 /// statements. A batch that fails is written again one write at a time, so one bad write fails
 /// alone.
-final class WriteBatcher<Item: Sendable>: Sendable {
-    /// Writes a batch; answers the positions (in the batch) of the items written, the others
-    /// having met their idempotency key already.
-    typealias Write = @Sendable ([Item]) async throws(StoreError) -> Set<Int>
+final class WriteBatcher<Item: Sendable, Outcome: Sendable>: Sendable {
+    /// Writes a batch; answers each item's outcome, in the batch's order.
+    typealias Write = @Sendable ([Item]) async throws(StoreError) -> [Outcome]
 
     private struct Waiting {
         let item: Item
-        let continuation: CheckedContinuation<Bool, any Error>
+        let continuation: CheckedContinuation<Outcome, any Error>
     }
 
     private struct State {
@@ -48,9 +47,9 @@ final class WriteBatcher<Item: Sendable>: Sendable {
         self.keys = keys
     }
 
-    /// Writes `item` (in some batch, with `write`: every caller gives the same one); answers
-    /// whether it was written, false when its idempotency key was already there.
-    func accept(_ item: Item, write: @escaping Write) async throws(StoreError) -> Bool {
+    /// Writes `item` (in some batch, with `write`: every caller gives the same one); answers its
+    /// outcome.
+    func accept(_ item: Item, write: @escaping Write) async throws(StoreError) -> Outcome {
         do {
             return try await withCheckedThrowingContinuation { continuation in
                 let batch = state.withLock { state -> [Waiting]? in
@@ -99,9 +98,9 @@ final class WriteBatcher<Item: Sendable>: Sendable {
 
     private func run(_ batch: [Waiting], write: Write) async {
         do {
-            let written = try await write(batch.map(\.item))
-            for (index, waiting) in batch.enumerated() {
-                waiting.continuation.resume(returning: written.contains(index))
+            let outcomes = try await write(batch.map(\.item))
+            for (waiting, outcome) in zip(batch, outcomes) {
+                waiting.continuation.resume(returning: outcome)
             }
         } catch {
             guard batch.count > 1 else {
@@ -111,8 +110,8 @@ final class WriteBatcher<Item: Sendable>: Sendable {
             // One item may be what failed the batch: each is tried on its own, so only it fails.
             for waiting in batch {
                 do {
-                    let written = try await write([waiting.item])
-                    waiting.continuation.resume(returning: written.contains(0))
+                    let outcome = try await write([waiting.item])[0]
+                    waiting.continuation.resume(returning: outcome)
                 } catch {
                     waiting.continuation.resume(throwing: error)
                 }
@@ -121,11 +120,21 @@ final class WriteBatcher<Item: Sendable>: Sendable {
     }
 }
 
+/// What became of one ingest of a batch.
+enum IngestWrite: Sendable, Hashable {
+    case written
+    /// Its idempotency key was there already.
+    case seen
+    /// Its recipients version is no longer the user's (`Ingest.recipientsVersion`).
+    case stale
+}
+
 /// A batch of ingests as one prepared statement: the idempotency keys, the messages, the pushes
-/// and their payloads (those the accepting node keeps written claimed by it), the live handovers, each a
-/// data-modifying CTE over arrays, every row tagged with its ingest's
-/// position; an ingest's rows are written only if its key was new (or it has none). Its rows are
-/// the positions written.
+/// and their payloads (those the accepting node keeps written claimed by it), the live handovers,
+/// each a data-modifying CTE over arrays, every row tagged with its ingest's position. An ingest
+/// whose recipients version is no longer its user's writes nothing, its key included; the others'
+/// rows are written only if their key was new (or they have none). Its rows are the positions
+/// written (`false`) and those found stale (`true`).
 ///
 /// Its shape is the same for every batch, so each connection parses and plans it once. Of two
 /// batches holding one key, the second's `ON CONFLICT DO NOTHING` waits for the first to commit
@@ -134,8 +143,13 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
     typealias Row = PostgresRow
 
     static let sql = """
-        WITH i AS (
-            SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bigint[]) AS i(n, key, receipt, at)),
+        WITH given AS (
+            SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bigint[], $44::text[], $45::bigint[])
+                AS given(n, key, receipt, at, version_user, version)),
+        stale AS (
+            SELECT n FROM given WHERE version_user IS NOT NULL
+                AND version <> COALESCE((SELECT r.version FROM recipient_versions r WHERE r.user_id = version_user), 0)),
+        i AS (SELECT * FROM given WHERE n NOT IN (SELECT n FROM stale)),
         k AS (
             INSERT INTO ingests (idempotency_key, receipt, created_at)
             SELECT key, receipt, at FROM i WHERE key IS NOT NULL
@@ -177,13 +191,13 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
             FROM unnest($34::bigint[], $35::text[], $36::text[], $37::text[], $38::bigint[])
                 AS h(n, message_id, device_id, node_id, deadline)
             WHERE n IN (SELECT n FROM ok))
-        SELECT n FROM ok
+        SELECT n, false FROM ok UNION ALL SELECT n, true FROM stale
         """
 
     let ingests: [Ingest]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 43)
+        var bindings = PostgresBindings(capacity: 45)
         let numbers = ingests.indices.map { Int64($0) }
         bindings.append(numbers)
         bindings.append(NullableArray(ingests.map(\.idempotencyKey)))
@@ -240,6 +254,9 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
         // $42 and $43, the node that keeps the push (`Ingest.claim`) and its lease.
         bindings.append(NullableArray(tagged.map(\.1.claimOwner)))
         bindings.append(NullableArray(tagged.map(\.1.claimUntil)))
+        // $44 and $45, the recipients version each ingest was made for (NULL: not checked).
+        bindings.append(NullableArray(ingests.map { $0.recipientsVersion?.userID }))
+        bindings.append(ingests.map { $0.recipientsVersion?.version ?? 0 })
         return bindings
     }
 

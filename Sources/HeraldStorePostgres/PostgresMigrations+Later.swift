@@ -187,5 +187,62 @@ extension PostgresMigrations {
             "v13: a message's push options, sealed, for a push made after a live delivery",
             ["ALTER TABLE messages ADD COLUMN sealed_push_options BYTEA"]
         ),
+        (
+            "v14: recipients versions: a number per user that every change to its recipients raises",
+            [
+                // A node keeps the recipients it read with their version; an ingest made from them
+                // is written only while the version is still the user's (`Ingest.recipientsVersion`).
+                // Kept by triggers, so no writer of devices, presence or live channels can forget
+                // it. A user without a row is at version 0. The functions keep the schema they were
+                // made in, whatever the session that fires them has on its search path.
+                "CREATE TABLE recipient_versions (user_id TEXT PRIMARY KEY, version BIGINT NOT NULL)",
+                """
+                CREATE FUNCTION herald_recipients_changed(changed TEXT) RETURNS void LANGUAGE sql
+                SET search_path FROM CURRENT AS $$
+                    INSERT INTO recipient_versions (user_id, version) VALUES (changed, 1)
+                    ON CONFLICT (user_id) DO UPDATE SET version = recipient_versions.version + 1
+                $$
+                """,
+                // Devices and presence name their user; a live channel names its device.
+                """
+                CREATE FUNCTION herald_user_rows_changed() RETURNS trigger LANGUAGE plpgsql
+                SET search_path FROM CURRENT AS $$
+                BEGIN
+                    IF TG_OP <> 'INSERT' THEN PERFORM herald_recipients_changed(OLD.user_id); END IF;
+                    IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND NEW.user_id IS DISTINCT FROM OLD.user_id) THEN
+                        PERFORM herald_recipients_changed(NEW.user_id);
+                    END IF;
+                    RETURN NULL;
+                END
+                $$
+                """,
+                """
+                CREATE FUNCTION herald_device_rows_changed() RETURNS trigger LANGUAGE plpgsql
+                SET search_path FROM CURRENT AS $$
+                BEGIN
+                    IF TG_OP <> 'INSERT' THEN
+                        PERFORM herald_recipients_changed(user_id) FROM devices WHERE id = OLD.device_id;
+                    END IF;
+                    IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND NEW.device_id IS DISTINCT FROM OLD.device_id) THEN
+                        PERFORM herald_recipients_changed(user_id) FROM devices WHERE id = NEW.device_id;
+                    END IF;
+                    RETURN NULL;
+                END
+                $$
+                """,
+                """
+                CREATE TRIGGER devices_recipients AFTER INSERT OR UPDATE OR DELETE ON devices
+                FOR EACH ROW EXECUTE FUNCTION herald_user_rows_changed()
+                """,
+                """
+                CREATE TRIGGER presence_recipients AFTER INSERT OR UPDATE OR DELETE ON presence
+                FOR EACH ROW EXECUTE FUNCTION herald_user_rows_changed()
+                """,
+                """
+                CREATE TRIGGER live_sessions_recipients AFTER INSERT OR UPDATE OR DELETE ON live_sessions
+                FOR EACH ROW EXECUTE FUNCTION herald_device_rows_changed()
+                """,
+            ]
+        ),
     ]
 }

@@ -14,12 +14,12 @@ extension PostgresStore {
         """
 
     public func acceptCall(_ ingest: Ingest, call: CallRecord) async throws -> IngestOutcome {
-        let written = try await transaction("accept a call") { [logger] connection -> Bool in
-            var rows = 0
-            for try await _ in try await connection.execute(AcceptBatchStatement(ingests: [ingest]), logger: logger) {
-                rows += 1
+        let written = try await transaction("accept a call") { [logger] connection -> IngestWrite in
+            var outcome = IngestWrite.seen
+            for try await row in try await connection.execute(AcceptBatchStatement(ingests: [ingest]), logger: logger) {
+                outcome = try row.decode((Int64, Bool).self).1 ? .stale : .written
             }
-            guard rows > 0 else { return false }
+            guard outcome == .written else { return outcome }
             try await connection.run(
                 """
                 INSERT INTO calls (\(unescaped: Self.callColumns))
@@ -38,11 +38,16 @@ extension PostgresStore {
                     logger: logger
                 )
             }
-            return true
+            return .written
         }
-        if written {
+        switch written {
+        case .written:
             if ingest.queuesPushes { announceQueued() }
             return .accepted
+        case .stale:
+            return .stale
+        case .seen:
+            break
         }
         let key = ingest.idempotencyKey ?? ""
         let seen = try await rows(

@@ -82,21 +82,34 @@ extension PostgresStore {
         if ingest.message == nil, ingest.pushes.isEmpty, ingest.handovers.isEmpty, ingest.idempotencyKey == nil {
             return .accepted
         }
-        let written = try await ingests.accept(ingest) { [self] batch throws(StoreError) in
-            let written = try await rows("accept ingests", prepared: AcceptBatchStatement(ingests: batch))
-            let positions: Set<Int>
+        let outcome = try await ingests.accept(ingest) { [self] batch throws(StoreError) in
+            let rows = try await rows("accept ingests", prepared: AcceptBatchStatement(ingests: batch))
+            var outcomes = Array(repeating: IngestWrite.seen, count: batch.count)
             do {
-                positions = Set(try written.map { Int(try $0.decode(Int64.self)) })
+                for row in rows {
+                    let (position, stale) = try row.decode((Int64, Bool).self)
+                    outcomes[Int(position)] = stale ? .stale : .written
+                }
             } catch {
                 throw StoreError.corrupt.with(detail: "accept ingests: \(error)")
             }
+            let written = batch.indices.filter { outcomes[$0] == .written }
             // Pushes the accepting node keeps (`Ingest.claim`) wake nobody else: it sends them.
-            if positions.contains(where: { batch[$0].queuesPushes }) { announceQueued() }
-            let handovers = positions.flatMap { batch[$0].handovers }
+            if written.contains(where: { batch[$0].queuesPushes }) { announceQueued() }
+            let handovers = written.flatMap { batch[$0].handovers }
             if !handovers.isEmpty { await announceHandovers(handovers) }
-            return positions
+            return outcomes
         }
-        if written { return .accepted }
+        switch outcome {
+        case .written:
+            return .accepted
+        case .stale:
+            // What this node kept is behind: the next ingest for the user reads again.
+            if let user = ingest.recipientsVersion?.userID { recipientCache.withLock { $0.forget(userID: user) } }
+            return .stale
+        case .seen:
+            break
+        }
         // The key was written before (or by a concurrent ingest, whose commit the statement
         // waited for): its receipt.
         let key = ingest.idempotencyKey ?? ""

@@ -239,55 +239,6 @@ extension PostgresStore {
             }
     }
 
-    public func recipients(userID: String) async throws -> [Recipient] {
-        let found = try await recipientReads.values(for: [userID]) { [self] users throws(StoreError) in
-            let rows = try await rows("read users' devices", prepared: RecipientsStatement(userIDs: users))
-            var found: [String: [Recipient]] = [:]
-            do {
-                for row in rows {
-                    var columns = Columns(row)
-                    let device = try Self.device(&columns)
-                    let conversation: String? = try columns.next()
-                    let state: String? = try columns.next()
-                    let updatedAt: Int64? = try columns.next()
-                    let expiresAt: Int64? = try columns.next()
-                    var presence: PresenceRecord?
-                    if let state = state.flatMap(PresenceState.init(rawValue:)), let updatedAt, let expiresAt {
-                        presence = PresenceRecord(
-                            deviceID: device.id,
-                            userID: device.userID,
-                            conversation: conversation,
-                            state: state,
-                            updatedAt: updatedAt,
-                            expiresAt: expiresAt
-                        )
-                    }
-                    let node: String? = try columns.next()
-                    let session: String? = try columns.next()
-                    let liveConversation: String? = try columns.next()
-                    let liveUntil: Int64? = try columns.next()
-                    var liveSession: LiveSessionRecord?
-                    if let node, let session, let liveUntil {
-                        liveSession = LiveSessionRecord(
-                            deviceID: device.id,
-                            nodeID: node,
-                            sessionID: session,
-                            conversation: liveConversation,
-                            expiresAt: liveUntil
-                        )
-                    }
-                    found[device.userID, default: []].append(
-                        Recipient(device: device, presence: presence, liveSession: liveSession)
-                    )
-                }
-            } catch {
-                throw StoreError.corrupt.with(detail: "read users' devices: \(error)")
-            }
-            return found
-        }
-        return found[userID] ?? []
-    }
-
     public func updateTokens(
         deviceID: String,
         messaging: String?,
@@ -457,35 +408,4 @@ extension Optional {
         guard let self else { throw StoreError.corrupt.with(detail: "a row was expected and none came") }
         return self
     }
-}
-
-/// Users' devices with their presence and the live channel a node published for each: every
-/// ingest's one read (batched by `ReadBatcher`), prepared once per connection.
-///
-/// Each user's devices are looked up on their own (`LATERAL`, kept a subquery by `OFFSET 0`), so
-/// the plan is an index probe per user whatever the batch's size. As a plain `user_id = ANY(…)`,
-/// a devices table not analyzed yet (PostgreSQL then guesses 48 devices a user out of 10,000)
-/// made larger batches scan every device: 1,858 scans of 10,000 rows in one benchmark run,
-/// whose devices were all activated within the minute before autovacuum first looked.
-struct RecipientsStatement: PostgresPreparedStatement {
-    typealias Row = PostgresRow
-
-    static let sql = """
-        SELECT \(PostgresStore.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at,
-            l.node_id, l.session_id, l.conversation, l.expires_at
-        FROM unnest($1::text[]) AS u(user_id)
-            CROSS JOIN LATERAL (SELECT * FROM devices WHERE devices.user_id = u.user_id OFFSET 0) d
-            LEFT JOIN presence p ON p.device_id = d.id LEFT JOIN live_sessions l ON l.device_id = d.id
-        ORDER BY d.created_at, d.id
-        """
-
-    var userIDs: [String]
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(userIDs)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }

@@ -25,9 +25,11 @@ public final class PostgresStore: HeraldStore {
     private let watchdogLoop: Task<Void, Never>
     private let notifyPending = Atomic<Bool>(false)
     /// Writes the ingests that arrive together in one statement (set once, right after init).
-    let ingests = WriteBatcher<Ingest> { ingest in ingest.idempotencyKey.map { [$0] } ?? [] }
+    let ingests = WriteBatcher<Ingest, IngestWrite> { ingest in ingest.idempotencyKey.map { [$0] } ?? [] }
     /// Reads the recipients asked for together in one statement.
-    let recipientReads = ReadBatcher<[Recipient]>("read users' devices")
+    let recipientReads = ReadBatcher<UserRecipients>("read users' devices")
+    /// The recipients read last per user, with their versions (`recipientsForIngest`).
+    let recipientCache = Mutex(RecipientCache())
 
     /// A connection pool and the task running it. Replaced by a fresh one when the database comes
     /// back after an outage: the old pool would still be waiting out its reconnect backoff.

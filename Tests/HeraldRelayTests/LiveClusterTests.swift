@@ -260,6 +260,14 @@ final class TwoNodeCluster: Sendable {
         return (Int(response.status.code), Data(bytes.readableBytesView))
     }
 
+    /// Deactivates a phone through `node` (with the API key); answers the status.
+    func delete(_ phone: Phone, via node: Node) async throws -> Int {
+        var request = HTTPClientRequest(url: node.baseURL + "/v1/devices/" + phone.deviceID)
+        request.method = .DELETE
+        request.headers.add(name: "authorization", value: "Bearer " + Self.apiKey)
+        return Int(try await http.execute(request, timeout: .seconds(30)).status.code)
+    }
+
     func sendMessage(to user: String, text: String, via node: Node) async throws -> IngestReceipt {
         let request = MessageRequest(
             to: user,

@@ -216,6 +216,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.batchesOfOutcomesKeepTheirTimes)
     }
 
+    @Test func staleRecipientsAreRefused() async throws {
+        try await SQLiteEngine.check(.staleRecipientsAreRefused)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -272,6 +276,7 @@ struct SQLiteConformanceTests {
             .messagesKeepTheirPushOptions,
             .ingestClaimsAreHeldByTheirNode,
             .batchesOfOutcomesKeepTheirTimes,
+            .staleRecipientsAreRefused,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -1,0 +1,152 @@
+public import HeraldStore
+import PostgresNIO
+import Synchronization
+
+/// A user's recipients as one read found them, with the user's recipients version then (`nil`
+/// for a user without devices: no row brought it).
+struct UserRecipients: Sendable {
+    var recipients: [Recipient]
+    var version: Int64?
+}
+
+/// The recipients this node read last, per user, each with its version: an ingest made from them
+/// carries the version, and `accept` writes it only while the version is still the user's
+/// (`recipient_versions`, raised by triggers on every change to devices, presence and live
+/// channels). So a kept entry is never trusted, only checked: a stale one costs the ingest a
+/// fresh read and a second try, never a push to a device that left or a device missed.
+///
+/// Why: the recipients read was the most frequent statement on PostgreSQL, one per batch of
+/// ingests, on every ingest's path; a user's next message mostly finds the recipients unchanged.
+/// Users without devices are not kept (no row brings their version).
+struct RecipientCache: Sendable {
+    /// Users kept at most; past it the cache starts again empty (a bound, not an eviction policy:
+    /// a relay with more active users than this reads as before).
+    static let capacity = 100_000
+
+    private var entries: [String: RecipientsSnapshot] = [:]
+
+    func snapshot(userID: String) -> RecipientsSnapshot? { entries[userID] }
+
+    /// Keeps what a read found, unless an entry of a later version is kept already.
+    mutating func keep(_ found: UserRecipients, userID: String) {
+        guard let version = found.version else {
+            entries[userID] = nil
+            return
+        }
+        if let kept = entries[userID]?.version?.version, kept > version { return }
+        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        entries[userID] = RecipientsSnapshot(
+            recipients: found.recipients,
+            version: RecipientsVersion(userID: userID, version: version)
+        )
+    }
+
+    mutating func forget(userID: String) { entries[userID] = nil }
+}
+
+extension PostgresStore {
+    public func recipients(userID: String) async throws -> [Recipient] {
+        try await readRecipients(userID: userID).recipients
+    }
+
+    /// From the cache when this node read the user's recipients before, else read (and kept);
+    /// either way with the version `accept` checks.
+    public func recipientsForIngest(userID: String) async throws -> RecipientsSnapshot {
+        if let kept = recipientCache.withLock({ $0.snapshot(userID: userID) }) { return kept }
+        let found = try await readRecipients(userID: userID)
+        return RecipientsSnapshot(
+            recipients: found.recipients,
+            version: found.version.map { RecipientsVersion(userID: userID, version: $0) }
+        )
+    }
+
+    /// Reads a user's recipients (batched with the reads asked for meanwhile) and keeps them.
+    func readRecipients(userID: String) async throws(StoreError) -> UserRecipients {
+        let found = try await recipientReads.values(for: [userID]) { [self] users throws(StoreError) in
+            let rows = try await rows("read users' devices", prepared: RecipientsStatement(userIDs: users))
+            var found: [String: UserRecipients] = [:]
+            do {
+                for row in rows {
+                    var columns = Columns(row)
+                    let device = try Self.device(&columns)
+                    let conversation: String? = try columns.next()
+                    let state: String? = try columns.next()
+                    let updatedAt: Int64? = try columns.next()
+                    let expiresAt: Int64? = try columns.next()
+                    var presence: PresenceRecord?
+                    if let state = state.flatMap(PresenceState.init(rawValue:)), let updatedAt, let expiresAt {
+                        presence = PresenceRecord(
+                            deviceID: device.id,
+                            userID: device.userID,
+                            conversation: conversation,
+                            state: state,
+                            updatedAt: updatedAt,
+                            expiresAt: expiresAt
+                        )
+                    }
+                    let node: String? = try columns.next()
+                    let session: String? = try columns.next()
+                    let liveConversation: String? = try columns.next()
+                    let liveUntil: Int64? = try columns.next()
+                    var liveSession: LiveSessionRecord?
+                    if let node, let session, let liveUntil {
+                        liveSession = LiveSessionRecord(
+                            deviceID: device.id,
+                            nodeID: node,
+                            sessionID: session,
+                            conversation: liveConversation,
+                            expiresAt: liveUntil
+                        )
+                    }
+                    let version: Int64 = try columns.next()
+                    found[device.userID, default: UserRecipients(recipients: [], version: version)].recipients.append(
+                        Recipient(device: device, presence: presence, liveSession: liveSession)
+                    )
+                }
+            } catch {
+                throw StoreError.corrupt.with(detail: "read users' devices: \(error)")
+            }
+            recipientCache.withLock { cache in
+                for user in users {
+                    cache.keep(found[user] ?? UserRecipients(recipients: [], version: nil), userID: user)
+                }
+            }
+            return found
+        }
+        return found[userID] ?? UserRecipients(recipients: [], version: nil)
+    }
+}
+
+/// Users' devices with their presence and the live channel a node published for each, and the
+/// user's recipients version: every ingest's one read (batched by `ReadBatcher`), prepared once
+/// per connection. The version is read in the same statement, so it is the version of what the
+/// rows show.
+///
+/// Each user's devices are looked up on their own (`LATERAL`, kept a subquery by `OFFSET 0`), so
+/// the plan is an index probe per user whatever the batch's size. As a plain `user_id = ANY(…)`,
+/// a devices table not analyzed yet (PostgreSQL then guesses 48 devices a user out of 10,000)
+/// made larger batches scan every device: 1,858 scans of 10,000 rows in one benchmark run,
+/// whose devices were all activated within the minute before autovacuum first looked.
+struct RecipientsStatement: PostgresPreparedStatement {
+    typealias Row = PostgresRow
+
+    static let sql = """
+        SELECT \(PostgresStore.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at,
+            l.node_id, l.session_id, l.conversation, l.expires_at,
+            COALESCE((SELECT version FROM recipient_versions r WHERE r.user_id = u.user_id), 0)
+        FROM unnest($1::text[]) AS u(user_id)
+            CROSS JOIN LATERAL (SELECT * FROM devices WHERE devices.user_id = u.user_id OFFSET 0) d
+            LEFT JOIN presence p ON p.device_id = d.id LEFT JOIN live_sessions l ON l.device_id = d.id
+        ORDER BY d.created_at, d.id
+        """
+
+    var userIDs: [String]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(userIDs)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
