@@ -20,8 +20,9 @@ struct UserRecipients: Sendable {
 /// Users without devices are not kept (no row brings their version).
 struct RecipientCache: Sendable {
     /// Users kept at most; past it the cache starts again empty (a bound, not an eviction policy:
-    /// a relay with more active users than this reads as before).
-    static let capacity = 100_000
+    /// a relay with more users writing at once than this reads more often). A user's entry is
+    /// about a kilobyte per device (keys, tokens, sealed secrets): some 20 MB at most.
+    static let capacity = 20_000
 
     private var entries: [String: RecipientsSnapshot] = [:]
 
