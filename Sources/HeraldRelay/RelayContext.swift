@@ -305,6 +305,8 @@ struct RelayMetrics: Sendable {
     let messages = Counter(label: "herald_relay_messages_accepted_total")
     let calls = Counter(label: "herald_relay_calls_accepted_total")
     let duplicates = Counter(label: "herald_relay_duplicate_ingests_total")
+    /// Messages made again because the recipients the node kept had changed (PostgreSQL).
+    let staleIngests = Counter(label: "herald_relay_stale_ingests_total")
     let queued = Counter(label: "herald_relay_pushes_queued_total")
     let skipped = Counter(label: "herald_relay_pushes_skipped_total")
     let callbacks = Counter(label: "herald_relay_callbacks_scheduled_total")

@@ -177,6 +177,7 @@ public final class RelayIngest: Sendable {
             // The recipients this node kept changed since (another node, or this one, wrote to
             // the user's devices, presence or live channels): nothing was written. Made again
             // from a fresh read, which `accept` does not check: as an ingest always was.
+            context.metrics.staleIngests.increment()
             let fresh = try await context.storing { try await $0.recipients(userID: request.to) }
             return try await send(
                 message: request,

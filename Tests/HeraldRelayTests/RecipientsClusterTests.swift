@@ -1,4 +1,5 @@
 import HeraldRelayAPI
+import Prometheus
 import Testing
 
 /// The recipients a PostgreSQL node keeps between a user's messages (`recipientsForIngest`) with
@@ -10,6 +11,10 @@ struct RecipientsClusterTests {
         "a node that kept a user's recipients sends to the phone the other node activated since, and not to the one it deactivated"
     )
     func keptRecipientsFollowTheOtherNode() async throws {
+        try await TestMetrics.isolated { metrics in try await check(metrics) }
+    }
+
+    private func check(_ metrics: PrometheusCollectorRegistry) async throws {
         try await TwoNodeCluster.with { cluster in
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
             let first = try await cluster.phone(user: "u1", on: a)
@@ -31,6 +36,8 @@ struct RecipientsClusterTests {
                 cluster.accepted(token: first.sandboxDevice.messagingToken).count == 2
                     && cluster.accepted(token: second.sandboxDevice.messagingToken).count == 2
             }
+            // "two" and "three" were each made twice: for what A kept, then afresh.
+            #expect(TestMetrics.value("herald_relay_stale_ingests_total", in: metrics.emitToString()) == 2)
         }
     }
 }
