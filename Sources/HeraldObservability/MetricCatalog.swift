@@ -92,6 +92,12 @@ public enum MetricCatalog {
                 help: "Ingests answered with an earlier ingest's receipt (same idempotency key)."
             ),
             Entry(
+                name: "herald_relay_stale_ingests_total",
+                kind: .counter,
+                labels: [],
+                help: "Messages made again from a fresh read: the recipients this node kept had changed (PostgreSQL)."
+            ),
+            Entry(
                 name: "herald_relay_pushes_queued_total",
                 kind: .counter,
                 labels: [],
