@@ -262,7 +262,8 @@ public struct Ingest: Sendable {
     public var claim: IngestClaim?
     /// The version of the recipients the ingest was made for (`DeviceStore.recipientsForIngest`):
     /// if the user's devices, presence or live channels changed since, nothing is written and
-    /// the answer is `stale`. `nil`: written whatever changed.
+    /// the answer is `stale`. `nil`: written whatever changed. Only an engine that gives versions
+    /// (PostgreSQL) checks them; SQLite reads afresh each time and gives none.
     public var recipientsVersion: RecipientsVersion?
 
     public init(
