@@ -375,10 +375,7 @@ public final class Dispatcher: Service, Sendable {
                 break
             }
         }
-        let final = completions.allSatisfy { completion in
-            if case .finish = completion.disposition { completion.deadToken == nil } else { false }
-        }
-        if final, let recorder {
+        if let recorder, completions.allSatisfy(\.onlyFinishes) {
             await recorder.record(completions, now: time)
             return
         }

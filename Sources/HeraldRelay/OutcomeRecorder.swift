@@ -19,8 +19,8 @@ import Synchronization
 ///
 /// Bounded: while `limit` outcomes wait or are being written, `record` waits for the write, so a
 /// store that cannot keep up (or is down) holds the loops rather than memory, and a crash leaves
-/// at most `limit` finished pushes unrecorded. `flush()` (at the
-/// dispatcher's stop) writes what waits at once and returns when it is written.
+/// at most `limit` finished pushes unrecorded. `flush()` (at the dispatcher's stop) writes what
+/// waits at once and returns when it is written.
 public final class OutcomeRecorder: Sendable {
     /// Writes outcomes; on failure it has retried and given up (their leases end on their own).
     public typealias Write = @Sendable ([CompletionBatch]) async -> Void
@@ -31,11 +31,9 @@ public final class OutcomeRecorder: Sendable {
         var outcomes = 0
         /// A writer runs (lingering or writing): what is recorded meanwhile is its next write.
         var writing = false
-        /// Set by `flush()`: the writer stops lingering until nothing waits.
-        var flushing = 0
         /// `record` calls waiting for room.
         var full: [CheckedContinuation<Void, Never>] = []
-        /// `flush` calls waiting for the writer to be done.
+        /// `flush` calls waiting for the writer to be done; while there are, it does not linger.
         var flushed: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -83,7 +81,6 @@ public final class OutcomeRecorder: Sendable {
         await withCheckedContinuation { continuation in
             let done = state.withLock { state -> Bool in
                 guard state.writing else { return true }
-                state.flushing += 1
                 state.flushed.append(continuation)
                 return false
             }
@@ -94,7 +91,7 @@ public final class OutcomeRecorder: Sendable {
     /// The writer: lingers, takes everything waiting, writes it; again until nothing waits.
     private func run() async {
         while true {
-            let hurried = state.withLock { $0.flushing > 0 || $0.outcomes >= limit }
+            let hurried = state.withLock { !$0.flushed.isEmpty || $0.outcomes >= limit }
             if !hurried { await hurry.wait(timeout: linger) }
             let batches = state.withLock { state -> [CompletionBatch] in
                 defer { state.waiting = [] }
@@ -109,7 +106,6 @@ public final class OutcomeRecorder: Sendable {
                 if state.outcomes < limit { swap(&room, &state.full) }
                 guard state.waiting.isEmpty else { return (room, nil) }
                 state.writing = false
-                state.flushing = 0
                 defer { state.flushed = [] }
                 return (room, state.flushed)
             }

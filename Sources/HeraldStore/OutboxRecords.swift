@@ -223,6 +223,12 @@ public struct PushCompletion: Sendable, Hashable {
     /// For a dead token: the device and token to clear (only if the device still has it).
     public var deadToken: (deviceID: String, token: String)?
 
+    /// A final state and nothing else to write (no dead token to clear): what the dispatcher
+    /// may record late and together, and what a store writes in its one-statement path.
+    public var onlyFinishes: Bool {
+        if case .finish = disposition { deadToken == nil } else { false }
+    }
+
     public init(
         pushID: String,
         disposition: Disposition,

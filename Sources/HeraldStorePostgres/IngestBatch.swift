@@ -12,7 +12,7 @@ import Synchronization
 /// load both dominate. Here a write waits only while a batch is already being written (at most
 /// `maxWriting` at once), so a lone write goes at once and a burst shares commits.
 ///
-/// Two writes sharing a key (an ingest's idempotency key, a push id) never share a batch (the
+/// Two writes sharing a key (an ingest's idempotency key) never share a batch (the
 /// second waits for the next), so the database decides between them as it does between two
 /// statements. A batch that fails is written again one write at a time, so one bad write fails
 /// alone.

@@ -282,12 +282,7 @@ extension PostgresStore {
 
     public func complete(_ batches: [CompletionBatch]) async throws {
         if batches.allSatisfy(\.completions.isEmpty) { return }
-        let allFinished = batches.allSatisfy { batch in
-            batch.completions.allSatisfy { completion in
-                if case .finish = completion.disposition { completion.deadToken == nil } else { false }
-            }
-        }
-        if allFinished {
+        if batches.allSatisfy({ $0.completions.allSatisfy(\.onlyFinishes) }) {
             // The usual write: every push finished, each batch at its time, in one statement
             // (atomic on its own).
             var statement = FinishStatement()

@@ -2,13 +2,6 @@ public import HeraldStore
 import PostgresNIO
 import Synchronization
 
-/// A user's recipients as one read found them, with the user's recipients version then (`nil`
-/// for a user without devices: no row brought it).
-struct UserRecipients: Sendable {
-    var recipients: [Recipient]
-    var version: Int64?
-}
-
 /// The recipients this node read last, per user, each with its version: an ingest made from them
 /// carries the version, and `accept` writes it only while the version is still the user's
 /// (`recipient_versions`, raised by triggers on every change to devices, presence and live
@@ -28,18 +21,16 @@ struct RecipientCache: Sendable {
 
     func snapshot(userID: String) -> RecipientsSnapshot? { entries[userID] }
 
-    /// Keeps what a read found, unless an entry of a later version is kept already.
-    mutating func keep(_ found: UserRecipients, userID: String) {
-        guard let version = found.version else {
+    /// Keeps what a read found, unless an entry of a later version is kept already; a user read
+    /// without a version (no devices) is not kept.
+    mutating func keep(_ found: RecipientsSnapshot, userID: String) {
+        guard let version = found.version?.version else {
             entries[userID] = nil
             return
         }
         if let kept = entries[userID]?.version?.version, kept > version { return }
         if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-        entries[userID] = RecipientsSnapshot(
-            recipients: found.recipients,
-            version: RecipientsVersion(userID: userID, version: version)
-        )
+        entries[userID] = found
     }
 
     mutating func forget(userID: String) { entries[userID] = nil }
@@ -54,18 +45,15 @@ extension PostgresStore {
     /// either way with the version `accept` checks.
     public func recipientsForIngest(userID: String) async throws -> RecipientsSnapshot {
         if let kept = recipientCache.withLock({ $0.snapshot(userID: userID) }) { return kept }
-        let found = try await readRecipients(userID: userID)
-        return RecipientsSnapshot(
-            recipients: found.recipients,
-            version: found.version.map { RecipientsVersion(userID: userID, version: $0) }
-        )
+        return try await readRecipients(userID: userID)
     }
 
-    /// Reads a user's recipients (batched with the reads asked for meanwhile) and keeps them.
-    func readRecipients(userID: String) async throws(StoreError) -> UserRecipients {
+    /// Reads a user's recipients (batched with the reads asked for meanwhile) and keeps them;
+    /// a user without devices comes without a version (no row brings it).
+    func readRecipients(userID: String) async throws(StoreError) -> RecipientsSnapshot {
         let found = try await recipientReads.values(for: [userID]) { [self] users throws(StoreError) in
             let rows = try await rows("read users' devices", prepared: RecipientsStatement(userIDs: users))
-            var found: [String: UserRecipients] = [:]
+            var found: [String: RecipientsSnapshot] = [:]
             do {
                 for row in rows {
                     var columns = Columns(row)
@@ -99,22 +87,23 @@ extension PostgresStore {
                             expiresAt: liveUntil
                         )
                     }
-                    let version: Int64 = try columns.next()
-                    found[device.userID, default: UserRecipients(recipients: [], version: version)].recipients.append(
-                        Recipient(device: device, presence: presence, liveSession: liveSession)
-                    )
+                    let version = RecipientsVersion(userID: device.userID, version: try columns.next())
+                    found[device.userID, default: RecipientsSnapshot(recipients: [], version: version)].recipients
+                        .append(
+                            Recipient(device: device, presence: presence, liveSession: liveSession)
+                        )
                 }
             } catch {
                 throw StoreError.corrupt.with(detail: "read users' devices: \(error)")
             }
             recipientCache.withLock { cache in
                 for user in users {
-                    cache.keep(found[user] ?? UserRecipients(recipients: [], version: nil), userID: user)
+                    cache.keep(found[user] ?? RecipientsSnapshot(recipients: [], version: nil), userID: user)
                 }
             }
             return found
         }
-        return found[userID] ?? UserRecipients(recipients: [], version: nil)
+        return found[userID] ?? RecipientsSnapshot(recipients: [], version: nil)
     }
 }
 

@@ -27,7 +27,7 @@ public final class PostgresStore: HeraldStore {
     /// Writes the ingests that arrive together in one statement (set once, right after init).
     let ingests = WriteBatcher<Ingest, IngestWrite> { ingest in ingest.idempotencyKey.map { [$0] } ?? [] }
     /// Reads the recipients asked for together in one statement.
-    let recipientReads = ReadBatcher<UserRecipients>("read users' devices")
+    let recipientReads = ReadBatcher<RecipientsSnapshot>("read users' devices")
     /// The recipients read last per user, with their versions (`recipientsForIngest`).
     let recipientCache = Mutex(RecipientCache())
 
