@@ -23,12 +23,18 @@
 #               CPU milliseconds per message for each, PostgreSQL commits per message (with psql),
 #               and the 1-minute load average at the start and the end (other work on the machine)
 #
+# NODE_CPU (cluster scenarios only, root): caps each relay node at that many cores (e.g. 0.3), a
+# CFS quota over 10 ms periods in a cgroup of the node's own (cgroup v1 `cpu` or v2), as if each
+# node ran on a machine of its own; PostgreSQL, the provider, the sandbox and the load generator
+# stay uncapped. The line then carries node_cpu_cap and each node's throttled periods.
+#
 # The serve scenarios report the server's CPU milliseconds per accepted message too, and on
 # PostgreSQL its CPU and commits per message; every line, the 1-minute load average at the start
 # and the end.
 #
 # Environment: HERALD (binary), OUT (JSON lines, default /tmp/bench-relay.jsonl), CONNECTIONS
-# (default 32), MESSAGES (overrides the scenario's count), WORKERS (serve --workers).
+# (default 32), MESSAGES (overrides the scenario's count), USERS (overrides its users: fewer users
+# means more messages per user), WORKERS (serve --workers).
 # DATABASE_URL: run serve on PostgreSQL instead of SQLite, each scenario in a schema of its own;
 # with PGDATA (the cluster's data directory) the server's CPU time is reported too. Under
 # scripts/with-postgres.sh: DATABASE=postgres uses its throw-away cluster (start it with
@@ -59,11 +65,19 @@ for scenario in $scenarios; do
         *) echo "bench-relay: unknown scenario $scenario" >&2; exit 2 ;;
     esac
 done
+if [ -n "${NODE_CPU:-}" ] && ! awk -v c="$NODE_CPU" 'BEGIN {exit !(c + 0 >= 0.01 && c + 0 <= 64 && c ~ /^[0-9.]+$/)}'; then
+    echo "bench-relay: NODE_CPU must be a number of cores between 0.01 and 64, not $NODE_CPU" >&2
+    exit 2
+fi
 : >"$out"
 
-# The cluster scenarios' processes, stopped if the script fails half-way.
 cluster_pids=()
-trap 'for pid in "${cluster_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done' EXIT
+# The cluster scenarios' processes, stopped if the script fails half-way, and the cgroups of
+# NODE_CPU, removed once their processes are gone.
+bench_cgroups=()
+trap 'for pid in "${cluster_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+      for pid in "${cluster_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+      for group in "${bench_cgroups[@]}"; do rmdir "$group" 2>/dev/null || true; done' EXIT
 
 # CPU seconds (user + system) of the PostgreSQL server: the postmaster with its exited children,
 # and every live backend.
@@ -84,6 +98,34 @@ postgres_commits() {
     "$psql" "$DATABASE_URL" -XAtc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()" \
         2>/dev/null || echo 0
 }
+
+# Caps process $1 at NODE_CPU cores in a cgroup named $2 (printed: the directory, removed by
+# uncap_cpu). Fails, naming what is missing, where no cgroup cpu controller can be written.
+cap_cpu() {
+    local pid=$1 name=$2 dir quota
+    quota=$(awk -v c="$NODE_CPU" 'BEGIN {printf "%d", c * 10000}')
+    if [ -w /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cgroup.procs ]; then
+        dir=/sys/fs/cgroup/cpu/$name
+        mkdir -p "$dir"
+        echo 10000 >"$dir/cpu.cfs_period_us"
+        echo "$quota" >"$dir/cpu.cfs_quota_us"
+    elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+        dir=/sys/fs/cgroup/$name
+        mkdir -p "$dir"
+        echo "$quota 10000" >"$dir/cpu.max"
+    else
+        echo "bench-relay: NODE_CPU needs a writable cgroup cpu controller (v1 /sys/fs/cgroup/cpu or v2), as root" >&2
+        return 1
+    fi
+    echo "$pid" >"$dir/cgroup.procs"
+    echo "$dir"
+}
+
+# Periods in which the cgroup $1 was throttled (its quota used up before the period ended).
+throttled() { awk '$1 == "nr_throttled" {print $2}' "$1/cpu.stat"; }
+
+uncap_cpu() { rmdir "$1" 2>/dev/null || true; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -125,7 +167,7 @@ run() {
     local started=$SECONDS
     local TIMEFORMAT="%U %S"
     { time "$herald" bench relay --relay "http://127.0.0.1:$port" --sandbox "http://127.0.0.1:$control" \
-        --api-key-file "$dir/keys/api.key" --users "$users" --extra-devices "$extra" \
+        --api-key-file "$dir/keys/api.key" --users "${USERS:-$users}" --extra-devices "$extra" \
         --messages "${MESSAGES:-$messages}" --rate "$rate" --connections "$connections" --label "$label" \
         >"$dir/bench.json"; } 2>"$dir/bench.time"
     line=$(cat "$dir/bench.json")
@@ -171,7 +213,7 @@ run_cluster() {
     apns=$(free_port); control=$(free_port); provider_port=$(free_port)
     case $DATABASE_URL in *\?*) separator='&' ;; esac
     schema="${DATABASE_URL}${separator}schema=bench_$(date +%s%N)"
-    local pg_before sandbox_pid provider_pid relay_pids=() relay_urls=() pid
+    local pg_before sandbox_pid provider_pid relay_pids=() relay_urls=() pid cgroups=() throttles=() group
     local load_before commits_before
     load_before=$(cut -d ' ' -f 1 /proc/loadavg)
     commits_before=$(postgres_commits)
@@ -201,13 +243,18 @@ run_cluster() {
         relay_pids+=("$!")
         cluster_pids+=("$!")
         relay_urls+=("http://127.0.0.1:$port")
+        if [ -n "${NODE_CPU:-}" ]; then
+            group=$(cap_cpu "$!" "herald-bench-$$-node-$n") || exit 1
+            cgroups+=("$group")
+            bench_cgroups+=("$group")
+        fi
     done
     for n in $(seq 1 "$nodes"); do wait_for_line "$dir/relay-$n.log" "  relay"; done
     started=$SECONDS
     local TIMEFORMAT="%U %S" relay_arguments=()
     for url in "${relay_urls[@]}"; do relay_arguments+=(--relay "$url"); done
     { time "$herald" bench relay "${relay_arguments[@]}" --sandbox "http://127.0.0.1:$control" \
-        --api-key-file "$dir/keys/api.key" --users "$users" --messages "${MESSAGES:-$messages}" --rate 0 \
+        --api-key-file "$dir/keys/api.key" --users "${USERS:-$users}" --messages "${MESSAGES:-$messages}" --rate 0 \
         --connections "$connections" --label "$label" >"$dir/bench.json"; } 2>"$dir/bench.time"
     local relay_cpu=() relay_rss=() sandbox_cpu provider_cpu client pg_cpu
     for pid in "${relay_pids[@]}"; do
@@ -223,8 +270,12 @@ run_cluster() {
     for pid in "${relay_pids[@]}" "$provider_pid" "$sandbox_pid"; do kill -TERM "$pid"; done
     for pid in "${relay_pids[@]}" "$provider_pid" "$sandbox_pid"; do wait "$pid" || true; done
     cluster_pids=()
+    for group in "${cgroups[@]}"; do
+        throttles+=("$(throttled "$group")")
+        uncap_cpu "$group"
+    done
     python3 - "$(cat "$dir/bench.json")" "${relay_cpu[*]}" "${relay_rss[*]}" "$provider_cpu" "$sandbox_cpu" \
-        "$client" "$pg_cpu" "$commits" "$load_before $load_after" <<'PYTHON' | tee -a "$out"
+        "$client" "$pg_cpu" "$commits" "$load_before $load_after" "${NODE_CPU:-}" "${throttles[*]}" <<'PYTHON' | tee -a "$out"
 import json, sys
 line = json.loads(sys.argv[1])
 relays = [float(cpu) for cpu in sys.argv[2].split()]
@@ -247,6 +298,9 @@ line.update({
     "load_average_1m": [float(value) for value in sys.argv[9].split()],
     "all_delivered": line["refused"] == 0 and line["pushes_delivered"] == line["pushes"] == line["accepted"],
 })
+if sys.argv[10]:
+    line["node_cpu_cap"] = float(sys.argv[10])
+    line["node_throttled_periods"] = [int(count) for count in sys.argv[11].split()]
 print(json.dumps(line, sort_keys=True))
 PYTHON
     echo "# $label: $((SECONDS - started)) s" >&2
