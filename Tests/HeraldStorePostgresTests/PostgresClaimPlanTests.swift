@@ -10,7 +10,9 @@ import Testing
 /// them for the values bound (`PostgresStore.rows(_:plannedEachTime:)`). These tests explain the
 /// plan such a statement gets: the claim reads the queue in its order off an index holding its
 /// own expression (`COALESCE(waiting_since, created_at)`), sorting nothing; the finish finds its
-/// pushes by primary key on an outbox that grew since it was last analyzed.
+/// pushes by primary key on an outbox that grew since it was last analyzed. The recipients read
+/// is the opposite case: prepared, it keeps one plan per connection, whose lookups by key hold
+/// whatever the tables' statistics.
 @Suite("PostgreSQL claim plan", .timeLimit(.minutes(2)))
 struct PostgresClaimPlanTests {
     /// The plan `sql` gets for the values in `execute` (`EXECUTE name(...)`), planned for them
@@ -107,5 +109,52 @@ struct PostgresClaimPlanTests {
             now: 6
         )
         #expect(try await store.push(id: "first0")?.state == .delivered)
+    }
+
+    @Test("the recipients read keeps one plan per connection, probes by key, and reads what it read before")
+    func recipientsReadKeepsAGenericPlan() async throws {
+        let engine = try PostgresEngine()
+        defer { Task { await engine.tearDown() } }
+        let store = try await Self.storeWithDevice(engine)
+        // Devices written faster than autovacuum analyzes them: the benchmark's activations.
+        try await store.execute(unsafeSQL: "ALTER TABLE devices SET (autovacuum_enabled = false)")
+        for index in 0..<400 {
+            try await store.saveDevice(StoreFixtures.device("dev\(index)", user: "user\(index % 200)"))
+        }
+        try await store.execute(
+            unsafeSQL: """
+                INSERT INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
+                SELECT id, user_id, 'c', 'active', 1, 2 FROM devices
+                """
+        )
+        let (plans, plan) = try await store.transaction("explain") { connection -> ([Int64], [String]) in
+            func run(_ sql: String) async throws -> [PostgresRow] {
+                try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger).collect()
+            }
+            _ = try await run("PREPARE recipients_plan(text) AS " + RecipientsStatement.sql)
+            // Batches of one and of two users, as the relay's reads mostly are.
+            for index in 0..<8 {
+                let users = try RecipientsStatement.jsonArray((0...(index % 2)).map { "user\(index + $0)" })
+                _ = try await run("EXECUTE recipients_plan('\(users)')")
+            }
+            let counts = try await run(
+                "SELECT generic_plans FROM pg_prepared_statements WHERE name = 'recipients_plan'"
+            ).map { try $0.decode(Int64.self) }
+            let plan = try await run("EXPLAIN EXECUTE recipients_plan('[\"user1\"]')")
+                .map { try $0.decode(String.self) }
+            _ = try await run("DEALLOCATE ALL")
+            return (counts, plan)
+        }
+        // Planned for its bound values, a `text[]` of users was planned anew on every call.
+        #expect((plans.first ?? 0) >= 1, "\(plans)")
+        let text = plan.joined(separator: "\n")
+        #expect(text.contains("devices_by_user"), "\(text)")
+        #expect(text.contains("presence_pkey"), "\(text)")
+        #expect(!text.contains("Seq Scan"), "\(text)")
+        // A user id that needs escaping in JSON is read as it was written.
+        try await store.saveDevice(StoreFixtures.device("quoted", user: "a \"quoted\" \\ user"))
+        let found = try await store.recipientsForIngest(userID: "a \"quoted\" \\ user")
+        #expect(found.recipients.map(\.device.id) == ["quoted"])
+        #expect(try await store.recipients(userID: "user7").map(\.device.id) == ["dev207", "dev7"])
     }
 }
