@@ -24,7 +24,8 @@
 #               and the 1-minute load average at the start and the end (other work on the machine)
 #
 # NODE_CPU (cluster scenarios only, root): caps each relay node at that many cores (e.g. 0.3), a
-# CFS quota over 10 ms periods in a cgroup of the node's own (cgroup v1 `cpu` or v2), as if each
+# CFS quota over 10 ms periods in a cgroup of the node's own (cgroup v1 `cpu`; the v2 path is
+# written the same way but was not run, the measuring machine mounts v1), as if each
 # node ran on a machine of its own; PostgreSQL, the provider, the sandbox and the load generator
 # stay uncapped. The line then carries node_cpu_cap and each node's throttled periods.
 #
