@@ -364,7 +364,9 @@ extension PostgresStore {
             )
         }
         if !dead.devices.isEmpty {
-            // Cleared only where the device still has that token: a newer one is kept.
+            // Cleared only where the device still has that token: a newer one is kept. Two
+            // statements, not one setting both columns: a device whose messaging and VoIP tokens
+            // both died in one batch is listed twice, and an UPDATE … FROM changes a row once.
             try await connection.run(
                 """
                 UPDATE devices d SET messaging_token = NULL,
