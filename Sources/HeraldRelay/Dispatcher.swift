@@ -44,6 +44,12 @@ public struct DispatcherConfiguration: Sendable {
     /// much longer, and a crash in that time sends it again when its lease ends. Zero: each
     /// batch is recorded at once, before its loop goes on.
     public var outcomeLinger: Duration = .milliseconds(20)
+    /// At a graceful stop, how long outcomes the store cannot take are still tried (the store
+    /// is away): then they are given up, and their pushes are sent again when their leases end,
+    /// as after a crash. Until the stop, a failing write is tried again for as long as it fails
+    /// (`OutcomeWriteMachine`). 10 s: with the sends in flight (the APNs request timeout, 10 s),
+    /// a stop stays within the 30 s systemd gives it (deploy/herald.service).
+    public var outcomeDeadlineAtStop: Duration = .seconds(10)
 
     public init() {}
 }
@@ -81,6 +87,8 @@ public final class Dispatcher: Service, Sendable {
     let pushesOut = Atomic<Int>(0)
     /// Final outcomes waiting to be recorded with other loops' (nil: recorded at once).
     private let recorder: OutcomeRecorder?
+    /// Every outcome write, retried while the store fails; holds the claims meanwhile.
+    let writer: OutcomeWriter
     private let drainReport = Mutex<DrainReport?>(nil)
     let completed: [PushState: Counter] = Dictionary(
         uniqueKeysWithValues: [PushState.delivered, .tokenDead, .failed, .expired].map {
@@ -112,12 +120,14 @@ public final class Dispatcher: Service, Sendable {
         self.now = now
         let held = max(1, configuration.workers) * max(1, configuration.batchSize)
         self.handOffs = Mutex(HandOffQueue(capacity: max(0, min(configuration.handOffCapacity, held))))
+        let writer = OutcomeWriter(store: store, logger: logger, now: now)
+        self.writer = writer
         if configuration.outcomeLinger > .zero {
             // One batch's worth: enough to gather every loop's outcomes of the linger at full load,
             // and it bounds what a crash sends again to one batch more than the loops hold.
             let limit = max(1, configuration.batchSize)
-            recorder = OutcomeRecorder(linger: configuration.outcomeLinger, limit: limit) { [store, logger] batches in
-                await Self.write(batches, to: store, logger: logger)
+            recorder = OutcomeRecorder(linger: configuration.outcomeLinger, limit: limit) { batches in
+                await writer.write(batches)
             }
         } else {
             recorder = nil
@@ -186,6 +196,8 @@ public final class Dispatcher: Service, Sendable {
                 pushes: self.pushesOut.load(ordering: .relaxed)
             )
             self.drainReport.withLock { $0 = report }
+            // A store that is away must not hold the stop forever.
+            self.writer.stop(within: self.configuration.outcomeDeadlineAtStop)
         }
         // The loops are done: what they finished is recorded before the claims could be released.
         await recorder?.flush()
@@ -203,6 +215,14 @@ public final class Dispatcher: Service, Sendable {
         var timedOut = false
         let batchSize = max(1, configuration.batchSize)
         while !Task.isCancelled {
+            if writer.holdsClaims {
+                // Outcomes wait that the store would not take: claim nothing until they are
+                // written, or a push whose lease lapsed meanwhile could be claimed and sent again
+                // before its outcome is recorded. Then claim at once: pushes queued meanwhile.
+                await writer.waitWhileHeld(timeout: configuration.idlePoll)
+                timedOut = true
+                continue
+            }
             let time = now()
             let claimNow =
                 claimWanted.exchange(false, ordering: .acquiringAndReleasing) || time >= pollAt
@@ -375,32 +395,16 @@ public final class Dispatcher: Service, Sendable {
                 break
             }
         }
+        writer.hand(completions.count)
         if let recorder, completions.allSatisfy(\.onlyFinishes) {
             await recorder.record(completions, now: time)
             return
         }
-        await Self.write([CompletionBatch(completions: completions, now: time)], to: store, logger: logger)
+        await writer.write([CompletionBatch(completions: completions, now: time)])
         // Pushes back in the queue are claimed again when due: the next loop to run claims, and
         // learns when the next one is due.
         if completions.contains(where: { if case .finish = $0.disposition { false } else { true } }) {
             claimWanted.store(true, ordering: .releasing)
-        }
-    }
-
-    /// Records outcomes; a failed write is retried rather than lost (the lease would otherwise
-    /// send the pushes again), and given up after five tries (then the lease does).
-    private static func write(_ batches: [CompletionBatch], to store: any OutboxStore, logger: Logger) async {
-        var attempt = 0
-        while true {
-            do {
-                try await store.complete(batches)
-                return
-            } catch {
-                attempt += 1
-                logger.error("cannot record push outcomes", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
-                if attempt >= 5 { return }
-                try? await Task.sleep(for: .milliseconds(100 << attempt))
-            }
         }
     }
 }

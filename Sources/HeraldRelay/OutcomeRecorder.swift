@@ -18,11 +18,12 @@ import Synchronization
 /// as other loops claim from what it writes.
 ///
 /// Bounded: while `limit` outcomes wait or are being written, `record` waits for the write, so a
-/// store that cannot keep up (or is down) holds the loops rather than memory, and a crash leaves
-/// at most `limit` finished pushes unrecorded. `flush()` (at the dispatcher's stop) writes what
+/// store that cannot keep up (or is down: the write is tried again until it answers) holds the
+/// loops rather than memory, and a crash leaves at most `limit` finished pushes unrecorded. `flush()` (at the dispatcher's stop) writes what
 /// waits at once and returns when it is written.
 public final class OutcomeRecorder: Sendable {
-    /// Writes outcomes; on failure it has retried and given up (their leases end on their own).
+    /// Writes outcomes; returns once they are written (the dispatcher's writer tries again while
+    /// the store fails, and gives up only at a stop's deadline: then their leases end on their own).
     public typealias Write = @Sendable ([CompletionBatch]) async -> Void
 
     private struct State {
