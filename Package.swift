@@ -103,6 +103,7 @@ let package = Package(
         .target(
             name: "HeraldSandbox",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldPush",
                 "HeraldAPNsCore",
                 "HeraldHTTPSupport",
@@ -203,6 +204,7 @@ let package = Package(
         .target(
             name: "HeraldHTTPSupport",
             dependencies: [
+                "HeraldEncoding",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -218,6 +220,7 @@ let package = Package(
         .target(
             name: "HeraldProviderHTTP",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldObservability",
                 .product(name: "Logging", package: "swift-log"),
@@ -317,6 +320,7 @@ let package = Package(
         .target(
             name: "HeraldAdapters",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldRelayAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -510,6 +514,7 @@ let package = Package(
         .testTarget(
             name: "HeraldHTTPSupportTests",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldHTTPSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -550,6 +555,7 @@ let package = Package(
         .testTarget(
             name: "HeraldSandboxTests",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldTesting",
                 "HeraldSandbox",
                 "HeraldAPNsCore",

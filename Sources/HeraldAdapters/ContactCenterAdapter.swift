@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldEncoding
 import HeraldHTTPSupport
 public import HeraldRelayAPI
 
@@ -101,6 +102,12 @@ struct JSONFields {
 
     static func parse(_ body: [UInt8]) throws(AdapterError) -> JSONFields {
         guard !body.isEmpty else { throw AdapterError(field: "body", "is empty") }
+        // Bounded before Foundation builds anything from it (`JSONLimits.request`).
+        do throws(JSONCheckError) {
+            try JSONCheck.check(body, limits: .request)
+        } catch {
+            throw AdapterError(field: error.path.isEmpty ? "body" : error.path, error.reason)
+        }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             throw AdapterError(field: "body", "is not a JSON object")
         }

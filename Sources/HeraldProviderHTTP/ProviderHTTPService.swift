@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldAPNs
 import HeraldAPNsCore
+import HeraldEncoding
 import HeraldHTTPSupport
 import HeraldObservability
 public import HeraldProvider
@@ -17,6 +18,14 @@ public import Prometheus
 public enum ProviderHTTPService {
     /// The most pushes in one batch.
     public static let maximumBatch = ProviderBatch.maximumCount
+
+    /// What a batch body may hold: a request's limits, with room for `maximumBatch` pushes of
+    /// about a dozen fields each.
+    static let batchLimits: JSONLimits = {
+        var limits = JSONLimits.request
+        limits.maximumValues = 32 * maximumBatch
+        return limits
+    }()
 
     /// The routes for an APNs client alone.
     public static func router(client: APNsClient, secret: String) -> Router<BasicRequestContext> {
@@ -69,28 +78,15 @@ public enum ProviderHTTPService {
             } catch {
                 return Self.error(.contentTooLarge, "the batch is larger than 16 MiB")
             }
-            if let repeated = DuplicateKeys.first(in: Array(body.readableBytesView)) {
-                return error(.badRequest, "the field '\(repeated)' is given twice")
-            }
             let batch: ProviderBatch
-            do {
-                batch = try JSONDecoder().decode(ProviderBatch.self, from: Data(body.readableBytesView))
-            } catch let DecodingError.keyNotFound(key, context) {
-                let path = (context.codingPath.map(\.stringValue) + [key.stringValue]).joined(separator: ".")
-                return error(.badRequest, "the field '\(path)' is missing")
-            } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-                return error(
-                    .badRequest,
-                    "the field '\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type"
-                )
-            } catch let DecodingError.dataCorrupted(context) {
-                let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-                return error(
-                    .badRequest,
-                    path.isEmpty ? "the body is not valid JSON" : "the field '\(path)' is invalid"
+            do throws(JSONBodyError) {
+                batch = try JSONBody.decode(
+                    ProviderBatch.self,
+                    from: Array(body.readableBytesView),
+                    limits: batchLimits
                 )
             } catch {
-                return Self.error(.badRequest, "the body is not a batch")
+                return Self.error(.badRequest, error.description)
             }
             guard !batch.pushes.isEmpty, batch.pushes.count <= maximumBatch else {
                 return error(.badRequest, "a batch holds 1 to \(maximumBatch) pushes")

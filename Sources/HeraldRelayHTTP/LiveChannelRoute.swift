@@ -34,6 +34,9 @@ enum LiveChannelRoute {
                 await refusal.send(on: context.channel)
                 throw Refused(refusal: refusal)
             }
+            // A plain GET reaches this route too (hummingbird-websocket answers it 200 and
+            // nothing): say what the route is instead.
+            guard Self.asksForWebSocket(request.headers) else { throw UpgradeRequired() }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let deviceID = try context.requestContext.parameters.require("id")
@@ -146,6 +149,29 @@ extension LiveChannelRoute {
         let device = try await api.relay.activation.authenticateDevice(credential: credential)
         guard device.id == deviceID else {
             throw RelayError.forbidden.with(detail: "the credential is for another device")
+        }
+    }
+
+    /// Whether the request asks to become a WebSocket (`Upgrade: websocket`, any case).
+    static func asksForWebSocket(_ headers: HTTPFields) -> Bool {
+        headers[values: .upgrade].contains { value in
+            value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "websocket" }
+        }
+    }
+
+    /// A request without the upgrade headers, authenticated: 426, naming the protocol to use.
+    struct UpgradeRequired: HTTPResponseError {
+        var status: HTTPResponse.Status { .upgradeRequired }
+
+        func response(from request: Request, context: some RequestContext) throws -> Response {
+            var response = JSONResponse.error(
+                status,
+                "upgrade_required",
+                reason: "the live channel is a WebSocket: send the request with Upgrade: websocket"
+            )
+            response.headers[.upgrade] = "websocket"
+            response.headers[.connection] = "Upgrade"
+            return response
         }
     }
 

@@ -111,37 +111,10 @@ struct API: Sendable {
             throw RelayError.invalidField("body", "is larger than \(configuration.maximumBodyBytes) bytes")
                 .tooLarge
         }
-        guard buffer.readableBytes > 0 else { throw RelayError.invalidField("body", "must be a JSON object") }
-        if let repeated = DuplicateKeys.first(in: Array(buffer.readableBytesView)) {
-            throw RelayError.invalidField(repeated, "is given twice")
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw RelayError.invalidField(Self.path(context.codingPath + [key]), "is missing")
-        } catch let DecodingError.typeMismatch(expected, context) {
-            throw RelayError.invalidField(Self.path(context.codingPath), "must be \(Self.name(of: expected))")
-        } catch let DecodingError.valueNotFound(expected, context) {
-            throw RelayError.invalidField(Self.path(context.codingPath), "must be \(Self.name(of: expected))")
-        } catch let DecodingError.dataCorrupted(context) {
-            if context.codingPath.isEmpty { throw RelayError.invalidField("body", "is not valid JSON") }
-            throw RelayError.invalidField(Self.path(context.codingPath), "has a value that is not allowed")
+        do throws(JSONBodyError) {
+            return try JSONBody.decode(T.self, from: Array(buffer.readableBytesView))
         } catch {
-            throw RelayError.invalidField("body", "is not valid JSON")
-        }
-    }
-
-    static func path(_ keys: [any CodingKey]) -> String {
-        let path = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-        return path.isEmpty ? "body" : path.replacingOccurrences(of: ".[", with: "[")
-    }
-
-    static func name(of type: Any.Type) -> String {
-        switch type {
-        case is String.Type: "a string"
-        case is Int.Type, is Int64.Type: "an integer"
-        case is Bool.Type: "true or false"
-        default: "a JSON value of another type"
+            throw RelayError.invalidField(error.field, error.reason)
         }
     }
 }

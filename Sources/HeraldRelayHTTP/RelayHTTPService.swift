@@ -134,13 +134,23 @@ public enum RelayHTTPService {
         }
         v1.post("activations") { request, _ in
             try await api.handle {
+                // The credential first, so an unknown caller's body is never parsed: the API key
+                // activates any device; a device's own credential only re-activates that device.
+                guard api.bearer(request) != nil else {
+                    throw RelayError.unauthorized.with(
+                        detail:
+                            "an activation needs the API key, or the device's credential to re-activate it (authorization: Bearer <secret>)"
+                    )
+                }
+                let device: DeviceRecord? = api.admitsBackend(request) ? nil : try await api.requireDevice(request)
                 let body = try await api.decode(ActivationRequest.self, request)
-                if let deviceID = body.deviceID, !api.isBackend(request) {
-                    // Re-activation by the device itself, with its current credential.
-                    let device = try await api.requireDevice(request)
+                if let device {
+                    guard let deviceID = body.deviceID else {
+                        throw RelayError.forbidden.with(
+                            detail: "a new activation needs the API key; a device credential re-activates its device"
+                        )
+                    }
                     guard device.id == deviceID else { throw RelayError.forbidden }
-                } else {
-                    try await api.requireBackend(request)
                 }
                 return try JSONResponse.make(.created, try await relay.activation.activate(body))
             }

@@ -1,4 +1,5 @@
 import HeraldAPNsCore
+import HeraldEncoding
 import HeraldHTTPSupport
 import Synchronization
 
@@ -392,7 +393,7 @@ final class APNsEmulator: Sendable {
         if request.bodyTruncated || request.body.count > pushType.payloadLimit {
             return .rejected(.payloadTooLarge)
         }
-        guard JSONSyntax.isObject(request.body) else {
+        guard (try? JSONCheck.check(request.body, limits: .apnsPayload)) != nil else {
             // Apple documents no reason for a body that is not a JSON dictionary; it is
             // treated as carrying no payload.
             return .rejected(.payloadEmpty)

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEncoding
 import HeraldFCMCore
 
 /// Reading a `messages:send` body.
@@ -25,6 +26,14 @@ extension FCMEmulator {
         "topic", "condition",
     ]
 
+    /// What a send body may hold before it is parsed: a request's limits. A key given twice is
+    /// left to JSONSerialization, as before (the sandbox documents no rule of FCM's for it).
+    static let sendLimits: JSONLimits = {
+        var limits = JSONLimits.request
+        limits.refusesDuplicateKeys = false
+        return limits
+    }()
+
     /// Reads the body with JSONSerialization first, so a data value that is not a string is named,
     /// then decodes it as an `FCMSendRequest`.
     static func parseSend(_ body: [UInt8]?) -> ParsedSend {
@@ -34,7 +43,10 @@ extension FCMEmulator {
         guard let body else {
             return invalid("Request payload size exceeds the limit: \(maximumSendBody) bytes.")
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        // Bounded before Foundation builds anything from it.
+        guard (try? JSONCheck.check(body, limits: sendLimits)) != nil,
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        else {
             return invalid("Invalid JSON payload received. The body is not a JSON object.")
         }
         for key in object.keys.sorted() where !["message", "validate_only", "validateOnly"].contains(key) {

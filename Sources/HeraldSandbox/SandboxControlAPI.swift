@@ -309,19 +309,10 @@ extension Request {
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
-        do {
-            return try JSONDecoder().decode(type, from: Data(buffer.readableBytesView))
-        } catch let DecodingError.keyNotFound(key, _) {
-            throw SandboxError.invalidRequest("the field '\(key.stringValue)' is missing")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw SandboxError.invalidRequest("the field '\(field)' has the wrong type")
-        } catch let DecodingError.dataCorrupted(context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw SandboxError.invalidRequest(
-                field.isEmpty
-                    ? "the body is not valid JSON" : "the field '\(field)' is invalid: \(context.debugDescription)"
-            )
+        do throws(JSONBodyError) {
+            return try JSONBody.decode(type, from: Array(buffer.readableBytesView))
+        } catch {
+            throw SandboxError.invalidRequest(error.description)
         }
     }
 }

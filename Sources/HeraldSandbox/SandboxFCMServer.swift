@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEncoding
 import HeraldFCMCore
 import HeraldHTTPSupport
 import Hummingbird
@@ -99,6 +100,8 @@ enum SandboxFCMServer {
     static func form(_ body: ByteBuffer, contentType: String?) -> [String: String] {
         let bytes = Data(body.readableBytesView)
         if contentType?.lowercased().hasPrefix("application/json") == true {
+            // Bounded before Foundation builds anything from it; a body past the limits has no fields.
+            guard (try? JSONCheck.check(Array(bytes), limits: .request)) != nil else { return [:] }
             let object = (try? JSONSerialization.jsonObject(with: bytes)) as? [String: Any]
             return (object ?? [:]).compactMapValues { $0 as? String }
         }

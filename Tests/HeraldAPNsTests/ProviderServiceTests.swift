@@ -128,7 +128,7 @@ import Testing
                 let cases: [(String, String)] = [
                     ("not json", "not valid JSON"),
                     (#"{"pushes":[]}"#, "1 to 1000 pushes"),
-                    (#"{"pushes":[{"id":"a"}]}"#, "the field 'pushes.Index 0.device_token' is missing"),
+                    (#"{"pushes":[{"id":"a"}]}"#, "the field 'pushes[0].device_token' is missing"),
                     (
                         #"{"pushes":[{"id":"a","device_token":"x","topic":"t","push_type":"banner","priority":5,"payload":"{}"}]}"#,
                         "push_type"

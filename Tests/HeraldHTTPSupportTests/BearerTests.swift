@@ -39,37 +39,3 @@ struct BearerTests {
         #expect(body.status == .ok)
     }
 }
-
-@Suite(.timeLimit(.minutes(1)))
-struct DuplicateKeyTests {
-    @Test(
-        "a key given twice in one object is found, with its path",
-        arguments: [
-            (#"{"to":"a","to":"b"}"#, "to"),
-            (#"{"to":"a","from":{"id":"x","name":"y","name":"z"}}"#, "from.name"),
-            (#"{"pushes":[{"id":"1"},{"id":"2","id":"3"}]}"#, "pushes[1].id"),
-            (#"{"to":"a","\u0074o":"b"}"#, "to"),
-            (#"{"a":{"b":[1,{"c":1,"c":2}]}}"#, "a.b[1].c"),
-            (#"{"text":"{\"to\":1,\"to\":2}","text":"x"}"#, "text"),
-        ]
-    )
-    func found(json: String, path: String) {
-        #expect(DuplicateKeys.first(in: Array(json.utf8)) == path)
-    }
-
-    @Test(
-        "the same key in different objects, keys inside strings and malformed JSON are not duplicates",
-        arguments: [
-            #"{"a":{"id":1},"b":{"id":2}}"#,
-            #"[{"id":1},{"id":2}]"#,
-            #"{"text":"\"to\":1,\"to\":2","to":"x"}"#,
-            #"{"a":"b\\","to":"x"}"#,
-            #"{"emoji":"\ud83d\ude00","\ud83d\ude00":1}"#,
-            #"{"to":"unterminated"#,
-            "",
-        ]
-    )
-    func notFound(json: String) {
-        #expect(DuplicateKeys.first(in: Array(json.utf8)) == nil)
-    }
-}

@@ -405,6 +405,11 @@ struct LiveChannelTests {
             // Without upgrade headers the route answers the same JSON itself.
             let plain = try await harness.call(.GET, path, auth: .none)
             #expect(plain.status == 401)
+            // With the device's credential and no upgrade headers: 426, saying what the route is.
+            let notUpgrade = try await harness.call(.GET, path, auth: .bearer(phone.credential))
+            #expect(notUpgrade.status == 426)
+            #expect(notUpgrade.json["error"] as? String == "upgrade_required")
+            #expect(notUpgrade.headers.contains { $0.0 == "upgrade" && $0.1 == "websocket" })
             #expect(!harness.relay.live.isOpen(deviceID: phone.deviceID))
             // The same request with the device's own credential is upgraded: the probe can tell.
             #expect(try await Self.upgradeStatus(harness, path + "?credential=" + phone.credential) == 101)

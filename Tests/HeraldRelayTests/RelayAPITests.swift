@@ -62,6 +62,32 @@ struct RelayAPITests {
         }
     }
 
+    @Test("hostile bodies: nothing is parsed before the credential, and the limits answer at once")
+    func hostileBodies() async throws {
+        try await RelayHarness.with { harness in
+            let deep = String(repeating: "[", count: 60_000) + String(repeating: "]", count: 60_000)
+            // No credential: refused before the body is read.
+            let anonymous = try await harness.call(.POST, "/v1/activations", auth: .none, body: deep)
+            #expect(anonymous.status == 401)
+            let cases: [(String, String, String)] = [
+                (deep, "body", "deeper than 32 levels"),
+                (#"{"to":"# + deep + "}", "body", "deeper than 32 levels"),
+                ("{" + (0..<15_000).map { #""k\#($0)":1"# }.joined(separator: ",") + "}", "body", "4096 values"),
+                (#"{"to":"# + String(repeating: "7", count: 100_000) + "}", "to", "longer than 40"),
+                (#"{"to":"a","to":"b"}"#, "to", "given twice"),
+            ]
+            for (body, field, reason) in cases {
+                for path in ["/v1/activations", "/v1/messages"] {
+                    let answer = try await harness.call(.POST, path, auth: .apiKey, body: body)
+                    #expect(answer.status == 400, "\(path)")
+                    #expect(answer.json["field"] as? String == field, "\(path)")
+                    #expect((answer.json["reason"] as? String ?? "").contains(reason), "\(path): \(answer.json)")
+                }
+            }
+            #expect(try await harness.store.outboxCounts().byState.isEmpty)
+        }
+    }
+
     @Test("device endpoints take only that device's credential")
     func deviceAuthentication() async throws {
         try await RelayHarness.with { harness in

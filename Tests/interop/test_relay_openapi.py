@@ -869,7 +869,9 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "POST", "/v1/activations", 400, {k: v for k, v in good.items() if k != "user_id"}, key, field_name="user_id"
     )
     relay.call("POST", "/v1/activations", 400, good | {"user_id": "a\tb"}, key, field_name="user_id")
-    relay.call("POST", "/v1/activations", 400, {"user_id": user}, field_name="app")  # the body is read before auth
+    # The credential is checked before the body is read: no body of an unknown caller is parsed.
+    relay.call("POST", "/v1/activations", 401, {"user_id": user})
+    relay.call("POST", "/v1/activations", 401, raw=b"[" * 60_000 + b"]" * 60_000)
     relay.call("POST", "/v1/activations", 413, raw=b" " * (MAX_BODY + 1), token=key, field_name="body")
     relay.call("POST", "/v1/activations", 404, good | {"device_id": str(uuid.uuid4())}, key)
     relay.call("POST", "/v1/activations", 401, good | {"device_id": device_id})
