@@ -62,7 +62,8 @@ struct CheckCommand: AsyncParsableCommand {
             configuration = try relay.resolve(command: layer)
         } catch let error as ValidationError {
             print("FAIL configuration \(error.message)")
-            throw ExitCode.failure
+            // As every command refuses a configuration: EX_USAGE.
+            throw ExitCode(64)
         }
         if let file {
             let format = FileManager.default.contents(atPath: file).map {

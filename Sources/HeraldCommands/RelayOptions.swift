@@ -147,10 +147,15 @@ struct RelayOptions: ParsableArguments {
             if let path = config ?? environment["HERALD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
                 layers.append(try ConfigurationFile.load(path: path))
             }
-            return try HeraldConfiguration(
+            let configuration = try HeraldConfiguration(
                 layers: layers,
                 extraApps: apps.compactMap(HeraldConfiguration.ExtraApp.init)
             )
+            // The adapters' secrets may come from the environment, so they are checked here,
+            // before anything starts: a bad one is one line, not a failure halfway through the
+            // start with clients already open (which crashed the process in sandbox mode).
+            _ = try configuration.contactCenterAdapters(environment: environment)
+            return configuration
         } catch {
             throw ValidationError(error.message)
         }

@@ -129,6 +129,19 @@ struct ConfigurationTests {
             (#"{"http": {"header_read_timeout": 0}}"#, "http.header_read_timeout must be between 1 and 3600 seconds"),
             (#"{"http": {"idle_timeout": 0}}"#, "http.idle_timeout must be between 1 and 86400 seconds"),
             (#"{"http": {"max_connections": 0}}"#, "http.max_connections must be between 1 and 1000000"),
+            // A network named without its credentials never falls back to the sandbox.
+            (
+                #"{"apns": {"key_id": "ABC123DEFG", "team_id": "T", "environment": "production"}}"#,
+                "apns names 'key_id' but no key file (apns.key, --apns-key or HERALD_APNS_KEY): give the .p8 key, or leave APNs out to run the sandbox"
+            ),
+            (
+                #"{"apns": {"url": "https://127.0.0.1:2197"}}"#,
+                "apns names 'url' but no key file (apns.key, --apns-key or HERALD_APNS_KEY): give the .p8 key, or leave APNs out to run the sandbox"
+            ),
+            (
+                #"{"fcm": {"ca": "ca.pem"}}"#,
+                "fcm names 'ca' but no service account (fcm.service_account, --fcm-service-account or HERALD_FCM_SERVICE_ACCOUNT): give the account file, or leave FCM out"
+            ),
         ]
     )
     func ranges(json: String, message: String) throws {

@@ -107,3 +107,49 @@ def test_keys_token_shares_one_token_with_the_provider(tmp_path: Path) -> None:
     (tmp_path / "data" / "provider-token").unlink()
     herald(*token, "--token-cache", "")
     assert not (tmp_path / "data" / "provider-token").exists()
+
+
+def run_with_config(
+    config: str, *arguments: str, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    with tempfile.TemporaryDirectory() as directory:
+        (Path(directory) / "herald.yaml").write_text(config)
+        return subprocess.run(
+            [HERALD, *arguments, "--config", "herald.yaml"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")} | (environment or {}),
+        )
+
+
+PRODUCTION_WITHOUT_KEY = "apns:\n  key_id: ABC123DEFG\n  team_id: ABCDE12345\n  environment: production\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "environment", "message"),
+    [
+        # The key file is not set (HERALD_APNS_KEY missing from a manual run): never the sandbox.
+        (PRODUCTION_WITHOUT_KEY, {}, "apns names 'key_id' but no key file"),
+        ("fcm:\n  url: https://fcm.example.com\n", {}, "fcm names 'url' but no service account"),
+        # A CXone secret too short, given in sandbox mode: one line, no crash.
+        ("adapters:\n  cxone:\n    secret: short\n", {}, "the cxone adapter's secret must be at least 16 characters"),
+        ("", {"HERALD_GENESYS_SECRET": "short"}, "the genesys adapter's secret must be at least 16 characters"),
+    ],
+)
+@pytest.mark.parametrize("command", ["serve", "relay", "check"])
+def test_a_configuration_that_cannot_be_meant_is_refused_in_one_line(
+    command: str, config: str, environment: dict[str, str], message: str
+) -> None:
+    result = run_with_config(config, command, environment=environment)
+    assert result.returncode == 64, result
+    if command == "check":
+        lines = result.stdout.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("FAIL configuration ") and message in lines[0], result
+    else:
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith("Error: ") and message in lines[0], result.stderr
+    assert "Fatal error" not in result.stderr
