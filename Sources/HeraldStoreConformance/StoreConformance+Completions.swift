@@ -256,3 +256,74 @@ extension StoreConformance {
         #expect(later.state == .skipped && later.lastReason == "token_dead: Unregistered")
     }
 }
+
+extension StoreConformance {
+    /// Outcomes written late, after the push's lease ended and another owner took it (a node
+    /// that kept its outcomes through a database outage longer than the lease): a final outcome
+    /// is written whatever holds the push (it is what the network said about a send that
+    /// happened: `delivered` replaces an `expired before sending`), but a push goes back to the
+    /// queue only while it is still claimed, so a late retry never undoes another owner's end,
+    /// nor is logged.
+    public static func lateOutcomesAfterALapsedLease(_ engine: some StoreEngine) async throws {
+        let (store, _) = try await fresh(engine)
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        let pushes = [
+            StoreFixtures.push("retried", device: "d1", at: 1),
+            StoreFixtures.push("accepted", device: "d1", at: 2, expires: 30_000),
+        ]
+        _ = try await store.accept(StoreFixtures.ingest(pushes))
+        #expect(try await claimIDs(store, owner: "a", now: 10, leaseUntil: 60_010) == ["retried", "accepted"])
+        // A's lease ends: B claims "retried" and delivers it; "accepted" expired meanwhile, and
+        // B's claim finishes it unsent.
+        #expect(try await claimIDs(store, owner: "b", now: 60_020, leaseUntil: 120_020) == ["retried"])
+        #expect(try await store.push(id: "accepted")?.state == .expired)
+        try await store.complete(
+            [PushCompletion(pushID: "retried", disposition: .finish(.delivered), reason: nil, deadToken: nil)],
+            now: 60_030
+        )
+        // A's outcomes, learned before the lease ended, reach the store now.
+        try await store.complete(
+            [
+                PushCompletion(pushID: "retried", disposition: .retry(at: 70_000), reason: "Throttled", deadToken: nil),
+                PushCompletion(pushID: "accepted", disposition: .finish(.delivered), reason: nil, deadToken: nil),
+            ],
+            now: 60_040
+        )
+        let retried = try #require(try await store.push(id: "retried"))
+        #expect(retried.state == .delivered && retried.lastReason == nil)
+        #expect(try await store.deliveryLog(pushID: "retried").map(\.state) == [.queued, .delivered])
+        #expect(try await store.push(id: "accepted")?.state == .delivered)
+        #expect(try await claimIDs(store, owner: "c", now: 200_000) == [])
+        // A requeue (the network unreachable) of a finished push is ignored the same way, in a
+        // write that also records other outcomes.
+        try await store.complete(
+            [
+                CompletionBatch(
+                    completions: [
+                        PushCompletion(
+                            pushID: "retried",
+                            disposition: .requeue(at: 60_050),
+                            reason: "down",
+                            deadToken: nil
+                        )
+                    ],
+                    now: 60_050
+                ),
+                CompletionBatch(
+                    completions: [
+                        PushCompletion(
+                            pushID: "accepted",
+                            disposition: .finish(.delivered),
+                            reason: nil,
+                            deadToken: nil
+                        )
+                    ],
+                    now: 60_060
+                ),
+            ]
+        )
+        #expect(try await store.push(id: "retried")?.state == .delivered)
+        #expect(try await store.push(id: "retried")?.attempts == retried.attempts)
+        #expect(try await claimIDs(store, owner: "c", now: 200_000) == [])
+    }
+}

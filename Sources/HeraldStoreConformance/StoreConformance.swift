@@ -71,6 +71,7 @@ public enum StoreConformance {
         case ingestClaimsAreHeldByTheirNode
         case batchesOfOutcomesKeepTheirTimes
         case staleRecipientsAreRefused
+        case lateOutcomesAfterALapsedLease
 
         public var description: String { rawValue }
 
@@ -92,6 +93,7 @@ public enum StoreConformance {
             case .batchesOfOutcomesKeepTheirTimes:
                 try await StoreConformance.batchesOfOutcomesKeepTheirTimes(engine)
             case .staleRecipientsAreRefused: try await StoreConformance.staleRecipientsAreRefused(engine)
+            case .lateOutcomesAfterALapsedLease: try await StoreConformance.lateOutcomesAfterALapsedLease(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

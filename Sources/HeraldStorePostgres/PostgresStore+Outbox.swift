@@ -341,23 +341,24 @@ extension PostgresStore {
             try await connection.run(finishing, logger: logger)
         }
         if !retried.ids.isEmpty {
+            // Only a push still claimed goes back (and is logged): one finished meanwhile (a late
+            // write, after an outage, of a push another node took when its lease ended) keeps its end.
             try await connection.run(
                 """
-                UPDATE outbox o SET state = 'queued', next_attempt_at = u.at,
-                    last_reason = CASE WHEN u.has THEN u.reason END, claim_owner = NULL, claim_until = NULL,
-                    attempts = CASE WHEN u.back THEN o.attempts - 1 ELSE o.attempts END, updated_at = \(now)
-                FROM unnest(\(retried.ids)::text[], \(retried.at)::bigint[], \(retried.reasons)::text[],
-                    \(retried.hasReason)::bool[], \(retried.giveBack)::bool[]) AS u(id, at, reason, has, back)
-                WHERE o.push_id = u.id
-                """,
-                logger: logger
-            )
-            try await connection.run(
-                """
+                WITH back AS (
+                    UPDATE outbox o SET state = 'queued', next_attempt_at = u.at,
+                        last_reason = CASE WHEN u.has THEN u.reason END, claim_owner = NULL, claim_until = NULL,
+                        attempts = CASE WHEN u.back THEN o.attempts - 1 ELSE o.attempts END, updated_at = \(now)
+                    FROM unnest(\(retried.ids)::text[], \(retried.at)::bigint[], \(retried.reasons)::text[],
+                        \(retried.hasReason)::bool[], \(retried.giveBack)::bool[]) AS u(id, at, reason, has, back)
+                    WHERE o.push_id = u.id AND o.state = 'sending'
+                    RETURNING o.push_id
+                )
                 INSERT INTO delivery_log (push_id, at, state, reason)
                 SELECT u.id, \(now), 'queued', CASE WHEN u.has THEN u.reason END
                 FROM unnest(\(retried.ids)::text[], \(retried.reasons)::text[], \(retried.hasReason)::bool[])
                     WITH ORDINALITY AS u(id, reason, has, n)
+                WHERE u.id IN (SELECT push_id FROM back)
                 ORDER BY u.n
                 """,
                 logger: logger

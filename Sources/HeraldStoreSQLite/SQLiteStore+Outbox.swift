@@ -249,7 +249,7 @@ extension SQLiteStore {
             sql: """
                 UPDATE outbox SET state = 'queued', next_attempt_at = ?, last_reason = ?, claim_owner = NULL,
                     claim_until = NULL, updated_at = ?
-                WHERE push_id = ?
+                WHERE push_id = ? AND state = 'sending'
                 """
         )
         let giveBack = try db.cachedStatement(
@@ -266,12 +266,12 @@ extension SQLiteStore {
                     now: now,
                     events: events
                 )
-            case .retry(let at):
+            case .retry(let at), .requeue(let at):
+                // Only a push still claimed goes back: one finished meanwhile (a late write, after
+                // an outage, of a push another node took when its lease ended) keeps its end.
                 try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
-                try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
-            case .requeue(let at):
-                try requeue.execute(arguments: [at, completion.reason, now, completion.pushID])
-                try giveBack.execute(arguments: [completion.pushID])
+                guard db.changesCount > 0 else { break }
+                if case .requeue = completion.disposition { try giveBack.execute(arguments: [completion.pushID]) }
                 try Self.log(db, pushID: completion.pushID, at: now, state: .queued, reason: completion.reason)
             }
             if let dead = completion.deadToken {

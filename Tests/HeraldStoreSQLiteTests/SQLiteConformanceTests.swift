@@ -220,6 +220,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.staleRecipientsAreRefused)
     }
 
+    @Test func lateOutcomesAfterALapsedLease() async throws {
+        try await SQLiteEngine.check(.lateOutcomesAfterALapsedLease)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -277,6 +281,7 @@ struct SQLiteConformanceTests {
             .ingestClaimsAreHeldByTheirNode,
             .batchesOfOutcomesKeepTheirTimes,
             .staleRecipientsAreRefused,
+            .lateOutcomesAfterALapsedLease,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

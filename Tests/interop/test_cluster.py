@@ -58,6 +58,7 @@ import http.server
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -782,3 +783,165 @@ def test_ingest_on_one_node_wakes_an_idle_node(postgres: Postgres, herald: Path,
         assert median < WAKE_LIMIT_MS, f"pushes ingested on one node waited for the idle poll on another: {summary}"
     finally:
         silent.close()
+
+
+# --- outcomes across a database outage -----------------------------------------------------------
+
+# The push network's delay while PostgreSQL goes away (the issue saw it with 1.5 s): the answers
+# come back while the database is down.
+OUTAGE_LATENCY_MS = 2000
+# How long PostgreSQL stays down: longer than the five tries (3.1 s) after which outcomes used to
+# be given up, far shorter than the claims' 60 s lease.
+OUTAGE_S = 8.0
+# After the database's return, by when both outcomes must be recorded (the writer tries again at
+# least every second; the store probes every 500 ms).
+RECORDED_WITHIN_S = 10.0
+
+
+def pg_stop(postgres: Postgres) -> list[str]:
+    """`pg_ctl stop -m fast`; the server's options (port, socket directory, settings), as
+    `postgresql.opts` kept them, to start it again the same way."""
+    owner = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    words = shlex.split((postgres.data / "postmaster.opts").read_text())
+    # The binary, then its arguments; the data directory is given to pg_ctl apart.
+    options, skip = [], False
+    for word in words[1:]:
+        if skip:
+            skip = False
+        elif word == "-D":
+            skip = True
+        else:
+            options.append(word)
+    done = subprocess.run(
+        [*owner, str(postgres.bin / "pg_ctl"), "stop", "-m", "fast", "-w", "-t", "60", "-D", str(postgres.data)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=90,
+    )  # fmt: skip
+    assert done.returncode == 0, f"pg_ctl stop failed ({done.returncode}): {done.stderr}"
+    return options
+
+
+def pg_start(postgres: Postgres, options: list[str]) -> None:
+    owner = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    log = postgres.data.parent / "server.log"
+    done = subprocess.run(
+        [
+            *owner, str(postgres.bin / "pg_ctl"), "start", "-w", "-t", "60", "-D", str(postgres.data), "-l", str(log),
+            "-o", " ".join(shlex.quote(option) for option in options),
+        ],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=90,
+    )  # fmt: skip
+    assert done.returncode == 0, f"pg_ctl start failed ({done.returncode}): {done.stderr}"
+
+
+def wait_for_log(process: Process, text: str, timeout: float) -> bool:
+    """Whether `text` appears in the process's stderr (its log) within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in process.stderr_path.read_text(errors="replace"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_outcomes_learned_while_the_database_is_down_are_recorded(postgres: Postgres, herald: Path, workdir):
+    """Issue 30: a message and a call in flight (the sandbox answers OUTAGE_LATENCY_MS late) when
+    PostgreSQL stops for OUTAGE_S. The node keeps their outcomes and records them when the
+    database answers again, long before their 60 s leases end: each push ends `delivered`
+    (history: queued, delivered), accepted by the sandbox exactly once."""
+    root, processes = workdir
+    schema = "cluster_outage"
+    postgres.query(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    backends = start_backends(herald, root, processes)
+    node = relay_node(herald, backends, postgres.url_for(schema), "outage-1", backends.provider_url)
+    start_nodes([node], processes, root)
+    api_key = (backends.keys / "api.key").read_text().strip()
+    status, phone = call(f"{backends.control_url}/sandbox/devices", "POST", {"bundle_id": BUNDLE_ID})
+    assert status == 201 and phone["voip_token"], phone
+    status, activation = call(
+        f"{node.url}/v1/activations",
+        "POST",
+        {
+            "user_id": "outage-user",
+            "app": BUNDLE_ID,
+            "platform": "ios",
+            "public_key": base64.b64encode(bytes(PrivateKey.generate().public_key)).decode(),
+            "messaging_token": phone["messaging_token"],
+            "voip_token": phone["voip_token"],
+        },
+        token=api_key,
+    )
+    assert status == 201, activation
+    status, body = call(f"{backends.control_url}/sandbox/faults/latency", "PUT", {"ms": OUTAGE_LATENCY_MS})
+    assert status == 204, body
+
+    status, receipt = call(f"{node.url}/v1/messages", "POST", message("outage-user", 0, "outage-message"), token=api_key)
+    assert status == 202, receipt
+    status, call_receipt = call(
+        f"{node.url}/v1/calls",
+        "POST",
+        {"to": "outage-user", "from": {"id": "agent-7", "name": "Agent"}, "call_id": "outage-call"},
+        token=api_key,
+    )
+    assert status == 202, call_receipt
+    push_ids = [push["push_id"] for push in receipt["pushes"] + call_receipt["pushes"]]
+    assert len(push_ids) == 2, (receipt, call_receipt)
+    # In flight: the sandbox took both (it records a push when it takes it) and answers later.
+    seen, missing = wait_until_accepted(backends.control_url, push_ids, OUTAGE_LATENCY_MS / 1000)
+    assert not missing, f"not at the sandbox within the latency: {missing}\n{tails(processes)}"
+
+    stopped_at = time.monotonic()
+    options = pg_stop(postgres)
+    stop_took = time.monotonic() - stopped_at
+    relay = node.process
+    failing = wait_for_log(relay, "cannot record push outcomes", OUTAGE_S)
+    # Down for OUTAGE_S in all: longer than the retries that used to give up.
+    time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - stopped_at)))
+    pg_start(postgres, options)
+    back_at = time.monotonic()
+    assert failing, (
+        f"the node never failed to record an outcome (the answers came before the stop, {stop_took:.1f} s?)\n"
+        f"{relay.stderr_tail()}"
+    )
+
+    client = KeepAlive(node.port, api_key)
+    states: dict[str, dict] = {}
+    try:
+        while time.monotonic() < back_at + RECORDED_WITHIN_S:
+            for push_id in push_ids:
+                try:
+                    status, view = client.request("GET", f"/v1/pushes/{push_id}")
+                except (OSError, http.client.HTTPException):
+                    client.close()
+                    client = KeepAlive(node.port, api_key)
+                    continue
+                if status == 200:
+                    states[push_id] = view
+            if all(view.get("state") == "delivered" for view in states.values()) and len(states) == 2:
+                break
+            time.sleep(0.1)
+    finally:
+        client.close()
+    recorded_after = time.monotonic() - back_at
+    seen, _ = accepted_apns_ids(backends.control_url)
+    log = relay.stderr_path.read_text(errors="replace")
+    summary = (
+        f"PostgreSQL stopped in {stop_took:.1f} s, down {back_at - stopped_at:.1f} s; outcomes recorded "
+        f"{recorded_after:.1f} s after its return; states "
+        f"{ {push_id: view.get('state') for push_id, view in states.items()} }; sandbox acceptances "
+        f"{ {push_id: seen[push_id.lower()] for push_id in push_ids} }; "
+        f"{log.count('cannot record push outcomes')} 'cannot record' lines, "
+        f"{log.count('push outcomes are recorded again')} 'recorded again' lines"
+    )
+    print("\n" + summary)
+    for push_id in push_ids:
+        view = states.get(push_id, {})
+        assert view.get("state") == "delivered", f"{push_id}: {view!r}: {summary}\n{relay.stderr_tail()}"
+        assert [event["state"] for event in view["history"]] == ["queued", "delivered"], f"{push_id}: {view!r}"
+        assert seen[push_id.lower()] == 1, f"{push_id} accepted {seen[push_id.lower()]} times: {summary}"
+    assert log.count("cannot record push outcomes") == 1, summary
+    assert log.count("push outcomes are recorded again") == 1, summary
+    status, health = call(f"{node.url}/health")
+    assert status == 200 and health.get("outbox_sending", 0) == 0, health
+    for process in [node.process, backends.provider, backends.sandbox]:
+        code = stop(process)
+        assert code == 0, f"{process.name} exited {code} after SIGTERM; stderr (tail):\n{process.stderr_tail()}"
