@@ -43,6 +43,10 @@ kept busy by a provider that never answers, so only node B, whose loop sleeps up
 (DispatcherConfiguration.idlePoll) when nothing wakes it, can send what is ingested on A. The
 time from ingest to `delivered` (the push's own history) must be well under that second.
 
+A third checks outcomes across a database outage (issue 30): a message and a call in flight (the
+sandbox answers 2 s late) while PostgreSQL is stopped for 8 s; each ends `delivered`, accepted by
+the sandbox once, recorded when the database is back, long before the claims' 60 s lease ends.
+
 Run: scripts/with-postgres.sh python3 -m pytest -q Tests/interop/test_cluster.py
 (HERALD_BIN overrides the binary, default .build/debug/herald). Without HERALD_TEST_POSTGRES_URL
 (and HERALD_TEST_POSTGRES_BIN, HERALD_TEST_POSTGRES_DATA) the tests fail: they are never skipped
