@@ -15,8 +15,9 @@ struct CheckCommand: AsyncParsableCommand {
             master key, the API key, the APNs key, the FCM service account, CA files and the \
             provider secret it names, the database (SQLite opens, PostgreSQL connects; its schema \
             is not newer than this build), and the APNs, FCM and provider hosts (TLS, HTTP/2 for \
-            APNs). Writes nothing and makes no key. Exit status 0 when every check passes, 1 \
-            otherwise. Passwords and secrets are never printed.
+            APNs); with --offline the hosts are listed as `skip`, not probed. Writes nothing and \
+            makes no key. Exit status 0 when every check passes, 64 when the configuration itself \
+            is refused, 1 otherwise. Passwords and secrets are never printed.
             """
     )
 
@@ -37,6 +38,11 @@ struct CheckCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds each connection may take.")
     var timeout: Int = 5
+
+    @Flag(
+        help: "Leave the APNs, FCM and provider hosts unprobed (a node without egress or DNS at boot still starts)."
+    )
+    var offline = false
 
     func validate() throws {
         guard (1...120).contains(timeout) else { throw ValidationError("--timeout must be between 1 and 120") }
@@ -78,6 +84,7 @@ struct CheckCommand: AsyncParsableCommand {
         logger.logLevel = .critical
         var check = ConfigurationCheck(configuration: configuration, environment: environment, logger: logger)
         check.timeout = Int64(timeout)
+        check.offline = offline
         let findings = await check.run { finding in
             print(finding)
             fflush(nil)

@@ -18,6 +18,8 @@ public struct ConfigurationCheck: Sendable {
     /// One finding: a line of `herald check`'s output.
     public struct Finding: Sendable, Hashable, CustomStringConvertible {
         public var passed: Bool
+        /// Not checked, on purpose (`--offline`): counts as passed, and says so.
+        public var skipped = false
         /// What was checked: `database`, `apns`, `master key`, ….
         public var subject: String
         /// Where, and what was found; never a secret.
@@ -30,7 +32,7 @@ public struct ConfigurationCheck: Sendable {
         }
 
         /// `ok   database data/herald.sqlite (schema v11)` or `FAIL apns 127.0.0.1:1: connection refused`.
-        public var description: String { (passed ? "ok  " : "FAIL") + " " + subject + " " + detail }
+        public var description: String { (skipped ? "skip" : passed ? "ok  " : "FAIL") + " " + subject + " " + detail }
     }
 
     public let configuration: HeraldConfiguration
@@ -38,6 +40,10 @@ public struct ConfigurationCheck: Sendable {
     let logger: Logger
     /// How long one connection attempt, or one answer, may take (seconds).
     public var timeout: Int64 = 5
+    /// Whether the hosts (APNs, FCM, a remote provider) are left unprobed: a node without egress
+    /// or DNS at boot still starts (the relay queues through a push network it cannot reach),
+    /// while its keys, files and database are checked as always.
+    public var offline = false
 
     public init(configuration: HeraldConfiguration, environment: [String: String], logger: Logger) {
         self.configuration = configuration
@@ -54,6 +60,14 @@ public struct ConfigurationCheck: Sendable {
         }
         for finding in keys() { add(finding) }
         add(await database())
+        if offline {
+            for (subject, url) in hosts {
+                var finding = Finding(passed: true, subject: subject, detail: "\(url): not probed (--offline)")
+                finding.skipped = true
+                add(finding)
+            }
+            return findings
+        }
         if let http = try? makeHTTPClient() {
             for apns in configuration.apnsKeys {
                 let subject = apns.name == HeraldConfiguration.defaultName ? "apns" : "apns \(apns.name)"
@@ -71,6 +85,15 @@ public struct ConfigurationCheck: Sendable {
             await http.shutdown()
         }
         return findings
+    }
+
+    /// Each host the configuration sends to, with the subject its finding names.
+    private var hosts: [(subject: String, url: String)] {
+        configuration.apnsKeys.map { ($0.name == HeraldConfiguration.defaultName ? "apns" : "apns \($0.name)", $0.url) }
+            + configuration.fcmAccounts.map {
+                ($0.name == HeraldConfiguration.defaultName ? "fcm" : "fcm \($0.name)", $0.url)
+            }
+            + (configuration.provider?.urls ?? []).map { ("provider", $0) }
     }
 
     // MARK: Keys and files

@@ -49,6 +49,30 @@ struct ConfigurationCheckTests {
         #expect(!database.contains("migrated"), "a store that opened is at the latest version: \(database)")
     }
 
+    @Test("offline, the hosts are listed as skipped, not probed, and the check passes")
+    func offline() async throws {
+        let directory = NSTemporaryDirectory() + "herald-check-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try DevelopmentKeys.makeAPNsKey(in: directory, keyID: "KEYAAAAAAA", teamID: "TEAMAAAAAA", overwrite: false)
+        let yaml = """
+            keys_dir: \(directory)/keys
+            data: \(directory)/data
+            apns: {key: \(directory)/AuthKey_KEYAAAAAAA.p8, team_id: TEAMAAAAAA, url: "https://127.0.0.1:1"}
+            """
+        let file = try ConfigurationFile.parse(Data(yaml.utf8), format: .yaml, path: "offline.yaml")
+        let configuration = try HeraldConfiguration(layers: [file])
+        var logger = Logger(label: "test.check")
+        logger.logLevel = .critical
+        var check = ConfigurationCheck(configuration: configuration, environment: [:], logger: logger)
+        // Probed, the closed port fails.
+        #expect(await check.run { _ in }.contains { !$0.passed && $0.subject == "apns" })
+        check.offline = true
+        let findings = await check.run { _ in }
+        #expect(findings.allSatisfy { $0.passed }, "\(findings)")
+        #expect(findings.last?.description == "skip apns https://127.0.0.1:1: not probed (--offline)")
+    }
+
     @Test("a fleet: each APNs key and FCM account is checked under its name")
     func fleet() async throws {
         let directory = NSTemporaryDirectory() + "herald-check-\(UUID().uuidString)"
