@@ -140,8 +140,20 @@ public final class Sandbox: Service, Sendable {
         do {
             try await withGracefulShutdownHandler {
                 try await withThrowingTaskGroup(of: Void.self) { listeners in
-                    listeners.addTask { try await app.run() }
-                    listeners.addTask { try await fcm.run() }
+                    listeners.addTask {
+                        try await ListenerError.naming(
+                            "the sandbox's control API",
+                            host: host,
+                            port: configuration.controlPort
+                        ) { try await app.run() }
+                    }
+                    listeners.addTask {
+                        try await ListenerError.naming(
+                            "the sandbox's FCM side",
+                            host: configuration.host,
+                            port: configuration.fcmPort
+                        ) { try await fcm.run() }
+                    }
                     do {
                         while try await listeners.next() != nil {}
                     } catch {

@@ -1,4 +1,5 @@
 public import HeraldAPNsCore
+import HeraldHTTPSupport
 public import Logging
 import NIOConcurrencyHelpers
 public import NIOCore
@@ -62,6 +63,17 @@ public final class SandboxAPNsServer: Sendable {
     /// Binds and starts accepting connections; returns the bound port.
     public func start() async throws -> Int {
         let configuration = core.configuration
+        let port = environment == .production ? configuration.apnsProductionPort ?? 0 : configuration.apnsPort
+        let listener = environment == .production ? "the sandbox's APNs side (production)" : "the sandbox's APNs side"
+        let channel = try await ListenerError.naming(listener, host: configuration.host, port: port) {
+            try await bind(port: port)
+        }
+        serverChannel.withLockedValue { $0 = channel }
+        return channel.localAddress?.port ?? port
+    }
+
+    private func bind(port: Int) async throws -> any Channel {
+        let configuration = core.configuration
         let sslContext = sslContext
         let clientCA = clientCA
         let core = core
@@ -70,8 +82,7 @@ public final class SandboxAPNsServer: Sendable {
         let outage = outage
         let goAwayOnOpen = goAwayOnOpen
         let environment = environment
-        let port = environment == .production ? configuration.apnsProductionPort ?? 0 : configuration.apnsPort
-        let channel = try await ServerBootstrap(group: group)
+        return try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -127,8 +138,6 @@ public final class SandboxAPNsServer: Sendable {
             }
             .bind(host: configuration.host, port: port)
             .get()
-        serverChannel.withLockedValue { $0 = channel }
-        return channel.localAddress?.port ?? port
     }
 
     /// The number of open connections.

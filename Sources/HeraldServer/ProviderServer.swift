@@ -74,7 +74,16 @@ extension HeraldServer {
         )
         let services = ServiceGroup(
             configuration: .init(
-                services: fleet.services.map { .init(service: $0) } + [.init(service: app)],
+                services: fleet.services.map { .init(service: $0) } + [
+                    .init(
+                        service: NamedListener(
+                            base: app,
+                            listener: "the provider",
+                            host: listener.host,
+                            port: listener.port
+                        )
+                    )
+                ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

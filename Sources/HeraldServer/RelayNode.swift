@@ -133,6 +133,9 @@ public struct RelayNode: Sendable {
         let callTimers = CallTimerService(relay: relay)
         // After the dispatcher: on shutdown it stops before the dispatcher drains what it queued.
         let callbacks = CallbackScheduler(callbacks: relay.callbacks, owner: parts.dispatcher.owner)
-        self.services = [dispatcher, callbacks, webhookDispatcher] + (live.map { [$0] } ?? []) + [callTimers, app]
+        self.services =
+            [dispatcher, callbacks, webhookDispatcher] + (live.map { [$0] } ?? []) + [
+                callTimers, NamedListener(base: app, listener: "the relay", host: parts.host, port: parts.port),
+            ]
     }
 }

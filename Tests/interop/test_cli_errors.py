@@ -153,3 +153,19 @@ def test_a_configuration_that_cannot_be_meant_is_refused_in_one_line(
         assert len(lines) == 1, result.stderr
         assert lines[0].startswith("Error: ") and message in lines[0], result.stderr
     assert "Fatal error" not in result.stderr
+
+
+def test_a_port_in_use_is_named_with_its_listener() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = f"port: {port}\nsandbox: {{apns_port: 0, fcm_port: 0, control_port: 0}}\n"
+        result = run_with_config(config, "serve")
+    assert result.returncode != 0, result
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == f"Error: the relay cannot listen on 127.0.0.1:{port}: the port is in use (another process holds it)", (
+        result.stderr
+    )
