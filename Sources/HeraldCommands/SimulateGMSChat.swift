@@ -10,7 +10,7 @@ extension SimulateCommand {
     struct GMSChat: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "gms-chat",
-            abstract: "Seed 001's chat in the background: disconnect, the delayed first push, a tap that reconnects.",
+            abstract: "A chat in the background: disconnect, the delayed first push, a tap that reconnects.",
             discussion: """
                 The customer opens the chat (the app loads its transcript, holds the live channel \
                 and sends heartbeats), then leaves the app: it disconnects from the chat with the \

@@ -11,7 +11,7 @@ extension SimulateCommand {
     struct DualChannel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "dual-channel",
-            abstract: "Seed 003's dual channel: live while the app is open, pushed when backgrounded or closed.",
+            abstract: "The dual channel: live while the app is open, pushed when backgrounded or closed.",
             discussion: """
                 The participant's app is open on the quiz session: the app holds the live channel \
                 and sends a presence heartbeat every 30 simulated seconds, and the session's news \
