@@ -153,7 +153,9 @@ public struct HeraldServer: Sendable {
             apnsPort: configuration.sandboxPorts.apns
         )
         sandboxConfiguration.controlPort = configuration.sandboxPorts.control
-        sandboxConfiguration.metrics = registry
+        // No /metrics on the control port: the sandbox runs in this process, its series are on
+        // the relay's /metrics already, and a scrape of both would count everything twice.
+        sandboxConfiguration.metrics = nil
         sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
         sandboxConfiguration.registryFile = configuration.sandboxRegistryPath
         sandboxConfiguration.keys = [

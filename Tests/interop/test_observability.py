@@ -197,3 +197,25 @@ def test_every_http_process_serves_metrics_and_health(herald: Path, workdir):
 
     for process in (relay, sandbox):
         assert stop(process) == 0, process.stderr_tail()
+
+
+def test_serve_with_its_sandbox_counts_each_series_once(herald: Path, workdir):
+    """`herald serve` runs the sandbox in its own process: the relay's `/metrics` has the
+    sandbox's series, and the control port serves none, so a scrape of both ports cannot count
+    anything twice."""
+    root, processes = workdir
+    relay_port, apns_port, fcm_port, control_port = free_port(), free_port(), free_port(), free_port()
+    (root / "herald.yaml").write_text(
+        f"port: {relay_port}\nkeys_dir: {root / 'keys'}\ndata: {root / 'data'}\n"
+        f"sandbox: {{apns_port: {apns_port}, fcm_port: {fcm_port}, control_port: {control_port}}}\n"
+    )
+    serve = processes.start("serve", [str(herald), "serve", "--config", str(root / "herald.yaml")], cwd=root)
+    serve.wait_for_line("  relay", STARTUP_TIMEOUT)
+    relay_url, control_url = f"http://127.0.0.1:{relay_port}", f"http://127.0.0.1:{control_port}"
+    wait_status(relay_url + "/health/ready", 200)
+    assert call(control_url + "/sandbox/health")[0] == 200
+    samples = check_exposition("herald serve", scrape(relay_url), "/health/ready")
+    # The sandbox's own requests are on the relay's exposition, under the same process.
+    assert any('route="/sandbox/health"' in series for series in samples), sorted(samples)
+    assert call(control_url + "/metrics")[0] == 404
+    assert stop(serve) == 0
