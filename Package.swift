@@ -282,7 +282,7 @@ let package = Package(
         // No logic, no transport.
         .target(
             name: "HeraldRelayAPI",
-            dependencies: ["HeraldPush", "HeraldStore"],
+            dependencies: ["HeraldEncoding", "HeraldPush", "HeraldStore"],
             swiftSettings: swiftSettings
         ),
         // Test support shared by the test targets: the scripted push sender, a manual clock, and
@@ -331,6 +331,7 @@ let package = Package(
         .target(
             name: "HeraldRelayHTTP",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldPush",
                 "HeraldObservability",

@@ -39,16 +39,22 @@ public struct JSONLimits: Sendable, Hashable {
 public enum JSONCheck {
     /// Checks that `bytes` is exactly one JSON object (surrounding whitespace allowed), in valid
     /// UTF-8, within `limits`.
-    public static func check(_ bytes: UnsafeRawBufferPointer, limits: JSONLimits) throws(JSONCheckError) {
+    /// With `fields`, a key the object (or an object inside it) does not have is refused too.
+    public static func check(
+        _ bytes: UnsafeRawBufferPointer,
+        limits: JSONLimits,
+        fields: JSONFields? = nil
+    ) throws(JSONCheckError) {
         var scanner = Scanner(bytes: bytes, limits: limits)
+        scanner.next = fields
         try scanner.document()
     }
 
-    /// Checks that `bytes` is exactly one JSON object within `limits`.
-    public static func check(_ bytes: [UInt8], limits: JSONLimits) throws(JSONCheckError) {
+    /// Checks that `bytes` is exactly one JSON object within `limits` (and of `fields`).
+    public static func check(_ bytes: [UInt8], limits: JSONLimits, fields: JSONFields? = nil) throws(JSONCheckError) {
         let result = bytes.withUnsafeBytes { buffer -> JSONCheckError? in
             do throws(JSONCheckError) {
-                try check(buffer, limits: limits)
+                try check(buffer, limits: limits, fields: fields)
                 return nil
             } catch {
                 return error
@@ -64,6 +70,8 @@ public enum JSONCheck {
         var count = 0
         /// The containers open around `index`, outermost first (never deeper than the limit).
         var open: [Container] = []
+        /// The fields of the value about to be read, if it is an object or an array to check.
+        var next: JSONFields?
 
         init(bytes: UnsafeRawBufferPointer, limits: JSONLimits) {
             self.bytes = bytes
@@ -79,6 +87,8 @@ public enum JSONCheck {
             var key: Range<Int>? = nil
             /// The current element's index, in an array.
             var element = 0
+            /// What this container may hold; nil: anything.
+            var fields: JSONFields? = nil
         }
 
         mutating func document() throws(JSONCheckError) {
@@ -112,7 +122,7 @@ public enum JSONCheck {
                 guard open.count < limits.maximumDepth else {
                     throw JSONCheckError(.tooDeep(limits.maximumDepth), path: "")
                 }
-                open.append(Container(isObject: isObject))
+                open.append(Container(isObject: isObject, fields: next.flatMap { $0.isChecked(asObject: isObject) }))
                 index += 1
                 skipWhitespace()
                 if peek() == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
@@ -155,14 +165,25 @@ public enum JSONCheck {
             guard count <= limits.maximumValues else {
                 throw JSONCheckError(.tooManyValues(limits.maximumValues), path: "")
             }
-            guard open[open.count - 1].isObject else { return }
+            let fields = open[open.count - 1].fields
+            next = nil
+            guard open[open.count - 1].isObject else {
+                if case .array(let element) = fields { next = element }
+                return
+            }
             skipWhitespace()
             guard peek() == UInt8(ascii: "\"") else { throw fault(.malformed) }
             let (range, escaped) = try string()
             open[open.count - 1].key = range
-            if limits.refusesDuplicateKeys {
+            if limits.refusesDuplicateKeys || fields != nil {
                 let key = escaped ? Self.unescape(bytes[range]) : String(decoding: bytes[range], as: UTF8.self)
-                guard open[open.count - 1].keys.insert(key).inserted else { throw fault(.duplicateKey) }
+                if limits.refusesDuplicateKeys {
+                    guard open[open.count - 1].keys.insert(key).inserted else { throw fault(.duplicateKey) }
+                }
+                if case .object(let known) = fields {
+                    guard let field = known[key] else { throw fault(.unknownKey) }
+                    next = field
+                }
             }
             skipWhitespace()
             guard peek() == UInt8(ascii: ":") else { throw fault(.malformed) }
@@ -366,6 +387,7 @@ public struct JSONCheckError: Error, Sendable, Hashable, CustomStringConvertible
         case notObject
         case invalidUTF8
         case duplicateKey
+        case unknownKey
         case tooDeep(Int)
         case tooManyValues(Int)
         case numberTooLong(Int)
@@ -389,11 +411,14 @@ public struct JSONCheckError: Error, Sendable, Hashable, CustomStringConvertible
     /// Whether the fault is a key given twice (at `path`).
     public var isDuplicateKey: Bool { code == .duplicateKey }
 
+    /// Whether the fault is a key the request does not have (at `path`).
+    public var isUnknownKey: Bool { code == .unknownKey }
+
     /// Whether the fault is a limit of `JSONLimits`, rather than JSON that is not valid.
     public var isLimit: Bool {
         switch code {
         case .tooDeep, .tooManyValues, .numberTooLong: true
-        case .malformed, .notObject, .invalidUTF8, .duplicateKey: false
+        case .malformed, .notObject, .invalidUTF8, .duplicateKey, .unknownKey: false
         }
     }
 
@@ -404,6 +429,7 @@ public struct JSONCheckError: Error, Sendable, Hashable, CustomStringConvertible
         case .notObject: "must be a JSON object"
         case .invalidUTF8: "is not valid UTF-8"
         case .duplicateKey: "is given twice"
+        case .unknownKey: "is not a field of this request"
         case .tooDeep(let limit): "nests objects and arrays deeper than \(limit) levels"
         case .tooManyValues(let limit): "holds more than \(limit) values"
         case .numberTooLong(let limit): "is a number longer than \(limit) characters"

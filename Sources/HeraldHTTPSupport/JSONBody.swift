@@ -2,7 +2,8 @@ import Foundation
 public import HeraldEncoding
 
 /// Request bodies as every Herald listener reads them: checked against `JSONLimits` first
-/// (`JSONCheck`: strict JSON, one object, bounded depth, values and numbers, no key twice), then
+/// (`JSONCheck`: strict JSON, one object, bounded depth, values and numbers, no key twice, and for
+/// a type that is `KnownJSONFields`, no key it does not have), then
 /// decoded, every failure named by the field at fault. One path, so no listener parses what
 /// another would refuse, and none lets a small body cost a large amount of memory.
 public enum JSONBody {
@@ -13,7 +14,8 @@ public enum JSONBody {
         limits: JSONLimits = .request
     ) throws(JSONBodyError) -> T {
         do throws(JSONCheckError) {
-            try JSONCheck.check(bytes, limits: limits)
+            // A type that knows its fields refuses any other key (a misspelt one included).
+            try JSONCheck.check(bytes, limits: limits, fields: (T.self as? any KnownJSONFields.Type)?.jsonFields)
         } catch {
             throw JSONBodyError(field: error.path.isEmpty ? "body" : error.path, reason: error.reason)
         }

@@ -28,6 +28,10 @@ public struct CallbackRequest: Sendable, Codable, Hashable {
             self.text = text
             self.actions = actions
         }
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case title, text, actions
+        }
     }
 
     /// One choice: `kind` is `connect`, `snooze` (with `delay_seconds`) or `cancel`.
@@ -44,7 +48,7 @@ public struct CallbackRequest: Sendable, Codable, Hashable {
             self.delaySeconds = delaySeconds
         }
 
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case id, label, kind
             case delaySeconds = "delay_seconds"
         }
@@ -68,7 +72,7 @@ public struct CallbackRequest: Sendable, Codable, Hashable {
         self.idempotencyKey = idempotencyKey
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case userID = "user_id"
         case app
         case serviceID = "service_id"

@@ -17,7 +17,7 @@ public struct ChatEventRequest: Sendable, Codable, Hashable {
         self.fromAgent = fromAgent
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case to, type, from, text
         case fromAgent = "from_agent"
     }
@@ -105,7 +105,7 @@ public struct ChatDisconnectRequest: Sendable, Codable, Hashable {
         self.transcriptPosition = transcriptPosition
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case transcriptPosition = "transcript_position"
     }
 }

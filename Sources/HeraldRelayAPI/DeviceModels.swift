@@ -37,7 +37,7 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
         self.apnsEnvironment = apnsEnvironment
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case userID = "user_id"
         case app, platform
         case publicKey = "public_key"
@@ -106,7 +106,7 @@ public struct TokenUpdateRequest: Sendable, Codable, Hashable {
         self.voipToken = voipToken
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case messagingToken = "messaging_token"
         case voipToken = "voip_token"
     }
@@ -167,6 +167,10 @@ public struct HeartbeatRequest: Sendable, Codable, Hashable {
         self.conversation = conversation
         self.state = state
         self.ttl = ttl
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case conversation, state, ttl
     }
 }
 

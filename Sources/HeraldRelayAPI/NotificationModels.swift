@@ -8,6 +8,10 @@ public struct NotificationPermissionRequest: Sendable, Codable, Hashable {
     public init(permission: NotificationPermission) {
         self.permission = permission
     }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case permission
+    }
 }
 
 /// The answer to `PUT /v1/devices/{id}/notifications`.

@@ -10,6 +10,10 @@ public struct Party: Sendable, Codable, Hashable {
         self.id = id
         self.name = name
     }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, name
+    }
 }
 
 /// `POST /v1/messages`.
@@ -72,7 +76,7 @@ public struct MessageRequest: Sendable, Codable, Hashable {
         self.publicData = publicData
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case to, from, conversation, text
         case idempotencyKey = "idempotency_key"
         case priority, expiration, badge, category
@@ -102,7 +106,7 @@ public struct CallRequest: Sendable, Codable, Hashable {
         self.ttl = ttl
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case to, from
         case callID = "call_id"
         case media, ttl
@@ -305,7 +309,7 @@ public struct BroadcastRequest: Sendable, Codable, Hashable {
         self.idempotencyKey = idempotencyKey
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case to, from, conversation, text
         case idempotencyKey = "idempotency_key"
         case priority, expiration, badge, category

@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldAdapters
+import HeraldEncoding
 import HeraldHTTPSupport
 import HeraldObservability
 import HeraldPush
@@ -377,7 +378,12 @@ struct DynamicKey: CodingKey {
 }
 
 /// `PUT /v1/apps/{id}`: the id comes from the path.
-struct AppBody: Decodable {
+struct AppBody: Decodable, KnownJSONFields {
+    static let jsonFields = JSONFields.object(
+        CodingKeys.self,
+        nested: ["webhook": .object(WebhookBody.CodingKeys.self)]
+    )
+
     var id: String = ""
     var teamID: String
     var contentPolicy: ContentPolicy?
@@ -399,9 +405,13 @@ struct AppBody: Decodable {
     struct WebhookBody: Decodable {
         var url: String
         var secret: String
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case url, secret
+        }
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case apnsKey = "apns_key"
         case fcmAccount = "fcm_account"
         case apnsEnvironment = "apns_environment"

@@ -103,6 +103,39 @@ struct JSONCheckTests {
         #expect(fault(#"{"s":""# + String(repeating: "x", count: 200_000) + #""}"#) == nil)
     }
 
+    @Test("a request that knows its fields refuses any other key, at any depth; free-form maps take any")
+    func unknownFields() {
+        enum Top: String, CodingKey, CaseIterable { case to, from, tags, meta, items }
+        enum Item: String, CodingKey, CaseIterable { case id, label }
+        let fields = JSONFields.object(
+            Top.self,
+            nested: ["from": .object(Item.self), "items": .array(of: .object(Item.self))]
+        )
+        func fault(_ json: String) -> String? {
+            do throws(JSONCheckError) {
+                try JSONCheck.check(Array(json.utf8), limits: .request, fields: fields)
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+        let cases: [(String, String?)] = [
+            (#"{"to":"a","from":{"id":"x","label":"y"},"items":[{"id":"1"},{"label":"2"}]}"#, nil),
+            (#"{"to":"a","meta":{"anything":{"goes":[1,{"here":true}]}},"tags":["x"]}"#, nil),
+            (#"{"to":"a","idempotency_ky":"k"}"#, "idempotency_ky is not a field of this request"),
+            (#"{"to":"a","from":{"id":"x","nick":"y"}}"#, "from.nick is not a field of this request"),
+            (#"{"items":[{"id":"1"},{"id":"2","extra":3}]}"#, "items[1].extra is not a field of this request"),
+            (#"{"to":"a","to2":1}"#, "to2 is not a field of this request"),
+            // A value of another kind than the fields say is the decoder's to name, not a key's.
+            (#"{"from":"a","items":{"x":1}}"#, nil),
+        ]
+        for (json, expected) in cases {
+            #expect(fault(json) == expected, "\(json)")
+        }
+        // Without fields, the same bodies pass the check.
+        #expect((try? JSONCheck.check(Array(#"{"to":"a","idempotency_ky":"k"}"#.utf8), limits: .request)) != nil)
+    }
+
     @Test("a decoded body names the field at fault the same way on every listener")
     func decodeNamesTheField() {
         struct Body: Decodable {

@@ -69,20 +69,26 @@ struct RelayAPITests {
             // No credential: refused before the body is read.
             let anonymous = try await harness.call(.POST, "/v1/activations", auth: .none, body: deep)
             #expect(anonymous.status == 401)
-            let cases: [(String, String, String)] = [
-                (deep, "body", "deeper than 32 levels"),
-                (#"{"to":"# + deep + "}", "body", "deeper than 32 levels"),
-                ("{" + (0..<15_000).map { #""k\#($0)":1"# }.joined(separator: ",") + "}", "body", "4096 values"),
-                (#"{"to":"# + String(repeating: "7", count: 100_000) + "}", "to", "longer than 40"),
-                (#"{"to":"a","to":"b"}"#, "to", "given twice"),
+            let keys = (0..<15_000).map { #""k\#($0)":"v""# }.joined(separator: ",")
+            let cases: [(path: String, body: String, field: String, reason: String)] = [
+                ("/v1/activations", deep, "body", "deeper than 32 levels"),
+                ("/v1/messages", deep, "body", "deeper than 32 levels"),
+                ("/v1/messages", #"{"text":"# + deep + "}", "body", "deeper than 32 levels"),
+                ("/v1/messages", #"{"public_data":{"# + keys + "}}", "body", "4096 values"),
+                (
+                    "/v1/messages", #"{"priority":"# + String(repeating: "7", count: 100_000) + "}", "priority",
+                    "longer than 40"
+                ),
+                ("/v1/messages", #"{"to":"a","to":"b"}"#, "to", "given twice"),
+                // 15,000 keys the request does not have: the first one ends the read.
+                ("/v1/activations", "{" + keys + "}", "k0", "not a field of this request"),
+                ("/v1/messages", "{" + keys + "}", "k0", "not a field of this request"),
             ]
-            for (body, field, reason) in cases {
-                for path in ["/v1/activations", "/v1/messages"] {
-                    let answer = try await harness.call(.POST, path, auth: .apiKey, body: body)
-                    #expect(answer.status == 400, "\(path)")
-                    #expect(answer.json["field"] as? String == field, "\(path)")
-                    #expect((answer.json["reason"] as? String ?? "").contains(reason), "\(path): \(answer.json)")
-                }
+            for (path, body, field, reason) in cases {
+                let answer = try await harness.call(.POST, path, auth: .apiKey, body: body)
+                #expect(answer.status == 400, "\(path)")
+                #expect(answer.json["field"] as? String == field, "\(path)")
+                #expect((answer.json["reason"] as? String ?? "").contains(reason), "\(path): \(answer.json)")
             }
             #expect(try await harness.store.outboxCounts().byState.isEmpty)
         }
@@ -128,6 +134,11 @@ struct RelayAPITests {
                 "idempotency_key"
             ),
             (#"{"to":"u1\u0000","from":{"id":"a","name":"A"},"conversation":"c","text":"x"}"#, "to"),
+            (
+                #"{"to":"u1","from":{"id":"a","name":"A"},"conversation":"c","text":"x","idempotency_ky":"k"}"#,
+                "idempotency_ky"
+            ),
+            (#"{"to":"u1","from":{"id":"a","name":"A","nick":"B"},"conversation":"c","text":"x"}"#, "from.nick"),
             (#"{"to":"u1","from":{"id":"a","name":"A"},"#, "body"),
             (#"[1,2]"#, "body"),
             ("", "body"),

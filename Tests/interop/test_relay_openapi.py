@@ -760,7 +760,9 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
         "queue_order": "customer_wait",
     }
     assert relay.call("PUT", f"/v1/apps/{app_id}", 200, full, key) == {"id": app_id} | full
-    replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team, "unknown_key": 1}, key)
+    # A key the request does not have is refused, named (the spec: additionalProperties: false).
+    relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "unknown_key": 1}, key, field_name="unknown_key")
+    replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team}, key)
     assert replaced["content_policy"] == "full" and replaced["message_ttl"] == 86400, "PUT replaces the whole app"
     listed = relay.call("GET", "/v1/apps", 200, token=key)["apps"]
     assert [a["id"] for a in listed] == sorted(a["id"] for a in listed)
@@ -1169,6 +1171,9 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.upgrade(live, 401, authorization="Bearer " + android["device_id"] + ".forged")
     relay.upgrade(live, 403, authorization="Bearer " + stranger_credential)
     relay.upgrade(live, 403, authorization="Bearer " + key)
+    # The device's credential without the upgrade headers: 426, naming the protocol.
+    plain = relay.call("GET", live, 426, token=android["device_credential"])
+    assert plain["error"] == "upgrade_required", plain
 
     # --- deactivation ---
     relay.call("DELETE", f"/v1/devices/{android['device_id']}", 401)
