@@ -151,7 +151,7 @@ dispatcher:
     misspelt = root / "misspelt.yaml"
     misspelt.write_text(good.read_text().replace("  workers: 4", "  wrokers: 4"))
     done = check(herald, root, misspelt)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 64, done.stdout + done.stderr  # a refused configuration: EX_USAGE
     assert done.stdout.strip() == f"FAIL configuration {misspelt}: unknown key 'dispatcher.wrokers' (line 16)", done.stdout
 
     # Hosts that refuse, a missing CA file, and a database whose schema a newer build migrated.
