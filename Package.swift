@@ -525,6 +525,9 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
+                "HeraldEncoding",
+                "HeraldRelayAPI",
+                .product(name: "Yams", package: "Yams"),
                 "HeraldObservability",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,0 +1,75 @@
+import Foundation
+import HeraldEncoding
+import HeraldRelayAPI
+import Testing
+import Yams
+
+/// The fields the relay knows for each request body are the ones docs/openapi.yaml documents, at
+/// every level: a field added to a type and not to the spec (or the other way round) fails here,
+/// not in a client's 400.
+@Suite(.timeLimit(.minutes(1)))
+struct RequestFieldsSpecTests {
+    /// Read once, never written: the parsed spec is shared by the tests.
+    nonisolated(unsafe) static let spec: Node? = {
+        let url = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appending(path: "docs/openapi.yaml")
+        do {
+            return try Yams.compose(yaml: try String(contentsOf: url, encoding: .utf8))
+        } catch {
+            Issue.record("cannot read \(url.path): \(error)")
+            return nil
+        }
+    }()
+
+    static func schema(_ name: String) -> Node? { spec?["components"]?["schemas"]?[name] }
+
+    /// The fields a spec schema documents, as `JSONFields`: `$ref` and a lone `allOf` followed,
+    /// an object's `properties` looked into, an object without them (a free-form map) `.any`.
+    static func fields(_ node: Node?) -> JSONFields {
+        guard let node, node.mapping != nil else { return .any }
+        if let reference = node["$ref"]?.string {
+            return fields(schema(String(reference.split(separator: "/").last ?? "")))
+        }
+        if let parts = node["allOf"]?.sequence, parts.count == 1, node["properties"] == nil {
+            return fields(parts.first)
+        }
+        if let properties = node["properties"]?.mapping {
+            #expect(node["additionalProperties"]?.bool == false, "an object with properties refuses others")
+            var known: [String: JSONFields] = [:]
+            for (key, value) in properties { known[key.string ?? ""] = fields(value) }
+            return .object(known)
+        }
+        if node["type"]?.string == "array", let items = node["items"] {
+            let element = fields(items)
+            return element == .any ? .any : .array(of: element)
+        }
+        return .any
+    }
+
+    @Test(
+        "each request type's fields are its schema's properties",
+        arguments: [
+            ("MessageRequest", MessageRequest.jsonFields),
+            ("BroadcastRequest", BroadcastRequest.jsonFields),
+            ("CallRequest", CallRequest.jsonFields),
+            ("ActivationRequest", ActivationRequest.jsonFields),
+            ("TokenUpdateRequest", TokenUpdateRequest.jsonFields),
+            ("HeartbeatRequest", HeartbeatRequest.jsonFields),
+            ("NotificationPermissionRequest", NotificationPermissionRequest.jsonFields),
+            ("ChatEventRequest", ChatEventRequest.jsonFields),
+            ("CallbackRequest", CallbackRequest.jsonFields),
+        ]
+    )
+    func matchesTheSpec(schema: String, fields: JSONFields) throws {
+        try #require(Self.schema(schema) != nil, "docs/openapi.yaml has no schema \(schema)")
+        #expect(Self.fields(Self.schema(schema)) == fields)
+    }
+
+    @Test("the chat disconnect's inline body, too")
+    func disconnect() throws {
+        let route = try #require(Self.spec?["paths"]?["/v1/devices/{id}/chats/{conversation}/disconnect"])
+        let schema = route["post"]?["requestBody"]?["content"]?["application/json"]?["schema"]
+        try #require(schema != nil)
+        #expect(Self.fields(schema) == ChatDisconnectRequest.jsonFields)
+    }
+}
