@@ -144,16 +144,18 @@ public enum JSONCheck {
         /// The punctuation after a value: a comma starts the next member, a bracket closes its
         /// container (and the punctuation after that container is read next).
         mutating func afterValue() throws(JSONCheckError) {
-            while let last = open.last {
+            // Only the kind is read: a copy of the container would share its key set, and the
+            // next insert would copy the whole set at every key (quadratic in the keys).
+            while let isObject = open.last?.isObject {
                 skipWhitespace()
                 guard let byte = peek() else { throw fault(.malformed) }
                 if byte == UInt8(ascii: ",") {
                     index += 1
-                    if !last.isObject { open[open.count - 1].element += 1 }
+                    if !isObject { open[open.count - 1].element += 1 }
                     try member()
                     return
                 }
-                guard byte == (last.isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) else { throw fault(.malformed) }
+                guard byte == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) else { throw fault(.malformed) }
                 index += 1
                 open.removeLast()
             }
