@@ -49,37 +49,48 @@ struct ConfigurationCheckTests {
         #expect(!database.contains("migrated"), "a store that opened is at the latest version: \(database)")
     }
 
-    @Test("offline, the hosts are listed as skipped, not probed, and the check passes")
-    func offline() async throws {
+    /// Runs `body` with a directory holding the key AuthKey_KEYAAAAAAA.p8 (team TEAMAAAAAA) and
+    /// the configuration `yaml` makes of it, given the directory.
+    static func withKey(
+        _ yaml: (String) -> String,
+        _ body: (String, HeraldConfiguration) async throws -> Void
+    )
+        async throws
+    {
         let directory = NSTemporaryDirectory() + "herald-check-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         _ = try DevelopmentKeys.makeAPNsKey(in: directory, keyID: "KEYAAAAAAA", teamID: "TEAMAAAAAA", overwrite: false)
-        let yaml = """
+        let file = try ConfigurationFile.parse(Data(yaml(directory).utf8), format: .yaml, path: "herald.yaml")
+        try await body(directory, try HeraldConfiguration(layers: [file]))
+    }
+
+    @Test("offline, the hosts are listed as skipped, not probed, and the check passes")
+    func offline() async throws {
+        let yaml = { (directory: String) in
+            """
             keys_dir: \(directory)/keys
             data: \(directory)/data
             apns: {key: \(directory)/AuthKey_KEYAAAAAAA.p8, team_id: TEAMAAAAAA, url: "https://127.0.0.1:1"}
             """
-        let file = try ConfigurationFile.parse(Data(yaml.utf8), format: .yaml, path: "offline.yaml")
-        let configuration = try HeraldConfiguration(layers: [file])
-        var logger = Logger(label: "test.check")
-        logger.logLevel = .critical
-        var check = ConfigurationCheck(configuration: configuration, environment: [:], logger: logger)
-        // Probed, the closed port fails.
-        #expect(await check.run { _ in }.contains { !$0.passed && $0.subject == "apns" })
-        check.offline = true
-        let findings = await check.run { _ in }
-        #expect(findings.allSatisfy { $0.passed }, "\(findings)")
-        #expect(findings.last?.description == "skip apns https://127.0.0.1:1: not probed (--offline)")
+        }
+        try await Self.withKey(yaml) { _, configuration in
+            var logger = Logger(label: "test.check")
+            logger.logLevel = .critical
+            var check = ConfigurationCheck(configuration: configuration, environment: [:], logger: logger)
+            // Probed, the closed port fails.
+            #expect(await check.run { _ in }.contains { !$0.passed && $0.subject == "apns" })
+            check.offline = true
+            let findings = await check.run { _ in }
+            #expect(findings.allSatisfy { $0.passed }, "\(findings)")
+            #expect(findings.last?.description == "skip apns https://127.0.0.1:1: not probed (--offline)")
+        }
     }
 
     @Test("a fleet: each APNs key and FCM account is checked under its name")
     func fleet() async throws {
-        let directory = NSTemporaryDirectory() + "herald-check-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try DevelopmentKeys.makeAPNsKey(in: directory, keyID: "KEYAAAAAAA", teamID: "TEAMAAAAAA", overwrite: false)
-        let yaml = """
+        let yaml = { (directory: String) in
+            """
             keys_dir: \(directory)/keys
             data: \(directory)/data
             apns_keys:
@@ -88,8 +99,13 @@ struct ConfigurationCheckTests {
             fcm_accounts:
               - {name: beta-project, service_account: \(directory)/missing.json, url: "https://127.0.0.1:1"}
             """
-        let file = try ConfigurationFile.parse(Data(yaml.utf8), format: .yaml, path: "fleet.yaml")
-        let lines = await Self.findings(try HeraldConfiguration(layers: [file]))
+        }
+        try await Self.withKey(yaml) { directory, configuration in
+            try await Self.fleetFindings(directory: directory, lines: await Self.findings(configuration))
+        }
+    }
+
+    static func fleetFindings(directory: String, lines: [String]) async throws {
         let keys = lines.filter { $0.contains("apns key") || $0.contains("fcm account") }
         #expect(
             keys == [
