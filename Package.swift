@@ -256,6 +256,7 @@ let package = Package(
         .target(
             name: "HeraldStoreSQLite",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -393,6 +394,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldObservability",
                 "HeraldAdapters",
@@ -465,6 +467,7 @@ let package = Package(
         .target(
             name: "HeraldCommands",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldObservability",
                 "HeraldCrypto",

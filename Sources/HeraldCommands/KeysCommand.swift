@@ -4,6 +4,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCrypto
+import HeraldEncoding
 import HeraldFCMCore
 import HeraldSandbox
 import HeraldServer
@@ -199,7 +200,7 @@ extension KeysCommand {
             let token = try signer.makeToken(issuedAt: now)
             if !tokenCache.isEmpty {
                 do {
-                    let directory = (tokenCache as NSString).deletingLastPathComponent
+                    let directory = FilePathText.parent(of: tokenCache)
                     if !directory.isEmpty {
                         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                     }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsCore
+import HeraldEncoding
 
 /// The registry's devices and apps kept in a file, so a restarted sandbox still knows the tokens
 /// it issued: a relay holds them, and a sandbox that forgot them would answer BadDeviceToken
@@ -214,7 +215,7 @@ extension DeviceRegistry {
         }
         do {
             let data = try Self.encode([FileContents.Line(version: FileContents.currentVersion)] + lines)
-            let directory = (file as NSString).deletingLastPathComponent
+            let directory = FilePathText.parent(of: file)
             if !directory.isEmpty {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             }

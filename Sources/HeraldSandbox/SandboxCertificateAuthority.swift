@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCrypto
+import HeraldEncoding
 import SwiftASN1
 import X509
 
@@ -109,7 +110,7 @@ extension SandboxCertificateAuthority {
         environment: SandboxKey.Environment,
         tls: SandboxTLS
     ) throws -> ClientIdentity {
-        let caKeyPath = (tls.caCertificatePath as NSString).deletingLastPathComponent + "/" + caKeyFile
+        let caKeyPath = FilePathText.parent(of: tls.caCertificatePath) + "/" + caKeyFile
         let caKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: caKeyPath, encoding: .utf8))
         let ca = try Certificate(pemEncoded: String(contentsOfFile: tls.caCertificatePath, encoding: .utf8))
         let key = P256.Signing.PrivateKey()

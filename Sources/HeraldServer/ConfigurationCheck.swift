@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import HeraldCrypto
+import HeraldEncoding
 import HeraldFCMCore
 import HeraldStore
 import HeraldStorePostgres
@@ -253,7 +254,7 @@ public struct ConfigurationCheck: Sendable {
                 // Made on first start: the directory must be there or makeable.
                 var directory = configuration.dataDirectory
                 while !FileManager.default.fileExists(atPath: directory) {
-                    let parent = (directory as NSString).deletingLastPathComponent
+                    let parent = FilePathText.parent(of: directory)
                     if parent.isEmpty || parent == directory {
                         directory = "."
                         break

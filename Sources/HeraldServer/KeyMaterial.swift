@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCrypto
+import HeraldEncoding
 public import HeraldFCMCore
 import HeraldSandbox
 
@@ -22,7 +23,7 @@ public enum KeyFiles {
     }
 
     public static func makeParentDirectory(of path: String) throws {
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = FilePathText.parent(of: path)
         if !parent.isEmpty { try makeDirectory(parent) }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCrypto
+import HeraldEncoding
 
 /// The secrets a running Herald needs, from the environment or from files under the keys
 /// directory, made there (0600) on first start. Each comes back with where it came from, for the
@@ -94,7 +95,7 @@ public struct ServerKeys: Sendable {
         // Made under the lock, checked again there: another node starting now may have made it.
         let made: (existing: String?, new: String?)
         do {
-            let directory = (file as NSString).deletingLastPathComponent
+            let directory = FilePathText.parent(of: file)
             made = try KeyFiles.withCreationLock(in: directory.isEmpty ? "." : directory) {
                 if let text = try? String(contentsOfFile: file, encoding: .utf8) { return (text, nil) }
                 let key = make(ByteEncoding.hex(SecureBytes.random(count: 24).copyBytes()))

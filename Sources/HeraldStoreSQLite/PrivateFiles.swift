@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEncoding
 
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +22,7 @@ enum PrivateFiles {
     /// An existing directory keeps its mode: the path may be in a directory Herald does not own
     /// (say, /tmp), which it must not close to others.
     static func prepareDatabase(at path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = FilePathText.parent(of: path)
         if !directory.isEmpty { try makeDirectory(directory) }
         // Created here, 0600 before any byte is in it: SQLite would create it 0644 & ~umask.
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
@@ -39,7 +40,7 @@ enum PrivateFiles {
         var current = path
         while !current.isEmpty, current != "/", !FileManager.default.fileExists(atPath: current) {
             missing.append(current)
-            current = (current as NSString).deletingLastPathComponent
+            current = FilePathText.parent(of: current)
         }
         for directory in missing.reversed() {
             if mkdir(directory, 0o700) != 0, errno != EEXIST {

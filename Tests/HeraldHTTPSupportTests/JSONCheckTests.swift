@@ -163,3 +163,17 @@ struct JSONCheckTests {
         #expect((try? JSONBody.decode(Body.self, from: Array(#"{"to":"a","items":[{"id":"x"}]}"#.utf8)))?.to == "a")
     }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct FilePathTextTests {
+    @Test(
+        "a path's parent, trailing slashes dropped; none for a bare name (where Foundation traps)",
+        arguments: [
+            ("data", ""), ("data/", ""), ("data/herald.sqlite", "data"), ("a/b/c", "a/b"), ("a//b", "a"),
+            ("/d", "/"), ("/", "/"), ("./d", "."), ("/var/lib/herald/", "/var/lib"), ("", ""),
+        ]
+    )
+    func parent(path: String, expected: String) {
+        #expect(FilePathText.parent(of: path) == expected)
+    }
+}

@@ -169,3 +169,40 @@ def test_a_port_in_use_is_named_with_its_listener() -> None:
     assert last == f"Error: the relay cannot listen on 127.0.0.1:{port}: the port is in use (another process holds it)", (
         result.stderr
     )
+
+
+def test_serve_starts_with_relative_directories() -> None:
+    """`--data data --keys-dir keys` (relative, no slash) start as absolute ones do: Foundation's
+    deletingLastPathComponent trapped on such a path."""
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with tempfile.TemporaryDirectory() as directory:
+        (Path(directory) / "herald.yaml").write_text("sandbox: {apns_port: 0, fcm_port: 0, control_port: 0}\n")
+        serve = subprocess.Popen(
+            [HERALD, "serve", "--config", "herald.yaml", "--data", "data", "--keys-dir", "keys", "--port", str(port)],
+            cwd=directory,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 45
+            ready = False
+            while time.monotonic() < deadline and serve.poll() is None and not ready:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/ready", timeout=2) as answer:
+                        ready = answer.status == 200
+                except OSError:
+                    time.sleep(0.2)
+            assert ready, serve.stderr.read() if serve.poll() is not None else "not ready within 45 s"
+            assert (Path(directory) / "data" / "herald.sqlite").is_file()
+            assert (Path(directory) / "keys" / "api.key").is_file()
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            serve.wait(timeout=30)
