@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEncoding
 import HeraldRelay
 import Hummingbird
 import Logging
@@ -31,6 +32,9 @@ struct SimulationWebhookReceiver: Sendable {
                     body: Array(buffer: body)
                 ), request.headers[.init("Herald-Event-Id")!] != nil
             else { return .unauthorized }
+            // A receiver bounds what it parses as every Herald listener does: an event is one JSON
+            // object within the request limits.
+            guard (try? JSONCheck.check(Array(buffer: body), limits: .request)) != nil else { return .badRequest }
             return .noContent
         }
         let ports = AsyncStream.makeStream(of: Int.self)
