@@ -154,6 +154,13 @@ public enum MetricCatalog {
                 help: "Webhook events waiting to be delivered (pending or being sent), read at most every 5 seconds."
             ),
             Entry(
+                name: "herald_relay_webhook_attempts_in_flight",
+                kind: .gauge,
+                labels: [],
+                help:
+                    "Webhook attempts this node has under way, each of its own ordering key; at the dispatcher's concurrency (32), due events wait for a slot."
+            ),
+            Entry(
                 name: "herald_relay_webhook_delivery_latency_seconds",
                 kind: .histogram,
                 labels: [],

@@ -88,12 +88,19 @@ public enum WebhookSignature {
 public struct WebhookDispatcherConfiguration: Sendable {
     /// Who claims (unique per relay node): a node's claims are leased in its name.
     public var owner: String = "local"
-    /// The most events one claim takes; they are sent at once (each is the first of its key).
+    /// How many attempts this node has in flight at once, each of a different ordering key (a
+    /// key's next event is not claimed while one of its events is being sent). A receiver that
+    /// holds a request open, or never answers, keeps one of them for at most `timeout`; the others
+    /// go on, and a slot that frees is filled at once, not when a whole batch is done. At least 1.
+    public var concurrency: Int = 32
+    /// The most events one claim takes (never more than the free slots of `concurrency`).
     public var batchSize: Int = 32
     /// How long a claim holds before another node may take the event again: longer than
-    /// `timeout`, so a slow receiver does not get the event twice at once.
+    /// `timeout`, so a slow receiver does not get the event twice at once. A lease shorter than
+    /// twice `timeout` is taken as twice `timeout` (`claimLease`).
     public var lease: Duration = .seconds(60)
-    /// How long a receiver has to answer one request.
+    /// How long a receiver has to answer one request: the transport gives up then
+    /// (`HTTPWebhookTransport` is made with it).
     public var timeout: Duration = .seconds(10)
     /// How long an idle dispatcher waits when nothing wakes it: events other nodes wrote, and
     /// retries coming due, are found by this poll.
@@ -104,4 +111,15 @@ public struct WebhookDispatcherConfiguration: Sendable {
     public var retryWindow: Duration = .seconds(72 * 3600)
 
     public init() {}
+
+    /// The lease each claim takes: `lease`, or twice `timeout` where that is longer, so an attempt
+    /// has ended (the transport gave up at `timeout`) and its outcome is recorded well before
+    /// another node may take the event again.
+    var claimLease: Duration { max(lease, timeout * 2) }
+
+    /// How many events the dispatcher claims when `inFlight` attempts are under way: the free
+    /// slots, at most `batchSize`; 0 when every slot is taken.
+    func claimLimit(inFlight: Int) -> Int {
+        max(0, min(max(1, concurrency) - inFlight, batchSize))
+    }
 }

@@ -8,15 +8,19 @@ import Metrics
 public import ServiceLifecycle
 import Synchronization
 
-/// Delivers the apps' webhook events from the store's durable queue: claims a batch (each event
-/// the first undelivered one of its ordering key, so a key's events arrive in order), signs each
-/// (`WebhookSignature`), posts it through a `WebhookTransport`, and records the outcome: 2xx is
-/// delivered; anything else is retried with `Backoff` until the retry window since the event's
+/// Delivers the apps' webhook events from the store's durable queue: claims events that are due
+/// (each the first undelivered one of its ordering key, so a key's events arrive in order), signs
+/// each (`WebhookSignature`), posts it through a `WebhookTransport`, and records the outcome: 2xx
+/// is delivered; anything else is retried with `Backoff` until the retry window since the event's
 /// creation has passed, then the event is `failed`.
+///
+/// Up to `concurrency` attempts are in flight at once, each of its own key; whenever one ends,
+/// its slot is claimed for again at once, so a receiver that holds one request open (or never
+/// answers) delays no other key's events by more than the idle poll.
 ///
 /// Every relay node runs one; they share the queue (claims are leased in the node's name, and a
 /// lease that lapsed is taken over). Run it under a `ServiceGroup`: on graceful shutdown it stops
-/// claiming and finishes the batch it is sending. Delivery is at least once: a receiver
+/// claiming and finishes the attempts in flight. Delivery is at least once: a receiver
 /// deduplicates by `Herald-Event-Id`.
 public final class WebhookDispatcher: Service, Sendable {
     private let context: RelayContext
@@ -25,8 +29,14 @@ public final class WebhookDispatcher: Service, Sendable {
     private let logger: Logger
     private let latency = Metrics.Timer(label: "herald_relay_webhook_delivery_latency_seconds")
     private let depth = Gauge(label: "herald_relay_webhook_queue_depth")
+    private let inFlightGauge = Gauge(label: "herald_relay_webhook_attempts_in_flight")
     /// When the queue depth was last read (milliseconds).
     private let depthReadAt = Atomic<Int64>(0)
+    /// Attempts `run` has under way: the slots of `concurrency` taken.
+    private let inFlight = Atomic<Int>(0)
+    /// When a failed attempt was last logged (milliseconds): one warning a minute says why events
+    /// wait, however many fail.
+    private let lastRetryWarning = Atomic<Int64>(Int64.min)
 
     public init(
         relay: Relay,
@@ -43,11 +53,34 @@ public final class WebhookDispatcher: Service, Sendable {
     /// Wakes the dispatcher: events were written.
     public func wake() { context.webhooksWritten.signal() }
 
+    /// Attempts under way now (at most `concurrency`).
+    public var attemptsInFlight: Int { inFlight.load(ordering: .relaxed) }
+
     public func run() async throws {
-        // Cancelled rather than shut down, the wait returns at once: stop, or the loop spins.
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let claimed = await deliverBatch()
-            if claimed < configuration.batchSize {
+        // Each attempt is a child of this group: the loop never waits for one, and when the loop
+        // ends (graceful shutdown) the group waits for those still in flight, which record their
+        // outcomes. Discarding: a finished attempt leaves nothing behind.
+        await withDiscardingTaskGroup { group in
+            // Cancelled rather than shut down, the wait returns at once: stop, or the loop spins.
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                let limit = configuration.claimLimit(inFlight: inFlight.load(ordering: .relaxed))
+                var claimed: [StoredWebhookEvent] = []
+                if limit > 0 { claimed = await claim(limit: limit) }
+                for event in claimed {
+                    started()
+                    group.addTask {
+                        await self.deliver(event)
+                        self.finished()
+                        // A slot is free, and the key's next event may be due now: claim again.
+                        self.context.webhooksWritten.signal()
+                    }
+                }
+                // A full claim with slots still free: more may be due at once.
+                if limit > 0 && claimed.count == limit
+                    && configuration.claimLimit(inFlight: inFlight.load(ordering: .relaxed)) > 0
+                {
+                    continue
+                }
                 await cancelWhenGracefulShutdown {
                     await self.context.webhooksWritten.wait(timeout: self.configuration.idlePoll)
                 }
@@ -55,30 +88,47 @@ public final class WebhookDispatcher: Service, Sendable {
         }
     }
 
-    /// Claims one batch, sends its events at once and records their outcomes; returns how many
-    /// it claimed (0: nothing was due).
+    /// Claims one batch (`batchSize` events at most), sends its events at once and records their
+    /// outcomes; returns how many it claimed (0: nothing was due). `run` does not wait for whole
+    /// batches; this is for a caller that steps the queue itself.
     @discardableResult
     public func deliverBatch() async -> Int {
-        let time = context.now()
-        await refreshDepth(at: time)
-        let claimed: [StoredWebhookEvent]
-        do {
-            claimed = try await context.store.claimWebhookEvents(
-                limit: configuration.batchSize,
-                owner: configuration.owner,
-                now: time,
-                leaseUntil: time + configuration.lease.milliseconds
-            )
-        } catch {
-            logger.warning("cannot claim webhook events", metadata: ["error": "\(error)"])
-            return 0
-        }
-        await withTaskGroup(of: Void.self) { group in
+        let claimed = await claim(limit: configuration.batchSize)
+        await withDiscardingTaskGroup { group in
             for event in claimed {
-                group.addTask { await self.deliver(event) }
+                started()
+                group.addTask {
+                    await self.deliver(event)
+                    self.finished()
+                }
             }
         }
         return claimed.count
+    }
+
+    /// Claims up to `limit` due events under this node's lease; none when the store fails (logged).
+    private func claim(limit: Int) async -> [StoredWebhookEvent] {
+        let time = context.now()
+        await refreshDepth(at: time)
+        do {
+            return try await context.store.claimWebhookEvents(
+                limit: limit,
+                owner: configuration.owner,
+                now: time,
+                leaseUntil: time + configuration.claimLease.milliseconds
+            )
+        } catch {
+            logger.warning("cannot claim webhook events", metadata: ["error": "\(error)"])
+            return []
+        }
+    }
+
+    private func started() {
+        inFlightGauge.record(inFlight.add(1, ordering: .relaxed).newValue)
+    }
+
+    private func finished() {
+        inFlightGauge.record(inFlight.subtract(1, ordering: .relaxed).newValue)
     }
 
     private func deliver(_ stored: StoredWebhookEvent) async {
@@ -123,12 +173,9 @@ public final class WebhookDispatcher: Service, Sendable {
         case .delivered:
             outcome = "delivered"
             latency.recordMilliseconds(max(0, time - event.createdAt))
-        case .retry(_, let error):
+        case .retry(let at, let error):
             outcome = "retried"
-            logger.debug(
-                "webhook event to be retried",
-                metadata: ["event": "\(event.id)", "app": "\(event.appID)", "error": "\(error)"]
-            )
+            logRetry(stored, next: at, error: error, now: time)
         case .failed(let error):
             outcome = "failed"
             logger.warning(
@@ -143,6 +190,26 @@ public final class WebhookDispatcher: Service, Sendable {
             label: "herald_relay_webhook_events_total",
             dimensions: [("type", event.type.rawValue), ("outcome", outcome)]
         ).increment()
+    }
+
+    /// Logs a failed attempt to be retried: a warning at most once a minute (a receiver that is
+    /// down fails every event, and one line says why they wait), each one at debug. The app, the
+    /// event and the error only: never the body or the secret, nor the URL (which may carry a
+    /// token in its query).
+    private func logRetry(_ stored: StoredWebhookEvent, next: Int64, error: String, now time: Int64) {
+        let metadata: Logger.Metadata = [
+            "event": "\(stored.event.id)", "app": "\(stored.event.appID)", "type": "\(stored.event.type.rawValue)",
+            "attempts": "\(stored.attempts)", "error": "\(error)", "next_attempt_at": "\(next)",
+            "next_attempt_in_ms": "\(max(0, next - time))",
+        ]
+        let last = lastRetryWarning.load(ordering: .relaxed)
+        if last == Int64.min || time - last >= 60_000 || time < last,
+            lastRetryWarning.compareExchange(expected: last, desired: time, ordering: .relaxed).exchanged
+        {
+            logger.warning("webhook events are waiting: a receiver failed an attempt", metadata: metadata)
+        } else {
+            logger.debug("webhook event to be retried", metadata: metadata)
+        }
     }
 
     /// The signed request for an event, or why it cannot be sent at all.

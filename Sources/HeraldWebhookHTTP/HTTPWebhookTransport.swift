@@ -13,10 +13,40 @@ public struct HTTPWebhookTransport: WebhookTransport {
     private let client: HTTPClient
     private let timeout: Duration
 
+    /// The most connections `webhookClient` opens to one host: the dispatcher's default
+    /// `concurrency`, twice over.
+    public static let connectionsPerHost = 64
+
+    /// The client webhook requests go through unless another is given: one per process, never
+    /// shut down (as `HTTPClient.shared`), but set for webhooks rather than for browsing:
+    /// - a connection the receiver refuses fails the attempt at once. The dispatcher retries with
+    ///   its own backoff, and the event shows `pending` with its `next_attempt_at` meanwhile; the
+    ///   shared client kept retrying the connection until the request's deadline, so each attempt
+    ///   at a receiver that was down stayed `sending` for the whole `timeout`.
+    /// - up to `connectionsPerHost` connections to one host (AsyncHTTPClient's default is 8): an
+    ///   app's events all go to one host, and requests it holds open must not make the others
+    ///   queue for a connection.
+    /// - redirects are not followed, and answers are not decompressed (they are read and dropped).
+    public static let webhookClient: HTTPClient = {
+        var pool = HTTPClient.Configuration.ConnectionPool()
+        pool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
+        pool.retryConnectionEstablishment = false
+        let configuration = HTTPClient.Configuration(
+            tlsConfiguration: nil,
+            redirectConfiguration: .disallow,
+            timeout: HTTPClient.Configuration.Timeout(connect: .seconds(10), read: .seconds(30)),
+            connectionPool: pool,
+            proxy: nil,
+            ignoreUncleanSSLShutdown: false,
+            decompression: .disabled
+        )
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     /// - Parameters:
-    ///   - client: the HTTP client; the process-wide shared one when not given.
-    ///   - timeout: how long a receiver has to answer.
-    public init(client: HTTPClient = .shared, timeout: Duration = .seconds(10)) {
+    ///   - client: the HTTP client; `webhookClient` when not given.
+    ///   - timeout: how long a receiver has to answer (the connection included).
+    public init(client: HTTPClient = HTTPWebhookTransport.webhookClient, timeout: Duration = .seconds(10)) {
         self.client = client
         self.timeout = timeout
     }

@@ -77,6 +77,66 @@ final class LoopbackReceiver: Sendable {
     }
 }
 
+/// A receiver on loopback that holds the POSTs of the events it is told to hold open until the
+/// test lets each one go, and answers every other one 204 at once.
+final class HoldingReceiver: Sendable {
+    private struct State {
+        var arrived: [String] = []
+        var open: Set<String> = []
+        var gates: [String: CheckedContinuation<Void, Never>] = [:]
+        var released: Set<String> = []
+    }
+
+    private let state = Mutex(State())
+    private let held: Set<String>
+
+    init(holding held: Set<String>) {
+        self.held = held
+    }
+
+    /// The event ids in the order their requests arrived.
+    var arrived: [String] { state.withLock { $0.arrived } }
+    /// The ids whose requests are held open now.
+    var open: Set<String> { state.withLock { $0.open } }
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.post("hooks") { request, _ -> Response in
+            _ = try await request.body.collect(upTo: 1 << 20)
+            let id = request.headers[.init("Herald-Event-Id")!] ?? "?"
+            self.state.withLock { $0.arrived.append(id) }
+            if self.held.contains(id) {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let goOn = self.state.withLock { state -> Bool in
+                        if state.released.contains(id) { return true }
+                        state.open.insert(id)
+                        state.gates[id] = continuation
+                        return false
+                    }
+                    if goOn { continuation.resume() }
+                }
+            }
+            return Response(status: .noContent)
+        }
+        return router
+    }
+
+    /// Answers the event's held request (and any later one of it at once).
+    func release(_ id: String) {
+        let gate = state.withLock { state in
+            state.released.insert(id)
+            state.open.remove(id)
+            return state.gates.removeValue(forKey: id)
+        }
+        gate?.resume()
+    }
+
+    /// Answers every held request: a failing test must not leave the receiver unable to stop.
+    func releaseAll() {
+        for id in held { release(id) }
+    }
+}
+
 @Suite("Webhook delivery, end to end", .timeLimit(.minutes(2)))
 struct WebhookDeliveryTests {
     /// Starts the receiver on `port` (0 picks one); returns its group and bound port.
@@ -87,11 +147,22 @@ struct WebhookDeliveryTests {
     )
         async -> (ServiceGroup, Int)
     {
+        await start(router: receiver.router(), port: port, tasks: &tasks)
+    }
+
+    /// Starts a receiver's router on `port` (0 picks one); returns its group and bound port.
+    static func start(
+        router: Router<BasicRequestContext>,
+        port: Int,
+        tasks: inout ThrowingTaskGroup<Void, any Error>
+    )
+        async -> (ServiceGroup, Int)
+    {
         var logger = Logger(label: "test.receiver")
         logger.logLevel = .critical
         let ports = AsyncStream.makeStream(of: Int.self)
         let app = Application(
-            router: receiver.router(),
+            router: router,
             configuration: .init(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { ports.continuation.yield($0.localAddress?.port ?? 0) },
             logger: logger
@@ -100,6 +171,143 @@ struct WebhookDeliveryTests {
         tasks.addTask { try await group.run() }
         var iterator = ports.stream.makeAsyncIterator()
         return (group, await iterator.next() ?? 0)
+    }
+
+    static func event(_ id: String, key: String, at time: Int64) -> WebhookEvent {
+        WebhookEvent(
+            id: id,
+            appID: RelayHarness.bundleID,
+            type: .pushDelivered,
+            orderingKey: key,
+            data: #"{"push_id":"\#(id)","state":"delivered"}"#,
+            createdAt: time
+        )
+    }
+
+    /// An event as `GET /v1/webhooks/events/{id}` shows it.
+    static func shown(_ harness: RelayHarness, _ id: String) async throws -> [String: Any] {
+        let reply = try await harness.call(.GET, "/v1/webhooks/events/" + id)
+        #expect(reply.status == 200, "\(reply.text)")
+        return reply.json
+    }
+
+    @Test("a receiver holding one key's POST open: other keys' events are delivered meanwhile, over HTTP")
+    func slowKeyOverHTTP() async throws {
+        var setup = RelayHarness.Setup()
+        setup.webhooks = {
+            $0.idlePoll = .milliseconds(20)
+            // Longer than the test: the held request ends when the test lets it go, not before.
+            $0.timeout = .seconds(60)
+        }
+        try await RelayHarness.with(setup) { harness in
+            let receiver = HoldingReceiver(holding: ["slow-1"])
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                let (group, port) = await Self.start(router: receiver.router(), port: 0, tasks: &tasks)
+                do {
+                    try await Self.slowKeyScenario(harness, receiver, port: port)
+                } catch {
+                    // The held request must end, or the receiver cannot stop.
+                    receiver.releaseAll()
+                    await group.triggerGracefulShutdown()
+                    throw error
+                }
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+            }
+        }
+    }
+
+    /// The slow and fast keys against `receiver` on `port`, which holds slow-1's POST open.
+    static func slowKeyScenario(_ harness: RelayHarness, _ receiver: HoldingReceiver, port: Int) async throws {
+        _ = try await harness.relay.activation.saveApp(
+            AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID),
+            webhook: WebhookSettings(url: "http://127.0.0.1:\(port)/hooks", secret: LoopbackReceiver.secret)
+        )
+        let now = harness.clock.now()
+        try await harness.store.enqueueWebhookEvents([
+            Self.event("slow-1", key: "call:slow", at: now),
+            Self.event("slow-2", key: "call:slow", at: now + 1),
+        ])
+        try await harness.eventually("slow-1 held open") { receiver.open == ["slow-1"] }
+
+        // Other users' events, written while slow-1's POST is open.
+        let written = ContinuousClock.now
+        try await harness.store.enqueueWebhookEvents(
+            (1...3).map { Self.event("fast-\($0)", key: "push:fast-\($0)", at: harness.clock.now()) }
+        )
+        try await harness.eventually("the fast keys' events delivered", timeout: .seconds(15)) {
+            let delivered = try await harness.relay.webhooks.events(
+                app: RelayHarness.bundleID,
+                state: "delivered",
+                limit: 10,
+                cursor: nil
+            )
+            return delivered.events.count == 3
+        }
+        let late = ContinuousClock.now - written
+        // Typically tens of milliseconds; bounded loosely for a loaded machine, far below the held
+        // request's 60 s (before, they waited for it to end).
+        #expect(late < .seconds(10), "the fast keys waited \(late)")
+        #expect(receiver.open == ["slow-1"], "slow-1 is still open")
+        let slow = try await Self.shown(harness, "slow-1")
+        #expect(slow["state"] as? String == "sending")
+        #expect((slow["attempts"] as? NSNumber)?.intValue == 1)
+        let next = try await Self.shown(harness, "slow-2")
+        #expect(next["state"] as? String == "pending")
+        #expect((next["attempts"] as? NSNumber)?.intValue == 0, "slow-2 waits behind slow-1")
+        #expect(!receiver.arrived.contains("slow-2"))
+
+        receiver.release("slow-1")
+        try await harness.eventually("slow-2 delivered after slow-1") {
+            try await Self.shown(harness, "slow-2")["state"] as? String == "delivered"
+        }
+        #expect(receiver.arrived.filter { $0.hasPrefix("slow") } == ["slow-1", "slow-2"])
+        #expect(try await Self.shown(harness, "slow-1")["state"] as? String == "delivered")
+    }
+
+    @Test(
+        "a receiver refusing connections: each attempt fails at once, shows pending with its next attempt, and new events of other keys get theirs"
+    )
+    func refusingReceiver() async throws {
+        var setup = RelayHarness.Setup()
+        // Nothing listens there: every connection is refused. A long timeout, so that an attempt
+        // that waited for it (as each did before) cannot pass for a slow machine's.
+        setup.appWebhook = RelayHarness.unansweredWebhook
+        setup.webhooks = {
+            $0.idlePoll = .milliseconds(20)
+            $0.timeout = .seconds(60)
+        }
+        try await RelayHarness.with(setup) { harness in
+            let written = ContinuousClock.now
+            try await harness.store.enqueueWebhookEvents([Self.event("dead-1", key: "call:a", at: harness.clock.now())])
+            try await harness.eventually("dead-1's first attempt recorded", timeout: .seconds(15)) {
+                let shown = try await Self.shown(harness, "dead-1")
+                let attempts = (shown["attempts"] as? NSNumber)?.intValue ?? 0
+                return attempts >= 1 && shown["state"] as? String == "pending"
+            }
+            let failedAfter = ContinuousClock.now - written
+            #expect(failedAfter < .seconds(10), "a refused attempt took \(failedAfter)")
+            let shown = try await Self.shown(harness, "dead-1")
+            #expect(shown["last_error"] as? String == "connection refused")
+            let nextAttempt = try #require((shown["next_attempt_at"] as? NSNumber)?.int64Value)
+            #expect(nextAttempt > (shown["created_at"] as? NSNumber)?.int64Value ?? .max)
+            let listed = try await harness.call(
+                .GET,
+                "/v1/webhooks/events?app=\(RelayHarness.bundleID)&state=pending"
+            )
+            let events = listed.json["events"] as? [[String: Any]] ?? []
+            #expect(events.first { $0["id"] as? String == "dead-1" }?["next_attempt_at"] is NSNumber)
+
+            // A new event of another key gets its own attempt while dead-1 waits for its next.
+            let second = ContinuousClock.now
+            try await harness.store.enqueueWebhookEvents([Self.event("new-1", key: "call:b", at: harness.clock.now())])
+            try await harness.eventually("new-1 attempted", timeout: .seconds(15)) {
+                let attempts = (try await Self.shown(harness, "new-1")["attempts"] as? NSNumber)?.intValue ?? 0
+                return attempts >= 1
+            }
+            let attemptedAfter = ContinuousClock.now - second
+            #expect(attemptedAfter < .seconds(10), "the new event waited \(attemptedAfter)")
+        }
     }
 
     @Test(

@@ -8,6 +8,7 @@ import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
 import Logging
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -30,6 +31,60 @@ final class ScriptedWebhookTransport: WebhookTransport {
             return sent.count - 1
         }
         return script(request, index)
+    }
+}
+
+/// A transport that holds the requests of the events it is told to hold open until the test lets
+/// each one go (a receiver that takes its time), and answers every other request 200 at once.
+final class HeldWebhookTransport: WebhookTransport {
+    private struct State {
+        var sent: [String] = []
+        var open: Set<String> = []
+        var gates: [String: CheckedContinuation<Void, Never>] = [:]
+        var released: Set<String> = []
+    }
+
+    private let state = Mutex(State())
+    private let held: Set<String>
+
+    init(holding held: Set<String>) {
+        self.held = held
+    }
+
+    /// The ids of the events sent, in the order their requests started.
+    var sent: [String] { state.withLock { $0.sent } }
+    /// The ids whose requests are held open now.
+    var open: Set<String> { state.withLock { $0.open } }
+
+    func send(_ request: WebhookRequest) async -> WebhookResponse {
+        let id = request.header("Herald-Event-Id") ?? "?"
+        state.withLock { $0.sent.append(id) }
+        guard held.contains(id) else { return .status(200) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let goOn = state.withLock { state -> Bool in
+                if state.released.contains(id) { return true }
+                state.open.insert(id)
+                state.gates[id] = continuation
+                return false
+            }
+            if goOn { continuation.resume() }
+        }
+        return .status(200)
+    }
+
+    /// Answers the event's held request (and any later one of it at once).
+    func release(_ id: String) {
+        let gate = state.withLock { state in
+            state.released.insert(id)
+            state.open.remove(id)
+            return state.gates.removeValue(forKey: id)
+        }
+        gate?.resume()
+    }
+
+    /// Answers every held request: a failing test must not leave the dispatcher waiting.
+    func releaseAll() {
+        for id in held { release(id) }
     }
 }
 
@@ -67,7 +122,7 @@ struct WebhookDispatcherTests {
 
     static func dispatcher(
         _ setup: Setup,
-        _ transport: ScriptedWebhookTransport,
+        _ transport: any WebhookTransport,
         owner: String = "node-a",
         configure: (inout WebhookDispatcherConfiguration) -> Void = { _ in }
     ) -> WebhookDispatcher {
@@ -223,6 +278,208 @@ struct WebhookDispatcherTests {
         #expect(await dispatcher.deliverBatch() == 1, "the key's next event goes once the first is given up")
         #expect(transport.eventIDs.dropFirst(sent) == ["e2"])
         #expect(try await setup.store.webhookEvent(id: "e2")?.state == .delivered)
+    }
+
+    // MARK: Attempts in parallel
+
+    /// Runs the dispatcher under a `ServiceGroup` while `body` runs, then shuts it down gracefully
+    /// (with every held request answered first when `body` threw).
+    static func running(
+        _ dispatcher: WebhookDispatcher,
+        _ transport: HeldWebhookTransport,
+        _ body: () async throws -> Void
+    ) async throws {
+        let group = ServiceGroup(services: [dispatcher], logger: Logger(label: "test.webhooks"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            do {
+                try await body()
+            } catch {
+                transport.releaseAll()
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// Polls `condition` in real time until it holds; records an issue and throws after `timeout`.
+    static func eventually(
+        _ what: String,
+        timeout: Duration = .seconds(10),
+        _ condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        Issue.record("timed out waiting for \(what)")
+        throw CancellationError()
+    }
+
+    static func state(_ setup: Setup, _ id: String) async throws -> WebhookEventState? {
+        try await setup.store.webhookEvent(id: id)?.state
+    }
+
+    @Test("a receiver holding one event's request open delays no other key; that key's next event waits its turn")
+    func slowKeyDoesNotDelayOthers() async throws {
+        let setup = try await Self.setup()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        try await setup.store.enqueueWebhookEvents([
+            Self.event("slow-1", key: "call:slow", at: Self.start - 10),
+            Self.event("slow-2", key: "call:slow", at: Self.start - 9),
+            Self.event("fast-1", key: "push:fast-1", at: Self.start - 8),
+        ])
+        let transport = HeldWebhookTransport(holding: ["slow-1"])
+        let dispatcher = Self.dispatcher(setup, transport) { $0.idlePoll = .seconds(60) }
+        try await Self.running(dispatcher, transport) {
+            try await Self.eventually("slow-1 held open and fast-1 delivered") {
+                let fast = try await Self.state(setup, "fast-1")
+                return transport.open == ["slow-1"] && fast == .delivered
+            }
+            // Events written while the slow request is open: the dispatcher is woken (its idle
+            // poll is a minute here), claims them in a free slot and delivers them meanwhile.
+            try await setup.store.enqueueWebhookEvents([
+                Self.event("fast-2", key: "push:fast-2", at: Self.start - 1),
+                Self.event("fast-3", key: "push:fast-1", at: Self.start),
+            ])
+            dispatcher.wake()
+            try await Self.eventually("fast-2 and fast-3 delivered while slow-1 is open") {
+                let second = try await Self.state(setup, "fast-2")
+                let third = try await Self.state(setup, "fast-3")
+                return second == .delivered && third == .delivered
+            }
+            #expect(transport.open == ["slow-1"])
+            #expect(try await Self.state(setup, "slow-1") == .sending)
+            let waiting = try #require(try await setup.store.webhookEvent(id: "slow-2"))
+            #expect(waiting.state == .pending && waiting.attempts == 0, "slow-2 waits behind slow-1")
+            #expect(!transport.sent.contains("slow-2"))
+            #expect(dispatcher.attemptsInFlight == 1)
+
+            transport.release("slow-1")
+            try await Self.eventually("slow-2 delivered once slow-1 is") {
+                try await Self.state(setup, "slow-2") == .delivered
+            }
+        }
+        #expect(transport.sent.filter { $0.hasPrefix("slow") } == ["slow-1", "slow-2"])
+        #expect(try await setup.store.webhookEvent(id: "slow-1")?.attempts == 1)
+    }
+
+    @Test("at most `concurrency` attempts at once; a slot that frees is filled at once, not when all are done")
+    func boundedSlots() async throws {
+        let setup = try await Self.setup()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        try await setup.store.enqueueWebhookEvents([
+            Self.event("held-a", key: "call:a", at: Self.start - 3),
+            Self.event("held-b", key: "call:b", at: Self.start - 2),
+            Self.event("next", key: "call:c", at: Self.start - 1),
+        ])
+        let transport = HeldWebhookTransport(holding: ["held-a", "held-b"])
+        let dispatcher = Self.dispatcher(setup, transport) {
+            $0.concurrency = 2
+            $0.idlePoll = .milliseconds(10)
+        }
+        try await Self.running(dispatcher, transport) {
+            try await Self.eventually("both slots taken") { transport.open == ["held-a", "held-b"] }
+            // Polled a few times over: the third key is not claimed while both slots are taken.
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(transport.sent.count == 2)
+            #expect(try await setup.store.webhookEvent(id: "next")?.attempts == 0)
+            #expect(dispatcher.attemptsInFlight == 2)
+
+            transport.release("held-a")
+            try await Self.eventually("the freed slot sends the next event while held-b is open") {
+                try await Self.state(setup, "next") == .delivered
+            }
+            #expect(transport.open == ["held-b"])
+            #expect(try await Self.state(setup, "held-b") == .sending)
+            transport.release("held-b")
+            try await Self.eventually("held-b delivered") { try await Self.state(setup, "held-b") == .delivered }
+        }
+        #expect(transport.sent.count == 3)
+        #expect(Set(transport.sent) == ["held-a", "held-b", "next"])
+    }
+
+    @Test("a graceful shutdown finishes the attempts in flight and records their outcomes")
+    func shutdownFinishesAttempts() async throws {
+        let setup = try await Self.setup()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        try await setup.store.enqueueWebhookEvents([Self.event("held", key: "call:a", at: Self.start - 1)])
+        let transport = HeldWebhookTransport(holding: ["held"])
+        let dispatcher = Self.dispatcher(setup, transport) { $0.idlePoll = .milliseconds(10) }
+        let group = ServiceGroup(services: [dispatcher], logger: Logger(label: "test.webhooks"))
+        let stopped = Recorded<Bool>()
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                stopped.append(contentsOf: [true])
+            }
+            try await Self.eventually("the request held open") { transport.open == ["held"] }
+            await group.triggerGracefulShutdown()
+            // Given time to stop: it does not while its attempt is open.
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(stopped.all.isEmpty, "stopped with an attempt in flight")
+            #expect(try await Self.state(setup, "held") == .sending)
+            transport.release("held")
+            try await tasks.waitForAll()
+        }
+        #expect(stopped.all == [true])
+        #expect(try await Self.state(setup, "held") == .delivered)
+        #expect(transport.sent == ["held"])
+        #expect(dispatcher.attemptsInFlight == 0)
+    }
+
+    @Test("between attempts an event shows pending and its next attempt; a failing receiver is logged once a minute")
+    func failedAttemptsShownAndLogged() async throws {
+        let setup = try await Self.setup()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        try await setup.store.enqueueWebhookEvents([
+            Self.event("e1", key: "push:p1", at: Self.start - 2),
+            Self.event("e2", key: "push:p2", at: Self.start - 1),
+        ])
+        let transport = ScriptedWebhookTransport { _, _ in .unreachable("connection refused") }
+        let capture = LogCapture()
+        var configuration = WebhookDispatcherConfiguration()
+        configuration.owner = "node-a"
+        let dispatcher = WebhookDispatcher(
+            relay: setup.relay,
+            transport: transport,
+            configuration: configuration,
+            logger: capture.logger(label: "test.webhooks")
+        )
+        #expect(await dispatcher.deliverBatch() == 2)
+
+        for id in ["e1", "e2"] {
+            let stored = try #require(try await setup.store.webhookEvent(id: id))
+            let view = try await setup.relay.webhooks.event(id: id)
+            #expect(view.state == "pending")
+            #expect(view.attempts == 1)
+            #expect(view.lastError == "connection refused")
+            #expect(view.nextAttemptAt == stored.nextAttemptAt)
+            #expect((view.nextAttemptAt ?? 0) > Self.start, "\(id): its next attempt is ahead")
+        }
+        let listed = try await setup.relay.webhooks.events(app: Self.app, state: "pending", limit: 10, cursor: nil)
+        #expect(listed.events.count == 2)
+        #expect(listed.events.allSatisfy { ($0.nextAttemptAt ?? 0) > Self.start })
+
+        func warnings() -> [String] {
+            capture.text.split(separator: "\n").map(String.init).filter {
+                $0.hasPrefix("warning") && $0.contains("webhook events are waiting")
+            }
+        }
+        #expect(warnings().count == 1, "one warning for two failed attempts: \(capture.text)")
+        let line = try #require(warnings().first)
+        #expect(line.contains("connection refused") && line.contains(Self.app) && line.contains("next_attempt_at"))
+        #expect(!capture.text.contains(Self.secret))
+        #expect(!capture.text.contains("backend.example"), "no URL in the logs")
+        #expect(!capture.text.contains("push_id"), "no body in the logs")
+
+        // A minute on, the next failure warns again.
+        setup.clock.advance(by: 60_000)
+        #expect(await dispatcher.deliverBatch() == 2)
+        #expect(warnings().count == 2)
     }
 
     @Test("an event whose node stopped mid-send is taken over by another node when its lease lapses")
