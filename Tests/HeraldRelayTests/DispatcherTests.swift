@@ -318,8 +318,9 @@ struct DispatcherTests {
     }
 }
 
-/// A dispatcher (one worker) running under a service group over a SQLite store seen through an
-/// `ObservedOutboxStore`, with a scripted sender and a manual clock at `DispatcherTests.start`.
+/// A dispatcher (one worker unless told) running under a service group over a SQLite store seen
+/// through an `ObservedOutboxStore`, with a scripted sender and a manual clock at
+/// `DispatcherTests.start`.
 struct Rig {
     let sqlite: SQLiteStore
     let store: ObservedOutboxStore
@@ -329,13 +330,23 @@ struct Rig {
     let group: ServiceGroup
     let run: Task<Void, any Error>
 
+    /// Returns once every push in `ids` has been handed to the sender.
+    func waitUntilSent(_ ids: Set<String>) async {
+        while !ids.isSubset(of: Set(sender.sentIDs)) {
+            await sender.waitForCalls(sender.calls.count + 1)
+        }
+    }
+
     /// Accepts `pushes`, starts the dispatcher, runs `body`, and shuts the dispatcher down
     /// gracefully. `claimedByPreviousRun`: the pushes are claimed under the dispatcher's owner,
     /// with a long lease, before it starts. `claimsServed`: claims after that many wait for
     /// shutdown and find nothing. `holdSender`: the sender holds its calls until its gate opens.
     /// `unreachable`: that network is down (`ScriptedPushSender.setUnreachable`) from the start.
+    /// Before the shutdown the store's calls stop failing (`ObservedOutboxStore.fail`) and the
+    /// sender's gate opens.
     static func with(
         _ script: ScriptedPushSender.Script,
+        workers: Int = 1,
         batchSize: Int = 256,
         retryMaximum: Duration = .seconds(8),
         pushes: [OutboxEntry],
@@ -345,6 +356,7 @@ struct Rig {
         unreachable: PushNetwork? = nil,
         handOffCapacity: Int = 512,
         outcomeLinger: Duration = .milliseconds(20),
+        outcomeDeadlineAtStop: Duration = .seconds(10),
         logger given: Logger? = nil,
         _ body: (Rig) async throws -> Void
     ) async throws {
@@ -363,12 +375,13 @@ struct Rig {
             #expect(try await sqlite.accept(StoreFixtures.ingest(pushes)) == .accepted)
         }
         var configuration = DispatcherConfiguration()
-        configuration.workers = 1
+        configuration.workers = workers
         configuration.batchSize = batchSize
         configuration.retryBase = .seconds(1)
         configuration.retryMaximum = retryMaximum
         configuration.handOffCapacity = handOffCapacity
         configuration.outcomeLinger = outcomeLinger
+        configuration.outcomeDeadlineAtStop = outcomeDeadlineAtStop
         if claimedByPreviousRun {
             let taken = try await sqlite.claim(
                 limit: pushes.count,
@@ -405,11 +418,13 @@ struct Rig {
         do {
             try await body(rig)
         } catch {
+            store.fail(claims: false, completes: false)
             sender.openGate()
             await group.triggerGracefulShutdown()
             _ = try? await run.value
             throw error
         }
+        store.fail(claims: false, completes: false)
         sender.openGate()
         await group.triggerGracefulShutdown()
         try await run.value
@@ -419,12 +434,26 @@ struct Rig {
 /// An outbox store that passes every call to another and lets a test wait for completions
 /// instead of polling. It can also stop serving claims after some, as if shutdown began while the
 /// dispatcher was about to claim: those claims wait until their task is cancelled and find
-/// nothing.
+/// nothing. And its calls can fail while a test says the database is away: claims and reads
+/// (`fail(claims:)`), outcome writes (`fail(completes:)`) apart, so a test can have the database
+/// answer claims before the writer's next try.
 final class ObservedOutboxStore: OutboxStore {
+    struct Unavailable: Error, CustomStringConvertible {
+        var description: String { "the database is unreachable (test)" }
+    }
+
+    private struct Failing {
+        var claims = false
+        var completes = false
+    }
+
     private let completions = Recorded<PushCompletion>()
     private let claims = Mutex(0)
-    /// Each claim statement's networks, as it is made.
+    private let failing = Mutex(Failing())
+    /// Each claim statement's networks, as it is made (failed ones included).
     let claimsMade = Recorded<Set<PushNetwork>>()
+    /// Each failed outcome write's number of batches, as it fails.
+    let failedCompletes = Recorded<Int>()
 
     private let base: any OutboxStore
     private let claimsServed: Int?
@@ -440,7 +469,27 @@ final class ObservedOutboxStore: OutboxStore {
         await completions.wait(forCount: count)
     }
 
+    /// From now on claims and reads (`claims`) and outcome writes (`completes`) fail, or not.
+    func fail(claims: Bool, completes: Bool) {
+        failing.withLock { $0 = Failing(claims: claims, completes: completes) }
+    }
+
+    /// The store behind, unless claims and reads fail.
+    private func reachable() throws -> any OutboxStore {
+        if failing.withLock({ $0.claims }) { throw Unavailable() }
+        return base
+    }
+
+    /// Throws, and records the failure, while outcome writes fail.
+    private func checkWrite(batches: Int) throws {
+        if failing.withLock({ $0.completes }) {
+            failedCompletes.append(contentsOf: [batches])
+            throw Unavailable()
+        }
+    }
+
     func complete(_ completions: [PushCompletion], now: Int64) async throws {
+        try checkWrite(batches: 1)
         try await base.complete(completions, now: now)
         self.completions.append(contentsOf: completions)
     }
@@ -449,6 +498,7 @@ final class ObservedOutboxStore: OutboxStore {
     let batchWrites = Recorded<Int>()
 
     func complete(_ batches: [CompletionBatch]) async throws {
+        try checkWrite(batches: batches.count)
         try await base.complete(batches)
         batchWrites.append(contentsOf: [batches.count])
         completions.append(contentsOf: batches.flatMap(\.completions))
@@ -475,17 +525,25 @@ final class ObservedOutboxStore: OutboxStore {
             }
             return []
         }
-        return try await base.claim(limit: limit, owner: owner, now: now, leaseUntil: leaseUntil, networks: networks)
+        return try await reachable().claim(
+            limit: limit,
+            owner: owner,
+            now: now,
+            leaseUntil: leaseUntil,
+            networks: networks
+        )
     }
 
-    func accept(_ ingest: Ingest) async throws -> IngestOutcome { try await base.accept(ingest) }
-    func message(id: String) async throws -> MessageRecord? { try await base.message(id: id) }
-    func push(id: String) async throws -> OutboxEntry? { try await base.push(id: id) }
-    func deliveryLog(pushID: String) async throws -> [DeliveryEvent] { try await base.deliveryLog(pushID: pushID) }
-    func releaseClaims(owner: String, now: Int64) async throws -> Int {
-        try await base.releaseClaims(owner: owner, now: now)
+    func accept(_ ingest: Ingest) async throws -> IngestOutcome { try await reachable().accept(ingest) }
+    func message(id: String) async throws -> MessageRecord? { try await reachable().message(id: id) }
+    func push(id: String) async throws -> OutboxEntry? { try await reachable().push(id: id) }
+    func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
+        try await reachable().deliveryLog(pushID: pushID)
     }
-    func nextDueTime() async throws -> Int64? { try await base.nextDueTime() }
-    func outboxCounts() async throws -> OutboxCounts { try await base.outboxCounts() }
-    func pushes(matching query: PushQuery) async throws -> PushPage { try await base.pushes(matching: query) }
+    func releaseClaims(owner: String, now: Int64) async throws -> Int {
+        try await reachable().releaseClaims(owner: owner, now: now)
+    }
+    func nextDueTime() async throws -> Int64? { try await reachable().nextDueTime() }
+    func outboxCounts() async throws -> OutboxCounts { try await reachable().outboxCounts() }
+    func pushes(matching query: PushQuery) async throws -> PushPage { try await reachable().pushes(matching: query) }
 }

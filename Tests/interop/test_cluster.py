@@ -55,7 +55,6 @@ for want of a database. Python packages: PyNaCl and pytest.
 
 from __future__ import annotations
 
-import base64
 import collections
 import http.client
 import http.server
@@ -74,7 +73,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from nacl.public import PrivateKey
 
 # The crash test's process and HTTP helpers (Tests/interop is on sys.path under pytest).
 from test_relay_crash import (  # noqa: F401  (herald is a fixture)
@@ -82,6 +80,7 @@ from test_relay_crash import (  # noqa: F401  (herald is a fixture)
     Process,
     Processes,
     accepted_apns_ids,
+    activate_iphone,
     call,
     free_port,
     herald,
@@ -324,22 +323,25 @@ def start_nodes(nodes: list[Node], processes: Processes, root: Path, run: int = 
 def activate_users(backends: Backends, nodes: list[Node], api_key: str, count: int) -> list[str]:
     users = [f"user-{n}" for n in range(count)]
     for index, user in enumerate(users):
-        status, device = call(f"{backends.control_url}/sandbox/devices", "POST", {"bundle_id": BUNDLE_ID})
-        assert status == 201, device
-        status, activation = call(
-            f"{nodes[index % len(nodes)].url}/v1/activations",
-            "POST",
-            {
-                "user_id": user,
-                "app": BUNDLE_ID,
-                "platform": "ios",
-                "public_key": base64.b64encode(bytes(PrivateKey.generate().public_key)).decode(),
-                "messaging_token": device["messaging_token"],
-            },
-            token=api_key,
-        )
-        assert status == 201, activation
+        activate_iphone(backends.control_url, nodes[index % len(nodes)].url, api_key, BUNDLE_ID, user)
     return users
+
+
+def send_message_and_call(relay_url: str, api_key: str, body: dict, user: str, call_id: str) -> tuple[dict, list[str]]:
+    """Sends the message `body` and a call `call_id` to `user`: the message's receipt and the two
+    pushes' ids (the message's, then the call's)."""
+    status, receipt = call(f"{relay_url}/v1/messages", "POST", body, token=api_key)
+    assert status == 202, receipt
+    status, call_receipt = call(
+        f"{relay_url}/v1/calls",
+        "POST",
+        {"to": user, "from": {"id": "agent-7", "name": "Agent"}, "call_id": call_id},
+        token=api_key,
+    )
+    assert status == 202, call_receipt
+    push_ids = [push["push_id"] for push in receipt["pushes"] + call_receipt["pushes"]]
+    assert len(push_ids) == 2, (receipt, call_receipt)
+    return receipt, push_ids
 
 
 # --- the burst -----------------------------------------------------------------------------------
@@ -859,36 +861,13 @@ def test_outcomes_learned_while_the_database_is_down_are_recorded(postgres: Post
     node = relay_node(herald, backends, postgres.url_for(schema), "outage-1", backends.provider_url)
     start_nodes([node], processes, root)
     api_key = (backends.keys / "api.key").read_text().strip()
-    status, phone = call(f"{backends.control_url}/sandbox/devices", "POST", {"bundle_id": BUNDLE_ID})
-    assert status == 201 and phone["voip_token"], phone
-    status, activation = call(
-        f"{node.url}/v1/activations",
-        "POST",
-        {
-            "user_id": "outage-user",
-            "app": BUNDLE_ID,
-            "platform": "ios",
-            "public_key": base64.b64encode(bytes(PrivateKey.generate().public_key)).decode(),
-            "messaging_token": phone["messaging_token"],
-            "voip_token": phone["voip_token"],
-        },
-        token=api_key,
-    )
-    assert status == 201, activation
+    activate_iphone(backends.control_url, node.url, api_key, BUNDLE_ID, "outage-user")
     status, body = call(f"{backends.control_url}/sandbox/faults/latency", "PUT", {"ms": OUTAGE_LATENCY_MS})
     assert status == 204, body
 
-    status, receipt = call(f"{node.url}/v1/messages", "POST", message("outage-user", 0, "outage-message"), token=api_key)
-    assert status == 202, receipt
-    status, call_receipt = call(
-        f"{node.url}/v1/calls",
-        "POST",
-        {"to": "outage-user", "from": {"id": "agent-7", "name": "Agent"}, "call_id": "outage-call"},
-        token=api_key,
+    _, push_ids = send_message_and_call(
+        node.url, api_key, message("outage-user", 0, "outage-message"), "outage-user", "outage-call"
     )
-    assert status == 202, call_receipt
-    push_ids = [push["push_id"] for push in receipt["pushes"] + call_receipt["pushes"]]
-    assert len(push_ids) == 2, (receipt, call_receipt)
     # In flight: the sandbox took both (it records a push when it takes it) and answers later.
     seen, missing = wait_until_accepted(backends.control_url, push_ids, OUTAGE_LATENCY_MS / 1000)
     assert not missing, f"not at the sandbox within the latency: {missing}\n{tails(processes)}"

@@ -223,6 +223,28 @@ class KeepAlive:
         self.connection.close()
 
 
+def activate_iphone(control_url: str, relay_url: str, api_key: str, bundle_id: str, user: str) -> dict:
+    """A new sandbox iPhone of `bundle_id` (messaging and VoIP tokens) activated for `user`: the
+    activation's answer."""
+    status, phone = call(f"{control_url}/sandbox/devices", "POST", {"bundle_id": bundle_id})
+    assert status == 201 and phone["messaging_token"] and phone["voip_token"], phone
+    status, activation = call(
+        f"{relay_url}/v1/activations",
+        "POST",
+        {
+            "user_id": user,
+            "app": bundle_id,
+            "platform": "ios",
+            "public_key": base64.b64encode(bytes(PrivateKey.generate().public_key)).decode(),
+            "messaging_token": phone["messaging_token"],
+            "voip_token": phone["voip_token"],
+        },
+        token=api_key,
+    )
+    assert status == 201, activation
+    return activation
+
+
 def message(user: str, index: int, key: str) -> dict:
     return {
         "to": user,
@@ -384,22 +406,7 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
     # 20 users, one iOS device each.
     users = [f"user-{n}" for n in range(USERS)]
     for user in users:
-        status, device = call(f"{control_url}/sandbox/devices", "POST", {"bundle_id": BUNDLE_ID})
-        assert status == 201, device
-        public_key = base64.b64encode(bytes(PrivateKey.generate().public_key)).decode()
-        status, activation = call(
-            f"{relay_url}/v1/activations",
-            "POST",
-            {
-                "user_id": user,
-                "app": BUNDLE_ID,
-                "platform": "ios",
-                "public_key": public_key,
-                "messaging_token": device["messaging_token"],
-            },
-            token=api_key,
-        )
-        assert status == 201, activation
+        activate_iphone(control_url, relay_url, api_key, BUNDLE_ID, user)
 
     # The burst, and SIGKILL in the middle of it, with every push answered late.
     status, body = call(f"{control_url}/sandbox/faults/latency", "PUT", {"ms": SANDBOX_LATENCY_MS})

@@ -30,13 +30,10 @@ the test fails: it is never skipped for want of a database.
 
 from __future__ import annotations
 
-import base64
 import subprocess
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-
-from nacl.public import PrivateKey
 
 from test_cluster import (  # noqa: F401  (postgres and workdir are fixtures)
     BUNDLE_ID,
@@ -44,10 +41,11 @@ from test_cluster import (  # noqa: F401  (postgres and workdir are fixtures)
     TEAM_ID,
     Postgres,
     postgres,
+    send_message_and_call,
     start_backends,
     workdir,
 )
-from test_relay_crash import accepted_apns_ids, call, free_port, herald, stop  # noqa: F401
+from test_relay_crash import accepted_apns_ids, activate_iphone, call, free_port, herald, stop  # noqa: F401
 
 DELIVERY_TIMEOUT = 30.0
 # When the callback is due, counted from its scheduling: after the SQLite node stopped and the
@@ -102,23 +100,7 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     first.wait_for_line("  relay", STARTUP_TIMEOUT)
     api_key = (backends.keys / "api.key").read_text().strip()
 
-    status, phone = call(f"{backends.control_url}/sandbox/devices", "POST", {"bundle_id": BUNDLE_ID})
-    assert status == 201, phone
-    assert phone["messaging_token"] and phone["voip_token"], phone
-    status, activation = call(
-        f"{relay_url}/v1/activations",
-        "POST",
-        {
-            "user_id": "migrating-user",
-            "app": BUNDLE_ID,
-            "platform": "ios",
-            "public_key": base64.b64encode(bytes(PrivateKey.generate().public_key)).decode(),
-            "messaging_token": phone["messaging_token"],
-            "voip_token": phone["voip_token"],
-        },
-        token=api_key,
-    )
-    assert status == 201, activation
+    activation = activate_iphone(backends.control_url, relay_url, api_key, BUNDLE_ID, "migrating-user")
     device_id, credential = activation["device_id"], activation["device_credential"]
 
     status, outage = call(f"{backends.control_url}/sandbox/faults/outage", "POST", {"ms": 600_000})
@@ -130,17 +112,7 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
         "text": "still there after the move",
         "idempotency_key": "migrate-key-1",
     }
-    status, receipt = call(f"{relay_url}/v1/messages", "POST", message, token=api_key)
-    assert status == 202, receipt
-    status, call_receipt = call(
-        f"{relay_url}/v1/calls",
-        "POST",
-        {"to": "migrating-user", "from": {"id": "agent-7", "name": "Agent"}, "call_id": "call-1"},
-        token=api_key,
-    )
-    assert status == 202, call_receipt
-    push_ids = [push["push_id"] for push in receipt["pushes"] + call_receipt["pushes"]]
-    assert len(push_ids) == 2, (receipt, call_receipt)
+    receipt, push_ids = send_message_and_call(relay_url, api_key, message, "migrating-user", "call-1")
     due = datetime.now(timezone.utc) + timedelta(seconds=CALLBACK_DELAY_S)
     callback_request = {
         "user_id": "migrating-user",
