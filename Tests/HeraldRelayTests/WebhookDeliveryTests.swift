@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldPush
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
@@ -276,6 +277,9 @@ struct WebhookDeliveryTests {
         setup.webhooks = {
             $0.idlePoll = .milliseconds(20)
             $0.timeout = .seconds(60)
+            // The next attempt half a minute on at the soonest: the event stays pending while the
+            // test reads it.
+            $0.backoff = Backoff(base: .seconds(60), maximum: .seconds(60), jitter: .equal)
         }
         try await RelayHarness.with(setup) { harness in
             let written = ContinuousClock.now
@@ -290,7 +294,8 @@ struct WebhookDeliveryTests {
             let shown = try await Self.shown(harness, "dead-1")
             #expect(shown["last_error"] as? String == "connection refused")
             let nextAttempt = try #require((shown["next_attempt_at"] as? NSNumber)?.int64Value)
-            #expect(nextAttempt > (shown["created_at"] as? NSNumber)?.int64Value ?? .max)
+            let created = try #require((shown["created_at"] as? NSNumber)?.int64Value)
+            #expect(nextAttempt - created >= 30_000, "the backoff's half minute at least")
             let listed = try await harness.call(
                 .GET,
                 "/v1/webhooks/events?app=\(RelayHarness.bundleID)&state=pending"
