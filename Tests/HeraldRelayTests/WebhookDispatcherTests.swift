@@ -431,6 +431,28 @@ struct WebhookDispatcherTests {
         #expect(dispatcher.attemptsInFlight == 0)
     }
 
+    @Test("a claim is leased for twice the attempt's timeout at least, so no other node takes an event being sent")
+    func leaseOutlivesTheAttempt() async throws {
+        let setup = try await Self.setup()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        try await setup.store.enqueueWebhookEvents([Self.event("held", key: "call:a", at: Self.start - 1)])
+        let transport = HeldWebhookTransport(holding: ["held"])
+        let dispatcher = Self.dispatcher(setup, transport) {
+            $0.lease = .seconds(5)
+            $0.timeout = .seconds(30)
+            $0.idlePoll = .milliseconds(10)
+        }
+        try await Self.running(dispatcher, transport) {
+            try await Self.eventually("the request held open") { transport.open == ["held"] }
+            let nodeB = { (now: Int64) in
+                try await setup.store.claimWebhookEvents(limit: 5, owner: "node-b", now: now, leaseUntil: now + 1)
+            }
+            #expect(try await nodeB(Self.start + 59_999).isEmpty, "leased for 60 s, not the 5 s configured")
+            transport.release("held")
+            try await Self.eventually("delivered") { try await Self.state(setup, "held") == .delivered }
+        }
+    }
+
     @Test("between attempts an event shows pending and its next attempt; a failing receiver is logged once a minute")
     func failedAttemptsShownAndLogged() async throws {
         let setup = try await Self.setup()
