@@ -185,7 +185,10 @@ import Testing
                     "not a P-256 public key"
                 ),
                 (.POST, "/sandbox/keys/NOPE/revoke", nil, 404, "no provider key"),
-                (.POST, "/sandbox/faults", #"{"reason":"NotAReason"}"#, 400, "the field 'reason' has a value that is not allowed"),
+                (
+                    .POST, "/sandbox/faults", #"{"reason":"NotAReason"}"#, 400,
+                    "the field 'reason' has a value that is not allowed"
+                ),
                 (.POST, "/sandbox/faults", #"{"count":0,"reason":"Shutdown"}"#, 400, "count must be at least 1"),
                 (.PUT, "/sandbox/faults/latency", #"{"ms":-3}"#, 400, "ms must be between"),
                 (.POST, "/sandbox/faults/outage", #"{"ms":0}"#, 400, "ms must be between 1 and 600000"),
