@@ -684,6 +684,7 @@ let package = Package(
         .testTarget(
             name: "HeraldRelayTests",
             dependencies: [
+                "HeraldEncoding",
                 "HeraldTesting",
                 "HeraldObservability",
                 "HeraldServer",

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldEncoding
 import HeraldPush
 import HeraldRelay
 import HeraldRelayAPI
@@ -56,7 +57,9 @@ final class LoopbackReceiver: Sendable {
             // A request signed before the test moved the clock on by ten minutes is stale: refused,
             // and signed again at its next attempt.
             guard fresh else { return Response(status: .unauthorized) }
-            guard let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            // Bounded as every Herald listener is, before Foundation parses it.
+            guard (try? JSONCheck.check(body, limits: .request)) != nil,
+                let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
                 let id = json["id"] as? String, id == request.headers[.init("Herald-Event-Id")!],
                 let type = json["type"] as? String, let data = json["data"] as? [String: Any]
             else {
