@@ -311,6 +311,15 @@ final class RelayHarness: Sendable {
         timeout: Duration = .seconds(10),
         _ condition: () async throws -> Bool
     ) async throws {
+        try await Self.eventually(what, timeout: timeout, condition)
+    }
+
+    /// `eventually`, for tests without a harness.
+    static func eventually(
+        _ what: String,
+        timeout: Duration = .seconds(10),
+        _ condition: () async throws -> Bool
+    ) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if try await condition() { return }

@@ -84,61 +84,30 @@ final class LoopbackReceiver: Sendable {
 /// A receiver on loopback that holds the POSTs of the events it is told to hold open until the
 /// test lets each one go, and answers every other one 204 at once.
 final class HoldingReceiver: Sendable {
-    private struct State {
-        var arrived: [String] = []
-        var open: Set<String> = []
-        var gates: [String: CheckedContinuation<Void, Never>] = [:]
-        var released: Set<String> = []
-    }
-
-    private let state = Mutex(State())
-    private let held: Set<String>
+    let gates: EventGates
 
     init(holding held: Set<String>) {
-        self.held = held
+        gates = EventGates(holding: held)
     }
 
     /// The event ids in the order their requests arrived.
-    var arrived: [String] { state.withLock { $0.arrived } }
+    var arrived: [String] { gates.arrived }
     /// The ids whose requests are held open now.
-    var open: Set<String> { state.withLock { $0.open } }
+    var open: Set<String> { gates.open }
 
     func router() -> Router<BasicRequestContext> {
         let router = Router()
         router.post("hooks") { request, _ -> Response in
             _ = try await request.body.collect(upTo: 1 << 20)
-            let id = request.headers[.init("Herald-Event-Id")!] ?? "?"
-            self.state.withLock { $0.arrived.append(id) }
-            if self.held.contains(id) {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let goOn = self.state.withLock { state -> Bool in
-                        if state.released.contains(id) { return true }
-                        state.open.insert(id)
-                        state.gates[id] = continuation
-                        return false
-                    }
-                    if goOn { continuation.resume() }
-                }
-            }
+            await self.gates.pass(request.headers[.init("Herald-Event-Id")!] ?? "?")
             return Response(status: .noContent)
         }
         return router
     }
 
-    /// Answers the event's held request (and any later one of it at once).
-    func release(_ id: String) {
-        let gate = state.withLock { state in
-            state.released.insert(id)
-            state.open.remove(id)
-            return state.gates.removeValue(forKey: id)
-        }
-        gate?.resume()
-    }
+    func release(_ id: String) { gates.release(id) }
 
-    /// Answers every held request: a failing test must not leave the receiver unable to stop.
-    func releaseAll() {
-        for id in held { release(id) }
-    }
+    func releaseAll() { gates.releaseAll() }
 }
 
 @Suite("Webhook delivery, end to end", .timeLimit(.minutes(2)))

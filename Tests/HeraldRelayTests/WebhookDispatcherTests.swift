@@ -34,11 +34,12 @@ final class ScriptedWebhookTransport: WebhookTransport {
     }
 }
 
-/// A transport that holds the requests of the events it is told to hold open until the test lets
-/// each one go (a receiver that takes its time), and answers every other request 200 at once.
-final class HeldWebhookTransport: WebhookTransport {
+/// Events whose requests are held open until the test lets each one go (a receiver that takes
+/// its time), every other one let through at once; shared by the test transport and the loopback
+/// receiver.
+final class EventGates: Sendable {
     private struct State {
-        var sent: [String] = []
+        var arrived: [String] = []
         var open: Set<String> = []
         var gates: [String: CheckedContinuation<Void, Never>] = [:]
         var released: Set<String> = []
@@ -51,15 +52,16 @@ final class HeldWebhookTransport: WebhookTransport {
         self.held = held
     }
 
-    /// The ids of the events sent, in the order their requests started.
-    var sent: [String] { state.withLock { $0.sent } }
+    /// The event ids in the order their requests arrived.
+    var arrived: [String] { state.withLock { $0.arrived } }
     /// The ids whose requests are held open now.
     var open: Set<String> { state.withLock { $0.open } }
 
-    func send(_ request: WebhookRequest) async -> WebhookResponse {
-        let id = request.header("Herald-Event-Id") ?? "?"
-        state.withLock { $0.sent.append(id) }
-        guard held.contains(id) else { return .status(200) }
+    /// Records the request of event `id`; returns at once unless the event is held, then when
+    /// the test releases it.
+    func pass(_ id: String) async {
+        state.withLock { $0.arrived.append(id) }
+        guard held.contains(id) else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let goOn = state.withLock { state -> Bool in
                 if state.released.contains(id) { return true }
@@ -69,7 +71,6 @@ final class HeldWebhookTransport: WebhookTransport {
             }
             if goOn { continuation.resume() }
         }
-        return .status(200)
     }
 
     /// Answers the event's held request (and any later one of it at once).
@@ -82,10 +83,34 @@ final class HeldWebhookTransport: WebhookTransport {
         gate?.resume()
     }
 
-    /// Answers every held request: a failing test must not leave the dispatcher waiting.
+    /// Answers every held request: a failing test must not leave anything waiting.
     func releaseAll() {
         for id in held { release(id) }
     }
+}
+
+/// A transport that holds the requests of the events it is told to hold open until the test lets
+/// each one go, and answers every other request 200 at once.
+final class HeldWebhookTransport: WebhookTransport {
+    let gates: EventGates
+
+    init(holding held: Set<String>) {
+        gates = EventGates(holding: held)
+    }
+
+    /// The ids of the events sent, in the order their requests started.
+    var sent: [String] { gates.arrived }
+    /// The ids whose requests are held open now.
+    var open: Set<String> { gates.open }
+
+    func send(_ request: WebhookRequest) async -> WebhookResponse {
+        await gates.pass(request.header("Herald-Event-Id") ?? "?")
+        return .status(200)
+    }
+
+    func release(_ id: String) { gates.release(id) }
+
+    func releaseAll() { gates.releaseAll() }
 }
 
 @Suite("Webhook dispatcher")
@@ -310,13 +335,7 @@ struct WebhookDispatcherTests {
         timeout: Duration = .seconds(10),
         _ condition: () async throws -> Bool
     ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        Issue.record("timed out waiting for \(what)")
-        throw CancellationError()
+        try await RelayHarness.eventually(what, timeout: timeout, condition)
     }
 
     static func state(_ setup: Setup, _ id: String) async throws -> WebhookEventState? {
