@@ -405,24 +405,8 @@ public struct JSONCheckError: Error, Sendable, Hashable, CustomStringConvertible
         self.path = path
     }
 
-    /// The document is not JSON (or not all of it is).
-    public static let malformed = JSONCheckError(.malformed, path: "")
     /// The document is JSON, but not an object.
-    public static let notObject = JSONCheckError(.notObject, path: "")
-
-    /// Whether the fault is a key given twice (at `path`).
-    public var isDuplicateKey: Bool { code == .duplicateKey }
-
-    /// Whether the fault is a key the request does not have (at `path`).
-    public var isUnknownKey: Bool { code == .unknownKey }
-
-    /// Whether the fault is a limit of `JSONLimits`, rather than JSON that is not valid.
-    public var isLimit: Bool {
-        switch code {
-        case .tooDeep, .tooManyValues, .numberTooLong: true
-        case .malformed, .notObject, .invalidUTF8, .duplicateKey, .unknownKey: false
-        }
-    }
+    static let notObject = JSONCheckError(.notObject, path: "")
 
     /// Why, in words that name no content: "is not valid JSON", "is given twice", ….
     public var reason: String {
