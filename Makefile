@@ -9,11 +9,11 @@ VENV         := .venv
 VENV_PYTHON  := $(VENV)/bin/python
 HERALD       := .build/debug/herald
 APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client postgresql \
-                python3-venv systemd chromium chromium-driver
+                python3-venv systemd chromium chromium-driver debootstrap dpkg-dev patchelf
 PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator selenium
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test setup system-deps python-deps build keys lint format unit interop deploy-check bench clean
+.PHONY: run test setup system-deps python-deps build keys lint format unit interop deploy-check deb bench clean
 
 # Starts `herald serve` with its embedded defaults: relay on 8080, SQLite under data/, and the APNs
 # sandbox in-process (2197/2198) with development keys under keys/. Ctrl-C stops it gracefully.
@@ -64,9 +64,27 @@ unit:
 interop: build
 	HERALD_BIN=$(HERALD) scripts/with-postgres.sh $(VENV_PYTHON) -m pytest -q Tests/interop
 
-# The systemd unit under deploy/, as systemd reads it (verify, and its exposure score).
+# The systemd unit under deploy/, as systemd reads it (verify, and its exposure score); and the unit
+# the Debian package installs, made from it (scripts/build-deb.sh --unit).
 deploy-check: build
 	HERALD_BIN=$(HERALD) scripts/check-deploy.sh deploy/herald.service
+	@unit=$$(mktemp --suffix=.service) && scripts/build-deb.sh --unit $$unit && \
+		HERALD_BIN=$(HERALD) scripts/check-deploy.sh $$unit; status=$$?; rm -f $$unit; exit $$status
+
+# herald_<version>_amd64.deb in DEB_DIR (docs/operations.md, "Install from the Debian package"): a
+# release build with the Swift runtime linked in statically. `make deb CONFIG=debug` packages a debug
+# build; `make deb HERALD_BIN=path` packages a binary already built; DEB_COMPRESS="-Zgzip -z1" packs
+# faster than the default xz. scripts/check-deb.sh installs a package in a fresh Debian 12 root.
+CONFIG       ?= release
+DEB_DIR      ?= .
+DEB_COMPRESS ?= -Zxz
+deb: system-deps
+ifeq ($(HERALD_BIN),)
+	$(SWIFT) build -c $(CONFIG) --product herald --static-swift-stdlib
+	HERALD_DEB_COMPRESS="$(DEB_COMPRESS)" scripts/build-deb.sh .build/$(CONFIG)/herald $(DEB_DIR)
+else
+	HERALD_DEB_COMPRESS="$(DEB_COMPRESS)" scripts/build-deb.sh $(HERALD_BIN) $(DEB_DIR)
+endif
 
 bench: setup
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark

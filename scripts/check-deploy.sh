@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks deploy/herald.service the way systemd will read it: `systemd-analyze verify` in a scratch
-# root holding the host's systemd units, the unit at /etc/systemd/system and the built herald at
-# /usr/local/bin (verify refuses an ExecStart that does not exist), then the unit's exposure score
+# root holding the host's systemd units, the unit at /etc/systemd/system and the built herald where
+# its ExecStart= says (verify refuses an ExecStart that does not exist), then the unit's exposure score
 # (systemd-analyze security, 0-100 scale: 20 is the 2.0 it prints).
 # verify only warns (exit 0) on an unknown key or a bad value, so any line it prints is a failure.
 set -euo pipefail
@@ -14,8 +14,11 @@ trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/usr/local/bin" "$root/etc/systemd/system" "$root/usr/lib"
 cp -r /usr/lib/systemd "$root/usr/lib/"
 ln -s usr/lib "$root/lib"
-# A hard link when the scratch root is on the same file system; a copy otherwise.
-ln "$herald" "$root/usr/local/bin/herald" 2>/dev/null || cp "$herald" "$root/usr/local/bin/herald"
+# At the path the unit's ExecStart= names (/usr/local/bin/herald, or the package's /usr/bin/herald):
+# a hard link when the scratch root is on the same file system; a copy otherwise.
+binary=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unit")
+mkdir -p "$root$(dirname "$binary")"
+ln "$herald" "$root$binary" 2>/dev/null || cp "$herald" "$root$binary"
 cp "$unit" "$root/etc/systemd/system/herald.service"
 
 output=$(systemd-analyze verify --root="$root" herald.service 2>&1) || { echo "$output"; exit 1; }

@@ -15,27 +15,15 @@ toolchain_deps="binutils gcc git make libc6-dev libcurl4-openssl-dev libedit2 li
 libpython3-dev libsqlite3-0 libstdc++-12-dev libxml2-dev libz3-dev pkg-config tzdata unzip uuid-dev zlib1g-dev \
 ca-certificates"
 
-[ -x "$root/bin/bash" ] || debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian
+. "$(dirname "$0")/debian-root.sh"
+# A root left by an earlier run is reused (its toolchain packages are installed already).
+[ -x "$root/bin/bash" ] || debian_root_new "$root"
 
-mounts=()
-cleanup() {
-    for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[$i]}" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-bind() { # bind SOURCE TARGET [ro]
-    mkdir -p "$2"
-    mount --bind "$1" "$2"
-    mounts+=("$2")
-    if [ "${3:-}" = ro ]; then mount -o remount,bind,ro "$2"; fi
-}
-bind /proc "$root/proc"
-bind /sys "$root/sys"
-bind /dev "$root/dev"
-bind /dev/pts "$root/dev/pts"
-bind "$swift_dir" "$root$swift_dir" ro
-[ -d /opt/swift-packages ] && bind /opt/swift-packages "$root/opt/swift-packages" ro
-[ -d /opt/wheels ] && bind /opt/wheels "$root/opt/wheels" ro
-cp /etc/resolv.conf "$root/etc/resolv.conf"
+trap debian_root_cleanup EXIT
+debian_root_mount "$root"
+debian_root_bind "$swift_dir" "$root$swift_dir" ro
+[ -d /opt/swift-packages ] && debian_root_bind /opt/swift-packages "$root/opt/swift-packages" ro
+[ -d /opt/wheels ] && debian_root_bind /opt/wheels "$root/opt/wheels" ro
 [ -f /etc/gitconfig ] && cp /etc/gitconfig "$root/etc/gitconfig"
 [ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
 
