@@ -20,13 +20,15 @@
 #      environment, as Tests/interop/test_deploy.py does);
 #   5. activates a device from the sandbox, sends a message through the relay's API, and waits for
 #      the push to be delivered and seen at the sandbox; SIGTERM must end the service with exit 0;
-#   6. purges the package: /var/lib/herald goes, the operator's keys in /etc/herald stay.
+#   6. installs the package again over itself (an edited herald.yaml and the keys must stay), then
+#      purges it: /var/lib/herald goes, the operator's keys in /etc/herald stay.
 # Any step failing stops the script with what it printed. The servers are killed and the root
 # unmounted and deleted on the way out.
 set -euo pipefail
 deb=$(readlink -f "${1:?usage: scripts/check-deb.sh herald_VERSION_amd64.deb}")
 repo=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "check-deb: needs root (chroot, mount)" >&2; exit 1; }
+# shellcheck source=scripts/debian-root.sh
 . "$repo/scripts/debian-root.sh"
 
 # What deploy/herald.yaml names: the app, its team and the key id of its .p8.
@@ -41,9 +43,13 @@ logs=$root.logs
 mkdir -p "$logs"
 pids=()
 cleanup() {
-    local pid
+    local pid proc
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    # Anything else still running in this root (started here, whatever became of its parent).
+    for proc in /proc/[0-9]*; do
+        [ "$(readlink "$proc/root" 2>/dev/null)" = "$root" ] && kill -9 "${proc#/proc/}" 2>/dev/null
+    done
     debian_root_cleanup
     # Never delete through a mount point that is still there.
     if grep -q " $root/" /proc/mounts; then
@@ -77,7 +83,7 @@ http() {
 }
 wait_for() { # wait_for LOG TEXT PID
     local deadline=$((SECONDS + timeout))
-    until grep -qF -- "$2" "$1"; do
+    until grep -sqF -- "$2" "$1"; do
         kill -0 "$3" 2>/dev/null || fail "${1##*/}: exited before '$2'"
         [ $SECONDS -lt $deadline ] || fail "${1##*/}: no '$2' within ${timeout}s"
         sleep 0.2
@@ -102,6 +108,7 @@ grep -q "herald: installed, not enabled and not started" "$logs/install.log" ||
     fail "postinst did not say what to do before a start"
 
 step "what the package made"
+# shellcheck disable=SC2016 # expanded in the root
 in_root '
     ! ldd /usr/bin/herald | grep "not found"
     [ "$(herald --version)" = "'"$(dpkg-deb -f "$deb" Version)"'" ]
@@ -165,16 +172,16 @@ done < <(grep -E '^[A-Za-z]+=' "$unit")
 [[ $pre == "/usr/bin/herald check --offline "* ]] || fail "ExecStartPre= is $pre"
 [[ $start == "/usr/bin/herald serve "* ]] || fail "ExecStart= is $start"
 in_root "chown -R herald:herald $credentials"
-as_unit() { # as_unit COMMAND...: as User= and Group=, in WorkingDirectory=, with Environment=
-    chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${environment[@]}" \
-        setpriv --reuid="$user" --regid="$group" --init-groups env -C "$working" "$@"
-}
+# As User= and Group=, in WorkingDirectory=, with Environment=; every step an exec, so that the
+# background job's pid is herald's own and SIGTERM reaches it.
+as_unit=(chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${environment[@]}"
+    setpriv --reuid="$user" --regid="$group" --init-groups env -C "$working")
 
 # shellcheck disable=SC2086 # the unit's command lines are words
-as_unit $pre >"$logs/check.log" 2>&1 || fail "ExecStartPre= failed: $pre"
+"${as_unit[@]}" $pre >"$logs/check.log" 2>&1 || fail "ExecStartPre= failed: $pre"
 grep -v -e '^ok   ' -e '^skip ' "$logs/check.log" && fail "ExecStartPre=: a line neither ok nor skip"
 # shellcheck disable=SC2086
-as_unit $start >"$logs/serve.log" 2>&1 &
+"${as_unit[@]}" $start >"$logs/serve.log" 2>&1 &
 serve=$!
 pids+=("$serve")
 wait_for "$logs/serve.log" '"message":"ready"' "$serve"
@@ -208,8 +215,16 @@ wait "$serve" || status=$?
 [ $status = 0 ] || fail "herald serve exited $status on SIGTERM"
 grep -q '"message":"stopped' "$logs/serve.log" || fail "no stop record in the service's log"
 
+step "the package again over itself (an upgrade): the edited configuration and the keys stay"
+echo "# edited by the operator" >>"$root/etc/herald/herald.yaml"
+in_root "dpkg -i /tmp/$(basename "$deb")" >"$logs/upgrade.log" 2>&1 || fail "dpkg -i over the installed package failed"
+grep -q "^# edited by the operator$" "$root/etc/herald/herald.yaml" || fail "the upgrade replaced the edited herald.yaml"
+grep -q "not started" "$logs/upgrade.log" && fail "postinst asked for keys that are there"
+[ "$(stat -c %a "$root/etc/herald/master.key")" = 600 ] || fail "the upgrade touched master.key"
+
 step "apt-get purge herald"
 in_root "apt-get purge -y -qq herald" >"$logs/purge.log" 2>&1 || fail "apt-get purge failed"
+# shellcheck disable=SC2016 # expanded in the root
 in_root '
     [ ! -e /usr/bin/herald ] && [ ! -e /var/lib/herald ] && [ ! -e /etc/herald/herald.yaml ]
     [ -f /etc/herald/master.key ] && getent passwd herald >/dev/null

@@ -15,6 +15,7 @@ toolchain_deps="binutils gcc git make libc6-dev libcurl4-openssl-dev libedit2 li
 libpython3-dev libsqlite3-0 libstdc++-12-dev libxml2-dev libz3-dev pkg-config tzdata unzip uuid-dev zlib1g-dev \
 ca-certificates"
 
+# shellcheck source=scripts/debian-root.sh
 . "$(dirname "$0")/debian-root.sh"
 # A root left by an earlier run is reused (its toolchain packages are installed already).
 [ -x "$root/bin/bash" ] || debian_root_new "$root"

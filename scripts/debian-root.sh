@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Fresh Debian 12 roots for the checks that need a machine nothing was installed on
 # (scripts/check-fresh-debian.sh, scripts/check-deb.sh). Sourced, not run:
 #
