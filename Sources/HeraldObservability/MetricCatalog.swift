@@ -92,6 +92,13 @@ public enum MetricCatalog {
                 help: "Ingests answered with an earlier ingest's receipt (same idempotency key)."
             ),
             Entry(
+                name: "herald_relay_undeliverable_messages_total",
+                kind: .counter,
+                labels: ["outcome"],
+                help:
+                    "Messages for users without an activated device: refused, held, released, or expired while held."
+            ),
+            Entry(
                 name: "herald_relay_stale_ingests_total",
                 kind: .counter,
                 labels: [],

@@ -35,6 +35,12 @@ public final class RelayActivation: Sendable {
         guard app.messagePriority == 5 || app.messagePriority == 10 else {
             throw .invalidField("message_priority", "must be 5 or 10 (a message push is an alert)")
         }
+        if let holdFor = app.holdFor, !(1...UndeliverableConfiguration.maximumHoldFor).contains(holdFor) {
+            throw .invalidField(
+                "hold_for",
+                "must be between 1 and \(UndeliverableConfiguration.maximumHoldFor) seconds (7 days)"
+            )
+        }
         try context.checkText(app.alertTitle, "alert_title")
         try context.checkText(app.alertBody, "alert_body")
         let fleet = context.configuration.fleet
@@ -150,6 +156,8 @@ public final class RelayActivation: Sendable {
         )
         try await context.storing { try await $0.saveDevice(device) }
         context.metrics.activations.increment()
+        // After the save: a message held from now on finds the device and is pushed instead.
+        await context.releaseHeld(userID: device.userID)
         context.logger.info(
             "device activated",
             metadata: [
@@ -226,6 +234,8 @@ public final class RelayActivation: Sendable {
             })
         else { throw RelayError.notFound.with(detail: "no device \(deviceID)") }
         context.logger.info("device tokens updated", metadata: ["device": "\(deviceID)"])
+        // A device that activated without a token takes what is held for its user now.
+        await context.releaseHeld(userID: updated.userID)
         return DeviceView(updated)
     }
 

@@ -24,6 +24,9 @@ public struct RelayConfiguration: Sendable {
     public var platforms: Set<DevicePlatform> = Set(DevicePlatform.allCases)
     /// The fleet's credentials and environments, which apps and devices name.
     public var fleet = FleetConfiguration()
+    /// A message for a user without an activated device: refused or held (the default of apps
+    /// that name no policy of their own).
+    public var undeliverable = UndeliverableConfiguration()
 
     public init() {}
 }

@@ -312,4 +312,9 @@ struct RelayMetrics: Sendable {
     let callbacks = Counter(label: "herald_relay_callbacks_scheduled_total")
     let callbackPushes = Counter(label: "herald_relay_callback_pushes_total")
     let callbackAnswers = Counter(label: "herald_relay_callback_answers_total")
+
+    /// Messages for users without a device, by what became of them.
+    func undeliverable(_ outcome: UndeliverableOutcome) -> Counter {
+        Counter(label: "herald_relay_undeliverable_messages_total", dimensions: [("outcome", outcome.rawValue)])
+    }
 }

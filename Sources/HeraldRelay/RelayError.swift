@@ -8,6 +8,7 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         case notFound = "not_found"
         case conflict
         case unavailable
+        case noDevices = "no_devices"
     }
 
     private let code: Code
@@ -15,11 +16,14 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     public let detail: String
     /// The request field at fault, for `invalidField`.
     public let field: String?
+    /// The user a refused message was for, for `noDevices`.
+    public let user: String?
 
-    private init(_ code: Code, _ detail: String, field: String? = nil) {
+    private init(_ code: Code, _ detail: String, field: String? = nil, user: String? = nil) {
         self.code = code
         self.detail = detail
         self.field = field
+        self.user = user
     }
 
     public var description: String { detail }
@@ -45,9 +49,23 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The store cannot be reached; nothing was accepted.
     public static let unavailable = Self(.unavailable, "the relay cannot store the request right now")
 
+    /// A message for a user without an activated device, refused by the policy: nothing was
+    /// written and its idempotency key stays unused, so the sender may send it again once the
+    /// user's phone activated.
+    public static func noDevices(user: String) -> Self {
+        Self(
+            .noDevices,
+            "user '\(user)' has no activated device; send again once the user's app has activated",
+            user: user
+        )
+    }
+
     /// The same kind of failure with a more precise message.
-    public func with(detail: String) -> Self { Self(code, detail, field: field) }
+    public func with(detail: String) -> Self { Self(code, detail, field: field, user: user) }
 
     /// Whether this is an `invalidField` error (`==` cannot say: that one is made with arguments).
     public var isInvalidField: Bool { code == .invalidField }
+
+    /// Whether this is a `noDevices` refusal.
+    public var isNoDevices: Bool { code == .noDevices }
 }

@@ -53,8 +53,9 @@ public final class RelayIngest: Sendable {
     }
 
     /// The message made for `snapshot` and committed; made again from a fresh read if the
-    /// recipients it was made for changed before the commit (`IngestOutcome.stale`).
-    private func send(
+    /// recipients it was made for changed before the commit (`IngestOutcome.stale`). A user
+    /// without a device: held or refused (`toNobody`).
+    func send(
         message request: MessageRequest,
         options: MessagePushOptions,
         extras: (title: String?, data: [String: String]?),
@@ -75,6 +76,16 @@ public final class RelayIngest: Sendable {
         )
 
         // Devices on screen in the conversation with their channel on another node (read with
+        if recipients.isEmpty {
+            return try await toNobody(
+                message: request,
+                app: onlyApp,
+                options: options,
+                extras: extras,
+                at: time,
+                id: messageID
+            )
+        }
         // the recipients).
         let elsewhere = directory.heldElsewhere(
             recipients.filter { !live.isActive(deviceID: $0.device.id, in: request.conversation) },
@@ -235,7 +246,7 @@ public final class RelayIngest: Sendable {
         var seen = Set<String>()
         var members: [BroadcastReceipt.Member] = []
         for user in request.to where seen.insert(user).inserted {
-            let receipt = try await send(
+            let receipt = try await member(
                 message: MessageRequest(
                     to: user,
                     from: request.from,
@@ -484,3 +495,6 @@ public final class RelayIngest: Sendable {
         }
     }
 }
+    /// Holds that ended first (their messages were never pushed: counted `expired`).
+        let ended = try await context.storing { try await $0.endHolds(now: time) }
+        if ended > 0 { context.metrics.undeliverable(.expired).increment(by: ended) }

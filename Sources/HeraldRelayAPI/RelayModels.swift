@@ -146,24 +146,73 @@ public struct IngestReceipt: Sendable, Codable, Hashable {
         }
     }
 
+    /// What became of a message.
+    public enum Status: String, Sendable, Codable, Hashable {
+        /// Made for the user's devices: pushed, delivered live, or skipped per device (`skipped`).
+        case accepted
+        /// The user has no activated device: held until `held_until`, pushed to the first of the
+        /// user's devices that activates before then.
+        case held
+        /// The user has no activated device and the policy refuses (a broadcast's member only; a
+        /// single message is answered 409 `no_devices`): nothing was stored, `id` is empty.
+        case refused
+    }
+
     /// The message id (messages) or the call id (calls).
     public var id: String
     public var pushes: [Push]
     public var skipped: [Skipped]
     /// This answer repeats an earlier request's (same idempotency key or call id).
     public var duplicate: Bool
+    /// What became of the message (an earlier version's stored receipts, without it, were
+    /// `accepted`).
+    public var status: Status
+    /// Until when a held message waits for a device, in milliseconds since the epoch.
+    public var heldUntil: Int64?
+    /// The user the message is for: in a contact-center adapter's answer, the user its customer
+    /// was mapped to.
+    public var user: String?
 
-    public init(id: String, pushes: [Push], skipped: [Skipped], duplicate: Bool = false) {
+    public init(
+        id: String,
+        pushes: [Push],
+        skipped: [Skipped],
+        duplicate: Bool = false,
+        status: Status = .accepted,
+        heldUntil: Int64? = nil,
+        user: String? = nil
+    ) {
         self.id = id
         self.pushes = pushes
         self.skipped = skipped
         self.duplicate = duplicate
+        self.status = status
+        self.heldUntil = heldUntil
+        self.user = user
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, pushes, skipped, duplicate, status, user
+        case heldUntil = "held_until"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        pushes = try container.decode([Push].self, forKey: .pushes)
+        skipped = try container.decode([Skipped].self, forKey: .skipped)
+        duplicate = try container.decodeIfPresent(Bool.self, forKey: .duplicate) ?? false
+        status = try container.decodeIfPresent(Status.self, forKey: .status) ?? .accepted
+        heldUntil = try container.decodeIfPresent(Int64.self, forKey: .heldUntil)
+        user = try container.decodeIfPresent(String.self, forKey: .user)
     }
 
     /// The JSON form (keys sorted), written directly: every ingest answers one, and stores one
     /// for its idempotency key.
     public var jsonText: String {
-        var json = "{\"duplicate\":" + (duplicate ? "true" : "false") + ",\"id\":" + JSONText.quoted(id)
+        var json = "{\"duplicate\":" + (duplicate ? "true" : "false")
+        if let heldUntil { json += ",\"held_until\":" + String(heldUntil) }
+        json += ",\"id\":" + JSONText.quoted(id)
         json += ",\"pushes\":["
         for (index, push) in pushes.enumerated() {
             if index > 0 { json += "," }
@@ -178,7 +227,9 @@ public struct IngestReceipt: Sendable, Codable, Hashable {
                 "{\"device_id\":" + JSONText.quoted(skip.deviceID) + ",\"reason\":"
                 + JSONText.quoted(skip.reason) + "}"
         }
-        json += "]}"
+        json += "],\"status\":" + JSONText.quoted(status.rawValue)
+        if let user { json += ",\"user\":" + JSONText.quoted(user) }
+        json += "}"
         return json
     }
 }

@@ -53,7 +53,9 @@ struct AdapterWebhooks: Sendable {
             Counter(label: "herald_adapter_events_ignored_total", dimensions: [("source", name)]).increment()
             return try JSONResponse.make(.ok, ["ignored": reason])
         case .message(let message):
-            let receipt = try await relay.ingest.send(message: message)
+            var receipt = try await relay.ingest.send(message: message)
+            // The platform knows its customer, not the user Herald mapped it to.
+            receipt.user = message.to
             count(name, "pushed")
             return JSONResponse.text(.accepted, receipt.jsonText)
         }

@@ -29,6 +29,7 @@ struct API: Sendable {
     }
 
     static func answer(_ error: RelayError) -> Response {
+        if let user = error.user { return NoDevicesBody.answer(error, user: user) }
         var response = JSONResponse.error(error.httpStatus, error.identifier, reason: error.detail, field: error.field)
         if response.status == .serviceUnavailable {
             // The store is away (a database restarting or failing over): nothing was written, and
@@ -134,6 +135,9 @@ extension RelayError {
     /// The HTTP status that carries this kind of error.
     var httpStatus: HTTPResponse.Status {
         if isInvalidField { return .badRequest }
+        // The user's state refuses the message (no device yet): the same request may succeed once
+        // it changed, which is what 409 says; 404 would read as an unknown route or adapter.
+        if isNoDevices { return .conflict }
         switch self {
         case .unauthorized: return .unauthorized
         case .forbidden: return .forbidden

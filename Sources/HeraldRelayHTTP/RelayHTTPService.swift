@@ -398,6 +398,8 @@ struct AppBody: Decodable, KnownJSONFields {
     var presencePolicy: PresencePolicy?
     var messagePriority: Int?
     var queueOrder: QueueOrder?
+    var undeliverable: Undeliverable?
+    var holdFor: Int64?
     /// The app's webhook; without it the app has none.
     var webhook: WebhookBody?
 
@@ -426,6 +428,8 @@ struct AppBody: Decodable, KnownJSONFields {
         case presencePolicy = "presence_policy"
         case messagePriority = "message_priority"
         case queueOrder = "queue_order"
+        case undeliverable
+        case holdFor = "hold_for"
     }
 
     func record() throws -> AppRecord {
@@ -442,6 +446,8 @@ struct AppBody: Decodable, KnownJSONFields {
         if let presencePolicy { app.presencePolicy = presencePolicy }
         if let messagePriority { app.messagePriority = messagePriority }
         if let queueOrder { app.queueOrder = queueOrder }
+        app.undeliverable = undeliverable
+        app.holdFor = holdFor
         return app
     }
 }

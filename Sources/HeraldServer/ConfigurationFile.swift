@@ -18,7 +18,7 @@ public import HeraldStore
 ///   "provider": {"url": "http://127.0.0.1:2199", "secret_file": "keys/provider.secret"},
 ///   "dispatcher": {"workers": 4, "batch_size": 256},
 ///   "http": {"header_read_timeout": 10, "idle_timeout": 60, "max_connections": 512},
-///   "presence_ttl": 60, "message_retention": 604800, "durable": true,
+///   "presence_ttl": 60, "message_retention": 604800, "durable": true, "undeliverable": "hold", "hold_for": 86400,
 ///   "database": {"url": "postgres://herald@db:5432/herald", "pool_size": 10, "statement_timeout": 5},
 ///   "node_id": "relay-a",
 ///   "webhooks": {"retry_window": 259200,
@@ -246,6 +246,11 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var dispatcher: Dispatcher?
     public var presenceTTL: Int?
     public var messageRetention: Int64?
+    /// A message for a user without an activated device: `refuse` or `hold` (the default), for
+    /// the apps that name no policy of their own.
+    public var undeliverable: Undeliverable?
+    /// Seconds a held message waits for the user's first device (86400; at most 604800).
+    public var holdFor: Int64?
     public var durable: Bool?
     public var database: Database?
     /// This relay node's name among several on one database (claims are leased in its name).
@@ -269,6 +274,8 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case provider, dispatcher
         case presenceTTL = "presence_ttl"
         case messageRetention = "message_retention"
+        case undeliverable
+        case holdFor = "hold_for"
         case durable, database
         case nodeID = "node_id"
         case adapters, chat, webhooks, sandbox, http

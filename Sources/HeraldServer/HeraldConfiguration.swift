@@ -53,6 +53,8 @@ public struct HeraldConfiguration: Sendable {
     public var chatIdleEnd: Duration = .seconds(24 * 60 * 60)
     /// Transcript event types that never push; nil keeps the relay's default.
     public var chatFilteredTypes: Set<String>?
+    /// A message for a user without a device: refused or held, and for how long (apps' default).
+    public var undeliverable = UndeliverableConfiguration()
     /// Every APNs key (key id, team, .p8), each with its name: the one `apns` (the flags) gives is
     /// `default` and comes first, then `apns_keys`. Without any, `herald serve` runs the sandbox
     /// in process.
@@ -226,6 +228,7 @@ public struct HeraldConfiguration: Sendable {
         if let seconds = file.chat?.firstPushDelay { chatPushDelay = .seconds(seconds) }
         chatFilteredTypes = file.chat?.filteredTypes.map(Set.init)
         if let seconds = file.chat?.idleEnd { chatIdleEnd = .seconds(seconds) }
+        undeliverable = try Self.undeliverable(file)
         adapters = file.adapters ?? [:]
         if let seconds = file.http?.headerReadTimeout { http.headerReadTimeout = .seconds(seconds) }
         if let seconds = file.http?.idleTimeout { http.idleTimeout = .seconds(seconds) }
@@ -417,6 +420,7 @@ public struct HeraldConfiguration: Sendable {
         configuration.chat.firstPushDelay = chatPushDelay
         configuration.chat.idleEnd = chatIdleEnd
         if let chatFilteredTypes { configuration.chat.filteredTypes = chatFilteredTypes }
+        configuration.undeliverable = undeliverable
         // On a shared database the live channels are published under the node's id, so a message
         // ingested on any node reaches the node holding the device's channel.
         if case .postgres = database { configuration.live.nodeID = resolvedNodeID }

@@ -7,6 +7,6 @@
 /// Several stores may be open on the same data at once (relay nodes sharing a database, or a
 /// node and its restart): every promise below holds across them, not only within one store.
 /// `HeraldStoreConformance` checks each promise, and every engine runs it unchanged.
-public protocol HeraldStore: AppStore, DeviceStore, OutboxStore, ProviderTokenStore, RetentionStore, SealingStore,
-    TranscriptStore, LiveSessionStore, WebhookStore, WebhookQueueStore, CallStore, CallbackStore
+public protocol HeraldStore: AppStore, DeviceStore, OutboxStore, HeldMessageStore, ProviderTokenStore, RetentionStore,
+    SealingStore, TranscriptStore, LiveSessionStore, WebhookStore, WebhookQueueStore, CallStore, CallbackStore
 {}

@@ -52,6 +52,12 @@ public struct AppRecord: Sendable, Hashable, Codable {
     /// How the queue orders the app's message pushes behind the calls: by time in the queue
     /// (default) or by how long the customer has waited for the agent.
     public var queueOrder: QueueOrder = .queueTime
+    /// Whether the app's devices take messages held for their user before they activated
+    /// (`hold`) and whether such messages are held for the app at all; nil: the relay's default.
+    public var undeliverable: Undeliverable?
+    /// How long, in seconds, a message for a user without a device is held for the app; nil: the
+    /// relay's default.
+    public var holdFor: Int64?
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -100,6 +106,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case presencePolicy = "presence_policy"
         case messagePriority = "message_priority"
         case queueOrder = "queue_order"
+        case undeliverable
+        case holdFor = "hold_for"
     }
 
     /// The record as the API shows it: the webhook's url and `secret_set`, never its secret.
@@ -116,6 +124,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
         try container.encode(presencePolicy, forKey: .presencePolicy)
         try container.encode(messagePriority, forKey: .messagePriority)
         try container.encode(queueOrder, forKey: .queueOrder)
+        try container.encodeIfPresent(undeliverable, forKey: .undeliverable)
+        try container.encodeIfPresent(holdFor, forKey: .holdFor)
         if let webhook {
             var nested = container.nestedContainer(keyedBy: AppWebhook.ShownKeys.self, forKey: .webhook)
             try nested.encode(webhook.url, forKey: .url)
@@ -147,6 +157,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
             try container.decodeIfPresent(PresencePolicy.self, forKey: .presencePolicy) ?? defaults.presencePolicy
         messagePriority = try container.decodeIfPresent(Int.self, forKey: .messagePriority) ?? defaults.messagePriority
         queueOrder = try container.decodeIfPresent(QueueOrder.self, forKey: .queueOrder) ?? defaults.queueOrder
+        undeliverable = try container.decodeIfPresent(Undeliverable.self, forKey: .undeliverable)
+        holdFor = try container.decodeIfPresent(Int64.self, forKey: .holdFor)
         guard messagePriority == 5 || messagePriority == 10 else {
             throw DecodingError.dataCorruptedError(
                 forKey: .messagePriority,

@@ -72,6 +72,8 @@ public enum StoreConformance {
         case batchesOfOutcomesKeepTheirTimes
         case staleRecipientsAreRefused
         case lateOutcomesAfterALapsedLease
+        case messagesToNobodyAreHeldOnce
+        case heldMessagesEndAndAppsKeepTheirPolicy
 
         public var description: String { rawValue }
 
@@ -94,6 +96,9 @@ public enum StoreConformance {
                 try await StoreConformance.batchesOfOutcomesKeepTheirTimes(engine)
             case .staleRecipientsAreRefused: try await StoreConformance.staleRecipientsAreRefused(engine)
             case .lateOutcomesAfterALapsedLease: try await StoreConformance.lateOutcomesAfterALapsedLease(engine)
+            case .messagesToNobodyAreHeldOnce: try await StoreConformance.messagesToNobodyAreHeldOnce(engine)
+            case .heldMessagesEndAndAppsKeepTheirPolicy:
+                try await StoreConformance.heldMessagesEndAndAppsKeepTheirPolicy(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

@@ -244,5 +244,25 @@ extension PostgresMigrations {
                 """,
             ]
         ),
+        (
+            "v16: messages held for a user without a device, and each app's policy for them",
+            [
+                // As on SQLite's v23: a held message is a row of `messages` and one here until it
+                // is released or its hold ends; an app's NULLs take the relay's default.
+                """
+                CREATE TABLE held_messages (
+                    message_id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    app_id TEXT,
+                    held_at BIGINT NOT NULL,
+                    held_until BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX held_messages_by_user ON held_messages(user_id, held_at)",
+                "CREATE INDEX held_messages_by_end ON held_messages(held_until)",
+                "ALTER TABLE apps ADD COLUMN undeliverable TEXT",
+                "ALTER TABLE apps ADD COLUMN hold_for BIGINT",
+            ]
+        ),
     ]
 }

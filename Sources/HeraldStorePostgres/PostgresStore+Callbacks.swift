@@ -222,7 +222,7 @@ extension PostgresStore {
     }
 
     /// Queues pushes inside the caller's transaction, as an ingest does.
-    private static func insertPushes(
+    static func insertPushes(
         _ pushes: [OutboxEntry],
         on connection: PostgresConnection,
         logger: Logger

@@ -130,7 +130,7 @@ extension PostgresStore: StoreImport {
             """
             apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
                 webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy,
-                message_priority, queue_order)
+                message_priority, queue_order, undeliverable, hold_for)
             """
         )
         var devices = RowsInsert(
@@ -206,6 +206,8 @@ extension PostgresStore: StoreImport {
                     $0.text(app.presencePolicy.rawValue)
                     $0.integer(Int64(app.messagePriority))
                     $0.text(app.queueOrder.rawValue)
+                    $0.text(app.undeliverable?.rawValue)
+                    $0.integer(app.holdFor)
                 }
             case .device(let device):
                 devices.row {

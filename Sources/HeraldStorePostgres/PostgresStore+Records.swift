@@ -33,7 +33,7 @@ extension PostgresStore {
     static let appColumns = """
         id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
         webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy, message_priority,
-        queue_order
+        queue_order, undeliverable, hold_for
         """
 
     public func saveApp(_ app: AppRecord) async throws {
@@ -45,7 +45,7 @@ extension PostgresStore {
                     \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
                     \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }),
                     \(app.apnsKey), \(app.fcmAccount), \(app.apnsEnvironment?.rawValue), \(app.presencePolicy.rawValue),
-                    \(app.messagePriority), \(app.queueOrder.rawValue))
+                    \(app.messagePriority), \(app.queueOrder.rawValue), \(app.undeliverable?.rawValue), \(app.holdFor))
                 ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                     alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                     message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
@@ -54,7 +54,8 @@ extension PostgresStore {
                     apns_key = EXCLUDED.apns_key, fcm_account = EXCLUDED.fcm_account,
                     apns_environment = EXCLUDED.apns_environment,
                     presence_policy = EXCLUDED.presence_policy, message_priority = EXCLUDED.message_priority,
-                    queue_order = EXCLUDED.queue_order
+                    queue_order = EXCLUDED.queue_order, undeliverable = EXCLUDED.undeliverable,
+                    hold_for = EXCLUDED.hold_for
                 """,
                 logger: logger
             )
@@ -107,6 +108,14 @@ extension PostgresStore {
             throw StoreError.corrupt.with(detail: "app \(id) has an unknown queue order")
         }
         app.queueOrder = queueOrder
+        let undeliverable: String? = try columns.next()
+        if let undeliverable {
+            guard let policy = Undeliverable(rawValue: undeliverable) else {
+                throw StoreError.corrupt.with(detail: "app \(id) has an unknown undeliverable policy")
+            }
+            app.undeliverable = policy
+        }
+        app.holdFor = try columns.next()
         return app
     }
 

@@ -79,15 +79,15 @@ extension SQLiteStore: StoreImport {
                 sql: """
                     INSERT INTO apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
                         collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
-                         apns_environment, presence_policy, message_priority, queue_order)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         apns_environment, presence_policy, message_priority, queue_order, undeliverable, hold_for)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
                     app.callTTL, app.collapseByConversation, app.webhook?.url,
                     app.webhook.map { Data($0.sealedSecret) },
                     app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue, app.presencePolicy.rawValue,
-                    app.messagePriority, app.queueOrder.rawValue,
+                    app.messagePriority, app.queueOrder.rawValue, app.undeliverable?.rawValue, app.holdFor,
                 ]
             )
         case .device(let device):

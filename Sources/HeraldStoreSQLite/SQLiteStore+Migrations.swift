@@ -177,5 +177,26 @@ extension SQLiteStore {
             // a message that went to no live channel or named no options.
             try db.execute(sql: "ALTER TABLE messages ADD COLUMN sealed_push_options BLOB")
         }
+        migrator.registerMigration("v23: messages held for a user without a device, and each app's policy for them") {
+            db in
+            // A held message is a row of `messages` (sealed as every message) and one here until
+            // it is released into pushes or its hold ends; `app_id` NULL: for any app's device. An
+            // app's NULLs take the relay's default.
+            try db.execute(
+                sql: """
+                    CREATE TABLE held_messages (
+                        message_id TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        app_id TEXT,
+                        held_at INTEGER NOT NULL,
+                        held_until INTEGER NOT NULL
+                    );
+                    CREATE INDEX held_messages_by_user ON held_messages(user_id, held_at);
+                    CREATE INDEX held_messages_by_end ON held_messages(held_until);
+                    ALTER TABLE apps ADD COLUMN undeliverable TEXT;
+                    ALTER TABLE apps ADD COLUMN hold_for INTEGER;
+                    """
+            )
+        }
     }
 }

@@ -13,15 +13,15 @@ extension SQLiteStore {
                     INSERT OR REPLACE INTO apps
                         (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
                          collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
-                         apns_environment, presence_policy, message_priority, queue_order)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         apns_environment, presence_policy, message_priority, queue_order, undeliverable, hold_for)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
                     app.callTTL, app.collapseByConversation, app.webhook?.url,
                     app.webhook.map { Data($0.sealedSecret) },
                     app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue, app.presencePolicy.rawValue,
-                    app.messagePriority, app.queueOrder.rawValue,
+                    app.messagePriority, app.queueOrder.rawValue, app.undeliverable?.rawValue, app.holdFor,
                 ]
             )
             self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed)
@@ -72,7 +72,18 @@ extension SQLiteStore {
         app.presencePolicy = presencePolicy
         app.messagePriority = row["message_priority"]
         app.queueOrder = queueOrder
+        app.undeliverable = try undeliverable(row["undeliverable"], of: row["id"])
+        app.holdFor = row["hold_for"]
         return app
+    }
+
+    /// An app's stored policy for messages to users without a device; NULL is the relay's default.
+    static func undeliverable(_ name: String?, of app: String?) throws -> Undeliverable? {
+        guard let name else { return nil }
+        guard let policy = Undeliverable(rawValue: name) else {
+            throw StoreError.corrupt.with(detail: "app \(app ?? "?") has an unknown undeliverable policy")
+        }
+        return policy
     }
 
     static func webhook(url: String?, secret: Data?) -> AppWebhook? {

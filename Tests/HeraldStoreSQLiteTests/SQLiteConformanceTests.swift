@@ -4,6 +4,14 @@ import Testing
 /// Every store conformance rule against SQLite, one test per rule.
 @Suite("SQLite store conformance", .timeLimit(.minutes(2)))
 struct SQLiteConformanceTests {
+    @Test func messagesToNobodyAreHeldOnce() async throws {
+        try await SQLiteEngine.check(.messagesToNobodyAreHeldOnce)
+    }
+
+    @Test func heldMessagesEndAndAppsKeepTheirPolicy() async throws {
+        try await SQLiteEngine.check(.heldMessagesEndAndAppsKeepTheirPolicy)
+    }
+
     @Test func claimsAreExclusive() async throws {
         try await SQLiteEngine.check(.claimsAreExclusive)
     }
@@ -282,6 +290,8 @@ struct SQLiteConformanceTests {
             .batchesOfOutcomesKeepTheirTimes,
             .staleRecipientsAreRefused,
             .lateOutcomesAfterALapsedLease,
+            .messagesToNobodyAreHeldOnce,
+            .heldMessagesEndAndAppsKeepTheirPolicy,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

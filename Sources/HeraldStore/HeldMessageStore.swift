@@ -1,0 +1,69 @@
+/// Messages held for a user who had no activated device when they came (docs/relay.md, "A
+/// message to nobody"): written with the message, sealed like any message, released once into
+/// pushes when a device of the user activates, or ended when the hold ends.
+///
+/// Holds are shared like the outbox: a release on any node (another relay node's activation)
+/// takes them, and of concurrent releases of one message exactly one writes its pushes.
+public protocol HeldMessageStore: Sendable {
+    /// Writes `ingest`'s message and idempotency key with the message held for its user until
+    /// `until`, for the devices of `appID` (`nil`: of any app), once per key as `accept(_:)`
+    /// does: a key seen before answers the first ingest's receipt (`duplicate`) and writes
+    /// nothing. Nothing is written and the answer is `stale` when the user has a device (of
+    /// `appID`, when given) when it commits: a device that activated since the ingest read its
+    /// recipients is pushed to instead, and a read of the user's held messages that follows that
+    /// device's activation sees every hold written before it. The ingest's pushes and handovers
+    /// are not written (a held message has none).
+    func hold(_ ingest: Ingest, until: Int64, appID: String?) async throws -> IngestOutcome
+    /// The user's held messages whose hold ends after `now`, oldest first.
+    func heldMessages(userID: String, now: Int64) async throws -> [HeldMessage]
+    /// Releases held messages, each at most once: of `releases`, those still held (their hold
+    /// ending after `now`) stop being held and their pushes are written queued, all in one
+    /// transaction; the others write nothing (another release took them, or their hold ended).
+    /// Returns the ids of the messages released, in the order given.
+    func release(_ releases: [HeldRelease], now: Int64) async throws -> [String]
+    /// Ends the holds that ended at or before `now` (their messages stay until retention removes
+    /// them); returns how many ended.
+    func endHolds(now: Int64) async throws -> Int
+}
+
+/// A message held for a user with no activated device.
+public struct HeldMessage: Sendable, Hashable {
+    public var messageID: String
+    public var userID: String
+    /// The app whose devices may take it; `nil`: any app's.
+    public var appID: String?
+    /// When it was held (its acceptance), milliseconds since the epoch.
+    public var heldAt: Int64
+    /// When its hold ends, milliseconds since the epoch: not released after it.
+    public var heldUntil: Int64
+
+    public init(messageID: String, userID: String, appID: String? = nil, heldAt: Int64, heldUntil: Int64) {
+        self.messageID = messageID
+        self.userID = userID
+        self.appID = appID
+        self.heldAt = heldAt
+        self.heldUntil = heldUntil
+    }
+}
+
+/// A held message released: the pushes it becomes, one per device that takes it.
+public struct HeldRelease: Sendable, Hashable {
+    public var messageID: String
+    /// Written queued (their entries' state), only if the message is still held.
+    public var pushes: [OutboxEntry]
+
+    public init(messageID: String, pushes: [OutboxEntry]) {
+        self.messageID = messageID
+        self.pushes = pushes
+    }
+}
+
+/// What the relay does with a message for a user without an activated device (docs/relay.md,
+/// "A message to nobody").
+public enum Undeliverable: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Refused (409 `no_devices`), nothing written, its idempotency key unused: the sender
+    /// retries once the user's phone activated.
+    case refuse
+    /// Accepted and held for a while; pushed when a device of the user activates.
+    case hold
+}
