@@ -45,7 +45,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // One trait, named: SwiftPM 6.3 passes a package's enabled traits to the compiler as `-D`
+        // flags in a set's order, which differs from one `swift build` to the next, so with
+        // Hummingbird's two default traits every build saw a new command line and recompiled its
+        // modules (114 files). Herald uses no swift-configuration reader (`ConfigurationSupport`).
+        .package(
+            url: "https://github.com/hummingbird-project/hummingbird.git",
+            from: "2.28.1",
+            traits: ["FullFoundation"]
+        ),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
