@@ -9,7 +9,7 @@ VENV         := .venv
 VENV_PYTHON  := $(VENV)/bin/python
 HERALD       := .build/debug/herald
 APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client postgresql \
-                python3-venv systemd chromium chromium-driver debootstrap dpkg-dev patchelf
+                python3-venv systemd chromium chromium-driver prometheus debootstrap dpkg-dev patchelf
 PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator selenium
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

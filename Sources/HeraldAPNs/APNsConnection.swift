@@ -60,7 +60,7 @@ final class APNsConnection: Sendable {
         let authority = port == 443 ? host : "\(host):\(port)"
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -355,7 +355,7 @@ private struct KeepAliveConnection {
         _ body: (inout KeepAliveConnection) async throws -> T
     ) async throws -> T {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
