@@ -206,7 +206,8 @@ done
 seen=$(http GET "http://127.0.0.1:$control_port/sandbox/inspection?limit=1")
 echo "$seen" | grep -q "\"topic\":\"$bundle_id\"" || fail "the sandbox did not see the push: $seen"
 echo "$seen" | grep -q "shipped\|Dana" && fail "the push network saw the sender or the text: $seen"
-[ "$(stat -c %U "$root/var/lib/herald/data/herald.sqlite")" = herald ] || fail "the database is not herald's"
+[ "$(in_root 'stat -c "%U %a" /var/lib/herald/data/herald.sqlite')" = "herald 600" ] ||
+    fail "the database is not herald's, 0600"
 
 step "SIGTERM drains and ends the service"
 kill -TERM "$serve"
