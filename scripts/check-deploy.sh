@@ -19,6 +19,10 @@ ln -s usr/lib "$root/lib"
 binary=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unit")
 mkdir -p "$root$(dirname "$binary")"
 ln "$herald" "$root$binary" 2>/dev/null || cp "$herald" "$root$binary"
+# ExecReload='s kill, as a Debian system has it.
+mkdir -p "$root/usr/bin"
+ln -s usr/bin "$root/bin"
+cp /usr/bin/kill "$root/usr/bin/kill"
 cp "$unit" "$root/etc/systemd/system/herald.service"
 
 output=$(systemd-analyze verify --root="$root" herald.service 2>&1) || { echo "$output"; exit 1; }

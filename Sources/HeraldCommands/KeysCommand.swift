@@ -13,8 +13,9 @@ import HeraldServer
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
-        abstract: "Make development keys: the master key, APNs-style auth keys and FCM service accounts.",
-        subcommands: [Master.self, APNs.self, FCM.self, Token.self]
+        abstract:
+            "Make keys: the master key, APNs-style auth keys, FCM service accounts, and the backends' API keys.",
+        subcommands: [Master.self, APNs.self, FCM.self, Token.self, API.self]
     )
 }
 

@@ -46,7 +46,8 @@ struct RelayCommand: AsyncParsableCommand {
         let configuration = try relay.resolve(command: layer)
         let format = configuration.logFormat
         format.bootstrap()
-        let server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.relay"))
+        var server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.relay"))
+        server.reload = { [relay, layer] in try relay.resolve(command: layer) }
         try await HeraldServerError.asValidation {
             try await server.relay { lines in format.printBanner(lines, label: "herald.relay") }
         }

@@ -141,16 +141,27 @@ struct RelayOptions: ParsableArguments {
     /// The configuration: these flags and `command`'s own, over the environment, over the file
     /// (`--config` or HERALD_CONFIG), over the defaults.
     func resolve(command: ConfigurationFile = ConfigurationFile()) throws -> HeraldConfiguration {
+        try Self.resolve(
+            flags: ConfigurationFile.merged([layer, command]),
+            config: config,
+            extraApps: apps.compactMap(HeraldConfiguration.ExtraApp.init)
+        )
+    }
+
+    /// The configuration: `flags` over the environment, over the file (`config` or
+    /// HERALD_CONFIG), over the defaults; the contact-center adapters' secrets checked.
+    static func resolve(
+        flags: ConfigurationFile,
+        config: String?,
+        extraApps: [HeraldConfiguration.ExtraApp] = []
+    ) throws -> HeraldConfiguration {
         let environment = ProcessInfo.processInfo.environment
         do throws(HeraldServerError) {
-            var layers = [ConfigurationFile.merged([layer, command]), try ConfigurationFile.environment(environment)]
+            var layers = [flags, try ConfigurationFile.environment(environment)]
             if let path = config ?? environment["HERALD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
                 layers.append(try ConfigurationFile.load(path: path))
             }
-            let configuration = try HeraldConfiguration(
-                layers: layers,
-                extraApps: apps.compactMap(HeraldConfiguration.ExtraApp.init)
-            )
+            let configuration = try HeraldConfiguration(layers: layers, extraApps: extraApps)
             // The adapters' secrets may come from the environment, so they are checked here,
             // before anything starts: a bad one is one line, not a failure halfway through the
             // start with clients already open (which crashed the process in sandbox mode).

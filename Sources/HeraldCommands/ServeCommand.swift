@@ -79,7 +79,8 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = try relay.resolve(command: layer)
         let format = configuration.logFormat
         format.bootstrap()
-        let server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.serve"))
+        var server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.serve"))
+        server.reload = { [relay] in try relay.resolve(command: layer) }
         try await HeraldServerError.asValidation {
             try await server.serve { lines in format.printBanner(lines, label: "herald.serve") }
         }

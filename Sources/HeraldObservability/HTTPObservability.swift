@@ -122,7 +122,11 @@ public enum HTTPObservability {
 /// (`herald_http_requests_total`, `herald_http_request_duration_seconds`), and writes one access
 /// log line per request at info. Only what the router knows of the request's shape goes into
 /// either: the route's pattern (`/v1/pushes/{id}`, never the ids in the path), no query, no
-/// header (the bearer secret is one), no body.
+/// header (the bearer secret is one), no body; plus what the route added (`AccessLog`).
+///
+/// Each request gets an id (the client's `x-request-id` when usable, else a new one), answered in
+/// the `x-request-id` header, written on its access line as `request_id`, and bound to
+/// `AccessLog.current` while it is handled, so the lines logged meanwhile carry it too.
 ///
 /// Add it to a router before anything else, so it sees every route and the final status.
 public struct HTTPObservabilityMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -140,40 +144,57 @@ public struct HTTPObservabilityMiddleware<Context: RequestContext>: RouterMiddle
         next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         let started = ContinuousClock.now
-        let method = request.method.rawValue
-        let status: Int
-        let bytes: Int?
-        do {
-            let response = try await next(request, context)
-            status = response.status.code
-            bytes = response.body.contentLength
+        let log = AccessLog(requestID: AccessLog.requestID(honouring: request.headers[AccessLog.header]))
+        return try await AccessLog.$current.withValue(log) {
+            var response: Response
+            do {
+                response = try await next(request, context)
+            } catch let error as any HTTPResponseError {
+                // Made into its answer here rather than further out (where the router would make
+                // the same one), so the answer carries the request id too.
+                response = try error.response(from: request, context: context)
+            } catch {
+                // Anything else becomes a bare 500 further out.
+                record(request, context, log, status: 500, since: started, bytes: nil)
+                throw error
+            }
+            response.headers[AccessLog.header] = log.requestID
             // Recorded before the body is written: a client that has read the answer and asks
             // `/metrics` next finds its request counted. The bodies are buffers already.
-            record(method: method, route: Self.route(context), status: status, since: started, bytes: bytes)
+            record(
+                request,
+                context,
+                log,
+                status: response.status.code,
+                since: started,
+                bytes: response.body.contentLength
+            )
             return response
-        } catch {
-            // A thrown error becomes an answer further out (Hummingbird's, or a 500).
-            status = (error as? any HTTPResponseError)?.status.code ?? 500
-            record(method: method, route: Self.route(context), status: status, since: started, bytes: nil)
-            throw error
         }
     }
 
-    private func record(method: String, route: String, status: Int, since started: ContinuousClock.Instant, bytes: Int?)
-    {
+    private func record(
+        _ request: Request,
+        _ context: Context,
+        _ log: AccessLog,
+        status: Int,
+        since started: ContinuousClock.Instant,
+        bytes: Int?
+    ) {
         let elapsed = ContinuousClock.now - started
+        let method = request.method.rawValue
+        let route = Self.route(context)
         instruments.record(method: method, route: route, status: status, elapsed: elapsed)
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        logger.info(
-            "request",
-            metadata: [
-                "method": "\(method)",
-                "route": "\(route)",
-                "status": "\(status)",
-                "duration_ms": "\((milliseconds * 1000).rounded() / 1000)",
-                "bytes": "\(bytes.map(String.init) ?? "-")",
-            ]
-        )
+        var metadata = log.added
+        metadata["request_id"] = .string(log.requestID)
+        metadata["method"] = .string(method)
+        metadata["route"] = .string(route)
+        metadata["status"] = .stringConvertible(status)
+        metadata["duration_ms"] = .stringConvertible((milliseconds * 1000).rounded() / 1000)
+        // Unknown for a streamed body: left out rather than written as something not a number.
+        metadata["bytes"] = bytes.map { .stringConvertible($0) }
+        logger.info("request", metadata: metadata)
     }
 
     private static func route(_ context: Context) -> String {

@@ -223,6 +223,18 @@ public enum MetricCatalog {
                 help: "Backend requests let in with a previous API key (a rotation not finished yet)."
             ),
             Entry(
+                name: "herald_relay_quota_refusals_total",
+                kind: .counter,
+                labels: ["app", "quota"],
+                help: "Messages refused with 429 because a key's or an app's message quota was spent."
+            ),
+            Entry(
+                name: "herald_relay_audit_failures_total",
+                kind: .counter,
+                labels: [],
+                help: "Changes made whose audit log entry could not be written (the store refused it)."
+            ),
+            Entry(
                 name: "herald_apns_provider_tokens_total",
                 kind: .counter,
                 labels: ["key_id", "source"],

@@ -155,7 +155,7 @@ extension Dispatcher: PushHandOff {
             // Their lease ends on its own: another loop or node takes them then.
             logger.error(
                 "cannot put back handed-over pushes; they are sent when their lease ends",
-                metadata: ["error": "\(error)", "count": "\(pushes.count)"]
+                metadata: ["error": "\(error)", "count": .stringConvertible(pushes.count)]
             )
         }
     }

@@ -23,8 +23,8 @@ extension Dispatcher {
             "network": "\(entry.network.rawValue)",
             "kind": "\(entry.kind.rawValue)",
             "outcome": "\(state.rawValue)",
-            "attempts": "\(entry.attempts)",
-            "latency_ms": "\(max(0, time - entry.createdAt))",
+            "attempts": .stringConvertible(entry.attempts),
+            "latency_ms": .stringConvertible(max(0, time - entry.createdAt)),
         ]
         if let reason { metadata["reason"] = "\(reason)" }
         logger.info("push finished", metadata: metadata)
@@ -86,8 +86,8 @@ extension Dispatcher {
                 logger.warning(
                     "pushes are waiting: the push network asked to try again later",
                     metadata: [
-                        "reason": "\(reason)", "push": "\(id)", "attempts": "\(item.entry.attempts)",
-                        "next_attempt_in_ms": "\(next - time)",
+                        "reason": "\(reason)", "push": "\(id)", "attempts": .stringConvertible(item.entry.attempts),
+                        "next_attempt_in_ms": .stringConvertible(next - time),
                     ]
                 )
             }

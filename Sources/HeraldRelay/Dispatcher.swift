@@ -172,7 +172,10 @@ public final class Dispatcher: Service, Sendable {
         do {
             let released = try await store.releaseClaims(owner: configuration.owner, now: now())
             if released > 0 {
-                logger.notice("re-queued pushes claimed before a restart", metadata: ["count": "\(released)"])
+                logger.notice(
+                    "re-queued pushes claimed before a restart",
+                    metadata: ["count": .stringConvertible(released)]
+                )
             }
         } catch {
             logger.error("cannot release earlier claims", metadata: ["error": "\(error)"])
@@ -387,7 +390,7 @@ public final class Dispatcher: Service, Sendable {
                 healthGauges[network]?.record(1)
                 logger.info(
                     "push network answers again: draining its pushes",
-                    metadata: ["network": "\(network.rawValue)", "down_ms": "\(downFor)"]
+                    metadata: ["network": "\(network.rawValue)", "down_ms": .stringConvertible(downFor)]
                 )
                 claimWanted.store(true, ordering: .releasing)
                 signal.signalAll()

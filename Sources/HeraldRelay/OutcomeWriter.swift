@@ -88,17 +88,19 @@ final class OutcomeWriter: Sendable {
             case .startedFailing(let pending):
                 logger.error(
                     "cannot record push outcomes: keeping them and trying again until the database answers; no pushes are claimed meanwhile",
-                    metadata: ["error": "\(error.map { "\($0)" } ?? "")", "outcomes": "\(pending)"]
+                    metadata: ["error": "\(error.map { "\($0)" } ?? "")", "outcomes": .stringConvertible(pending)]
                 )
             case .recovered(let downFor, let failures):
                 logger.notice(
                     "push outcomes are recorded again",
-                    metadata: ["failed_for_ms": "\(downFor)", "failed_writes": "\(failures)"]
+                    metadata: [
+                        "failed_for_ms": .stringConvertible(downFor), "failed_writes": .stringConvertible(failures),
+                    ]
                 )
             case .gaveUp(let count):
                 logger.error(
                     "stopping without recording push outcomes: their pushes are sent again when their leases end",
-                    metadata: ["error": "\(error.map { "\($0)" } ?? "")", "outcomes": "\(count)"]
+                    metadata: ["error": "\(error.map { "\($0)" } ?? "")", "outcomes": .stringConvertible(count)]
                 )
             case .resumeClaims:
                 resumed.signalAll()

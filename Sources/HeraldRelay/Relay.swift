@@ -22,6 +22,10 @@ public final class Relay: Sendable {
     public let calls: RelayCalls
     /// Callbacks: scheduling, the due pushes (`CallbackScheduler`), answers, state and history.
     public let callbacks: RelayCallbacks
+    /// The backends' API keys and the audit log.
+    public let keys: RelayKeys
+    /// The apps' and keys' message quotas on this node.
+    public let quotas: QuotaBook
     /// The live channels of apps in the foreground this node holds.
     public let live: LiveChannels
     /// Where every node's live channels are known (`RelayConfiguration.live.nodeID`).
@@ -29,6 +33,12 @@ public final class Relay: Sendable {
     /// Where the relay logs; the HTTP API logs its own events here too.
     public let logger: Logger
     let context: RelayContext
+
+    /// Admits `count` messages of `caller` against its key's and its app's quotas, now; a 429
+    /// (`tooManyRequests`) when either is spent.
+    public func admit(_ caller: Caller, messages count: Int) throws(RelayError) {
+        try quotas.admit(caller, count: count, at: context.now())
+    }
 
     /// - Parameters:
     ///   - now: the clock, in milliseconds since the epoch.
@@ -77,6 +87,8 @@ public final class Relay: Sendable {
         self.webhooks = RelayWebhooks(context: context)
         self.calls = RelayCalls(context: context, live: live, directory: directory)
         self.callbacks = RelayCallbacks(context: context)
+        self.keys = RelayKeys(store: store, now: now, logger: logger)
+        self.quotas = QuotaBook(apps: configuration.quotas.apps, defaultQuota: configuration.quotas.defaultQuota)
         self.live = live
         self.liveDirectory = directory
         self.logger = logger

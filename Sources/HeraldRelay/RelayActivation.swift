@@ -207,6 +207,11 @@ public final class RelayActivation: Sendable {
         return DeviceView(device)
     }
 
+    /// The app of a device; `nil` when there is no such device (any more).
+    public func deviceApp(id: String) async throws(RelayError) -> String? {
+        try await context.storing { try await $0.device(id: id) }?.appID
+    }
+
     /// Sets late or refreshed tokens; a token another device had is taken from it.
     public func updateTokens(deviceID: String, _ request: TokenUpdateRequest) async throws(RelayError) -> DeviceView {
         guard request.messagingToken != nil || request.voipToken != nil else {

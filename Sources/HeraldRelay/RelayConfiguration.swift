@@ -28,7 +28,23 @@ public struct RelayConfiguration: Sendable {
     /// that name no policy of their own).
     public var undeliverable = UndeliverableConfiguration()
 
+    /// The apps' message quotas (docs/relay.md, "Keys and quotas").
+    public var quotas = QuotaConfiguration()
+
     public init() {}
+}
+
+/// Messages a second per app, counted over the messages sent with the app's API keys.
+public struct QuotaConfiguration: Sendable, Hashable {
+    /// The quota of an app not in `apps`; `nil`: none.
+    public var defaultQuota: MessageQuota?
+    /// Each app's own quota.
+    public var apps: [String: MessageQuota] = [:]
+
+    public init(defaultQuota: MessageQuota? = nil, apps: [String: MessageQuota] = [:]) {
+        self.defaultQuota = defaultQuota
+        self.apps = apps
+    }
 }
 
 /// The APNs keys and FCM accounts apps may name, and the environment of a device that names none.

@@ -90,6 +90,15 @@ final class RelayContext: Sendable {
 
     /// Runs a store call; any failure is logged and answered as `unavailable`.
     func storing<T: Sendable>(_ work: @Sendable (any HeraldStore) async throws -> T) async throws(RelayError) -> T {
+        try await Self.storing(store, logger: logger, work)
+    }
+
+    /// `storing`, for the parts that hold a store without a context (`RelayKeys`).
+    static func storing<T: Sendable>(
+        _ store: any HeraldStore,
+        logger: Logger,
+        _ work: @Sendable (any HeraldStore) async throws -> T
+    ) async throws(RelayError) -> T {
         do {
             return try await work(store)
         } catch {

@@ -9,6 +9,7 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         case conflict
         case unavailable
         case noDevices = "no_devices"
+        case tooManyRequests = "too_many_requests"
     }
 
     private let code: Code
@@ -18,12 +19,21 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     public let field: String?
     /// The user a refused message was for, for `noDevices`.
     public let user: String?
+    /// When the same request may succeed again, for `tooManyRequests`.
+    public let retryAfter: Duration?
 
-    private init(_ code: Code, _ detail: String, field: String? = nil, user: String? = nil) {
+    private init(
+        _ code: Code,
+        _ detail: String,
+        field: String? = nil,
+        retryAfter: Duration? = nil,
+        user: String? = nil
+    ) {
         self.code = code
         self.detail = detail
         self.field = field
         self.user = user
+        self.retryAfter = retryAfter
     }
 
     public var description: String { detail }
@@ -49,6 +59,11 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The store cannot be reached; nothing was accepted.
     public static let unavailable = Self(.unavailable, "the relay cannot store the request right now")
 
+    /// A quota is spent: nothing was accepted, and the same request may succeed after `retryAfter`.
+    public static func tooManyRequests(_ detail: String, retryAfter: Duration) -> Self {
+        Self(.tooManyRequests, detail, retryAfter: retryAfter)
+    }
+
     /// A message for a user without an activated device, refused by the policy: nothing was
     /// written and its idempotency key stays unused, so the sender may send it again once the
     /// user's phone activated.
@@ -61,7 +76,12 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The same kind of failure with a more precise message.
-    public func with(detail: String) -> Self { Self(code, detail, field: field, user: user) }
+    public func with(detail: String) -> Self {
+        Self(code, detail, field: field, retryAfter: retryAfter, user: user)
+    }
+
+    /// Whether this is a `tooManyRequests` error.
+    public var isTooManyRequests: Bool { code == .tooManyRequests }
 
     /// Whether this is an `invalidField` error (`==` cannot say: that one is made with arguments).
     public var isInvalidField: Bool { code == .invalidField }

@@ -33,7 +33,10 @@ public final class RelayIngest: Sendable {
 
     /// Accepts a message: stores it, seals one messaging push per device that is not looking at
     /// the conversation, and commits both before returning.
-    public func send(message request: MessageRequest) async throws(RelayError) -> IngestReceipt {
+    ///
+    /// - Parameter app: only this app's devices are recipients, and the idempotency key is this
+    ///   app's own (an app's API key); every app's when `nil`.
+    public func send(message request: MessageRequest, app: String? = nil) async throws(RelayError) -> IngestReceipt {
         try context.check(request.to, "to", pattern: .identifier)
         try context.check(request.from.id, "from.id", pattern: .identifier)
         try context.checkText(request.from.name, "from.name")
@@ -49,7 +52,15 @@ public final class RelayIngest: Sendable {
         let time = context.now()
         let messageID = TimeOrderedID.make(milliseconds: time)
         let snapshot = try await context.storing { try await $0.recipientsForIngest(userID: request.to) }
-        return try await send(message: request, options: options, extras: extras, at: time, id: messageID, snapshot)
+        return try await send(
+            message: request,
+            app: app,
+            options: options,
+            extras: extras,
+            at: time,
+            id: messageID,
+            snapshot.only(app: app)
+        )
     }
 
     /// The message made for `snapshot` and committed; made again from a fresh read if the
@@ -57,6 +68,7 @@ public final class RelayIngest: Sendable {
     /// without a device: held or refused (`toNobody`).
     func send(
         message request: MessageRequest,
+        app onlyApp: String?,
         options: MessagePushOptions,
         extras: (title: String?, data: [String: String]?),
         at time: Int64,
@@ -64,6 +76,16 @@ public final class RelayIngest: Sendable {
         _ snapshot: RecipientsSnapshot
     ) async throws(RelayError) -> IngestReceipt {
         let recipients = snapshot.recipients
+        if recipients.isEmpty {
+            return try await toNobody(
+                message: request,
+                app: onlyApp,
+                options: options,
+                extras: extras,
+                at: time,
+                id: messageID
+            )
+        }
         let content = MessageContent(
             messageID: messageID,
             conversationID: request.conversation,
@@ -76,16 +98,6 @@ public final class RelayIngest: Sendable {
         )
 
         // Devices on screen in the conversation with their channel on another node (read with
-        if recipients.isEmpty {
-            return try await toNobody(
-                message: request,
-                app: onlyApp,
-                options: options,
-                extras: extras,
-                at: time,
-                id: messageID
-            )
-        }
         // the recipients).
         let elsewhere = directory.heldElsewhere(
             recipients.filter { !live.isActive(deviceID: $0.device.id, in: request.conversation) },
@@ -177,7 +189,7 @@ public final class RelayIngest: Sendable {
         guard
             let outcome = try await commit(
                 receipt: receipt,
-                key: request.idempotencyKey.map { "message:" + $0 },
+                key: request.idempotencyKey.map { "message:" + (onlyApp.map { "app:\($0):" } ?? "") + $0 },
                 message: message,
                 pushes: pushes,
                 sendable: sendable,
@@ -192,11 +204,12 @@ public final class RelayIngest: Sendable {
             let fresh = try await context.storing { try await $0.recipients(userID: request.to) }
             return try await send(
                 message: request,
+                app: onlyApp,
                 options: options,
                 extras: extras,
                 at: time,
                 id: messageID,
-                RecipientsSnapshot(recipients: fresh, version: nil)
+                RecipientsSnapshot(recipients: fresh, version: nil).only(app: onlyApp)
             )
         }
         if !outcome.duplicate {
@@ -237,7 +250,10 @@ public final class RelayIngest: Sendable {
 
     /// Sends one message to every member of a group: over the live channel where a member's app
     /// is on screen in the conversation, by push otherwise, one sealed push per device.
-    public func broadcast(_ request: BroadcastRequest) async throws(RelayError) -> BroadcastReceipt {
+    ///
+    /// - Parameter app: as for a message: only this app's devices, and its own idempotency keys.
+    public func broadcast(_ request: BroadcastRequest, app: String? = nil) async throws(RelayError) -> BroadcastReceipt
+    {
         guard !request.to.isEmpty, request.to.count <= 1000 else {
             throw .invalidField("to", "must list 1 to 1000 users")
         }
@@ -260,7 +276,8 @@ public final class RelayIngest: Sendable {
                     publicData: request.publicData,
                     title: request.title,
                     data: request.data
-                )
+                ),
+                app: app
             )
             members.append(.init(user: user, receipt: receipt))
         }
@@ -269,7 +286,9 @@ public final class RelayIngest: Sendable {
 
     /// Accepts a call: one VoIP push (priority 10, `<bundle>.voip`, short expiration) per iOS
     /// device of the user with a VoIP token. The same call id never rings twice.
-    public func send(call request: CallRequest) async throws(RelayError) -> IngestReceipt {
+    ///
+    /// - Parameter app: only this app's devices ring (an app's API key); every app's when `nil`.
+    public func send(call request: CallRequest, app: String? = nil) async throws(RelayError) -> IngestReceipt {
         try context.check(request.to, "to", pattern: .identifier)
         try context.check(request.from.id, "from.id", pattern: .identifier)
         try context.checkText(request.from.name, "from.name")
@@ -289,6 +308,7 @@ public final class RelayIngest: Sendable {
 
         let time = context.now()
         let recipients = try await context.storing { try await $0.recipients(userID: request.to) }
+            .filter { app == nil || $0.device.appID == app }
         let content = CallContent(
             callID: request.callID,
             callerID: request.from.id,
@@ -485,8 +505,11 @@ public final class RelayIngest: Sendable {
     }
 
     /// Deletes messages past retention, and idempotency keys and finished pushes older than it.
+    /// Holds that ended first (their messages were never pushed: counted `expired`).
     public func purgeExpired() async throws(RelayError) -> (messages: Int, pushes: Int) {
         let time = context.now()
+        let ended = try await context.storing { try await $0.endHolds(now: time) }
+        if ended > 0 { context.metrics.undeliverable(.expired).increment(by: ended) }
         return try await context.storing { store in
             try await store.deleteExpired(
                 now: time,
@@ -495,6 +518,3 @@ public final class RelayIngest: Sendable {
         }
     }
 }
-    /// Holds that ended first (their messages were never pushed: counted `expired`).
-        let ended = try await context.storing { try await $0.endHolds(now: time) }
-        if ended > 0 { context.metrics.undeliverable(.expired).increment(by: ended) }

@@ -24,6 +24,8 @@ public struct CallView: Sendable, Codable, Hashable {
 
     public var callID: String
     public var userID: String
+    /// The app whose devices the call rang.
+    public var app: String
     public var state: CallState
     public var media: String
     public var answeredBy: String?
@@ -40,6 +42,7 @@ public struct CallView: Sendable, Codable, Hashable {
     public init(_ call: CallRecord) {
         callID = call.id
         userID = call.userID
+        app = call.appID
         state = call.state
         media = call.media
         answeredBy = call.state == .answered ? call.deviceID : nil
@@ -55,7 +58,7 @@ public struct CallView: Sendable, Codable, Hashable {
     enum CodingKeys: String, CodingKey {
         case callID = "call_id"
         case userID = "user_id"
-        case state, media
+        case app, state, media
         case answeredBy = "answered_by"
         case declinedBy = "declined_by"
         case reason

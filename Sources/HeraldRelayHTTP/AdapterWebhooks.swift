@@ -1,5 +1,6 @@
 import HeraldAdapters
 import HeraldHTTPSupport
+import HeraldObservability
 import HeraldRelay
 import HeraldRelayAPI
 import Hummingbird
@@ -56,6 +57,7 @@ struct AdapterWebhooks: Sendable {
             var receipt = try await relay.ingest.send(message: message)
             // The platform knows its customer, not the user Herald mapped it to.
             receipt.user = message.to
+            AccessLog.current?.name(receipt, as: "message")
             count(name, "pushed")
             return JSONResponse.text(.accepted, receipt.jsonText)
         }

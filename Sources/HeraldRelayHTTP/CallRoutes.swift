@@ -13,8 +13,10 @@ enum CallRoutes {
             try await api.handle {
                 let id = try context.parameters.require("id")
                 if api.isBackend(request) {
-                    try await api.requireBackend(request)
-                    return try JSONResponse.make(.ok, try await relay.calls.call(id: id))
+                    let caller = try await api.requireBackend(request, .read)
+                    let call = try await relay.calls.call(id: id)
+                    try API.visible(caller, app: call.app)
+                    return try JSONResponse.make(.ok, call)
                 }
                 let device = try await api.requireDevice(request)
                 return try JSONResponse.make(.ok, try await relay.calls.call(id: id, for: device))
@@ -22,8 +24,9 @@ enum CallRoutes {
         }
         v1.post("calls/:id/cancel") { request, context in
             try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .send)
                 let id = try context.parameters.require("id")
+                if caller.appID != nil { try API.visible(caller, app: try await relay.calls.call(id: id).app) }
                 return try JSONResponse.make(.ok, try await relay.calls.cancel(id: id))
             }
         }

@@ -143,8 +143,8 @@ extension LiveChannelRoute {
                     "the live channel needs the device credential (authorization: Bearer <credential> or ?credential=)"
             )
         }
-        if api.configuration.apiKeyMatch(Array(credential.utf8)) != .none {
-            throw RelayError.forbidden.with(detail: "the live channel needs a device credential, not the API key")
+        if case .caller = api.identify(credential, counting: false) {
+            throw RelayError.forbidden.with(detail: "the live channel needs a device credential, not an API key")
         }
         let device = try await api.relay.activation.authenticateDevice(credential: credential)
         guard device.id == deviceID else {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldHTTPSupport
+import HeraldObservability
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
@@ -29,8 +30,14 @@ struct API: Sendable {
     }
 
     static func answer(_ error: RelayError) -> Response {
+        // The refusal's kind on the access line; not its reason, which may quote the request.
+        AccessLog.current?["error"] = .string(error.identifier)
         if let user = error.user { return NoDevicesBody.answer(error, user: user) }
         var response = JSONResponse.error(error.httpStatus, error.identifier, reason: error.detail, field: error.field)
+        if let wait = error.retryAfter {
+            // A quota: the same request is admitted once the bucket holds it again.
+            response.headers[.retryAfter] = "\(max(1, Int((wait / .seconds(1)).rounded(.up))))"
+        }
         if response.status == .serviceUnavailable {
             // The store is away (a database restarting or failing over): nothing was written, and
             // the same request, with its idempotency key, may be sent again shortly.
@@ -49,36 +56,90 @@ struct API: Sendable {
         Bearer.token(in: request.headers[.authorization]).map(String.init)
     }
 
-    /// Whether the request carries an API key (the current one or a previous one).
-    func isBackend(_ request: Request) -> Bool {
-        guard let token = bearer(request) else { return false }
-        return configuration.apiKeyMatch(Array(token.utf8)) != .none
-    }
-
-    /// `isBackend`, for a request the key lets in: a previous key's use is counted.
-    func admitsBackend(_ request: Request) -> Bool {
-        guard let token = bearer(request) else { return false }
-        switch configuration.apiKeyMatch(Array(token.utf8)) {
+    /// Who a bearer token is among the backends' keys: the configured API key (a previous one
+    /// too, counted when `counting`), a stored key, a revoked stored key, or none of them.
+    func identify(_ token: String, counting: Bool) -> BackendIdentity {
+        let bytes = Array(token.utf8)
+        switch relay.keys.keyring.lookup(bytes) {
+        case .caller(let caller): return .caller(caller)
+        case .revoked(let id): return .revoked(id: id)
+        case .unknown: return .none
+        case .notAKey: break
+        }
+        switch configuration.apiKeyMatch(bytes) {
         case .current:
-            return true
+            return .caller(.configuredKey)
         case .previous:
-            previousAPIKeyRequests.increment()
-            return true
+            if counting { previousAPIKeyRequests.increment() }
+            return .caller(.configuredKey)
         case .none:
-            return false
+            return .none
         }
     }
 
-    /// The API key; a device credential here is 403, anything else 401.
-    func requireBackend(_ request: Request) async throws(RelayError) {
-        guard let token = bearer(request) else {
-            throw RelayError.unauthorized.with(detail: "this endpoint needs the API key (authorization: Bearer <key>)")
+    enum BackendIdentity {
+        case caller(Caller)
+        case revoked(id: String)
+        case none
+    }
+
+    /// Whether the request carries a valid API key of any scope.
+    func isBackend(_ request: Request) -> Bool {
+        guard let token = bearer(request), case .caller = identify(token, counting: false) else { return false }
+        return true
+    }
+
+    /// The caller, when the request carries a valid API key with `scope`; `nil` for anything else
+    /// (a device credential, no credential), which the route then checks as a device.
+    func admitsBackend(_ request: Request, _ scope: APIScope) throws(RelayError) -> Caller? {
+        guard let token = bearer(request) else { return nil }
+        switch identify(token, counting: true) {
+        case .caller(let caller):
+            guard caller.scopes.contains(scope) else { throw Self.missing(scope, caller) }
+            // The access line names the key (its public id, never the token).
+            AccessLog.current?["key"] = .string(caller.actor)
+            return caller
+        case .revoked(let id):
+            throw RelayError.unauthorized.with(detail: "the API key \(id) was revoked")
+        case .none:
+            return nil
         }
-        if admitsBackend(request) { return }
+    }
+
+    /// An API key with `scope`; a device credential here is 403, anything else 401.
+    func requireBackend(_ request: Request, _ scope: APIScope) async throws(RelayError) -> Caller {
+        guard let token = bearer(request) else {
+            throw RelayError.unauthorized.with(detail: "this endpoint needs an API key (authorization: Bearer <key>)")
+        }
+        if let caller = try admitsBackend(request, scope) { return caller }
         if (try? await relay.activation.authenticateDevice(credential: token)) != nil {
-            throw RelayError.forbidden.with(detail: "this endpoint needs the API key, not a device credential")
+            throw RelayError.forbidden.with(detail: "this endpoint needs an API key, not a device credential")
         }
         throw RelayError.unauthorized.with(detail: "the API key is not valid")
+    }
+
+    static func missing(_ scope: APIScope, _ caller: Caller) -> RelayError {
+        RelayError.forbidden.with(detail: "the API key \(caller.keyID ?? "") lacks the '\(scope.rawValue)' scope")
+    }
+
+    /// An app key acting for another app, on a request that names the app: 403.
+    static func require(_ caller: Caller, app: String) throws(RelayError) {
+        guard caller.permits(app: app) else {
+            throw RelayError.forbidden.with(detail: "the API key is for app \(caller.appID ?? ""), not \(app)")
+        }
+    }
+
+    /// An app key asking for another app's record by its id: 404, as if there were none (an id
+    /// does not tell an app key that another app has it).
+    static func visible(_ caller: Caller, app: String) throws(RelayError) {
+        guard caller.permits(app: app) else { throw RelayError.notFound }
+    }
+
+    /// A route an app key cannot use (it would act across apps): 403 saying so.
+    static func requireAdmin(_ caller: Caller, _ what: String) throws(RelayError) {
+        guard caller.appID == nil else {
+            throw RelayError.forbidden.with(detail: "\(what) needs an admin key; this key is for app \(caller.appID!)")
+        }
     }
 
     /// The device whose credential was presented; the API key here is 403, anything else 401.
@@ -89,16 +150,22 @@ struct API: Sendable {
             )
         }
         if isBackend(request) {
-            throw RelayError.forbidden.with(detail: "this endpoint needs a device credential, not the API key")
+            throw RelayError.forbidden.with(detail: "this endpoint needs a device credential, not an API key")
         }
         return try await relay.activation.authenticateDevice(credential: token)
     }
 
-    /// The API key, or the credential of device `id` itself.
-    func requireBackendOrDevice(_ request: Request, id: String) async throws(RelayError) {
-        if admitsBackend(request) { return }
+    /// An API key with `scope` acting for device `id`'s app, or the credential of device `id`
+    /// itself. Answers the caller (`nil` for the device).
+    @discardableResult
+    func requireBackendOrDevice(_ request: Request, id: String, _ scope: APIScope) async throws(RelayError) -> Caller? {
+        if let caller = try admitsBackend(request, scope) {
+            if caller.appID != nil { try Self.visible(caller, app: try await relay.activation.device(id: id).app) }
+            return caller
+        }
         let device = try await requireDevice(request)
         guard device.id == id else { throw RelayError.forbidden.with(detail: "the credential is for another device") }
+        return nil
     }
 
     // MARK: Bodies
@@ -135,6 +202,7 @@ extension RelayError {
     /// The HTTP status that carries this kind of error.
     var httpStatus: HTTPResponse.Status {
         if isInvalidField { return .badRequest }
+        if isTooManyRequests { return .tooManyRequests }
         // The user's state refuses the message (no device yet): the same request may succeed once
         // it changed, which is what 409 says; 404 would read as an unknown route or adapter.
         if isNoDevices { return .conflict }

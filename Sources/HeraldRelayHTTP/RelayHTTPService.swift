@@ -113,102 +113,17 @@ public enum RelayHTTPService {
         }
 
         let v1 = router.group("v1")
-        v1.put("apps/:id") { request, context in
+        DeviceRoutes.add(to: v1, relay: relay, api: api)
+        v1.post("messages") { request, context in
             try await api.handle {
-                try await api.requireBackend(request)
-                let id = try context.parameters.require("id")
-                var app = try await api.decode(AppBody.self, request)
-                app.id = id
-                let saved = try await relay.activation.saveApp(
-                    try app.record(),
-                    webhook: app.webhook.map { WebhookSettings(url: $0.url, secret: $0.secret) }
-                )
-                return try JSONResponse.make(.ok, saved)
-            }
-        }
-        v1.get("apps") { request, _ in
-            try await api.handle {
-                try await api.requireBackend(request)
-                let apps = try await relay.activation.apps()
-                return try JSONResponse.make(.ok, ["apps": apps])
-            }
-        }
-        v1.post("activations") { request, _ in
-            try await api.handle {
-                // The credential first, so an unknown caller's body is never parsed: the API key
-                // activates any device; a device's own credential only re-activates that device.
-                guard api.bearer(request) != nil else {
-                    throw RelayError.unauthorized.with(
-                        detail:
-                            "an activation needs the API key, or the device's credential to re-activate it (authorization: Bearer <secret>)"
-                    )
-                }
-                let device: DeviceRecord? = api.admitsBackend(request) ? nil : try await api.requireDevice(request)
-                let body = try await api.decode(ActivationRequest.self, request)
-                if let device {
-                    guard let deviceID = body.deviceID else {
-                        throw RelayError.forbidden.with(
-                            detail: "a new activation needs the API key; a device credential re-activates its device"
-                        )
-                    }
-                    guard device.id == deviceID else { throw RelayError.forbidden }
-                }
-                return try JSONResponse.make(.created, try await relay.activation.activate(body))
-            }
-        }
-        v1.get("devices/:id") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                try await api.requireBackendOrDevice(request, id: id)
-                return try JSONResponse.make(.ok, try await relay.activation.device(id: id))
-            }
-        }
-        v1.put("devices/:id/tokens") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                try await api.requireBackendOrDevice(request, id: id)
-                let body = try await api.decode(TokenUpdateRequest.self, request)
-                return try JSONResponse.make(.ok, try await relay.activation.updateTokens(deviceID: id, body))
-            }
-        }
-        v1.delete("devices/:id") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                try await api.requireBackendOrDevice(request, id: id)
-                try await relay.activation.deactivate(deviceID: id)
-                return Response(status: .noContent)
-            }
-        }
-        v1.put("devices/:id/presence") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let device = try await api.requireDevice(request)
-                guard device.id == id else {
-                    throw RelayError.forbidden.with(detail: "the credential is for another device")
-                }
-                let body = try await api.decode(HeartbeatRequest.self, request)
-                return try JSONResponse.make(.ok, try await relay.activation.heartbeat(device: device, body))
-            }
-        }
-        v1.put("devices/:id/notifications") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let device = try await api.requireDevice(request)
-                guard device.id == id else {
-                    throw RelayError.forbidden.with(detail: "the credential is for another device")
-                }
-                let body = try await api.decode(NotificationPermissionRequest.self, request)
-                return try JSONResponse.make(
-                    .ok,
-                    try await relay.activation.setNotificationPermission(device: device, body)
-                )
-            }
-        }
-        v1.post("messages") { request, _ in
-            try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .send)
                 let body = try await api.decode(MessageRequest.self, request)
-                return JSONResponse.text(.accepted, try await relay.ingest.send(message: body).jsonText)
+                try relay.admit(caller, messages: 1)
+                let receipt = context.accessLog.name(
+                    try await relay.ingest.send(message: body, app: caller.appID),
+                    as: "message"
+                )
+                return JSONResponse.text(.accepted, receipt.jsonText)
             }
         }
         v1.get("messages/:id") { request, context in
@@ -218,28 +133,37 @@ public enum RelayHTTPService {
                 return try JSONResponse.make(.ok, try await relay.ingest.message(id: id, for: device))
             }
         }
-        v1.post("calls") { request, _ in
+        v1.post("calls") { request, context in
             try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .send)
                 let body = try await api.decode(CallRequest.self, request)
-                return JSONResponse.text(.accepted, try await relay.ingest.send(call: body).jsonText)
+                let receipt = context.accessLog.name(
+                    try await relay.ingest.send(call: body, app: caller.appID),
+                    as: "call"
+                )
+                return JSONResponse.text(.accepted, receipt.jsonText)
             }
         }
         let webhooks = AdapterWebhooks(adapters: adapters, relay: relay, api: api)
         v1.post("adapters/:name") { request, context in
             try await api.handle { try await webhooks.handle(request, name: try context.parameters.require("name")) }
         }
-        v1.post("broadcasts") { request, _ in
+        v1.post("broadcasts") { request, context in
             try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .send)
                 let body = try await api.decode(BroadcastRequest.self, request)
-                return try JSONResponse.make(.accepted, try await relay.ingest.broadcast(body))
+                try relay.admit(caller, messages: Set(body.to).count)
+                return try JSONResponse.make(
+                    .accepted,
+                    context.accessLog.name(try await relay.ingest.broadcast(body, app: caller.appID))
+                )
             }
         }
         LiveChannelRoute.add(to: router, relay: relay, api: api)
         v1.post("chats/:conversation/events") { request, context in
             try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .send)
+                try API.requireAdmin(caller, "a chat event (a conversation's transcript spans apps)")
                 let conversation = try context.parameters.require("conversation")
                 let body = try await api.decode(ChatEventRequest.self, request)
                 return try JSONResponse.make(
@@ -250,7 +174,8 @@ public enum RelayHTTPService {
         }
         v1.post("chats/:conversation/end") { request, context in
             try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .send)
+                try API.requireAdmin(caller, "ending a chat (a conversation's transcript spans apps)")
                 let conversation = try context.parameters.require("conversation")
                 return try JSONResponse.make(.ok, try await relay.transcripts.endChat(conversation: conversation))
             }
@@ -301,15 +226,20 @@ public enum RelayHTTPService {
         }
         v1.get("pushes/:id") { request, context in
             try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .read)
                 let id = try context.parameters.require("id")
-                return try JSONResponse.make(.ok, try await relay.ingest.pushStatus(id: id))
+                let status = try await relay.ingest.pushStatus(id: id)
+                if caller.appID != nil {
+                    try API.visible(caller, app: try await relay.activation.deviceApp(id: status.deviceID) ?? "")
+                }
+                return try JSONResponse.make(.ok, status)
             }
         }
         ListRoutes.add(to: v1, relay: relay, api: api)
         WebhookRoutes.add(to: v1, relay: relay, api: api)
         CallRoutes.add(to: v1, relay: relay, api: api)
         CallbackRoutes.add(to: v1, relay: relay, api: api)
+        AuditRoutes.add(to: v1, relay: relay, api: api)
         return router
     }
 }
@@ -375,81 +305,6 @@ struct DynamicKey: CodingKey {
     init(_ string: String) { stringValue = string }
     init?(stringValue: String) { self.stringValue = stringValue }
     init?(intValue: Int) { nil }
-}
-
-/// `PUT /v1/apps/{id}`: the id comes from the path.
-struct AppBody: Decodable, KnownJSONFields {
-    static let jsonFields = JSONFields.object(
-        CodingKeys.self,
-        nested: ["webhook": .object(WebhookBody.CodingKeys.self)]
-    )
-
-    var id: String = ""
-    var teamID: String
-    var contentPolicy: ContentPolicy?
-    var alertTitle: String?
-    var alertBody: String?
-    var messageTTL: Int64?
-    var callTTL: Int64?
-    var collapseByConversation: Bool?
-    var apnsKey: String?
-    var fcmAccount: String?
-    var apnsEnvironment: APNsEnvironment?
-    var presencePolicy: PresencePolicy?
-    var messagePriority: Int?
-    var queueOrder: QueueOrder?
-    var undeliverable: Undeliverable?
-    var holdFor: Int64?
-    /// The app's webhook; without it the app has none.
-    var webhook: WebhookBody?
-
-    /// `"webhook": {"url": …, "secret": …}`.
-    struct WebhookBody: Decodable {
-        var url: String
-        var secret: String
-
-        enum CodingKeys: String, CodingKey, CaseIterable {
-            case url, secret
-        }
-    }
-
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case apnsKey = "apns_key"
-        case fcmAccount = "fcm_account"
-        case apnsEnvironment = "apns_environment"
-        case teamID = "team_id"
-        case contentPolicy = "content_policy"
-        case alertTitle = "alert_title"
-        case alertBody = "alert_body"
-        case messageTTL = "message_ttl"
-        case callTTL = "call_ttl"
-        case collapseByConversation = "collapse_by_conversation"
-        case webhook
-        case presencePolicy = "presence_policy"
-        case messagePriority = "message_priority"
-        case queueOrder = "queue_order"
-        case undeliverable
-        case holdFor = "hold_for"
-    }
-
-    func record() throws -> AppRecord {
-        var app = AppRecord(id: id, teamID: teamID)
-        if let contentPolicy { app.contentPolicy = contentPolicy }
-        if let alertTitle { app.alertTitle = alertTitle }
-        if let alertBody { app.alertBody = alertBody }
-        if let messageTTL { app.messageTTL = messageTTL }
-        if let callTTL { app.callTTL = callTTL }
-        if let collapseByConversation { app.collapseByConversation = collapseByConversation }
-        app.apnsKey = apnsKey
-        app.fcmAccount = fcmAccount
-        app.apnsEnvironment = apnsEnvironment
-        if let presencePolicy { app.presencePolicy = presencePolicy }
-        if let messagePriority { app.messagePriority = messagePriority }
-        if let queueOrder { app.queueOrder = queueOrder }
-        app.undeliverable = undeliverable
-        app.holdFor = holdFor
-        return app
-    }
 }
 
 /// Answers what no route handles (an unknown path or method) with the same JSON as every other

@@ -10,12 +10,13 @@ enum WebhookRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
         v1.get("webhooks/events") { request, _ in
             try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .read)
                 let values = try PushListQuery.parameters(
                     PushListQuery.pairs(request),
                     allowed: ["app", "state", "limit", "cursor"]
                 )
                 guard let app = values["app"] else { throw RelayError.invalidField("app", "is required") }
+                try API.require(caller, app: app)
                 var limit = 100
                 if let text = values["limit"] {
                     guard let value = Int(text) else { throw RelayError.invalidField("limit", "must be a number") }
@@ -32,9 +33,11 @@ enum WebhookRoutes {
         }
         v1.get("webhooks/events/:id") { request, context in
             try await api.handle {
-                try await api.requireBackend(request)
+                let caller = try await api.requireBackend(request, .read)
                 let id = try context.parameters.require("id")
-                return try JSONResponse.make(.ok, try await relay.webhooks.event(id: id))
+                let event = try await relay.webhooks.event(id: id)
+                try API.visible(caller, app: event.app)
+                return try JSONResponse.make(.ok, event)
             }
         }
     }

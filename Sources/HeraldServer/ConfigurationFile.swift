@@ -257,6 +257,8 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var nodeID: String?
     public var adapters: [String: Adapter]?
     public var chat: Chat?
+    /// Messages a second per app (`HeraldConfiguration+Quotas.swift`).
+    public var quotas: Quotas?
     public var webhooks: Webhooks?
     public var sandbox: Sandbox?
     public var http: HTTP?
@@ -278,7 +280,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case holdFor = "hold_for"
         case durable, database
         case nodeID = "node_id"
-        case adapters, chat, webhooks, sandbox, http
+        case adapters, chat, quotas, webhooks, sandbox, http
         case logLevel = "log_level"
         case logFormat = "log_format"
     }

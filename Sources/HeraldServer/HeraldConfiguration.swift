@@ -55,6 +55,8 @@ public struct HeraldConfiguration: Sendable {
     public var chatFilteredTypes: Set<String>?
     /// A message for a user without a device: refused or held, and for how long (apps' default).
     public var undeliverable = UndeliverableConfiguration()
+    /// The apps' message quotas.
+    public var quotas = QuotaConfiguration()
     /// Every APNs key (key id, team, .p8), each with its name: the one `apns` (the flags) gives is
     /// `default` and comes first, then `apns_keys`. Without any, `herald serve` runs the sandbox
     /// in process.
@@ -75,8 +77,7 @@ public struct HeraldConfiguration: Sendable {
     public var provider: RemoteProvider?
     /// The in-process sandbox's ports (APNs 2197, FCM 2196, control 2198; 0 picks one).
     public var sandboxPorts = SandboxPorts()
-    /// The relay's (or `herald provider`'s) HTTP listener: header-read timeout (10 s), idle
-    /// timeout (60 s), connection cap (512).
+    /// The HTTP listener: header-read timeout (10 s), idle timeout (60 s), connection cap (512).
     public var http = HTTPConnectionLimits()
     /// The contact-center webhooks, as the file gives them (secrets may come from the environment).
     public var adapters: [String: ConfigurationFile.Adapter] = [:]
@@ -229,6 +230,7 @@ public struct HeraldConfiguration: Sendable {
         chatFilteredTypes = file.chat?.filteredTypes.map(Set.init)
         if let seconds = file.chat?.idleEnd { chatIdleEnd = .seconds(seconds) }
         undeliverable = try Self.undeliverable(file)
+        quotas = try Self.quotas(file)
         adapters = file.adapters ?? [:]
         if let seconds = file.http?.headerReadTimeout { http.headerReadTimeout = .seconds(seconds) }
         if let seconds = file.http?.idleTimeout { http.idleTimeout = .seconds(seconds) }
@@ -421,6 +423,7 @@ public struct HeraldConfiguration: Sendable {
         configuration.chat.idleEnd = chatIdleEnd
         if let chatFilteredTypes { configuration.chat.filteredTypes = chatFilteredTypes }
         configuration.undeliverable = undeliverable
+        configuration.quotas = quotas
         // On a shared database the live channels are published under the node's id, so a message
         // ingested on any node reaches the node holding the device's channel.
         if case .postgres = database { configuration.live.nodeID = resolvedNodeID }

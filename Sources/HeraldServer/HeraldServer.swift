@@ -32,6 +32,9 @@ public struct HeraldServer: Sendable {
     public let configuration: HeraldConfiguration
     let environment: [String: String]
     let logger: Logger
+    /// Resolves the configuration again (the same flags, environment and file), for SIGHUP;
+    /// `nil`: SIGHUP changes nothing.
+    public var reload: (@Sendable () throws -> HeraldConfiguration)?
 
     /// - Parameter environment: where secrets are looked up (HERALD_MASTER_KEY, HERALD_API_KEY,
     ///   HERALD_PROVIDER_SECRET, webhook secrets); the process's environment when nil.
@@ -83,7 +86,8 @@ public struct HeraldServer: Sendable {
             _ = try await runtime.registerApps(defaultTeam: configuration.apns?.teamID ?? apns.teamID)
             let apps = try await runtime.relay.activation.apps()
             await fleet.prepare()
-            try await runtime.run(extraServices: fleet.services) { [configuration] port in
+            let reloader = reloader(runtime, defaultTeam: configuration.apns?.teamID ?? apns.teamID)
+            try await runtime.run(extraServices: fleet.services + reloader) { [configuration] port in
                 var lines = ["herald serve"]
                 lines += runtime.commonLines(
                     port: port,
@@ -238,8 +242,10 @@ public struct HeraldServer: Sendable {
             await sharedToken?.prepare()
             do {
                 let apnsClients: [any Service] = APNsEnvironment.allCases.compactMap { clients[$0] }
-                try await runtime.run(extraServices: apnsClients + [fcmClient] + (sharedToken.map { [$0] } ?? [])) {
-                    port in
+                let reloader = reloader(runtime, defaultTeam: metadata.teamID)
+                try await runtime.run(
+                    extraServices: apnsClients + [fcmClient] + (sharedToken.map { [$0] } ?? []) + reloader
+                ) { port in
                     var lines = [
                         "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
                     ]
@@ -310,7 +316,7 @@ public struct HeraldServer: Sendable {
         do {
             _ = try await runtime.registerApps(defaultTeam: nil)
             let apps = try await runtime.relay.activation.apps()
-            try await runtime.run(extraServices: []) { port in
+            try await runtime.run(extraServices: reloader(runtime, defaultTeam: nil)) { port in
                 var lines = ["herald relay"]
                 lines += runtime.commonLines(
                     port: port,
@@ -333,6 +339,20 @@ public struct HeraldServer: Sendable {
     /// Opens the configured store; a database that cannot be reached or used fails the start
     /// with one line naming it.
     private func openStore() async throws(HeraldServerError) -> any HeraldStore {
+        try await Self.openStore(configuration, logger: logger)
+    }
+
+    /// Closes a store `openStore` opened (PostgreSQL's connections; SQLite closes with its last use).
+    public static func close(_ store: any HeraldStore) async {
+        if let postgres = store as? PostgresStore { await postgres.close() }
+    }
+
+    /// The store `configuration` names, migrated and open: what the relay runs on, for commands
+    /// that change its data beside a running node (`herald keys api`).
+    public static func openStore(
+        _ configuration: HeraldConfiguration,
+        logger: Logger
+    ) async throws(HeraldServerError) -> any HeraldStore {
         switch configuration.database {
         case .sqlite:
             var store = SQLiteStore.Configuration(path: configuration.databasePath)
@@ -424,5 +444,26 @@ public enum ServerMetrics {
             current = made
             return made
         }
+    }
+}
+
+extension HeraldServer {
+    /// The SIGHUP service of a runtime, when the command can resolve its configuration again.
+    func reloader(_ runtime: RelayRuntime, defaultTeam: String?) -> [any Service] {
+        guard let reload else { return [] }
+        return [
+            ConfigurationReload(
+                relay: runtime.relay,
+                load: reload,
+                apply: { [environment] configuration throws(HeraldServerError) in
+                    try await runtime.registerApps(
+                        of: configuration,
+                        webhooks: try configuration.webhookSettings(environment: environment),
+                        defaultTeam: defaultTeam
+                    )
+                },
+                logger: logger
+            )
+        ]
     }
 }

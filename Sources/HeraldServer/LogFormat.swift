@@ -1,4 +1,5 @@
 import Foundation
+import HeraldObservability
 public import Logging
 import Synchronization
 
@@ -24,9 +25,31 @@ public enum LogFormat: String, Sendable, Hashable, CaseIterable {
             return true
         }
         guard first else { return }
+        // Every handler logs at the process's level (`LogLevelSwitch`), which SIGHUP changes.
         switch self {
-        case .text: LoggingSystem.bootstrap(StreamLogHandler.standardError)
-        case .json: LoggingSystem.bootstrap { JSONLogHandler(label: $0, write: JSONLogHandler.standardError) }
+        // Every record logged while an HTTP request is handled carries its `request_id`.
+        case .text:
+            LoggingSystem.bootstrap(
+                { label, provider in
+                    SwitchedLevelHandler(
+                        inner: StreamLogHandler.standardError(label: label, metadataProvider: provider)
+                    )
+                },
+                metadataProvider: AccessLog.metadataProvider
+            )
+        case .json:
+            LoggingSystem.bootstrap(
+                { label, provider in
+                    SwitchedLevelHandler(
+                        inner: JSONLogHandler(
+                            label: label,
+                            metadataProvider: provider,
+                            write: JSONLogHandler.standardError
+                        )
+                    )
+                },
+                metadataProvider: AccessLog.metadataProvider
+            )
         }
     }
 
@@ -63,11 +86,17 @@ public struct JSONLogHandler: LogHandler {
     private let label: String
     private let write: @Sendable (String) -> Void
 
-    /// - Parameter write: gets each record, one line ending in a newline.
-    public init(label: String, write: @escaping @Sendable (String) -> Void) {
+    /// - Parameters:
+    ///   - metadataProvider: adds metadata to every record (the process's, by default).
+    ///   - write: gets each record, one line ending in a newline.
+    public init(
+        label: String,
+        metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider,
+        write: @escaping @Sendable (String) -> Void
+    ) {
         self.label = label
         self.write = write
-        self.metadataProvider = LoggingSystem.metadataProvider
+        self.metadataProvider = metadataProvider
     }
 
     /// Writes a line to standard error in one call, so concurrent records never interleave.
@@ -120,13 +149,28 @@ public struct JSONLogHandler: LogHandler {
 
     private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
 
-    private static func json(_ value: Logger.MetadataValue) -> String {
+    /// A metadata value as JSON, keeping its type: `.string` is always a string (an id such as
+    /// "0012" stays one); `.stringConvertible` is a number when it holds an integer or a finite
+    /// floating-point value, `true`/`false` when it holds a `Bool`, and its description as a
+    /// string otherwise (an infinity or NaN, which JSON has no number for, included);
+    /// `.array` and `.dictionary` nest, a dictionary's keys sorted so records compare line by line.
+    static func json(_ value: Logger.MetadataValue) -> String {
         switch value {
         case .string(let text): quoted(text)
-        case .stringConvertible(let convertible): quoted(convertible.description)
+        case .stringConvertible(let convertible): scalar(convertible)
         case .array(let values): "[" + values.map(json).joined(separator: ",") + "]"
         case .dictionary(let values):
             "{" + values.keys.sorted().map { quoted($0) + ":" + json(values[$0]!) }.joined(separator: ",") + "}"
+        }
+    }
+
+    private static func scalar(_ convertible: any CustomStringConvertible & Sendable) -> String {
+        switch convertible {
+        case let flag as Bool: flag ? "true" : "false"
+        // An integer's description is its decimal digits, a JSON number as it is.
+        case let integer as any BinaryInteger: integer.description
+        case let number as any BinaryFloatingPoint where number.isFinite: convertible.description
+        default: quoted(convertible.description)
         }
     }
 

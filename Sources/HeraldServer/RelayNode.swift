@@ -133,9 +133,14 @@ public struct RelayNode: Sendable {
         let callTimers = CallTimerService(relay: relay)
         // After the dispatcher: on shutdown it stops before the dispatcher drains what it queued.
         let callbacks = CallbackScheduler(callbacks: relay.callbacks, owner: parts.dispatcher.owner)
+        let keys = APIKeyRefresh(keys: relay.keys, interval: .seconds(Self.keyRefreshSeconds))
         self.services =
-            [dispatcher, callbacks, webhookDispatcher] + (live.map { [$0] } ?? []) + [
+            [dispatcher, callbacks, webhookDispatcher, keys] + (live.map { [$0] } ?? []) + [
                 callTimers, NamedListener(base: app, listener: "the relay", host: parts.host, port: parts.port),
             ]
     }
+
+    /// How often a node reads the stored API keys again: a key made or revoked by
+    /// `herald keys api` takes effect within it (at once on SIGHUP).
+    public static let keyRefreshSeconds = 2
 }

@@ -71,6 +71,15 @@ struct RelayRuntime: Sendable {
 
     /// Saves the configured apps, filling a missing team id with `defaultTeam`.
     func registerApps(defaultTeam: String?) async throws(HeraldServerError) -> [AppRecord] {
+        try await registerApps(of: configuration, webhooks: webhooks, defaultTeam: defaultTeam)
+    }
+
+    /// Saves `configuration`'s apps (at start, and again on SIGHUP).
+    func registerApps(
+        of configuration: HeraldConfiguration,
+        webhooks: [String: WebhookSettings],
+        defaultTeam: String?
+    ) async throws(HeraldServerError) -> [AppRecord] {
         var all = configuration.apps
         for extra in configuration.extraApps {
             guard let team = extra.teamID ?? defaultTeam else {
@@ -100,6 +109,8 @@ struct RelayRuntime: Sendable {
         // the API can read them.
         let sealed = try await relay.sealClearSenders()
         if sealed > 0 { logger.notice("senders sealed at rest", metadata: ["records": "\(sealed)"]) }
+        // The stored API keys, before the API answers its first request.
+        try await relay.keys.refresh()
         // Chat pushes that were waiting out their delay when the last run stopped.
         await relay.transcripts.resumeChatPushes()
         port.onBound(ready)
@@ -131,19 +142,19 @@ struct RelayRuntime: Sendable {
     private func logStopped(liveChannels: Int) async {
         let drained = node.dispatcher.drained
         var metadata: Logger.Metadata = [
-            "batches_finished": "\(drained?.batches ?? 0)",
-            "pushes_finished": "\(drained?.pushes ?? 0)",
-            "live_channels_closed": "\(liveChannels)",
+            "batches_finished": .stringConvertible(drained?.batches ?? 0),
+            "pushes_finished": .stringConvertible(drained?.pushes ?? 0),
+            "live_channels_closed": .stringConvertible(liveChannels),
         ]
         if let counts = try? await store.outboxCounts() {
-            metadata["pushes_queued"] = "\(counts[.queued])"
+            metadata["pushes_queued"] = .stringConvertible(counts[.queued])
         }
         logger.info("stopped: in-flight batches finished", metadata: metadata)
     }
 
     /// The database's connections close last, after the dispatcher recorded its last outcomes.
     private func closeStore() async {
-        if let postgres = store as? PostgresStore { await postgres.close() }
+        await HeraldServer.close(store)
     }
 
     /// The banner's lines every relay prints.
@@ -234,7 +245,10 @@ struct Janitor: Service {
                 if removed.messages + removed.pushes > 0 {
                     logger.info(
                         "expired messages and old pushes deleted",
-                        metadata: ["messages": "\(removed.messages)", "pushes": "\(removed.pushes)"]
+                        metadata: [
+                            "messages": .stringConvertible(removed.messages),
+                            "pushes": .stringConvertible(removed.pushes),
+                        ]
                     )
                 }
             } catch {
@@ -245,7 +259,9 @@ struct Janitor: Service {
                 if chats.ended + chats.deleted > 0 {
                     logger.info(
                         "idle chats ended, ended chats past retention deleted",
-                        metadata: ["ended": "\(chats.ended)", "deleted": "\(chats.deleted)"]
+                        metadata: [
+                            "ended": .stringConvertible(chats.ended), "deleted": .stringConvertible(chats.deleted),
+                        ]
                     )
                 }
             } catch {
@@ -254,7 +270,10 @@ struct Janitor: Service {
             do {
                 let events = try await relay.webhooks.purgeFinished()
                 if events > 0 {
-                    logger.info("finished webhook events past retention deleted", metadata: ["events": "\(events)"])
+                    logger.info(
+                        "finished webhook events past retention deleted",
+                        metadata: ["events": .stringConvertible(events)]
+                    )
                 }
             } catch {
                 logger.warning("cannot delete finished webhook events", metadata: ["error": "\(error)"])
@@ -262,7 +281,10 @@ struct Janitor: Service {
             do {
                 let callbacks = try await relay.callbacks.purgeFinished()
                 if callbacks > 0 {
-                    logger.info("finished callbacks past retention deleted", metadata: ["callbacks": "\(callbacks)"])
+                    logger.info(
+                        "finished callbacks past retention deleted",
+                        metadata: ["callbacks": .stringConvertible(callbacks)]
+                    )
                 }
             } catch {
                 logger.warning("cannot delete finished callbacks", metadata: ["error": "\(error)"])

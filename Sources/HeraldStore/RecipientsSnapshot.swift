@@ -9,6 +9,13 @@ public struct RecipientsSnapshot: Sendable, Hashable {
         self.recipients = recipients
         self.version = version
     }
+
+    /// Only `app`'s devices (all of them when `nil`), at the same version: the version is the
+    /// user's, whichever of its devices an ingest is made for.
+    public func only(app: String?) -> RecipientsSnapshot {
+        guard let app else { return self }
+        return RecipientsSnapshot(recipients: recipients.filter { $0.device.appID == app }, version: version)
+    }
 }
 
 /// Which state of a user's devices, presence and live channels an ingest was made for: a number

@@ -74,6 +74,7 @@ public enum StoreConformance {
         case lateOutcomesAfterALapsedLease
         case messagesToNobodyAreHeldOnce
         case heldMessagesEndAndAppsKeepTheirPolicy
+        case apiKeysAndTheAuditLog
 
         public var description: String { rawValue }
 
@@ -99,6 +100,7 @@ public enum StoreConformance {
             case .messagesToNobodyAreHeldOnce: try await StoreConformance.messagesToNobodyAreHeldOnce(engine)
             case .heldMessagesEndAndAppsKeepTheirPolicy:
                 try await StoreConformance.heldMessagesEndAndAppsKeepTheirPolicy(engine)
+            case .apiKeysAndTheAuditLog: try await StoreConformance.apiKeysAndTheAuditLog(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

@@ -245,6 +245,36 @@ extension PostgresMigrations {
             ]
         ),
         (
+            "v15: API keys and the audit log",
+            [
+                // As on SQLite's v22: a key's digest, never its secret; the audit log names who
+                // changed what.
+                """
+                CREATE TABLE api_keys (
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    app_id TEXT,
+                    scopes TEXT NOT NULL,
+                    secret_digest BYTEA NOT NULL,
+                    rate_per_second DOUBLE PRECISION,
+                    burst INTEGER,
+                    created_at BIGINT NOT NULL,
+                    revoked_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE audit_log (
+                    id TEXT PRIMARY KEY,
+                    at BIGINT NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    app_id TEXT
+                )
+                """,
+            ]
+        ),
+        (
             "v16: messages held for a user without a device, and each app's policy for them",
             [
                 // As on SQLite's v23: a held message is a row of `messages` and one here until it

@@ -177,6 +177,33 @@ extension SQLiteStore {
             // a message that went to no live channel or named no options.
             try db.execute(sql: "ALTER TABLE messages ADD COLUMN sealed_push_options BLOB")
         }
+        migrator.registerMigration("v22: API keys and the audit log") { db in
+            // A key's secret is never kept, only its BLAKE2b-256 digest; `scopes` are names,
+            // comma-separated. The audit log names who changed what, never a secret.
+            try db.execute(
+                sql: """
+                    CREATE TABLE api_keys (
+                        id TEXT PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        app_id TEXT,
+                        scopes TEXT NOT NULL,
+                        secret_digest BLOB NOT NULL,
+                        rate_per_second REAL,
+                        burst INTEGER,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER
+                    );
+                    CREATE TABLE audit_log (
+                        id TEXT PRIMARY KEY,
+                        at INTEGER NOT NULL,
+                        actor TEXT NOT NULL,
+                        action TEXT NOT NULL,
+                        target TEXT NOT NULL,
+                        app_id TEXT
+                    );
+                    """
+            )
+        }
         migrator.registerMigration("v23: messages held for a user without a device, and each app's policy for them") {
             db in
             // A held message is a row of `messages` (sealed as every message) and one here until

@@ -57,4 +57,83 @@ struct JSONLogHandlerTests {
         #expect(timestamp.hasSuffix("Z") && timestamp.count == "2026-11-25T02:30:00.123Z".count, "\(timestamp)")
         #expect((try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(timestamp)) != nil)
     }
+
+    /// A value whose description looks like a number but whose type is not one.
+    struct Reference: CustomStringConvertible, Sendable {
+        var description: String { "4711" }
+    }
+
+    /// Each metadata value, and the JSON it must be written as: numbers and booleans typed, a
+    /// string always a string, nested values nested with their keys sorted.
+    static let values: [(Logger.MetadataValue, String)] = [
+        (.string("0012"), #""0012""#),
+        (.string("true"), #""true""#),
+        (.string("say \"hi\"\n"), #""say \"hi\"\n""#),
+        (.stringConvertible(202), "202"),
+        (.stringConvertible(-7 as Int64), "-7"),
+        (.stringConvertible(UInt8(255)), "255"),
+        (.stringConvertible(true), "true"),
+        (.stringConvertible(false), "false"),
+        (.stringConvertible(12.345), "12.345"),
+        (.stringConvertible(2.0), "2.0"),
+        (.stringConvertible(0.00001), "1e-05"),
+        (.stringConvertible(Float(0.5)), "0.5"),
+        (.stringConvertible(Double.nan), #""nan""#),
+        (.stringConvertible(-Double.infinity), #""-inf""#),
+        (.stringConvertible(Reference()), #""4711""#),
+        (.array([]), "[]"),
+        (.array([.string("a"), .stringConvertible(1), .stringConvertible(false)]), #"["a",1,false]"#),
+        (.dictionary([:]), "{}"),
+        (
+            .dictionary(["b": .stringConvertible(2), "a": .string("x"), "c": .array([.dictionary(["z": "1"])])]),
+            #"{"a":"x","b":2,"c":[{"z":"1"}]}"#
+        ),
+    ]
+
+    @Test(
+        "metadata values keep their type: numbers and booleans as such, strings as strings",
+        arguments: values.indices
+    )
+    func typedValues(index: Int) throws {
+        let (value, expected) = Self.values[index]
+        let lines = Lines()
+        let logger = Logger(label: "t") { JSONLogHandler(label: $0, metadataProvider: nil, write: lines.append) }
+        logger.info("m", metadata: ["v": value])
+        let line = try #require(lines.all.first)
+        let prefix = #","message":"m","metadata":{"v":"#
+        let suffix = #"},"source":"HeraldServerTests"}"# + "\n"
+        let start = try #require(line.range(of: prefix)?.upperBound, "\(line)")
+        #expect(line.hasSuffix(suffix), "\(line)")
+        #expect(String(line[start...].dropLast(suffix.count)) == expected, "\(value)")
+        // And a JSON parser reads it back.
+        #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "\(line)")
+    }
+
+    @Test("metadata keys in a fixed order, the record's own fields before them, one line")
+    func keyOrder() throws {
+        let lines = Lines()
+        let logger = Logger(label: "t") { JSONLogHandler(label: $0, metadataProvider: nil, write: lines.append) }
+        logger.info(
+            "request",
+            metadata: [
+                "status": .stringConvertible(202), "route": "/v1/messages", "bytes": .stringConvertible(130),
+                "request_id": "abc123", "duration_ms": .stringConvertible(1.25),
+            ]
+        )
+        let line = try #require(lines.all.first)
+        let expected =
+            #","level":"info","label":"t","message":"request","metadata":{"bytes":130,"duration_ms":1.25,"#
+            + #""request_id":"abc123","route":"/v1/messages","status":202},"source":"HeraldServerTests"}"# + "\n"
+        #expect(line.hasPrefix(#"{"timestamp":""#) && line.hasSuffix(expected), "\(line)")
+    }
+
+    @Test("a metadata provider's fields join each record's own")
+    func providedMetadata() throws {
+        let lines = Lines()
+        let provider = Logger.MetadataProvider { ["request_id": "r-1"] }
+        let logger = Logger(label: "t") { JSONLogHandler(label: $0, metadataProvider: provider, write: lines.append) }
+        logger.info("m", metadata: ["push": "p-1"])
+        let line = try #require(lines.all.first)
+        #expect(line.contains(#""metadata":{"push":"p-1","request_id":"r-1"}"#), "\(line)")
+    }
 }

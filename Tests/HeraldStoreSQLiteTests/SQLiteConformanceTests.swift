@@ -4,6 +4,10 @@ import Testing
 /// Every store conformance rule against SQLite, one test per rule.
 @Suite("SQLite store conformance", .timeLimit(.minutes(2)))
 struct SQLiteConformanceTests {
+    @Test func apiKeysAndTheAuditLog() async throws {
+        try await SQLiteEngine.check(.apiKeysAndTheAuditLog)
+    }
+
     @Test func messagesToNobodyAreHeldOnce() async throws {
         try await SQLiteEngine.check(.messagesToNobodyAreHeldOnce)
     }
@@ -292,6 +296,7 @@ struct SQLiteConformanceTests {
             .lateOutcomesAfterALapsedLease,
             .messagesToNobodyAreHeldOnce,
             .heldMessagesEndAndAppsKeepTheirPolicy,
+            .apiKeysAndTheAuditLog,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -9,7 +9,9 @@
 * `--log-format json`: `herald sandbox` (the flag), `herald serve` (`log_format` in a YAML
   file) and `herald provider` (HERALD_LOG_FORMAT) write nothing but JSON objects, one a line,
   on stdout and stderr. A push's final outcome is one `push finished` record at info (ids, no
-  token), and SIGTERM ends with one `stopped` record saying what was drained.
+  token), and SIGTERM ends with one `stopped` record saying what was drained. Numbers are JSON
+  numbers; a message sent with `x-request-id: abc123` gets it back, and its access line (with
+  `request_id` abc123) names the message and its push, whose `push finished` record has its id.
 
 Run: scripts/with-postgres.sh .venv/bin/python -m pytest -q Tests/interop/test_operator.py
 (HERALD_BIN overrides the binary, default .build/debug/herald).
@@ -21,6 +23,7 @@ import base64
 import json
 import subprocess
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -258,13 +261,18 @@ apns:
     )
     assert status == 201, activation
     text = "the refund for order 4711 is approved"
-    status, receipt = call(
+    # With the backend's own request id: answered back, and the key to the request's log records.
+    request = urllib.request.Request(
         f"{relay_url}/v1/messages",
-        "POST",
-        {"to": "u-1", "from": {"id": "agent", "name": "Agent Smith"}, "conversation": "c", "text": text},
-        token=api_key,
+        data=json.dumps(
+            {"to": "u-1", "from": {"id": "agent", "name": "Agent Smith"}, "conversation": "c", "text": text}
+        ).encode(),
+        method="POST",
+        headers={"content-type": "application/json", "authorization": f"Bearer {api_key}", "x-request-id": "abc123"},
     )
-    assert status == 202, receipt
+    with urllib.request.urlopen(request, timeout=15) as answer:
+        assert answer.status == 202 and answer.headers["x-request-id"] == "abc123", dict(answer.headers)
+        receipt = json.loads(answer.read())
     push_id = receipt["pushes"][0]["push_id"]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -306,7 +314,23 @@ apns:
     assert len(stopped) == 1, [r["message"] for r in records]
     assert stopped[0]["level"] == "info"
     assert set(stopped[0]["metadata"]) == {"batches_finished", "pushes_finished", "live_channels_closed", "pushes_queued"}
-    assert stopped[0]["metadata"]["pushes_queued"] == "0", stopped[0]
+    assert stopped[0]["metadata"]["pushes_queued"] == 0, stopped[0]
+    # The request's id leads to its access line (typed numbers, the message and push ids), and
+    # the push id to the push's own record; the activation's records share their request's id.
+    of_request = [r for r in records if r["metadata"].get("request_id") == "abc123"]
+    access = next(r for r in of_request if r["label"] == "herald.access" and r["message"] == "request")
+    fields = access["metadata"]
+    assert (fields["route"], fields["status"], fields["message"]) == ("/v1/messages", 202, receipt["id"]), fields
+    assert fields["pushes"] == [push_id] and fields["push_count"] == 1, fields
+    assert isinstance(fields["duration_ms"], (int, float)) and isinstance(fields["bytes"], int), fields
+    assert isinstance(metadata["attempts"], int) and isinstance(metadata["latency_ms"], int), metadata
+    assert "request_id" not in metadata, metadata  # sent by the dispatcher, outside the request
+    activated = next(r for r in records if r["message"] == "device activated")
+    activation_id = activated["metadata"]["request_id"]
+    assert any(
+        r["label"] == "herald.access" and r["metadata"].get("route") == "/v1/activations"
+        for r in records if r["metadata"].get("request_id") == activation_id
+    ), activated
     banner = next(r for r in records if r["message"] == "ready")
     assert any(f"http://127.0.0.1:{relay_port}/v1" in line for line in banner["metadata"]["banner"]), banner
     everything = serve.stdout() + serve.stderr_path.read_text()

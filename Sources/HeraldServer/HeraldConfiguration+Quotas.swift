@@ -1,0 +1,57 @@
+import HeraldRelay
+
+extension ConfigurationFile {
+    /// `quotas`: messages a second per app, counted over the messages sent with the app's API
+    /// keys (docs/relay.md, "Keys and quotas"). Reloaded on SIGHUP.
+    public struct Quotas: Codable, Sendable, Equatable {
+        public init() {}
+
+        /// Every app's quota, unless `apps` names its own.
+        public var messagesPerSecond: Double?
+        /// How many messages at once (the bucket's size); one second's worth when not given.
+        public var burst: Int?
+        /// Each app's own.
+        public var apps: [String: AppQuota]?
+
+        public struct AppQuota: Codable, Sendable, Equatable {
+            public var messagesPerSecond: Double
+            public var burst: Int?
+
+            enum CodingKeys: String, CodingKey {
+                case messagesPerSecond = "messages_per_second"
+                case burst
+            }
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case messagesPerSecond = "messages_per_second"
+            case burst, apps
+        }
+    }
+}
+
+extension HeraldConfiguration {
+    /// The file's quotas, checked: a rate above 0 and at most 100,000 a second, a burst of 1 to
+    /// 100,000.
+    static func quotas(_ file: ConfigurationFile) throws(HeraldServerError) -> QuotaConfiguration {
+        guard let quotas = file.quotas else { return QuotaConfiguration() }
+        func quota(_ rate: Double, _ burst: Int?, _ path: String) throws(HeraldServerError) -> MessageQuota {
+            guard rate > 0, rate <= 100_000 else {
+                throw .configuration("\(path).messages_per_second must be more than 0 and at most 100000")
+            }
+            let burst = burst ?? max(1, Int(rate.rounded(.up)))
+            guard (1...100_000).contains(burst) else { throw .configuration("\(path).burst must be 1 to 100000") }
+            return MessageQuota(messagesPerSecond: rate, burst: burst)
+        }
+        var configuration = QuotaConfiguration()
+        if let rate = quotas.messagesPerSecond {
+            configuration.defaultQuota = try quota(rate, quotas.burst, "quotas")
+        } else if quotas.burst != nil {
+            throw .configuration("quotas.burst needs quotas.messages_per_second")
+        }
+        for (app, own) in quotas.apps ?? [:] {
+            configuration.apps[app] = try quota(own.messagesPerSecond, own.burst, "quotas.apps.\(app)")
+        }
+        return configuration
+    }
+}

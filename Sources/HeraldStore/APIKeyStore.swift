@@ -1,0 +1,124 @@
+/// The backends' API keys (one per app or an admin key for all of them, each with its scopes) and
+/// the audit log of who changed apps, keys and devices.
+///
+/// A key's secret is never stored: only its digest, which the relay compares with the digest of
+/// the presented secret. Keys live in the store so that every node on it sees a key made or
+/// revoked by `herald keys api` without a restart.
+public protocol APIKeyStore: Sendable {
+    /// Stores a new key; `false` when its id is taken (nothing written).
+    func insertAPIKey(_ key: APIKeyRecord) async throws -> Bool
+
+    /// Marks a key revoked at `at`; `false` when no such key exists or it was revoked already
+    /// (the first revocation's time stays).
+    func revokeAPIKey(id: String, at: Int64) async throws -> Bool
+
+    /// Every key, revoked ones included, oldest first.
+    func apiKeys() async throws -> [APIKeyRecord]
+
+    /// Appends one entry to the audit log.
+    func appendAudit(_ entry: AuditEntry) async throws
+
+    /// Audit entries newest first, before `before` (an entry id) when given, at most `limit`.
+    func auditEntries(before: String?, limit: Int) async throws -> [AuditEntry]
+}
+
+/// What an API key may do. A route names the one scope it needs.
+public enum APIScope: String, Sendable, Hashable, CaseIterable, Codable, Comparable {
+    /// Messages, calls, broadcasts, chat events, callbacks, cancelling a call.
+    case send
+    /// Push status and listings, devices, calls, callbacks, webhook events, apps, the audit log.
+    case read
+    /// Activating, re-tokening and deactivating devices for a user.
+    case devices
+    /// Registering and changing apps.
+    case apps
+
+    public static func < (lhs: APIScope, rhs: APIScope) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// One stored API key.
+public struct APIKeyRecord: Sendable, Hashable {
+    /// The key's public id (in its token and in logs): 16 lowercase hex characters.
+    public var id: String
+    /// The operator's name for it ("crm-eu", "genesys-prod").
+    public var name: String
+    /// The one app the key acts for; `nil` for an admin key, which acts for every app.
+    public var appID: String?
+    /// What the key may do.
+    public var scopes: Set<APIScope>
+    /// BLAKE2b-256 of the key's secret (`APIKeyToken.digest`).
+    public var secretDigest: [UInt8]
+    /// Messages per second this key may send, with `burst` at once; `nil`: only the app's quota.
+    public var ratePerSecond: Double?
+    /// The burst of `ratePerSecond`.
+    public var burst: Int?
+    /// Milliseconds since the epoch.
+    public var createdAt: Int64
+    /// When it was revoked; `nil` while it is valid.
+    public var revokedAt: Int64?
+
+    public init(
+        id: String,
+        name: String,
+        appID: String?,
+        scopes: Set<APIScope>,
+        secretDigest: [UInt8],
+        ratePerSecond: Double? = nil,
+        burst: Int? = nil,
+        createdAt: Int64,
+        revokedAt: Int64? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.appID = appID
+        self.scopes = scopes
+        self.secretDigest = secretDigest
+        self.ratePerSecond = ratePerSecond
+        self.burst = burst
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+
+    /// The scopes as stored: their names, sorted, comma-separated.
+    public var scopesText: String { scopes.sorted().map(\.rawValue).joined(separator: ",") }
+
+    /// Scopes from their stored text; unknown names are dropped (a newer release's scope an older
+    /// node does not know grants nothing there).
+    public static func scopes(from text: String) -> Set<APIScope> {
+        Set(text.split(separator: ",").compactMap { APIScope(rawValue: String($0)) })
+    }
+}
+
+/// One change to apps, keys or devices, and who made it.
+public struct AuditEntry: Sendable, Hashable, Codable {
+    /// Time-ordered, unique.
+    public var id: String
+    /// Milliseconds since the epoch.
+    public var at: Int64
+    /// Who: `key:<id>` (an API key), `api_key` (the configured admin key), `device:<id>` (a
+    /// device's own credential), `cli` (`herald keys api` on the node's machine).
+    public var actor: String
+    /// What: `app.saved`, `key.created`, `key.revoked`, `device.activated`,
+    /// `device.reactivated`, `device.tokens_updated`, `device.deactivated`.
+    public var action: String
+    /// The app, key or device changed.
+    public var target: String
+    /// The app the change belongs to, when there is one.
+    public var appID: String?
+
+    public init(id: String, at: Int64, actor: String, action: String, target: String, appID: String?) {
+        self.id = id
+        self.at = at
+        self.actor = actor
+        self.action = action
+        self.target = target
+        self.appID = appID
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, at, actor, action, target
+        case appID = "app"
+    }
+}

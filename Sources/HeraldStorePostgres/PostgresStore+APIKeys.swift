@@ -1,0 +1,78 @@
+public import HeraldStore
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore {
+    public func insertAPIKey(_ key: APIKeyRecord) async throws -> Bool {
+        let rows = try await rows(
+            "store an API key",
+            """
+            INSERT INTO api_keys (id, name, app_id, scopes, secret_digest, rate_per_second, burst, created_at,
+                revoked_at)
+            VALUES (\(key.id), \(key.name), \(key.appID), \(key.scopesText), \(ByteBuffer(key.secretDigest)),
+                \(key.ratePerSecond), \(key.burst), \(key.createdAt), \(key.revokedAt))
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+            """
+        )
+        return !rows.isEmpty
+    }
+
+    public func revokeAPIKey(id: String, at: Int64) async throws -> Bool {
+        let rows = try await rows(
+            "revoke an API key",
+            "UPDATE api_keys SET revoked_at = \(at) WHERE id = \(id) AND revoked_at IS NULL RETURNING id"
+        )
+        return !rows.isEmpty
+    }
+
+    public func apiKeys() async throws -> [APIKeyRecord] {
+        try await rows(
+            "read the API keys",
+            """
+            SELECT id, name, app_id, scopes, secret_digest, rate_per_second, burst, created_at, revoked_at
+            FROM api_keys ORDER BY created_at, id
+            """
+        ).map { row in
+            let (id, name, app, scopes, digest, rate, burst, created, revoked) = try row.decode(
+                (String, String, String?, String, ByteBuffer, Double?, Int?, Int64, Int64?).self
+            )
+            return APIKeyRecord(
+                id: id,
+                name: name,
+                appID: app,
+                scopes: APIKeyRecord.scopes(from: scopes),
+                secretDigest: Array(digest.readableBytesView),
+                ratePerSecond: rate,
+                burst: burst,
+                createdAt: created,
+                revokedAt: revoked
+            )
+        }
+    }
+
+    public func appendAudit(_ entry: AuditEntry) async throws {
+        _ = try await rows(
+            "append to the audit log",
+            """
+            INSERT INTO audit_log (id, at, actor, action, target, app_id)
+            VALUES (\(entry.id), \(entry.at), \(entry.actor), \(entry.action), \(entry.target), \(entry.appID))
+            """
+        )
+    }
+
+    public func auditEntries(before: String?, limit: Int) async throws -> [AuditEntry] {
+        try await rows(
+            "read the audit log",
+            """
+            SELECT id, at, actor, action, target, app_id FROM audit_log
+            WHERE \(before)::TEXT IS NULL OR id < \(before) ORDER BY id DESC LIMIT \(limit)
+            """
+        ).map { row in
+            let (id, at, actor, action, target, app) = try row.decode(
+                (String, Int64, String, String, String, String?).self
+            )
+            return AuditEntry(id: id, at: at, actor: actor, action: action, target: target, appID: app)
+        }
+    }
+}
