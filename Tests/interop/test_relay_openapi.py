@@ -401,6 +401,10 @@ def relay(herald: Path, spec: Spec, tmp_path_factory: pytest.TempPathFactory):
     command = [str(herald), "serve", "--port", "0", "--sandbox-apns-port", "0", "--sandbox-control-port", "0"]
     command += ["--sandbox-fcm-port", "0"]
     command += ["--keys-dir", str(workdir / "keys"), "--data", str(workdir / "data"), "--log-level", "warning"]
+    # Messages to users without a device are refused (409 no_devices), so that answer is exercised;
+    # the held answer is the relay tests' (Tests/HeraldRelayTests/UndeliverableTests.swift).
+    (workdir / "herald.yaml").write_text("undeliverable: refuse\n", encoding="utf-8")
+    command += ["--config", str(workdir / "herald.yaml")]
     environment = dict(os.environ, HERALD_GENESYS_SECRET=WEBHOOK_SECRET)
     with open(workdir / "serve.stderr", "w+b") as stderr_file:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr_file, cwd=workdir, env=environment)
@@ -981,10 +985,15 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     assert sent["duplicate"] is False
     assert sorted(p["device_id"] for p in sent["pushes"]) == sorted([device_id, android["device_id"]])
     push_id = next(p["push_id"] for p in sent["pushes"] if p["device_id"] == device_id)
-    nobody = relay.call(
-        "POST", "/v1/messages", 202, message | {"to": unique("nobody"), "idempotency_key": unique("idem")}, key
+    nobody_user = unique("nobody")
+    to_nobody = message | {"to": nobody_user, "idempotency_key": unique("idem")}
+    refused = relay.call("POST", "/v1/messages", 409, to_nobody, key)
+    assert (refused["error"], refused["user"]) == ("no_devices", nobody_user)
+    relay.activate(nobody_user, messaging_token=relay.new_sandbox_device()["messaging_token"])
+    retried = relay.call("POST", "/v1/messages", 202, to_nobody, key)
+    assert retried["duplicate"] is False and retried["status"] == "accepted" and len(retried["pushes"]) == 1, (
+        "a refused message's idempotency key is not used: the retry after the activation is pushed"
     )
-    assert (nobody["pushes"], nobody["skipped"]) == ([], [])
 
     plain = {k: v for k, v in message.items() if k != "idempotency_key"}
     relay.call("POST", "/v1/messages", 401, plain)
@@ -1281,7 +1290,12 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
             assert answer.json.get("field") == field_name, answer.raw
         return answer.json
 
+    # The customer's user has no device yet: refused, naming the user; accepted once it activated.
+    refused = webhook("genesys/agent-text.json", 409)
+    assert refused["error"] == "no_devices"
+    relay.activate(refused["user"], messaging_token=relay.new_sandbox_device()["messaging_token"])
     accepted = webhook("genesys/agent-text.json", 202)
+    assert accepted["user"] == refused["user"]
     assert accepted["duplicate"] is False
     assert webhook("genesys/agent-text.json", 202)["duplicate"] is True, "a retried webhook is a duplicate"
     assert "inbound" in webhook("genesys/customer-inbound.json", 200)["ignored"]
