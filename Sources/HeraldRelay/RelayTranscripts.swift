@@ -201,6 +201,14 @@ public final class RelayTranscripts: Sendable {
 
     /// A stored event's author and text (an empty text when it does not open); `unavailable`
     /// when the author does not open.
+    /// The text of a transcript push. The notification's title is the push's sender (the last
+    /// line's author): lines all of that author are the text as written, or the sender would
+    /// show twice ("Dana: Dana: Hello"); lines of several authors each say whose they are.
+    static func pushText(_ lines: [(author: Party, text: String)], sender: Party) -> String {
+        let oneAuthor = lines.allSatisfy { $0.author.id == sender.id && $0.author.name == sender.name }
+        return lines.map { oneAuthor ? $0.text : $0.author.name + ": " + $0.text }.joined(separator: "\n")
+    }
+
     private func open(_ event: TranscriptEvent) throws(RelayError) -> (author: Party, text: String) {
         let author = try context.openAuthor(event)
         let opened = try? context.masterKey.open(
@@ -398,15 +406,15 @@ public final class RelayTranscripts: Sendable {
             if byWait, let answer = disconnect.pushed ? events.last : events.first {
                 options.waitingSince = CustomerWait.since(in: transcript, before: answer.position, ignoring: filtered)
             }
-            var lines: [String] = []
+            var lines: [(author: Party, text: String)] = []
             for event in events.suffix(context.configuration.chat.maximumLines) {
                 let (author, text) = try open(event)
-                lines.append(author.name + ": " + (text.isEmpty ? event.type : text))
+                lines.append((author, text.isEmpty ? event.type : text))
             }
             let last = try context.openAuthor(lastEvent)
             let time = context.now()
             let messageID = TimeOrderedID.make(milliseconds: time)
-            let text = lines.joined(separator: "\n")
+            let text = Self.pushText(lines, sender: last)
             let message = MessageRecord(
                 id: messageID,
                 userID: device.userID,

@@ -57,6 +57,11 @@ struct SimulateLivesTests {
         let first = try #require(events.first { $0.step == "notification shown" })
         #expect(first.userSees?.contains("Your replacement ships today.") == true)
         #expect(first.userSees?.contains("The tracking number is in your account.") == true)
+        // The sender is the notification's title, named once: not again before each line.
+        #expect(
+            first.userSees
+                == "Dana (Acme support): Your replacement ships today.\nThe tracking number is in your account."
+        )
         // The first push came 30 s after the first reply, the second at once.
         let disconnected = try #require(events.first { $0.step == "chat disconnected" })
         #expect(disconnected.detail?.contains("transcript position 1") == true)

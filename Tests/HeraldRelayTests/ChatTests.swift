@@ -73,7 +73,8 @@ struct ChatTests {
 
             harness.clock.advance(by: .milliseconds(1))
             try await harness.eventually("the delayed push") { !harness.accepted(token: phone.messagingToken).isEmpty }
-            #expect(try Self.sealedText(harness, phone) == "Dana: Hello\nDana: Are you there?")
+            // The notification's title is the sender: the lines do not repeat it.
+            #expect(try Self.sealedText(harness, phone) == "Hello\nAre you there?")
             let record = try #require(harness.accepted(token: phone.messagingToken).first)
             #expect(!record.payload.contains("Hello"))
             // After the first push, agent events push at once.
@@ -138,7 +139,24 @@ struct ChatTests {
                 .decode(ChatEventReceipt.self)
             #expect(!joined.filtered && joined.pushes.count == 1)
             try await harness.push(try #require(joined.pushes.first).pushID, reaches: .delivered)
-            #expect(try Self.sealedText(harness, phone) == "Dana: Notice.Joined")
+            #expect(try Self.sealedText(harness, phone) == "Notice.Joined")
+        }
+    }
+
+    @Test("a push with lines of two agents names each line's author; the sender is the last one")
+    func twoAuthors() async throws {
+        try await RelayHarness.with(Self.setup(delay: .zero)) { harness in
+            let phone = try await harness.phone(user: "cust")
+            try await Self.disconnect(harness, phone, at: 0)
+            let first = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Hello"))
+                .decode(ChatEventReceipt.self)
+            try await harness.push(try #require(first.pushes.first).pushID, reaches: .delivered)
+            let sam = #"{"to":"cust","type":"Message.Text","from":{"id":"agent-2","name":"Sam"},"text":"I take over"}"#
+            let second = try await harness.call(.POST, "/v1/chats/chat-1/events", body: sam)
+                .decode(ChatEventReceipt.self)
+            try await harness.push(try #require(second.pushes.first).pushID, reaches: .delivered)
+            #expect(try Self.sealedText(harness, phone, 0) == "Hello")
+            #expect(try Self.sealedText(harness, phone, 1) == "Dana: Hello\nSam: I take over")
         }
     }
 
