@@ -248,42 +248,6 @@ public final class RelayIngest: Sendable {
         )
     }
 
-    /// Sends one message to every member of a group: over the live channel where a member's app
-    /// is on screen in the conversation, by push otherwise, one sealed push per device.
-    ///
-    /// - Parameter app: as for a message: only this app's devices, and its own idempotency keys.
-    public func broadcast(_ request: BroadcastRequest, app: String? = nil) async throws(RelayError) -> BroadcastReceipt
-    {
-        guard !request.to.isEmpty, request.to.count <= 1000 else {
-            throw .invalidField("to", "must list 1 to 1000 users")
-        }
-        for (index, user) in request.to.enumerated() { try context.check(user, "to[\(index)]", pattern: .identifier) }
-        if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
-        var seen = Set<String>()
-        var members: [BroadcastReceipt.Member] = []
-        for user in request.to where seen.insert(user).inserted {
-            let receipt = try await member(
-                message: MessageRequest(
-                    to: user,
-                    from: request.from,
-                    conversation: request.conversation,
-                    text: request.text,
-                    idempotencyKey: request.idempotencyKey.map { "broadcast:\($0):\(user)" },
-                    priority: request.priority,
-                    expiration: request.expiration,
-                    badge: request.badge,
-                    category: request.category,
-                    publicData: request.publicData,
-                    title: request.title,
-                    data: request.data
-                ),
-                app: app
-            )
-            members.append(.init(user: user, receipt: receipt))
-        }
-        return BroadcastReceipt(members: members)
-    }
-
     /// Accepts a call: one VoIP push (priority 10, `<bundle>.voip`, short expiration) per iOS
     /// device of the user with a VoIP token. The same call id never rings twice.
     ///
