@@ -102,11 +102,6 @@ public struct Caller: Sendable, Hashable {
     /// Whether the caller may act for `app`.
     public func permits(app: String) -> Bool { appID == nil || appID == app }
 
-    /// The idempotency key as stored: an app key's keys are its own, so two apps' backends that
-    /// happen to use the same key do not answer each other's requests.
-    public func idempotencyKey(_ kind: String, _ key: String?) -> String? {
-        key.map { kind + ":" + (appID.map { "app:\($0):" } ?? "") + $0 }
-    }
 }
 
 /// What a bearer token is among the stored keys.

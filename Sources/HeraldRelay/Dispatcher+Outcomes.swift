@@ -34,10 +34,10 @@ extension Dispatcher {
         let id = item.entry.pushID
         switch outcome {
         case .delivered:
-            completed[.delivered]?.increment()
+            completed.count(.delivered, item.entry)
             return PushCompletion(pushID: id, disposition: .finish(.delivered), reason: nil, deadToken: nil)
         case .tokenDead(let reason, _):
-            completed[.tokenDead]?.increment()
+            completed.count(.tokenDead, item.entry)
             logger.warning(
                 "the push network no longer accepts this device's token: the token is removed, and the device gets no pushes until its app activates again",
                 metadata: ["device": "\(item.entry.deviceID)", "push": "\(id)", "reason": "\(reason)"]
@@ -49,17 +49,17 @@ extension Dispatcher {
                 deadToken: (item.entry.deviceID, item.deviceToken)
             )
         case .failed(let reason, let status):
-            completed[.failed]?.increment()
+            completed.count(.failed, item.entry)
             let reason = status.map { "\(reason) (\($0))" } ?? reason
             return PushCompletion(pushID: id, disposition: .finish(.failed), reason: reason, deadToken: nil)
         case .expired:
-            completed[.expired]?.increment()
+            completed.count(.expired, item.entry)
             return PushCompletion(pushID: id, disposition: .finish(.expired), reason: nil, deadToken: nil)
         case .unreachable(let reason) where item.entry.nowOrNever,
             .retryLater(let reason, _) where item.entry.nowOrNever:
             // Its one attempt is spent: the network was told expiration 0, so a later attempt
             // would deliver what the backend said must not arrive late.
-            completed[.expired]?.increment()
+            completed.count(.expired, item.entry)
             let why = "now or never: not delivered on its one attempt: " + reason
             return PushCompletion(pushID: id, disposition: .finish(.expired), reason: why, deadToken: nil)
         case .unreachable(let reason):
@@ -70,7 +70,7 @@ extension Dispatcher {
         case .retryLater(let reason, let after):
             let next = time + max(retryDelay(attempts: item.entry.attempts), after?.milliseconds ?? 0)
             if next >= item.entry.expiresAt {
-                completed[.expired]?.increment()
+                completed.count(.expired, item.entry)
                 return PushCompletion(
                     pushID: id,
                     disposition: .finish(.expired),
@@ -107,7 +107,7 @@ extension Dispatcher {
 
 extension OutboxEntry {
     /// The app the push is for: the APNs topic without its PushKit suffix, or the FCM package.
-    fileprivate var app: String {
+    var app: String {
         switch payload {
         case .apns(let apns): apns.topic.hasSuffix(".voip") ? String(apns.topic.dropLast(5)) : apns.topic
         case .fcm(let fcm): fcm.package

@@ -90,11 +90,7 @@ public final class Dispatcher: Service, Sendable {
     /// Every outcome write, retried while the store fails; holds the claims meanwhile.
     let writer: OutcomeWriter
     private let drainReport = Mutex<DrainReport?>(nil)
-    let completed: [PushState: Counter] = Dictionary(
-        uniqueKeysWithValues: [PushState.delivered, .tokenDead, .failed, .expired].map {
-            ($0, Counter(label: "herald_relay_pushes_completed_total", dimensions: [("state", $0.rawValue)]))
-        }
-    )
+    let completed = OutcomeCounters()
     let retries = Counter(label: "herald_relay_push_retries_total")
     let held = Counter(label: "herald_relay_pushes_held_total")
     /// When a retry was last logged (milliseconds): one warning a minute says why pushes wait.

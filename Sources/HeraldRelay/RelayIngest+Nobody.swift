@@ -50,7 +50,7 @@ extension RelayIngest {
         )
         let ingest = Ingest(
             // The key an accepted message of this sender would have used (`send`).
-            idempotencyKey: request.idempotencyKey.map { "message:" + (onlyApp.map { "app:\($0):" } ?? "") + $0 },
+            idempotencyKey: Self.storedKey(message: request.idempotencyKey, app: onlyApp),
             message: message,
             pushes: [],
             receipt: Array(receipt.jsonText.utf8)

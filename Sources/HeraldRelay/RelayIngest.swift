@@ -24,6 +24,12 @@ public final class RelayIngest: Sendable {
         self.directory = directory
     }
 
+    /// A message's idempotency key as stored: an app's API key keeps keys of its own, so two apps'
+    /// backends that happen to use the same key do not answer each other's requests.
+    public static func storedKey(message key: String?, app: String?) -> String? {
+        key.map { "message:" + (app.map { "app:\($0):" } ?? "") + $0 }
+    }
+
     /// How many pushes are in each state, and how many devices are stored: what `/health` shows.
     public func counts() async throws(RelayError) -> (outbox: OutboxCounts, devices: Int) {
         try await context.storing { store in
@@ -189,7 +195,7 @@ public final class RelayIngest: Sendable {
         guard
             let outcome = try await commit(
                 receipt: receipt,
-                key: request.idempotencyKey.map { "message:" + (onlyApp.map { "app:\($0):" } ?? "") + $0 },
+                key: Self.storedKey(message: request.idempotencyKey, app: onlyApp),
                 message: message,
                 pushes: pushes,
                 sendable: sendable,

@@ -64,8 +64,8 @@ struct APIKeyRuleTests {
         #expect(Caller.configuredKey.permits(app: "com.example.other"))
         #expect(app.actor == "key:0123456789abcdef")
         #expect(Caller.configuredKey.actor == "api_key")
-        #expect(app.idempotencyKey("message", "k1") == "message:app:com.example.chat:k1")
-        #expect(Caller.configuredKey.idempotencyKey("message", "k1") == "message:k1")
+        #expect(RelayIngest.storedKey(message: "k1", app: app.appID) == "message:app:com.example.chat:k1")
+        #expect(RelayIngest.storedKey(message: "k1", app: Caller.configuredKey.appID) == "message:k1")
     }
 
     @Test(

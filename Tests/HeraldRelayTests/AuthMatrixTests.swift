@@ -226,6 +226,7 @@ struct AuthMatrixTests {
             Request(method: .GET, path: "/v1/pushes/\(try await world.pushID())")
         },
         Route("GET /v1/pushes", backend) { world in Request(method: .GET, path: "/v1/pushes?user=\(world.user)") },
+        Route("GET /v1/audit", backend) { _ in Request(method: .GET, path: "/v1/audit") },
         Route("GET /v1/users/{id}/devices", backend) { world in
             Request(method: .GET, path: "/v1/users/\(world.user)/devices")
         },

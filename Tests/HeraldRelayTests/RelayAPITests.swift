@@ -444,7 +444,9 @@ struct RelayAPITests {
                 return metrics
             }
             let accepted = "herald_relay_messages_accepted_total"
-            let delivered = #"herald_relay_pushes_completed_total{state="delivered"}"#
+            // Outcomes are counted per app and network too.
+            let delivered =
+                #"herald_relay_pushes_completed_total{state="delivered",app="com.example.chat",network="apns"}"#
             let before = try await scrape()
             #expect(TestMetrics.value(accepted, in: before.text) == 0)
             #expect(TestMetrics.value(delivered, in: before.text) == 0)

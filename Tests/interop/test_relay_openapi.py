@@ -403,7 +403,12 @@ def relay(herald: Path, spec: Spec, tmp_path_factory: pytest.TempPathFactory):
     command += ["--keys-dir", str(workdir / "keys"), "--data", str(workdir / "data"), "--log-level", "warning"]
     # Messages to users without a device are refused (409 no_devices), so that answer is exercised;
     # the held answer is the relay tests' (Tests/HeraldRelayTests/UndeliverableTests.swift).
-    (workdir / "herald.yaml").write_text("undeliverable: refuse\n", encoding="utf-8")
+    # One app's message quota is one message at all, so its 429 is exercised (exercise_quotas).
+    (workdir / "herald.yaml").write_text(
+        "undeliverable: refuse\n"
+        f"quotas:\n  apps:\n    {QUOTA_APP}:\n      messages_per_second: 0.001\n      burst: 1\n",
+        encoding="utf-8",
+    )
     command += ["--config", str(workdir / "herald.yaml")]
     environment = dict(os.environ, HERALD_GENESYS_SECRET=WEBHOOK_SECRET)
     with open(workdir / "serve.stderr", "w+b") as stderr_file:
@@ -507,6 +512,45 @@ def _wait_callback(relay: "Relay", callback_id: str, state: str, pushes: int) ->
             return view
         assert time.monotonic() < deadline, f"callback {callback_id} still {view['state']} after {DELIVERY_TIMEOUT}s"
         time.sleep(0.05)
+
+
+QUOTA_APP = "com.example.openapi-quota"
+
+
+def exercise_keys_and_quotas(relay: "Relay", herald: Path, credential: str) -> None:
+    """`GET /v1/audit`, and the 429 of the three routes that count messages against a quota, with
+    a key of an app whose quota is one message (the relay's configuration)."""
+    key = relay.api_key
+    relay.call("PUT", f"/v1/apps/{QUOTA_APP}", 200, {"team_id": relay.default_team()}, key)
+    made = subprocess.run(
+        [str(herald), "keys", "api", "create", "--name", "openapi", "--app", QUOTA_APP, "--scopes", "send,read",
+         "--json", "--data", str(relay.workdir / "data")],
+        capture_output=True, text=True, timeout=60, cwd=relay.workdir,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    token = json.loads(made.stdout)["token"]
+    deadline = time.monotonic() + 10  # the node reads the stored keys every 2 s
+    while relay._send("GET", relay.url + "/v1/audit", token=token).status != 200:
+        assert time.monotonic() < deadline, "the new key was not taken within 10 s"
+        time.sleep(0.1)
+
+    audit = relay.call("GET", "/v1/audit", 200, token=token)
+    assert audit["entries"] and all(entry.get("app") == QUOTA_APP for entry in audit["entries"]), audit
+    page = relay.call("GET", "/v1/audit?limit=1", 200, token=key)
+    assert len(page["entries"]) == 1 and page["next"] == page["entries"][0]["id"], page
+    relay.call("GET", "/v1/audit?limit=0", 400, token=key, field_name="limit")
+    relay.call("GET", "/v1/audit", 401)
+    relay.call("GET", "/v1/audit", 403, token=credential)
+
+    # The quota's one message (refused: nobody has a device), then 429 on every counting route.
+    message = {"to": unique("quota-user"), "from": {"id": "a", "name": "A"}, "conversation": "c", "text": "t"}
+    relay.call("POST", "/v1/messages", 409, message, token)
+    refusal = relay.call("POST", "/v1/messages", 429, message, token)
+    assert refusal["error"] == "too_many_requests" and QUOTA_APP in refusal["reason"], refusal
+    broadcast = {**message, "to": [unique("quota-user")]}
+    relay.call("POST", "/v1/broadcasts", 429, broadcast, token)
+    callback = {"user_id": unique("quota-user"), "service_id": "svc", "idempotency_key": unique("cb")}
+    relay.call("POST", "/v1/callbacks", 429, callback, token)
 
 
 def exercise_callbacks(relay: "Relay", spec: Spec) -> None:
@@ -666,6 +710,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/callbacks", "post"),
         ("/v1/callbacks/{id}", "get"),
         ("/v1/callbacks/{id}/actions/{action}", "post"),
+        ("/v1/audit", "get"),
     }
     assert set(spec.operations()) == expected
     for name in (
@@ -707,7 +752,7 @@ def test_examples_match_their_schemas(spec: Spec):
     assert checked >= 20
 
 
-def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
+def test_every_route_matches_the_spec(relay: Relay, spec: Spec, herald: Path):
     relay.observed.clear()
     key = relay.api_key
     team = relay.default_team()
@@ -1307,6 +1352,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec):
     relay.call("POST", "/v1/adapters/genesys", 413, raw=b"{" + b" " * (300 * 1024) + b"}")
 
     exercise_webhooks(relay, key, credential)
+    exercise_keys_and_quotas(relay, herald, credential)
     exercise_callbacks(relay, spec)
     exercise_notification_permission(relay)
 
