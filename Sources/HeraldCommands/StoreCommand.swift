@@ -26,8 +26,11 @@ extension StoreCommand {
                 Copies apps, devices (tokens, sealed keys, credentials), presence, messages kept for \
                 fetch-by-id, idempotency keys with their receipts, every push not finished yet \
                 (queued again, with its id, priority, attempts, expiry and history), chats with \
-                their transcripts and disconnects, callbacks, calls and webhook events not delivered \
-                yet. Finished pushes and their history are not copied. Sealed values are copied \
+                their transcripts and disconnects, callbacks, calls, webhook events not delivered \
+                yet, the backends' API keys (revoked ones too, with their scopes and rates; as the \
+                digests they are stored as), the audit log, and messages held for a user without a \
+                device (released once that user's first device activates on the new nodes). \
+                Finished pushes and their history are not copied. Sealed values are copied \
                 sealed: start the new nodes with the same master key. Stop the nodes first: the copy \
                 refuses a SQLite database another process has open, and a PostgreSQL schema a node \
                 is connected to. Everything is written in one transaction: a copy that fails writes \

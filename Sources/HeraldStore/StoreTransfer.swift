@@ -5,9 +5,12 @@
 /// kept for fetch-by-id (sealed); idempotency keys with their receipts; every push not finished
 /// yet, with its history; chats with their transcripts and disconnects; callbacks with their
 /// history and idempotency key; calls (ringing, and ended ones retention has not deleted yet)
-/// with their devices' reports; webhook events not delivered yet. Sealed values cross as
-/// the bytes they are: the new store is used with the same master key, and nothing here can
-/// open them.
+/// with their devices' reports; webhook events not delivered yet; the backends' API keys
+/// (revoked ones too: a revoked key must stay refused, not become unknown) with their scopes
+/// and rates; the audit log; messages held for a user without a device, still held until
+/// their hold ends. Sealed values cross as the bytes they are: the new store is used with the
+/// same master key, and nothing here can open them. API keys cross as their secrets' digests:
+/// no store ever holds a secret.
 ///
 /// Not moved: finished pushes (delivered, failed, expired, token dead, skipped) and their
 /// history. Their outcome was final and reported; they are retention's to delete, and they are
@@ -32,6 +35,11 @@ public enum StoreRecord: Sendable, Hashable {
     case call(CallRecord)
     /// Handed over `pending` whatever its state was (`sending` under a lease no node here holds).
     case webhookEvent(StoredWebhookEvent)
+    /// Valid or revoked, its secret's digest only.
+    case apiKey(APIKeyRecord)
+    case auditEntry(AuditEntry)
+    /// The hold only: its message (sealed) crosses as a `message` record.
+    case heldMessage(HeldMessage)
 
     /// The record's kind.
     public var kind: StoreRecordKind {
@@ -48,12 +56,17 @@ public enum StoreRecord: Sendable, Hashable {
         case .callback: .callbacks
         case .call: .calls
         case .webhookEvent: .webhookEvents
+        case .apiKey: .apiKeys
+        case .auditEntry: .auditEntries
+        case .heldMessage: .heldMessages
         }
     }
 }
 
 /// The kinds of `StoreRecord`, in the order an export hands them over: a record comes after
-/// every record it refers to (a presence after its device, a disconnect after its device).
+/// every record it refers to (a presence after its device, a disconnect after its device, a
+/// held message after its message). The kinds added later come last, so the lines a dry run
+/// printed before keep their order.
 public enum StoreRecordKind: String, Sendable, Hashable, CaseIterable, Comparable {
     case apps
     case devices
@@ -68,6 +81,11 @@ public enum StoreRecordKind: String, Sendable, Hashable, CaseIterable, Comparabl
     case calls
     /// Undelivered (pending or sending) only.
     case webhookEvents = "webhook events"
+    /// Valid and revoked.
+    case apiKeys = "API keys"
+    case auditEntries = "audit entries"
+    /// Messages still held (their message is counted with the messages).
+    case heldMessages = "held messages"
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
@@ -170,7 +188,8 @@ public protocol StoreExport: Sendable {
 /// `importsAnotherStoresRecords`).
 public protocol StoreImport: Sendable {
     /// How many records of each kind the store holds, counted as `StoreExport.exportTally` counts
-    /// them (pushes not finished yet as pending pushes, undelivered webhook events only).
+    /// them (pushes not finished yet as pending pushes, undelivered webhook events only, API
+    /// keys revoked or not, every hold whether or not it ended).
     func importTally() async throws -> StoreTally
     /// Writes everything `source` exports, all or nothing: refused with `StoreError.conflict` when
     /// the store holds any record already, and when the records written are not what `source`

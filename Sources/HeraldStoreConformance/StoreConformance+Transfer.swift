@@ -40,7 +40,9 @@ extension StoreConformance {
                 entry.state = .queued
                 #expect(try await store.push(id: entry.pushID) == entry)
             case .chat(let chat): #expect(try await store.chat(conversation: chat.conversation) == chat)
-            case .presence, .idempotencyKey, .transcriptEvent, .disconnect, .callback, .call, .webhookEvent: break
+            case .presence, .idempotencyKey, .transcriptEvent, .disconnect, .callback, .call, .webhookEvent, .apiKey,
+                .auditEntry, .heldMessage:
+                break
             }
         }
         let recipients = try await store.recipients(userID: "xu1")

@@ -41,6 +41,7 @@ public enum StoreConformance {
         case requeueTakesBackTheAttempt
         case importsAnotherStoresRecords
         case importsCallbacksCallsAndWebhookEvents
+        case importsKeysAuditAndHeldMessages
         case liveSessionsAreLeased
         case recipientsCarryTheirLiveSession
         case liveHandoversAreAnsweredOnce
@@ -118,6 +119,7 @@ public enum StoreConformance {
             case .importsAnotherStoresRecords: try await StoreConformance.importsAnotherStoresRecords(engine)
             case .importsCallbacksCallsAndWebhookEvents:
                 try await StoreConformance.importsCallbacksCallsAndWebhookEvents(engine)
+            case .importsKeysAuditAndHeldMessages: try await StoreConformance.importsKeysAuditAndHeldMessages(engine)
             case .liveSessionsAreLeased: try await StoreConformance.liveSessionsAreLeased(engine)
             case .recipientsCarryTheirLiveSession: try await StoreConformance.recipientsCarryTheirLiveSession(engine)
             case .liveHandoversAreAnsweredOnce: try await StoreConformance.liveHandoversAreAnsweredOnce(engine)

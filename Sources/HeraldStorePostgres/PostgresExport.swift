@@ -1,5 +1,6 @@
 public import HeraldStore
 public import Logging
+import NIOCore
 import PostgresNIO
 
 /// A PostgreSQL store's contents for another engine (`StoreExport`): `herald store migrate`
@@ -124,6 +125,7 @@ public final class PostgresExport: StoreExport {
         try await endOfKind()
         try await exportChats(limit: limit, add, endOfKind)
         try await exportCallbacksCallsAndEvents(limit: limit, add, endOfKind)
+        try await exportKeysAuditAndHolds(limit: limit, add, endOfKind)
     }
 
     /// Pushes not finished yet, queued (a claim is not carried), with their returns to the queue.
@@ -206,6 +208,61 @@ public final class PostgresExport: StoreExport {
             var stored = try PostgresStore.webhookEvent(from: row)
             stored.state = .pending
             try await add([.webhookEvent(stored)])
+        }
+        try await endOfKind()
+    }
+
+    /// API keys (revoked ones too, each its secret's digest only), the audit log in its entries'
+    /// order, and holds on messages (ended ones too: the new nodes end them).
+    private func exportKeysAuditAndHolds(
+        limit: Int,
+        _ add: ([StoreRecord]) async throws -> Void,
+        _ endOfKind: () async throws -> Void
+    ) async throws {
+        try await page(
+            "api_keys",
+            key: "id",
+            columns: "id, name, app_id, scopes, secret_digest, rate_per_second, burst, created_at, revoked_at",
+            limit: limit
+        ) { row in
+            let (id, name, app, scopes, digest, rate, burst, created, revoked) = try row.decode(
+                (String, String, String?, String, ByteBuffer, Double?, Int?, Int64, Int64?).self
+            )
+            let key = APIKeyRecord(
+                id: id,
+                name: name,
+                appID: app,
+                scopes: APIKeyRecord.scopes(from: scopes),
+                secretDigest: Array(digest.readableBytesView),
+                ratePerSecond: rate,
+                burst: burst,
+                createdAt: created,
+                revokedAt: revoked
+            )
+            try await add([.apiKey(key)])
+        }
+        try await endOfKind()
+        try await page("audit_log", key: "id", columns: "id, at, actor, action, target, app_id", limit: limit) { row in
+            let (id, at, actor, action, target, app) = try row.decode(
+                (String, Int64, String, String, String, String?).self
+            )
+            try await add([
+                .auditEntry(AuditEntry(id: id, at: at, actor: actor, action: action, target: target, appID: app))
+            ])
+        }
+        try await endOfKind()
+        try await page(
+            "held_messages",
+            key: "message_id",
+            columns: "message_id, user_id, app_id, held_at, held_until",
+            limit: limit
+        ) { row in
+            let (id, user, app, heldAt, heldUntil) = try row.decode(
+                (String, String, String?, Int64, Int64).self
+            )
+            try await add([
+                .heldMessage(HeldMessage(messageID: id, userID: user, appID: app, heldAt: heldAt, heldUntil: heldUntil))
+            ])
         }
         try await endOfKind()
     }

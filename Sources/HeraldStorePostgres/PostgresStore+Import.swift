@@ -12,7 +12,8 @@ extension PostgresStore: StoreImport {
             (SELECT COUNT(*) FROM outbox WHERE state IN ('queued', 'sending')), (SELECT COUNT(*) FROM chats),
             (SELECT COUNT(*) FROM transcript_events), (SELECT COUNT(*) FROM chat_disconnects),
             (SELECT COUNT(*) FROM callbacks), (SELECT COUNT(*) FROM calls),
-            (SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending'))
+            (SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending')),
+            (SELECT COUNT(*) FROM api_keys), (SELECT COUNT(*) FROM audit_log), (SELECT COUNT(*) FROM held_messages)
         """
     }
 
@@ -35,7 +36,8 @@ extension PostgresStore: StoreImport {
     /// the emptiness check and the commit.
     private static let tables = """
         apps, devices, presence, messages, ingests, outbox, outbox_payloads, delivery_log, transcript_heads, \
-        transcript_events, chat_disconnects, chats, callbacks, callback_history, calls, call_devices, webhook_events
+        transcript_events, chat_disconnects, chats, callbacks, callback_history, calls, call_devices, webhook_events, \
+        api_keys, audit_log, held_messages
         """
 
     /// One transaction on a connection of its own, outside the pool: an import takes longer than
@@ -186,6 +188,11 @@ extension PostgresStore: StoreImport {
                 last_error, updated_at)
             """
         )
+        var apiKeys = RowsInsert(
+            "api_keys (id, name, app_id, scopes, secret_digest, rate_per_second, burst, created_at, revoked_at)"
+        )
+        var audit = RowsInsert("audit_log (id, at, actor, action, target, app_id)")
+        var held = RowsInsert("held_messages (message_id, user_id, app_id, held_at, held_until)")
         for record in records {
             switch record {
             case .app(let app):
@@ -394,77 +401,43 @@ extension PostgresStore: StoreImport {
                     $0.text(stored.lastError)
                     $0.integer(stored.updatedAt)
                 }
+            case .apiKey(let key):
+                apiKeys.row {
+                    $0.text(key.id)
+                    $0.text(key.name)
+                    $0.text(key.appID)
+                    $0.text(key.scopesText)
+                    $0.bytes(key.secretDigest)
+                    $0.double(key.ratePerSecond)
+                    $0.integer(key.burst.map { Int64($0) })
+                    $0.integer(key.createdAt)
+                    $0.integer(key.revokedAt)
+                }
+            case .auditEntry(let entry):
+                audit.row {
+                    $0.text(entry.id)
+                    $0.integer(entry.at)
+                    $0.text(entry.actor)
+                    $0.text(entry.action)
+                    $0.text(entry.target)
+                    $0.text(entry.appID)
+                }
+            case .heldMessage(let message):
+                held.row {
+                    $0.text(message.messageID)
+                    $0.text(message.userID)
+                    $0.text(message.appID)
+                    $0.integer(message.heldAt)
+                    $0.integer(message.heldUntil)
+                }
             }
         }
         let inserts = [
             apps, devices, presence, messages, ingests, outbox, payloads, log, chats, events, disconnects, callbacks,
-            history, calls, callDevices, webhookEvents,
+            history, calls, callDevices, webhookEvents, apiKeys, audit, held,
         ]
         for insert in inserts where !insert.isEmpty {
             try await connection.run(insert.query, logger: logger)
         }
-    }
-}
-
-/// One INSERT of many rows, every value a typed parameter (a NULL as a parameter of unknown type
-/// would otherwise be taken for text).
-private struct RowsInsert {
-    private let target: String
-    private var binds = PostgresBindings()
-    private var rows: [String] = []
-    private var current: [String] = []
-
-    init(_ target: String) {
-        self.target = target
-    }
-
-    var isEmpty: Bool { rows.isEmpty }
-
-    var query: PostgresQuery {
-        PostgresQuery(unsafeSQL: "INSERT INTO \(target) VALUES " + rows.joined(separator: ", "), binds: binds)
-    }
-
-    /// Runs the rows so far and starts again when `rows` more would pass PostgreSQL's limit of
-    /// 65,535 parameters a statement: a batch has a bounded number of records, but a push's
-    /// requeues, a callback's history and a call's devices are not bounded. Only for tables no
-    /// other table of the batch refers to.
-    mutating func makeRoom(for rows: Int, on connection: PostgresConnection, logger: Logger) async throws {
-        guard let width = self.rows.isEmpty ? nil : binds.count / self.rows.count,
-            binds.count + rows * width > 65_000
-        else { return }
-        try await connection.run(query, logger: logger)
-        binds = PostgresBindings()
-        self.rows = []
-    }
-
-    mutating func row(_ values: (inout Self) -> Void) {
-        values(&self)
-        rows.append("(" + current.joined(separator: ", ") + ")")
-        current = []
-    }
-
-    mutating func text(_ value: String?) {
-        binds.append(value)
-        current.append("$\(binds.count)::text")
-    }
-
-    mutating func integer(_ value: Int64?) {
-        binds.append(value)
-        current.append("$\(binds.count)::bigint")
-    }
-
-    mutating func boolean(_ value: Bool) {
-        binds.append(value)
-        current.append("$\(binds.count)::boolean")
-    }
-
-    mutating func bytes(_ value: [UInt8]) {
-        binds.append(ByteBuffer(value))
-        current.append("$\(binds.count)::bytea")
-    }
-
-    mutating func bytes(_ value: [UInt8]?) {
-        binds.append(value.map { ByteBuffer(bytes: $0) })
-        current.append("$\(binds.count)::bytea")
     }
 }

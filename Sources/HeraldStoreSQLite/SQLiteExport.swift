@@ -317,6 +317,61 @@ public final class SQLiteExport: StoreExport {
                 return .webhookEvent(stored)
             }
         ),
+        Source(
+            kind: .apiKeys,
+            count: "SELECT COUNT(*) FROM api_keys",
+            page: "SELECT *, rowid AS _r FROM api_keys WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            record: { _, row in
+                .apiKey(
+                    APIKeyRecord(
+                        id: row["id"],
+                        name: row["name"],
+                        appID: row["app_id"],
+                        scopes: APIKeyRecord.scopes(from: row["scopes"]),
+                        // The secret's digest: the secret itself was never stored.
+                        secretDigest: [UInt8](row["secret_digest"] as Data),
+                        ratePerSecond: row["rate_per_second"],
+                        burst: row["burst"],
+                        createdAt: row["created_at"],
+                        revokedAt: row["revoked_at"]
+                    )
+                )
+            }
+        ),
+        Source(
+            kind: .auditEntries,
+            count: "SELECT COUNT(*) FROM audit_log",
+            page: "SELECT *, rowid AS _r FROM audit_log WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            record: { _, row in
+                .auditEntry(
+                    AuditEntry(
+                        id: row["id"],
+                        at: row["at"],
+                        actor: row["actor"],
+                        action: row["action"],
+                        target: row["target"],
+                        appID: row["app_id"]
+                    )
+                )
+            }
+        ),
+        Source(
+            kind: .heldMessages,
+            count: "SELECT COUNT(*) FROM held_messages",
+            // Ended holds too (`endHolds` has not run on them yet): the new nodes end them.
+            page: "SELECT *, rowid AS _r FROM held_messages WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            record: { _, row in
+                .heldMessage(
+                    HeldMessage(
+                        messageID: row["message_id"],
+                        userID: row["user_id"],
+                        appID: row["app_id"],
+                        heldAt: row["held_at"],
+                        heldUntil: row["held_until"]
+                    )
+                )
+            }
+        ),
     ]
 
     public func exportTally() async throws -> StoreTally {

@@ -18,6 +18,9 @@ extension SQLiteStore: StoreImport {
         (.callbacks, "SELECT COUNT(*) FROM callbacks"),
         (.calls, "SELECT COUNT(*) FROM calls"),
         (.webhookEvents, "SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending')"),
+        (.apiKeys, "SELECT COUNT(*) FROM api_keys"),
+        (.auditEntries, "SELECT COUNT(*) FROM audit_log"),
+        (.heldMessages, "SELECT COUNT(*) FROM held_messages"),
     ]
 
     private static func tally(_ db: Database) throws -> StoreTally {
@@ -227,6 +230,31 @@ extension SQLiteStore: StoreImport {
                     event.id, event.appID, event.type.rawValue, event.orderingKey, event.data, event.createdAt,
                     stored.attempts, stored.nextAttemptAt, stored.lastError, stored.updatedAt,
                 ]
+            )
+        case .apiKey(let key):
+            try db.execute(
+                sql: """
+                    INSERT INTO api_keys (id, name, app_id, scopes, secret_digest, rate_per_second, burst,
+                        created_at, revoked_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    key.id, key.name, key.appID, key.scopesText, Data(key.secretDigest), key.ratePerSecond,
+                    key.burst, key.createdAt, key.revokedAt,
+                ]
+            )
+        case .auditEntry(let entry):
+            try db.execute(
+                sql: "INSERT INTO audit_log (id, at, actor, action, target, app_id) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [entry.id, entry.at, entry.actor, entry.action, entry.target, entry.appID]
+            )
+        case .heldMessage(let held):
+            // Its message came before it, as a `message` record, sealed bytes as they were.
+            try db.execute(
+                sql: """
+                    INSERT INTO held_messages (message_id, user_id, app_id, held_at, held_until) VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [held.messageID, held.userID, held.appID, held.heldAt, held.heldUntil]
             )
         }
     }

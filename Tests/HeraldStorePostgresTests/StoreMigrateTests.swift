@@ -46,7 +46,8 @@ struct StoreMigrateTests {
 
     /// Apps, three devices (one Android), presence, a message ingest with a key, a call, pushes
     /// claimed by a node that stopped (in flight), one delivered, one back in the queue with a
-    /// reason, an open chat with a disconnect and an ended chat.
+    /// reason, an open chat with a disconnect and an ended chat; an API key, an audit entry and a
+    /// held message.
     static func fill(_ store: SQLiteStore) async throws -> Source {
         try await store.saveApp(StoreFixtures.app())
         var other = AppRecord(
@@ -138,6 +139,26 @@ struct StoreMigrateTests {
         _ = try await store.endChat(conversation: "chat2", at: t + 50)
         try await store.saveDisconnect(ChatDisconnect(deviceID: "d1", conversation: "chat1", position: 2, at: t + 2))
 
+        // A backend's key, its audit entry and a message held for a user with no device: the
+        // round trip (StoreExportTests) hands them over as they were.
+        let key = APIKeyRecord(
+            id: "0123456789abcdef",
+            name: "crm",
+            appID: StoreFixtures.appID,
+            scopes: [.send],
+            secretDigest: Array(repeating: 4, count: 32),
+            ratePerSecond: 10,
+            burst: 5,
+            createdAt: t
+        )
+        #expect(try await store.insertAPIKey(key))
+        try await store.appendAudit(
+            AuditEntry(id: "a1", at: t, actor: "cli", action: "key.created", target: key.id, appID: key.appID)
+        )
+        let held = StoreFixtures.message("m-held", user: "u9", at: t, expires: t + 9)
+        let waiting = StoreFixtures.ingest([], message: held)
+        #expect(try await store.hold(waiting, until: t + 86_400_000, appID: nil) == .accepted)
+
         var pending: [OutboxEntry] = []
         for id in ["c1", "p1", "p2", "p3"] {
             pending.append(try #require(try await store.push(id: id)))
@@ -192,8 +213,8 @@ struct StoreMigrateTests {
     }
 
     static let expectedTally = StoreTally([
-        .apps: 2, .devices: 3, .presence: 1, .messages: 1, .idempotencyKeys: 2, .pendingPushes: 4, .chats: 2,
-        .transcriptEvents: 3, .disconnects: 1,
+        .apps: 2, .devices: 3, .presence: 1, .messages: 2, .idempotencyKeys: 2, .pendingPushes: 4, .chats: 2,
+        .transcriptEvents: 3, .disconnects: 1, .apiKeys: 1, .auditEntries: 1, .heldMessages: 1,
     ])
 
     @Test("everything a relay needs arrives, sealed bytes as they were, and the dispatcher's path works on it")

@@ -108,6 +108,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.importsCallbacksCallsAndWebhookEvents)
     }
 
+    @Test func importsKeysAuditAndHeldMessages() async throws {
+        try await SQLiteEngine.check(.importsKeysAuditAndHeldMessages)
+    }
+
     @Test func concurrentCompletionsKeepTheirOwn() async throws {
         try await SQLiteEngine.check(.concurrentCompletionsKeepTheirOwn)
     }
@@ -263,6 +267,7 @@ struct SQLiteConformanceTests {
             .requeueTakesBackTheAttempt,
             .importsAnotherStoresRecords,
             .importsCallbacksCallsAndWebhookEvents,
+            .importsKeysAuditAndHeldMessages,
             .liveSessionsAreLeased,
             .recipientsCarryTheirLiveSession,
             .liveHandoversAreAnsweredOnce,
