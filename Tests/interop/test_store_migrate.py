@@ -7,6 +7,8 @@ the throw-away PostgreSQL of scripts/with-postgres.sh:
 * `herald serve` on SQLite (`--data`) sends to it; one iOS device is activated (messaging and VoIP
   tokens) and the sandbox plays an APNs outage (`POST /sandbox/faults/outage`), so the message
   and the call ingested then stay undelivered; a callback is scheduled for a time after the move;
+  `herald keys api` makes an app's key (with a rate) and an admin key it revokes, and the app's key
+  sends a message to a user with no device yet, which is held;
 * while that node runs, `herald store migrate` refuses (the database is open); the node is
   stopped (SIGTERM, exit 0); a dry run prints the counts and writes nothing; the migration copies
   and checks the counts; a second one is refused (the database holds data); a missing file, a
@@ -14,14 +16,17 @@ the throw-away PostgreSQL of scripts/with-postgres.sh:
 * `herald serve --database postgres://…` starts on the copy with the same keys; the outage ends:
   both pushes reach the sandbox under their push ids and show `delivered`; the message ingested
   again with its idempotency key answers the same receipt; the device's credential still opens
-  its message; the ringing call is known; the callback, still scheduled when the SQLite node
-  stopped, is pushed once by the PostgreSQL node when due (its push reaches the sandbox), and
-  scheduling it again with its key answers the same callback;
+  its message; the ringing call is known; the app's key is still accepted and the revoked one
+  still refused (401); the audit log reads as before the move; the held message is released when
+  its user's first phone activates, and reaches the sandbox; the callback, still scheduled when
+  the SQLite node stopped, is pushed once by the PostgreSQL node when due (its push reaches the
+  sandbox), and scheduling it again with its key answers the same callback;
 * the way back: while the PostgreSQL node runs, `herald store migrate --from postgres://… --to
   sqlite:…` refuses (a node is connected); once it stopped, a dry run prints the counts, the copy
   writes a new SQLite file and checks the counts, a second copy is refused (the file exists), and
   `herald serve` on that file answers the repeated message with its receipt, opens the message
-  for the device and knows the callback as the PostgreSQL node left it.
+  for the device, knows the callback as the PostgreSQL node left it, takes the app's key and
+  refuses the revoked one.
 
 Run: scripts/with-postgres.sh python3 -m pytest -q Tests/interop/test_store_migrate.py
 (HERALD_BIN overrides the binary, default .build/debug/herald). Without HERALD_TEST_POSTGRES_URL
@@ -30,6 +35,7 @@ the test fails: it is never skipped for want of a database.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from datetime import datetime, timedelta, timezone
@@ -57,6 +63,16 @@ def migrate(herald: Path, root: Path, *arguments: str) -> subprocess.CompletedPr
     return subprocess.run(
         [str(herald), "store", "migrate", *arguments], capture_output=True, text=True, timeout=120, cwd=root
     )
+
+
+def make_api_key(herald: Path, root: Path, data: Path, *arguments: str) -> dict:
+    """`herald keys api create … --json` on the node's SQLite database: the key, with its token."""
+    made = subprocess.run(
+        [str(herald), "keys", "api", "create", *arguments, "--json", "--data", str(data)],
+        capture_output=True, text=True, timeout=60, cwd=root,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return json.loads(made.stdout)
 
 
 def one_line_error(result: subprocess.CompletedProcess, expected: str) -> None:
@@ -113,6 +129,28 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
         "idempotency_key": "migrate-key-1",
     }
     receipt, push_ids = send_message_and_call(relay_url, api_key, message, "migrating-user", "call-1")
+
+    # Before the callback (its delay counts from its scheduling): a backend's key (with a rate),
+    # an admin key revoked, and a message held by the app's key for a user with no phone yet.
+    crm = make_api_key(herald, root, data, "--name", "crm", "--app", BUNDLE_ID, "--scopes", "send,read", "--rate", "50")
+    old = make_api_key(herald, root, data, "--name", "old", "--admin", "--scopes", "read")
+    revoked = subprocess.run(
+        [str(herald), "keys", "api", "revoke", old["id"], "--data", str(data)],
+        capture_output=True, text=True, timeout=60, cwd=root,
+    )  # fmt: skip
+    assert revoked.returncode == 0, revoked.stderr
+    # The node reads the keys again every few seconds: the new one taken, the revoked one not.
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while call(f"{relay_url}/v1/pushes/{push_ids[0]}", token=crm["token"])[0] != 200:
+        assert time.monotonic() < deadline, "the new key is not taken"
+        time.sleep(0.2)
+    assert call(f"{relay_url}/v1/pushes/{push_ids[0]}", token=old["token"])[0] == 401
+    waiting = dict(message, to="waiting-user", idempotency_key="migrate-held-1", text="kept for the first phone")
+    status, held = call(f"{relay_url}/v1/messages", "POST", waiting, token=crm["token"])
+    assert status == 202 and held["status"] == "held", held
+    status, audit = call(f"{relay_url}/v1/audit", token=api_key)
+    assert status == 200 and len(audit["entries"]) >= 3, audit
+
     due = datetime.now(timezone.utc) + timedelta(seconds=CALLBACK_DELAY_S)
     callback_request = {
         "user_id": "migrating-user",
@@ -135,8 +173,9 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     dry = migrate(herald, root, "--from", f"sqlite:{database}", "--to", target, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     expected = {
-        "apps": 1, "devices": 1, "presence": 0, "messages": 1, "idempotency keys": 2, "pending pushes": 2,
+        "apps": 1, "devices": 1, "presence": 0, "messages": 2, "idempotency keys": 3, "pending pushes": 2,
         "chats": 0, "transcript events": 0, "disconnects": 0, "callbacks": 1, "calls": 1, "webhook events": 0,
+        "API keys": 2, "audit entries": len(audit["entries"]), "held messages": 1,
     }  # fmt: skip
     assert counts(dry.stdout) == expected, dry.stdout
     assert postgres.query("SELECT to_regclass('store_migrate.devices') IS NULL") == [["t"]]
@@ -203,6 +242,29 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     status, ringing = call(f"{relay_url}/v1/calls/call-1", token=api_key)
     assert status == 200 and ringing["call_id"] == "call-1", ringing
 
+    # The keys moved: the app's is taken, the revoked one refused; the audit log as it was.
+    status, pushed_before = call(f"{relay_url}/v1/pushes/{push_ids[0]}", token=crm["token"])
+    assert status == 200, pushed_before
+    status, refused = call(f"{relay_url}/v1/pushes/{push_ids[0]}", token=old["token"])
+    assert status == 401, refused
+    status, moved_audit = call(f"{relay_url}/v1/audit", token=api_key)
+    assert status == 200 and moved_audit["entries"][-len(audit["entries"]) :] == audit["entries"], moved_audit
+
+    # The held message waited for its user's first phone: released on PostgreSQL, delivered once.
+    first_phone = activate_iphone(backends.control_url, relay_url, api_key, BUNDLE_ID, "waiting-user")
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while True:
+        status, listed = call(f"{relay_url}/v1/pushes?device={first_phone['device_id']}", token=api_key)
+        assert status == 200, listed
+        released = [push for push in listed["pushes"] if push["kind"] == "message"]
+        if released and released[0]["state"] == "delivered":
+            break
+        assert time.monotonic() < deadline, f"the held message was not delivered: {listed}"
+        time.sleep(0.1)
+    assert len(released) == 1, listed
+    status, again = call(f"{relay_url}/v1/messages", "POST", waiting, token=crm["token"])
+    assert status == 202 and again["duplicate"] is True and again["id"] == held["id"], again
+
     # The callback comes due on PostgreSQL: pushed once, and its push reaches the sandbox.
     deadline = time.monotonic() + CALLBACK_DELAY_S + DELIVERY_TIMEOUT
     while True:
@@ -229,10 +291,18 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     back = root / "back"
     back_database = back / "herald.sqlite"
     one_line_error(migrate(herald, root, "--from", target, "--to", f"sqlite:{back_database}"), "stop every node first")
+    status, audit_back = call(f"{relay_url}/v1/audit", token=api_key)
+    assert status == 200, audit_back
+    audit_back = audit_back["entries"]
+    assert len(audit_back) == len(audit["entries"]) + 1, audit_back
     assert stop(second) == 0
     dry_back = migrate(herald, root, "--from", target, "--to", f"sqlite:{back_database}", "--dry-run")
     assert dry_back.returncode == 0, dry_back.stderr
-    expected_back = dict(expected, **{"pending pushes": 0})  # all delivered on PostgreSQL
+    # All delivered on PostgreSQL, the held message released to the phone that activated there
+    # (its activation one more audit entry).
+    expected_back = dict(
+        expected, **{"pending pushes": 0, "held messages": 0, "devices": 2, "audit entries": len(audit_back)}
+    )
     assert counts(dry_back.stdout) == expected_back, dry_back.stdout
     assert not back_database.exists()
     copied_back = migrate(herald, root, "--from", target, "--to", f"sqlite:{back_database}")
@@ -251,4 +321,9 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     assert status == 200, fetched
     status, moved_back = call(f"{relay_url}/v1/callbacks/{callback_id}", token=api_key)
     assert status == 200 and moved_back["state"] == "pushed" and moved_back["history"] == pushed["history"], moved_back
+    # Finished pushes stayed behind: the keys are tried on the callback.
+    status, _ = call(f"{relay_url}/v1/callbacks/{callback_id}", token=crm["token"])
+    assert status == 200
+    status, _ = call(f"{relay_url}/v1/callbacks/{callback_id}", token=old["token"])
+    assert status == 401
     assert stop(third) == 0
