@@ -1,10 +1,12 @@
 import Foundation
 
 extension Timeline {
-    /// A self-contained HTML page (inline CSS and SVG, nothing fetched): a sequence diagram of the
-    /// flow in causal order, with a time axis on the left that shows each step's time and every
-    /// long wait as a labelled gap, one lifeline per component, one arrow per step labelled with
-    /// what travelled and what the user saw; then the table of every step.
+    /// A self-contained HTML page (inline CSS and SVG, nothing fetched, no script): a sequence
+    /// diagram of the flow in causal order, with a time axis on the left that shows each step's
+    /// time and every long wait as a labelled gap, one lifeline per component under the name of
+    /// the device it runs on (or "servers"), one arrow per step labelled with what travelled and
+    /// what the user saw; then the table of every step. A diagram wider or taller than the window
+    /// scrolls in its own box, its lanes' headers and its time axis staying in view.
     ///
     /// - Parameter clock: a sentence on the clock the times were taken on (say, that it is
     ///   simulated), shown under the title.
@@ -24,8 +26,9 @@ extension Timeline {
     /// A wait between two steps at least this long is drawn as a labelled gap on the time axis.
     static let gapThresholdMs: Int64 = 1000
 
-    /// The components in the order their lifelines stand, servers on the left and the user on the
-    /// right; one the list does not know stands after these, in order of appearance.
+    /// The components in the order their lifelines stand within their group (the servers, then
+    /// each device's), servers on the left and the user on the right; one the list does not know
+    /// stands after these in its group, in order of appearance.
     static let lifelineOrder = [
         "backend", "relay", "apns", "fcm", "sdk", "app", "nse", "fcm-service", "pushkit", "callkit",
         "call-screen", "notification-center", "user",
@@ -52,6 +55,17 @@ extension Timeline {
         td.none { color: #aaa; }
         td.sees { font-style: italic; }
         tr.gap td { background: #f7f3e8; color: #7a6420; font-style: italic; }
+        /* The diagram scrolls in its own box, so that its headers stick to the box's top and its axis to the box's left. */
+        .diagram { overflow: auto; width: fit-content; max-width: 100%; max-height: calc(100vh - 48px); border: 1px solid #ddd; border-radius: 4px; }
+        .head { position: sticky; top: 0; z-index: 2; display: grid; background: #fff; border-bottom: 1px solid #e3e3e6; font: 11px/1.2 Helvetica, Arial, sans-serif; }
+        .head .corner { grid-row: span 2; position: sticky; left: 0; z-index: 1; display: flex; align-items: flex-end; padding: 0 0 8px 8px; background: #fff; color: #555; }
+        .head .device { margin: 6px 3px 2px; padding-bottom: 2px; border-bottom: 2px solid #9bb4d8; font-weight: 600; white-space: nowrap; }
+        .head .device span { position: sticky; left: \(axisWidth + 6)px; }
+        .head .lane { align-self: end; margin: 2px 3px 6px; padding: 2px; text-align: center; overflow-wrap: anywhere; background: #eef3fb; border: 1px solid #9bb4d8; border-radius: 4px; }
+        /* Sticky does not apply inside an SVG: the axis is an SVG of its own, laid over the lanes' left edge. */
+        .body { display: grid; }
+        .body > svg { grid-area: 1 / 1; }
+        svg.axis { position: sticky; left: 0; z-index: 1; }
         svg text { font: 11px Helvetica, Arial, sans-serif; }
         svg text.label { paint-order: stroke; stroke: #fff; stroke-width: 3px; }
         svg text.sees { font-style: italic; fill: #6b3d00; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
@@ -64,12 +78,12 @@ extension Timeline {
     }
 
     /// Where each step and each gap stands, top to bottom.
-    private enum Row {
+    enum Row {
         case gap(Int64)
         case step(TimelineEvent)
     }
 
-    private static func rows(_ events: [TimelineEvent]) -> [Row] {
+    static func rows(_ events: [TimelineEvent]) -> [Row] {
         var rows: [Row] = []
         var previous: Int64?
         for event in events {
@@ -80,112 +94,6 @@ extension Timeline {
             previous = event.elapsedMs
         }
         return rows
-    }
-
-    private static func diagram(_ events: [TimelineEvent]) -> String {
-        var components = lifelineOrder.filter { name in events.contains { $0.from == name || $0.to == name } }
-        for event in events {
-            for name in [event.from, event.to] where !components.contains(name) { components.append(name) }
-        }
-        let axis = 110
-        let column = 150
-        let top = 44
-        let stepHeight = 28
-        let seenHeight = 14
-        let gapHeight = 40
-        let rows = rows(events)
-        let body = rows.reduce(0) { total, row in
-            switch row {
-            case .gap: total + gapHeight
-            case .step(let event): total + stepHeight + (event.userSees == nil ? 0 : seenHeight)
-            }
-        }
-        let width = axis + max(1, components.count) * column + 20
-        let height = top + body + 20
-        func x(_ name: String) -> Int { axis + column / 2 + (components.firstIndex(of: name) ?? 0) * column }
-        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" "
-        svg += "role=\"img\" aria-label=\"sequence diagram\">\n"
-        svg += "<defs><marker id=\"arrow\" markerWidth=\"8\" markerHeight=\"8\" refX=\"7\" refY=\"4\" orient=\"auto\">"
-        svg += "<path d=\"M0,0 L8,4 L0,8 z\" fill=\"#0a64d8\"/></marker></defs>\n"
-        // The time axis: a line down the left, one tick per step, a break at each long wait.
-        svg += "<g class=\"axis\"><text class=\"time\" x=\"8\" y=\"21\">time</text>"
-        svg += "<line x1=\"\(axis - 12)\" y1=\"30\" x2=\"\(axis - 12)\" y2=\"\(height - 10)\" stroke=\"#888\"/></g>\n"
-        for name in components {
-            let center = x(name)
-            svg +=
-                "<rect x=\"\(center - 66)\" y=\"6\" width=\"132\" height=\"22\" rx=\"4\" fill=\"#eef3fb\" stroke=\"#9bb4d8\"/>"
-            svg += "<text x=\"\(center)\" y=\"21\" text-anchor=\"middle\">\(escape(name))</text>\n"
-            svg +=
-                "<line x1=\"\(center)\" y1=\"28\" x2=\"\(center)\" y2=\"\(height - 10)\" stroke=\"#c8c8cc\" stroke-dasharray=\"4 3\"/>\n"
-        }
-        var y = top
-        for row in rows {
-            switch row {
-            case .gap(let span):
-                let middle = y + gapHeight / 2
-                svg += "<g class=\"gap\" data-gap-ms=\"\(span)\">"
-                svg +=
-                    "<rect x=\"4\" y=\"\(y + 4)\" width=\"\(width - 8)\" height=\"\(gapHeight - 8)\" fill=\"#f7f3e8\"/>"
-                // The axis broken: two short slants across it.
-                svg +=
-                    "<path d=\"M\(axis - 18),\(middle - 2) l12,-6 M\(axis - 18),\(middle + 6) l12,-6\" stroke=\"#7a6420\" stroke-width=\"2\"/>"
-                svg +=
-                    "<text class=\"gap\" x=\"\(axis + 8)\" y=\"\(middle + 4)\">\(escape(duration(span))) later</text></g>\n"
-                y += gapHeight
-            case .step(let event):
-                svg += step(event, y: y, axis: axis, width: width, x: x)
-                y += stepHeight + (event.userSees == nil ? 0 : seenHeight)
-            }
-        }
-        return svg + "</svg>\n"
-    }
-
-    private static func step(
-        _ event: TimelineEvent,
-        y top: Int,
-        axis: Int,
-        width: Int,
-        x: (String) -> Int
-    ) -> String {
-        let y = top + 18
-        var label = event.step
-        var facts: [String] = []
-        if let type = event.pushType { facts.append(type) }
-        if let priority = event.priority { facts.append(priority.description) }
-        if let bytes = event.payloadBytes { facts.append("\(bytes) B") }
-        if !facts.isEmpty { label += " · " + facts.joined(separator: " ") }
-        var svg = "<g class=\"step\" data-elapsed-ms=\"\(event.elapsedMs)\" data-step=\"\(escape(event.step))\""
-        if let subject = event.subject { svg += " data-subject=\"\(escape(subject))\"" }
-        if let stage = event.stage { svg += " data-stage=\"\(stage.rawValue)\"" }
-        svg += "><title>\(escape(Timeline.line(event)))</title>"
-        svg += "<line x1=\"\(axis - 16)\" y1=\"\(y)\" x2=\"\(axis - 8)\" y2=\"\(y)\" stroke=\"#888\"/>"
-        svg +=
-            "<text class=\"time\" x=\"\(axis - 20)\" y=\"\(y + 4)\" text-anchor=\"end\">\(clockTime(event.elapsedMs))</text>"
-        let from = x(event.from)
-        let to = x(event.to)
-        let seenX: Int
-        if from == to {
-            svg +=
-                "<path d=\"M\(from),\(y - 6) h24 v12 h-22\" fill=\"none\" stroke=\"#0a64d8\" marker-end=\"url(#arrow)\"/>"
-            svg += "<text class=\"label\" x=\"\(from + 30)\" y=\"\(y + 4)\">\(escape(label))</text>"
-            seenX = from + 30
-        } else {
-            svg +=
-                "<line x1=\"\(from)\" y1=\"\(y)\" x2=\"\(to)\" y2=\"\(y)\" stroke=\"#0a64d8\" marker-end=\"url(#arrow)\"/>"
-            svg +=
-                "<text class=\"label\" x=\"\((from + to) / 2)\" y=\"\(y - 4)\" text-anchor=\"middle\">\(escape(label))</text>"
-            seenX = (from + to) / 2
-        }
-        if let seen = event.userSees {
-            // Under the arrow, kept inside the drawing: an arrow to the rightmost lifeline has
-            // less room on its right than the text needs (about 6 px a character).
-            let text = "“" + shortened(seen) + "”"
-            let half = text.count * 6 / 2
-            let center = min(from == to ? seenX + half : seenX, width - 8 - half)
-            svg +=
-                "<text class=\"sees\" x=\"\(center)\" y=\"\(y + 15)\" text-anchor=\"middle\">\(escape(text))</text>"
-        }
-        return svg + "</g>\n"
     }
 
     private static func table(_ events: [TimelineEvent]) -> String {
@@ -237,7 +145,7 @@ extension Timeline {
     }
 
     /// What the user saw, cut to fit an arrow (the whole text is in the step's tooltip and the table).
-    private static func shortened(_ text: String, limit: Int = 90) -> String {
+    static func shortened(_ text: String, limit: Int = 90) -> String {
         text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
     }
 

@@ -5,7 +5,11 @@ For every scenario `herald simulate --help` lists, the page opens without a cons
 title, draws its steps top to bottom in causal order (each push asked for, accepted by the
 network, delivered, then shown), shows a time axis with a labelled gap for each simulated wait,
 keeps every label inside the drawing, and fills every table cell. A full-page screenshot of each
-is saved under pytest's temporary directory and as /tmp/timeline-<scenario>.png, to look at.
+(the whole diagram) is saved under pytest's temporary directory and as /tmp/timeline-<scenario>.png, to look at.
+
+The telephony page (two devices, 17 lanes) is also read in a 1400 × 900 window: every lane's name
+whole and apart from the others, under its device's name, and the lanes' names and the time axis
+still in view wherever the diagram is scrolled to.
 
 Run: .venv/bin/python -m pytest -q Tests/interop/test_timelines_browser.py   (HERALD_BIN overrides the binary)
 """
@@ -152,7 +156,10 @@ def test_the_timeline_page_in_chromium(scenario: str, browser, tmp_path: Path) -
     for column in range(len(rows[0])):
         assert any(row[column] != "—" for row in rows), f"column {column} is all dashes"
 
-    # A full-page screenshot, to look at.
+    # A full-page screenshot, to look at: the whole diagram, not the part its scrolling box shows.
+    browser.execute_script(
+        "document.querySelectorAll('.diagram').forEach(d => d.style.maxWidth = d.style.maxHeight = 'none');"
+    )
     width, height = browser.execute_script(
         "return [document.documentElement.scrollWidth, document.documentElement.scrollHeight];"
     )
@@ -162,3 +169,114 @@ def test_the_timeline_page_in_chromium(scenario: str, browser, tmp_path: Path) -
     assert shot.stat().st_size > 10_000
     shutil.copy(shot, f"/tmp/timeline-{scenario}.png")
     browser.set_window_size(1600, 1000)
+
+
+def test_the_telephony_timeline_reads_at_1400_px(browser, tmp_path: Path) -> None:
+    """Two devices' lanes (17 of them) in a 1400 × 900 window: every lane's name whole and apart
+    from the others under its device's name, and wherever the diagram is scrolled to, the lanes'
+    names and the time axis still in view."""
+    html = tmp_path / "telephony.html"
+    timeline = tmp_path / "telephony.json"
+    subprocess.run(
+        [HERALD, "simulate", "telephony", "--html", str(html), "--json", str(timeline), "--quiet"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    components = {name for event in json.loads(timeline.read_text()) for name in (event["from"], event["to"])}
+    browser.set_window_size(1400, 900)
+    try:
+        browser.get(html.as_uri())
+        # What scrolls the diagram: its own box, or (failing one) the page.
+        browser.execute_script(
+            """
+            let box = document.querySelector('svg g.axis');
+            while (box && box !== document.documentElement) {
+                const overflow = getComputedStyle(box).overflowX;
+                if ((overflow === 'auto' || overflow === 'scroll') && box.scrollWidth > box.clientWidth) break;
+                box = box.parentElement;
+            }
+            window.scroller = box && box !== document.documentElement ? box : document.scrollingElement;
+            """
+        )
+        assert browser.execute_script("return scroller.scrollWidth > scroller.clientWidth"), "nothing to scroll"
+
+        # Scrolled to the far right and down the middle: the time axis still at the left, its times
+        # not covered by the lanes, and the lanes' names still over the lanes in view.
+        seen = browser.execute_script(
+            """
+            scroller.scrollLeft = scroller.scrollWidth;
+            scroller.scrollTop = (scroller.scrollHeight - scroller.clientHeight) / 2;
+            let view = {left: 0, top: 0, right: innerWidth, bottom: innerHeight};
+            if (scroller !== document.scrollingElement) {
+                const r = scroller.getBoundingClientRect();
+                view = {left: r.left + scroller.clientLeft, top: r.top + scroller.clientTop,
+                        right: Math.min(innerWidth, r.left + scroller.clientLeft + scroller.clientWidth),
+                        bottom: Math.min(innerHeight, r.top + scroller.clientTop + scroller.clientHeight)};
+            }
+            const shown = e => {
+                const r = e.getBoundingClientRect();
+                const hit = document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2);
+                return r.left >= view.left - 1 && r.right <= view.right + 1 && r.top >= view.top - 1
+                    && r.bottom <= view.bottom + 1 && hit !== null && (hit === e || e.contains(hit));
+            };
+            const labels = Array.from(document.querySelectorAll('[data-lane]'));
+            const heads = labels.map(l => l.getBoundingClientRect().bottom);
+            const below = Math.max(view.top, ...heads);
+            const times = Array.from(document.querySelectorAll('svg g.step text.time')).filter(t => {
+                const r = t.getBoundingClientRect();
+                return r.top >= below && r.bottom <= view.bottom; });
+            return {scrolled: scroller.scrollLeft > 0 && scroller.scrollTop > 0,
+                    times: times.length, hidden: times.filter(t => !shown(t)).map(t => t.textContent),
+                    last: labels.length ? shown(labels[labels.length - 1]) : false,
+                    lanes: labels.filter(shown).map(l => l.dataset.lane)};
+            """
+        )
+        assert seen["scrolled"], seen
+        assert seen["times"] > 5 and seen["hidden"] == [], f"the time axis scrolled out of view: {seen}"
+        assert seen["last"] and len(seen["lanes"]) >= 5, f"the lanes' names scrolled out of view: {seen}"
+
+        # Back at the top left: one name per lane, whole (not cut, not spilling out of its box),
+        # none over another, each over its lifeline and under its device's name.
+        browser.execute_script("scroller.scrollLeft = 0; scroller.scrollTop = 0;")
+        labels = browser.execute_script(
+            """
+            const box = e => { const r = e.getBoundingClientRect();
+                return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+            const text = e => { const range = document.createRange(); range.selectNodeContents(e);
+                return box(range); };
+            return Array.from(document.querySelectorAll('[data-lane]')).map(l => {
+                const device = Array.from(document.querySelectorAll('[data-device]')).find(
+                    d => !d.dataset.lane && d.dataset.device === l.dataset.device);
+                const line = Array.from(document.querySelectorAll('svg [data-lifeline]')).find(
+                    d => d.dataset.lifeline === l.dataset.lane);
+                return {lane: l.dataset.lane, name: l.textContent, box: box(l), text: text(l),
+                        cut: l.scrollWidth > l.clientWidth || l.scrollHeight > l.clientHeight,
+                        device: device ? box(device) : null, line: line ? box(line).left : null}; });
+            """
+        )
+        assert sorted(label["lane"] for label in labels) == sorted(components)
+        for label in labels:
+            box, text = label["box"], label["text"]
+            assert not label["cut"], f"{label['lane']}: its name is cut"
+            assert text["left"] >= box["left"] and text["right"] <= box["right"], f"{label['lane']} spills: {label}"
+            assert text["top"] >= box["top"] and text["bottom"] <= box["bottom"], f"{label['lane']} spills: {label}"
+            line = label["line"]
+            assert line is not None and box["left"] < line < box["right"], f"off its lifeline: {label}"
+            device = label["device"]
+            assert device and device["left"] <= box["left"] and box["right"] <= device["right"], label
+            assert device["bottom"] <= box["top"], f"{label['lane']} is not under its device's name: {label}"
+        for index, one in enumerate(labels):
+            for other in labels[index + 1 :]:
+                a, b = one["text"], other["text"]
+                beside = a["right"] <= b["left"] or b["right"] <= a["left"]
+                apart = beside or a["bottom"] <= b["top"] or b["bottom"] <= a["top"]
+                assert apart, f"{one['lane']} and {other['lane']} overlap"
+        pad = [label for label in labels if label["lane"].endswith(" · pad")]
+        assert pad and all(label["name"] == label["lane"].removesuffix(" · pad") for label in pad)
+        browser.save_screenshot(str(tmp_path / "telephony-1400.png"))
+        shutil.copy(tmp_path / "telephony-1400.png", "/tmp/timeline-telephony-1400.png")
+    finally:
+        browser.set_window_size(1600, 1000)
