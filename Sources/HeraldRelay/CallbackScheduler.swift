@@ -51,23 +51,11 @@ extension RelayCallbacks {
         for action in actions {
             switch action {
             case .push(let sequence):
+                // Its `callback.pushed` is not written here but by the store, when APNs or FCM
+                // accepts one of these pushes (or the device answers first): queued is not pushed.
                 pushes = try await callbackPushes(for: record, app: app, sequence: sequence, at: time)
                 pushed = 1
                 history.append(CallbackHistoryEntry(at: time, event: .pushed, state: .pushed, sequence: sequence))
-                let data = CallbackEventData(
-                    callbackID: record.id,
-                    userID: record.userID,
-                    state: CallbackState.pushed.rawValue,
-                    push: sequence,
-                    devices: pushes.count { $0.state == .queued }
-                )
-                events += context.webhookEvents(
-                    app: app,
-                    .callbackPushed,
-                    orderingKey: "callback:" + record.id,
-                    data: data,
-                    at: time
-                )
             case .report(.callbackExpired):
                 history.append(CallbackHistoryEntry(at: time, event: .expired, state: .expired))
                 let data = CallbackEventData(
@@ -157,7 +145,7 @@ extension RelayCallbacks {
                 pushID: pushID,
                 deviceID: device.id,
                 kind: .callback,
-                subjectID: record.id,
+                subjectID: CallbackPushSubject.make(callbackID: record.id, push: sequence),
                 priority: 10,
                 payload: payload,
                 nextAttemptAt: time,

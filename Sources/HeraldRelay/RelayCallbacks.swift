@@ -276,6 +276,9 @@ public final class RelayCallbacks: Sendable {
                     data: data,
                     at: time
                 ),
+                // Answered, so the push reached the device: its `callback.pushed` goes first if
+                // the delivery was not recorded yet (the outcome may come after the answer).
+                answeredPush: record.pushes,
                 now: time
             )
             if try await context.storing({ try await $0.changeCallback(change) }) {
@@ -350,6 +353,7 @@ public final class RelayCallbacks: Sendable {
 }
 
 /// A callback webhook event's `data`: ids, states and times, never the dialog or the service id.
+/// (`callback.pushed` is written by the store when the push is delivered, with the same keys.)
 struct CallbackEventData: Encodable {
     var callbackID: String
     var userID: String
@@ -357,8 +361,6 @@ struct CallbackEventData: Encodable {
     var action: String?
     var kind: String?
     var deviceID: String?
-    var push: Int?
-    var devices: Int?
     var nextPushAt: String?
 
     enum CodingKeys: String, CodingKey {
@@ -366,7 +368,6 @@ struct CallbackEventData: Encodable {
         case userID = "user_id"
         case state, action, kind
         case deviceID = "device_id"
-        case push, devices
         case nextPushAt = "next_push_at"
     }
 }

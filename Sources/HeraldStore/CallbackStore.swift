@@ -125,6 +125,10 @@ public struct CallbackChange: Sendable {
     public var pushes: [OutboxEntry]
     /// The webhook events reporting it.
     public var events: [WebhookEvent]
+    /// For an answer: the number of the push it answers. The store writes that push's
+    /// `callback.pushed` event ahead of `events` unless its delivery wrote it already: the device
+    /// answered, so the push reached it, and the backend hears of the push before the answer.
+    public var answeredPush: Int?
     public var now: Int64
 
     public init(
@@ -137,6 +141,7 @@ public struct CallbackChange: Sendable {
         history: [CallbackHistoryEntry],
         pushes: [OutboxEntry] = [],
         events: [WebhookEvent] = [],
+        answeredPush: Int? = nil,
         now: Int64
     ) {
         self.callbackID = callbackID
@@ -148,7 +153,22 @@ public struct CallbackChange: Sendable {
         self.history = history
         self.pushes = pushes
         self.events = events
+        self.answeredPush = answeredPush
         self.now = now
+    }
+}
+
+/// How the outbox names a callback's push (`OutboxEntry.subjectID`): `<callback id>#<push
+/// number>`, as the device's extension names it. The store reads the callback and the push
+/// number back from it when the push is delivered, to write the callback's `callback.pushed`.
+public enum CallbackPushSubject {
+    /// The subject of push `push` (1, 2 …) of `callbackID`.
+    public static func make(callbackID: String, push: Int) -> String { "\(callbackID)#\(push)" }
+
+    /// The id of that push's `callback.pushed` event: one event per push number, however many
+    /// devices it went to and whichever writes it first (a delivery or the answer).
+    public static func pushedEventID(callbackID: String, push: Int) -> String {
+        "callback.pushed:" + make(callbackID: callbackID, push: push)
     }
 }
 
@@ -180,8 +200,15 @@ public protocol CallbackStore: Sendable {
     func claimDueCallbacks(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [CallbackRecord]
     /// Makes `change` if the callback still has `expectedVersion`: new state, due time, history,
     /// queued pushes and webhook events in one transaction, the lease released, the version
-    /// moved. Returns `false`, writing nothing, if the version moved (another answer or claim
-    /// won) or the callback is unknown.
+    /// moved; for an answer, first the answered push's `callback.pushed` if no delivery wrote it
+    /// (`CallbackChange.answeredPush`). Returns `false`, writing nothing, if the version moved
+    /// (another answer or claim won) or the callback is unknown.
+    ///
+    /// A callback's push (kind `callback`, subject `CallbackPushSubject`) finished `delivered`
+    /// (`OutboxStore.complete`) writes the callback's `callback.pushed` event in the same
+    /// transaction, once per push number (id `CallbackPushSubject.pushedEventID`), while the
+    /// callback still waits for the answer to that push; a push failed, expired or whose token
+    /// is dead writes none.
     func changeCallback(_ change: CallbackChange) async throws -> Bool
     /// When the next scheduled callback is due (or expires), if any.
     func nextCallbackDueTime() async throws -> Int64?

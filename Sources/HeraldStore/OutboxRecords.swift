@@ -41,7 +41,8 @@ public struct OutboxEntry: Sendable, Hashable {
     public var pushID: String
     public var deviceID: String
     public var kind: OutboxKind
-    /// The message id or the call id.
+    /// The message id or the call id; for a callback's push, the callback id and the push
+    /// number (`CallbackPushSubject`).
     public var subjectID: String
     /// The queue's order: 10 for calls, 5 for messages; the dispatcher takes higher first.
     public var priority: Int

@@ -65,6 +65,7 @@ public enum StoreConformance {
         case fleetRoutesTravelWithTheToken
         case callbacksAreClaimedOnceAndPushedOnce
         case callbackAnswersCompareAndSet
+        case callbackPushedWhenDelivered
         case customerWaitOrdersTheQueue
         case nowOrNeverTravelsWithThePush
         case notificationPermissionChangesOnce
@@ -147,6 +148,7 @@ public enum StoreConformance {
             case .callbacksAreClaimedOnceAndPushedOnce:
                 try await StoreConformance.callbacksAreClaimedOnceAndPushedOnce(engine)
             case .callbackAnswersCompareAndSet: try await StoreConformance.callbackAnswersCompareAndSet(engine)
+            case .callbackPushedWhenDelivered: try await StoreConformance.callbackPushedWhenDelivered(engine)
             case .customerWaitOrdersTheQueue: try await StoreConformance.customerWaitOrdersTheQueue(engine)
             case .nowOrNeverTravelsWithThePush: try await StoreConformance.nowOrNeverTravelsWithThePush(engine)
             case .notificationPermissionChangesOnce:

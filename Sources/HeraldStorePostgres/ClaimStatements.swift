@@ -88,16 +88,17 @@ struct ExpiredClaimsStatement: PostgresPreparedStatement {
 struct FinishStatement: PostgresPreparedStatement {
     typealias Row = PostgresRow
 
-    /// With the pushes' webhook events (`PushEvents`), in the same statement.
+    /// With the pushes' webhook events (`PushEvents`) and the delivered callback pushes'
+    /// `callback.pushed` (`CallbackPushedEvents`), in the same statement.
     static let sql = """
         WITH done AS (
             UPDATE outbox o SET state = u.state, last_reason = CASE WHEN u.has THEN u.reason END,
                 claim_owner = NULL, claim_until = NULL, updated_at = u.at
             FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::bigint[]) AS u(id, state, reason, has, at)
             WHERE o.push_id = u.id
-            RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason, o.updated_at
-        )
-        """ + PushEvents.insert(now: "done.updated_at")
+            RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason, o.updated_at, o.subject_id
+        ),
+        """ + CallbackPushedEvents.delivered + PushEvents.insert(now: "done.updated_at")
 
     var ids: [String] = []
     var states: [String] = []
@@ -154,4 +155,32 @@ enum PushEvents {
         ON CONFLICT (id) DO NOTHING
         """
     }
+}
+
+/// The `callback.pushed` event of a callback's push delivered, written in the statement that
+/// finishes it (a CTE after `done`, which returns the pushes' subject too), as on SQLite
+/// (`SQLiteStore.deliveredPushEventSQL`): once per push number (`ON CONFLICT DO NOTHING`, also
+/// for two devices of one push in one batch), while the callback waits for the answer to that
+/// push. `FOR UPDATE OF c` takes the callback's row as its other writers do, so the event is
+/// sequenced after an expiry or answer that committed first, and its state is read again then.
+/// Pushes queued before v17 (a subject without `#`) write none: theirs was written when queued.
+enum CallbackPushedEvents {
+    static let delivered = """
+        callback_pushed AS (
+            INSERT INTO webhook_events (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+            SELECT 'callback.pushed:' || done.subject_id, c.app_id, 'callback.pushed', 'callback:' || c.id,
+                json_build_object('callback_id', c.id,
+                    'devices', (SELECT count(*) FROM outbox x
+                        WHERE x.kind = 'callback' AND x.subject_id = done.subject_id AND x.state <> 'skipped'),
+                    'push', c.pushes, 'state', 'pushed'::text, 'user_id', c.user_id)::text,
+                done.updated_at, done.updated_at, done.updated_at
+            FROM done JOIN callbacks c ON c.id = split_part(done.subject_id, '#', 1) JOIN apps a ON a.id = c.app_id
+            WHERE done.kind = 'callback' AND done.state = 'delivered' AND strpos(done.subject_id, '#') > 0
+                AND c.state = 'pushed' AND c.pushes::text = split_part(done.subject_id, '#', 2)
+                AND a.webhook_url IS NOT NULL
+            FOR UPDATE OF c
+            ON CONFLICT (id) DO NOTHING
+        )
+
+        """
 }

@@ -294,5 +294,14 @@ extension PostgresMigrations {
                 "ALTER TABLE apps ADD COLUMN hold_for BIGINT",
             ]
         ),
+        (
+            "v17: a callback's pushes by callback and push number",
+            [
+                // As on SQLite's v24: a callback's push is named `<callback id>#<push number>`;
+                // its delivery writes `callback.pushed` with the count of that push's devices,
+                // read through this index.
+                "CREATE INDEX outbox_callback_pushes ON outbox (subject_id) WHERE kind = 'callback'"
+            ]
+        ),
     ]
 }

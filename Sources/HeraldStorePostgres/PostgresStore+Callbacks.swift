@@ -117,6 +117,28 @@ extension PostgresStore {
             guard !updated.isEmpty else { return false }
             try await Self.appendHistory(change.history, callbackID: change.callbackID, on: connection, logger: logger)
             try await Self.insertPushes(change.pushes, on: connection, logger: logger)
+            if let push = change.answeredPush {
+                // Before the answer's events, as on SQLite (`answeredPushEventSQL`): a receiver
+                // hears of the push first; nothing if its delivery wrote it.
+                let subject = CallbackPushSubject.make(callbackID: change.callbackID, push: push)
+                let id = CallbackPushSubject.pushedEventID(callbackID: change.callbackID, push: push)
+                try await connection.run(
+                    """
+                    INSERT INTO webhook_events
+                        (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+                    SELECT \(id), c.app_id, 'callback.pushed', 'callback:' || c.id,
+                        json_build_object('callback_id', c.id,
+                            'devices', (SELECT count(*) FROM outbox x
+                                WHERE x.kind = 'callback' AND x.subject_id = \(subject) AND x.state <> 'skipped'),
+                            'push', \(Int64(push)), 'state', 'pushed'::text, 'user_id', c.user_id)::text,
+                        \(change.now), \(change.now), \(change.now)
+                    FROM callbacks c JOIN apps a ON a.id = c.app_id
+                    WHERE c.id = \(change.callbackID) AND a.webhook_url IS NOT NULL
+                    ON CONFLICT (id) DO NOTHING
+                    """,
+                    logger: logger
+                )
+            }
             try await Self.insert(change.events, on: connection, logger: logger)
             return true
         }

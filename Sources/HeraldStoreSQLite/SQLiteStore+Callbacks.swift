@@ -114,6 +114,13 @@ extension SQLiteStore {
             guard db.changesCount == 1 else { return false }
             try Self.appendHistory(change.history, callbackID: change.callbackID, db)
             try Self.insertPushes(change.pushes, db)
+            if let push = change.answeredPush {
+                // Before the answer's events: a receiver hears of the push first.
+                let subject = CallbackPushSubject.make(callbackID: change.callbackID, push: push)
+                try db.cachedStatement(sql: Self.answeredPushEventSQL).execute(
+                    arguments: [subject, subject, push, change.now, change.now, change.now, change.callbackID]
+                )
+            }
             try Self.insert(change.events, db)
             return true
         }
@@ -165,6 +172,43 @@ extension SQLiteStore {
             return db.changesCount
         }
     }
+
+    /// A callback push's `callback.pushed` event, when the push is delivered (the outbox row
+    /// named by its push id, already finished), for the callback's app if it has a webhook. Only
+    /// while the callback waits for the answer to that push: an answer wrote it already, and an
+    /// expired callback's last event is its expiry. `devices`: the push's devices not skipped.
+    /// Pushes queued before v24 have a subject without `#` (their event was written when they
+    /// were queued): none.
+    static let deliveredPushEventSQL = """
+        INSERT INTO webhook_events (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+        SELECT 'callback.pushed:' || o.subject_id, c.app_id, 'callback.pushed', 'callback:' || c.id,
+            json_object('callback_id', c.id,
+                'devices', (SELECT COUNT(*) FROM outbox x
+                    WHERE x.kind = 'callback' AND x.subject_id = o.subject_id AND x.state <> 'skipped'),
+                'push', c.pushes, 'state', 'pushed', 'user_id', c.user_id),
+            ?, ?, ?
+        FROM outbox o JOIN callbacks c ON c.id = substr(o.subject_id, 1, instr(o.subject_id, '#') - 1)
+            JOIN apps a ON a.id = c.app_id
+        WHERE o.push_id = ? AND o.kind = 'callback' AND o.state = 'delivered' AND instr(o.subject_id, '#') > 0
+            AND c.state = 'pushed' AND CAST(c.pushes AS TEXT) = substr(o.subject_id, instr(o.subject_id, '#') + 1)
+            AND a.webhook_url IS NOT NULL
+        ON CONFLICT (id) DO NOTHING
+        """
+
+    /// The answered push's `callback.pushed` event, unless its delivery wrote it: arguments the
+    /// push's subject (twice), its number, the time (three times) and the callback id.
+    static let answeredPushEventSQL = """
+        INSERT INTO webhook_events (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+        SELECT 'callback.pushed:' || ?1, c.app_id, 'callback.pushed', 'callback:' || c.id,
+            json_object('callback_id', c.id,
+                'devices', (SELECT COUNT(*) FROM outbox x
+                    WHERE x.kind = 'callback' AND x.subject_id = ?2 AND x.state <> 'skipped'),
+                'push', ?3, 'state', 'pushed', 'user_id', c.user_id),
+            ?4, ?5, ?6
+        FROM callbacks c JOIN apps a ON a.id = c.app_id
+        WHERE c.id = ?7 AND a.webhook_url IS NOT NULL
+        ON CONFLICT (id) DO NOTHING
+        """
 
     static let callbackColumns = """
         id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,

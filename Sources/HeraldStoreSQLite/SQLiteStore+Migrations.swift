@@ -225,5 +225,14 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v24: a callback's pushes by callback and push number") { db in
+            // A callback's push is now named `<callback id>#<push number>` (it was the callback
+            // id): its delivery writes `callback.pushed`, with the count of that push's devices,
+            // read through this index. Pushes queued before have no `#`: their event was written
+            // when they were queued, and their delivery writes none.
+            try db.execute(
+                sql: "CREATE INDEX outbox_callback_pushes ON outbox(subject_id) WHERE kind = 'callback'"
+            )
+        }
     }
 }

@@ -324,7 +324,8 @@ extension SQLiteStore {
     }
 
     /// Finishes a push; with `events` (some app has a webhook), writes its `push.<state>` event
-    /// for the webhook of its device's app, if that app has one, in the same transaction.
+    /// for the webhook of its device's app, if that app has one, in the same transaction, and
+    /// for a callback's push delivered, the callback's `callback.pushed` (`CallbackStore`).
     private static func finish(
         _ db: Database,
         pushID: String,
@@ -342,6 +343,10 @@ extension SQLiteStore {
         try statement.execute(arguments: [state.rawValue, reason, now, pushID])
         guard events, Self.reportedStates.contains(state) else { return }
         try db.cachedStatement(sql: Self.pushEventSQL).execute(arguments: [now, now, now, pushID])
+        // A callback's dialog is pushed when APNs or FCM accepted it, not when it was queued.
+        if state == .delivered {
+            try db.cachedStatement(sql: Self.deliveredPushEventSQL).execute(arguments: [now, now, now, pushID])
+        }
     }
 
     /// The final states a push's webhook event reports (`push.delivered` …); `skipped` is not one.

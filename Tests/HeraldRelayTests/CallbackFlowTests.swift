@@ -196,6 +196,11 @@ struct CallbackFlowTests {
             let expires = Self.time(harness.clock.now() + 60_000)
             let scheduled = try await Self.schedule(harness, user: "dave", extra: #","expires":"\#(expires)""#)
             _ = try await Self.dialog(harness, phone, callback: scheduled.callbackID, count: 1, sequence: 1)
+            // Reported once the relay recorded APNs' answer; an outcome recorded after the
+            // expiry would report nothing (the expiry is a callback's last event).
+            try await harness.eventually("callback.pushed") {
+                try await Self.events(harness, callback: scheduled.callbackID).map(\.type) == ["callback.pushed"]
+            }
             harness.clock.advance(by: .seconds(61))
             try await harness.eventually("the callback to expire") {
                 try await harness.relay.callbacks.callback(id: scheduled.callbackID).state == .expired

@@ -208,6 +208,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.callbackAnswersCompareAndSet)
     }
 
+    @Test func callbackPushedWhenDelivered() async throws {
+        try await SQLiteEngine.check(.callbackPushedWhenDelivered)
+    }
+
     @Test func customerWaitOrdersTheQueue() async throws {
         try await SQLiteEngine.check(.customerWaitOrdersTheQueue)
     }
@@ -291,6 +295,7 @@ struct SQLiteConformanceTests {
             .fleetRoutesTravelWithTheToken,
             .callbacksAreClaimedOnceAndPushedOnce,
             .callbackAnswersCompareAndSet,
+            .callbackPushedWhenDelivered,
             .customerWaitOrdersTheQueue,
             .nowOrNeverTravelsWithThePush,
             .notificationPermissionChangesOnce,
