@@ -147,3 +147,65 @@ public final class QuotaBook: Sendable {
         }
     }
 }
+
+/// Each app's cap on queued messages: a backend whose pushes pile up (a network refusing, a
+/// flood) is refused with 429 before it fills the outbox for every app. Counted from the store
+/// (every node's queue), read at most once a second per app and node, and raised locally by each
+/// message admitted between two reads. Calls are never refused by it.
+public final class QueueCaps: Sendable {
+    private struct Count {
+        var queued: Int
+        var readAt: Int64
+    }
+
+    private let caps: Mutex<(apps: [String: Int], defaultCap: Int?)>
+    private let counts = Mutex<[String: Count]>([:])
+    /// How long a count read from the store is used (milliseconds).
+    static let freshness: Int64 = 1_000
+
+    public init(apps: [String: Int] = [:], defaultCap: Int? = nil) {
+        caps = Mutex((apps, defaultCap))
+    }
+
+    /// Replaces the caps (a reload).
+    public func replace(apps: [String: Int], defaultCap: Int?) {
+        caps.withLock { $0 = (apps, defaultCap) }
+    }
+
+    /// The cap of `app`, if it has one.
+    public func cap(of app: String) -> Int? {
+        caps.withLock { $0.apps[app] ?? $0.defaultCap }
+    }
+
+    /// Admits `count` messages for `app` at `now`, reading the queued count with `read` when the
+    /// one known is older than a second; 429 when the app's queue is at its cap.
+    public func admit(
+        app: String,
+        count: Int,
+        at now: Int64,
+        read: (String) async throws(RelayError) -> Int
+    ) async throws(RelayError) {
+        guard let cap = cap(of: app) else { return }
+        let known = counts.withLock { $0[app] }
+        let queued: Int
+        if let known, now - known.readAt < Self.freshness {
+            queued = known.queued
+        } else {
+            queued = try await read(app)
+            counts.withLock { $0[app] = Count(queued: queued, readAt: now) }
+        }
+        guard queued + count <= cap else {
+            throw RelayError.tooManyRequests(
+                "app \(app) has \(queued) messages queued, its cap is \(cap): send again once the queue drains",
+                retryAfter: .seconds(5)
+            )
+        }
+        // Admitted messages count until the next read sees them queued (or sent).
+        counts.withLock { counts in
+            if var entry = counts[app] {
+                entry.queued += count
+                counts[app] = entry
+            }
+        }
+    }
+}

@@ -26,6 +26,8 @@ public final class Relay: Sendable {
     public let keys: RelayKeys
     /// The apps' and keys' message quotas on this node.
     public let quotas: QuotaBook
+    /// The apps' caps on queued messages.
+    public let queueCaps: QueueCaps
     /// The live channels of apps in the foreground this node holds.
     public let live: LiveChannels
     /// Where every node's live channels are known (`RelayConfiguration.live.nodeID`).
@@ -34,10 +36,16 @@ public final class Relay: Sendable {
     public let logger: Logger
     let context: RelayContext
 
-    /// Admits `count` messages of `caller` against its key's and its app's quotas, now; a 429
-    /// (`tooManyRequests`) when either is spent.
-    public func admit(_ caller: Caller, messages count: Int) throws(RelayError) {
-        try quotas.admit(caller, count: count, at: context.now())
+    /// Admits `count` messages of `caller` against its key's and its app's quotas and its app's
+    /// cap on queued messages, now; a 429 (`tooManyRequests`) when one is spent.
+    public func admit(_ caller: Caller, messages count: Int) async throws(RelayError) {
+        let now = context.now()
+        if let app = caller.appID {
+            try await queueCaps.admit(app: app, count: count, at: now) { app throws(RelayError) in
+                try await context.storing { try await $0.queuedMessages(appID: app) }
+            }
+        }
+        try quotas.admit(caller, count: count, at: now)
     }
 
     /// - Parameters:
@@ -89,6 +97,7 @@ public final class Relay: Sendable {
         self.callbacks = RelayCallbacks(context: context)
         self.keys = RelayKeys(store: store, now: now, logger: logger)
         self.quotas = QuotaBook(apps: configuration.quotas.apps, defaultQuota: configuration.quotas.defaultQuota)
+        self.queueCaps = QueueCaps(apps: configuration.quotas.appCaps, defaultCap: configuration.quotas.defaultCap)
         self.live = live
         self.liveDirectory = directory
         self.logger = logger

@@ -34,16 +34,28 @@ public struct RelayConfiguration: Sendable {
     public init() {}
 }
 
-/// Messages a second per app, counted over the messages sent with the app's API keys.
+/// Messages a second per app, counted over the messages sent with the app's API keys, and a cap on
+/// each app's queued messages.
 public struct QuotaConfiguration: Sendable, Hashable {
     /// The quota of an app not in `apps`; `nil`: none.
     public var defaultQuota: MessageQuota?
     /// Each app's own quota.
     public var apps: [String: MessageQuota] = [:]
+    /// The cap on queued messages of an app not in `appCaps`; `nil`: none.
+    public var defaultCap: Int?
+    /// Each app's own cap on queued messages.
+    public var appCaps: [String: Int] = [:]
 
-    public init(defaultQuota: MessageQuota? = nil, apps: [String: MessageQuota] = [:]) {
+    public init(
+        defaultQuota: MessageQuota? = nil,
+        apps: [String: MessageQuota] = [:],
+        defaultCap: Int? = nil,
+        appCaps: [String: Int] = [:]
+    ) {
         self.defaultQuota = defaultQuota
         self.apps = apps
+        self.defaultCap = defaultCap
+        self.appCaps = appCaps
     }
 }
 

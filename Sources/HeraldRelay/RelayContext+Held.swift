@@ -32,7 +32,7 @@ extension RelayContext {
                     else { continue }
                     if content == nil {
                         stored = try openPushOptions(record)
-                        content = try openHeld(record, title: stored?.title, data: stored?.data)
+                        content = try openContent(record, title: stored?.title, data: stored?.data)
                     }
                     guard let content, let stored else { continue }
                     let push = try messagePush(content, app: app, device: device, at: time, options: stored.options)
@@ -53,8 +53,15 @@ extension RelayContext {
         }
     }
 
-    /// A held message's content, opened (the push is sealed from it per device).
-    private func openHeld(_ message: MessageRecord, title: String?, data: [String: String]?) throws -> MessageContent {
+    /// A stored message's content, opened: for a push made after it was accepted (a held
+    /// message's release, a live delivery not acknowledged).
+    func openContent(
+        _ message: MessageRecord,
+        title: String? = nil,
+        data: [String: String]? = nil
+    ) throws
+        -> MessageContent
+    {
         let text = try masterKey.open(message.sealedText, context: Self.messageContext(message.id)).copyBytes()
         let sender = try openSender(message)
         return MessageContent(
@@ -66,6 +73,29 @@ extension RelayContext {
             sentAt: message.createdAt,
             title: title,
             data: data
+        )
+    }
+
+    /// A message as stored: its sender and text sealed, bound to its id.
+    func messageRecord(
+        _ request: MessageRequest,
+        id: String,
+        at time: Int64,
+        expiresAt: Int64,
+        sealedPushOptions: [UInt8]?
+    ) -> MessageRecord {
+        MessageRecord(
+            id: id,
+            userID: request.to,
+            conversation: request.conversation,
+            sealedSender: sealSender(request.from, messageID: id),
+            sealedText: masterKey.seal(
+                SecureBytes(copying: Array(request.text.utf8)),
+                context: Self.messageContext(id)
+            ),
+            createdAt: time,
+            expiresAt: expiresAt,
+            sealedPushOptions: sealedPushOptions
         )
     }
 }

@@ -20,7 +20,7 @@ extension RelayIngest {
             var delivered = false
             do {
                 if let message = try await context.store.message(id: handover.messageID) {
-                    let content = try openContent(message)
+                    let content = try context.openContent(message)
                     delivered = live.deliver(
                         LiveMessage(
                             messageID: content.messageID,
@@ -79,7 +79,7 @@ extension RelayIngest {
                 let app = try await context.app(id: device.appID)
             else { return }
             let stored = try context.openPushOptions(message)
-            var content = try openContent(message)
+            var content = try context.openContent(message)
             content.title = stored.title
             content.data = stored.data
             let entry = context.permitted(

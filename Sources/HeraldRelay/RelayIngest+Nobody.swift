@@ -30,16 +30,10 @@ extension RelayIngest {
             throw .noDevices(user: request.to)
         }
         let receipt = IngestReceipt(id: messageID, pushes: [], skipped: [], status: .held, heldUntil: until)
-        let message = MessageRecord(
+        let message = context.messageRecord(
+            request,
             id: messageID,
-            userID: request.to,
-            conversation: request.conversation,
-            sealedSender: context.sealSender(request.from, messageID: messageID),
-            sealedText: context.masterKey.seal(
-                SecureBytes(copying: Array(request.text.utf8)),
-                context: RelayContext.messageContext(messageID)
-            ),
-            createdAt: time,
+            at: time,
             // Kept for fetch-by-id as long after its push as any message.
             expiresAt: until + context.configuration.messageRetention * 1000,
             // The push made at the release carries what a direct one would have.

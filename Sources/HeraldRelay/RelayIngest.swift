@@ -173,16 +173,10 @@ public final class RelayIngest: Sendable {
             receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }
 
-        let message = MessageRecord(
+        let message = context.messageRecord(
+            request,
             id: messageID,
-            userID: request.to,
-            conversation: request.conversation,
-            sealedSender: context.sealSender(request.from, messageID: messageID),
-            sealedText: context.masterKey.seal(
-                SecureBytes(copying: Array(request.text.utf8)),
-                context: RelayContext.messageContext(messageID)
-            ),
-            createdAt: time,
+            at: time,
             expiresAt: time + context.configuration.messageRetention * 1000,
             // Kept only for a message a live channel may not acknowledge: its push then carries them.
             sealedPushOptions: liveDevices.isEmpty && handovers.isEmpty
@@ -237,21 +231,6 @@ public final class RelayIngest: Sendable {
             }
         }
         return outcome
-    }
-
-    /// A stored message's content, opened.
-    func openContent(_ message: MessageRecord) throws -> MessageContent {
-        let text = try context.masterKey.open(message.sealedText, context: RelayContext.messageContext(message.id))
-            .copyBytes()
-        let sender = try context.openSender(message)
-        return MessageContent(
-            messageID: message.id,
-            conversationID: message.conversation,
-            senderID: sender.id,
-            senderName: sender.name,
-            text: String(decoding: text, as: UTF8.self),
-            sentAt: message.createdAt
-        )
     }
 
     /// Accepts a call: one VoIP push (priority 10, `<bundle>.voip`, short expiration) per iOS

@@ -16,7 +16,7 @@ enum CallbackRoutes {
                     try API.require(caller, app: body.app ?? app)
                     body.app = app
                 }
-                try relay.admit(caller, messages: 1)
+                try await relay.admit(caller, messages: 1)
                 let view = try await relay.callbacks.schedule(body)
                 return try JSONResponse.make(view.duplicate == true ? .ok : .created, view)
             }

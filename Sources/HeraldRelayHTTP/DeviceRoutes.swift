@@ -105,10 +105,7 @@ enum DeviceRoutes {
         v1.put("devices/:id/presence") { request, context in
             try await api.handle {
                 let id = try context.parameters.require("id")
-                let device = try await api.requireDevice(request)
-                guard device.id == id else {
-                    throw RelayError.forbidden.with(detail: "the credential is for another device")
-                }
+                let device = try await api.requireDevice(request, id: id)
                 let body = try await api.decode(HeartbeatRequest.self, request)
                 return try JSONResponse.make(.ok, try await relay.activation.heartbeat(device: device, body))
             }
@@ -116,10 +113,7 @@ enum DeviceRoutes {
         v1.put("devices/:id/notifications") { request, context in
             try await api.handle {
                 let id = try context.parameters.require("id")
-                let device = try await api.requireDevice(request)
-                guard device.id == id else {
-                    throw RelayError.forbidden.with(detail: "the credential is for another device")
-                }
+                let device = try await api.requireDevice(request, id: id)
                 let body = try await api.decode(NotificationPermissionRequest.self, request)
                 return try JSONResponse.make(
                     .ok,

@@ -163,9 +163,16 @@ struct API: Sendable {
             if caller.appID != nil { try Self.visible(caller, app: try await relay.activation.device(id: id).app) }
             return caller
         }
+        _ = try await requireDevice(request, id: id)
+        return nil
+    }
+
+    /// The credential of device `id` itself (the path's device); another device's is 403.
+    @discardableResult
+    func requireDevice(_ request: Request, id: String) async throws(RelayError) -> DeviceRecord {
         let device = try await requireDevice(request)
         guard device.id == id else { throw RelayError.forbidden.with(detail: "the credential is for another device") }
-        return nil
+        return device
     }
 
     // MARK: Bodies

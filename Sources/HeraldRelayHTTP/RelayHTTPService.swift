@@ -118,7 +118,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 let caller = try await api.requireBackend(request, .send)
                 let body = try await api.decode(MessageRequest.self, request)
-                try relay.admit(caller, messages: 1)
+                try await relay.admit(caller, messages: 1)
                 let receipt = context.accessLog.name(
                     try await relay.ingest.send(message: body, app: caller.appID),
                     as: "message"
@@ -152,7 +152,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 let caller = try await api.requireBackend(request, .send)
                 let body = try await api.decode(BroadcastRequest.self, request)
-                try relay.admit(caller, messages: Set(body.to).count)
+                try await relay.admit(caller, messages: Set(body.to).count)
                 return try JSONResponse.make(
                     .accepted,
                     context.accessLog.name(try await relay.ingest.broadcast(body, app: caller.appID))
@@ -198,10 +198,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 let id = try context.parameters.require("id")
                 let conversation = try context.parameters.require("conversation")
-                let device = try await api.requireDevice(request)
-                guard device.id == id else {
-                    throw RelayError.forbidden.with(detail: "the credential is for another device")
-                }
+                let device = try await api.requireDevice(request, id: id)
                 let body = try await api.decode(ChatDisconnectRequest.self, request)
                 try await relay.transcripts.chatDisconnect(device: device, conversation: conversation, body)
                 return try JSONResponse.make(
@@ -214,10 +211,7 @@ public enum RelayHTTPService {
             try await api.handle {
                 let id = try context.parameters.require("id")
                 let conversation = try context.parameters.require("conversation")
-                let device = try await api.requireDevice(request)
-                guard device.id == id else {
-                    throw RelayError.forbidden.with(detail: "the credential is for another device")
-                }
+                let device = try await api.requireDevice(request, id: id)
                 return try JSONResponse.make(
                     .ok,
                     try await relay.transcripts.chatConnect(device: device, conversation: conversation)

@@ -36,6 +36,7 @@ struct ConfigurationReload: Service {
         LogLevelSwitch.level = configuration.logLevel
         let quotas = configuration.quotas
         relay.quotas.replace(apps: quotas.apps, defaultQuota: quotas.defaultQuota)
+        relay.queueCaps.replace(apps: quotas.appCaps, defaultCap: quotas.defaultCap)
         do {
             let apps = try await apply(configuration)
             try await relay.keys.refresh()

@@ -59,6 +59,9 @@ public protocol OutboxStore: Sendable {
     func nextDueTime() async throws -> Int64?
     /// How many pushes are in each state, and when the oldest queued push was accepted.
     func outboxCounts() async throws -> OutboxCounts
+    /// How many message pushes (kind `message`) to `appID`'s devices are queued and not yet
+    /// claimed: what an app's cap on queued messages is checked against.
+    func queuedMessages(appID: String) async throws -> Int
     /// The pushes `query` names, newest first (acceptance time, then push id, descending), at
     /// most `query.limit` (taken within `PushQuery.limits`), with where the next page starts if
     /// more match. Pages read one after another with `next` never list a push twice, and list

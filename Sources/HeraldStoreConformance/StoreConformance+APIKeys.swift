@@ -1,4 +1,6 @@
+import HeraldPush
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 extension StoreConformance {
@@ -58,5 +60,34 @@ extension StoreConformance {
         #expect(try await other.auditEntries(before: nil, limit: 2) == [entries[4], entries[3]])
         #expect(try await other.auditEntries(before: "audit-4", limit: 10) == Array(entries[0..<3].reversed()))
         #expect(try await other.auditEntries(before: "audit-1", limit: 10).isEmpty)
+    }
+}
+
+extension StoreConformance {
+    /// `queuedMessages(appID:)` counts the message pushes of one app's devices still queued: not
+    /// another app's, not calls, not a push a dispatcher claimed, not a finished one.
+    public static func queuedMessagesAreCountedPerApp(_ engine: some StoreEngine) async throws {
+        let (store, storage) = try await fresh(engine)
+        try await store.saveDevice(StoreFixtures.device("d1", user: "alice"))
+        var other = StoreFixtures.device("o1", user: "alice")
+        other.appID = "com.example.other"
+        try await store.saveDevice(other)
+        #expect(try await store.queuedMessages(appID: StoreFixtures.appID) == 0)
+        _ = try await store.accept(
+            StoreFixtures.ingest([
+                StoreFixtures.push("p1", device: "d1", at: 10),
+                StoreFixtures.push("p2", device: "d1", at: 20),
+                StoreFixtures.push("p3", device: "d1", kind: .call, at: 30, expires: 30_030),
+                StoreFixtures.push("p4", device: "o1", at: 40),
+            ])
+        )
+        let node = try await engine.open(storage)
+        #expect(try await node.queuedMessages(appID: StoreFixtures.appID) == 2)
+        #expect(try await node.queuedMessages(appID: "com.example.other") == 1)
+        #expect(try await node.queuedMessages(appID: "com.example.none") == 0)
+        // A claimed push is on its way: no longer counted.
+        #expect(try await claimIDs(store, limit: 1, now: 100) == ["p3"])
+        #expect(try await claimIDs(store, limit: 1, now: 100) == ["p1"])
+        #expect(try await node.queuedMessages(appID: StoreFixtures.appID) == 1)
     }
 }

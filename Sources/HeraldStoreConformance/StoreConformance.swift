@@ -77,6 +77,7 @@ public enum StoreConformance {
         case messagesToNobodyAreHeldOnce
         case heldMessagesEndAndAppsKeepTheirPolicy
         case apiKeysAndTheAuditLog
+        case queuedMessagesAreCountedPerApp
 
         public var description: String { rawValue }
 
@@ -103,6 +104,7 @@ public enum StoreConformance {
             case .heldMessagesEndAndAppsKeepTheirPolicy:
                 try await StoreConformance.heldMessagesEndAndAppsKeepTheirPolicy(engine)
             case .apiKeysAndTheAuditLog: try await StoreConformance.apiKeysAndTheAuditLog(engine)
+            case .queuedMessagesAreCountedPerApp: try await StoreConformance.queuedMessagesAreCountedPerApp(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

@@ -418,6 +418,21 @@ extension PostgresStore {
         }
     }
 
+    public func queuedMessages(appID: String) async throws -> Int {
+        let rows = try await rows(
+            "count an app's queued messages",
+            """
+            SELECT COUNT(*) FROM outbox JOIN devices ON devices.id = outbox.device_id
+            WHERE outbox.state = 'queued' AND outbox.kind = 'message' AND devices.app_id = \(appID)
+            """
+        )
+        do {
+            return Int(try rows.first?.decode(Int64.self) ?? 0)
+        } catch {
+            throw StoreError.corrupt.with(detail: "count an app's queued messages: \(error)")
+        }
+    }
+
     public func outboxCounts() async throws -> OutboxCounts {
         // One statement, so the count and the oldest age are of one snapshot.
         let rows = try await rows(

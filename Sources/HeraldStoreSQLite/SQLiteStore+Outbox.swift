@@ -323,6 +323,19 @@ extension SQLiteStore {
         }
     }
 
+    public func queuedMessages(appID: String) async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM outbox JOIN devices ON devices.id = outbox.device_id
+                    WHERE outbox.state = 'queued' AND outbox.kind = 'message' AND devices.app_id = ?
+                    """,
+                arguments: [appID]
+            ) ?? 0
+        }
+    }
+
     /// Finishes a push; with `events` (some app has a webhook), writes its `push.<state>` event
     /// for the webhook of its device's app, if that app has one, in the same transaction, and
     /// for a callback's push delivered, the callback's `callback.pushed` (`CallbackStore`).

@@ -548,5 +548,6 @@ final class ObservedOutboxStore: OutboxStore {
     }
     func nextDueTime() async throws -> Int64? { try await reachable().nextDueTime() }
     func outboxCounts() async throws -> OutboxCounts { try await reachable().outboxCounts() }
+    func queuedMessages(appID: String) async throws -> Int { try await reachable().queuedMessages(appID: appID) }
     func pushes(matching query: PushQuery) async throws -> PushPage { try await reachable().pushes(matching: query) }
 }

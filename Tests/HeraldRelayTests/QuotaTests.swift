@@ -1,5 +1,6 @@
 import HeraldRelay
 import HeraldStore
+import Synchronization
 import Testing
 
 /// The quota rules, with a clock the test moves: no HTTP, no store.
@@ -89,5 +90,33 @@ struct QuotaTests {
         try book.admit(Self.app, count: 2, at: 0)
         book.replace(apps: [:], defaultQuota: nil)
         for _ in 0..<10 { try book.admit(Self.app, count: 1, at: 0) }
+    }
+
+    @Test func anAppsQueueCapCountsTheStoreOnceASecondAndWhatItAdmitted() async throws {
+        let caps = QueueCaps(apps: ["com.example.chat": 3])
+        let reads = Mutex<[String]>([])
+        let queued = Mutex(1)
+        func read(_ app: String) async throws(RelayError) -> Int {
+            reads.withLock { $0.append(app) }
+            return queued.withLock { $0 }
+        }
+        // 1 queued in the store: two more fit, the third does not (counted here, not read again).
+        try await caps.admit(app: "com.example.chat", count: 1, at: 0, read: read)
+        try await caps.admit(app: "com.example.chat", count: 1, at: 500, read: read)
+        do throws(RelayError) {
+            try await caps.admit(app: "com.example.chat", count: 1, at: 900, read: read)
+            Issue.record("a fourth queued message was admitted against a cap of 3")
+        } catch {
+            #expect(error.isTooManyRequests)
+            #expect(error.retryAfter == .seconds(5))
+        }
+        #expect(reads.withLock { $0 } == ["com.example.chat"])
+        // A second later the store is read again: the dispatcher sent them all.
+        queued.withLock { $0 = 0 }
+        try await caps.admit(app: "com.example.chat", count: 3, at: 1_000, read: read)
+        #expect(reads.withLock { $0.count } == 2)
+        // An app without a cap is never read.
+        try await caps.admit(app: "com.example.other", count: 1_000, at: 1_000, read: read)
+        #expect(reads.withLock { $0.count } == 2)
     }
 }

@@ -4,6 +4,10 @@ import Testing
 /// Every store conformance rule against SQLite, one test per rule.
 @Suite("SQLite store conformance", .timeLimit(.minutes(2)))
 struct SQLiteConformanceTests {
+    @Test func queuedMessagesAreCountedPerApp() async throws {
+        try await SQLiteEngine.check(.queuedMessagesAreCountedPerApp)
+    }
+
     @Test func apiKeysAndTheAuditLog() async throws {
         try await SQLiteEngine.check(.apiKeysAndTheAuditLog)
     }
@@ -307,6 +311,7 @@ struct SQLiteConformanceTests {
             .messagesToNobodyAreHeldOnce,
             .heldMessagesEndAndAppsKeepTheirPolicy,
             .apiKeysAndTheAuditLog,
+            .queuedMessagesAreCountedPerApp,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
