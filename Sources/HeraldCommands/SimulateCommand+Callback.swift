@@ -70,7 +70,7 @@ extension Simulation {
             "backend",
             "relay",
             "POST /v1/callbacks → 201",
-            detail: "callback \(id), due now, expires \(scheduled.expires)",
+            detail: "callback \(id), due now, expires \(RequestTime.format(scheduled.expiresAt))",
             subject: EmulatedPhone.callbackSubject(id, 1),
             stage: .requested,
             at: sent

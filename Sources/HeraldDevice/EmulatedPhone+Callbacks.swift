@@ -166,7 +166,7 @@ extension EmulatedPhone {
                 "relay",
                 "app",
                 "callback \(answer.state.rawValue)",
-                detail: answer.nextPushAt.map { "next push at \($0)" },
+                detail: answer.nextPushAtMs.map { "next push at \(RequestTime.format($0))" },
                 subject: named,
                 stage: .acted
             )

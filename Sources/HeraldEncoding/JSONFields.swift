@@ -40,3 +40,10 @@ public protocol KnownJSONFields {
     /// The request's fields.
     static var jsonFields: JSONFields { get }
 }
+
+/// A value that reads more than one JSON type (a time as a number or as text): a refusal says
+/// "must be" what it reads, where a plain type's name would not fit.
+public protocol DescribedJSONValue {
+    /// What the value may be, in words: "milliseconds since the epoch (an integer) or …".
+    static var jsonDescription: String { get }
+}

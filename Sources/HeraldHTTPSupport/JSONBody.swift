@@ -55,6 +55,7 @@ public enum JSONBody {
         case is Int.Type, is Int64.Type, is Int32.Type, is UInt.Type, is UInt64.Type: "an integer"
         case is Double.Type, is Float.Type: "a number"
         case is Bool.Type: "true or false"
+        case let described as any DescribedJSONValue.Type: described.jsonDescription
         default: "a JSON value of another type"
         }
     }

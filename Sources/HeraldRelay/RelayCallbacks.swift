@@ -31,12 +31,12 @@ public final class RelayCallbacks: Sendable {
         try context.check(request.serviceID, "service_id", pattern: .identifier)
         if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
         let time = context.now()
-        let at = try request.at.map { text throws(RelayError) in try Self.parseTime(text, "at") } ?? time
+        let at = try request.at.map { value throws(RelayError) in try Self.time(value, "at") } ?? time
         guard at >= time - Self.allowedSkew else {
             throw .invalidField("at", "is in the past (\(Self.format(at)); the relay's time is \(Self.format(time)))")
         }
         let expires =
-            try request.expires.map { text throws(RelayError) in try Self.parseTime(text, "expires") }
+            try request.expires.map { value throws(RelayError) in try Self.time(value, "expires") }
             ?? max(at, time) + Self.defaultLifetime
         guard expires > max(at, time) else { throw .invalidField("expires", "must be after 'at' and after now") }
         let dialog = try checkDialog(request.dialog)
@@ -187,18 +187,18 @@ public final class RelayCallbacks: Sendable {
             userID: record.userID,
             app: record.appID,
             state: record.state,
-            nextPushAt: record.state == .scheduled ? Self.format(record.dueAt) : nil,
-            expires: Self.format(record.expiresAt),
+            nextPushAtMs: record.state == .scheduled ? record.dueAt : nil,
+            expiresAt: record.expiresAt,
             pushes: record.pushes,
             lastAction: record.lastAction,
             history: history.map {
                 CallbackView.Event(
                     event: $0.event.rawValue,
-                    at: Self.format($0.at),
+                    atMs: $0.at,
                     state: $0.state,
                     action: $0.action,
                     push: $0.sequence,
-                    nextPushAt: $0.nextPushAt.map(Self.format)
+                    nextPushAtMs: $0.nextPushAt
                 )
             }
         )
@@ -252,7 +252,8 @@ public final class RelayCallbacks: Sendable {
                 action: action.id,
                 kind: action.kind.rawValue,
                 deviceID: device.id,
-                nextPushAt: next.map(Self.format)
+                nextPushAt: next.map(Self.format),
+                nextPushAtMs: next
             )
             let change = CallbackChange(
                 callbackID: id,
@@ -289,7 +290,7 @@ public final class RelayCallbacks: Sendable {
                     action: action.id,
                     kind: action.kind.rawValue,
                     state: machine.state,
-                    nextPushAt: next.map(Self.format)
+                    nextPushAtMs: next
                 )
             }
             // Another answer or the scheduler changed it first: read it again and decide anew.
@@ -332,24 +333,22 @@ public final class RelayCallbacks: Sendable {
 
     // MARK: Times
 
-    /// Milliseconds since the epoch from RFC 3339 text (with or without fractional seconds).
-    static func parseTime(_ text: String, _ field: String) throws(RelayError) -> Int64 {
-        for options: ISO8601DateFormatter.Options in [
-            [.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime],
-        ] {
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = options
-            if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    /// Milliseconds since the epoch from a request's time, either form.
+    static func time(_ value: RequestTime, _ field: String) throws(RelayError) -> Int64 {
+        if let milliseconds = value.epochMilliseconds { return milliseconds }
+        switch value {
+        case .milliseconds:
+            throw .invalidField(field, "must be milliseconds since the epoch, 0 to \(RequestTime.latest)")
+        case .text:
+            throw .invalidField(
+                field,
+                "must be an RFC 3339 time (2026-11-25T10:00:00Z) or milliseconds since the epoch"
+            )
         }
-        throw .invalidField(field, "must be an RFC 3339 time (2026-11-25T10:00:00Z)")
     }
 
-    /// RFC 3339 in UTC with milliseconds.
-    static func format(_ milliseconds: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
-    }
+    /// RFC 3339 in UTC with milliseconds, for refusals' words.
+    static func format(_ milliseconds: Int64) -> String { RequestTime.format(milliseconds) }
 }
 
 /// A callback webhook event's `data`: ids, states and times, never the dialog or the service id.
@@ -362,6 +361,8 @@ struct CallbackEventData: Encodable {
     var kind: String?
     var deviceID: String?
     var nextPushAt: String?
+    /// The same instant as `nextPushAt` (deprecated in the API), in milliseconds.
+    var nextPushAtMs: Int64?
 
     enum CodingKeys: String, CodingKey {
         case callbackID = "callback_id"
@@ -369,5 +370,6 @@ struct CallbackEventData: Encodable {
         case state, action, kind
         case deviceID = "device_id"
         case nextPushAt = "next_push_at"
+        case nextPushAtMs = "next_push_at_ms"
     }
 }

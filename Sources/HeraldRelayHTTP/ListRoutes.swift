@@ -98,14 +98,8 @@ enum PushListQuery {
     /// Milliseconds since the epoch, from a number of them or an RFC 3339 time (with or without
     /// fractional seconds).
     static func time(_ text: String) -> Int64? {
+        // A query has no JSON types: digits only are milliseconds, anything else is RFC 3339.
         if let milliseconds = Int64(text) { return milliseconds }
-        for options: ISO8601DateFormatter.Options in [
-            [.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds],
-        ] {
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = options
-            if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-        }
-        return nil
+        return RequestTime.parse(text)
     }
 }

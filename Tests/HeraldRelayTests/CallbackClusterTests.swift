@@ -15,7 +15,7 @@ struct CallbackClusterTests {
         try await TwoNodeCluster.with(appWebhook: RelayHarness.unansweredWebhook) { cluster in
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
             let phone = try await cluster.phone(user: "u1", on: a)
-            let due = CallbackFlowTests.time(cluster.clock.now() + 60_000)
+            let due = RequestTime.milliseconds(cluster.clock.now() + 60_000)
             var ids: [String] = []
             for index in 0..<12 {
                 let node = index.isMultiple(of: 2) ? a : b

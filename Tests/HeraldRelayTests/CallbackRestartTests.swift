@@ -46,7 +46,7 @@ struct CallbackRestartTests {
         )
         let due = clock.now() + 120_000
         let scheduled = try await first!.callbacks.schedule(
-            CallbackRequest(userID: "alice", serviceID: "svc-1", at: CallbackFlowTests.time(due))
+            CallbackRequest(userID: "alice", serviceID: "svc-1", at: .milliseconds(due))
         )
         #expect(try await first!.callbacks.pushDue(owner: "node-1") == 0)
         first = nil

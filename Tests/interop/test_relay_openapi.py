@@ -504,6 +504,12 @@ def _rfc3339(offset_seconds: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _milliseconds(text: str) -> int:
+    """An RFC 3339 time the relay wrote, as milliseconds since the epoch."""
+    moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return round(moment.timestamp() * 1000)
+
+
 def _wait_callback(relay: "Relay", callback_id: str, state: str, pushes: int) -> dict:
     deadline = time.monotonic() + DELIVERY_TIMEOUT
     while True:
@@ -619,9 +625,15 @@ def exercise_callbacks(relay: "Relay", spec: Spec) -> None:
     relay.call("POST", "/v1/callbacks/no-such-callback/actions/ready", 404, token=credential)
     snoozed = relay.call("POST", base + "/actions/snooze", 200, token=credential)
     assert snoozed["state"] == "scheduled" and snoozed["kind"] == "snooze" and snoozed["next_push_at"]
+    assert snoozed["next_push_at_ms"] == _milliseconds(snoozed["next_push_at"]), snoozed
     relay.call("POST", base + "/actions/ready", 409, token=credential)  # not waiting: snoozed
-    # A second callback, answered ready, then answered again.
-    second = relay.call("POST", "/v1/callbacks", 201, {"user_id": user, "service_id": service}, key)
+    # A second callback, its times in milliseconds (a JSON integer), answered ready, then again.
+    now = int(time.time() * 1000)
+    timed = {"user_id": user, "service_id": service, "at": now, "expires": now + 3_600_000}
+    second = relay.call("POST", "/v1/callbacks", 201, timed, key)
+    assert second["next_push_at_ms"] == now and second["expires_at"] == now + 3_600_000, second
+    assert _milliseconds(second["next_push_at"]) == now and _milliseconds(second["expires"]) == now + 3_600_000
+    assert all(_milliseconds(line["at"]) == line["at_ms"] for line in second["history"]), second
     _wait_callback(relay, second["callback_id"], "pushed", 1)
     ready = relay.call("POST", f"/v1/callbacks/{second['callback_id']}/actions/ready", 200, token=credential)
     assert ready["state"] == "connected" and "next_push_at" not in ready
@@ -631,6 +643,8 @@ def exercise_callbacks(relay: "Relay", spec: Spec) -> None:
     relay.call("POST", "/v1/callbacks", 401, {"user_id": user, "service_id": service})
     relay.call("POST", "/v1/callbacks", 403, {"user_id": user, "service_id": service}, credential)
     relay.call("POST", "/v1/callbacks", 400, {"user_id": user}, key, field_name="service_id")
+    relay.call("POST", "/v1/callbacks", 400, {**timed, "at": True}, key, field_name="at")
+    relay.call("POST", "/v1/callbacks", 400, {**timed, "expires": 1.5}, key, field_name="expires")
     relay.call(
         "POST", "/v1/callbacks", 400, {"user_id": user, "service_id": service, "at": _rfc3339(-60)}, key,
         field_name="at", schema_rejects=False,
