@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# What quotas cost the ingest path: one `herald serve` (sandbox mode, SQLite) whose app has a
-# message quota and a queue cap that never bind, and `herald bench relay` run against it in
-# interleaved pairs, with the configured admin key (no key lookup, no bucket, no cap) and with the
-# app's own key made by `herald keys api` (keyring lookup, key and app buckets, the app's queued
-# count read at most once a second), each first in every other pair. Prints one line per run and
-# the medians.
+# What quotas cost the ingest path: `herald serve` (sandbox mode, SQLite, a fresh one each run)
+# whose app has a message quota and a queue cap that never bind, and `herald bench relay` run
+# against it in interleaved pairs, with the configured admin key (no key lookup, no bucket, no cap)
+# and with the app's own key made by `herald keys api` (keyring lookup, key and app buckets, the
+# app's queued count read at most once a second), each first in every other pair. Prints one line
+# per run and the medians.
 #
 #   scripts/bench-quotas.sh                 (HERALD: the binary, default .build/release/herald;
 #                                           PAIRS 3, USERS 1000, MESSAGES 20000, CONNECTIONS 32)
@@ -20,49 +20,54 @@ app=com.example.herald
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-dir=$(mktemp -d /tmp/herald-bench-quotas.XXXXXX)
-port=$(free_port); apns=$(free_port); fcm=$(free_port); control=$(free_port)
-cat >"$dir/herald.yaml" <<EOF
-quotas:
-  apps:
-    $app:
-      messages_per_second: 100000
-      burst: 100000
-      max_queued: 100000000
-EOF
-"$herald" serve --config "$dir/herald.yaml" --data "$dir/data" --keys-dir "$dir/keys" --port "$port" \
-    --sandbox-apns-port "$apns" --sandbox-fcm-port "$fcm" --sandbox-control-port "$control" \
-    --log-level warning >"$dir/serve.log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-for _ in $(seq 300); do
-    grep -q "^  relay " "$dir/serve.log" && break
-    kill -0 $pid 2>/dev/null || { cat "$dir/serve.log"; exit 1; }
-    sleep 0.1
-done
-"$herald" keys api create --name bench --app "$app" --scopes send,read,devices,apps --json \
-    --data "$dir/data" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])' >"$dir/app.key"
-sleep 3 # the node reads the stored keys every 2 s
-
-bench() { # bench LABEL KEYFILE: one run's accepted messages per second
-    "$herald" bench relay --relay "http://127.0.0.1:$port" --sandbox "http://127.0.0.1:$control/sandbox" \
-        --api-key-file "$1" --bundle "$app" --users "$users" --messages "$messages" \
-        --connections "$connections" --label "$2" | tail -n 1
+# One run: a fresh `herald serve` (a new database, so no run pushes to devices an earlier one
+# activated), the app's key made beside it, `herald bench relay` with the key $1 names (admin or
+# app); prints the accepted messages per second.
+once() {
+    local which=$1 dir port apns fcm control pid key line
+    dir=$(mktemp -d /tmp/herald-bench-quotas.XXXXXX)
+    port=$(free_port)
+    apns=$(free_port)
+    fcm=$(free_port)
+    control=$(free_port)
+    printf 'quotas:\n  apps:\n    %s:\n      messages_per_second: 100000\n      burst: 100000\n      max_queued: 100000000\n' \
+        "$app" >"$dir/herald.yaml"
+    "$herald" serve --config "$dir/herald.yaml" --data "$dir/data" --keys-dir "$dir/keys" --port "$port" \
+        --sandbox-apns-port "$apns" --sandbox-fcm-port "$fcm" --sandbox-control-port "$control" \
+        --log-level warning >"$dir/serve.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do
+        grep -q "^  relay " "$dir/serve.log" && break
+        kill -0 "$pid" 2>/dev/null || { cat "$dir/serve.log" >&2; return 1; }
+        sleep 0.1
+    done
+    key=$dir/keys/api.key
+    if [ "$which" = app ]; then
+        "$herald" keys api create --name bench --app "$app" --scopes send,read,devices,apps --json \
+            --data "$dir/data" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])' >"$dir/app.key"
+        key=$dir/app.key
+        sleep 3 # the node reads the stored keys every 2 s
+    fi
+    line=$("$herald" bench relay --relay "http://127.0.0.1:$port" --sandbox "http://127.0.0.1:$control" \
+        --api-key-file "$key" --bundle "$app" --users "$users" --messages "$messages" \
+        --connections "$connections" --label "$which" | tail -n 1)
+    kill -TERM "$pid"
+    wait "$pid" || true
+    rm -rf "$dir"
+    python3 -c 'import json, sys; print(round(json.loads(sys.argv[1])["accepted_per_second"]))' "$line"
 }
 
 admin=()
 keyed=()
-# ABBA: every run activates its users' devices again, so later runs push to more devices; each
-# key goes first in every other pair.
+# ABBA: each key goes first in every other pair, so a machine slowing down or speeding up over the
+# runs weighs on both alike.
 for pair in $(seq "$pairs"); do
     order="admin app"
     [ $((pair % 2)) = 0 ] && order="app admin"
     for which in $order; do
-        key=$([ $which = admin ] && echo "$dir/keys/api.key" || echo "$dir/app.key")
-        line=$(bench "$key" "$which-$pair")
-        rate=$(python3 -c 'import json, sys; print(round(json.loads(sys.argv[1])["accepted_per_second"]))' "$line")
+        rate=$(once "$which")
         echo "$which pair $pair: $rate accepted messages/s"
-        if [ $which = admin ]; then admin+=("$rate"); else keyed+=("$rate"); fi
+        if [ "$which" = admin ]; then admin+=("$rate"); else keyed+=("$rate"); fi
     done
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }

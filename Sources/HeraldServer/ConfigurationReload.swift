@@ -33,7 +33,6 @@ struct ConfigurationReload: Service {
             )
             return
         }
-        LogLevelSwitch.level = configuration.logLevel
         let quotas = configuration.quotas
         relay.quotas.replace(apps: quotas.apps, defaultQuota: quotas.defaultQuota)
         relay.queueCaps.replace(apps: quotas.appCaps, defaultCap: quotas.defaultCap)
@@ -52,5 +51,8 @@ struct ConfigurationReload: Service {
         } catch {
             logger.error("configuration partly reloaded: \(error)")
         }
+        // Last, so the line saying so is written at the level it was asked at (a reload to
+        // `warning` would hide its own notice).
+        LogLevelSwitch.level = configuration.logLevel
     }
 }

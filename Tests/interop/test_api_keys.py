@@ -5,8 +5,9 @@
   access line), `herald keys api list` shows it without a secret, and `revoke` makes the node
   answer 401 within seconds.
 * An app's quota in the configuration file answers 429 with `Retry-After` once spent; SIGHUP
-  with a larger quota in the file admits more at once, with no restart, and a configuration
-  that no longer resolves leaves the running one (and the node) as it was.
+  with a larger quota and `log_level: warning` in the file admits more at once and stops the
+  info lines, with no restart, and a configuration that no longer resolves leaves the running one
+  (and the node) as it was.
 
 Run: .venv/bin/python -m pytest -q Tests/interop/test_api_keys.py
 (HERALD_BIN overrides the binary, default .build/debug/herald).
@@ -133,10 +134,16 @@ def test_quotas_answer_429_and_sighup_reloads_them(tmp_path: Path) -> None:
         assert send(serve, token)[0] == 429
         assert serve.process.poll() is None
 
+        # A larger quota, and the log level raised to warning: both take effect without a restart.
         settings["quotas"] = {"apps": {APP: {"messages_per_second": 1000, "burst": 1000}}}
+        settings["log_level"] = "warning"
         config.write_text(json.dumps(settings))
+        assert " info " in serve.log.read_text(errors="replace"), "info lines (the access log) before the reload"
         serve.process.send_signal(signal.SIGHUP)
         eventually(lambda: serve.log.read_text(errors="replace").count("configuration reloaded") == 2)
+        logged = len(serve.log.read_text(errors="replace"))
         assert [send(serve, token)[0] for _ in range(5)] == [202] * 5
+        after = serve.log.read_text(errors="replace")[logged:]
+        assert " info " not in after, f"info lines after the reload to warning: {after[:2000]}"
     finally:
         serve.stop()
