@@ -64,16 +64,13 @@ extension RelayIngest {
             return first
         case .stale:
             // A device activated since the recipients were read: the message is made for it.
-            context.metrics.staleIngests.increment()
-            let fresh = try await context.storing { try await $0.recipients(userID: request.to) }
-            return try await send(
+            return try await sendAgain(
                 message: request,
                 app: onlyApp,
                 options: options,
                 extras: extras,
                 at: time,
-                id: messageID,
-                RecipientsSnapshot(recipients: fresh, version: nil).only(app: onlyApp)
+                id: messageID
             )
         }
     }

@@ -69,6 +69,29 @@ public final class RelayIngest: Sendable {
         )
     }
 
+    /// The message made again from a fresh read of the user's recipients, which `accept` does
+    /// not check: the ones it was made for changed before the commit (`IngestOutcome.stale`).
+    func sendAgain(
+        message request: MessageRequest,
+        app onlyApp: String?,
+        options: MessagePushOptions,
+        extras: (title: String?, data: [String: String]?),
+        at time: Int64,
+        id messageID: String
+    ) async throws(RelayError) -> IngestReceipt {
+        context.metrics.staleIngests.increment()
+        let fresh = try await context.storing { try await $0.recipients(userID: request.to) }
+        return try await send(
+            message: request,
+            app: onlyApp,
+            options: options,
+            extras: extras,
+            at: time,
+            id: messageID,
+            RecipientsSnapshot(recipients: fresh, version: nil).only(app: onlyApp)
+        )
+    }
+
     /// The message made for `snapshot` and committed; made again from a fresh read if the
     /// recipients it was made for changed before the commit (`IngestOutcome.stale`). A user
     /// without a device: held or refused (`toNobody`).
@@ -198,18 +221,14 @@ public final class RelayIngest: Sendable {
             )
         else {
             // The recipients this node kept changed since (another node, or this one, wrote to
-            // the user's devices, presence or live channels): nothing was written. Made again
-            // from a fresh read, which `accept` does not check: as an ingest always was.
-            context.metrics.staleIngests.increment()
-            let fresh = try await context.storing { try await $0.recipients(userID: request.to) }
-            return try await send(
+            // the user's devices, presence or live channels): nothing was written.
+            return try await sendAgain(
                 message: request,
                 app: onlyApp,
                 options: options,
                 extras: extras,
                 at: time,
-                id: messageID,
-                RecipientsSnapshot(recipients: fresh, version: nil).only(app: onlyApp)
+                id: messageID
             )
         }
         if !outcome.duplicate {

@@ -222,24 +222,10 @@ public final class PostgresExport: StoreExport {
         try await page(
             "api_keys",
             key: "id",
-            columns: "id, name, app_id, scopes, secret_digest, rate_per_second, burst, created_at, revoked_at",
+            columns: PostgresStore.apiKeyColumns,
             limit: limit
         ) { row in
-            let (id, name, app, scopes, digest, rate, burst, created, revoked) = try row.decode(
-                (String, String, String?, String, ByteBuffer, Double?, Int?, Int64, Int64?).self
-            )
-            let key = APIKeyRecord(
-                id: id,
-                name: name,
-                appID: app,
-                scopes: APIKeyRecord.scopes(from: scopes),
-                secretDigest: Array(digest.readableBytesView),
-                ratePerSecond: rate,
-                burst: burst,
-                createdAt: created,
-                revokedAt: revoked
-            )
-            try await add([.apiKey(key)])
+            try await add([.apiKey(try PostgresStore.apiKey(from: row))])
         }
         try await endOfKind()
         try await page("audit_log", key: "id", columns: "id, at, actor, action, target, app_id", limit: limit) { row in

@@ -30,25 +30,30 @@ extension PostgresStore {
         try await rows(
             "read the API keys",
             """
-            SELECT id, name, app_id, scopes, secret_digest, rate_per_second, burst, created_at, revoked_at
-            FROM api_keys ORDER BY created_at, id
+            SELECT \(unescaped: Self.apiKeyColumns) FROM api_keys ORDER BY created_at, id
             """
-        ).map { row in
-            let (id, name, app, scopes, digest, rate, burst, created, revoked) = try row.decode(
-                (String, String, String?, String, ByteBuffer, Double?, Int?, Int64, Int64?).self
-            )
-            return APIKeyRecord(
-                id: id,
-                name: name,
-                appID: app,
-                scopes: APIKeyRecord.scopes(from: scopes),
-                secretDigest: Array(digest.readableBytesView),
-                ratePerSecond: rate,
-                burst: burst,
-                createdAt: created,
-                revokedAt: revoked
-            )
-        }
+        ).map(Self.apiKey(from:))
+    }
+
+    /// The columns `apiKey(from:)` reads, in its order.
+    static let apiKeyColumns = "id, name, app_id, scopes, secret_digest, rate_per_second, burst, created_at, revoked_at"
+
+    /// A key from a row of `apiKeyColumns`.
+    static func apiKey(from row: PostgresRow) throws -> APIKeyRecord {
+        let (id, name, app, scopes, digest, rate, burst, created, revoked) = try row.decode(
+            (String, String, String?, String, ByteBuffer, Double?, Int?, Int64, Int64?).self
+        )
+        return APIKeyRecord(
+            id: id,
+            name: name,
+            appID: app,
+            scopes: APIKeyRecord.scopes(from: scopes),
+            secretDigest: Array(digest.readableBytesView),
+            ratePerSecond: rate,
+            burst: burst,
+            createdAt: created,
+            revokedAt: revoked
+        )
     }
 
     public func appendAudit(_ entry: AuditEntry) async throws {
