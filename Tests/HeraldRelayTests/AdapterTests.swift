@@ -55,13 +55,7 @@ struct AdapterTests {
             #expect(!record.payload.contains("Dana") && !record.payload.contains("order"))
             let herald = try RelayFlowTests.heraldField(record.payload)
             #expect(herald["conversation_id"] as? String == "8f3c2a1e-5b7d-4c1a-9e2f-0a6b3c4d5e6f")
-            let envelope = try Envelope(text: try #require(herald["sealed"] as? String))
-            let content = try EnvelopeOpener(sessionKeys: [try phone.sessionKeys()])
-                .openContent(envelope, context: .init(kind: .message, pushID: receipt.id, deviceID: phone.deviceID))
-            guard case .message(let message) = content else {
-                Issue.record("not a message")
-                return
-            }
+            let message = try phone.openMessage(herald, pushID: receipt.id)
             #expect(message.senderName == "Dana Okafor")
             #expect(message.senderID == "5f1e2d3c-agent-0001")
 

@@ -177,13 +177,7 @@ struct LiveChannelTests {
             let record = try #require(harness.accepted(token: phone.messagingToken).first)
             let herald = try RelayFlowTests.heraldField(record.payload)
             #expect(herald["message_id"] as? String == receipt.id)
-            let envelope = try Envelope(text: try #require(herald["sealed"] as? String))
-            let content = try EnvelopeOpener(sessionKeys: [try phone.sessionKeys()])
-                .openContent(envelope, context: .init(kind: .message, pushID: receipt.id, deviceID: phone.deviceID))
-            guard case .message(let message) = content else {
-                Issue.record("not a message")
-                return
-            }
+            let message = try phone.openMessage(herald, pushID: receipt.id)
             #expect(message.text == "not acked")
             #expect(harness.accepted(token: phone.messagingToken).count == 1)
         }

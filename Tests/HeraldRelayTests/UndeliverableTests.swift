@@ -69,13 +69,7 @@ struct UndeliverableTests {
             let record = try #require(harness.accepted(token: phone.messagingToken).first)
             #expect(!record.payload.contains(secret))
             let herald = try RelayFlowTests.heraldField(record.payload)
-            let envelope = try Envelope(text: try #require(herald["sealed"] as? String))
-            let content = try EnvelopeOpener(sessionKeys: [try phone.sessionKeys()])
-                .openContent(envelope, context: .init(kind: .message, pushID: receipt.id, deviceID: phone.deviceID))
-            guard case .message(let message) = content else {
-                Issue.record("not a message")
-                return
-            }
+            let message = try phone.openMessage(herald, pushID: receipt.id)
             #expect(message.text == secret)
             #expect(message.messageID == receipt.id)
 
