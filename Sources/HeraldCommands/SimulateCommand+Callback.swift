@@ -107,15 +107,20 @@ extension Simulation {
             }
             var push: UInt16 = 0
             for event in stored {
-                if event.event.type == .callbackPushed { push += 1 }
+                let pushed = event.event.type == .callbackPushed
+                if pushed { push += 1 }
+                // `callback.pushed` is written when the relay records APNs's answer, which the
+                // outcome batch may do after the phone already showed the dialog: a time reported
+                // from the relay's record, placed between the push's acceptance and its delivery.
                 backend.timeline.record(
                     "relay",
                     "backend",
                     "webhook event \(event.event.type.rawValue) (\(event.state == .delivered ? "delivered" : "queued, " + event.state.rawValue))",
                     detail: event.event.data,
                     subject: EmulatedPhone.callbackSubject(id, push),
-                    stage: event.event.type == .callbackPushed ? .accepted : .acted,
-                    at: event.event.createdAt
+                    stage: pushed ? .accepted : .acted,
+                    at: pushed ? nil : event.event.createdAt,
+                    reportedAt: pushed ? event.event.createdAt : nil
                 )
             }
         }

@@ -350,14 +350,15 @@ extension SQLiteStore {
         let statement = try db.cachedStatement(
             sql: """
                 UPDATE outbox SET state = ?, last_reason = ?, claim_owner = NULL, claim_until = NULL, updated_at = ?
-                WHERE push_id = ?
+                WHERE push_id = ? RETURNING kind
                 """
         )
-        try statement.execute(arguments: [state.rawValue, reason, now, pushID])
+        let kind = try String.fetchOne(statement, arguments: [state.rawValue, reason, now, pushID])
         guard events, Self.reportedStates.contains(state) else { return }
         try db.cachedStatement(sql: Self.pushEventSQL).execute(arguments: [now, now, now, pushID])
-        // A callback's dialog is pushed when APNs or FCM accepted it, not when it was queued.
-        if state == .delivered {
+        // A callback's dialog is pushed when APNs or FCM accepted it, not when it was queued; the
+        // kind the update returned spares every other push the statement.
+        if state == .delivered, kind == OutboxKind.callback.rawValue {
             try db.cachedStatement(sql: Self.deliveredPushEventSQL).execute(arguments: [now, now, now, pushID])
         }
     }

@@ -112,7 +112,7 @@ struct SQLiteStoreTests {
         #expect((fcm.state, fcm.attempts, fcm.apnsID) == (.delivered, 2, "f"))
         #expect(try await store.push(id: "a")?.collapseID == "c")
         // The queue's partial indexes came back with the rebuilt table (and v9's by network, v12's
-        // for listings).
+        // for listings, v24's for a callback's pushes).
         let indexes = try await store.read { db in
             try String.fetchAll(
                 db,
@@ -122,8 +122,8 @@ struct SQLiteStoreTests {
         }
         #expect(
             indexes == [
-                "outbox_by_age", "outbox_by_device", "outbox_finished", "outbox_queued", "outbox_queued_by_network",
-                "outbox_queued_due", "outbox_sending",
+                "outbox_by_age", "outbox_by_device", "outbox_callback_pushes", "outbox_finished", "outbox_queued",
+                "outbox_queued_by_network", "outbox_queued_due", "outbox_sending",
             ]
         )
     }
