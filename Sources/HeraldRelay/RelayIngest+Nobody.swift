@@ -11,14 +11,8 @@ extension RelayIngest {
     /// the policy says: held (sealed and durable like every message, its key used) or refused
     /// (nothing written, its key unused, so the sender's retry after the activation is a new
     /// message).
-    func toNobody(
-        message request: MessageRequest,
-        app onlyApp: String?,
-        options: MessagePushOptions,
-        extras: (title: String?, data: [String: String]?),
-        at time: Int64,
-        id messageID: String
-    ) async throws(RelayError) -> IngestReceipt {
+    func toNobody(_ draft: MessageDraft) async throws(RelayError) -> IngestReceipt {
+        let (request, onlyApp, options, extras, time, messageID) = draft.parts
         let policies = try await undeliverablePolicies(app: onlyApp)
         let until: Int64
         switch UndeliverableRule.decide(recipients: 0, policies: policies, now: time) {
@@ -64,14 +58,7 @@ extension RelayIngest {
             return first
         case .stale:
             // A device activated since the recipients were read: the message is made for it.
-            return try await sendAgain(
-                message: request,
-                app: onlyApp,
-                options: options,
-                extras: extras,
-                at: time,
-                id: messageID
-            )
+            return try await sendAgain(draft)
         }
     }
 

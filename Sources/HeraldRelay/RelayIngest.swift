@@ -58,62 +58,33 @@ public final class RelayIngest: Sendable {
         let time = context.now()
         let messageID = TimeOrderedID.make(milliseconds: time)
         let snapshot = try await context.storing { try await $0.recipientsForIngest(userID: request.to) }
-        return try await send(
-            message: request,
+        let draft = MessageDraft(
+            request: request,
             app: app,
             options: options,
             extras: extras,
-            at: time,
-            id: messageID,
-            snapshot.only(app: app)
+            time: time,
+            id: messageID
         )
+        return try await send(draft, snapshot.only(app: app))
     }
 
     /// The message made again from a fresh read of the user's recipients, which `accept` does
     /// not check: the ones it was made for changed before the commit (`IngestOutcome.stale`).
-    func sendAgain(
-        message request: MessageRequest,
-        app onlyApp: String?,
-        options: MessagePushOptions,
-        extras: (title: String?, data: [String: String]?),
-        at time: Int64,
-        id messageID: String
-    ) async throws(RelayError) -> IngestReceipt {
+    func sendAgain(_ draft: MessageDraft) async throws(RelayError) -> IngestReceipt {
         context.metrics.staleIngests.increment()
-        let fresh = try await context.storing { try await $0.recipients(userID: request.to) }
-        return try await send(
-            message: request,
-            app: onlyApp,
-            options: options,
-            extras: extras,
-            at: time,
-            id: messageID,
-            RecipientsSnapshot(recipients: fresh, version: nil).only(app: onlyApp)
-        )
+        let fresh = try await context.storing { try await $0.recipients(userID: draft.request.to) }
+        return try await send(draft, RecipientsSnapshot(recipients: fresh, version: nil).only(app: draft.app))
     }
 
     /// The message made for `snapshot` and committed; made again from a fresh read if the
     /// recipients it was made for changed before the commit (`IngestOutcome.stale`). A user
     /// without a device: held or refused (`toNobody`).
-    func send(
-        message request: MessageRequest,
-        app onlyApp: String?,
-        options: MessagePushOptions,
-        extras: (title: String?, data: [String: String]?),
-        at time: Int64,
-        id messageID: String,
-        _ snapshot: RecipientsSnapshot
-    ) async throws(RelayError) -> IngestReceipt {
+    func send(_ draft: MessageDraft, _ snapshot: RecipientsSnapshot) async throws(RelayError) -> IngestReceipt {
+        let (request, onlyApp, options, extras, time, messageID) = draft.parts
         let recipients = snapshot.recipients
         if recipients.isEmpty {
-            return try await toNobody(
-                message: request,
-                app: onlyApp,
-                options: options,
-                extras: extras,
-                at: time,
-                id: messageID
-            )
+            return try await toNobody(draft)
         }
         let content = MessageContent(
             messageID: messageID,
@@ -222,14 +193,7 @@ public final class RelayIngest: Sendable {
         else {
             // The recipients this node kept changed since (another node, or this one, wrote to
             // the user's devices, presence or live channels): nothing was written.
-            return try await sendAgain(
-                message: request,
-                app: onlyApp,
-                options: options,
-                extras: extras,
-                at: time,
-                id: messageID
-            )
+            return try await sendAgain(draft)
         }
         if !outcome.duplicate {
             // This node's own handovers go out now; the others' nodes were woken by the store.
@@ -484,5 +448,29 @@ public final class RelayIngest: Sendable {
                 historyBefore: time - self.context.configuration.messageRetention * 1000
             )
         }
+    }
+}
+
+/// A message checked and stamped, before it is made for its recipients: what every try at it
+/// (the first, one after stale recipients, a hold) starts from.
+struct MessageDraft: Sendable {
+    var request: MessageRequest
+    /// Only this app's devices, and its own idempotency keys (an app's API key).
+    var app: String?
+    var options: MessagePushOptions
+    /// The per-message title and data, sealed with the message.
+    var extras: (title: String?, data: [String: String]?)
+    /// When it was accepted, milliseconds since the epoch.
+    var time: Int64
+    var id: String
+
+    /// Its parts, for code that names them one by one.
+    var parts:
+        (
+            request: MessageRequest, app: String?, options: MessagePushOptions,
+            extras: (title: String?, data: [String: String]?), time: Int64, id: String
+        )
+    {
+        (request, app, options, extras, time, id)
     }
 }
