@@ -47,9 +47,10 @@ public struct MessageQuota: Sendable, Hashable {
     public var messagesPerSecond: Double
     public var burst: Int
 
-    public init(messagesPerSecond: Double, burst: Int) {
+    /// - Parameter burst: one second's worth (at least 1) when `nil`.
+    public init(messagesPerSecond: Double, burst: Int?) {
         self.messagesPerSecond = messagesPerSecond
-        self.burst = burst
+        self.burst = burst ?? max(1, Int(messagesPerSecond.rounded(.up)))
     }
 }
 
@@ -90,10 +91,12 @@ public final class QuotaBook: Sendable {
     /// Admits `count` messages of `caller` at `now`, or refuses them all with 429: taken from the
     /// key's bucket and its app's together, or from neither.
     public func admit(_ caller: Caller, count: Int, at now: Int64) throws(RelayError) {
+        // The configured admin key, and a key of no app and no rate: nothing to count, no lock.
+        guard caller.appID != nil || caller.ratePerSecond != nil else { return }
         let refusal: (quota: String, wait: Duration, what: String)? = state.withLock { state in
             var limits: [(key: String, quota: MessageQuota, what: String)] = []
             if let id = caller.keyID, let rate = caller.ratePerSecond {
-                let quota = MessageQuota(messagesPerSecond: rate, burst: caller.burst ?? max(1, Int(rate.rounded(.up))))
+                let quota = MessageQuota(messagesPerSecond: rate, burst: caller.burst)
                 limits.append(("key:" + id, quota, "the key's"))
             }
             if let app = caller.appID, let quota = state.apps[app] ?? state.defaultQuota {

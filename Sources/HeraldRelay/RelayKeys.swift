@@ -97,7 +97,7 @@ public final class RelayKeys: Sendable {
                 scopes: key.scopes,
                 secretDigest: token.digest,
                 ratePerSecond: key.ratePerSecond,
-                burst: key.ratePerSecond == nil ? nil : (key.burst ?? max(1, Int(key.ratePerSecond!.rounded(.up)))),
+                burst: key.ratePerSecond.map { MessageQuota(messagesPerSecond: $0, burst: key.burst).burst },
                 createdAt: now()
             )
             // 64 random bits: a taken id is all but impossible, and simply drawn again.

@@ -44,9 +44,11 @@ extension HeraldConfiguration {
             guard rate > 0, rate <= 100_000 else {
                 throw .configuration("\(path).messages_per_second must be more than 0 and at most 100000")
             }
-            let burst = burst ?? max(1, Int(rate.rounded(.up)))
-            guard (1...100_000).contains(burst) else { throw .configuration("\(path).burst must be 1 to 100000") }
-            return MessageQuota(messagesPerSecond: rate, burst: burst)
+            let quota = MessageQuota(messagesPerSecond: rate, burst: burst)
+            guard (1...100_000).contains(quota.burst) else {
+                throw .configuration("\(path).burst must be 1 to 100000")
+            }
+            return quota
         }
         var configuration = QuotaConfiguration()
         if let rate = quotas.messagesPerSecond {
