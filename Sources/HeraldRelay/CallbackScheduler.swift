@@ -63,7 +63,7 @@ extension RelayCallbacks {
                     userID: record.userID,
                     state: CallbackState.expired.rawValue
                 )
-                events += context.webhookEvents(
+                events += WebhookEvent.reporting(
                     app: app,
                     .callbackExpired,
                     orderingKey: "callback:" + record.id,

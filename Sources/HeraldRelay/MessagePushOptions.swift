@@ -93,7 +93,7 @@ extension RelayContext {
             options.badge = badge
         }
         if let category = request.category {
-            try check(category, "category", pattern: .identifier)
+            try configuration.check(category, "category", pattern: .identifier)
             options.category = category
         }
         if let data = request.publicData {
@@ -101,7 +101,7 @@ extension RelayContext {
                 throw .invalidField("public_data", "must have at most \(MessagePushOptions.maximumDataKeys) keys")
             }
             for (key, value) in data.sorted(by: { $0.key < $1.key }) {
-                try checkText(key, "public_data")
+                try configuration.checkText(key, "public_data")
                 // Values are any text: the budget bounds them (checked when the push is built).
                 guard value.utf8.count <= PayloadBudget.fcmData.bodyLimit else {
                     throw .invalidField("public_data", "value of '\(key)' is longer than the push can carry")
@@ -137,13 +137,13 @@ extension RelayContext {
 
     /// The sealed title and data of a message request, checked; a 400 naming the field otherwise.
     func sealedExtras(_ request: MessageRequest) throws(RelayError) -> (title: String?, data: [String: String]?) {
-        if let title = request.title { try checkText(title, "title") }
+        if let title = request.title { try configuration.checkText(title, "title") }
         if let data = request.data {
             guard data.count <= MessagePushOptions.maximumDataKeys else {
                 throw .invalidField("data", "must have at most \(MessagePushOptions.maximumDataKeys) keys")
             }
             for (key, value) in data.sorted(by: { $0.key < $1.key }) {
-                try checkText(key, "data")
+                try configuration.checkText(key, "data")
                 guard value.utf8.count <= PayloadBudget.fcmData.bodyLimit else {
                     throw .invalidField("data", "value of '\(key)' is longer than the push can carry")
                 }

@@ -12,45 +12,10 @@ extension RelayActivation {
         device: DeviceRecord,
         _ request: NotificationPermissionRequest
     ) async throws(RelayError) -> NotificationPermissionView {
-        let time = context.now()
-        var events: [WebhookEvent] = []
-        if let app = try await context.app(id: device.appID) {
-            events = context.webhookEvents(
-                app: app,
-                request.permission == .denied ? .deviceNotificationsDenied : .deviceNotificationsGranted,
-                orderingKey: "device:" + device.id,
-                data: NotificationEventData(
-                    deviceID: device.id,
-                    userID: device.userID,
-                    state: request.permission.rawValue,
-                    at: time
-                ),
-                at: time
-            )
-        }
-        let recorded = events
-        guard
-            let change = try await context.storing({ store in
-                try await store.setNotificationPermission(
-                    deviceID: device.id,
-                    request.permission,
-                    now: time,
-                    events: recorded
-                )
-            })
-        else { throw RelayError.notFound.with(detail: "no device \(device.id)") }
-        if change.changed {
-            if !recorded.isEmpty { context.webhooksWritten.signal() }
-            context.logger.info(
-                "device notification permission changed",
-                metadata: ["device": "\(device.id)", "permission": "\(request.permission.rawValue)"]
-            )
-        }
-        return NotificationPermissionView(
-            deviceID: device.id,
-            permission: change.device.notificationPermission,
-            updatedAt: change.device.notificationPermissionAt ?? change.device.createdAt
-        )
+        let app = try await context.app(id: device.appID)
+        let planned = planner.permissionReport(device: device, request, app: app, now: context.now())
+        let outcomes = try await context.commit(planned.change)
+        return outcomes == [.applied] ? planned.answer.changed : planned.answer.unchanged
     }
 }
 

@@ -27,9 +27,11 @@ public final class RelayCallbacks: Sendable {
 
     /// Validates and stores a callback; due now (or at its time), the scheduler pushes it.
     public func schedule(_ request: CallbackRequest) async throws(RelayError) -> CallbackView {
-        try context.check(request.userID, "user_id", pattern: .identifier)
-        try context.check(request.serviceID, "service_id", pattern: .identifier)
-        if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
+        try context.configuration.check(request.userID, "user_id", pattern: .identifier)
+        try context.configuration.check(request.serviceID, "service_id", pattern: .identifier)
+        if let key = request.idempotencyKey {
+            try context.configuration.check(key, "idempotency_key", pattern: .identifier)
+        }
         let time = context.now()
         let at = try request.at.map { value throws(RelayError) in try Self.time(value, "at") } ?? time
         guard at >= time - Self.allowedSkew else {
@@ -90,7 +92,7 @@ public final class RelayCallbacks: Sendable {
     /// delay for each snooze and only for a snooze.
     private func checkDialog(_ request: CallbackRequest.Dialog?) throws(RelayError) -> CallbackDialog {
         guard let request else { return .standard }
-        try context.checkText(request.title, "dialog.title")
+        try context.configuration.checkText(request.title, "dialog.title")
         // The text may be longer than a name (seed 002's confirmation texts are sentences); the
         // whole dialog must still fit in a push, checked once the service id is known.
         guard !request.text.isEmpty, request.text.utf8.count <= Self.maximumTextBytes else {
@@ -105,7 +107,7 @@ public final class RelayCallbacks: Sendable {
         var actions: [CallbackAction] = []
         for (index, action) in request.actions.enumerated() {
             let field = "dialog.actions[\(index)]"
-            try context.check(action.id, field + ".id", pattern: .identifier)
+            try context.configuration.check(action.id, field + ".id", pattern: .identifier)
             guard
                 action.id.utf8.allSatisfy({
                     $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
@@ -114,7 +116,7 @@ public final class RelayCallbacks: Sendable {
                 throw .invalidField(field + ".id", "may hold letters, digits, '-' and '_' only (it is a URL path part)")
             }
             guard ids.insert(action.id).inserted else { throw .invalidField(field + ".id", "repeats an earlier id") }
-            try context.checkText(action.label, field + ".label")
+            try context.configuration.checkText(action.label, field + ".label")
             guard let kind = CallbackActionKind(rawValue: action.kind) else {
                 throw .invalidField(field + ".kind", "must be 'connect', 'snooze' or 'cancel'")
             }
@@ -140,7 +142,7 @@ public final class RelayCallbacks: Sendable {
     /// The app named, or the app of the user's devices.
     private func resolveApp(_ request: CallbackRequest) async throws(RelayError) -> AppRecord {
         if let name = request.app {
-            try context.check(name, "app", pattern: .bundleID)
+            try context.configuration.check(name, "app", pattern: .bundleID)
             guard let app = try await context.app(id: name) else {
                 throw .invalidField("app", "is not a registered app")
             }
@@ -270,7 +272,7 @@ public final class RelayCallbacks: Sendable {
                         nextPushAt: next
                     )
                 ],
-                events: context.webhookEvents(
+                events: WebhookEvent.reporting(
                     app: app,
                     .callbackAction,
                     orderingKey: "callback:" + id,

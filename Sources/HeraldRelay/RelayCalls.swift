@@ -118,7 +118,7 @@ public final class RelayCalls: Sendable {
     // MARK: The machine's actions
 
     private func record(_ id: String) async throws(RelayError) -> CallRecord {
-        try context.check(id, "call_id", pattern: .identifier)
+        try context.configuration.check(id, "call_id", pattern: .identifier)
         guard let call = try await context.storing({ try await $0.call(id: id) }) else {
             throw RelayError.notFound.with(detail: "no call \(id)")
         }
@@ -159,7 +159,7 @@ public final class RelayCalls: Sendable {
                     deviceID: device,
                     reason: reason
                 )
-                events += context.webhookEvents(app: app, type, orderingKey: "call:" + call.id, data: data, at: time)
+                events += WebhookEvent.reporting(app: app, type, orderingKey: "call:" + call.id, data: data, at: time)
             case .stop(let devices, let reason): stops = (devices, reason)
             case .queueMissedAlert: missedAlert = true
             case .refuse(let ended): throw Self.refusal(call, ended)

@@ -1,6 +1,9 @@
 import HeraldStore
 
-extension RelayContext {
+// The field rules are the configuration's (its limits), not the context's: planners check
+// requests without a context.
+
+extension RelayConfiguration {
     enum FieldPattern {
         /// Printable text without control characters.
         case identifier
@@ -11,8 +14,8 @@ extension RelayContext {
     /// Checks an id-like field: present, not too long, of the expected shape.
     func check(_ value: String, _ field: String, pattern: FieldPattern) throws(RelayError) {
         guard !value.isEmpty else { throw .invalidField(field, "must not be empty") }
-        guard value.utf8.count <= configuration.maximumFieldBytes else {
-            throw .invalidField(field, "is longer than \(configuration.maximumFieldBytes) bytes")
+        guard value.utf8.count <= maximumFieldBytes else {
+            throw .invalidField(field, "is longer than \(maximumFieldBytes) bytes")
         }
         switch pattern {
         case .identifier:
@@ -29,8 +32,8 @@ extension RelayContext {
     /// Checks display text (names, alert texts): not too long, no control characters.
     func checkText(_ value: String, _ field: String, allowEmpty: Bool = false) throws(RelayError) {
         if !allowEmpty, value.isEmpty { throw .invalidField(field, "must not be empty") }
-        guard value.utf8.count <= configuration.maximumFieldBytes else {
-            throw .invalidField(field, "is longer than \(configuration.maximumFieldBytes) bytes")
+        guard value.utf8.count <= maximumFieldBytes else {
+            throw .invalidField(field, "is longer than \(maximumFieldBytes) bytes")
         }
         guard !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw .invalidField(field, "must not contain control characters")

@@ -2,7 +2,7 @@ import Foundation
 import HeraldCrypto
 import HeraldStore
 
-extension RelayContext {
+extension WebhookEvent {
     /// The webhook events that report one change of `app`'s, for the store to write in the same
     /// transaction as the change (so neither is ever stored without the other).
     ///
@@ -10,7 +10,7 @@ extension RelayContext {
     ///
     /// `data` becomes the event's `data` object: ids, states, reasons and times only, never a
     /// message's text or sender, a caller's name or a dialog's labels. Its keys are snake_case.
-    func webhookEvents(
+    static func reporting(
         app: AppRecord,
         _ type: WebhookEventType,
         orderingKey: String,

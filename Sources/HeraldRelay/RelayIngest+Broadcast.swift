@@ -12,8 +12,12 @@ extension RelayIngest {
         guard !request.to.isEmpty, request.to.count <= 1000 else {
             throw .invalidField("to", "must list 1 to 1000 users")
         }
-        for (index, user) in request.to.enumerated() { try context.check(user, "to[\(index)]", pattern: .identifier) }
-        if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
+        for (index, user) in request.to.enumerated() {
+            try context.configuration.check(user, "to[\(index)]", pattern: .identifier)
+        }
+        if let key = request.idempotencyKey {
+            try context.configuration.check(key, "idempotency_key", pattern: .identifier)
+        }
         var seen = Set<String>()
         var members: [BroadcastReceipt.Member] = []
         for user in request.to where seen.insert(user).inserted {

@@ -43,15 +43,17 @@ public final class RelayIngest: Sendable {
     /// - Parameter app: only this app's devices are recipients, and the idempotency key is this
     ///   app's own (an app's API key); every app's when `nil`.
     public func send(message request: MessageRequest, app: String? = nil) async throws(RelayError) -> IngestReceipt {
-        try context.check(request.to, "to", pattern: .identifier)
-        try context.check(request.from.id, "from.id", pattern: .identifier)
-        try context.checkText(request.from.name, "from.name")
-        try context.check(request.conversation, "conversation", pattern: .identifier)
+        try context.configuration.check(request.to, "to", pattern: .identifier)
+        try context.configuration.check(request.from.id, "from.id", pattern: .identifier)
+        try context.configuration.checkText(request.from.name, "from.name")
+        try context.configuration.check(request.conversation, "conversation", pattern: .identifier)
         guard !request.text.isEmpty else { throw .invalidField("text", "must not be empty") }
         guard request.text.utf8.count <= context.configuration.maximumTextBytes else {
             throw .invalidField("text", "is longer than \(context.configuration.maximumTextBytes) bytes")
         }
-        if let key = request.idempotencyKey { try context.check(key, "idempotency_key", pattern: .identifier) }
+        if let key = request.idempotencyKey {
+            try context.configuration.check(key, "idempotency_key", pattern: .identifier)
+        }
         let options = try context.pushOptions(request)
         let extras = try context.sealedExtras(request)
 
@@ -221,10 +223,10 @@ public final class RelayIngest: Sendable {
     ///
     /// - Parameter app: only this app's devices ring (an app's API key); every app's when `nil`.
     public func send(call request: CallRequest, app: String? = nil) async throws(RelayError) -> IngestReceipt {
-        try context.check(request.to, "to", pattern: .identifier)
-        try context.check(request.from.id, "from.id", pattern: .identifier)
-        try context.checkText(request.from.name, "from.name")
-        try context.check(request.callID, "call_id", pattern: .identifier)
+        try context.configuration.check(request.to, "to", pattern: .identifier)
+        try context.configuration.check(request.from.id, "from.id", pattern: .identifier)
+        try context.configuration.checkText(request.from.name, "from.name")
+        try context.configuration.check(request.callID, "call_id", pattern: .identifier)
         let media: CallMedia
         if let name = request.media {
             guard let parsed = CallMedia(rawValue: name) else {

@@ -101,8 +101,10 @@ public final class RelayKeys: Sendable {
                 createdAt: now()
             )
             // 64 random bits: a taken id is all but impossible, and simply drawn again.
-            guard try await storing({ try await $0.insertAPIKey(record) }) else { continue }
-            await audit(actor: actor, action: "key.created", target: record.id, app: record.appID)
+            let entry = auditEntry(actor: actor, action: "key.created", target: record.id, app: record.appID)
+            // The key and its audit entry in one transaction: neither is stored without the other.
+            let outcome = try await storing { try await $0.apply(.insertAPIKey(record, audit: entry)) }
+            guard outcome == .applied else { continue }
             try await refresh()
             return (record, token)
         }
@@ -112,9 +114,9 @@ public final class RelayKeys: Sendable {
     public func revoke(id: String, actor: String) async throws(RelayError) -> Bool {
         let keys = try await storing { try await $0.apiKeys() }
         guard let key = keys.first(where: { $0.id == id }) else { return false }
-        let at = now()
-        guard try await storing({ try await $0.revokeAPIKey(id: id, at: at) }) else { return false }
-        await audit(actor: actor, action: "key.revoked", target: id, app: key.appID)
+        let entry = auditEntry(actor: actor, action: "key.revoked", target: id, app: key.appID)
+        let outcome = try await storing { try await $0.apply(.revokeAPIKey(id: id, at: entry.at, audit: entry)) }
+        guard outcome == .applied else { return false }
         try await refresh()
         return true
     }
@@ -132,15 +134,7 @@ public final class RelayKeys: Sendable {
     /// Appends to the audit log. A failure is logged and counted, never thrown: the change it
     /// records is made already, and the caller's answer must say so.
     public func audit(actor: String, action: String, target: String, app: String?) async {
-        let at = now()
-        let entry = AuditEntry(
-            id: TimeOrderedID.make(milliseconds: at),
-            at: at,
-            actor: actor,
-            action: action,
-            target: target,
-            appID: app
-        )
+        let entry = auditEntry(actor: actor, action: action, target: target, app: app)
         do {
             try await store.appendAudit(entry)
         } catch {
@@ -150,6 +144,19 @@ public final class RelayKeys: Sendable {
                 metadata: ["action": "\(action)", "target": "\(target)", "error": "\(error)"]
             )
         }
+    }
+
+    /// An audit entry for a change made now.
+    private func auditEntry(actor: String, action: String, target: String, app: String?) -> AuditEntry {
+        let at = now()
+        return AuditEntry(
+            id: TimeOrderedID.make(milliseconds: at),
+            at: at,
+            actor: actor,
+            action: action,
+            target: target,
+            appID: app
+        )
     }
 
     /// Audit entries newest first; only `app`'s when given (an app key reads its own app's).

@@ -7,7 +7,7 @@ extension RelayActivation {
     /// heartbeat (never the tokens or keys). A user without devices has an empty list: the relay
     /// knows users only through their devices, so "unknown" and "no device" are one answer.
     public func devices(userID: String) async throws(RelayError) -> UserDevicesView {
-        try context.check(userID, "user_id", pattern: .identifier)
+        try context.configuration.check(userID, "user_id", pattern: .identifier)
         let recipients = try await context.storing { try await $0.recipients(userID: userID) }
         return UserDevicesView(userID: userID, devices: recipients.map(UserDeviceView.init))
     }
@@ -16,8 +16,8 @@ extension RelayActivation {
 extension RelayIngest {
     /// A page of pushes, newest first, filtered as asked; `next` continues it.
     public func pushes(_ request: PushListRequest) async throws(RelayError) -> PushListView {
-        if let user = request.user { try context.check(user, "user", pattern: .identifier) }
-        if let device = request.device { try context.check(device, "device", pattern: .identifier) }
+        if let user = request.user { try context.configuration.check(user, "user", pattern: .identifier) }
+        if let device = request.device { try context.configuration.check(device, "device", pattern: .identifier) }
         let limit = request.limit ?? PushListRequest.defaultLimit
         guard PushQuery.limits.contains(limit) else {
             throw .invalidField(

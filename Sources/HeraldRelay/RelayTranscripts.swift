@@ -34,11 +34,11 @@ public final class RelayTranscripts: Sendable {
     ) async throws(RelayError)
         -> ChatEventReceipt
     {
-        try context.check(conversation, "conversation", pattern: .identifier)
-        try context.check(request.to, "to", pattern: .identifier)
-        try context.check(request.type, "type", pattern: .identifier)
-        try context.check(request.from.id, "from.id", pattern: .identifier)
-        try context.checkText(request.from.name, "from.name")
+        try context.configuration.check(conversation, "conversation", pattern: .identifier)
+        try context.configuration.check(request.to, "to", pattern: .identifier)
+        try context.configuration.check(request.type, "type", pattern: .identifier)
+        try context.configuration.check(request.from.id, "from.id", pattern: .identifier)
+        try context.configuration.checkText(request.from.name, "from.name")
         let text = request.text ?? ""
         guard text.utf8.count <= context.configuration.maximumTextBytes else {
             throw .invalidField("text", "is longer than \(context.configuration.maximumTextBytes) bytes")
@@ -152,7 +152,7 @@ public final class RelayTranscripts: Sendable {
     /// purges its transcript and disconnects `messageRetention` after the end. Ending an ended
     /// chat answers its first end (a backend may retry); an unknown one is `notFound`.
     public func endChat(conversation: String) async throws(RelayError) -> ChatEndReceipt {
-        try context.check(conversation, "conversation", pattern: .identifier)
+        try context.configuration.check(conversation, "conversation", pattern: .identifier)
         var lifecycle = try await lifecycle(conversation)
         var answered: Int64?
         for action in lifecycle.handle(.end(at: context.now())) {
@@ -232,7 +232,7 @@ public final class RelayTranscripts: Sendable {
     )
         async throws(RelayError)
     {
-        try context.check(conversation, "conversation", pattern: .identifier)
+        try context.configuration.check(conversation, "conversation", pattern: .identifier)
         guard request.transcriptPosition >= 0 else { throw .invalidField("transcript_position", "must be 0 or more") }
         let disconnect = ChatDisconnect(
             deviceID: device.id,
@@ -248,7 +248,7 @@ public final class RelayTranscripts: Sendable {
     /// The app is back: no more pushes for this chat (a pending first push is cancelled), and
     /// the events it missed since it disconnected.
     public func chatConnect(device: DeviceRecord, conversation: String) async throws(RelayError) -> TranscriptView {
-        try context.check(conversation, "conversation", pattern: .identifier)
+        try context.configuration.check(conversation, "conversation", pattern: .identifier)
         cancelFirstPush(conversation: conversation, deviceID: device.id)
         let app = try await context.app(id: device.appID)
         let context = context
@@ -256,7 +256,7 @@ public final class RelayTranscripts: Sendable {
         let disconnect = try await context.storing {
             try await $0.removeDisconnect(deviceID: device.id, conversation: conversation) { found in
                 guard let app else { return [] }
-                return context.webhookEvents(
+                return WebhookEvent.reporting(
                     app: app,
                     .chatCustomerBack,
                     orderingKey: "conversation:" + conversation,
@@ -278,7 +278,7 @@ public final class RelayTranscripts: Sendable {
         async throws(RelayError) -> [WebhookEvent]
     {
         guard let app = try await context.app(id: device.appID) else { return [] }
-        return context.webhookEvents(
+        return WebhookEvent.reporting(
             app: app,
             type,
             orderingKey: "conversation:" + disconnect.conversation,

@@ -35,7 +35,7 @@ public final class RelayWebhooks: Sendable {
     ) async throws(RelayError)
         -> WebhookEventList
     {
-        try context.check(app, "app", pattern: .bundleID)
+        try context.configuration.check(app, "app", pattern: .bundleID)
         guard (1...500).contains(limit) else { throw .invalidField("limit", "must be between 1 and 500") }
         var wanted: WebhookEventState?
         if let state {

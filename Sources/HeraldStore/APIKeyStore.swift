@@ -3,20 +3,11 @@
 ///
 /// A key's secret is never stored: only its digest, which the relay compares with the digest of
 /// the presented secret. Keys live in the store so that every node on it sees a key made or
-/// revoked by `herald keys api` without a restart.
+/// revoked by `herald keys api` without a restart. Keys and audit entries are written through
+/// `ChangeStore.apply` (a key's change and its audit entry in one transaction).
 public protocol APIKeyStore: Sendable {
-    /// Stores a new key; `false` when its id is taken (nothing written).
-    func insertAPIKey(_ key: APIKeyRecord) async throws -> Bool
-
-    /// Marks a key revoked at `at`; `false` when no such key exists or it was revoked already
-    /// (the first revocation's time stays).
-    func revokeAPIKey(id: String, at: Int64) async throws -> Bool
-
     /// Every key, revoked ones included, oldest first.
     func apiKeys() async throws -> [APIKeyRecord]
-
-    /// Appends one entry to the audit log.
-    func appendAudit(_ entry: AuditEntry) async throws
 
     /// Audit entries newest first, before `before` (an entry id) when given, at most `limit`.
     func auditEntries(before: String?, limit: Int) async throws -> [AuditEntry]

@@ -1,7 +1,5 @@
-/// The apps the relay pushes for.
+/// The apps the relay pushes for; written through `ChangeStore.apply` (`StoreChange.saveApp`).
 public protocol AppStore: Sendable {
-    /// Adds or replaces an app (by id).
-    func saveApp(_ app: AppRecord) async throws
     /// The app with this id, as last saved, or `nil`.
     func app(id: String) async throws -> AppRecord?
     /// Every app, in id order.

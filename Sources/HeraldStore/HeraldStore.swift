@@ -7,7 +7,8 @@
 /// Several stores may be open on the same data at once (relay nodes sharing a database, or a
 /// node and its restart): every promise below holds across them, not only within one store.
 /// `HeraldStoreConformance` checks each promise, and every engine runs it unchanged.
-public protocol HeraldStore: AppStore, DeviceStore, OutboxStore, HeldMessageStore, ProviderTokenStore, RetentionStore,
+public protocol HeraldStore: ChangeStore, AppStore, DeviceStore, OutboxStore, HeldMessageStore, ProviderTokenStore,
+    RetentionStore,
     SealingStore, TranscriptStore, LiveSessionStore, WebhookStore, WebhookQueueStore, CallStore, CallbackStore,
     APIKeyStore
 {}

@@ -101,12 +101,10 @@ public struct StoredWebhookEvent: Sendable, Hashable {
 /// The durable queue of webhook events.
 ///
 /// Events are written with the change they report: a store method that makes such a change takes
-/// the events to write with it (the engines share one way to write them); `enqueueWebhookEvents`
-/// is for events that report no stored change of their own.
+/// the events to write with it (the engines share one way to write them);
+/// `StoreChange.enqueueWebhookEvents` is for events that report no stored change of their own
+/// (pending and due at their `createdAt`; an event id already stored is left as it is).
 public protocol WebhookStore: Sendable {
-    /// Writes events, pending and due at their `createdAt`; durable when it returns. An event id
-    /// already stored is left as it is.
-    func enqueueWebhookEvents(_ events: [WebhookEvent]) async throws
     /// An event with its delivery state, or `nil` if unknown.
     func webhookEvent(id: String) async throws -> StoredWebhookEvent?
 }

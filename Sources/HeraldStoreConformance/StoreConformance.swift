@@ -78,6 +78,7 @@ public enum StoreConformance {
         case heldMessagesEndAndAppsKeepTheirPolicy
         case apiKeysAndTheAuditLog
         case queuedMessagesAreCountedPerApp
+        case changesAnswerEachInOneTransaction
 
         public var description: String { rawValue }
 
@@ -105,6 +106,8 @@ public enum StoreConformance {
                 try await StoreConformance.heldMessagesEndAndAppsKeepTheirPolicy(engine)
             case .apiKeysAndTheAuditLog: try await StoreConformance.apiKeysAndTheAuditLog(engine)
             case .queuedMessagesAreCountedPerApp: try await StoreConformance.queuedMessagesAreCountedPerApp(engine)
+            case .changesAnswerEachInOneTransaction:
+                try await StoreConformance.changesAnswerEachInOneTransaction(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

@@ -3,9 +3,14 @@ import NIOCore
 import PostgresNIO
 
 extension PostgresStore {
-    public func insertAPIKey(_ key: APIKeyRecord) async throws -> Bool {
-        let rows = try await rows(
-            "store an API key",
+    static func insertAPIKey(
+        _ key: APIKeyRecord,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws
+        -> ChangeOutcome
+    {
+        let rows = try await connection.run(
             """
             INSERT INTO api_keys (id, name, app_id, scopes, secret_digest, rate_per_second, burst, created_at,
                 revoked_at)
@@ -13,17 +18,25 @@ extension PostgresStore {
                 \(key.ratePerSecond), \(key.burst), \(key.createdAt), \(key.revokedAt))
             ON CONFLICT (id) DO NOTHING
             RETURNING id
-            """
+            """,
+            logger: logger
         )
-        return !rows.isEmpty
+        return rows.isEmpty ? .duplicate : .applied
     }
 
-    public func revokeAPIKey(id: String, at: Int64) async throws -> Bool {
-        let rows = try await rows(
-            "revoke an API key",
-            "UPDATE api_keys SET revoked_at = \(at) WHERE id = \(id) AND revoked_at IS NULL RETURNING id"
+    static func revokeAPIKey(
+        id: String,
+        at: Int64,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws
+        -> ChangeOutcome
+    {
+        let rows = try await connection.run(
+            "UPDATE api_keys SET revoked_at = \(at) WHERE id = \(id) AND revoked_at IS NULL RETURNING id",
+            logger: logger
         )
-        return !rows.isEmpty
+        return rows.isEmpty ? .stale : .applied
     }
 
     public func apiKeys() async throws -> [APIKeyRecord] {
@@ -56,13 +69,13 @@ extension PostgresStore {
         )
     }
 
-    public func appendAudit(_ entry: AuditEntry) async throws {
-        _ = try await rows(
-            "append to the audit log",
+    static func appendAudit(_ entry: AuditEntry, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.run(
             """
             INSERT INTO audit_log (id, at, actor, action, target, app_id)
             VALUES (\(entry.id), \(entry.at), \(entry.actor), \(entry.action), \(entry.target), \(entry.appID))
-            """
+            """,
+            logger: logger
         )
     }
 

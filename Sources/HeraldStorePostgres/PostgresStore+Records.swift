@@ -36,30 +36,28 @@ extension PostgresStore {
         queue_order, undeliverable, hold_for
         """
 
-    public func saveApp(_ app: AppRecord) async throws {
-        try await transaction("save an app") { [logger] connection in
-            try await connection.run(
-                """
-                INSERT INTO apps (\(unescaped: Self.appColumns))
-                VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
-                    \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
-                    \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }),
-                    \(app.apnsKey), \(app.fcmAccount), \(app.apnsEnvironment?.rawValue), \(app.presencePolicy.rawValue),
-                    \(app.messagePriority), \(app.queueOrder.rawValue), \(app.undeliverable?.rawValue), \(app.holdFor))
-                ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
-                    alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
-                    message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
-                    collapse_by_conversation = EXCLUDED.collapse_by_conversation,
-                    webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret,
-                    apns_key = EXCLUDED.apns_key, fcm_account = EXCLUDED.fcm_account,
-                    apns_environment = EXCLUDED.apns_environment,
-                    presence_policy = EXCLUDED.presence_policy, message_priority = EXCLUDED.message_priority,
-                    queue_order = EXCLUDED.queue_order, undeliverable = EXCLUDED.undeliverable,
-                    hold_for = EXCLUDED.hold_for
-                """,
-                logger: logger
-            )
-        }
+    static func saveApp(_ app: AppRecord, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.run(
+            """
+            INSERT INTO apps (\(unescaped: Self.appColumns))
+            VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
+                \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
+                \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }),
+                \(app.apnsKey), \(app.fcmAccount), \(app.apnsEnvironment?.rawValue), \(app.presencePolicy.rawValue),
+                \(app.messagePriority), \(app.queueOrder.rawValue), \(app.undeliverable?.rawValue), \(app.holdFor))
+            ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
+                alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
+                message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
+                collapse_by_conversation = EXCLUDED.collapse_by_conversation,
+                webhook_url = EXCLUDED.webhook_url, webhook_secret = EXCLUDED.webhook_secret,
+                apns_key = EXCLUDED.apns_key, fcm_account = EXCLUDED.fcm_account,
+                apns_environment = EXCLUDED.apns_environment,
+                presence_policy = EXCLUDED.presence_policy, message_priority = EXCLUDED.message_priority,
+                queue_order = EXCLUDED.queue_order, undeliverable = EXCLUDED.undeliverable,
+                hold_for = EXCLUDED.hold_for
+            """,
+            logger: logger
+        )
     }
 
     public func app(id: String) async throws -> AppRecord? {
@@ -176,44 +174,42 @@ extension PostgresStore {
         return environment
     }
 
-    public func saveDevice(_ device: DeviceRecord) async throws {
-        try await transaction("save a device") { [logger] connection in
-            try await Self.takeTokens(
-                connection,
-                messaging: device.messagingToken,
-                voip: device.voipToken,
-                from: device.id,
-                logger: logger
-            )
-            try await connection.run(
-                """
-                INSERT INTO devices
-                    (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
-                     device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                     credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
-                     notification_permission, notification_permission_at)
-                VALUES (\(device.id), \(device.userID), \(device.appID), \(device.platform.rawValue),
-                    \(device.messagingToken), \(device.voipToken), \(device.keyID), \(device.previousKeyID),
-                    \(ByteBuffer(device.devicePublicKey)), \(ByteBuffer(device.relayPublicKey)),
-                    \(ByteBuffer(device.sealedRelaySecretKey)), \(ByteBuffer(device.sealedSessionKeys)),
-                    \(ByteBuffer(device.credentialHash)), \(device.tokenDeadReason), \(device.createdAt),
-                    \(device.updatedAt), \(device.apnsEnvironment?.rawValue), \(device.notificationPermission.rawValue),
-                    \(device.notificationPermissionAt))
-                ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, app_id = EXCLUDED.app_id,
-                    platform = EXCLUDED.platform, messaging_token = EXCLUDED.messaging_token,
-                    voip_token = EXCLUDED.voip_token, key_id = EXCLUDED.key_id,
-                    previous_key_id = EXCLUDED.previous_key_id, device_public_key = EXCLUDED.device_public_key,
-                    relay_public_key = EXCLUDED.relay_public_key,
-                    sealed_relay_secret_key = EXCLUDED.sealed_relay_secret_key,
-                    sealed_session_keys = EXCLUDED.sealed_session_keys, credential_hash = EXCLUDED.credential_hash,
-                    token_dead_reason = EXCLUDED.token_dead_reason, created_at = EXCLUDED.created_at,
-                    updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment,
-                    notification_permission = EXCLUDED.notification_permission,
-                    notification_permission_at = EXCLUDED.notification_permission_at
-                """,
-                logger: logger
-            )
-        }
+    static func saveDevice(_ device: DeviceRecord, on connection: PostgresConnection, logger: Logger) async throws {
+        try await Self.takeTokens(
+            connection,
+            messaging: device.messagingToken,
+            voip: device.voipToken,
+            from: device.id,
+            logger: logger
+        )
+        try await connection.run(
+            """
+            INSERT INTO devices
+                (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
+                 device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
+                 credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
+                 notification_permission, notification_permission_at)
+            VALUES (\(device.id), \(device.userID), \(device.appID), \(device.platform.rawValue),
+                \(device.messagingToken), \(device.voipToken), \(device.keyID), \(device.previousKeyID),
+                \(ByteBuffer(device.devicePublicKey)), \(ByteBuffer(device.relayPublicKey)),
+                \(ByteBuffer(device.sealedRelaySecretKey)), \(ByteBuffer(device.sealedSessionKeys)),
+                \(ByteBuffer(device.credentialHash)), \(device.tokenDeadReason), \(device.createdAt),
+                \(device.updatedAt), \(device.apnsEnvironment?.rawValue), \(device.notificationPermission.rawValue),
+                \(device.notificationPermissionAt))
+            ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, app_id = EXCLUDED.app_id,
+                platform = EXCLUDED.platform, messaging_token = EXCLUDED.messaging_token,
+                voip_token = EXCLUDED.voip_token, key_id = EXCLUDED.key_id,
+                previous_key_id = EXCLUDED.previous_key_id, device_public_key = EXCLUDED.device_public_key,
+                relay_public_key = EXCLUDED.relay_public_key,
+                sealed_relay_secret_key = EXCLUDED.sealed_relay_secret_key,
+                sealed_session_keys = EXCLUDED.sealed_session_keys, credential_hash = EXCLUDED.credential_hash,
+                token_dead_reason = EXCLUDED.token_dead_reason, created_at = EXCLUDED.created_at,
+                updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment,
+                notification_permission = EXCLUDED.notification_permission,
+                notification_permission_at = EXCLUDED.notification_permission_at
+            """,
+            logger: logger
+        )
     }
 
     /// A token belongs to one device: whoever had it loses it. Two nodes giving one token to two
@@ -248,62 +244,49 @@ extension PostgresStore {
             }
     }
 
-    public func updateTokens(
-        deviceID: String,
-        messaging: String?,
-        voip: String?,
-        now: Int64
-    ) async throws
-        -> DeviceRecord?
-    {
-        try await transaction("update a device's tokens") { [logger] connection -> DeviceRecord? in
-            // Locks the row: two updates of one device's tokens run one after the other.
-            let exists = try await connection.run(
-                "SELECT 1 FROM devices WHERE id = \(deviceID) FOR UPDATE",
-                logger: logger
-            )
-            guard !exists.isEmpty else { return nil }
-            try await Self.takeTokens(connection, messaging: messaging, voip: voip, from: deviceID, logger: logger)
-            if let messaging {
-                let token: String? = messaging.isEmpty ? nil : messaging
-                try await connection.run(
-                    """
-                    UPDATE devices SET messaging_token = \(token), token_dead_reason = NULL, updated_at = \(now)
-                    WHERE id = \(deviceID)
-                    """,
-                    logger: logger
-                )
-            }
-            if let voip {
-                let token: String? = voip.isEmpty ? nil : voip
-                try await connection.run(
-                    """
-                    UPDATE devices SET voip_token = \(token), token_dead_reason = NULL, updated_at = \(now)
-                    WHERE id = \(deviceID)
-                    """,
-                    logger: logger
-                )
-            }
-            let rows = try await connection.run(
-                "SELECT \(unescaped: Self.deviceColumns) FROM devices d WHERE d.id = \(deviceID)",
-                logger: logger
-            )
-            return try rows.first.map { row in
-                var columns = Columns(row)
-                return try Self.device(&columns)
-            }
-        }
+    static func updateTokens(
+        _ update: TokenUpdate,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        let deviceID = update.deviceID
+        // Locks the row: two updates of one device's tokens run one after the other.
+        let exists = try await connection.run("SELECT 1 FROM devices WHERE id = \(deviceID) FOR UPDATE", logger: logger)
+        guard !exists.isEmpty else { return .stale }
+        try await Self.takeTokens(
+            connection,
+            messaging: update.messaging,
+            voip: update.voip,
+            from: deviceID,
+            logger: logger
+        )
+        guard update.messaging != nil || update.voip != nil else { return .applied }
+        // A token not given stays; an empty one is removed (NULLIF); either clears the dead reason.
+        try await connection.run(
+            """
+            UPDATE devices SET
+                messaging_token = CASE WHEN \(update.messaging)::TEXT IS NULL THEN messaging_token
+                    ELSE NULLIF(\(update.messaging)::TEXT, '') END,
+                voip_token = CASE WHEN \(update.voip)::TEXT IS NULL THEN voip_token
+                    ELSE NULLIF(\(update.voip)::TEXT, '') END,
+                token_dead_reason = NULL, updated_at = \(update.at)
+            WHERE id = \(deviceID)
+            """,
+            logger: logger
+        )
+        return .applied
     }
 
-    public func deleteDevice(id: String) async throws -> Bool {
-        try await transaction("delete a device") { [logger] connection in
-            // Presence and chat disconnects go with the device (ON DELETE CASCADE).
-            let deleted = try await connection.run(
-                "DELETE FROM devices WHERE id = \(id) RETURNING id",
-                logger: logger
-            )
-            return !deleted.isEmpty
-        }
+    static func deleteDevice(
+        id: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws
+        -> ChangeOutcome
+    {
+        // Presence and chat disconnects go with the device (ON DELETE CASCADE).
+        let deleted = try await connection.run("DELETE FROM devices WHERE id = \(id) RETURNING id", logger: logger)
+        return deleted.isEmpty ? .stale : .applied
     }
 
     public func deviceCount() async throws -> Int {
@@ -318,20 +301,19 @@ extension PostgresStore {
 
     // MARK: Presence
 
-    public func savePresence(_ presence: PresenceRecord) async throws {
-        try await transaction("save a presence") { [logger] connection in
-            try await connection.run(
-                """
-                INSERT INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
-                VALUES (\(presence.deviceID), \(presence.userID), \(presence.conversation),
-                    \(presence.state.rawValue), \(presence.updatedAt), \(presence.expiresAt))
-                ON CONFLICT (device_id) DO UPDATE SET user_id = EXCLUDED.user_id,
-                    conversation = EXCLUDED.conversation, state = EXCLUDED.state,
-                    updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at
-                """,
-                logger: logger
-            )
-        }
+    static func savePresence(_ presence: PresenceRecord, on connection: PostgresConnection, logger: Logger) async throws
+    {
+        try await connection.run(
+            """
+            INSERT INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
+            VALUES (\(presence.deviceID), \(presence.userID), \(presence.conversation),
+                \(presence.state.rawValue), \(presence.updatedAt), \(presence.expiresAt))
+            ON CONFLICT (device_id) DO UPDATE SET user_id = EXCLUDED.user_id,
+                conversation = EXCLUDED.conversation, state = EXCLUDED.state,
+                updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at
+            """,
+            logger: logger
+        )
     }
 
     // MARK: Messages and retention

@@ -3,13 +3,6 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
-    public func enqueueWebhookEvents(_ events: [WebhookEvent]) async throws {
-        guard !events.isEmpty else { return }
-        try await transaction("write webhook events") { [logger] connection in
-            try await Self.insert(events, on: connection, logger: logger)
-        }
-    }
-
     public func webhookEvent(id: String) async throws -> StoredWebhookEvent? {
         try await rows(
             "read a webhook event",

@@ -3,32 +3,28 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    public func insertAPIKey(_ key: APIKeyRecord) async throws -> Bool {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO api_keys (id, name, app_id, scopes, secret_digest, rate_per_second, burst,
-                        created_at, revoked_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (id) DO NOTHING
-                    """,
-                arguments: [
-                    key.id, key.name, key.appID, key.scopesText, Data(key.secretDigest), key.ratePerSecond,
-                    key.burst, key.createdAt, key.revokedAt,
-                ]
-            )
-            return db.changesCount == 1
-        }
+    static func insertAPIKey(_ key: APIKeyRecord, _ db: Database) throws -> ChangeOutcome {
+        try db.execute(
+            sql: """
+                INSERT INTO api_keys (id, name, app_id, scopes, secret_digest, rate_per_second, burst,
+                    created_at, revoked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO NOTHING
+                """,
+            arguments: [
+                key.id, key.name, key.appID, key.scopesText, Data(key.secretDigest), key.ratePerSecond,
+                key.burst, key.createdAt, key.revokedAt,
+            ]
+        )
+        return db.changesCount == 1 ? .applied : .duplicate
     }
 
-    public func revokeAPIKey(id: String, at: Int64) async throws -> Bool {
-        try await write { db in
-            try db.execute(
-                sql: "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                arguments: [at, id]
-            )
-            return db.changesCount == 1
-        }
+    static func revokeAPIKey(id: String, at: Int64, _ db: Database) throws -> ChangeOutcome {
+        try db.execute(
+            sql: "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            arguments: [at, id]
+        )
+        return db.changesCount == 1 ? .applied : .stale
     }
 
     public func apiKeys() async throws -> [APIKeyRecord] {
@@ -56,13 +52,11 @@ extension SQLiteStore {
         }
     }
 
-    public func appendAudit(_ entry: AuditEntry) async throws {
-        try await write { db in
-            try db.execute(
-                sql: "INSERT INTO audit_log (id, at, actor, action, target, app_id) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [entry.id, entry.at, entry.actor, entry.action, entry.target, entry.appID]
-            )
-        }
+    static func appendAudit(_ entry: AuditEntry, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO audit_log (id, at, actor, action, target, app_id) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [entry.id, entry.at, entry.actor, entry.action, entry.target, entry.appID]
+        )
     }
 
     public func auditEntries(before: String?, limit: Int) async throws -> [AuditEntry] {

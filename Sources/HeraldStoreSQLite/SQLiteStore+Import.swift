@@ -78,40 +78,9 @@ extension SQLiteStore: StoreImport {
     private static func insert(_ record: StoreRecord, _ db: Database) throws {
         switch record {
         case .app(let app):
-            try db.execute(
-                sql: """
-                    INSERT INTO apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
-                        collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
-                         apns_environment, presence_policy, message_priority, queue_order, undeliverable, hold_for)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
-                    app.callTTL, app.collapseByConversation, app.webhook?.url,
-                    app.webhook.map { Data($0.sealedSecret) },
-                    app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue, app.presencePolicy.rawValue,
-                    app.messagePriority, app.queueOrder.rawValue, app.undeliverable?.rawValue, app.holdFor,
-                ]
-            )
+            try insertApp(app, db, replacing: false)
         case .device(let device):
-            try db.execute(
-                sql: """
-                    INSERT INTO devices
-                        (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
-                         device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                         credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
-                         notification_permission, notification_permission_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
-                    device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
-                    Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
-                    Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
-                    device.apnsEnvironment?.rawValue, device.notificationPermission.rawValue,
-                    device.notificationPermissionAt,
-                ]
-            )
+            try insertDevice(device, db, replacing: false)
         case .presence(let presence):
             try db.execute(
                 sql: """

@@ -6,26 +6,29 @@ public import HeraldStore
 extension SQLiteStore {
     // MARK: Apps
 
-    public func saveApp(_ app: AppRecord) async throws {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO apps
-                        (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
-                         collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
-                         apns_environment, presence_policy, message_priority, queue_order, undeliverable, hold_for)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
-                    app.callTTL, app.collapseByConversation, app.webhook?.url,
-                    app.webhook.map { Data($0.sealedSecret) },
-                    app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue, app.presencePolicy.rawValue,
-                    app.messagePriority, app.queueOrder.rawValue, app.undeliverable?.rawValue, app.holdFor,
-                ]
-            )
-            self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed)
-        }
+    static func saveApp(_ app: AppRecord, _ db: Database) throws {
+        try insertApp(app, db, replacing: true)
+    }
+
+    /// Writes an app's row as it is: replacing one with its id (a save), or not (an import, which
+    /// fails on a row that is there already).
+    static func insertApp(_ app: AppRecord, _ db: Database, replacing: Bool) throws {
+        try db.execute(
+            sql: """
+                \(replacing ? "INSERT OR REPLACE" : "INSERT") INTO apps
+                    (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
+                     collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
+                     apns_environment, presence_policy, message_priority, queue_order, undeliverable, hold_for)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
+                app.callTTL, app.collapseByConversation, app.webhook?.url,
+                app.webhook.map { Data($0.sealedSecret) },
+                app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue, app.presencePolicy.rawValue,
+                app.messagePriority, app.queueOrder.rawValue, app.undeliverable?.rawValue, app.holdFor,
+            ]
+        )
     }
 
     /// Whether any app has a webhook.
@@ -93,28 +96,32 @@ extension SQLiteStore {
 
     // MARK: Devices
 
-    public func saveDevice(_ device: DeviceRecord) async throws {
-        try await write { db in
-            try Self.takeTokens(db, messaging: device.messagingToken, voip: device.voipToken, from: device.id)
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO devices
-                        (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
-                         device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
-                         credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
-                         notification_permission, notification_permission_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
-                    device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
-                    Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
-                    Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
-                    device.apnsEnvironment?.rawValue, device.notificationPermission.rawValue,
-                    device.notificationPermissionAt,
-                ]
-            )
-        }
+    static func saveDevice(_ device: DeviceRecord, _ db: Database) throws {
+        try Self.takeTokens(db, messaging: device.messagingToken, voip: device.voipToken, from: device.id)
+        try insertDevice(device, db, replacing: true)
+    }
+
+    /// Writes a device's row as it is: replacing one with its id (a save), or not (an import,
+    /// which fails on a row that is there already).
+    static func insertDevice(_ device: DeviceRecord, _ db: Database, replacing: Bool) throws {
+        try db.execute(
+            sql: """
+                \(replacing ? "INSERT OR REPLACE" : "INSERT") INTO devices
+                    (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
+                     device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
+                     credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
+                     notification_permission, notification_permission_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
+                device.voipToken, device.keyID, device.previousKeyID, Data(device.devicePublicKey),
+                Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
+                Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
+                device.apnsEnvironment?.rawValue, device.notificationPermission.rawValue,
+                device.notificationPermissionAt,
+            ]
+        )
     }
 
     /// A token belongs to one device: whoever had it loses it.
@@ -218,44 +225,31 @@ extension SQLiteStore {
         )
     }
 
-    public func updateTokens(
-        deviceID: String,
-        messaging: String?,
-        voip: String?,
-        now: Int64
-    ) async throws
-        -> DeviceRecord?
-    {
-        try await write { db in
-            guard try Row.fetchOne(db, sql: "SELECT id FROM devices WHERE id = ?", arguments: [deviceID]) != nil else {
-                return nil
-            }
-            try Self.takeTokens(db, messaging: messaging, voip: voip, from: deviceID)
-            if let messaging {
-                try db.execute(
-                    sql: """
-                        UPDATE devices SET messaging_token = ?, token_dead_reason = NULL, updated_at = ? WHERE id = ?
-                        """,
-                    arguments: [messaging.isEmpty ? nil : messaging, now, deviceID]
-                )
-            }
-            if let voip {
-                try db.execute(
-                    sql: "UPDATE devices SET voip_token = ?, token_dead_reason = NULL, updated_at = ? WHERE id = ?",
-                    arguments: [voip.isEmpty ? nil : voip, now, deviceID]
-                )
-            }
-            return try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [deviceID])
-                .map(Self.device(from:))
+    static func updateTokens(_ update: TokenUpdate, _ db: Database) throws -> ChangeOutcome {
+        let deviceID = update.deviceID
+        guard try Row.fetchOne(db, sql: "SELECT id FROM devices WHERE id = ?", arguments: [deviceID]) != nil else {
+            return .stale
         }
+        try Self.takeTokens(db, messaging: update.messaging, voip: update.voip, from: deviceID)
+        guard update.messaging != nil || update.voip != nil else { return .applied }
+        // A token not given stays; an empty one is removed (NULLIF); either clears the dead reason.
+        try db.execute(
+            sql: """
+                UPDATE devices SET
+                    messaging_token = CASE WHEN ?1 IS NULL THEN messaging_token ELSE NULLIF(?1, '') END,
+                    voip_token = CASE WHEN ?2 IS NULL THEN voip_token ELSE NULLIF(?2, '') END,
+                    token_dead_reason = NULL, updated_at = ?3
+                WHERE id = ?4
+                """,
+            arguments: [update.messaging, update.voip, update.at, deviceID]
+        )
+        return .applied
     }
 
-    public func deleteDevice(id: String) async throws -> Bool {
-        try await write { db in
-            try db.execute(sql: "DELETE FROM presence WHERE device_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [id])
-            return db.changesCount > 0
-        }
+    static func deleteDevice(id: String, _ db: Database) throws -> ChangeOutcome {
+        try db.execute(sql: "DELETE FROM presence WHERE device_id = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [id])
+        return db.changesCount > 0 ? .applied : .stale
     }
 
     public func deviceCount() async throws -> Int {
@@ -306,43 +300,36 @@ extension SQLiteStore {
         return environment
     }
 
-    public func setNotificationPermission(
-        deviceID: String,
-        _ permission: NotificationPermission,
-        now: Int64,
-        events: [WebhookEvent]
-    ) async throws -> NotificationPermissionChange? {
-        try await write { db in
-            // Only a different permission is written: the report that changes it writes its events.
-            try db.execute(
-                sql: """
-                    UPDATE devices SET notification_permission = ?, notification_permission_at = ?
-                    WHERE id = ? AND notification_permission != ?
-                    """,
-                arguments: [permission.rawValue, now, deviceID, permission.rawValue]
-            )
-            let changed = db.changesCount > 0
-            if changed { try Self.insert(events, db) }
-            return try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [deviceID])
-                .map { NotificationPermissionChange(device: try Self.device(from: $0), changed: changed) }
+    static func setNotificationPermission(_ report: PermissionReport, _ db: Database) throws -> ChangeOutcome {
+        // Only a different permission is written: the report that changes it writes its events.
+        try db.execute(
+            sql: """
+                UPDATE devices SET notification_permission = ?, notification_permission_at = ?
+                WHERE id = ? AND notification_permission != ?
+                """,
+            arguments: [report.permission.rawValue, report.at, report.deviceID, report.permission.rawValue]
+        )
+        if db.changesCount > 0 {
+            try Self.insert(report.events, db)
+            return .applied
         }
+        let known = try Row.fetchOne(db, sql: "SELECT id FROM devices WHERE id = ?", arguments: [report.deviceID])
+        return known == nil ? .stale : .duplicate
     }
 
     // MARK: Presence
 
-    public func savePresence(_ presence: PresenceRecord) async throws {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    presence.deviceID, presence.userID, presence.conversation, presence.state.rawValue,
-                    presence.updatedAt, presence.expiresAt,
-                ]
-            )
-        }
+    static func savePresence(_ presence: PresenceRecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO presence (device_id, user_id, conversation, state, updated_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                presence.deviceID, presence.userID, presence.conversation, presence.state.rawValue,
+                presence.updatedAt, presence.expiresAt,
+            ]
+        )
     }
 
     // MARK: Messages

@@ -3,11 +3,6 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    public func enqueueWebhookEvents(_ events: [WebhookEvent]) async throws {
-        guard !events.isEmpty else { return }
-        try await write { db in try Self.insert(events, db) }
-    }
-
     public func webhookEvent(id: String) async throws -> StoredWebhookEvent? {
         try await read { db in
             try Row.fetchOne(

@@ -4,6 +4,10 @@ import Testing
 /// Every store conformance rule against SQLite, one test per rule.
 @Suite("SQLite store conformance", .timeLimit(.minutes(2)))
 struct SQLiteConformanceTests {
+    @Test func changesAnswerEachInOneTransaction() async throws {
+        try await SQLiteEngine.check(.changesAnswerEachInOneTransaction)
+    }
+
     @Test func queuedMessagesAreCountedPerApp() async throws {
         try await SQLiteEngine.check(.queuedMessagesAreCountedPerApp)
     }
@@ -312,6 +316,7 @@ struct SQLiteConformanceTests {
             .heldMessagesEndAndAppsKeepTheirPolicy,
             .apiKeysAndTheAuditLog,
             .queuedMessagesAreCountedPerApp,
+            .changesAnswerEachInOneTransaction,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -1,0 +1,37 @@
+import HeraldStore
+
+/// What a planner decided for one relay operation: the rows to write, and what to do once they
+/// are written. A planner reads nothing and writes nothing; `RelayContext.commit` is the one
+/// place that carries a change out.
+struct RelayChange: Sendable, Equatable {
+    /// Written in one transaction (`ChangeStore.apply`).
+    var writes: [StoreChange]
+    /// Carried out after the writes committed, whatever they answered.
+    var effects: [RelayEffect] = []
+    /// Carried out after the writes committed, only when every write was applied.
+    var effectsWhenApplied: [RelayEffect] = []
+    /// The refusal when a write found its row gone (`ChangeOutcome.stale`); without one, a stale
+    /// write is an answer the operation reads itself.
+    var refusalWhenStale: RelayError?
+}
+
+/// Something the relay does after a change committed: never a store write (those are the
+/// change's), so carrying it out twice or not at all loses nothing durable.
+enum RelayEffect: Sendable, Equatable {
+    /// Counts a device activation (`herald_relay_activations_total`).
+    case countActivation
+    /// Releases what is held for a user: a device of theirs can take it now.
+    case releaseHeld(userID: String)
+    /// Wakes the webhook dispatcher: events were written.
+    case wakeWebhooks
+    /// Caches a saved app on this node and tells the node's hooks.
+    case appSaved(AppRecord)
+    /// One line at `info`: ids and states only, never content.
+    case log(String, [String: String])
+}
+
+/// A change with the answer the operation gives once it is committed.
+struct Planned<Answer: Sendable>: Sendable {
+    var change: RelayChange
+    var answer: Answer
+}

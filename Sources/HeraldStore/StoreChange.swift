@@ -1,0 +1,189 @@
+/// One write the relay asks of the store. A relay operation's planner decides its changes from
+/// what it read; the committer hands them to `ChangeStore.apply`, which writes a batch of them in
+/// one transaction and answers for each.
+///
+/// A case names rows, not a feature: a new relay rule that writes the same rows needs no new
+/// store method in either engine.
+public enum StoreChange: Sendable, Hashable {
+    /// Adds or replaces an app (by id). Always `applied`.
+    case saveApp(AppRecord)
+    /// Adds or replaces a device (by id); its tokens are taken from any other device that had
+    /// them. Always `applied`.
+    case saveDevice(DeviceRecord)
+    /// Sets a device's tokens (see `TokenUpdate`). `stale` when the device is gone.
+    case updateTokens(TokenUpdate)
+    /// Removes a device with its tokens, keys, credential, presence and chat disconnects. `stale`
+    /// when there was no such device.
+    case deleteDevice(id: String)
+    /// Adds or replaces a device's presence (its last heartbeat). Always `applied`.
+    case savePresence(PresenceRecord)
+    /// Records the notification permission a device reports, with the events that report a
+    /// change. `applied` when it differed (the events are written), `duplicate` when the device
+    /// had it already (nothing is written: of two reports racing, one changes it), `stale` when
+    /// the device is gone.
+    case setNotificationPermission(PermissionReport)
+    /// Writes webhook events; an id already stored is kept. Always `applied`.
+    case enqueueWebhookEvents([WebhookEvent])
+    /// Stores a new API key, with the audit entry that records it. `duplicate` when its id is
+    /// taken (nothing is written).
+    case insertAPIKey(APIKeyRecord, audit: AuditEntry?)
+    /// Revokes an API key at a time, with the audit entry that records it. `stale` when there is
+    /// no such key or it was revoked already (nothing is written: the first revocation's time
+    /// stays).
+    case revokeAPIKey(id: String, at: Int64, audit: AuditEntry?)
+    /// Appends an entry to the audit log. Always `applied`.
+    case appendAudit(AuditEntry)
+}
+
+/// How `ChangeStore.apply` answered for one change.
+public enum ChangeOutcome: Sendable, Hashable {
+    /// The change was written.
+    case applied
+    /// The store held what the change writes already (a repeated report, a retried insert):
+    /// nothing was written.
+    case duplicate
+    /// The row the change was planned against is gone (or was never there): nothing was written.
+    case stale
+}
+
+/// Late or refreshed tokens for one device.
+public struct TokenUpdate: Sendable, Hashable {
+    public var deviceID: String
+    /// The new messaging token: `nil` leaves it as it is, an empty string removes it.
+    public var messaging: String?
+    /// The new VoIP token: `nil` leaves it as it is, an empty string removes it.
+    public var voip: String?
+    /// When (ms): a token set clears the device's `tokenDeadReason` and stamps `updatedAt`.
+    public var at: Int64
+
+    public init(deviceID: String, messaging: String?, voip: String?, at: Int64) {
+        self.deviceID = deviceID
+        self.messaging = messaging
+        self.voip = voip
+        self.at = at
+    }
+
+    /// `device` as it is after the update (what the store writes).
+    public func applied(to device: DeviceRecord) -> DeviceRecord {
+        var device = device
+        if let messaging {
+            device.messagingToken = messaging.isEmpty ? nil : messaging
+            device.tokenDeadReason = nil
+            device.updatedAt = at
+        }
+        if let voip {
+            device.voipToken = voip.isEmpty ? nil : voip
+            device.tokenDeadReason = nil
+            device.updatedAt = at
+        }
+        return device
+    }
+}
+
+/// A device's report of its notification permission.
+public struct PermissionReport: Sendable, Hashable {
+    public var deviceID: String
+    public var permission: NotificationPermission
+    /// When (ms): `notificationPermissionAt` once it changed.
+    public var at: Int64
+    /// Written with the change, and only when the permission changed.
+    public var events: [WebhookEvent]
+
+    public init(deviceID: String, permission: NotificationPermission, at: Int64, events: [WebhookEvent]) {
+        self.deviceID = deviceID
+        self.permission = permission
+        self.at = at
+        self.events = events
+    }
+}
+
+/// The store's one write: a batch of changes in one transaction.
+public protocol ChangeStore: Sendable {
+    /// Applies `changes` in order in one transaction, committed before it returns, and answers
+    /// one outcome per change, in their order. A change that is `duplicate` or `stale` writes
+    /// nothing and does not undo the others; an error undoes them all.
+    func apply(_ changes: [StoreChange]) async throws -> [ChangeOutcome]
+}
+
+extension ChangeStore {
+    /// Applies one change.
+    @discardableResult
+    public func apply(_ change: StoreChange) async throws -> ChangeOutcome {
+        let outcomes = try await apply([change])
+        guard outcomes.count == 1, let outcome = outcomes.first else {
+            throw StoreError.corrupt.with(detail: "the store answered \(outcomes.count) outcomes for one change")
+        }
+        return outcome
+    }
+
+    /// Adds or replaces an app (by id).
+    public func saveApp(_ app: AppRecord) async throws {
+        try await apply(.saveApp(app))
+    }
+
+    /// Adds or replaces a device (by id); its tokens are taken from any other device that had them.
+    public func saveDevice(_ device: DeviceRecord) async throws {
+        try await apply(.saveDevice(device))
+    }
+
+    /// Adds or replaces a device's presence.
+    public func savePresence(_ presence: PresenceRecord) async throws {
+        try await apply(.savePresence(presence))
+    }
+
+    /// Removes a device; whether it existed.
+    public func deleteDevice(id: String) async throws -> Bool {
+        try await apply(.deleteDevice(id: id)) == .applied
+    }
+
+    /// Writes webhook events (an id already stored is kept).
+    public func enqueueWebhookEvents(_ events: [WebhookEvent]) async throws {
+        guard !events.isEmpty else { return }
+        try await apply(.enqueueWebhookEvents(events))
+    }
+
+    /// Stores a new API key; `false` when its id is taken.
+    public func insertAPIKey(_ key: APIKeyRecord) async throws -> Bool {
+        try await apply(.insertAPIKey(key, audit: nil)) == .applied
+    }
+
+    /// Revokes an API key; `false` when there is no such key or it was revoked already.
+    public func revokeAPIKey(id: String, at: Int64) async throws -> Bool {
+        try await apply(.revokeAPIKey(id: id, at: at, audit: nil)) == .applied
+    }
+
+    /// Appends an entry to the audit log.
+    public func appendAudit(_ entry: AuditEntry) async throws {
+        try await apply(.appendAudit(entry))
+    }
+}
+
+extension ChangeStore where Self: DeviceStore {
+    /// Sets a device's tokens and reads it back; `nil` when the device is gone.
+    public func updateTokens(
+        deviceID: String,
+        messaging: String?,
+        voip: String?,
+        now: Int64
+    ) async throws
+        -> DeviceRecord?
+    {
+        let update = TokenUpdate(deviceID: deviceID, messaging: messaging, voip: voip, at: now)
+        guard try await apply(.updateTokens(update)) == .applied else { return nil }
+        return try await device(id: deviceID)
+    }
+
+    /// Records a reported notification permission and reads the device back; `nil` when the
+    /// device is gone.
+    public func setNotificationPermission(
+        deviceID: String,
+        _ permission: NotificationPermission,
+        now: Int64,
+        events: [WebhookEvent]
+    ) async throws -> NotificationPermissionChange? {
+        let report = PermissionReport(deviceID: deviceID, permission: permission, at: now, events: events)
+        let outcome = try await apply(.setNotificationPermission(report))
+        guard outcome != .stale, let device = try await device(id: deviceID) else { return nil }
+        return NotificationPermissionChange(device: device, changed: outcome == .applied)
+    }
+}
