@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
         .library(name: "HeraldProviderHTTP", targets: ["HeraldProviderHTTP"]),
+        .library(name: "HeraldDomain", targets: ["HeraldDomain"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
@@ -254,16 +255,29 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // One batching rule for work that arrives together (the stores' group commit, batched
+        // statements and reads). No dependencies.
+        .target(
+            name: "HeraldBatching",
+            swiftSettings: swiftSettings
+        ),
+        // The vocabulary every layer speaks (platforms, push and call states, policies, scopes):
+        // plain enums with no I/O, below the store, the wire types and the phone.
+        .target(
+            name: "HeraldDomain",
+            swiftSettings: swiftSettings
+        ),
         // What the relay keeps: the records and the `HeraldStore` protocol. No storage engine.
         .target(
             name: "HeraldStore",
-            dependencies: ["HeraldPush"],
+            dependencies: ["HeraldDomain", "HeraldPush"],
             swiftSettings: swiftSettings
         ),
         // `HeraldStore` on embedded SQLite (GRDB): WAL, migrations, group commit, leased claims.
         .target(
             name: "HeraldStoreSQLite",
             dependencies: [
+                "HeraldBatching",
                 "HeraldEncoding",
                 "HeraldStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -276,6 +290,7 @@ let package = Package(
         .target(
             name: "HeraldStorePostgres",
             dependencies: [
+                "HeraldBatching",
                 "HeraldStore",
                 "HeraldPush",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -288,10 +303,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The relay's `/v1` requests and answers (JSON), shared by the HTTP service and the phone.
-        // No logic, no transport.
+        // No logic, no transport. (Its views of stored records still read HeraldStore's records.)
         .target(
             name: "HeraldRelayAPI",
-            dependencies: ["HeraldEncoding", "HeraldPush", "HeraldStore"],
+            dependencies: ["HeraldDomain", "HeraldEncoding", "HeraldPush", "HeraldStore"],
             swiftSettings: swiftSettings
         ),
         // Test support shared by the test targets: the scripted push sender, a manual clock, and
@@ -387,8 +402,8 @@ let package = Package(
             dependencies: [
                 "HeraldCrypto",
                 "HeraldPush",
+                "HeraldDomain",
                 "HeraldRelayAPI",
-                "HeraldStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -675,6 +690,11 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldBatchingTests",
+            dependencies: ["HeraldBatching"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,7 +1,7 @@
 import Foundation
 public import HeraldCrypto
+public import HeraldDomain
 public import HeraldRelayAPI
-public import HeraldStore
 
 /// What the emulated app and its extensions share, as iOS shares an app-group container: a
 /// directory (mode 0700) of files (mode 0600).

@@ -1,4 +1,4 @@
-public import HeraldStore
+public import HeraldDomain
 
 /// The app's life as iOS and Android give it (seeds 000 §3, 001, 003, 004), as a state machine:
 /// events in, actions out, no I/O. The phone (`EmulatedPhone+Life`) performs the actions.

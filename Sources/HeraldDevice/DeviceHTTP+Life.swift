@@ -1,5 +1,5 @@
+public import HeraldDomain
 public import HeraldRelayAPI
-public import HeraldStore
 
 /// The app's calls for its life: chats left and rejoined, transcripts, logout, the permission.
 extension DeviceHTTP {

@@ -1,8 +1,8 @@
 public import AsyncHTTPClient
 import Foundation
+public import HeraldDomain
 public import HeraldPush
 public import HeraldRelayAPI
-public import HeraldStore
 import NIOCore
 import NIOHTTP1
 

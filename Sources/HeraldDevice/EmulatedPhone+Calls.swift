@@ -1,6 +1,6 @@
 import Foundation
+public import HeraldDomain
 import HeraldRelayAPI
-public import HeraldStore
 import Synchronization
 
 /// The SDK session's live channel and what it learned of each call.

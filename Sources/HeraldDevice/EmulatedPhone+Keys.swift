@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCrypto
+import HeraldDomain
 import HeraldRelayAPI
-import HeraldStore
 
 extension EmulatedPhone {
     // MARK: Keys

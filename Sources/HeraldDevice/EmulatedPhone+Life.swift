@@ -1,6 +1,6 @@
 import Foundation
+public import HeraldDomain
 public import HeraldRelayAPI
-public import HeraldStore
 import Synchronization
 
 /// A message the app shows inside a conversation (not a notification): one that came over the

@@ -1,6 +1,6 @@
 import Foundation
+public import HeraldDomain
 import HeraldRelayAPI
-public import HeraldStore
 
 // MARK: The user
 

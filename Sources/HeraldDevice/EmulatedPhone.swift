@@ -1,9 +1,9 @@
 public import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+import HeraldDomain
 import HeraldPush
 import HeraldRelayAPI
-public import HeraldStore
 public import Logging
 import Synchronization
 

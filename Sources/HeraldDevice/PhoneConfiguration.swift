@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+public import HeraldDomain
 public import HeraldPush
 import HeraldRelayAPI
-public import HeraldStore
 import Logging
 import Synchronization
 

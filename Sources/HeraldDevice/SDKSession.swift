@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+import HeraldDomain
 import HeraldPush
 import HeraldRelayAPI
-import HeraldStore
 import Logging
 import Synchronization
 

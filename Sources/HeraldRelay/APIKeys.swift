@@ -1,4 +1,4 @@
-public import HeraldCrypto
+import HeraldCrypto
 public import HeraldStore
 import Synchronization
 

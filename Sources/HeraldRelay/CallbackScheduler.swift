@@ -1,7 +1,7 @@
 import HeraldCrypto
-public import HeraldPush
+import HeraldPush
 import HeraldRelayAPI
-public import HeraldStore
+import HeraldStore
 public import ServiceLifecycle
 
 extension RelayCallbacks {

@@ -1,4 +1,4 @@
-public import HeraldStore
+import HeraldStore
 import Metrics
 import Synchronization
 

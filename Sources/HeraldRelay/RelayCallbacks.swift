@@ -1,5 +1,5 @@
 import Foundation
-public import HeraldCrypto
+import HeraldCrypto
 import HeraldPush
 public import HeraldRelayAPI
 public import HeraldStore

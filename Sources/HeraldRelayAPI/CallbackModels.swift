@@ -1,4 +1,4 @@
-public import HeraldStore
+public import HeraldDomain
 
 /// `POST /v1/callbacks`: the contact center schedules a callback (seed 002).
 public struct CallbackRequest: Sendable, Codable, Hashable {

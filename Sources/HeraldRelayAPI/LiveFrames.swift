@@ -1,5 +1,5 @@
 import Foundation
-public import HeraldStore
+public import HeraldDomain
 
 /// What the relay writes on a device's live channel, one JSON text frame each, told apart by
 /// `type`.

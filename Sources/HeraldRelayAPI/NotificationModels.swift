@@ -1,4 +1,4 @@
-public import HeraldStore
+public import HeraldDomain
 
 /// `PUT /v1/devices/{id}/notifications`: the device reports whether the user lets it show
 /// notifications (at launch, and whenever the setting changes).

@@ -1,4 +1,4 @@
-public import HeraldPush
+import HeraldPush
 public import HeraldStore
 
 /// Who sent a message or places a call.

@@ -1,35 +1,3 @@
-/// Where a call is at the relay.
-public enum CallState: String, Sendable, Hashable, Codable, CaseIterable {
-    case ringing
-    case answered
-    case declined
-    case cancelled
-    case missed
-
-    /// Every state but `ringing` is final.
-    public var isEnded: Bool { self != .ringing }
-}
-
-/// What one device of a call last said of it.
-public enum CallDeviceReport: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Its VoIP push was queued; the device said nothing yet.
-    case pushed
-    /// It shows the call.
-    case ringing
-    case answered
-    case declined
-}
-
-/// Why a device must stop ringing (the `call.stop` frame's `reason`).
-public enum CallStopReason: String, Sendable, Hashable, Codable, CaseIterable {
-    case answeredElsewhere = "answered_elsewhere"
-    case declinedElsewhere = "declined_elsewhere"
-    /// The caller hung up.
-    case remoteEnded = "remote_ended"
-    /// Nobody answered in time.
-    case unanswered
-}
-
 /// One device a call rang on.
 public struct CallDeviceRecord: Sendable, Hashable {
     public var deviceID: String

@@ -1,25 +1,3 @@
-/// Where a callback is in its life (the relay's `CallbackMachine` moves it).
-public enum CallbackState: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Waiting for its time (the first push, or the next one after a snooze).
-    case scheduled
-    /// Pushed; waiting for the user's answer.
-    case pushed
-    /// The user is ready: the contact center connects.
-    case connected
-    /// The user cancelled.
-    case cancelled
-    /// Its expiration passed before an answer.
-    case expired
-
-    /// Nothing happens to it any more.
-    public var isFinal: Bool {
-        switch self {
-        case .scheduled, .pushed: false
-        case .connected, .cancelled, .expired: true
-        }
-    }
-}
-
 /// One callback as the store keeps it. The dialog and the service id are in `sealedDialog`,
 /// sealed by the relay with the master key; the store never sees them.
 public struct CallbackRecord: Sendable, Hashable {

@@ -57,13 +57,3 @@ public struct HeldRelease: Sendable, Hashable {
         self.pushes = pushes
     }
 }
-
-/// What the relay does with a message for a user without an activated device (docs/relay.md,
-/// "A message to nobody").
-public enum Undeliverable: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Refused (409 `no_devices`), nothing written, its idempotency key unused: the sender
-    /// retries once the user's phone activated.
-    case refuse
-    /// Accepted and held for a while; pushed when a device of the user activates.
-    case hold
-}

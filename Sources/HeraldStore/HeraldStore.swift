@@ -1,3 +1,6 @@
+// The store speaks the domain's vocabulary in every record: whoever uses the store uses it too.
+@_exported public import HeraldDomain
+
 /// Everything the relay keeps, behind protocols so the storage engine can change: one per
 /// concern, and this one combining them for the callers that need them all.
 ///

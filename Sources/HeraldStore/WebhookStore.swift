@@ -1,26 +1,3 @@
-/// What an app's backend is told of, by signed webhook: a push's fate, a chat customer going
-/// offline and coming back, a call's state changes, a callback's actions.
-public enum WebhookEventType: String, Sendable, Hashable, Codable, CaseIterable {
-    case pushDelivered = "push.delivered"
-    case pushTokenDead = "push.token_dead"
-    case pushFailed = "push.failed"
-    case pushExpired = "push.expired"
-    case chatCustomerOffline = "chat.customer_offline"
-    case chatCustomerBack = "chat.customer_back"
-    case callRinging = "call.ringing"
-    case callAnswered = "call.answered"
-    case callDeclined = "call.declined"
-    case callCancelled = "call.cancelled"
-    case callMissed = "call.missed"
-    case callbackPushed = "callback.pushed"
-    case callbackAction = "callback.action"
-    case callbackExpired = "callback.expired"
-    /// A device reported that its user turned notifications off: its alerts are no longer sent.
-    case deviceNotificationsDenied = "device.notifications_denied"
-    /// A device reported that notifications are allowed again.
-    case deviceNotificationsGranted = "device.notifications_granted"
-}
-
 /// One event for an app's webhook, written by the store in the same transaction as the change it
 /// reports (a call answered, a push finished …), so that a change is never stored without its
 /// event nor an event without its change.
@@ -51,18 +28,6 @@ public struct WebhookEvent: Sendable, Hashable {
         self.data = data
         self.createdAt = createdAt
     }
-}
-
-/// Where an event is on its way to the backend.
-public enum WebhookEventState: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Waiting for its turn or its next attempt.
-    case pending
-    /// Taken by a sender, under a lease.
-    case sending
-    /// The receiver answered 2xx.
-    case delivered
-    /// Given up on (the app's webhook was removed, or the event outlived the retry window).
-    case failed
 }
 
 /// An event as stored, with its delivery state.

@@ -1,3 +1,4 @@
+import HeraldBatching
 public import HeraldPush
 public import HeraldStore
 import NIOCore
@@ -82,24 +83,29 @@ extension PostgresStore {
         if ingest.message == nil, ingest.pushes.isEmpty, ingest.handovers.isEmpty, ingest.idempotencyKey == nil {
             return .accepted
         }
-        let outcome = try await ingests.accept(ingest) { [self] batch throws(StoreError) in
-            let rows = try await rows("accept ingests", prepared: AcceptBatchStatement(ingests: batch))
-            var outcomes = Array(repeating: IngestWrite.seen, count: batch.count)
-            do {
-                for row in rows {
-                    let (position, stale) = try row.decode((Int64, Bool).self)
-                    outcomes[Int(position)] = stale ? .stale : .written
+        let outcome = try await batched(
+            ingests,
+            ingest,
+            "accept ingests",
+            Batcher.eachAloneOnFailure { [self] batch in
+                let rows = try await rows("accept ingests", prepared: AcceptBatchStatement(ingests: batch))
+                var outcomes = Array(repeating: IngestWrite.seen, count: batch.count)
+                do {
+                    for row in rows {
+                        let (position, stale) = try row.decode((Int64, Bool).self)
+                        outcomes[Int(position)] = stale ? .stale : .written
+                    }
+                } catch {
+                    throw StoreError.corrupt.with(detail: "accept ingests: \(error)")
                 }
-            } catch {
-                throw StoreError.corrupt.with(detail: "accept ingests: \(error)")
+                let written = batch.indices.filter { outcomes[$0] == .written }
+                // Pushes the accepting node keeps (`Ingest.claim`) wake nobody else: it sends them.
+                if written.contains(where: { batch[$0].queuesPushes }) { announceQueued() }
+                let handovers = written.flatMap { batch[$0].handovers }
+                if !handovers.isEmpty { await announceHandovers(handovers) }
+                return outcomes
             }
-            let written = batch.indices.filter { outcomes[$0] == .written }
-            // Pushes the accepting node keeps (`Ingest.claim`) wake nobody else: it sends them.
-            if written.contains(where: { batch[$0].queuesPushes }) { announceQueued() }
-            let handovers = written.flatMap { batch[$0].handovers }
-            if !handovers.isEmpty { await announceHandovers(handovers) }
-            return outcomes
-        }
+        )
         switch outcome {
         case .written:
             return .accepted

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldBatching
 public import HeraldStore
 import PostgresNIO
 import Synchronization
@@ -52,59 +53,65 @@ extension PostgresStore {
     /// Reads a user's recipients (batched with the reads asked for meanwhile) and keeps them;
     /// a user without devices comes without a version (no row brings it).
     func readRecipients(userID: String) async throws(StoreError) -> RecipientsSnapshot {
-        let found = try await recipientReads.values(for: [userID]) { [self] users throws(StoreError) in
-            let rows = try await rows("read users' devices", prepared: RecipientsStatement(userIDs: users))
-            var found: [String: RecipientsSnapshot] = [:]
-            do {
-                for row in rows {
-                    var columns = Columns(row)
-                    let device = try Self.device(&columns)
-                    let conversation: String? = try columns.next()
-                    let state: String? = try columns.next()
-                    let updatedAt: Int64? = try columns.next()
-                    let expiresAt: Int64? = try columns.next()
-                    var presence: PresenceRecord?
-                    if let state = state.flatMap(PresenceState.init(rawValue:)), let updatedAt, let expiresAt {
-                        presence = PresenceRecord(
-                            deviceID: device.id,
-                            userID: device.userID,
-                            conversation: conversation,
-                            state: state,
-                            updatedAt: updatedAt,
-                            expiresAt: expiresAt
-                        )
+        let found = try await batched(
+            recipientReads,
+            userID,
+            "read users' devices",
+            Batcher.allOrNothing { [self] asked in
+                let users = Array(Set(asked))
+                let rows = try await rows("read users' devices", prepared: RecipientsStatement(userIDs: users))
+                var found: [String: RecipientsSnapshot] = [:]
+                do {
+                    for row in rows {
+                        var columns = Columns(row)
+                        let device = try Self.device(&columns)
+                        let conversation: String? = try columns.next()
+                        let state: String? = try columns.next()
+                        let updatedAt: Int64? = try columns.next()
+                        let expiresAt: Int64? = try columns.next()
+                        var presence: PresenceRecord?
+                        if let state = state.flatMap(PresenceState.init(rawValue:)), let updatedAt, let expiresAt {
+                            presence = PresenceRecord(
+                                deviceID: device.id,
+                                userID: device.userID,
+                                conversation: conversation,
+                                state: state,
+                                updatedAt: updatedAt,
+                                expiresAt: expiresAt
+                            )
+                        }
+                        let node: String? = try columns.next()
+                        let session: String? = try columns.next()
+                        let liveConversation: String? = try columns.next()
+                        let liveUntil: Int64? = try columns.next()
+                        var liveSession: LiveSessionRecord?
+                        if let node, let session, let liveUntil {
+                            liveSession = LiveSessionRecord(
+                                deviceID: device.id,
+                                nodeID: node,
+                                sessionID: session,
+                                conversation: liveConversation,
+                                expiresAt: liveUntil
+                            )
+                        }
+                        let version = RecipientsVersion(userID: device.userID, version: try columns.next())
+                        found[device.userID, default: RecipientsSnapshot(recipients: [], version: version)].recipients
+                            .append(
+                                Recipient(device: device, presence: presence, liveSession: liveSession)
+                            )
                     }
-                    let node: String? = try columns.next()
-                    let session: String? = try columns.next()
-                    let liveConversation: String? = try columns.next()
-                    let liveUntil: Int64? = try columns.next()
-                    var liveSession: LiveSessionRecord?
-                    if let node, let session, let liveUntil {
-                        liveSession = LiveSessionRecord(
-                            deviceID: device.id,
-                            nodeID: node,
-                            sessionID: session,
-                            conversation: liveConversation,
-                            expiresAt: liveUntil
-                        )
+                } catch {
+                    throw StoreError.corrupt.with(detail: "read users' devices: \(error)")
+                }
+                recipientCache.withLock { cache in
+                    for user in users {
+                        cache.keep(found[user] ?? RecipientsSnapshot(recipients: [], version: nil), userID: user)
                     }
-                    let version = RecipientsVersion(userID: device.userID, version: try columns.next())
-                    found[device.userID, default: RecipientsSnapshot(recipients: [], version: version)].recipients
-                        .append(
-                            Recipient(device: device, presence: presence, liveSession: liveSession)
-                        )
                 }
-            } catch {
-                throw StoreError.corrupt.with(detail: "read users' devices: \(error)")
+                return asked.map { found[$0] }
             }
-            recipientCache.withLock { cache in
-                for user in users {
-                    cache.keep(found[user] ?? RecipientsSnapshot(recipients: [], version: nil), userID: user)
-                }
-            }
-            return found
-        }
-        return found[userID] ?? RecipientsSnapshot(recipients: [], version: nil)
+        )
+        return found ?? RecipientsSnapshot(recipients: [], version: nil)
     }
 }
 
