@@ -17,8 +17,11 @@ public final class RelayIngest: Sendable {
     let live: LiveChannels
     /// Which node holds each device's live channel.
     let directory: any LiveSessionDirectory
+    /// Where a message or a call goes on each device.
+    let planner: IngestPlanner
 
     init(context: RelayContext, live: LiveChannels, directory: any LiveSessionDirectory) {
+        self.planner = IngestPlanner(configuration: context.configuration)
         self.context = context
         self.live = live
         self.directory = directory
@@ -99,12 +102,11 @@ public final class RelayIngest: Sendable {
             data: extras.data
         )
 
-        // Devices on screen in the conversation with their channel on another node (read with
-        // the recipients).
-        let elsewhere = directory.heldElsewhere(
-            recipients.filter { !live.isActive(deviceID: $0.device.id, in: request.conversation) },
+        let situation = try await messageSituation(
+            recipients,
+            messageID: messageID,
             conversation: request.conversation,
-            now: time
+            at: time
         )
         var pushes: [OutboxEntry] = []
         // The pushes with their tokens, for this node's dispatcher to send without a claim.
@@ -112,61 +114,31 @@ public final class RelayIngest: Sendable {
         var liveDevices: [String] = []
         var handovers: [LiveHandover] = []
         var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
-        // Apps whose presence policy is per user: one of the user's devices of that app active in
-        // the conversation keeps the push from all of them.
-        var activeApps = Set<String>()
-        for recipient in recipients where recipient.presence?.isActive(in: request.conversation, at: time) == true {
-            activeApps.insert(recipient.device.appID)
-        }
-        for recipient in recipients {
+        for (recipient, route) in zip(recipients, planner.messageRoutes(recipients, situation)) {
             let device = recipient.device
-            let onScreenHere = live.isActive(deviceID: device.id, in: request.conversation)
-            if onScreenHere || elsewhere[device.id] != nil {
-                // On screen with its live channel open: the message goes over the channel. With
-                // several nodes the delivery is a handover written with the message, to this node
-                // or the one holding the channel, pushed if not acknowledged by its deadline.
-                if let node = onScreenHere ? directory.nodeID : elsewhere[device.id] {
-                    handovers.append(
-                        LiveHandover(
-                            messageID: messageID,
-                            deviceID: device.id,
-                            nodeID: node,
-                            deadline: time + live.ackTimeout.milliseconds
-                        )
-                    )
+            switch route {
+            case .live, .handover:
+                if case .handover(let handover) = route {
+                    handovers.append(handover)
                 } else {
                     liveDevices.append(device.id)
                 }
                 receipt.skipped.append(.init(deviceID: device.id, reason: "delivered_live"))
-                continue
-            }
-            if let reason = try await skipReason(for: device, kind: .message) {
+            case .skip(let reason):
                 receipt.skipped.append(.init(deviceID: device.id, reason: reason))
-                continue
+            case .push(let app):
+                let push = context.permitted(
+                    try context.messagePush(content, app: app, device: device, at: time, options: options),
+                    for: device
+                )
+                pushes.append(push)
+                guard push.state == .queued else {
+                    receipt.skipped.append(.init(deviceID: device.id, reason: RelayContext.notificationsDenied))
+                    continue
+                }
+                if let push = context.sendable(push, device: device, app: app) { sendable.append(push) }
+                receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
             }
-            if recipient.presence?.isActive(in: request.conversation, at: time) == true {
-                receipt.skipped.append(.init(deviceID: device.id, reason: "active_in_conversation"))
-                continue
-            }
-            guard let app = try await context.app(id: device.appID) else {
-                receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
-                continue
-            }
-            if app.presencePolicy == .perUser, activeApps.contains(app.id) {
-                receipt.skipped.append(.init(deviceID: device.id, reason: "user_active_in_conversation"))
-                continue
-            }
-            let push = context.permitted(
-                try context.messagePush(content, app: app, device: device, at: time, options: options),
-                for: device
-            )
-            pushes.append(push)
-            guard push.state == .queued else {
-                receipt.skipped.append(.init(deviceID: device.id, reason: RelayContext.notificationsDenied))
-                continue
-            }
-            if let push = context.sendable(push, device: device, app: app) { sendable.append(push) }
-            receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
         }
 
         let message = context.messageRecord(
@@ -254,13 +226,11 @@ public final class RelayIngest: Sendable {
         var sendable: [ClaimedPush] = []
         var receipt = IngestReceipt(id: request.callID, pushes: [], skipped: [])
         var callApp: AppRecord?
-        for device in recipients.map(\.device) {
-            if let reason = try await skipReason(for: device, kind: .call) {
-                receipt.skipped.append(.init(deviceID: device.id, reason: reason))
-                continue
-            }
-            guard let app = try await context.app(id: device.appID) else {
-                receipt.skipped.append(.init(deviceID: device.id, reason: "app_not_registered"))
+        let devices = recipients.map(\.device)
+        let apps = try await apps(of: devices)
+        for (device, route) in zip(devices, planner.callRoutes(devices, apps: apps)) {
+            guard case .push(let app) = route else {
+                if case .skip(let reason) = route { receipt.skipped.append(.init(deviceID: device.id, reason: reason)) }
                 continue
             }
             let pushID = TimeOrderedID.make(milliseconds: time)
@@ -335,14 +305,41 @@ public final class RelayIngest: Sendable {
         return outcome
     }
 
-    /// Why a device gets no push of this kind, or `nil` if it gets one.
-    private func skipReason(for device: DeviceRecord, kind: OutboxKind) async throws(RelayError) -> String? {
-        guard context.isPushable(device) else { return "platform_not_configured" }
-        // Android has one FCM token for messages and calls alike.
-        let token = kind == .call && device.platform == .ios ? device.voipToken : device.messagingToken
-        if token != nil { return nil }
-        if let dead = device.tokenDeadReason { return "token_dead: " + dead }
-        return kind == .call && device.platform == .ios ? "no_voip_token" : "no_token"
+    /// What this node knows for routing a message to `recipients`: which are on screen in the
+    /// conversation with their live channel here or on another node (read with the recipients),
+    /// and their apps.
+    private func messageSituation(
+        _ recipients: [Recipient],
+        messageID: String,
+        conversation: String,
+        at time: Int64
+    ) async throws(RelayError) -> IngestPlanner.MessageSituation {
+        let onScreenHere = Set(
+            recipients.map(\.device.id).filter { live.isActive(deviceID: $0, in: conversation) }
+        )
+        return IngestPlanner.MessageSituation(
+            messageID: messageID,
+            conversation: conversation,
+            now: time,
+            onScreenHere: onScreenHere,
+            elsewhere: directory.heldElsewhere(
+                recipients.filter { !onScreenHere.contains($0.device.id) },
+                conversation: conversation,
+                now: time
+            ),
+            nodeID: directory.nodeID,
+            ackDeadline: time + live.ackTimeout.milliseconds,
+            apps: try await apps(of: recipients.map(\.device))
+        )
+    }
+
+    /// The registered apps of `devices`, by id (from the app cache); an unknown one is left out.
+    private func apps(of devices: [DeviceRecord]) async throws(RelayError) -> [String: AppRecord] {
+        var apps: [String: AppRecord] = [:]
+        for id in Set(devices.map(\.appID)) {
+            if let app = try await context.app(id: id) { apps[id] = app }
+        }
+        return apps
     }
 
     /// Commits an ingest once per key; a repeated key answers the first receipt; `nil` when the
