@@ -108,38 +108,11 @@ public final class RelayIngest: Sendable {
             conversation: request.conversation,
             at: time
         )
-        var pushes: [OutboxEntry] = []
-        // The pushes with their tokens, for this node's dispatcher to send without a claim.
-        var sendable: [ClaimedPush] = []
-        var liveDevices: [String] = []
-        var handovers: [LiveHandover] = []
-        var receipt = IngestReceipt(id: messageID, pushes: [], skipped: [])
-        for (recipient, route) in zip(recipients, planner.messageRoutes(recipients, situation)) {
-            let device = recipient.device
-            switch route {
-            case .live, .handover:
-                if case .handover(let handover) = route {
-                    handovers.append(handover)
-                } else {
-                    liveDevices.append(device.id)
-                }
-                receipt.skipped.append(.init(deviceID: device.id, reason: "delivered_live"))
-            case .skip(let reason):
-                receipt.skipped.append(.init(deviceID: device.id, reason: reason))
-            case .push(let app):
-                let push = context.permitted(
-                    try context.messagePush(content, app: app, device: device, at: time, options: options),
-                    for: device
-                )
-                pushes.append(push)
-                guard push.state == .queued else {
-                    receipt.skipped.append(.init(deviceID: device.id, reason: RelayContext.notificationsDenied))
-                    continue
-                }
-                if let push = context.sendable(push, device: device, app: app) { sendable.append(push) }
-                receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
-            }
-        }
+        let routes = planner.messageRoutes(recipients, situation)
+        let load = try load(routes, of: recipients, content: content, options: options)
+        let (pushes, sendable, liveDevices, handovers, receipt) = (
+            load.pushes, load.sendable, load.liveDevices, load.handovers, load.receipt
+        )
 
         let message = context.messageRecord(
             request,
@@ -169,140 +142,78 @@ public final class RelayIngest: Sendable {
             // the user's devices, presence or live channels): nothing was written.
             return try await sendAgain(draft)
         }
-        if !outcome.duplicate {
-            // This node's own handovers go out now; the others' nodes were woken by the store.
-            if let node = directory.nodeID, handovers.contains(where: { $0.nodeID == node }) {
-                await deliverHandovers()
-            }
-            context.metrics.messages.increment()
-            let message = LiveMessage(
-                messageID: messageID,
-                conversation: request.conversation,
-                from: request.from,
-                text: request.text,
-                sentAt: time
-            )
-            for deviceID in liveDevices where !live.deliver(message, to: deviceID) {
-                // The channel closed between the check and now: push instead.
-                await pushAfterLiveDelivery(messageID: messageID, deviceID: deviceID)
-            }
-        }
+        if !outcome.duplicate { await accepted(draft, live: liveDevices, handovers: handovers) }
         return outcome
     }
 
-    /// Accepts a call: one VoIP push (priority 10, `<bundle>.voip`, short expiration) per iOS
-    /// device of the user with a VoIP token. The same call id never rings twice.
-    ///
-    /// - Parameter app: only this app's devices ring (an app's API key); every app's when `nil`.
-    public func send(call request: CallRequest, app: String? = nil) async throws(RelayError) -> IngestReceipt {
-        try context.configuration.check(request.to, "to", pattern: .identifier)
-        try context.configuration.check(request.from.id, "from.id", pattern: .identifier)
-        try context.configuration.checkText(request.from.name, "from.name")
-        try context.configuration.check(request.callID, "call_id", pattern: .identifier)
-        let media: CallMedia
-        if let name = request.media {
-            guard let parsed = CallMedia(rawValue: name) else {
-                throw .invalidField("media", "must be 'audio' or 'video'")
-            }
-            media = parsed
-        } else {
-            media = .audio
-        }
-        if let ttl = request.ttl, !(1...86_400).contains(ttl) {
-            throw .invalidField("ttl", "must be 1 to 86400 seconds")
-        }
-
-        let time = context.now()
-        let recipients = try await context.storing { try await $0.recipients(userID: request.to) }
-            .filter { app == nil || $0.device.appID == app }
-        let content = CallContent(
-            callID: request.callID,
-            callerID: request.from.id,
-            callerName: request.from.name,
-            media: media,
-            startedAt: time
-        )
+    /// What a message's routes make: its sealed pushes (and those this node may send without a
+    /// claim), the devices it goes to live, its handovers, and its receipt.
+    struct MessageLoad {
         var pushes: [OutboxEntry] = []
+        /// The pushes with their tokens, for this node's dispatcher to send without a claim.
         var sendable: [ClaimedPush] = []
-        var receipt = IngestReceipt(id: request.callID, pushes: [], skipped: [])
-        var callApp: AppRecord?
-        let devices = recipients.map(\.device)
-        let apps = try await apps(of: devices)
-        for (device, route) in zip(devices, planner.callRoutes(devices, apps: apps)) {
-            guard case .push(let app) = route else {
-                if case .skip(let reason) = route { receipt.skipped.append(.init(deviceID: device.id, reason: reason)) }
-                continue
-            }
-            let pushID = TimeOrderedID.make(milliseconds: time)
-            let payload: Push.Payload
-            do {
-                let sealer = try context.sealer(for: device)
-                switch device.platform {
-                case .android:
-                    let data = try PushPayload.fcmCall(content, deviceID: device.id, sealer: sealer)
-                    payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
-                case .ios:
-                    let json = try PushPayload.call(content, deviceID: device.id, sealer: sealer)
-                    payload = .apns(
-                        APNsPayload(
-                            topic: app.id + ".voip",
-                            type: .voip,
-                            priority: .immediate,
-                            apnsID: pushID,
-                            json: json
-                        )
-                    )
+        var liveDevices: [String] = []
+        var handovers: [LiveHandover] = []
+        var receipt: IngestReceipt
+    }
+
+    /// Seals a push for each device the planner routed to one (written skipped for a device that
+    /// may not show notifications), and lists the others in the receipt with their reason.
+    private func load(
+        _ routes: [IngestPlanner.Route],
+        of recipients: [Recipient],
+        content: MessageContent,
+        options: MessagePushOptions
+    ) throws(RelayError) -> MessageLoad {
+        var load = MessageLoad(receipt: IngestReceipt(id: content.messageID, pushes: [], skipped: []))
+        for (recipient, route) in zip(recipients, routes) {
+            let device = recipient.device
+            switch route {
+            case .live, .handover:
+                if case .handover(let handover) = route {
+                    load.handovers.append(handover)
+                } else {
+                    load.liveDevices.append(device.id)
                 }
-            } catch let error as RelayError {
-                throw error
-            } catch {
-                throw RelayError.invalidField("from.name", "does not fit in a VoIP push")
+                load.receipt.skipped.append(.init(deviceID: device.id, reason: "delivered_live"))
+            case .skip(let reason):
+                load.receipt.skipped.append(.init(deviceID: device.id, reason: reason))
+            case .push(let app):
+                let push = context.permitted(
+                    try context.messagePush(content, app: app, device: device, at: content.sentAt, options: options),
+                    for: device
+                )
+                load.pushes.append(push)
+                guard push.state == .queued else {
+                    load.receipt.skipped.append(.init(deviceID: device.id, reason: RelayContext.notificationsDenied))
+                    continue
+                }
+                if let push = context.sendable(push, device: device, app: app) { load.sendable.append(push) }
+                load.receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
             }
-            let push = OutboxEntry(
-                pushID: pushID,
-                deviceID: device.id,
-                kind: .call,
-                subjectID: request.callID,
-                priority: 10,
-                payload: payload,
-                nextAttemptAt: time,
-                expiresAt: time + (request.ttl ?? app.callTTL) * 1000,
-                createdAt: time,
-                updatedAt: time
-            )
-            pushes.append(push)
-            if let push = context.sendable(push, device: device, app: app) { sendable.append(push) }
-            receipt.pushes.append(.init(pushID: pushID, deviceID: device.id))
-            if callApp == nil { callApp = app }
         }
-        // The call's record, written with its pushes: it rings until answered, declined,
-        // cancelled, or its time to live passes (then missed).
-        let ttl = request.ttl ?? callApp?.callTTL ?? AppRecord(id: request.callID, teamID: "").callTTL
-        let call = CallRecord(
-            id: request.callID,
-            appID: callApp?.id ?? recipients.first?.device.appID ?? "",
-            userID: request.to,
-            media: media.rawValue,
-            sealedCaller: context.sealCaller(request.from, callID: request.callID),
-            createdAt: time,
-            expiresAt: time + ttl * 1000,
-            updatedAt: time,
-            devices: receipt.pushes.map { CallDeviceRecord(deviceID: $0.deviceID, report: .pushed) }
-                .sorted { $0.deviceID < $1.deviceID }
+        return load
+    }
+
+    /// After a message was written (not a repeat): this node's own handovers go out now (the
+    /// others' nodes were woken by the store), and the devices on this node's channels get it.
+    private func accepted(_ draft: MessageDraft, live liveDevices: [String], handovers: [LiveHandover]) async {
+        if let node = directory.nodeID, handovers.contains(where: { $0.nodeID == node }) {
+            await deliverHandovers()
+        }
+        context.metrics.messages.increment()
+        let request = draft.request
+        let message = LiveMessage(
+            messageID: draft.id,
+            conversation: request.conversation,
+            from: request.from,
+            text: request.text,
+            sentAt: draft.time
         )
-        // Made from a fresh read, so never stale.
-        guard
-            let outcome = try await commit(
-                receipt: receipt,
-                key: "call:" + request.callID,
-                message: nil,
-                pushes: pushes,
-                sendable: sendable,
-                call: call
-            )
-        else { throw RelayError.unavailable.with(detail: "the call's recipients changed while it was written") }
-        if !outcome.duplicate { context.metrics.calls.increment() }
-        return outcome
+        for deviceID in liveDevices where !live.deliver(message, to: deviceID) {
+            // The channel closed between the check and now: push instead.
+            await pushAfterLiveDelivery(messageID: draft.id, deviceID: deviceID)
+        }
     }
 
     /// What this node knows for routing a message to `recipients`: which are on screen in the
@@ -334,7 +245,7 @@ public final class RelayIngest: Sendable {
     }
 
     /// The registered apps of `devices`, by id (from the app cache); an unknown one is left out.
-    private func apps(of devices: [DeviceRecord]) async throws(RelayError) -> [String: AppRecord] {
+    func apps(of devices: [DeviceRecord]) async throws(RelayError) -> [String: AppRecord] {
         var apps: [String: AppRecord] = [:]
         for id in Set(devices.map(\.appID)) {
             if let app = try await context.app(id: id) { apps[id] = app }
@@ -348,7 +259,7 @@ public final class RelayIngest: Sendable {
     /// Of `sendable` (pushes of `pushes` with their tokens), those this node's dispatcher has
     /// room for are written claimed by it and handed to it once committed: no claim statement
     /// takes them back from the store, and no other node is woken for them.
-    private func commit(
+    func commit(
         receipt: IngestReceipt,
         key: String?,
         message: MessageRecord?,

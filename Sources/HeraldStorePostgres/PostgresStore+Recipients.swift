@@ -116,7 +116,7 @@ extension PostgresStore {
 }
 
 /// Users' devices with their presence and the live channel a node published for each, and the
-/// user's recipients version: every ingest's one read (batched by `ReadBatcher`), prepared once
+/// user's recipients version: every ingest's one read (batched by `PostgresStore.recipientReads`), prepared once
 /// per connection. The version is read in the same statement, so it is the version of what the
 /// rows show.
 ///
