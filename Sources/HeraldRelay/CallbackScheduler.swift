@@ -117,20 +117,15 @@ extension RelayCallbacks {
         var entries: [OutboxEntry] = []
         for device in recipients.map(\.device)
         where device.appID == record.appID && context.isPushable(device) && device.messagingToken != nil {
-            let pushID = TimeOrderedID.make(milliseconds: time)
-            let payload: Push.Payload
+            let entry: OutboxEntry
             do {
-                let sealer = try context.sealer(for: device)
-                switch device.platform {
-                case .android:
-                    let data = try CallbackPayload.fcm(content, app: app, deviceID: device.id, sealer: sealer)
-                    payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
-                case .ios:
-                    let json = try CallbackPayload.apns(content, app: app, deviceID: device.id, sealer: sealer)
-                    payload = .apns(
-                        APNsPayload(topic: app.id, type: .alert, priority: .immediate, apnsID: pushID, json: json)
-                    )
-                }
+                entry = try context.sealedPush(
+                    .callback(content),
+                    for: device,
+                    app: app,
+                    at: time,
+                    expiresAt: record.expiresAt
+                )
             } catch let error as RelayError {
                 throw error
             } catch {
@@ -141,18 +136,6 @@ extension RelayCallbacks {
                 )
                 continue
             }
-            let entry = OutboxEntry(
-                pushID: pushID,
-                deviceID: device.id,
-                kind: .callback,
-                subjectID: CallbackPushSubject.make(callbackID: record.id, push: sequence),
-                priority: 10,
-                payload: payload,
-                nextAttemptAt: time,
-                expiresAt: record.expiresAt,
-                createdAt: time,
-                updatedAt: time
-            )
             entries.append(context.permitted(entry, for: device))
         }
         return entries

@@ -29,40 +29,13 @@ extension RelayCalls {
                 guard let device = try await context.store.device(id: entry.deviceID), context.isPushable(device),
                     device.messagingToken != nil, let app = try await context.app(id: device.appID)
                 else { continue }
-                let pushID = TimeOrderedID.make(milliseconds: time)
-                let sealer = try context.sealer(for: device)
-                let payload: Push.Payload =
-                    switch device.platform {
-                    case .android:
-                        .fcm(
-                            FCMPayload(
-                                package: app.id,
-                                priority: .normal,
-                                data: try PushPayload.fcmMissedCall(content, deviceID: device.id, sealer: sealer)
-                            )
-                        )
-                    case .ios:
-                        .apns(
-                            APNsPayload(
-                                topic: app.id,
-                                type: .alert,
-                                priority: .conserve,
-                                apnsID: pushID,
-                                json: try PushPayload.missedCall(content, deviceID: device.id, sealer: sealer)
-                            )
-                        )
-                    }
-                let alert = OutboxEntry(
-                    pushID: pushID,
-                    deviceID: device.id,
-                    kind: .missedCall,
-                    subjectID: call.id,
-                    priority: 5,
-                    payload: payload,
-                    nextAttemptAt: time,
-                    expiresAt: time + app.messageTTL * 1000,
-                    createdAt: time,
-                    updatedAt: time
+                let expiresAt = time + app.messageTTL * 1000
+                let alert = try context.sealedPush(
+                    .missedCall(content),
+                    for: device,
+                    app: app,
+                    at: time,
+                    expiresAt: expiresAt
                 )
                 alerts.append(context.permitted(alert, for: device))
             } catch {

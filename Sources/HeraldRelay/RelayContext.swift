@@ -183,6 +183,46 @@ final class RelayContext: Sendable {
         return try? JSONDecoder().decode(Party.self, from: Data(bytes))
     }
 
+    /// A push of `content` for `device` of `app`, due at `time`, its content sealed with the
+    /// device's session keys; each kind's network settings are `PushContent`'s.
+    func sealedPush(
+        _ content: PushContent,
+        for device: DeviceRecord,
+        app: AppRecord,
+        at time: Int64,
+        expiresAt: Int64
+    ) throws -> OutboxEntry {
+        let pushID = TimeOrderedID.make(milliseconds: time)
+        let sealer = try sealer(for: device)
+        let payload: Push.Payload =
+            switch try content.seal(for: device, app: app, sealer: sealer) {
+            case .fcm(let data):
+                .fcm(FCMPayload(package: app.id, priority: content.fcmPriority, data: data))
+            case .apns(let json):
+                .apns(
+                    APNsPayload(
+                        topic: app.id + (content.kind == .call ? ".voip" : ""),
+                        type: content.kind == .call ? .voip : .alert,
+                        priority: content.apnsPriority,
+                        apnsID: pushID,
+                        json: json
+                    )
+                )
+            }
+        return OutboxEntry(
+            pushID: pushID,
+            deviceID: device.id,
+            kind: content.kind,
+            subjectID: content.subjectID,
+            priority: content.kind == .call || content.kind == .callback ? 10 : 5,
+            payload: payload,
+            nextAttemptAt: time,
+            expiresAt: expiresAt,
+            createdAt: time,
+            updatedAt: time
+        )
+    }
+
     /// The sealer for a device, from its stored session keys.
     func sealer(for device: DeviceRecord) throws(RelayError) -> EnvelopeSealer {
         guard let keyID = KeyID(hex: device.keyID) else {
@@ -223,37 +263,16 @@ final class RelayContext: Sendable {
     )
         throws(RelayError) -> OutboxEntry
     {
-        let pushID = TimeOrderedID.make(milliseconds: time)
         var options = options
         if !options.priorityRequested, let priority = APNsPriority(rawValue: app.messagePriority) {
             options.priority = priority
         }
-        let payload: Push.Payload
+        var entry: OutboxEntry
         do {
-            let sealer = try sealer(for: device)
-            switch device.platform {
-            case .android:
-                let data = try PushPayload.fcmMessage(
-                    content,
-                    app: app,
-                    deviceID: device.id,
-                    sealer: sealer,
-                    options: options
-                ).data
-                // HIGH: the app's messaging service shows the notification at once.
-                payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
-            case .ios:
-                let json = try PushPayload.message(
-                    content,
-                    app: app,
-                    deviceID: device.id,
-                    sealer: sealer,
-                    options: options
-                ).body
-                payload = .apns(
-                    APNsPayload(topic: app.id, type: .alert, priority: options.priority, apnsID: pushID, json: json)
-                )
-            }
+            // A push made later for an accepted message (a live delivery not acknowledged) expires
+            // when a direct push would have.
+            let expiresAt = (acceptedAt ?? time) + Self.messageLifetime(app: app, options: options)
+            entry = try sealedPush(.message(content, options), for: device, app: app, at: time, expiresAt: expiresAt)
         } catch let error as RelayError {
             throw error
         } catch {
@@ -268,20 +287,6 @@ final class RelayContext: Sendable {
             }
             throw RelayError.invalidField("from.name", "leaves no room for the message in the push")
         }
-        var entry = OutboxEntry(
-            pushID: pushID,
-            deviceID: device.id,
-            kind: .message,
-            subjectID: content.messageID,
-            priority: 5,
-            payload: payload,
-            nextAttemptAt: time,
-            // A push made later for an accepted message (a live delivery not acknowledged) expires
-            // when a direct push would have.
-            expiresAt: (acceptedAt ?? time) + Self.messageLifetime(app: app, options: options),
-            createdAt: time,
-            updatedAt: time
-        )
         if app.collapseByConversation { entry.collapseID = Self.collapseID(conversation: content.conversationID) }
         entry.nowOrNever = options.expiration == 0
         // Only an app that orders its queue by the customer's wait gives the store a wait; one
@@ -325,5 +330,79 @@ struct RelayMetrics: Sendable {
     /// Messages for users without a device, by what became of them.
     func undeliverable(_ outcome: UndeliverableOutcome) -> Counter {
         Counter(label: "herald_relay_undeliverable_messages_total", dimensions: [("outcome", outcome.rawValue)])
+    }
+}
+
+/// What a push carries, sealed for each device, and how each kind goes on the networks: a call
+/// by PushKit (`<bundle>.voip`) at once, a callback's dialog as an alert at once, a missed call
+/// as an alert when convenient, a message as an alert at its priority; on FCM a call, a callback
+/// and a message are HIGH (the app shows them at once), a missed call NORMAL.
+enum PushContent: Sendable {
+    case message(MessageContent, MessagePushOptions)
+    case call(CallContent)
+    case missedCall(CallContent)
+    case callback(CallbackContent)
+
+    var kind: OutboxKind {
+        switch self {
+        case .message: .message
+        case .call: .call
+        case .missedCall: .missedCall
+        case .callback: .callback
+        }
+    }
+
+    /// The message, call or callback push the push is for.
+    var subjectID: String {
+        switch self {
+        case .message(let content, _): content.messageID
+        case .call(let content), .missedCall(let content): content.callID
+        case .callback(let content):
+            CallbackPushSubject.make(callbackID: content.callbackID, push: Int(content.sequence))
+        }
+    }
+
+    var fcmPriority: FCMPriority {
+        if case .missedCall = self { return .normal }
+        return .high
+    }
+
+    var apnsPriority: APNsPriority {
+        switch self {
+        case .message(_, let options): options.priority
+        case .call, .callback: .immediate
+        case .missedCall: .conserve
+        }
+    }
+
+    /// Seals the content for one device: `android` answers the FCM data, `ios` the APNs JSON.
+    func seal(for device: DeviceRecord, app: AppRecord, sealer: EnvelopeSealer) throws -> Sealed {
+        let id = device.id
+        switch (self, device.platform) {
+        case (.message(let content, let options), .android):
+            return .fcm(
+                try PushPayload.fcmMessage(content, app: app, deviceID: id, sealer: sealer, options: options).data
+            )
+        case (.message(let content, let options), .ios):
+            return .apns(
+                try PushPayload.message(content, app: app, deviceID: id, sealer: sealer, options: options).body
+            )
+        case (.call(let content), .android): return .fcm(try PushPayload.fcmCall(content, deviceID: id, sealer: sealer))
+        case (.call(let content), .ios): return .apns(try PushPayload.call(content, deviceID: id, sealer: sealer))
+        case (.missedCall(let content), .android):
+            return .fcm(try PushPayload.fcmMissedCall(content, deviceID: id, sealer: sealer))
+        case (.missedCall(let content), .ios):
+            return .apns(try PushPayload.missedCall(content, deviceID: id, sealer: sealer))
+        case (.callback(let content), .android):
+            return .fcm(try CallbackPayload.fcm(content, app: app, deviceID: id, sealer: sealer))
+        case (.callback(let content), .ios):
+            return .apns(try CallbackPayload.apns(content, app: app, deviceID: id, sealer: sealer))
+        }
+    }
+
+    /// Sealed content, as its network carries it.
+    enum Sealed {
+        case fcm([String: String])
+        case apns(String)
     }
 }

@@ -88,37 +88,13 @@ extension RelayIngest {
         ttl: Int64,
         at time: Int64
     ) throws(RelayError) -> OutboxEntry {
-        let pushID = TimeOrderedID.make(milliseconds: time)
-        let payload: Push.Payload
         do {
-            let sealer = try context.sealer(for: device)
-            switch device.platform {
-            case .android:
-                let data = try PushPayload.fcmCall(content, deviceID: device.id, sealer: sealer)
-                payload = .fcm(FCMPayload(package: app.id, priority: .high, data: data))
-            case .ios:
-                let json = try PushPayload.call(content, deviceID: device.id, sealer: sealer)
-                payload = .apns(
-                    APNsPayload(topic: app.id + ".voip", type: .voip, priority: .immediate, apnsID: pushID, json: json)
-                )
-            }
+            return try context.sealedPush(.call(content), for: device, app: app, at: time, expiresAt: time + ttl * 1000)
         } catch let error as RelayError {
             throw error
         } catch {
             throw RelayError.invalidField("from.name", "does not fit in a VoIP push")
         }
-        return OutboxEntry(
-            pushID: pushID,
-            deviceID: device.id,
-            kind: .call,
-            subjectID: content.callID,
-            priority: 10,
-            payload: payload,
-            nextAttemptAt: time,
-            expiresAt: time + ttl * 1000,
-            createdAt: time,
-            updatedAt: time
-        )
     }
 
     /// The call's record, written with its pushes: it rings until answered, declined, cancelled,
