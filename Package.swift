@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "HeraldAdapters", targets: ["HeraldAdapters"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "HeraldSimulation", targets: ["HeraldSimulation"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     dependencies: [
@@ -453,10 +454,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // One call starts a sandbox, and on request the provider's clients and a relay, on loopback:
-        // for tests and for `herald simulate`.
+        // One call starts a sandbox, and on request the provider's clients and a relay, on loopback
+        // (real HTTP/2 + TLS), with a manual clock: what `herald simulate` runs, and what the
+        // end-to-end tests build on.
         .target(
-            name: "HeraldTesting",
+            name: "HeraldSimulation",
             dependencies: [
                 "HeraldHTTPSupport",
                 "HeraldServer",
@@ -487,6 +489,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Test-only helpers on top of the simulation stack (a raw HTTP/1.1 connection for malformed
+        // requests). Not shipped: the CLI links HeraldSimulation, never this.
+        .target(
+            name: "HeraldTesting",
+            dependencies: [
+                "HeraldSimulation",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `herald` subcommands, as a library so tests can run them in-process.
         .target(
             name: "HeraldCommands",
@@ -514,7 +527,7 @@ let package = Package(
                 "HeraldDevice",
                 "HeraldAdapters",
                 "HeraldServer",
-                "HeraldTesting",
+                "HeraldSimulation",
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

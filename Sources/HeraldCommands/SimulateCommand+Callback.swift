@@ -4,7 +4,7 @@ import Foundation
 import HeraldDevice
 import HeraldRelayAPI
 import HeraldStore
-import HeraldTesting
+import HeraldSimulation
 import NIOCore
 import NIOHTTP1
 

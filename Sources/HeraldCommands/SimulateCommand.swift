@@ -5,7 +5,7 @@ import HeraldDevice
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
-import HeraldTesting
+import HeraldSimulation
 import Logging
 import NIOCore
 

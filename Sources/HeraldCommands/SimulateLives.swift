@@ -5,7 +5,7 @@ import HeraldDevice
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
-import HeraldTesting
+import HeraldSimulation
 
 extension SimulateCommand {
     struct DualChannel: AsyncParsableCommand {

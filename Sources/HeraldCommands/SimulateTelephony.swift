@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HeraldDevice
 import HeraldRelayAPI
-import HeraldTesting
+import HeraldSimulation
 import Logging
 import NIOCore
 

@@ -16,7 +16,7 @@ import HeraldSandbox
 import HeraldServer
 import HeraldStore
 import HeraldStoreSQLite
-import HeraldTesting
+import HeraldSimulation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
