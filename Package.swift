@@ -33,7 +33,6 @@ let package = Package(
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "HeraldSimulation", targets: ["HeraldSimulation"]),
-        .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -314,7 +313,12 @@ let package = Package(
         // the records the store tests build. Not shipped.
         .target(
             name: "HeraldTestSupport",
-            dependencies: ["HeraldPush", "HeraldStore"],
+            dependencies: [
+                "HeraldPush",
+                "HeraldStore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Every promise of the store protocols, written once as a rule any engine runs (with
@@ -489,17 +493,6 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Test-only helpers on top of the simulation stack (a raw HTTP/1.1 connection for malformed
-        // requests). Not shipped: the CLI links HeraldSimulation, never this.
-        .target(
-            name: "HeraldTesting",
-            dependencies: [
-                "HeraldSimulation",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
-        ),
         // The `herald` subcommands, as a library so tests can run them in-process.
         .target(
             name: "HeraldCommands",
@@ -573,7 +566,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "HeraldServer",
                 "HeraldSandbox",
-                "HeraldTesting",
+                "HeraldSimulation",
+                "HeraldTestSupport",
                 "HeraldFCMCore",
                 "HeraldPush",
                 "HeraldRelayProvider",
@@ -600,7 +594,8 @@ let package = Package(
             name: "HeraldSandboxTests",
             dependencies: [
                 "HeraldEncoding",
-                "HeraldTesting",
+                "HeraldSimulation",
+                "HeraldTestSupport",
                 "HeraldSandbox",
                 "HeraldAPNsCore",
                 "HeraldFCMCore",
@@ -621,7 +616,8 @@ let package = Package(
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [
-                "HeraldTesting",
+                "HeraldSimulation",
+                "HeraldTestSupport",
                 "HeraldAPNs",
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 "HeraldProvider",
@@ -642,7 +638,8 @@ let package = Package(
         .testTarget(
             name: "HeraldFCMTests",
             dependencies: [
-                "HeraldTesting",
+                "HeraldSimulation",
+                "HeraldTestSupport",
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldSandbox",
@@ -679,7 +676,8 @@ let package = Package(
         .testTarget(
             name: "HeraldDeviceTests",
             dependencies: [
-                "HeraldTesting",
+                "HeraldSimulation",
+                "HeraldTestSupport",
                 "HeraldDevice",
                 "HeraldCommands",
                 "HeraldCrypto",
@@ -727,7 +725,7 @@ let package = Package(
             name: "HeraldRelayTests",
             dependencies: [
                 "HeraldEncoding",
-                "HeraldTesting",
+                "HeraldSimulation",
                 "HeraldObservability",
                 "HeraldServer",
                 "HeraldStorePostgres",

@@ -3,8 +3,8 @@ import AsyncHTTPClient
 import Foundation
 import HeraldDevice
 import HeraldRelayAPI
-import HeraldStore
 import HeraldSimulation
+import HeraldStore
 import NIOCore
 import NIOHTTP1
 

@@ -4,8 +4,8 @@ import Foundation
 import HeraldDevice
 import HeraldRelay
 import HeraldRelayAPI
-import HeraldStore
 import HeraldSimulation
+import HeraldStore
 
 extension SimulateCommand {
     struct DualChannel: AsyncParsableCommand {

@@ -14,9 +14,9 @@ import HeraldRelayHTTP
 import HeraldRelayProvider
 import HeraldSandbox
 import HeraldServer
+import HeraldSimulation
 import HeraldStore
 import HeraldStoreSQLite
-import HeraldSimulation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging

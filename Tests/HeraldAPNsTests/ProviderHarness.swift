@@ -4,7 +4,7 @@ import HeraldAPNs
 import HeraldAPNsCore
 import HeraldFCMCore
 import HeraldSandbox
-import HeraldTesting
+import HeraldSimulation
 import Logging
 import NIOCore
 import ServiceLifecycle

@@ -2,7 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldSandbox
-import HeraldTesting
+import HeraldSimulation
 import Logging
 import NIOCore
 import ServiceLifecycle

@@ -3,8 +3,8 @@ import Foundation
 import HeraldDevice
 import HeraldPush
 import HeraldRelayAPI
+import HeraldSimulation
 import HeraldStore
-import HeraldTesting
 import Logging
 import Testing
 

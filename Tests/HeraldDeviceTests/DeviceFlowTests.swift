@@ -2,8 +2,8 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldDevice
+import HeraldSimulation
 import HeraldStore
-import HeraldTesting
 import Logging
 import Testing
 

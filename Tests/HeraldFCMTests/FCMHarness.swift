@@ -2,7 +2,7 @@ import Foundation
 import HeraldFCM
 import HeraldFCMCore
 import HeraldSandbox
-import HeraldTesting
+import HeraldSimulation
 import Logging
 import ServiceLifecycle
 import Synchronization

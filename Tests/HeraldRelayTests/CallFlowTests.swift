@@ -3,8 +3,8 @@ import GRDB
 import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
+import HeraldSimulation
 import HeraldStore
-import HeraldTesting
 import Synchronization
 import Testing
 

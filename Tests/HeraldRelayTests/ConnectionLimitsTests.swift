@@ -1,5 +1,6 @@
 import HeraldHTTPSupport
-import HeraldTesting
+import HeraldSimulation
+import HeraldTestSupport
 import Testing
 
 /// Hostile HTTP on the relay's port, over real sockets (#14, items 3 and 4): slow heads, idle

@@ -3,7 +3,8 @@ import Foundation
 import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
-import HeraldTesting
+import HeraldSimulation
+import HeraldTestSupport
 import HummingbirdWSClient
 import Logging
 import NIOCore

@@ -6,8 +6,8 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldSandbox
 import HeraldServer
+import HeraldSimulation
 import HeraldStore
-import HeraldTesting
 import Logging
 import NIOCore
 import PostgresNIO

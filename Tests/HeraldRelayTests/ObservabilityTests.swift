@@ -6,8 +6,8 @@ import HeraldPush
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldServer
+import HeraldSimulation
 import HeraldStore
-import HeraldTesting
 import Logging
 import NIOCore
 import ServiceLifecycle

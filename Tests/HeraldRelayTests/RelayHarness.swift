@@ -16,9 +16,9 @@ import HeraldRelayAPI
 import HeraldRelayHTTP
 import HeraldRelayProvider
 import HeraldSandbox
+import HeraldSimulation
 import HeraldStore
 import HeraldStoreSQLite
-import HeraldTesting
 import Hummingbird
 import HummingbirdWebSocket
 import Logging

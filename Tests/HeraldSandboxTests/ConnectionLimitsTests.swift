@@ -1,5 +1,6 @@
 import HeraldHTTPSupport
-import HeraldTesting
+import HeraldSimulation
+import HeraldTestSupport
 import Testing
 
 /// The sandbox's listeners under hostile HTTP, over real sockets (#14, items 3 and 4): the

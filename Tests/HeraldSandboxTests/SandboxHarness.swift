@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNsCore
 import HeraldSandbox
-import HeraldTesting
+import HeraldSimulation
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -7,8 +7,8 @@ import HeraldPush
 import HeraldRelayProvider
 import HeraldSandbox
 import HeraldServer
+import HeraldSimulation
 import HeraldStoreSQLite
-import HeraldTesting
 import Logging
 import NIOCore
 import ServiceLifecycle

@@ -1,7 +1,8 @@
 import Foundation
 import HeraldFCMCore
 import HeraldServer
-import HeraldTesting
+import HeraldSimulation
+import HeraldTestSupport
 import Logging
 import Testing
 

@@ -5,7 +5,7 @@ import HeraldPush
 import HeraldRelayProvider
 import HeraldSandbox
 import HeraldServer
-import HeraldTesting
+import HeraldSimulation
 import Logging
 import ServiceLifecycle
 import Testing

@@ -1,6 +1,3 @@
-// The simulation stack is what the tests build on: whoever imports the test helpers has it too.
-@_exported public import HeraldSimulation
-
 import Foundation
 public import NIOCore
 import NIOPosix
