@@ -28,7 +28,7 @@ enum LiveChannelRoute {
                 try await authorize(request, deviceID: id, api: api)
             } catch {
                 let refusal = UpgradeRefusal(
-                    status: error.httpStatus,
+                    status: error.status,
                     error: .init(error: error.identifier, reason: error.detail, field: error.field)
                 )
                 await refusal.send(on: context.channel)
