@@ -7,8 +7,9 @@ import Hummingbird
 /// app's entries only.
 enum AuditRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
-        v1.get("audit") { request, _ -> Response in
-            let caller = try await api.requireBackend(request, .read)
+        let reading = api.routes(v1, .backend(.read))
+        reading.get("audit") { request, context -> Response in
+            let caller = try context.caller
             let values = try PushListQuery.parameters(PushListQuery.pairs(request), allowed: ["before", "limit"])
             var limit = 100
             if let text = values["limit"] {

@@ -11,8 +11,13 @@ import Hummingbird
 /// notification permission with its credential. Every change is written to the audit log.
 enum DeviceRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
-        v1.put("apps/:id") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .apps)
+        let appSetting = api.routes(v1, .backend(.apps))
+        let reading = api.routes(v1, .backend(.read))
+        // A key acting for the path device's app, or the device itself.
+        let keeping = api.routes(v1, .backendOrPathDevice(.devices))
+        let pathDevices = api.routes(v1, .pathDevice)
+        appSetting.put("apps/:id") { request, context -> Response in
+            let caller = try context.caller
             let id = try context.parameters.require("id")
             try API.require(caller, app: id)
             var app = try await api.decode(AppBody.self, request)
@@ -24,8 +29,8 @@ enum DeviceRoutes {
             await relay.keys.audit(actor: caller.actor, action: "app.saved", target: id, app: id)
             return try JSONResponse.make(.ok, saved)
         }
-        v1.get("apps") { request, _ -> Response in
-            let caller = try await api.requireBackend(request, .read)
+        reading.get("apps") { request, context -> Response in
+            let caller = try context.caller
             let apps = try await relay.activation.apps().filter { caller.permits(app: $0.id) }
             return try JSONResponse.make(.ok, ["apps": apps])
         }
@@ -59,14 +64,13 @@ enum DeviceRoutes {
             )
             return try JSONResponse.make(.created, activated)
         }
-        v1.get("devices/:id") { request, context -> Response in
+        api.routes(v1, .backendOrPathDevice(.read)).get("devices/:id") { _, context -> Response in
             let id = try context.parameters.require("id")
-            try await api.requireBackendOrDevice(request, id: id, .read)
             return try JSONResponse.make(.ok, try await relay.activation.device(id: id))
         }
-        v1.put("devices/:id/tokens") { request, context -> Response in
+        keeping.put("devices/:id/tokens") { request, context -> Response in
             let id = try context.parameters.require("id")
-            let caller = try await api.requireBackendOrDevice(request, id: id, .devices)
+            let caller = context.authenticated?.caller
             let body = try await api.decode(TokenUpdateRequest.self, request)
             let device = try await relay.activation.updateTokens(deviceID: id, body)
             await relay.keys.audit(
@@ -77,9 +81,9 @@ enum DeviceRoutes {
             )
             return try JSONResponse.make(.ok, device)
         }
-        v1.delete("devices/:id") { request, context -> Response in
+        keeping.delete("devices/:id") { _, context -> Response in
             let id = try context.parameters.require("id")
-            let caller = try await api.requireBackendOrDevice(request, id: id, .devices)
+            let caller = context.authenticated?.caller
             let app = try? await relay.activation.device(id: id).app
             try await relay.activation.deactivate(deviceID: id)
             await relay.keys.audit(
@@ -90,15 +94,13 @@ enum DeviceRoutes {
             )
             return Response(status: .noContent)
         }
-        v1.put("devices/:id/presence") { request, context -> Response in
-            let id = try context.parameters.require("id")
-            let device = try await api.requireDevice(request, id: id)
+        pathDevices.put("devices/:id/presence") { request, context -> Response in
+            let device = try context.device
             let body = try await api.decode(HeartbeatRequest.self, request)
             return try JSONResponse.make(.ok, try await relay.activation.heartbeat(device: device, body))
         }
-        v1.put("devices/:id/notifications") { request, context -> Response in
-            let id = try context.parameters.require("id")
-            let device = try await api.requireDevice(request, id: id)
+        pathDevices.put("devices/:id/notifications") { request, context -> Response in
+            let device = try context.device
             let body = try await api.decode(NotificationPermissionRequest.self, request)
             return try JSONResponse.make(
                 .ok,

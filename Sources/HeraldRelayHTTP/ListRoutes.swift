@@ -8,16 +8,17 @@ import Hummingbird
 /// The operator's lists, behind the API key: `GET /v1/users/{id}/devices` and `GET /v1/pushes`.
 enum ListRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
-        v1.get("users/:id/devices") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .read)
+        let reading = api.routes(v1, .backend(.read))
+        reading.get("users/:id/devices") { request, context -> Response in
+            let caller = try context.caller
             _ = try PushListQuery.parameters(PushListQuery.pairs(request), allowed: [])
             let id = try context.parameters.require("id")
             var view = try await relay.activation.devices(userID: id)
             view.devices.removeAll { !caller.permits(app: $0.app) }
             return try JSONResponse.make(.ok, view)
         }
-        v1.get("pushes") { request, _ -> Response in
-            let caller = try await api.requireBackend(request, .read)
+        reading.get("pushes") { request, context -> Response in
+            let caller = try context.caller
             let listing = try PushListQuery.request(PushListQuery.pairs(request))
             if caller.appID != nil {
                 // The listing knows devices, not apps: an app key lists one of its devices.

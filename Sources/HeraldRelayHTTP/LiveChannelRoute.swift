@@ -200,6 +200,9 @@ public struct RelayRequestContext: RequestContext, WebSocketRequestContext {
     public let webSocket: WebSocketHandlerReference<Self>
     /// The connection the request came on.
     public let channel: any Channel
+    /// Who the request authenticated as, on a route of a group that takes a credential
+    /// (`RelayAuthMiddleware`).
+    var authenticated: Authenticated?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -121,18 +121,6 @@ struct API: Sendable {
         return try await relay.activation.authenticateDevice(credential: token)
     }
 
-    /// An API key with `scope` acting for device `id`'s app, or the credential of device `id`
-    /// itself. Answers the caller (`nil` for the device).
-    @discardableResult
-    func requireBackendOrDevice(_ request: Request, id: String, _ scope: APIScope) async throws(RelayError) -> Caller? {
-        if let caller = try admitsBackend(request, scope) {
-            if caller.appID != nil { try Self.visible(caller, app: try await relay.activation.device(id: id).app) }
-            return caller
-        }
-        _ = try await requireDevice(request, id: id)
-        return nil
-    }
-
     /// The credential of device `id` itself (the path's device); another device's is 403.
     @discardableResult
     func requireDevice(_ request: Request, id: String) async throws(RelayError) -> DeviceRecord {

@@ -114,9 +114,14 @@ public enum RelayHTTPService {
         }
 
         let v1 = router.group("v1")
+        // Each group checks its credential before a handler runs (`RelayAuthMiddleware`).
+        let sending = api.routes(v1, .backend(.send))
+        let reading = api.routes(v1, .backend(.read))
+        let devices = api.routes(v1, .device)
+        let pathDevices = api.routes(v1, .pathDevice)
         DeviceRoutes.add(to: v1, relay: relay, api: api)
-        v1.post("messages") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .send)
+        sending.post("messages") { request, context -> Response in
+            let caller = try context.caller
             let body = try await api.decode(MessageRequest.self, request)
             try await relay.admit(caller, messages: 1)
             let receipt = context.accessLog.name(
@@ -125,13 +130,12 @@ public enum RelayHTTPService {
             )
             return JSONResponse.text(.accepted, receipt.jsonText)
         }
-        v1.get("messages/:id") { request, context -> Response in
+        devices.get("messages/:id") { _, context -> Response in
             let id = try context.parameters.require("id")
-            let device = try await api.requireDevice(request)
-            return try JSONResponse.make(.ok, try await relay.ingest.message(id: id, for: device))
+            return try JSONResponse.make(.ok, try await relay.ingest.message(id: id, for: try context.device))
         }
-        v1.post("calls") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .send)
+        sending.post("calls") { request, context -> Response in
+            let caller = try context.caller
             let body = try await api.decode(CallRequest.self, request)
             let receipt = context.accessLog.name(
                 try await relay.ingest.send(call: body, app: caller.appID),
@@ -143,8 +147,8 @@ public enum RelayHTTPService {
         v1.post("adapters/:name") { request, context -> Response in
             try await webhooks.handle(request, name: try context.parameters.require("name"))
         }
-        v1.post("broadcasts") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .send)
+        sending.post("broadcasts") { request, context -> Response in
+            let caller = try context.caller
             let body = try await api.decode(BroadcastRequest.self, request)
             try await relay.admit(caller, messages: Set(body.to).count)
             return try JSONResponse.make(
@@ -153,9 +157,9 @@ public enum RelayHTTPService {
             )
         }
         LiveChannelRoute.add(to: router, relay: relay, api: api)
-        v1.post("chats/:conversation/events") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .send)
-            try API.requireAdmin(caller, "a chat event (a conversation's transcript spans apps)")
+        // A conversation's transcript spans apps: an app key is 403 here, saying what it tried.
+        let chatEvents = api.routes(v1, .admin(.send, what: "a chat event (a conversation's transcript spans apps)"))
+        chatEvents.post("chats/:conversation/events") { request, context -> Response in
             let conversation = try context.parameters.require("conversation")
             let body = try await api.decode(ChatEventRequest.self, request)
             return try JSONResponse.make(
@@ -163,15 +167,14 @@ public enum RelayHTTPService {
                 try await relay.transcripts.chatEvent(conversation: conversation, body)
             )
         }
-        v1.post("chats/:conversation/end") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .send)
-            try API.requireAdmin(caller, "ending a chat (a conversation's transcript spans apps)")
+        let chatEnds = api.routes(v1, .admin(.send, what: "ending a chat (a conversation's transcript spans apps)"))
+        chatEnds.post("chats/:conversation/end") { _, context -> Response in
             let conversation = try context.parameters.require("conversation")
             return try JSONResponse.make(.ok, try await relay.transcripts.endChat(conversation: conversation))
         }
-        v1.get("chats/:conversation/transcript") { request, context -> Response in
+        devices.get("chats/:conversation/transcript") { request, context -> Response in
             let conversation = try context.parameters.require("conversation")
-            let device = try await api.requireDevice(request)
+            let device = try context.device
             let after = request.uri.queryParameters.get("after") ?? "0"
             guard let position = Int(after), position >= 0 else {
                 throw RelayError.invalidField("after", "must be a transcript position (0 or more)")
@@ -181,10 +184,9 @@ public enum RelayHTTPService {
                 try await relay.transcripts.transcript(conversation: conversation, after: position, for: device)
             )
         }
-        v1.post("devices/:id/chats/:conversation/disconnect") { request, context -> Response in
-            let id = try context.parameters.require("id")
+        pathDevices.post("devices/:id/chats/:conversation/disconnect") { request, context -> Response in
             let conversation = try context.parameters.require("conversation")
-            let device = try await api.requireDevice(request, id: id)
+            let device = try context.device
             let body = try await api.decode(ChatDisconnectRequest.self, request)
             try await relay.transcripts.chatDisconnect(device: device, conversation: conversation, body)
             return try JSONResponse.make(
@@ -192,17 +194,16 @@ public enum RelayHTTPService {
                 DisconnectAnswer(conversation: conversation, transcriptPosition: body.transcriptPosition)
             )
         }
-        v1.post("devices/:id/chats/:conversation/connect") { request, context -> Response in
-            let id = try context.parameters.require("id")
+        pathDevices.post("devices/:id/chats/:conversation/connect") { _, context -> Response in
             let conversation = try context.parameters.require("conversation")
-            let device = try await api.requireDevice(request, id: id)
+            let device = try context.device
             return try JSONResponse.make(
                 .ok,
                 try await relay.transcripts.chatConnect(device: device, conversation: conversation)
             )
         }
-        v1.get("pushes/:id") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .read)
+        reading.get("pushes/:id") { _, context -> Response in
+            let caller = try context.caller
             let id = try context.parameters.require("id")
             let status = try await relay.ingest.pushStatus(id: id)
             if caller.appID != nil {

@@ -8,8 +8,9 @@ import Hummingbird
 /// `GET /v1/webhooks/events/{id}`.
 enum WebhookRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
-        v1.get("webhooks/events") { request, _ -> Response in
-            let caller = try await api.requireBackend(request, .read)
+        let reading = api.routes(v1, .backend(.read))
+        reading.get("webhooks/events") { request, context -> Response in
+            let caller = try context.caller
             let values = try PushListQuery.parameters(
                 PushListQuery.pairs(request),
                 allowed: ["app", "state", "limit", "cursor"]
@@ -29,8 +30,8 @@ enum WebhookRoutes {
             )
             return try JSONResponse.make(.ok, page)
         }
-        v1.get("webhooks/events/:id") { request, context -> Response in
-            let caller = try await api.requireBackend(request, .read)
+        reading.get("webhooks/events/:id") { request, context -> Response in
+            let caller = try context.caller
             let id = try context.parameters.require("id")
             let event = try await relay.webhooks.event(id: id)
             try API.visible(caller, app: event.app)
