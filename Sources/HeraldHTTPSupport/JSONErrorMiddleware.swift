@@ -43,10 +43,16 @@ public struct JSONErrorStyle: Sendable {
     }
 }
 
+/// An error that writes its own JSON answer in its surface's shape (`RelayError`, `SandboxError`,
+/// …): `JSONErrorMiddleware` lets it. Any other `HTTPResponseError` (Hummingbird's, or NIO's for a
+/// body past its limit, whose answers have no body) is written in the surface's `JSONErrorStyle`.
+public protocol JSONResponseError: HTTPResponseError {}
+
 /// Turns whatever a route throws into a JSON answer, so a client never gets an empty page:
 ///
-/// - an error that knows its answer (`HTTPResponseError`: `RelayError`, `SandboxError`, …) gives it;
-/// - Hummingbird's own `HTTPError` is written in the surface's `JSONErrorStyle`;
+/// - a `JSONResponseError` gives its own answer;
+/// - any other `HTTPResponseError` (Hummingbird's `HTTPError`, NIO's too-many-bytes) is written
+///   in the surface's `JSONErrorStyle` from its status (and an `HTTPError`'s message);
 /// - anything else is logged (its type only) and answered the style's 500.
 ///
 /// Add it right after `HTTPObservabilityMiddleware`, so the access log sees the final status.
@@ -72,10 +78,12 @@ extension JSONErrorMiddleware: RouterMiddleware {
     ) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let error as any JSONResponseError {
+            return try error.response(from: request, context: context)
         } catch let error as HTTPError {
             return style.refusal(error.status, error.body, request)
         } catch let error as any HTTPResponseError {
-            return try error.response(from: request, context: context)
+            return style.refusal(error.status, nil, request)
         } catch {
             // The type, not the error: its description may quote the request.
             (logger ?? context.logger).error(

@@ -133,7 +133,7 @@ public enum ProviderHTTPService {
 
 /// Why the provider refused a batch request: the error body every Herald service answers, with
 /// its status, written by `JSONErrorMiddleware` when the route throws it.
-struct ProviderRefusal: HTTPResponseError {
+struct ProviderRefusal: JSONResponseError {
     private enum Code: String {
         case unauthorized
         case bodyTooLarge = "body_too_large"

@@ -160,7 +160,7 @@ extension LiveChannelRoute {
     }
 
     /// A request without the upgrade headers, authenticated: 426, naming the protocol to use.
-    struct UpgradeRequired: HTTPResponseError {
+    struct UpgradeRequired: JSONResponseError {
         var status: HTTPResponse.Status { .upgradeRequired }
 
         func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -177,7 +177,7 @@ extension LiveChannelRoute {
 
     /// A refused upgrade: over a plain GET this is the answer, over an upgrade request
     /// hummingbird-websocket drops it and the listener writes the `UpgradeRefusal` sent before.
-    struct Refused: HTTPResponseError {
+    struct Refused: JSONResponseError {
         let refusal: UpgradeRefusal
 
         var status: HTTPResponse.Status { refusal.status }

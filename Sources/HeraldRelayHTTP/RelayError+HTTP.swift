@@ -1,4 +1,4 @@
-import HeraldHTTPSupport
+public import HeraldHTTPSupport
 import HeraldObservability
 public import HeraldRelay
 public import Hummingbird
@@ -6,7 +6,7 @@ public import Hummingbird
 /// A relay refusal is its own HTTP answer: a route throws it and Hummingbird (or
 /// `JSONErrorMiddleware`, first) writes `{"error", "reason", "field"?}` with its status. The
 /// conformance lives here so that HeraldRelay knows no transport.
-extension RelayError: HTTPResponseError {
+extension RelayError: JSONResponseError {
     /// The HTTP status that carries this kind of error.
     public var status: HTTPResponse.Status {
         if isInvalidField { return .badRequest }
@@ -51,7 +51,7 @@ extension RelayError: HTTPResponseError {
 }
 
 /// A body over the size limit: 413 `body_too_large` with the usual JSON.
-struct TooLargeError: HTTPResponseError {
+struct TooLargeError: JSONResponseError {
     let error: RelayError
 
     var status: HTTPResponse.Status { .contentTooLarge }

@@ -1,4 +1,4 @@
-import HeraldHTTPSupport
+public import HeraldHTTPSupport
 public import Hummingbird
 
 /// Why the sandbox refused a control request (registering an app, a service account, a device,
@@ -65,7 +65,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// A refusal is the control API's answer, `{"error": message}` (docs/sandbox.md), which
 /// `JSONErrorMiddleware` writes when a route throws it.
-extension SandboxError: HTTPResponseError {
+extension SandboxError: JSONResponseError {
     /// The HTTP status the control API answers with.
     public var status: HTTPResponse.Status {
         switch code {

@@ -4,11 +4,11 @@ import Logging
 import NIOCore
 import Testing
 
-/// What a route throws, and what the client gets for it: Herald's error body for Hummingbird's
-/// refusals and for failures nobody described, the error's own answer for an `HTTPResponseError`.
+/// What a route throws, and what the client gets for it: the error's own answer for a
+/// `JSONResponseError`, the surface's style for every other error, JSON all the same.
 @Suite(.timeLimit(.minutes(1)))
 struct JSONErrorMiddlewareTests {
-    struct Teapot: HTTPResponseError {
+    struct Teapot: JSONResponseError {
         var status: HTTPResponse.Status { .init(code: 418) }
 
         func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -25,6 +25,8 @@ struct JSONErrorMiddlewareTests {
         (HTTPError(.notFound), 404, #"{"error":"not_found","reason":"no route POST /v1/nowhere"}"#, nil),
         (HTTPError(.methodNotAllowed), 405, #"{"error":"http_error","reason":"Method Not Allowed"}"#, nil),
         (HTTPError(.badRequest, message: "no id"), 400, #"{"error":"http_error","reason":"no id"}"#, nil),
+        // NIO's own answer to a body past `collect(upTo:)` has no body at all.
+        (NIOTooManyBytesError(maxBytes: 8), 413, #"{"error":"http_error","reason":"Content Too Large"}"#, nil),
         (Teapot(), 418, #"{"error":"teapot","field":"spout","reason":"short and stout"}"#, "7"),
         (Secret(), 500, #"{"error":"internal","reason":"the service failed"}"#, nil),
     ]
@@ -64,6 +66,11 @@ struct JSONErrorMiddlewareTests {
             throw HTTPError(.badRequest, message: "bad")
         }
         #expect(try await Self.text(of: refused) == #"{"error":"bad"}"#)
+        let tooLarge = try await middleware.handle(request, context: context) { _, _ in
+            throw NIOTooManyBytesError(maxBytes: 8)
+        }
+        #expect(tooLarge.status == .contentTooLarge)
+        #expect(try await Self.text(of: tooLarge) == #"{"error":"-"}"#)
         let failed = try await middleware.handle(request, context: context) { _, _ in throw Secret() }
         #expect(failed.status == .internalServerError)
         #expect(try await Self.text(of: failed) == #"{"error":"internal error"}"#)
