@@ -100,7 +100,7 @@ let package = Package(
         .target(
             name: "HeraldFCMCore",
             dependencies: [
-                "HeraldCrypto",
+                "HeraldEncoding",
                 "HeraldPush",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

@@ -64,19 +64,18 @@ extension BenchCommand {
         func run() async throws {
             var logger = Logger(label: "herald.bench")
             logger.logLevel = .error
-            let resolved = try apns.resolved()
-            let settings = APNsSettings(
-                key: resolved.key,
-                keyID: resolved.keyID,
-                teamID: resolved.teamID,
-                url: resolved.url,
-                caFile: resolved.ca,
-                connections: resolved.connections,
-                requestTimeout: Int(resolved.requestTimeout.components.seconds)
-            )
-            let (client, _, _) = try HeraldServerError.validating {
-                try settings.makeClient(logger: logger, group: MultiThreadedEventLoopGroup.singleton)
+            var resolved = try apns.resolved()
+            // One client, at the key's URL: the bench measures one APNs host.
+            resolved.urls = [:]
+            let clients = try HeraldServerError.validating {
+                try ProviderClients.make(
+                    apnsKeys: [resolved],
+                    fcmAccounts: [],
+                    logger: logger,
+                    group: MultiThreadedEventLoopGroup.singleton
+                )
             }
+            guard let client = clients.stage.apns else { throw ValidationError("no APNs client was made") }
             let filler = String(repeating: "A", count: max(0, payloadBytes - 100))
             let payload =
                 pushType == "voip"
@@ -90,7 +89,7 @@ extension BenchCommand {
             let token = token
             let bundle = bundle
 
-            let services = ServiceGroup(services: [client], logger: logger)
+            let services = ServiceGroup(services: clients.services, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await services.run() }
                 // A warm-up push opens the connections and raises their stream limits.

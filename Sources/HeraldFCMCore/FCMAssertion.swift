@@ -1,6 +1,6 @@
 public import CryptoExtras
 import Foundation
-import HeraldCrypto
+import HeraldEncoding
 
 /// Signs the OAuth2 JWT-bearer assertions a service account exchanges for access tokens
 /// (RS256, `kid` = the key id; `iss` = the account, `scope`, `aud` = the token URI, `iat`, `exp`).
@@ -29,15 +29,15 @@ public struct FCMAssertionSigner: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let signingInput =
-            ByteEncoding.base64URL(try encoder.encode(header)) + "."
-            + ByteEncoding.base64URL(try encoder.encode(claims))
+            Base64URL.encode(Array(try encoder.encode(header))) + "."
+            + Base64URL.encode(Array(try encoder.encode(claims)))
         let signature: _RSA.Signing.RSASignature
         do {
             signature = try key.signature(for: Array(signingInput.utf8), padding: .insecurePKCS1v1_5)
         } catch {
             throw FCMCoreError.signing("RS256 signing failed")
         }
-        return signingInput + "." + ByteEncoding.base64URL(signature.rawRepresentation)
+        return signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
     }
 
     struct Claims: Codable {
@@ -64,9 +64,9 @@ public struct FCMAssertion: Sendable, Hashable {
     public init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-            let headerBytes = ByteEncoding.bytes(base64URL: String(parts[0])),
-            let claimBytes = ByteEncoding.bytes(base64URL: String(parts[1])),
-            let signature = ByteEncoding.bytes(base64URL: String(parts[2])),
+            let headerBytes = Base64URL.decode(parts[0]),
+            let claimBytes = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2]),
             let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
             header["alg"] as? String == "RS256",
             let keyID = header["kid"] as? String,

@@ -1,6 +1,5 @@
 public import CryptoExtras
 import Foundation
-import HeraldCrypto
 
 /// A Google service-account key file, the JSON the Firebase console downloads: what the sender
 /// signs its OAuth2 assertions with.
@@ -108,7 +107,11 @@ public struct FCMServiceAccount: Sendable, Hashable, Codable {
     ) throws -> (account: FCMServiceAccount, publicKeyPEM: String) {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         var generator = SystemRandomNumberGenerator()
-        let keyID = ByteEncoding.hex((0..<20).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        // 20 random bytes in lowercase hex, the form of Google's own key ids.
+        let keyID = (0..<20).map { _ in
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
         var account = FCMServiceAccount(
             projectID: projectID,
             privateKeyID: keyID,

@@ -53,6 +53,7 @@ public enum ProviderHTTPService {
                     }
             )
         )
+        router.add(middleware: JSONErrorMiddleware(.herald(internalReason: "the provider failed")))
         // Ready when it can send anywhere: a provider with no network configured takes batches
         // only to fail them.
         HTTPObservability.addHealth(to: router) {
@@ -69,14 +70,12 @@ public enum ProviderHTTPService {
             ])
         }
         router.post("/v1/push/batch") { request, context -> Response in
-            guard authorized(request, secret: secret) else {
-                return error(.unauthorized, "a valid bearer secret is required (authorization: bearer <secret>)")
-            }
+            guard authorized(request, secret: secret) else { throw ProviderRefusal.unauthorized }
             let body: ByteBuffer
             do {
                 body = try await request.body.collect(upTo: 16 * 1024 * 1024)
             } catch {
-                return Self.error(.contentTooLarge, "the batch is larger than 16 MiB")
+                throw ProviderRefusal.tooLarge
             }
             let batch: ProviderBatch
             do throws(JSONBodyError) {
@@ -86,10 +85,10 @@ public enum ProviderHTTPService {
                     limits: batchLimits
                 )
             } catch {
-                return Self.error(.badRequest, error.description)
+                throw ProviderRefusal.invalidRequest(error.description)
             }
             guard !batch.pushes.isEmpty, batch.pushes.count <= maximumBatch else {
-                return error(.badRequest, "a batch holds 1 to \(maximumBatch) pushes")
+                throw ProviderRefusal.invalidRequest("a batch holds 1 to \(maximumBatch) pushes")
             }
             let results = await results(of: batch.pushes, through: stage)
             return try JSONResponse.make(.ok, ProviderBatchResult(results: results))
@@ -130,15 +129,45 @@ public enum ProviderHTTPService {
     static func json(_ object: [String: String], status: HTTPResponse.Status = .ok) -> Response {
         (try? JSONResponse.make(status, object)) ?? JSONResponse.text(status, "{}")
     }
+}
 
-    /// The error body every Herald service answers; `kind` names the failure for programs.
-    static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        let kind =
-            switch status {
-            case .unauthorized: "unauthorized"
-            case .contentTooLarge: "body_too_large"
-            default: "invalid_request"
-            }
-        return JSONResponse.error(status, kind, reason: message)
+/// Why the provider refused a batch request: the error body every Herald service answers, with
+/// its status, written by `JSONErrorMiddleware` when the route throws it.
+struct ProviderRefusal: JSONResponseError {
+    private enum Code: String {
+        case unauthorized
+        case bodyTooLarge = "body_too_large"
+        case invalidRequest = "invalid_request"
+    }
+
+    private let code: Code
+    /// What went wrong, for the relay's operator.
+    let reason: String
+
+    private init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    /// No bearer secret, or another one.
+    static let unauthorized = Self(
+        .unauthorized,
+        "a valid bearer secret is required (authorization: bearer <secret>)"
+    )
+    /// A body past the 16 MiB the route reads.
+    static let tooLarge = Self(.bodyTooLarge, "the batch is larger than 16 MiB")
+    /// A body that is no batch, or one of the wrong size.
+    static func invalidRequest(_ reason: String) -> Self { Self(.invalidRequest, reason) }
+
+    var status: HTTPResponse.Status {
+        switch code {
+        case .unauthorized: .unauthorized
+        case .bodyTooLarge: .contentTooLarge
+        case .invalidRequest: .badRequest
+        }
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        JSONResponse.error(status, code.rawValue, reason: reason)
     }
 }

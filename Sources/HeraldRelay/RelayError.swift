@@ -1,5 +1,5 @@
-/// Why the relay refused a request. Knows no transport: the HTTP service maps each kind to its
-/// status (`RelayError.httpStatus` in HeraldRelayHTTP).
+/// Why the relay refused a request. Knows no transport: HeraldRelayHTTP makes it Hummingbird's
+/// `HTTPResponseError`, each kind's status and JSON answer.
 public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Hashable, Sendable {
         case invalidField = "invalid_field"

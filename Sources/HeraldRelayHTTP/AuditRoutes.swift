@@ -7,25 +7,24 @@ import Hummingbird
 /// app's entries only.
 enum AuditRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
-        v1.get("audit") { request, _ in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .read)
-                let values = try PushListQuery.parameters(PushListQuery.pairs(request), allowed: ["before", "limit"])
-                var limit = 100
-                if let text = values["limit"] {
-                    guard let value = Int(text) else { throw RelayError.invalidField("limit", "must be a number") }
-                    limit = value
-                }
-                let entries = try await relay.keys.auditEntries(
-                    before: values["before"],
-                    limit: limit,
-                    app: caller.appID
-                )
-                return try JSONResponse.make(
-                    .ok,
-                    AuditPage(entries: entries, next: entries.count == limit ? entries.last?.id : nil)
-                )
+        let reading = api.routes(v1, .backend(.read))
+        reading.get("audit") { request, context -> Response in
+            let caller = try context.caller
+            let values = try PushListQuery.parameters(PushListQuery.pairs(request), allowed: ["before", "limit"])
+            var limit = 100
+            if let text = values["limit"] {
+                guard let value = Int(text) else { throw RelayError.invalidField("limit", "must be a number") }
+                limit = value
             }
+            let entries = try await relay.keys.auditEntries(
+                before: values["before"],
+                limit: limit,
+                app: caller.appID
+            )
+            return try JSONResponse.make(
+                .ok,
+                AuditPage(entries: entries, next: entries.count == limit ? entries.last?.id : nil)
+            )
         }
     }
 }

@@ -9,36 +9,31 @@ import Hummingbird
 /// 409 saying how, an unknown call (or another user's, for a device) a 404.
 enum CallRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
-        v1.get("calls/:id") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                if api.isBackend(request) {
-                    let caller = try await api.requireBackend(request, .read)
-                    let call = try await relay.calls.call(id: id)
-                    try API.visible(caller, app: call.app)
-                    return try JSONResponse.make(.ok, call)
-                }
-                let device = try await api.requireDevice(request)
-                return try JSONResponse.make(.ok, try await relay.calls.call(id: id, for: device))
+        let sending = api.routes(v1, .backend(.send))
+        let devices = api.routes(v1, .device)
+        api.routes(v1, .backendOrDevice(.read)).get("calls/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            if case .backend(let caller) = context.authenticated {
+                let call = try await relay.calls.call(id: id)
+                try API.visible(caller, app: call.app)
+                return try JSONResponse.make(.ok, call)
             }
+            let device = try context.device
+            return try JSONResponse.make(.ok, try await relay.calls.call(id: id, for: device))
         }
-        v1.post("calls/:id/cancel") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .send)
-                let id = try context.parameters.require("id")
-                if caller.appID != nil { try API.visible(caller, app: try await relay.calls.call(id: id).app) }
-                return try JSONResponse.make(.ok, try await relay.calls.cancel(id: id))
-            }
+        sending.post("calls/:id/cancel") { request, context -> Response in
+            let caller = try context.caller
+            let id = try context.parameters.require("id")
+            if caller.appID != nil { try API.visible(caller, app: try await relay.calls.call(id: id).app) }
+            return try JSONResponse.make(.ok, try await relay.calls.cancel(id: id))
         }
         for (name, report) in [
             ("ringing", RelayCalls.ringing), ("answer", RelayCalls.answer), ("decline", RelayCalls.decline),
         ] {
-            v1.post("calls/:id/\(name)") { request, context in
-                try await api.handle {
-                    let device = try await api.requireDevice(request)
-                    let id = try context.parameters.require("id")
-                    return try JSONResponse.make(.ok, try await report(relay.calls)(id, device))
-                }
+            devices.post("calls/:id/\(name)") { _, context -> Response in
+                let device = try context.device
+                let id = try context.parameters.require("id")
+                return try JSONResponse.make(.ok, try await report(relay.calls)(id, device))
             }
         }
     }

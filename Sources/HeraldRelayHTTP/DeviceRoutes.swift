@@ -11,115 +11,101 @@ import Hummingbird
 /// notification permission with its credential. Every change is written to the audit log.
 enum DeviceRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
-        v1.put("apps/:id") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .apps)
-                let id = try context.parameters.require("id")
-                try API.require(caller, app: id)
-                var app = try await api.decode(AppBody.self, request)
-                app.id = id
-                let saved = try await relay.activation.saveApp(
-                    try app.record(),
-                    webhook: app.webhook.map { WebhookSettings(url: $0.url, secret: $0.secret) }
+        let appSetting = api.routes(v1, .backend(.apps))
+        let reading = api.routes(v1, .backend(.read))
+        // A key acting for the path device's app, or the device itself.
+        let keeping = api.routes(v1, .backendOrPathDevice(.devices))
+        let pathDevices = api.routes(v1, .pathDevice)
+        appSetting.put("apps/:id") { request, context -> Response in
+            let caller = try context.caller
+            let id = try context.parameters.require("id")
+            try API.require(caller, app: id)
+            var app = try await api.decode(AppBody.self, request)
+            app.id = id
+            let saved = try await relay.activation.saveApp(
+                try app.record(),
+                webhook: app.webhook.map { WebhookSettings(url: $0.url, secret: $0.secret) }
+            )
+            await relay.keys.audit(actor: caller.actor, action: "app.saved", target: id, app: id)
+            return try JSONResponse.make(.ok, saved)
+        }
+        reading.get("apps") { request, context -> Response in
+            let caller = try context.caller
+            let apps = try await relay.activation.apps().filter { caller.permits(app: $0.id) }
+            return try JSONResponse.make(.ok, ["apps": apps])
+        }
+        v1.post("activations") { request, _ -> Response in
+            // The credential first, so an unknown caller's body is never parsed: the API key
+            // activates any device; a device's own credential only re-activates that device.
+            guard api.bearer(request) != nil else {
+                throw RelayError.unauthorized.with(
+                    detail:
+                        "an activation needs the API key, or the device's credential to re-activate it (authorization: Bearer <secret>)"
                 )
-                await relay.keys.audit(actor: caller.actor, action: "app.saved", target: id, app: id)
-                return try JSONResponse.make(.ok, saved)
             }
-        }
-        v1.get("apps") { request, _ in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .read)
-                let apps = try await relay.activation.apps().filter { caller.permits(app: $0.id) }
-                return try JSONResponse.make(.ok, ["apps": apps])
-            }
-        }
-        v1.post("activations") { request, _ in
-            try await api.handle {
-                // The credential first, so an unknown caller's body is never parsed: the API key
-                // activates any device; a device's own credential only re-activates that device.
-                guard api.bearer(request) != nil else {
-                    throw RelayError.unauthorized.with(
-                        detail:
-                            "an activation needs the API key, or the device's credential to re-activate it (authorization: Bearer <secret>)"
+            let caller = try api.admitsBackend(request, .devices)
+            let device: DeviceRecord? = caller != nil ? nil : try await api.requireDevice(request)
+            let body = try await api.decode(ActivationRequest.self, request)
+            if let caller { try API.require(caller, app: body.app) }
+            if let device {
+                guard let deviceID = body.deviceID else {
+                    throw RelayError.forbidden.with(
+                        detail: "a new activation needs the API key; a device credential re-activates its device"
                     )
                 }
-                let caller = try api.admitsBackend(request, .devices)
-                let device: DeviceRecord? = caller != nil ? nil : try await api.requireDevice(request)
-                let body = try await api.decode(ActivationRequest.self, request)
-                if let caller { try API.require(caller, app: body.app) }
-                if let device {
-                    guard let deviceID = body.deviceID else {
-                        throw RelayError.forbidden.with(
-                            detail: "a new activation needs the API key; a device credential re-activates its device"
-                        )
-                    }
-                    guard device.id == deviceID else { throw RelayError.forbidden }
-                }
-                let activated = try await relay.activation.activate(body)
-                await relay.keys.audit(
-                    actor: caller?.actor ?? "device:" + activated.deviceID,
-                    action: body.deviceID == nil ? "device.activated" : "device.reactivated",
-                    target: activated.deviceID,
-                    app: body.app
-                )
-                return try JSONResponse.make(.created, activated)
+                guard device.id == deviceID else { throw RelayError.forbidden }
             }
+            let activated = try await relay.activation.activate(body)
+            await relay.keys.audit(
+                actor: caller?.actor ?? "device:" + activated.deviceID,
+                action: body.deviceID == nil ? "device.activated" : "device.reactivated",
+                target: activated.deviceID,
+                app: body.app
+            )
+            return try JSONResponse.make(.created, activated)
         }
-        v1.get("devices/:id") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                try await api.requireBackendOrDevice(request, id: id, .read)
-                return try JSONResponse.make(.ok, try await relay.activation.device(id: id))
-            }
+        api.routes(v1, .backendOrPathDevice(.read)).get("devices/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            return try JSONResponse.make(.ok, try await relay.activation.device(id: id))
         }
-        v1.put("devices/:id/tokens") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let caller = try await api.requireBackendOrDevice(request, id: id, .devices)
-                let body = try await api.decode(TokenUpdateRequest.self, request)
-                let device = try await relay.activation.updateTokens(deviceID: id, body)
-                await relay.keys.audit(
-                    actor: caller?.actor ?? "device:" + id,
-                    action: "device.tokens_updated",
-                    target: id,
-                    app: device.app
-                )
-                return try JSONResponse.make(.ok, device)
-            }
+        keeping.put("devices/:id/tokens") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            let caller = context.authenticated?.caller
+            let body = try await api.decode(TokenUpdateRequest.self, request)
+            let device = try await relay.activation.updateTokens(deviceID: id, body)
+            await relay.keys.audit(
+                actor: caller?.actor ?? "device:" + id,
+                action: "device.tokens_updated",
+                target: id,
+                app: device.app
+            )
+            return try JSONResponse.make(.ok, device)
         }
-        v1.delete("devices/:id") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let caller = try await api.requireBackendOrDevice(request, id: id, .devices)
-                let app = try? await relay.activation.device(id: id).app
-                try await relay.activation.deactivate(deviceID: id)
-                await relay.keys.audit(
-                    actor: caller?.actor ?? "device:" + id,
-                    action: "device.deactivated",
-                    target: id,
-                    app: app
-                )
-                return Response(status: .noContent)
-            }
+        keeping.delete("devices/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            let caller = context.authenticated?.caller
+            let app = try? await relay.activation.device(id: id).app
+            try await relay.activation.deactivate(deviceID: id)
+            await relay.keys.audit(
+                actor: caller?.actor ?? "device:" + id,
+                action: "device.deactivated",
+                target: id,
+                app: app
+            )
+            return Response(status: .noContent)
         }
-        v1.put("devices/:id/presence") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let device = try await api.requireDevice(request, id: id)
-                let body = try await api.decode(HeartbeatRequest.self, request)
-                return try JSONResponse.make(.ok, try await relay.activation.heartbeat(device: device, body))
-            }
+        pathDevices.put("devices/:id/presence") { request, context -> Response in
+            let device = try context.device
+            let body = try await api.decode(HeartbeatRequest.self, request)
+            return try JSONResponse.make(.ok, try await relay.activation.heartbeat(device: device, body))
         }
-        v1.put("devices/:id/notifications") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let device = try await api.requireDevice(request, id: id)
-                let body = try await api.decode(NotificationPermissionRequest.self, request)
-                return try JSONResponse.make(
-                    .ok,
-                    try await relay.activation.setNotificationPermission(device: device, body)
-                )
-            }
+        pathDevices.put("devices/:id/notifications") { request, context -> Response in
+            let device = try context.device
+            let body = try await api.decode(NotificationPermissionRequest.self, request)
+            return try JSONResponse.make(
+                .ok,
+                try await relay.activation.setNotificationPermission(device: device, body)
+            )
         }
     }
 }

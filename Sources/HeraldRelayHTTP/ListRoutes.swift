@@ -8,32 +8,29 @@ import Hummingbird
 /// The operator's lists, behind the API key: `GET /v1/users/{id}/devices` and `GET /v1/pushes`.
 enum ListRoutes {
     static func add(to v1: RouterGroup<RelayRequestContext>, relay: Relay, api: API) {
-        v1.get("users/:id/devices") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .read)
-                _ = try PushListQuery.parameters(PushListQuery.pairs(request), allowed: [])
-                let id = try context.parameters.require("id")
-                var view = try await relay.activation.devices(userID: id)
-                view.devices.removeAll { !caller.permits(app: $0.app) }
-                return try JSONResponse.make(.ok, view)
-            }
+        let reading = api.routes(v1, .backend(.read))
+        reading.get("users/:id/devices") { request, context -> Response in
+            let caller = try context.caller
+            _ = try PushListQuery.parameters(PushListQuery.pairs(request), allowed: [])
+            let id = try context.parameters.require("id")
+            var view = try await relay.activation.devices(userID: id)
+            view.devices.removeAll { !caller.permits(app: $0.app) }
+            return try JSONResponse.make(.ok, view)
         }
-        v1.get("pushes") { request, _ in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .read)
-                let listing = try PushListQuery.request(PushListQuery.pairs(request))
-                if caller.appID != nil {
-                    // The listing knows devices, not apps: an app key lists one of its devices.
-                    guard let device = listing.device else {
-                        throw RelayError.forbidden.with(
-                            detail:
-                                "an app's API key lists the pushes of one of its devices (?device=); every push needs an admin key"
-                        )
-                    }
-                    try API.visible(caller, app: try await relay.activation.deviceApp(id: device) ?? "")
+        reading.get("pushes") { request, context -> Response in
+            let caller = try context.caller
+            let listing = try PushListQuery.request(PushListQuery.pairs(request))
+            if caller.appID != nil {
+                // The listing knows devices, not apps: an app key lists one of its devices.
+                guard let device = listing.device else {
+                    throw RelayError.forbidden.with(
+                        detail:
+                            "an app's API key lists the pushes of one of its devices (?device=); every push needs an admin key"
+                    )
                 }
-                return try JSONResponse.make(.ok, try await relay.ingest.pushes(listing))
+                try API.visible(caller, app: try await relay.activation.deviceApp(id: device) ?? "")
             }
+            return try JSONResponse.make(.ok, try await relay.ingest.pushes(listing))
         }
     }
 }

@@ -28,7 +28,7 @@ enum LiveChannelRoute {
                 try await authorize(request, deviceID: id, api: api)
             } catch {
                 let refusal = UpgradeRefusal(
-                    status: error.httpStatus,
+                    status: error.status,
                     error: .init(error: error.identifier, reason: error.detail, field: error.field)
                 )
                 await refusal.send(on: context.channel)
@@ -160,7 +160,7 @@ extension LiveChannelRoute {
     }
 
     /// A request without the upgrade headers, authenticated: 426, naming the protocol to use.
-    struct UpgradeRequired: HTTPResponseError {
+    struct UpgradeRequired: JSONResponseError {
         var status: HTTPResponse.Status { .upgradeRequired }
 
         func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -177,7 +177,7 @@ extension LiveChannelRoute {
 
     /// A refused upgrade: over a plain GET this is the answer, over an upgrade request
     /// hummingbird-websocket drops it and the listener writes the `UpgradeRefusal` sent before.
-    struct Refused: HTTPResponseError {
+    struct Refused: JSONResponseError {
         let refusal: UpgradeRefusal
 
         var status: HTTPResponse.Status { refusal.status }
@@ -200,6 +200,9 @@ public struct RelayRequestContext: RequestContext, WebSocketRequestContext {
     public let webSocket: WebSocketHandlerReference<Self>
     /// The connection the request came on.
     public let channel: any Channel
+    /// Who the request authenticated as, on a route of a group that takes a credential
+    /// (`RelayAuthMiddleware`).
+    var authenticated: Authenticated?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -13,7 +13,7 @@ struct NoDevicesBody: Encodable {
     static func answer(_ refusal: RelayError, user: String) -> Response {
         let body = NoDevicesBody(error: refusal.identifier, reason: refusal.detail, user: user)
         // Three strings: encoding cannot fail; the plain error body if it ever did.
-        return (try? JSONResponse.make(refusal.httpStatus, body))
-            ?? JSONResponse.error(refusal.httpStatus, refusal.identifier, reason: refusal.detail)
+        return (try? JSONResponse.make(refusal.status, body))
+            ?? JSONResponse.error(refusal.status, refusal.identifier, reason: refusal.detail)
     }
 }

@@ -8,46 +8,12 @@ import Hummingbird
 import Metrics
 import NIOCore
 
-/// Authentication, body decoding and error answers shared by the routes.
+/// Authentication and body decoding shared by the routes.
 struct API: Sendable {
     let relay: Relay
     let configuration: RelayHTTPConfiguration
     /// Requests made with a key of `previousAPIKeys`: zero for long means the rotation can end.
     let previousAPIKeyRequests = Counter(label: "herald_api_key_previous_requests_total")
-
-    /// Runs a route; every `RelayError` becomes its JSON answer, anything else a 500 without details.
-    func handle(_ body: () async throws -> Response) async throws -> Response {
-        do {
-            return try await body()
-        } catch let error as RelayError {
-            return Self.answer(error)
-        } catch let error as TooLargeError {
-            return JSONResponse.error(.contentTooLarge, "body_too_large", reason: error.error.detail, field: "body")
-        } catch {
-            relay.logger.error("unexpected failure in a route", metadata: ["error": "\(type(of: error))"])
-            return JSONResponse.error(.internalServerError, "internal", reason: "the relay failed")
-        }
-    }
-
-    static func answer(_ error: RelayError) -> Response {
-        // The refusal's kind on the access line; not its reason, which may quote the request.
-        AccessLog.current?["error"] = .string(error.identifier)
-        if let user = error.user { return NoDevicesBody.answer(error, user: user) }
-        var response = JSONResponse.error(error.httpStatus, error.identifier, reason: error.detail, field: error.field)
-        if let wait = error.retryAfter {
-            // A quota: the same request is admitted once the bucket holds it again.
-            response.headers[.retryAfter] = "\(max(1, Int((wait / .seconds(1)).rounded(.up))))"
-        }
-        if response.status == .serviceUnavailable {
-            // The store is away (a database restarting or failing over): nothing was written, and
-            // the same request, with its idempotency key, may be sent again shortly.
-            response.headers[.retryAfter] = "\(retryAfterSeconds)"
-        }
-        return response
-    }
-
-    /// What a 503 tells the client to wait before sending again.
-    static let retryAfterSeconds = 2
 
     // MARK: Authentication
 
@@ -155,18 +121,6 @@ struct API: Sendable {
         return try await relay.activation.authenticateDevice(credential: token)
     }
 
-    /// An API key with `scope` acting for device `id`'s app, or the credential of device `id`
-    /// itself. Answers the caller (`nil` for the device).
-    @discardableResult
-    func requireBackendOrDevice(_ request: Request, id: String, _ scope: APIScope) async throws(RelayError) -> Caller? {
-        if let caller = try admitsBackend(request, scope) {
-            if caller.appID != nil { try Self.visible(caller, app: try await relay.activation.device(id: id).app) }
-            return caller
-        }
-        _ = try await requireDevice(request, id: id)
-        return nil
-    }
-
     /// The credential of device `id` itself (the path's device); another device's is 403.
     @discardableResult
     func requireDevice(_ request: Request, id: String) async throws(RelayError) -> DeviceRecord {
@@ -190,37 +144,6 @@ struct API: Sendable {
             return try JSONBody.decode(T.self, from: Array(buffer.readableBytesView))
         } catch {
             throw RelayError.invalidField(error.field, error.reason)
-        }
-    }
-}
-
-/// A refusal, as JSON.
-extension RelayError {
-    /// Marks a body-size refusal, answered as 413.
-    var tooLarge: TooLargeError { TooLargeError(error: self) }
-}
-
-/// A body over the size limit: 413 with the usual JSON.
-struct TooLargeError: Error {
-    let error: RelayError
-}
-
-extension RelayError {
-    /// The HTTP status that carries this kind of error.
-    var httpStatus: HTTPResponse.Status {
-        if isInvalidField { return .badRequest }
-        if isTooManyRequests { return .tooManyRequests }
-        // The user's state refuses the message (no device yet): the same request may succeed once
-        // it changed, which is what 409 says; 404 would read as an unknown route or adapter.
-        if isNoDevices { return .conflict }
-        switch self {
-        case .unauthorized: return .unauthorized
-        case .forbidden: return .forbidden
-        case .notFound: return .notFound
-        case .conflict: return .conflict
-        case .unavailable: return .serviceUnavailable
-        // A kind added to the relay without a status here shows as a 500, not as a guess.
-        default: return .internalServerError
         }
     }
 }

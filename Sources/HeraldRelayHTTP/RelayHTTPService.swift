@@ -55,7 +55,8 @@ public struct RelayHTTPConfiguration: Sendable {
 /// `/metrics` (docs/openapi.yaml).
 ///
 /// Backend endpoints take the API key, device endpoints the device's own credential, both as
-/// `authorization: Bearer <secret>`. Every refusal is a JSON body `{"error", "reason", "field"?}`.
+/// `authorization: Bearer <secret>`. Every refusal is a JSON body `{"error", "reason", "field"?}`:
+/// routes throw `RelayError`, which is its own answer, and `JSONErrorMiddleware` answers the rest.
 public enum RelayHTTPService {
     /// The routes.
     ///
@@ -80,7 +81,7 @@ public enum RelayHTTPService {
         let router = Router(context: RelayRequestContext.self)
         // First, so it sees every route and the final status, JSON errors included.
         router.add(middleware: HTTPObservabilityMiddleware(logger: accessLogger ?? relay.logger))
-        router.add(middleware: JSONErrorMiddleware())
+        router.add(middleware: JSONErrorMiddleware(.herald(internalReason: "the relay failed"), logger: relay.logger))
         let api = API(relay: relay, configuration: configuration)
 
         // The banner's URL: what is here and where its description is, so opening it in a
@@ -113,121 +114,102 @@ public enum RelayHTTPService {
         }
 
         let v1 = router.group("v1")
+        // Each group checks its credential before a handler runs (`RelayAuthMiddleware`).
+        let sending = api.routes(v1, .backend(.send))
+        let reading = api.routes(v1, .backend(.read))
+        let devices = api.routes(v1, .device)
+        let pathDevices = api.routes(v1, .pathDevice)
         DeviceRoutes.add(to: v1, relay: relay, api: api)
-        v1.post("messages") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .send)
-                let body = try await api.decode(MessageRequest.self, request)
-                try await relay.admit(caller, messages: 1)
-                let receipt = context.accessLog.name(
-                    try await relay.ingest.send(message: body, app: caller.appID),
-                    as: "message"
-                )
-                return JSONResponse.text(.accepted, receipt.jsonText)
-            }
+        sending.post("messages") { request, context -> Response in
+            let caller = try context.caller
+            let body = try await api.decode(MessageRequest.self, request)
+            try await relay.admit(caller, messages: 1)
+            let receipt = context.accessLog.name(
+                try await relay.ingest.send(message: body, app: caller.appID),
+                as: "message"
+            )
+            return JSONResponse.text(.accepted, receipt.jsonText)
         }
-        v1.get("messages/:id") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let device = try await api.requireDevice(request)
-                return try JSONResponse.make(.ok, try await relay.ingest.message(id: id, for: device))
-            }
+        devices.get("messages/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            return try JSONResponse.make(.ok, try await relay.ingest.message(id: id, for: try context.device))
         }
-        v1.post("calls") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .send)
-                let body = try await api.decode(CallRequest.self, request)
-                let receipt = context.accessLog.name(
-                    try await relay.ingest.send(call: body, app: caller.appID),
-                    as: "call"
-                )
-                return JSONResponse.text(.accepted, receipt.jsonText)
-            }
+        sending.post("calls") { request, context -> Response in
+            let caller = try context.caller
+            let body = try await api.decode(CallRequest.self, request)
+            let receipt = context.accessLog.name(
+                try await relay.ingest.send(call: body, app: caller.appID),
+                as: "call"
+            )
+            return JSONResponse.text(.accepted, receipt.jsonText)
         }
         let webhooks = AdapterWebhooks(adapters: adapters, relay: relay, api: api)
-        v1.post("adapters/:name") { request, context in
-            try await api.handle { try await webhooks.handle(request, name: try context.parameters.require("name")) }
+        v1.post("adapters/:name") { request, context -> Response in
+            try await webhooks.handle(request, name: try context.parameters.require("name"))
         }
-        v1.post("broadcasts") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .send)
-                let body = try await api.decode(BroadcastRequest.self, request)
-                try await relay.admit(caller, messages: Set(body.to).count)
-                return try JSONResponse.make(
-                    .accepted,
-                    context.accessLog.name(try await relay.ingest.broadcast(body, app: caller.appID))
-                )
-            }
+        sending.post("broadcasts") { request, context -> Response in
+            let caller = try context.caller
+            let body = try await api.decode(BroadcastRequest.self, request)
+            try await relay.admit(caller, messages: Set(body.to).count)
+            return try JSONResponse.make(
+                .accepted,
+                context.accessLog.name(try await relay.ingest.broadcast(body, app: caller.appID))
+            )
         }
         LiveChannelRoute.add(to: router, relay: relay, api: api)
-        v1.post("chats/:conversation/events") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .send)
-                try API.requireAdmin(caller, "a chat event (a conversation's transcript spans apps)")
-                let conversation = try context.parameters.require("conversation")
-                let body = try await api.decode(ChatEventRequest.self, request)
-                return try JSONResponse.make(
-                    .accepted,
-                    try await relay.transcripts.chatEvent(conversation: conversation, body)
-                )
-            }
+        // A conversation's transcript spans apps: an app key is 403 here, saying what it tried.
+        let chatEvents = api.routes(v1, .admin(.send, what: "a chat event (a conversation's transcript spans apps)"))
+        chatEvents.post("chats/:conversation/events") { request, context -> Response in
+            let conversation = try context.parameters.require("conversation")
+            let body = try await api.decode(ChatEventRequest.self, request)
+            return try JSONResponse.make(
+                .accepted,
+                try await relay.transcripts.chatEvent(conversation: conversation, body)
+            )
         }
-        v1.post("chats/:conversation/end") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .send)
-                try API.requireAdmin(caller, "ending a chat (a conversation's transcript spans apps)")
-                let conversation = try context.parameters.require("conversation")
-                return try JSONResponse.make(.ok, try await relay.transcripts.endChat(conversation: conversation))
-            }
+        let chatEnds = api.routes(v1, .admin(.send, what: "ending a chat (a conversation's transcript spans apps)"))
+        chatEnds.post("chats/:conversation/end") { _, context -> Response in
+            let conversation = try context.parameters.require("conversation")
+            return try JSONResponse.make(.ok, try await relay.transcripts.endChat(conversation: conversation))
         }
-        v1.get("chats/:conversation/transcript") { request, context in
-            try await api.handle {
-                let conversation = try context.parameters.require("conversation")
-                let device = try await api.requireDevice(request)
-                let after = request.uri.queryParameters.get("after") ?? "0"
-                guard let position = Int(after), position >= 0 else {
-                    throw RelayError.invalidField("after", "must be a transcript position (0 or more)")
-                }
-                return try JSONResponse.make(
-                    .ok,
-                    try await relay.transcripts.transcript(conversation: conversation, after: position, for: device)
-                )
+        devices.get("chats/:conversation/transcript") { request, context -> Response in
+            let conversation = try context.parameters.require("conversation")
+            let device = try context.device
+            let after = request.uri.queryParameters.get("after") ?? "0"
+            guard let position = Int(after), position >= 0 else {
+                throw RelayError.invalidField("after", "must be a transcript position (0 or more)")
             }
+            return try JSONResponse.make(
+                .ok,
+                try await relay.transcripts.transcript(conversation: conversation, after: position, for: device)
+            )
         }
-        v1.post("devices/:id/chats/:conversation/disconnect") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let conversation = try context.parameters.require("conversation")
-                let device = try await api.requireDevice(request, id: id)
-                let body = try await api.decode(ChatDisconnectRequest.self, request)
-                try await relay.transcripts.chatDisconnect(device: device, conversation: conversation, body)
-                return try JSONResponse.make(
-                    .ok,
-                    DisconnectAnswer(conversation: conversation, transcriptPosition: body.transcriptPosition)
-                )
-            }
+        pathDevices.post("devices/:id/chats/:conversation/disconnect") { request, context -> Response in
+            let conversation = try context.parameters.require("conversation")
+            let device = try context.device
+            let body = try await api.decode(ChatDisconnectRequest.self, request)
+            try await relay.transcripts.chatDisconnect(device: device, conversation: conversation, body)
+            return try JSONResponse.make(
+                .ok,
+                DisconnectAnswer(conversation: conversation, transcriptPosition: body.transcriptPosition)
+            )
         }
-        v1.post("devices/:id/chats/:conversation/connect") { request, context in
-            try await api.handle {
-                let id = try context.parameters.require("id")
-                let conversation = try context.parameters.require("conversation")
-                let device = try await api.requireDevice(request, id: id)
-                return try JSONResponse.make(
-                    .ok,
-                    try await relay.transcripts.chatConnect(device: device, conversation: conversation)
-                )
-            }
+        pathDevices.post("devices/:id/chats/:conversation/connect") { _, context -> Response in
+            let conversation = try context.parameters.require("conversation")
+            let device = try context.device
+            return try JSONResponse.make(
+                .ok,
+                try await relay.transcripts.chatConnect(device: device, conversation: conversation)
+            )
         }
-        v1.get("pushes/:id") { request, context in
-            try await api.handle {
-                let caller = try await api.requireBackend(request, .read)
-                let id = try context.parameters.require("id")
-                let status = try await relay.ingest.pushStatus(id: id)
-                if caller.appID != nil {
-                    try API.visible(caller, app: try await relay.activation.deviceApp(id: status.deviceID) ?? "")
-                }
-                return try JSONResponse.make(.ok, status)
+        reading.get("pushes/:id") { _, context -> Response in
+            let caller = try context.caller
+            let id = try context.parameters.require("id")
+            let status = try await relay.ingest.pushStatus(id: id)
+            if caller.appID != nil {
+                try API.visible(caller, app: try await relay.activation.deviceApp(id: status.deviceID) ?? "")
             }
+            return try JSONResponse.make(.ok, status)
         }
         ListRoutes.add(to: v1, relay: relay, api: api)
         WebhookRoutes.add(to: v1, relay: relay, api: api)
@@ -299,32 +281,6 @@ struct DynamicKey: CodingKey {
     init(_ string: String) { stringValue = string }
     init?(stringValue: String) { self.stringValue = stringValue }
     init?(intValue: Int) { nil }
-}
-
-/// Answers what no route handles (an unknown path or method) with the same JSON as every other
-/// refusal, instead of an empty body.
-struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(
-        _ request: Request,
-        context: Context,
-        next: (Request, Context) async throws -> Response
-    ) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as HTTPError {
-            let reason =
-                error.status == .notFound
-                ? "no route \(request.method.rawValue) \(request.uri.path)" : (error.body ?? error.status.reasonPhrase)
-            return try JSONResponse.make(
-                error.status,
-                JSONResponse.ErrorBody(
-                    error: error.status == .notFound ? "not_found" : "http_error",
-                    reason: reason,
-                    field: nil
-                )
-            )
-        }
-    }
 }
 
 /// The answer to a chat disconnect.

@@ -28,7 +28,7 @@ enum SandboxControlAPI {
         let router = Router(context: Context.self)
         // First, so it sees every route and the final status.
         router.middlewares.add(HTTPObservabilityMiddleware(logger: logger))
-        router.middlewares.add(ControlErrorMiddleware())
+        router.middlewares.add(JSONErrorMiddleware(ControlErrorBody.style))
         HTTPObservability.addHealth(to: router) { [] }
         if let registry = core.configuration.metrics {
             HTTPObservability.addMetrics(to: router, exposition: MetricsExposition(registry: registry))
@@ -314,34 +314,5 @@ extension Request {
         } catch {
             throw SandboxError.invalidRequest(error.description)
         }
-    }
-}
-
-/// Turns every error into `{"error": "..."}` with the right status, so a client always gets a
-/// reason it can read.
-struct ControlErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(
-        _ request: Request,
-        context: Context,
-        next: (Request, Context) async throws -> Response
-    ) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as SandboxError {
-            return Self.response(status: .init(code: error.status), message: error.message)
-        } catch let error as HTTPError {
-            return Self.response(status: error.status, message: error.body ?? error.status.reasonPhrase)
-        } catch let error as any HTTPResponseError {
-            return Self.response(status: error.status, message: error.status.reasonPhrase)
-        } catch {
-            context.logger.error("control request failed", metadata: ["error": "\(error)"])
-            return Self.response(status: .internalServerError, message: "internal error")
-        }
-    }
-
-    /// The control API's error answer: `{"error": message}` (docs/sandbox.md).
-    static func response(status: HTTPResponse.Status, message: String) -> Response {
-        (try? JSONResponse.make(status, ["error": message]))
-            ?? JSONResponse.text(status, #"{"error":"internal error"}"#)
     }
 }

@@ -1,3 +1,6 @@
+public import HeraldHTTPSupport
+public import Hummingbird
+
 /// Why the sandbox refused a control request (registering an app, a service account, a device,
 /// a fault...).
 public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -23,16 +26,6 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { message }
-
-    /// The HTTP status the control API answers with.
-    public var status: Int {
-        switch code {
-        case .unknownDevice, .unknownToken, .unknownKey: 404
-        case .unknownApp, .invalidKey, .invalidServiceAccount, .invalidRequest: 400
-        case .appUninstalled: 410
-        case .registryFile: 500
-        }
-    }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
@@ -68,4 +61,37 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Matching helpers for tests: compare with `SandboxError.unknownDevice("")`.
     public var isUnknownDevice: Bool { code == .unknownDevice }
+}
+
+/// A refusal is the control API's answer, `{"error": message}` (docs/sandbox.md), which
+/// `JSONErrorMiddleware` writes when a route throws it.
+extension SandboxError: JSONResponseError {
+    /// The HTTP status the control API answers with.
+    public var status: HTTPResponse.Status {
+        switch code {
+        case .unknownDevice, .unknownToken, .unknownKey: .notFound
+        case .unknownApp, .invalidKey, .invalidServiceAccount, .invalidRequest: .badRequest
+        case .appUninstalled: .gone
+        case .registryFile: .internalServerError
+        }
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        ControlErrorBody.answer(status, message)
+    }
+}
+
+/// The control API's error shape, `{"error": message}` (docs/sandbox.md).
+enum ControlErrorBody {
+    /// Hummingbird's refusals say what Hummingbird said; a failure says only `internal error`.
+    static let style = JSONErrorStyle(
+        refusal: { status, message, _ in answer(status, message ?? status.reasonPhrase) },
+        internalError: { answer(.internalServerError, "internal error") }
+    )
+
+    /// `{"error": message}` with `status`.
+    static func answer(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        (try? JSONResponse.make(status, ["error": message]))
+            ?? JSONResponse.text(status, #"{"error":"internal error"}"#)
+    }
 }

@@ -60,7 +60,7 @@ enum SandboxFCMServer {
 
     static func router(core: SandboxCore) -> Router<Context> {
         let router = Router(context: Context.self)
-        router.middlewares.add(FCMErrorMiddleware())
+        router.middlewares.add(JSONErrorMiddleware(FCMErrorAnswer.style))
 
         router.post("/v1/projects/:project/messages:send") { request, context -> Response in
             let project = try context.parameters.require("project")
@@ -118,17 +118,12 @@ enum SandboxFCMServer {
     }
 }
 
-/// Answers every error with a Google-style JSON error body, never an empty page.
-struct FCMErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(
-        _ request: Request,
-        context: Context,
-        next: (Request, Context) async throws -> Response
-    ) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as any HTTPResponseError {
-            let status = error.status
+/// Google's JSON error body, as FCM answers: the emulator's errors, never an empty page.
+enum FCMErrorAnswer {
+    /// Hummingbird's refusals (an unknown URL, a method not allowed) as Google words them; a
+    /// failure as FCM's `INTERNAL`.
+    static let style = JSONErrorStyle(
+        refusal: { status, _, request in
             let rpcStatus =
                 switch status.code {
                 case 404: "NOT_FOUND"
@@ -138,12 +133,10 @@ struct FCMErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let message =
                 status.code == 404
                 ? "The requested URL \(request.uri.path) was not found on this server." : status.reasonPhrase
-            return Self.response(FCMErrorBody(error: .init(code: status.code, message: message, status: rpcStatus)))
-        } catch {
-            context.logger.error("FCM request failed", metadata: ["error": "\(error)"])
-            return Self.response(FCMErrorBody(code: .internal))
-        }
-    }
+            return response(FCMErrorBody(error: .init(code: status.code, message: message, status: rpcStatus)))
+        },
+        internalError: { response(FCMErrorBody(code: .internal)) }
+    )
 
     static func response(_ body: FCMErrorBody) -> Response {
         let answer = SandboxFCMAnswer.json(body.error.code, body)

@@ -51,31 +51,14 @@ public struct APNsSettings: Sendable {
         return String(name.dropFirst("AuthKey_".count).dropLast(".p8".count))
     }
 
-    /// The APNs client, and the manager of its provider token.
+    /// One client per environment's URL, all signing with this key's one provider token (APNs
+    /// keeps one token per key, whichever host it is sent to), and the manager of that token.
     ///
     /// With `shared`, the token is the cluster's (`SharedProviderToken`, kept in that store):
     /// the token cache file is only read (a young token in it is published rather than a new
-    /// one), never written, and the returned service must run beside the client,
-    /// prepared (`prepare()`) before the first push. Without it, this process signs its own and
-    /// keeps it in `tokenCache`.
-    public func makeClient(
-        logger: Logger,
-        group: any EventLoopGroup,
-        shared: (any ProviderTokenStore)? = nil,
-        feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
-    ) throws(HeraldServerError) -> (APNsClient, ProviderTokenManager, SharedProviderToken?) {
-        let (clients, tokens, sharedToken) = try makeClients(
-            urls: [.development: url],
-            logger: logger,
-            group: group,
-            shared: shared,
-            feedback: feedback
-        )
-        return (clients[.development]!, tokens, sharedToken)
-    }
-
-    /// One client per environment's URL, all signing with this key's one provider token (APNs
-    /// keeps one token per key, whichever host it is sent to).
+    /// one), never written, and the returned service must run beside the clients, prepared
+    /// (`prepare()`) before the first push. Without it, this process signs its own and keeps it
+    /// in `tokenCache`. `ProviderClients` is what calls this.
     public func makeClients(
         urls: [APNsEnvironment: String],
         logger: Logger,

@@ -190,14 +190,7 @@ public struct ConfigurationCheck: Sendable {
 
     private func apnsKey(_ apns: HeraldConfiguration.APNs) -> Finding {
         let subject = apns.name == HeraldConfiguration.defaultName ? "apns key" : "apns key \(apns.name)"
-        let settings = APNsSettings(
-            key: apns.key,
-            keyID: apns.keyID,
-            teamID: apns.teamID,
-            url: apns.url,
-            caFile: apns.ca,
-            connections: apns.connections
-        )
+        let settings = apns.settings()
         guard let keyID = settings.resolvedKeyID else {
             return Finding(
                 passed: false,

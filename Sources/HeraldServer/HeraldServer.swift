@@ -63,7 +63,7 @@ public struct HeraldServer: Sendable {
         if let apns = configuration.apnsKeys.first {
             // The provider tokens live in the store, one per key, shared by every node on it (and
             // kept across restarts); the file an earlier release kept one in is only read, once.
-            let fleet = try FleetClients.make(
+            let fleet = try ProviderClients.make(
                 configuration: configuration,
                 tokenCache: { [configuration] in configuration.providerTokenPath(for: $0) },
                 shared: store,
@@ -176,45 +176,39 @@ public struct HeraldServer: Sendable {
             tasks.addTask { try await sandboxGroup.run() }
             let endpoints = try await sandbox.endpoints()
             let group = MultiThreadedEventLoopGroup.singleton
-            let settings = APNsSettings(
-                key: (keysDirectory as NSString).appendingPathComponent("AuthKey_\(metadata.keyID).p8"),
-                keyID: metadata.keyID,
-                teamID: metadata.teamID,
-                url: endpoints.apnsURL,
-                caFile: endpoints.caCertificatePath,
-                connections: 2
-            )
             // One key, both environments: the sandbox plays development and production on two ports.
             var urls: [APNsEnvironment: String] = [.development: endpoints.apnsURL]
             urls[.production] = endpoints.apnsProductionURL
-            let (clients, _, sharedToken) = try settings.makeClients(
+            let apns = HeraldConfiguration.APNs(
+                key: (keysDirectory as NSString).appendingPathComponent("AuthKey_\(metadata.keyID).p8"),
+                keyID: metadata.keyID,
+                teamID: metadata.teamID,
+                environment: APNsEnvironment.development.rawValue,
+                url: endpoints.apnsURL,
                 urls: urls,
-                logger: logger,
-                group: group,
-                shared: store
+                ca: endpoints.caCertificatePath,
+                connections: 2,
+                requestTimeout: .seconds(10)
             )
-            let fcmClient = try FCMSettings(
+            let fcm = HeraldConfiguration.FCM(
                 serviceAccount: accountPath,
                 url: endpoints.fcmURL,
-                caFile: endpoints.caCertificatePath,
-                tokenURI: endpoints.tokenURL
-            ).makeClient(logger: logger, group: group)
+                ca: endpoints.caCertificatePath
+            )
+            let clients = try ProviderClients.make(
+                apnsKeys: [apns],
+                fcmAccounts: [fcm],
+                fcmTokenURI: endpoints.tokenURL,
+                shared: store,
+                logger: logger,
+                group: group
+            )
             let runtime = try RelayRuntime(
                 configuration: configuration,
                 store: store,
                 masterKey: masterKey,
                 apiKey: apiKey,
-                sender: ProviderStage(
-                    apnsKeys: [
-                        ProviderStage.APNsKey(
-                            name: HeraldConfiguration.defaultName,
-                            environment: .development,
-                            clients: clients
-                        )
-                    ],
-                    fcmAccounts: [HeraldConfiguration.defaultName: fcmClient],
-                    logger: logger
-                ),
+                sender: clients.stage,
                 fleet: {
                     var fleet = FleetConfiguration()
                     fleet.apnsKeys = [HeraldConfiguration.defaultName]
@@ -239,13 +233,10 @@ public struct HeraldServer: Sendable {
             for app in shown {
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: metadata.teamID))
             }
-            await sharedToken?.prepare()
+            await clients.prepare()
             do {
-                let apnsClients: [any Service] = APNsEnvironment.allCases.compactMap { clients[$0] }
                 let reloader = reloader(runtime, defaultTeam: metadata.teamID)
-                try await runtime.run(
-                    extraServices: apnsClients + [fcmClient] + (sharedToken.map { [$0] } ?? []) + reloader
-                ) { port in
+                try await runtime.run(extraServices: clients.services + reloader) { port in
                     var lines = [
                         "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
                     ]

@@ -48,7 +48,7 @@ extension HeraldServer {
         }
         // The key first: a wrong key path should not leave a new secret file behind.
         let configuration = configuration
-        let fleet = try FleetClients.make(
+        let fleet = try ProviderClients.make(
             configuration: configuration,
             tokenCache: { configuration.providerTokenPath(for: $0, base: listener.tokenCache) },
             shared: shared,

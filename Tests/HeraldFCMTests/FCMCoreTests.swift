@@ -16,6 +16,9 @@ struct FCMCoreTests {
         let text = try signer.assertion(issuedAt: 1_700_000_000)
         let parsed = try #require(FCMAssertion(text))
         #expect(parsed.keyID == account.privateKeyID)
+        // Google's form: 40 lowercase hex digits.
+        #expect(account.privateKeyID.utf8.count == 40)
+        #expect(account.privateKeyID.allSatisfy { "0123456789abcdef".contains($0) })
         #expect(parsed.issuer == account.clientEmail)
         #expect(parsed.scope == FCMServiceAccount.messagingScope)
         #expect(parsed.audience == "https://t.example/token")

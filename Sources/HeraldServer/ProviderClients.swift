@@ -1,25 +1,29 @@
 import Foundation
 import HeraldAPNs
 import HeraldFCM
-import HeraldProvider
+public import HeraldProvider
 import HeraldPush
 import HeraldRelay
-import HeraldStore
-import Logging
-import NIOCore
-import ServiceLifecycle
+public import HeraldStore
+public import Logging
+public import NIOCore
+public import ServiceLifecycle
 
-/// The provider stage of a fleet: for every configured APNs key a client per environment it
-/// serves, all signing with the key's one provider token (shared through the store when there is
-/// one), and an FCM sender per service account.
-struct FleetClients {
+/// The provider stage's clients, made in one place (`herald serve` with Apple's keys or in
+/// sandbox mode, `herald provider`, `herald bench`): for every APNs key a client per environment
+/// it serves, all signing with the key's one provider token (shared through the store when there
+/// is one), and an FCM sender per service account.
+public struct ProviderClients {
     /// Routes each push to its key's client for its environment, or its account's sender.
-    var stage: ProviderStage
+    public var stage: ProviderStage
     /// What must run beside the stage: the clients and the shared tokens' services.
-    var services: [any Service]
+    public var services: [any Service]
     /// The keys' shared tokens, to prepare before the first push.
     var sharedTokens: [SharedProviderToken]
 
+    /// The clients of a configuration's keys and accounts; its default key and account are the
+    /// stage's.
+    ///
     /// - Parameters:
     ///   - tokenCache: Where a key's provider token is kept between runs (read once when shared).
     ///   - shared: The store every node shares the keys' tokens through; nil signs locally.
@@ -29,21 +33,45 @@ struct FleetClients {
         shared: (any ProviderTokenStore)?,
         logger: Logger,
         group: any EventLoopGroup
-    ) throws(HeraldServerError) -> FleetClients {
+    ) throws(HeraldServerError) -> ProviderClients {
+        try make(
+            apnsKeys: configuration.apnsKeys,
+            fcmAccounts: configuration.fcmAccounts,
+            defaultAPNsKey: configuration.apns?.name,
+            defaultFCMAccount: configuration.fcm?.name,
+            tokenCache: tokenCache,
+            shared: shared,
+            logger: logger,
+            group: group
+        )
+    }
+
+    /// The clients of `apnsKeys` and `fcmAccounts`.
+    ///
+    /// - Parameters:
+    ///   - defaultAPNsKey: The key of a push that names none: the only key when nil.
+    ///   - defaultFCMAccount: The account of a push that names none: the only account when nil.
+    ///   - fcmTokenURI: Replaces each service account's `token_uri` (the in-process sandbox's
+    ///     port is only known once it started).
+    ///   - tokenCache: Where a key's provider token is kept between runs (read once when shared);
+    ///     nil keeps it nowhere.
+    ///   - shared: The store every node shares the keys' tokens through; nil signs locally.
+    public static func make(
+        apnsKeys: [HeraldConfiguration.APNs],
+        fcmAccounts: [HeraldConfiguration.FCM],
+        defaultAPNsKey: String? = nil,
+        defaultFCMAccount: String? = nil,
+        fcmTokenURI: String? = nil,
+        tokenCache: (HeraldConfiguration.APNs) -> String? = { _ in nil },
+        shared: (any ProviderTokenStore)? = nil,
+        logger: Logger,
+        group: any EventLoopGroup
+    ) throws(HeraldServerError) -> ProviderClients {
         var keys: [ProviderStage.APNsKey] = []
         var services: [any Service] = []
         var sharedTokens: [SharedProviderToken] = []
-        for apns in configuration.apnsKeys {
-            let settings = APNsSettings(
-                key: apns.key,
-                keyID: apns.keyID,
-                teamID: apns.teamID,
-                url: apns.url,
-                caFile: apns.ca,
-                connections: apns.connections,
-                requestTimeout: Int(apns.requestTimeout.components.seconds),
-                tokenCache: tokenCache(apns)
-            )
+        for apns in apnsKeys {
+            let settings = apns.settings(tokenCache: tokenCache(apns))
             var keyLogger = logger
             keyLogger[metadataKey: "apns_key"] = "\(apns.name)"
             let (clients, _, sharedToken) = try settings.makeClients(
@@ -60,29 +88,47 @@ struct FleetClients {
             }
         }
         var accounts: [String: FCMClient] = [:]
-        for fcm in configuration.fcmAccounts {
-            let client = try FCMSettings(serviceAccount: fcm.serviceAccount, url: fcm.url, caFile: fcm.ca)
-                .makeClient(logger: logger, group: group)
+        for fcm in fcmAccounts {
+            let client = try FCMSettings(
+                serviceAccount: fcm.serviceAccount,
+                url: fcm.url,
+                caFile: fcm.ca,
+                tokenURI: fcmTokenURI
+            ).makeClient(logger: logger, group: group)
             accounts[fcm.name] = client
             services.append(client)
         }
         let stage = ProviderStage(
             apnsKeys: keys,
-            defaultAPNsKey: configuration.apns?.name,
+            defaultAPNsKey: defaultAPNsKey,
             fcmAccounts: accounts,
-            defaultFCMAccount: configuration.fcm?.name,
+            defaultFCMAccount: defaultFCMAccount,
             logger: logger
         )
-        return FleetClients(stage: stage, services: services, sharedTokens: sharedTokens)
+        return ProviderClients(stage: stage, services: services, sharedTokens: sharedTokens)
     }
 
     /// Takes up each key's stored token (or publishes the first) before the first push.
-    func prepare() async {
+    public func prepare() async {
         for token in sharedTokens { await token.prepare() }
     }
 }
 
 extension HeraldConfiguration.APNs {
+    /// What its clients are made from.
+    func settings(tokenCache: String? = nil) -> APNsSettings {
+        APNsSettings(
+            key: key,
+            keyID: keyID,
+            teamID: teamID,
+            url: url,
+            caFile: ca,
+            connections: connections,
+            requestTimeout: Int(requestTimeout.components.seconds),
+            tokenCache: tokenCache
+        )
+    }
+
     /// `environment` as APNs' type (it is checked when the configuration is resolved).
     var resolvedEnvironment: APNsEnvironment { APNsEnvironment(rawValue: environment) ?? .development }
 }
