@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import HeraldObservability
+import HeraldServer
 
 /// `herald`: the root command.
 public struct HeraldCommand: AsyncParsableCommand {
@@ -51,10 +52,19 @@ extension HeraldCommand {
                 try command.run()
             }
         } catch let error as ValidationError {
+            quiet()
             FileHandle.standardError.write(Data(("Error: " + error.message + "\n").utf8))
             Foundation.exit(ExitCode.validationFailure.rawValue)
         } catch {
+            quiet()
             exit(withError: error)
         }
+    }
+
+    /// Silences the logs of a command that failed: what it started is still closing (listeners,
+    /// pooled connections, on their own threads) and may log as it goes; the line that says why
+    /// the command failed must be the last one.
+    private static func quiet() {
+        LogLevelSwitch.level = .critical
     }
 }
