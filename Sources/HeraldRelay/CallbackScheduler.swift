@@ -144,7 +144,7 @@ extension RelayCallbacks {
     /// Deletes the callbacks that finished longer ago than the relay keeps messages, with their
     /// history; returns how many.
     public func purgeFinished() async throws(RelayError) -> Int {
-        let cut = context.now() - context.configuration.messageRetention * 1000
+        let cut = context.now() - context.configuration.messageRetention.milliseconds
         return try await context.storing { try await $0.deleteFinishedCallbacks(before: cut) }
     }
 

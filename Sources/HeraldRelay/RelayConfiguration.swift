@@ -3,12 +3,12 @@ public import HeraldStore
 
 /// How the relay behaves; apps live in the store.
 public struct RelayConfiguration: Sendable {
-    /// The time-to-live of a heartbeat that names none, in seconds.
-    public var defaultPresenceTTL: Int = 60
-    /// The longest time-to-live a heartbeat may ask for, in seconds.
-    public var maximumPresenceTTL: Int = 3600
-    /// How long messages are kept for fetch-by-id, and idempotency keys remembered, in seconds.
-    public var messageRetention: Int64 = 7 * 24 * 60 * 60
+    /// The time-to-live of a heartbeat that names none.
+    public var defaultPresenceTTL: Duration = .seconds(60)
+    /// The longest time-to-live a heartbeat may ask for (a heartbeat names whole seconds).
+    public var maximumPresenceTTL: Duration = .seconds(3600)
+    /// How long messages are kept for fetch-by-id, and idempotency keys remembered.
+    public var messageRetention: Duration = .seconds(7 * 24 * 60 * 60)
     /// The longest message text accepted, in UTF-8 bytes (texts longer than the payload budget
     /// are cut in the push and fetched by id).
     public var maximumTextBytes: Int = 64 * 1024

@@ -29,7 +29,7 @@ extension RelayIngest {
             id: messageID,
             at: time,
             // Kept for fetch-by-id as long after its push as any message.
-            expiresAt: until + context.configuration.messageRetention * 1000,
+            expiresAt: until + context.configuration.messageRetention.milliseconds,
             // The push made at the release carries what a direct one would have.
             sealedPushOptions: context.sealPushOptions(
                 StoredPushOptions(options, title: extras.title, data: extras.data),

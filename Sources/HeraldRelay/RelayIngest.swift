@@ -118,7 +118,7 @@ public final class RelayIngest: Sendable {
             request,
             id: messageID,
             at: time,
-            expiresAt: time + context.configuration.messageRetention * 1000,
+            expiresAt: time + context.configuration.messageRetention.milliseconds,
             // Kept only for a message a live channel may not acknowledge: its push then carries them.
             sealedPushOptions: liveDevices.isEmpty && handovers.isEmpty
                 ? nil
@@ -355,7 +355,7 @@ public final class RelayIngest: Sendable {
         return try await context.storing { store in
             try await store.deleteExpired(
                 now: time,
-                historyBefore: time - self.context.configuration.messageRetention * 1000
+                historyBefore: time - self.context.configuration.messageRetention.milliseconds
             )
         }
     }

@@ -166,7 +166,7 @@ public final class RelayTranscripts: Sendable {
         return ChatEndReceipt(
             conversation: conversation,
             endedAt: endedAt,
-            purgeAt: endedAt + context.configuration.messageRetention * 1000
+            purgeAt: endedAt + context.configuration.messageRetention.milliseconds
         )
     }
 
@@ -176,7 +176,7 @@ public final class RelayTranscripts: Sendable {
     public func purgeChats() async throws(RelayError) -> (ended: Int, deleted: Int) {
         let time = context.now()
         let idle = context.configuration.chat.idleEnd.milliseconds
-        let retention = context.configuration.messageRetention * 1000
+        let retention = context.configuration.messageRetention.milliseconds
         return try await context.storing { store in
             let ended = try await store.endIdleChats(now: time, idle: idle)
             var deleted = 0
@@ -425,7 +425,7 @@ public final class RelayTranscripts: Sendable {
                     context: RelayContext.messageContext(messageID)
                 ),
                 createdAt: time,
-                expiresAt: time + context.configuration.messageRetention * 1000
+                expiresAt: time + context.configuration.messageRetention.milliseconds
             )
             let content = MessageContent(
                 messageID: messageID,

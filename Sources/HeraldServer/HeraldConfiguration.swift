@@ -417,8 +417,8 @@ public struct HeraldConfiguration: Sendable {
     /// The relay's own settings.
     public var relayConfiguration: RelayConfiguration {
         var configuration = RelayConfiguration()
-        configuration.defaultPresenceTTL = Int(presenceTTL.components.seconds)
-        configuration.messageRetention = messageRetention.components.seconds
+        configuration.defaultPresenceTTL = presenceTTL
+        configuration.messageRetention = messageRetention
         configuration.chat.firstPushDelay = chatPushDelay
         configuration.chat.idleEnd = chatIdleEnd
         if let chatFilteredTypes { configuration.chat.filteredTypes = chatFilteredTypes }

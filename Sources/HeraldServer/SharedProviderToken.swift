@@ -283,9 +283,3 @@ struct ProviderTokenSeal: Sendable {
         return String(decoding: bytes.copyBytes(), as: UTF8.self)
     }
 }
-
-extension Duration {
-    fileprivate var milliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
-    }
-}

@@ -158,10 +158,3 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
         String(((node ? "herald:" : "herald-export:") + schema).prefix(63))
     }
 }
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

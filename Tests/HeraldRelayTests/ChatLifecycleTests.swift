@@ -15,7 +15,7 @@ struct ChatLifecycleTests {
         var setup = RelayHarness.Setup()
         setup.relay.chat.firstPushDelay = .seconds(3600)
         setup.relay.chat.idleEnd = idle
-        setup.relay.messageRetention = retention
+        setup.relay.messageRetention = .seconds(retention)
         return setup
     }
 

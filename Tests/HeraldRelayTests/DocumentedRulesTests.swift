@@ -16,7 +16,7 @@ struct DocumentedRulesTests {
     @Test("the janitor's purge: past retention a message and its push answer 404, its idempotency key is forgotten")
     func purgeAfterRetention() async throws {
         var setup = RelayHarness.Setup()
-        setup.relay.messageRetention = 24 * 60 * 60
+        setup.relay.messageRetention = .seconds(24 * 60 * 60)
         try await RelayHarness.with(setup) { harness in
             harness.clock.freeze()
             let phone = try await harness.phone(user: "u1")

@@ -654,7 +654,7 @@ struct WebhookDispatcherTests {
             Self.event("waiting", key: "push:p2", at: Self.start + 10 * 86_400_000),
         ])
         #expect(await Self.dispatcher(setup, ScriptedWebhookTransport()).deliverBatch() == 1)
-        let retention = RelayConfiguration().messageRetention * 1000
+        let retention = RelayConfiguration().messageRetention.milliseconds
         setup.clock.advance(by: retention)
         #expect(try await setup.relay.webhooks.purgeFinished() == 0, "not before the retention ends")
         setup.clock.advance(by: 1)

@@ -106,8 +106,8 @@ struct ConfigurationTests {
         #expect(configuration.presenceTTL == .seconds(90))
         #expect(configuration.messageRetention == .seconds(3600))
         #expect(configuration.chatPushDelay == .seconds(5))
-        #expect(configuration.relayConfiguration.defaultPresenceTTL == 90)
-        #expect(configuration.relayConfiguration.messageRetention == 3600)
+        #expect(configuration.relayConfiguration.defaultPresenceTTL == .seconds(90))
+        #expect(configuration.relayConfiguration.messageRetention == .seconds(3600))
     }
 
     @Test(

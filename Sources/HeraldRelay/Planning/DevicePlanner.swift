@@ -238,9 +238,10 @@ struct DevicePlanner: Sendable {
     ) throws(RelayError)
         -> Planned<PresenceView>
     {
-        let ttl = request.ttl ?? configuration.defaultPresenceTTL
-        guard (1...configuration.maximumPresenceTTL).contains(ttl) else {
-            throw .invalidField("ttl", "must be between 1 and \(configuration.maximumPresenceTTL) seconds")
+        let maximum = configuration.maximumPresenceTTL.components.seconds
+        let ttl = request.ttl.map { Duration.seconds($0) } ?? configuration.defaultPresenceTTL
+        guard ttl >= .seconds(1), ttl <= configuration.maximumPresenceTTL else {
+            throw .invalidField("ttl", "must be between 1 and \(maximum) seconds")
         }
         if let conversation = request.conversation {
             try configuration.check(conversation, "conversation", pattern: .identifier)
@@ -251,7 +252,7 @@ struct DevicePlanner: Sendable {
             conversation: request.conversation,
             state: request.state,
             updatedAt: now,
-            expiresAt: now + Int64(ttl) * 1000
+            expiresAt: now + ttl.milliseconds
         )
         let view = PresenceView(
             deviceID: device.id,
