@@ -73,7 +73,6 @@ public final class APNsClient: Service, Sendable {
             metrics.failed(reason: "invalid")
             return .failed(reason: nil, status: 400)
         }
-        let path = "/3/device/" + notification.deviceToken
         var attempt = 0
         var refreshed = false
         var lastProblem = ""
@@ -84,113 +83,170 @@ public final class APNsClient: Service, Sendable {
         let attempts = notification.expiration == 0 ? 1 : configuration.maximumAttempts
         while attempt < attempts {
             attempt += 1
-            if attempt > 1 {
-                metrics.retries.increment()
-                let delay = backoff(attempt: attempt - 1)
-                if notification.isExpired(after: delay) {
-                    metrics.failed(reason: "expired")
-                    return .expired
-                }
-                try? await Task.sleep(for: delay)
-            }
-            // A push is never sent after its expiration: a call that could not ring in time must
-            // not ring later. Checked again after the backoff, which a busy machine can stretch.
-            if notification.isExpired(after: .zero) {
-                metrics.failed(reason: "expired")
-                return .expired
-            }
-            let token: ProviderToken
-            do {
-                token = try tokens.current()
-            } catch {
-                logger.error("cannot sign the APNs provider token", metadata: ["error": "\(error)"])
-                metrics.failed(reason: "signing")
-                return .failed(reason: nil, status: 0)
-            }
-            let started = ContinuousClock.now
-            let response: APNsWireResponse
-            do {
-                let lease = try await pool.lease(timeout: configuration.requestTimeout)
-                metrics.sent.increment()
-                metrics.inFlight.increment()
-                defer {
-                    metrics.inFlight.decrement()
-                    pool.release(lease)
-                }
-                response = try await lease.connection.send(
-                    APNsWireRequest(path: path, authorization: "bearer " + token.text, notification: notification),
-                    timeout: configuration.requestTimeout
-                ).get()
-            } catch let error as APNsClientError {
-                lastProblem = error.message
-                tokenUpdatesRefused = false
-                if error.isUnreachable {
-                    // Every connection failed: backing this push off on its own would only delay
-                    // it past APNs' return. Whoever sends it holds it until APNs answers again.
-                    metrics.failed(reason: "unreachable")
-                    return .unreachable(reason: error.message)
-                }
-                guard error.isRetryable else {
-                    metrics.failed(reason: "shutdown")
-                    return .retryLater(reason: error.message)
-                }
-                logger.debug(
-                    "APNs attempt failed",
-                    metadata: ["apns-id": "\(notification.apnsID)", "error": "\(error)"]
-                )
-                continue
-            } catch {
-                lastProblem = "\(error)"
-                tokenUpdatesRefused = false
-                continue
-            }
-            metrics.latency.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
-
-            let answer = ErrorBody(response.body)
-            let reason = answer.reason
-            if let final = await settle(response, answer, for: notification) { return final }
-            switch APNsClassification(status: response.status, reason: reason) {
-            case .delivered, .tokenDead, .permanent:
-                continue  // settled above
-            case .refreshTokenAndRetry where !refreshed:
+            if let expired = await waitForAttempt(attempt, of: notification) { return expired }
+            switch await self.attempt(notification, refreshed: refreshed) {
+            case .done(let result):
+                return result
+            case .refreshed:
                 refreshed = true
-                _ = try? tokens.refresh(expired: token)
                 attempt -= 1  // the refresh is not a failed delivery attempt
+            case .again:
                 continue
-            case .refreshTokenAndRetry, .configuration:
-                if reason == .invalidProviderToken { tokens.rejected(token) }
-                if warnings.shouldAlert() {
-                    logger.error(
-                        "APNs refused the provider's credentials or configuration",
-                        metadata: ["status": "\(response.status)", "reason": "\(reason?.rawValue ?? "none")"]
-                    )
-                }
-                metrics.failed(reason: reason?.rawValue ?? String(response.status))
-                return .failed(reason: reason, status: response.status)
-            case .retry:
-                if reason == .tooManyProviderTokenUpdates {
-                    // A shared token may have moved on meanwhile: the coordinator looks at once.
-                    tokens.rejected(token)
-                    if warnings.shouldAlert() {
-                        logger.error(
-                            "APNs refuses this provider token: another token of the same key was used less than 20 minutes ago (another process signing with this key, or a token made by hand with `herald keys token --token-cache ''`); pushes wait and are tried again",
-                            metadata: ["key_id": "\(token.keyID)", "team_id": "\(token.teamID)"]
-                        )
-                    }
-                    lastProblem =
-                        "TooManyProviderTokenUpdates: APNs refused the provider token of key \(token.keyID) "
-                        + "because another token of that key was used less than 20 minutes ago; tried again later"
-                    tokenUpdatesRefused = true
-                    continue
-                }
-                lastProblem = reason?.rawValue ?? "HTTP \(response.status)"
-                tokenUpdatesRefused = false
-                continue
+            case .retry(let problem, let refused):
+                lastProblem = problem
+                tokenUpdatesRefused = refused
             }
         }
         metrics.failed(reason: "retry-later")
         // Refused for the token to the last: retrying within minutes only earns the same answer.
         return .retryLater(reason: lastProblem, after: tokenUpdatesRefused ? Self.tokenUpdateRetry : nil)
+    }
+
+    /// What one attempt of `send(_:)` came to.
+    private enum AttemptOutcome {
+        /// The push is settled (or cannot be sent now): its result.
+        case done(APNsResult)
+        /// The provider token was refreshed: try again, the refresh not counted as an attempt.
+        case refreshed
+        /// Try again, nothing new learnt.
+        case again
+        /// Try again; `problem` is why this attempt failed, `tokenUpdatesRefused` whether APNs
+        /// refused the provider token with TooManyProviderTokenUpdates.
+        case retry(problem: String, tokenUpdatesRefused: Bool)
+    }
+
+    /// Waits out the backoff before a retry; the push's result instead when it would expire
+    /// first, or has expired meanwhile.
+    private func waitForAttempt(_ attempt: Int, of notification: APNsNotification) async -> APNsResult? {
+        if attempt > 1 {
+            metrics.retries.increment()
+            let delay = backoff(attempt: attempt - 1)
+            if notification.isExpired(after: delay) {
+                metrics.failed(reason: "expired")
+                return .expired
+            }
+            try? await Task.sleep(for: delay)
+        }
+        // A push is never sent after its expiration: a call that could not ring in time must
+        // not ring later. Checked again after the backoff, which a busy machine can stretch.
+        if notification.isExpired(after: .zero) {
+            metrics.failed(reason: "expired")
+            return .expired
+        }
+        return nil
+    }
+
+    /// One attempt: signs (or reuses) the provider token, sends on a leased stream, and reads
+    /// APNs' answer.
+    private func attempt(_ notification: APNsNotification, refreshed: Bool) async -> AttemptOutcome {
+        let token: ProviderToken
+        do {
+            token = try tokens.current()
+        } catch {
+            logger.error("cannot sign the APNs provider token", metadata: ["error": "\(error)"])
+            metrics.failed(reason: "signing")
+            return .done(.failed(reason: nil, status: 0))
+        }
+        let started = ContinuousClock.now
+        let response: APNsWireResponse
+        do {
+            response = try await exchange(notification, token: token)
+        } catch {
+            return unanswered(notification, error)
+        }
+        metrics.latency.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+        return await follow(response, for: notification, token: token, refreshed: refreshed)
+    }
+
+    /// Sends the push on a stream leased for it and waits for APNs' answer.
+    private func exchange(_ notification: APNsNotification, token: ProviderToken) async throws -> APNsWireResponse {
+        let lease = try await pool.lease(timeout: configuration.requestTimeout)
+        metrics.sent.increment()
+        metrics.inFlight.increment()
+        defer {
+            metrics.inFlight.decrement()
+            pool.release(lease)
+        }
+        return try await lease.connection.send(
+            APNsWireRequest(
+                path: "/3/device/" + notification.deviceToken,
+                authorization: "bearer " + token.text,
+                notification: notification
+            ),
+            timeout: configuration.requestTimeout
+        ).get()
+    }
+
+    /// An attempt that got no answer from APNs.
+    private func unanswered(_ notification: APNsNotification, _ error: any Error) -> AttemptOutcome {
+        guard let error = error as? APNsClientError else {
+            return .retry(problem: "\(error)", tokenUpdatesRefused: false)
+        }
+        if error.isUnreachable {
+            // Every connection failed: backing this push off on its own would only delay
+            // it past APNs' return. Whoever sends it holds it until APNs answers again.
+            metrics.failed(reason: "unreachable")
+            return .done(.unreachable(reason: error.message))
+        }
+        guard error.isRetryable else {
+            metrics.failed(reason: "shutdown")
+            return .done(.retryLater(reason: error.message))
+        }
+        logger.debug(
+            "APNs attempt failed",
+            metadata: ["apns-id": "\(notification.apnsID)", "error": "\(error)"]
+        )
+        return .retry(problem: error.message, tokenUpdatesRefused: false)
+    }
+
+    /// Follows APNs' answer to an attempt.
+    private func follow(
+        _ response: APNsWireResponse,
+        for notification: APNsNotification,
+        token: ProviderToken,
+        refreshed: Bool
+    ) async -> AttemptOutcome {
+        let answer = ErrorBody(response.body)
+        let reason = answer.reason
+        if let final = await settle(response, answer, for: notification) { return .done(final) }
+        switch APNsClassification(status: response.status, reason: reason) {
+        case .delivered, .tokenDead, .permanent:
+            return .again  // settled above
+        case .refreshTokenAndRetry where !refreshed:
+            _ = try? tokens.refresh(expired: token)
+            return .refreshed
+        case .refreshTokenAndRetry, .configuration:
+            if reason == .invalidProviderToken { tokens.rejected(token) }
+            if warnings.shouldAlert() {
+                logger.error(
+                    "APNs refused the provider's credentials or configuration",
+                    metadata: ["status": "\(response.status)", "reason": "\(reason?.rawValue ?? "none")"]
+                )
+            }
+            metrics.failed(reason: reason?.rawValue ?? String(response.status))
+            return .done(.failed(reason: reason, status: response.status))
+        case .retry where reason == .tooManyProviderTokenUpdates:
+            return tokenUpdatesRefused(token)
+        case .retry:
+            return .retry(problem: reason?.rawValue ?? "HTTP \(response.status)", tokenUpdatesRefused: false)
+        }
+    }
+
+    /// APNs refused the provider token with TooManyProviderTokenUpdates: tried again later.
+    private func tokenUpdatesRefused(_ token: ProviderToken) -> AttemptOutcome {
+        // A shared token may have moved on meanwhile: the coordinator looks at once.
+        tokens.rejected(token)
+        if warnings.shouldAlert() {
+            logger.error(
+                "APNs refuses this provider token: another token of the same key was used less than 20 minutes ago (another process signing with this key, or a token made by hand with `herald keys token --token-cache ''`); pushes wait and are tried again",
+                metadata: ["key_id": "\(token.keyID)", "team_id": "\(token.teamID)"]
+            )
+        }
+        return .retry(
+            problem: "TooManyProviderTokenUpdates: APNs refused the provider token of key \(token.keyID) "
+                + "because another token of that key was used less than 20 minutes ago; tried again later",
+            tokenUpdatesRefused: true
+        )
     }
 
     /// Sends many pushes at once: the first attempt of each goes out in one submission per

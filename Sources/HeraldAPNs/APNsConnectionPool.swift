@@ -304,45 +304,9 @@ final class APNsConnectionPool: Sendable {
                 await nap(slot: slot, for: backoff.delay(attempt: failures + 1))
             }
             do {
-                let generation = state.withLock { state -> Int in
-                    state.slots[slot].generation += 1
-                    // The slot's connection is now the one being made; a draining one it had
-                    // finishes on its own, its events ignored by generation.
-                    state.slots[slot].status = .connecting
-                    state.slots[slot].endedWhileConnecting = false
-                    return state.slots[slot].generation
-                }
-                let connection = try await APNsConnection.connect(
-                    host: configuration.host,
-                    port: configuration.port,
-                    sslContext: sslContext,
-                    serverHostname: configuration.serverHostname,
-                    group: group,
-                    connectTimeout: configuration.connectTimeout,
-                    pingInterval: configuration.pingInterval,
-                    logger: logger
-                ) { [weak self] event in
-                    self?.handle(event, slot: slot, generation: generation)
-                }
-                let (resumed, outcome, woken) = state.withLock {
-                    state -> ([(Waiter, Lease)], Made, [CheckedContinuation<Void, Never>]) in
-                    guard !state.shutdown, state.slots[slot].generation == generation else { return ([], .stale, []) }
-                    if state.slots[slot].endedWhileConnecting {
-                        // Counted as a failure: a server that ends every new connection at once
-                        // is then tried again after a backoff, not in a loop.
-                        state.slots[slot].failures += 1
-                        return ([], .endedAlready, [])
-                    }
-                    // Until the server's SETTINGS say otherwise, one stream (APNs starts there).
-                    state.slots[slot].status = .ready(connection)
-                    state.slots[slot].inFlight = 0
-                    state.slots[slot].limit = 1
-                    state.slots[slot].failures = 0
-                    state.lastConnectError = nil
-                    // APNs is back: the other connections reconnect now, not after their backoff.
-                    return (Self.dispatch(&state), .ready, Self.kick(&state).sleepers)
-                }
-                for sleeper in woken { sleeper.resume() }
+                let generation = beginConnection(slot: slot)
+                let connection = try await open(slot: slot, generation: generation)
+                let (resumed, outcome) = adopt(connection, slot: slot, generation: generation)
                 switch outcome {
                 case .stale:
                     connection.close()
@@ -358,29 +322,88 @@ final class APNsConnectionPool: Sendable {
                 resume(resumed)
                 return
             } catch {
-                let failed = state.withLock { state -> [Waiter] in
-                    state.slots[slot].failures += 1
-                    state.lastConnectError = "\(error)"
-                    // Nothing can connect: waiters fail now rather than at their timeout.
-                    let anyReady = state.slots.contains { if case .ready = $0.status { true } else { false } }
-                    guard !anyReady, state.slots[slot].failures >= 3 else { return [] }
-                    defer { state.waiters.removeAll() }
-                    return Array(state.waiters)
-                }
-                for waiter in failed {
-                    waiter.timeout.cancel()
-                    waiter.continuation.resume(throwing: APNsClientError.connectFailed("\(error)"))
-                }
-                // The first failure in a row is worth a warning; the rest of an outage would
-                // repeat it at every probe (the relay says once that APNs is down).
-                let failures = state.withLock { $0.slots[slot].failures }
-                logger.log(
-                    level: failures == 1 ? .warning : .debug,
-                    "cannot connect to APNs",
-                    metadata: ["slot": "\(slot)", "error": "\(error)", "failures": "\(failures)"]
-                )
+                connectionFailed(slot: slot, error)
             }
         }
+    }
+
+    /// Makes the slot's connection the one about to be made: its generation.
+    private func beginConnection(slot: Int) -> Int {
+        state.withLock { state -> Int in
+            state.slots[slot].generation += 1
+            // The slot's connection is now the one being made; a draining one it had
+            // finishes on its own, its events ignored by generation.
+            state.slots[slot].status = .connecting
+            state.slots[slot].endedWhileConnecting = false
+            return state.slots[slot].generation
+        }
+    }
+
+    /// Opens a connection to APNs for the slot, its events handled as the generation's.
+    private func open(slot: Int, generation: Int) async throws -> APNsConnection {
+        try await APNsConnection.connect(
+            host: configuration.host,
+            port: configuration.port,
+            sslContext: sslContext,
+            serverHostname: configuration.serverHostname,
+            group: group,
+            connectTimeout: configuration.connectTimeout,
+            pingInterval: configuration.pingInterval,
+            logger: logger
+        ) { [weak self] event in
+            self?.handle(event, slot: slot, generation: generation)
+        }
+    }
+
+    /// Marks a connection just made ready in its slot, unless it is stale or ended already, and
+    /// wakes the other slots' reconnects; the waiters it takes, to resume once it is logged.
+    private func adopt(_ connection: APNsConnection, slot: Int, generation: Int) -> ([(Waiter, Lease)], Made) {
+        let (resumed, outcome, woken) = state.withLock {
+            state -> ([(Waiter, Lease)], Made, [CheckedContinuation<Void, Never>]) in
+            guard !state.shutdown, state.slots[slot].generation == generation else { return ([], .stale, []) }
+            if state.slots[slot].endedWhileConnecting {
+                // Counted as a failure: a server that ends every new connection at once
+                // is then tried again after a backoff, not in a loop.
+                state.slots[slot].failures += 1
+                return ([], .endedAlready, [])
+            }
+            // Until the server's SETTINGS say otherwise, one stream (APNs starts there).
+            state.slots[slot].status = .ready(connection)
+            state.slots[slot].inFlight = 0
+            state.slots[slot].limit = 1
+            state.slots[slot].failures = 0
+            state.lastConnectError = nil
+            // APNs is back: the other connections reconnect now, not after their backoff.
+            return (Self.dispatch(&state), .ready, Self.kick(&state).sleepers)
+        }
+        for sleeper in woken { sleeper.resume() }
+        return (resumed, outcome)
+    }
+
+    /// Counts a failed connection; after the third in a row with no connection ready, fails the
+    /// waiters.
+    private func connectionFailed(slot: Int, _ error: any Error) {
+        let failed = state.withLock { state -> [Waiter] in
+            state.slots[slot].failures += 1
+            state.lastConnectError = "\(error)"
+            // Nothing can connect: waiters fail now rather than at their timeout.
+            let anyReady = state.slots.contains { if case .ready = $0.status { true } else { false } }
+            guard !anyReady, state.slots[slot].failures >= 3 else { return [] }
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters)
+        }
+        for waiter in failed {
+            waiter.timeout.cancel()
+            waiter.continuation.resume(throwing: APNsClientError.connectFailed("\(error)"))
+        }
+        // The first failure in a row is worth a warning; the rest of an outage would
+        // repeat it at every probe (the relay says once that APNs is down).
+        let failures = state.withLock { $0.slots[slot].failures }
+        logger.log(
+            level: failures == 1 ? .warning : .debug,
+            "cannot connect to APNs",
+            metadata: ["slot": "\(slot)", "error": "\(error)", "failures": "\(failures)"]
+        )
     }
 
     private func handle(_ event: APNsConnectionEvent, slot: Int, generation: Int) {

@@ -64,32 +64,14 @@ extension BenchCommand {
         func run() async throws {
             var logger = Logger(label: "herald.bench")
             logger.logLevel = .error
-            var resolved = try apns.resolved()
-            // One client, at the key's URL: the bench measures one APNs host.
-            resolved.urls = [:]
-            let clients = try HeraldServerError.validating {
-                try ProviderClients.make(
-                    apnsKeys: [resolved],
-                    fcmAccounts: [],
-                    logger: logger,
-                    group: MultiThreadedEventLoopGroup.singleton
-                )
-            }
-            guard let client = clients.stage.apns else { throw ValidationError("no APNs client was made") }
-            let filler = String(repeating: "A", count: max(0, payloadBytes - 100))
-            let payload =
-                pushType == "voip"
-                ? #"{"aps":{},"c":"\#(filler)"}"#
-                : #"{"aps":{"alert":{"title":"New message","body":"You have a new message"},"mutable-content":1},"e":"\#(filler)"}"#
-            let body = ByteBuffer(string: payload)
+            let (client, clientServices) = try makeClient(logger: logger)
+            let body = ByteBuffer(string: payload())
             let expiration = Int64(Date().timeIntervalSince1970) + 3600
-            let count = count
             let concurrency = min(concurrency, count)
-            let voip = pushType == "voip"
             let token = token
             let bundle = bundle
 
-            let services = ServiceGroup(services: clients.services, logger: logger)
+            let services = ServiceGroup(services: clientServices, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await services.run() }
                 // A warm-up push opens the connections and raises their stream limits.
@@ -98,42 +80,13 @@ extension BenchCommand {
                 let started = clock.now
                 let batch = min(batch, concurrency)
                 let workers = max(1, concurrency / batch)
-                let (latencies, failures) = await withTaskGroup(of: ([Int64], Int).self) { group in
-                    for worker in 0..<workers {
-                        group.addTask {
-                            var latencies: [Int64] = []
-                            var failures = 0
-                            // Worker w sends the batches w, w + workers, w + 2·workers, ...
-                            var first = worker * batch
-                            while first < count {
-                                let size = min(batch, count - first)
-                                let pushes: [APNsNotification] = (0..<size).map { _ in
-                                    voip
-                                        ? .voip(to: token, bundleID: bundle, payload: body, expiration: expiration)
-                                        : .alert(to: token, bundleID: bundle, payload: body)
-                                }
-                                let sent = clock.now
-                                let results =
-                                    size == 1 ? [await client.send(pushes[0])] : await client.send(batch: pushes)
-                                let elapsed = (clock.now - sent).nanoseconds
-                                for result in results {
-                                    if !result.isDelivered { failures += 1 }
-                                    latencies.append(elapsed)
-                                }
-                                first += workers * batch
-                            }
-                            return (latencies, failures)
-                        }
-                    }
-                    var all: [Int64] = []
-                    all.reserveCapacity(count)
-                    var failures = 0
-                    for await (part, failed) in group {
-                        all += part
-                        failures += failed
-                    }
-                    return (all.sorted(), failures)
-                }
+                let (latencies, failures) = await sendAll(
+                    body,
+                    expiration: expiration,
+                    with: client,
+                    workers: workers,
+                    batch: batch
+                )
                 let seconds = Double((clock.now - started).nanoseconds) / 1e9
                 let pick = { (q: Double) in
                     Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * q))]) / 1e6
@@ -150,6 +103,84 @@ extension BenchCommand {
                 print(String(decoding: data, as: UTF8.self))
                 await services.triggerGracefulShutdown()
                 try await tasks.next()
+            }
+        }
+
+        /// The APNs client the options describe.
+        /// The one APNs client the bench sends with, and the services it needs running.
+        private func makeClient(logger: Logger) throws -> (APNsClient, [any Service]) {
+            var resolved = try apns.resolved()
+            // One client, at the key's URL: the bench measures one APNs host.
+            resolved.urls = [:]
+            let clients = try HeraldServerError.validating {
+                try ProviderClients.make(
+                    apnsKeys: [resolved],
+                    fcmAccounts: [],
+                    logger: logger,
+                    group: MultiThreadedEventLoopGroup.singleton
+                )
+            }
+            guard let client = clients.stage.apns else { throw ValidationError("no APNs client was made") }
+            return (client, clients.services)
+        }
+
+        /// The push's payload, filled out to about `payloadBytes`.
+        private func payload() -> String {
+            let filler = String(repeating: "A", count: max(0, payloadBytes - 100))
+            return pushType == "voip"
+                ? #"{"aps":{},"c":"\#(filler)"}"#
+                : #"{"aps":{"alert":{"title":"New message","body":"You have a new message"},"mutable-content":1},"e":"\#(filler)"}"#
+        }
+
+        /// Sends `count` pushes from `workers` workers, `batch` at a time: every push's latency
+        /// (its batch's), sorted, and how many were not delivered.
+        private func sendAll(
+            _ body: ByteBuffer,
+            expiration: Int64,
+            with client: APNsClient,
+            workers: Int,
+            batch: Int
+        ) async -> ([Int64], Int) {
+            let count = count
+            let voip = pushType == "voip"
+            let token = token
+            let bundle = bundle
+            let clock = ContinuousClock()
+            return await withTaskGroup(of: ([Int64], Int).self) { group in
+                for worker in 0..<workers {
+                    group.addTask {
+                        var latencies: [Int64] = []
+                        var failures = 0
+                        // Worker w sends the batches w, w + workers, w + 2·workers, ...
+                        var first = worker * batch
+                        while first < count {
+                            let size = min(batch, count - first)
+                            let pushes: [APNsNotification] = (0..<size).map { _ in
+                                voip
+                                    ? .voip(to: token, bundleID: bundle, payload: body, expiration: expiration)
+                                    : .alert(to: token, bundleID: bundle, payload: body)
+                            }
+                            let sent = clock.now
+                            let results =
+                                size == 1 ? [await client.send(pushes[0])] : await client.send(batch: pushes)
+                            let elapsed = (clock.now - sent).nanoseconds
+                            for result in results {
+                                if !result.isDelivered { failures += 1 }
+                                latencies.append(elapsed)
+                            }
+                            first += workers * batch
+                        }
+                        return (latencies, failures)
+                    }
+                }
+                var all: [Int64] = []
+                all.reserveCapacity(count)
+                var failures = 0
+                for await (part, failed) in group {
+                    all += part
+                    failures += failed
+                }
+                return (all.sorted(), failures)
             }
         }
     }

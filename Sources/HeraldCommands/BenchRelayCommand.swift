@@ -104,8 +104,53 @@ extension BenchCommand {
             let startBaseline = try await client.json(.GET, health)
             let deliveredBefore = startBaseline["outbox_delivered"] as? Int ?? 0
 
-            // Devices: one per user, then the extras, activated in parallel.
             let setupStarted = ContinuousClock.now
+            try await activateAll(on: nodes, client: client)
+            let setupSeconds = Double((ContinuousClock.now - setupStarted).nanoseconds) / 1e9
+
+            // The load.
+            let started = ContinuousClock.now
+            let startedWall = RelayClockBench.now()
+            let results = try await postAll(to: nodes, authorization: "Bearer " + apiKey, started: started)
+            let ingestSeconds = Double((ContinuousClock.now - started).nanoseconds) / 1e9
+            let accepted = results.reduce(0) { $0 + $1.accepted }
+            let refused = results.reduce(0) { $0 + $1.refused }
+            let pushes = results.reduce(0) { $0 + $1.pushes }
+
+            let (delivered, deliveredAt) = try await waitForDeliveries(
+                pushes,
+                health: health,
+                deliveredBefore: deliveredBefore,
+                client: client
+            )
+            let pushSeconds = Double((deliveredAt - started).nanoseconds) / 1e9
+            let latencies = try await toSandboxLatencies(of: results, nodes: nodes, client: client)
+            let ingest = results.flatMap(\.ingestNanoseconds).sorted()
+            func quantile<T: BinaryInteger>(_ values: [T], _ q: Double) -> Double {
+                values.isEmpty ? 0 : Double(values[min(values.count - 1, Int(Double(values.count) * q))])
+            }
+            var acceptedPerRelay = Array(repeating: 0, count: nodes.count)
+            for result in results { acceptedPerRelay[result.node] += result.accepted }
+            let line: [String: any Sendable] = [
+                "label": label, "relays": nodes.count, "accepted_per_relay": acceptedPerRelay, "users": users,
+                "devices_activated": users + extraDevices,
+                "setup_seconds": (setupSeconds * 10).rounded() / 10, "messages": messages, "accepted": accepted,
+                "refused": refused, "rate_target": rate, "connections": connections,
+                "accepted_per_second": (Double(accepted) / ingestSeconds).rounded(),
+                "pushes": pushes, "pushes_delivered": delivered,
+                "pushes_per_second": (Double(delivered) / pushSeconds).rounded(),
+                "ingest_p50_ms": (quantile(ingest, 0.5) / 1e4).rounded() / 100,
+                "ingest_p99_ms": (quantile(ingest, 0.99) / 1e4).rounded() / 100,
+                "to_sandbox_samples": latencies.count,
+                "to_sandbox_p50_ms": quantile(latencies, 0.5), "to_sandbox_p99_ms": quantile(latencies, 0.99),
+                "started_at": startedWall,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        }
+
+        /// Devices: one per user, then the extras, activated in parallel, round robin over the nodes.
+        private func activateAll(on nodes: [BenchRelayNode], client: BenchHTTP) async throws {
             let total = users + extraDevices
             let next = BenchCounter()
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -120,63 +165,87 @@ extension BenchCommand {
                 }
                 try await group.waitForAll()
             }
-            let setupSeconds = Double((ContinuousClock.now - setupStarted).nanoseconds) / 1e9
+        }
 
-            // The load.
+        /// Posts every message, from `connections` keep-alive connections spread over the nodes:
+        /// each connection's counts.
+        private func postAll(
+            to nodes: [BenchRelayNode],
+            authorization: String,
+            started: ContinuousClock.Instant
+        ) async throws -> [WorkerResult] {
             let counter = BenchCounter()
-            let started = ContinuousClock.now
-            let startedWall = RelayClockBench.now()
-            let authorization = "Bearer " + apiKey
-            let results = try await withThrowingTaskGroup(of: WorkerResult.self) { group in
+            return try await withThrowingTaskGroup(of: WorkerResult.self) { group in
                 for connectionIndex in 0..<connections {
-                    let node = nodes[connectionIndex % nodes.count]
-                    let host = node.host
                     group.addTask {
-                        try await KeepAliveConnection.run(host: host, port: node.port) { connection in
-                            var result = WorkerResult(node: connectionIndex % nodes.count)
-                            while true {
-                                let index = counter.take()
-                                if index >= messages { return result }
-                                if rate > 0 {
-                                    let due = started + .nanoseconds(Int64(Double(index) / Double(rate) * 1e9))
-                                    if due > ContinuousClock.now { try await Task.sleep(until: due) }
-                                }
-                                let body =
-                                    #"{"to":"bench-user-\#(index % users)","from":{"id":"agent-1","name":"Agent One"},"conversation":"conv-\#(index % users)","text":"Message \#(index): your order has shipped and will arrive tomorrow."}"#
-                                let sent = ContinuousClock.now
-                                let reply = try await connection.post(
-                                    path: "/v1/messages",
-                                    host: host,
-                                    authorization: authorization,
-                                    body: body
-                                )
-                                result.ingestNanoseconds.append((ContinuousClock.now - sent).nanoseconds)
-                                guard reply.status == 202 else {
-                                    result.refused += 1
-                                    continue
-                                }
-                                result.accepted += 1
-                                let object =
-                                    (try? JSONSerialization.jsonObject(with: Data(reply.body))) as? [String: Any]
-                                let pushes = object?["pushes"] as? [[String: Any]] ?? []
-                                result.pushes += pushes.count
-                                if index % sampleEvery == 0, let id = pushes.first?["push_id"] as? String {
-                                    result.samples.append(id)
-                                }
-                            }
-                        }
+                        try await post(
+                            on: nodes[connectionIndex % nodes.count],
+                            index: connectionIndex % nodes.count,
+                            counter: counter,
+                            authorization: authorization,
+                            started: started
+                        )
                     }
                 }
                 var all: [WorkerResult] = []
                 for try await part in group { all.append(part) }
                 return all
             }
-            let ingestSeconds = Double((ContinuousClock.now - started).nanoseconds) / 1e9
-            let accepted = results.reduce(0) { $0 + $1.accepted }
-            let refused = results.reduce(0) { $0 + $1.refused }
-            let pushes = results.reduce(0) { $0 + $1.pushes }
+        }
 
-            // Wait until the relay recorded every push delivered (or a deadline).
+        /// One connection's share of the messages: the next message not taken yet, paced by
+        /// `rate`, until none is left.
+        private func post(
+            on node: BenchRelayNode,
+            index nodeIndex: Int,
+            counter: BenchCounter,
+            authorization: String,
+            started: ContinuousClock.Instant
+        ) async throws -> WorkerResult {
+            let host = node.host
+            return try await KeepAliveConnection.run(host: host, port: node.port) { connection in
+                var result = WorkerResult(node: nodeIndex)
+                while true {
+                    let index = counter.take()
+                    if index >= messages { return result }
+                    if rate > 0 {
+                        let due = started + .nanoseconds(Int64(Double(index) / Double(rate) * 1e9))
+                        if due > ContinuousClock.now { try await Task.sleep(until: due) }
+                    }
+                    let body =
+                        #"{"to":"bench-user-\#(index % users)","from":{"id":"agent-1","name":"Agent One"},"conversation":"conv-\#(index % users)","text":"Message \#(index): your order has shipped and will arrive tomorrow."}"#
+                    let sent = ContinuousClock.now
+                    let reply = try await connection.post(
+                        path: "/v1/messages",
+                        host: host,
+                        authorization: authorization,
+                        body: body
+                    )
+                    result.ingestNanoseconds.append((ContinuousClock.now - sent).nanoseconds)
+                    guard reply.status == 202 else {
+                        result.refused += 1
+                        continue
+                    }
+                    result.accepted += 1
+                    let object =
+                        (try? JSONSerialization.jsonObject(with: Data(reply.body))) as? [String: Any]
+                    let pushes = object?["pushes"] as? [[String: Any]] ?? []
+                    result.pushes += pushes.count
+                    if index % sampleEvery == 0, let id = pushes.first?["push_id"] as? String {
+                        result.samples.append(id)
+                    }
+                }
+            }
+        }
+
+        /// Waits until the relay recorded every push delivered (or a deadline): how many it
+        /// recorded, and when it was last asked.
+        private func waitForDeliveries(
+            _ pushes: Int,
+            health: String,
+            deliveredBefore: Int,
+            client: BenchHTTP
+        ) async throws -> (Int, ContinuousClock.Instant) {
             var deliveredAt = ContinuousClock.now
             let deadline = ContinuousClock.now + .seconds(120)
             var delivered = 0
@@ -187,9 +256,15 @@ extension BenchCommand {
                 if delivered >= pushes { break }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            let pushSeconds = Double((deliveredAt - started).nanoseconds) / 1e9
+            return (delivered, deliveredAt)
+        }
 
-            // Ingest to acceptance, from the relay's own record of each sampled push.
+        /// Ingest to acceptance, from the relay's own record of each sampled push, sorted.
+        private func toSandboxLatencies(
+            of results: [WorkerResult],
+            nodes: [BenchRelayNode],
+            client: BenchHTTP
+        ) async throws -> [Int64] {
             var latencies: [Int64] = []
             // Asked of any node: each answers for the pushes the others took.
             for (index, id) in results.flatMap(\.samples).enumerated() {
@@ -202,28 +277,7 @@ extension BenchCommand {
                 latencies.append(done - created)
             }
             latencies.sort()
-            let ingest = results.flatMap(\.ingestNanoseconds).sorted()
-            func quantile<T: BinaryInteger>(_ values: [T], _ q: Double) -> Double {
-                values.isEmpty ? 0 : Double(values[min(values.count - 1, Int(Double(values.count) * q))])
-            }
-            var acceptedPerRelay = Array(repeating: 0, count: nodes.count)
-            for result in results { acceptedPerRelay[result.node] += result.accepted }
-            let line: [String: any Sendable] = [
-                "label": label, "relays": nodes.count, "accepted_per_relay": acceptedPerRelay, "users": users,
-                "devices_activated": total,
-                "setup_seconds": (setupSeconds * 10).rounded() / 10, "messages": messages, "accepted": accepted,
-                "refused": refused, "rate_target": rate, "connections": connections,
-                "accepted_per_second": (Double(accepted) / ingestSeconds).rounded(),
-                "pushes": pushes, "pushes_delivered": delivered,
-                "pushes_per_second": (Double(delivered) / pushSeconds).rounded(),
-                "ingest_p50_ms": (quantile(ingest, 0.5) / 1e4).rounded() / 100,
-                "ingest_p99_ms": (quantile(ingest, 0.99) / 1e4).rounded() / 100,
-                "to_sandbox_samples": latencies.count,
-                "to_sandbox_p50_ms": quantile(latencies, 0.5), "to_sandbox_p99_ms": quantile(latencies, 0.99),
-                "started_at": startedWall,
-            ]
-            let data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            return latencies
         }
 
         private func activate(index: Int, relay: String, client: BenchHTTP) async throws {

@@ -124,6 +124,12 @@ extension EmulatedPhone {
             stage: .shown,
             userSees: Self.seen(shown) + " [" + buttons + "]"
         )
+        await answerDialog(content, subject: named)
+    }
+
+    /// Picks the planned (or configured) action of a callback's dialog and posts it to the
+    /// relay; the callback is kept with the relay's answer, if any.
+    private func answerDialog(_ content: CallbackContent, subject named: String?) async {
         var entry = PhoneCallbacks.Entry(content: content, answer: nil)
         defer {
             callbacks.append(entry)

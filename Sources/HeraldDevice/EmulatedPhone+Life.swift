@@ -136,11 +136,7 @@ extension EmulatedPhone {
     private func perform(_ action: AppLifeMachine.Action) async throws {
         switch action {
         case .startApp:
-            try await startAppProcess()
-            // The session the launch started (activated at the relay): the app is up.
-            if session?.isStarted == true, store.registration() != nil {
-                try await performLife(lifeLink.state.withLock { $0.machine.handle(.sessionReady) })
-            }
+            try await startApp()
         case .stopApp:
             stopHeartbeatTimer()
             stopAppProcess()
@@ -155,77 +151,106 @@ extension EmulatedPhone {
         case .openLiveChannel(let conversation):
             guard let channel = connectedChannel() else { throw DeviceError.store("the phone is not activated yet") }
             channel.send(.presence(activeIn: conversation))
-            timeline.record(
-                "app",
-                "relay",
-                "live channel: " + (conversation.map { "active in \($0)" } ?? "background"),
-                detail: "presence frame"
-            )
+            recordPresenceFrame(conversation)
         case .livePresence(let conversation):
             connectedChannel()?.send(.presence(activeIn: conversation))
-            timeline.record(
-                "app",
-                "relay",
-                "live channel: " + (conversation.map { "active in \($0)" } ?? "background"),
-                detail: "presence frame"
-            )
+            recordPresenceFrame(conversation)
         case .closeLiveChannel:
             closeCallChannel()
             timeline.record("app", "relay", "live channel closed by the app")
         case .heartbeat(let state, let conversation):
-            let ttl = state == .active ? AppLifeMachine.heartbeatTTL : nil
-            lifeLink.state.withLock {
-                $0.heartbeats.append(HeartbeatRequest(conversation: conversation, state: state, ttl: ttl))
-            }
-            try await presence(state, conversation: conversation, ttl: ttl)
+            try await sendHeartbeat(state, conversation: conversation)
         case .startHeartbeatTimer:
             startHeartbeatTimer()
         case .stopHeartbeatTimer:
             stopHeartbeatTimer()
         case .chatDisconnect(let conversation):
-            let (registration, credential) = try activated()
-            let position = lifeLink.state.withLock { $0.positions[conversation] ?? 0 }
-            try await http.chatDisconnect(
-                relay: registration.relayURL,
-                deviceID: registration.deviceID,
-                conversation: conversation,
-                position: position,
-                credential: credential
-            )
-            timeline.record(
-                "app",
-                "relay",
-                "chat disconnected",
-                detail: "\(conversation), transcript position \(position)"
-            )
+            try await disconnectChat(conversation)
         case .chatConnect(let conversation):
-            let (registration, credential) = try activated()
-            let view = try await http.chatConnect(
-                relay: registration.relayURL,
-                deviceID: registration.deviceID,
-                conversation: conversation,
-                credential: credential
-            )
-            timeline.record(
-                "app",
-                "relay",
-                "chat connected",
-                detail: "\(conversation): \(view.events.count) event(s) since the disconnect"
-            )
-            show(view)
+            try await connectChat(conversation)
         case .resync(let conversation):
             try await resync(conversation)
         case .logout:
-            let (registration, credential) = try activated()
-            try await http.logout(relay: registration.relayURL, deviceID: registration.deviceID, credential: credential)
-            forgetActivation()
-            timeline.record(
-                "app",
-                "relay",
-                "logged out",
-                detail: "DELETE /v1/devices/\(registration.deviceID); keys and credential forgotten"
-            )
+            try await logOutAtRelay()
         }
+    }
+
+    /// Starts the app's process; once the session the launch started is up, the app is too.
+    private func startApp() async throws {
+        try await startAppProcess()
+        // The session the launch started (activated at the relay): the app is up.
+        if session?.isStarted == true, store.registration() != nil {
+            try await performLife(lifeLink.state.withLock { $0.machine.handle(.sessionReady) })
+        }
+    }
+
+    /// The timeline's line for a presence frame sent on the live channel.
+    private func recordPresenceFrame(_ conversation: String?) {
+        timeline.record(
+            "app",
+            "relay",
+            "live channel: " + (conversation.map { "active in \($0)" } ?? "background"),
+            detail: "presence frame"
+        )
+    }
+
+    /// Sends a heartbeat (an active one lasts the heartbeat's ttl), kept for the tests to see.
+    private func sendHeartbeat(_ state: PresenceState, conversation: String?) async throws {
+        let ttl = state == .active ? AppLifeMachine.heartbeatTTL : nil
+        lifeLink.state.withLock {
+            $0.heartbeats.append(HeartbeatRequest(conversation: conversation, state: state, ttl: ttl))
+        }
+        try await presence(state, conversation: conversation, ttl: ttl)
+    }
+
+    /// Tells the relay the app left the chat, at the transcript position it had read.
+    private func disconnectChat(_ conversation: String) async throws {
+        let (registration, credential) = try activated()
+        let position = lifeLink.state.withLock { $0.positions[conversation] ?? 0 }
+        try await http.chatDisconnect(
+            relay: registration.relayURL,
+            deviceID: registration.deviceID,
+            conversation: conversation,
+            position: position,
+            credential: credential
+        )
+        timeline.record(
+            "app",
+            "relay",
+            "chat disconnected",
+            detail: "\(conversation), transcript position \(position)"
+        )
+    }
+
+    /// Reconnects to the chat and shows what happened in it since the disconnect.
+    private func connectChat(_ conversation: String) async throws {
+        let (registration, credential) = try activated()
+        let view = try await http.chatConnect(
+            relay: registration.relayURL,
+            deviceID: registration.deviceID,
+            conversation: conversation,
+            credential: credential
+        )
+        timeline.record(
+            "app",
+            "relay",
+            "chat connected",
+            detail: "\(conversation): \(view.events.count) event(s) since the disconnect"
+        )
+        show(view)
+    }
+
+    /// Deletes the device at the relay and forgets its keys and credential.
+    private func logOutAtRelay() async throws {
+        let (registration, credential) = try activated()
+        try await http.logout(relay: registration.relayURL, deviceID: registration.deviceID, credential: credential)
+        forgetActivation()
+        timeline.record(
+            "app",
+            "relay",
+            "logged out",
+            detail: "DELETE /v1/devices/\(registration.deviceID); keys and credential forgotten"
+        )
     }
 
     private func activated() throws -> (AppGroupStore.Registration, String) {

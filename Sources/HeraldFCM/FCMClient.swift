@@ -130,74 +130,104 @@ public final class FCMClient: Service, Sendable {
                 metrics.failed(reason: "expired")
                 return .expired
             }
-            let accessToken: String
-            do {
-                accessToken = try await tokens.token()
-            } catch let error as FCMClientError where error.isUnreachable {
-                metrics.failed(reason: "unreachable")
-                return .unreachable(reason: error.message)
-            } catch let error as FCMClientError where !error.isRetryable {
-                logger.error("FCM refused the service account", metadata: ["error": "\(error)"])
-                metrics.failed(reason: "credentials")
-                return .failed(code: nil, status: 401, message: error.message)
-            } catch {
-                lastProblem = "\(error)"
-                continue
-            }
-            let answer: Answer
-            do {
-                answer = try await post(push.message(now: now), accessToken: accessToken)
-            } catch let error as FCMClientError where error.isUnreachable {
-                // Backing this message off on its own would only delay it past FCM's return:
-                // whoever sends it holds it until FCM answers again.
-                metrics.failed(reason: "unreachable")
-                return .unreachable(reason: error.message)
-            } catch {
-                lastProblem = "\(error)"
-                logger.debug("FCM attempt failed", metadata: ["error": "\(error)"])
-                continue
-            }
-            switch FCMClassification(status: answer.status, code: answer.error?.fcmErrorCode) {
-            case .delivered:
-                metrics.delivered.increment()
-                return .delivered(name: answer.name ?? "")
-            case .tokenDead:
-                metrics.failed(reason: "UNREGISTERED")
-                await feedback(FCMTokenFeedback(token: push.token, code: .unregistered))
-                return .tokenDead(code: .unregistered)
-            case .refreshTokenAndRetry where !refreshed:
+            switch await self.attempt(push, now: now, refreshed: refreshed) {
+            case .done(let result):
+                return result
+            case .refreshed:
                 refreshed = true
-                await tokens.invalidate(accessToken)
                 attempt -= 1  // a refresh is not a failed delivery attempt
-                continue
-            case .retry:
-                lastProblem = answer.summary
-                if let after = answer.retryAfter {
-                    // Worth waiting for here only within the backoff's range; otherwise the relay
-                    // schedules the message no sooner than FCM asked.
-                    guard after <= configuration.retryMaximumDelay else {
-                        metrics.failed(reason: "retry-later")
-                        return .retryLater(reason: lastProblem, retryAfter: after)
-                    }
-                    wait = after
-                }
-                continue
-            case .refreshTokenAndRetry, .configuration, .permanent:
-                // Refused for good: the operator hears of it (once a minute per kind), since it
-                // is the configuration or what the relay sends that must change.
-                let kind = answer.error?.fcmErrorCode?.rawValue ?? answer.error?.error.status ?? "\(answer.status)"
-                if alerts.shouldAlert(kind) {
-                    logger.error(
-                        "FCM refused a message for good",
-                        metadata: ["status": "\(answer.status)", "error": "\(answer.summary)"]
-                    )
-                }
-                metrics.failed(reason: kind)
-                return .failed(code: answer.error?.fcmErrorCode, status: answer.status, message: answer.detail)
+            case .retry(let problem, let retryAfter):
+                lastProblem = problem
+                if let retryAfter { wait = retryAfter }
             }
         }
         metrics.failed(reason: "retry-later")
         return .retryLater(reason: lastProblem, retryAfter: nil)
+    }
+
+    /// What one attempt of `send(_:)` came to.
+    private enum AttemptOutcome {
+        /// The message is settled (or cannot be sent now): its result.
+        case done(FCMResult)
+        /// The access token was dropped for a new one: try again, the refresh not counted as an
+        /// attempt.
+        case refreshed
+        /// Try again; `problem` is why this attempt failed, `retryAfter` how long FCM asked to
+        /// wait at least.
+        case retry(problem: String, retryAfter: Duration?)
+    }
+
+    /// One attempt: gets an access token, posts the message as it is `now`, and reads FCM's answer.
+    private func attempt(_ push: FCMPush, now: Int64, refreshed: Bool) async -> AttemptOutcome {
+        let accessToken: String
+        do {
+            accessToken = try await tokens.token()
+        } catch let error as FCMClientError where error.isUnreachable {
+            metrics.failed(reason: "unreachable")
+            return .done(.unreachable(reason: error.message))
+        } catch let error as FCMClientError where !error.isRetryable {
+            logger.error("FCM refused the service account", metadata: ["error": "\(error)"])
+            metrics.failed(reason: "credentials")
+            return .done(.failed(code: nil, status: 401, message: error.message))
+        } catch {
+            return .retry(problem: "\(error)", retryAfter: nil)
+        }
+        let answer: Answer
+        do {
+            answer = try await post(push.message(now: now), accessToken: accessToken)
+        } catch let error as FCMClientError where error.isUnreachable {
+            // Backing this message off on its own would only delay it past FCM's return:
+            // whoever sends it holds it until FCM answers again.
+            metrics.failed(reason: "unreachable")
+            return .done(.unreachable(reason: error.message))
+        } catch {
+            logger.debug("FCM attempt failed", metadata: ["error": "\(error)"])
+            return .retry(problem: "\(error)", retryAfter: nil)
+        }
+        return await follow(answer, for: push, accessToken: accessToken, refreshed: refreshed)
+    }
+
+    /// Follows FCM's answer to an attempt.
+    private func follow(
+        _ answer: Answer,
+        for push: FCMPush,
+        accessToken: String,
+        refreshed: Bool
+    ) async
+        -> AttemptOutcome
+    {
+        switch FCMClassification(status: answer.status, code: answer.error?.fcmErrorCode) {
+        case .delivered:
+            metrics.delivered.increment()
+            return .done(.delivered(name: answer.name ?? ""))
+        case .tokenDead:
+            metrics.failed(reason: "UNREGISTERED")
+            await feedback(FCMTokenFeedback(token: push.token, code: .unregistered))
+            return .done(.tokenDead(code: .unregistered))
+        case .refreshTokenAndRetry where !refreshed:
+            await tokens.invalidate(accessToken)
+            return .refreshed
+        case .retry:
+            // Worth waiting for here only within the backoff's range; otherwise the relay
+            // schedules the message no sooner than FCM asked.
+            if let after = answer.retryAfter, after > configuration.retryMaximumDelay {
+                metrics.failed(reason: "retry-later")
+                return .done(.retryLater(reason: answer.summary, retryAfter: after))
+            }
+            return .retry(problem: answer.summary, retryAfter: answer.retryAfter)
+        case .refreshTokenAndRetry, .configuration, .permanent:
+            // Refused for good: the operator hears of it (once a minute per kind), since it
+            // is the configuration or what the relay sends that must change.
+            let kind = answer.error?.fcmErrorCode?.rawValue ?? answer.error?.error.status ?? "\(answer.status)"
+            if alerts.shouldAlert(kind) {
+                logger.error(
+                    "FCM refused a message for good",
+                    metadata: ["status": "\(answer.status)", "error": "\(answer.summary)"]
+                )
+            }
+            metrics.failed(reason: kind)
+            return .done(.failed(code: answer.error?.fcmErrorCode, status: answer.status, message: answer.detail))
+        }
     }
 
     // MARK: - The wire

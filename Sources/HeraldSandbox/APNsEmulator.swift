@@ -139,34 +139,62 @@ final class APNsEmulator: Sendable {
                 at: nowMilliseconds
             )
 
-        var handoff = DeviceHandoff.none
-        if case .accepted(let notification) = evaluation {
-            let delivery: DeviceDelivery
-            (delivery, handoff) = devices.deliver(
-                notification,
-                keepUntil: keepUntil(notification, now: nowMilliseconds)
-            )
-            switch delivery {
-            case .delivered: entry.delivery = .delivered
-            case .stored: entry.delivery = .stored
-            case .notKept: entry.delivery = notification.expiration == 0 ? .discardedTryOnce : .discardedExpired
-            case .refused(let state): evaluation = Self.refusal(state) ?? evaluation
-            }
-        }
+        let handoff = deliver(&evaluation, at: nowMilliseconds, entry: &entry)
+        let outcome = respond(
+            to: evaluation,
+            apnsID: apnsID,
+            random: &random,
+            latency: admission.latency,
+            at: nowMilliseconds,
+            entry: &entry
+        )
+        log.append(entry)
+        handoff.complete()
+        return outcome
+    }
 
-        let outcome: SandboxAPNsOutcome
+    /// Hands an accepted notification to the registry and notes where it went; a token the
+    /// registry no longer takes turns the evaluation into its refusal.
+    private func deliver(
+        _ evaluation: inout Evaluation,
+        at nowMilliseconds: Int64,
+        entry: inout APNsInspectionEntry
+    ) -> DeviceHandoff {
+        guard case .accepted(let notification) = evaluation else { return .none }
+        let (delivery, handoff) = devices.deliver(
+            notification,
+            keepUntil: keepUntil(notification, now: nowMilliseconds)
+        )
+        switch delivery {
+        case .delivered: entry.delivery = .delivered
+        case .stored: entry.delivery = .stored
+        case .notKept: entry.delivery = notification.expiration == 0 ? .discardedTryOnce : .discardedExpired
+        case .refused(let state): evaluation = Self.refusal(state) ?? evaluation
+        }
+        return handoff
+    }
+
+    /// The answer an evaluation gets, noted in the inspection entry.
+    private func respond(
+        to evaluation: Evaluation,
+        apnsID: String,
+        random: inout SplitMix64,
+        latency: Duration,
+        at nowMilliseconds: Int64,
+        entry: inout APNsInspectionEntry
+    ) -> SandboxAPNsOutcome {
         switch evaluation {
         case .accepted:
-            let response = SandboxAPNsResponse(status: 200, apnsID: apnsID, uniqueID: APNsUUID.random(using: &random))
-            outcome = .respond(response, delay: admission.latency)
             entry.status = 200
+            let response = SandboxAPNsResponse(status: 200, apnsID: apnsID, uniqueID: APNsUUID.random(using: &random))
+            return .respond(response, delay: latency)
         case .rejected(let reason, let timestamp):
             entry.status = reason.status
             entry.reason = reason
             entry.outcome = "rejected"
-            outcome = .respond(
+            return .respond(
                 SandboxAPNsResponse(status: reason.status, apnsID: apnsID, reason: reason, timestamp: timestamp),
-                delay: admission.latency
+                delay: latency
             )
         case .injected(let fault):
             entry.outcome = fault.action == .respond ? "injected" : fault.action.rawValue
@@ -175,7 +203,7 @@ final class APNsEmulator: Sendable {
             case .respond:
                 let status = fault.status ?? fault.reason?.status ?? 500
                 entry.status = status
-                outcome = .respond(
+                return .respond(
                     SandboxAPNsResponse(
                         status: status,
                         apnsID: apnsID,
@@ -183,16 +211,13 @@ final class APNsEmulator: Sendable {
                         // Apple sends a timestamp with every 410.
                         timestamp: status == 410 ? nowMilliseconds : nil
                     ),
-                    delay: admission.latency
+                    delay: latency
                 )
-            case .drop: outcome = .drop
-            case .goaway: outcome = .goaway(fault.reason)
-            case .stall: outcome = .stall
+            case .drop: return .drop
+            case .goaway: return .goaway(fault.reason)
+            case .stall: return .stall
             }
         }
-        log.append(entry)
-        handoff.complete()
-        return outcome
     }
 
     /// Until when an offline device's notification is kept: nil for "try once" (expiration 0)
@@ -344,59 +369,18 @@ final class APNsEmulator: Sendable {
         // Admission refused every request without a token, and set the team of every other.
         guard let token else { return .rejected(.badPath) }
 
-        // Headers.
-        guard let topic = request.topic, !topic.isEmpty else { return .rejected(.missingTopic) }
+        let topic: String
         let pushType: APNsPushType
-        if let value = request.pushType {
-            guard let parsed = APNsPushType(rawValue: value) else { return .rejected(.invalidPushType) }
-            pushType = parsed
-        } else {
-            pushType = topic.hasSuffix(".voip") ? .voip : .alert
-        }
-        let bundleID: String
-        if let suffix = pushType.topicSuffix {
-            guard topic.hasSuffix(suffix) else { return .rejected(.topicDisallowed) }
-            bundleID = String(topic.dropLast(suffix.count))
-        } else {
-            bundleID = topic
-        }
-        guard let appTeam = devices.team(ofApp: bundleID) else { return .rejected(.badTopic) }
-        guard appTeam == team else { return .rejected(.topicDisallowed) }
-        if case .trusted(let certificateBundle, _) = connection.clientCertificate, certificateBundle != bundleID {
-            // A certificate is for one app (its topic and its VoIP topic), not for its team's others.
-            return .rejected(.topicDisallowed)
-        }
-
         let priority: APNsPriority
-        if let value = request.priority {
-            guard let number = Int(value), let parsed = APNsPriority(rawValue: number) else {
-                return .rejected(.badPriority)
-            }
-            priority = parsed
-        } else {
-            priority = pushType == .background ? .conserve : .immediate
-        }
-        guard pushType.allows(priority) else { return .rejected(.badPriority) }
-
-        var expiration: Int64?
-        if let value = request.expiration {
-            guard let seconds = Int64(value), seconds >= 0 else { return .rejected(.badExpirationDate) }
-            expiration = seconds
-        }
-        if let collapseID = request.collapseID, collapseID.utf8.count > 64 {
-            return .rejected(.badCollapseId)
-        }
-        if let id = request.apnsID, !APNsUUID.isCanonical(id[...]) { return .rejected(.badMessageId) }
-
-        // Payload.
-        if request.body.isEmpty { return .rejected(.payloadEmpty) }
-        if request.bodyTruncated || request.body.count > pushType.payloadLimit {
-            return .rejected(.payloadTooLarge)
-        }
-        guard (try? JSONCheck.check(request.body, limits: .apnsPayload)) != nil else {
-            // Apple documents no reason for a body that is not a JSON dictionary; it is
-            // treated as carrying no payload.
-            return .rejected(.payloadEmpty)
+        let expiration: Int64?
+        do throws(Rejection) {
+            let bundleID: String
+            (topic, pushType, bundleID) = try Self.topic(of: request)
+            try authorize(bundleID, team: team, connection: connection)
+            (priority, expiration) = try Self.options(of: request, pushType: pushType)
+            try Self.checkPayload(request, pushType: pushType)
+        } catch {
+            return .rejected(error.reason)
         }
 
         // The device token.
@@ -423,6 +407,81 @@ final class APNsEmulator: Sendable {
                 acceptedAt: nowMilliseconds
             )
         )
+    }
+
+    /// A rule of APNs' that a request breaks.
+    private struct Rejection: Error {
+        var reason: APNsReason
+
+        init(_ reason: APNsReason) {
+            self.reason = reason
+        }
+    }
+
+    /// The topic, the push type (given, or read from the topic) and the app the topic names.
+    private static func topic(of request: SandboxAPNsRequest) throws(Rejection) -> (String, APNsPushType, String) {
+        guard let topic = request.topic, !topic.isEmpty else { throw Rejection(.missingTopic) }
+        let pushType: APNsPushType
+        if let value = request.pushType {
+            guard let parsed = APNsPushType(rawValue: value) else { throw Rejection(.invalidPushType) }
+            pushType = parsed
+        } else {
+            pushType = topic.hasSuffix(".voip") ? .voip : .alert
+        }
+        guard let suffix = pushType.topicSuffix else { return (topic, pushType, topic) }
+        guard topic.hasSuffix(suffix) else { throw Rejection(.topicDisallowed) }
+        return (topic, pushType, String(topic.dropLast(suffix.count)))
+    }
+
+    /// Whether the credentials may push to the app: a token of its team, or its own certificate.
+    private func authorize(_ bundleID: String, team: String?, connection: SandboxConnectionState) throws(Rejection) {
+        guard let appTeam = devices.team(ofApp: bundleID) else { throw Rejection(.badTopic) }
+        guard appTeam == team else { throw Rejection(.topicDisallowed) }
+        if case .trusted(let certificateBundle, _) = connection.clientCertificate, certificateBundle != bundleID {
+            // A certificate is for one app (its topic and its VoIP topic), not for its team's others.
+            throw Rejection(.topicDisallowed)
+        }
+    }
+
+    /// The priority (given, or the push type's) and expiration, once the other headers pass.
+    private static func options(
+        of request: SandboxAPNsRequest,
+        pushType: APNsPushType
+    ) throws(Rejection) -> (APNsPriority, Int64?) {
+        let priority: APNsPriority
+        if let value = request.priority {
+            guard let number = Int(value), let parsed = APNsPriority(rawValue: number) else {
+                throw Rejection(.badPriority)
+            }
+            priority = parsed
+        } else {
+            priority = pushType == .background ? .conserve : .immediate
+        }
+        guard pushType.allows(priority) else { throw Rejection(.badPriority) }
+
+        var expiration: Int64?
+        if let value = request.expiration {
+            guard let seconds = Int64(value), seconds >= 0 else { throw Rejection(.badExpirationDate) }
+            expiration = seconds
+        }
+        if let collapseID = request.collapseID, collapseID.utf8.count > 64 {
+            throw Rejection(.badCollapseId)
+        }
+        if let id = request.apnsID, !APNsUUID.isCanonical(id[...]) { throw Rejection(.badMessageId) }
+        return (priority, expiration)
+    }
+
+    /// The payload: present, within the push type's limit, and a JSON dictionary.
+    private static func checkPayload(_ request: SandboxAPNsRequest, pushType: APNsPushType) throws(Rejection) {
+        if request.body.isEmpty { throw Rejection(.payloadEmpty) }
+        if request.bodyTruncated || request.body.count > pushType.payloadLimit {
+            throw Rejection(.payloadTooLarge)
+        }
+        guard (try? JSONCheck.check(request.body, limits: .apnsPayload)) != nil else {
+            // Apple documents no reason for a body that is not a JSON dictionary; it is
+            // treated as carrying no payload.
+            throw Rejection(.payloadEmpty)
+        }
     }
 
     /// Counts one push to `token` in its one-second window; false once the window is over `limit`.

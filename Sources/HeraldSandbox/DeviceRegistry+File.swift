@@ -103,6 +103,25 @@ extension DeviceRegistry {
     func load() throws(SandboxError) {
         guard let file else { return }
         guard FileManager.default.fileExists(atPath: file) else { return }
+        let contents = try Self.read(file)
+        let now = clock.now
+        let nowMilliseconds = clock.epochMilliseconds
+        func instant(_ epoch: Int64) -> ContinuousClock.Instant {
+            now + .milliseconds(max(0, epoch - nowMilliseconds))
+        }
+        try state.withLock { (state) throws(SandboxError) in
+            for app in contents.apps where state.apps[app.bundleID] == nil {
+                state.apps[app.bundleID] = app.teamID
+            }
+            for stored in contents.devices {
+                try Self.restore(stored, into: &state, file: file, instant: instant)
+            }
+        }
+        try save()
+    }
+
+    /// The journal replayed: its apps and devices, each as its last line left it.
+    private static func read(_ file: String) throws(SandboxError) -> FileContents {
         var contents = FileContents(version: FileContents.currentVersion, apps: [], devices: [])
         do {
             let data = try Data(contentsOf: URL(filePath: file))
@@ -139,60 +158,57 @@ extension DeviceRegistry {
         } catch {
             throw .registryFile("\(file) is not a sandbox device registry (\(error.localizedDescription))")
         }
-        let now = clock.now
-        let nowMilliseconds = clock.epochMilliseconds
-        func instant(_ epoch: Int64) -> ContinuousClock.Instant {
-            now + .milliseconds(max(0, epoch - nowMilliseconds))
+        return contents
+    }
+
+    /// Adds a device read from the file, with its tokens, to the registry's state.
+    private static func restore(
+        _ stored: FileContents.Device,
+        into state: inout State,
+        file: String,
+        instant: (Int64) -> ContinuousClock.Instant
+    ) throws(SandboxError) {
+        guard let messagingState = stored.messagingStatus.tokenState else {
+            throw .registryFile("\(file): device \(stored.deviceID) has an unknown token state")
         }
-        try state.withLock { (state) throws(SandboxError) in
-            for app in contents.apps where state.apps[app.bundleID] == nil {
-                state.apps[app.bundleID] = app.teamID
-            }
-            for stored in contents.devices {
-                guard let messagingState = stored.messagingStatus.tokenState else {
-                    throw .registryFile("\(file): device \(stored.deviceID) has an unknown token state")
-                }
-                let environment = stored.platform == .ios ? stored.apnsEnvironment ?? .development : nil
-                let device = DeviceRecord(
-                    id: stored.deviceID,
-                    bundleID: stored.bundleID,
-                    platform: stored.platform,
-                    projectID: stored.projectID,
-                    messagingToken: stored.messagingToken,
-                    voipToken: stored.voipToken,
-                    messagingReadyAt: instant(stored.messagingReadyAt),
-                    voipReadyAt: instant(stored.voipReadyAt),
-                    apnsEnvironment: environment
+        let environment = stored.platform == .ios ? stored.apnsEnvironment ?? .development : nil
+        let device = DeviceRecord(
+            id: stored.deviceID,
+            bundleID: stored.bundleID,
+            platform: stored.platform,
+            projectID: stored.projectID,
+            messagingToken: stored.messagingToken,
+            voipToken: stored.voipToken,
+            messagingReadyAt: instant(stored.messagingReadyAt),
+            voipReadyAt: instant(stored.voipReadyAt),
+            apnsEnvironment: environment
+        )
+        state.devices[device.id] = device
+        switch stored.platform {
+        case .ios:
+            state.apnsTokens[device.messagingToken] = APNsTokenRecord(
+                deviceID: device.id,
+                topic: device.bundleID,
+                kind: .messaging,
+                state: messagingState,
+                environment: environment ?? .development
+            )
+            if let voipToken = device.voipToken {
+                state.apnsTokens[voipToken] = APNsTokenRecord(
+                    deviceID: device.id,
+                    topic: device.bundleID + ".voip",
+                    kind: .voip,
+                    state: stored.voipStatus?.tokenState ?? .active,
+                    environment: environment ?? .development
                 )
-                state.devices[device.id] = device
-                switch stored.platform {
-                case .ios:
-                    state.apnsTokens[device.messagingToken] = APNsTokenRecord(
-                        deviceID: device.id,
-                        topic: device.bundleID,
-                        kind: .messaging,
-                        state: messagingState,
-                        environment: environment ?? .development
-                    )
-                    if let voipToken = device.voipToken {
-                        state.apnsTokens[voipToken] = APNsTokenRecord(
-                            deviceID: device.id,
-                            topic: device.bundleID + ".voip",
-                            kind: .voip,
-                            state: stored.voipStatus?.tokenState ?? .active,
-                            environment: environment ?? .development
-                        )
-                    }
-                case .android:
-                    state.fcmTokens[device.messagingToken] = FCMTokenRecord(
-                        deviceID: device.id,
-                        projectID: device.projectID ?? "",
-                        state: messagingState
-                    )
-                }
             }
+        case .android:
+            state.fcmTokens[device.messagingToken] = FCMTokenRecord(
+                deviceID: device.id,
+                projectID: device.projectID ?? "",
+                state: messagingState
+            )
         }
-        try save()
     }
 
     /// Rewrites the file with one line for each app and device (`load()` compacts the journal

@@ -162,45 +162,103 @@ final class FCMEmulator: Sendable {
         record: inout SandboxFCMInspectionRecord,
         handoff: inout DeviceHandoff
     ) -> SandboxFCMAnswer {
-        func fail(_ body: FCMErrorBody, code: String) -> SandboxFCMAnswer {
+        do throws(Refusal) {
+            try Self.admit(access, project: project, admission: admission)
+            let (request, token) = try target(of: parsed, project: project)
+            if request.validateOnly == true {
+                let name = "projects/\(project)/messages/fake_message_id"
+                record.accept(name: name, delivery: "validate_only")
+                return .json(200, ["name": name])
+            }
+            var random = SplitMix64(seed: admission.seed)
+            let name = "projects/\(project)/messages/0:\(nowMilliseconds)%\(RandomText.hex16(random.next()))"
+            let delivery: DeviceDelivery
+            (delivery, handoff) = deliver(request.message, to: token, name: name, nowMilliseconds: nowMilliseconds)
+            switch delivery {
+            case .delivered: record.accept(name: name, delivery: "delivered")
+            case .stored: record.accept(name: name, delivery: "stored")
+            case .notKept: record.accept(name: name, delivery: "discarded: device offline and ttl is 0s")
+            case .refused: throw Refusal(.unregistered)
+            }
+            return .json(200, ["name": name])
+        } catch {
+            return error.answer(record: &record)
+        }
+    }
+
+    /// An error answer: FCM's body, and the code the inspection log shows.
+    private struct Refusal: Error {
+        var body: FCMErrorBody
+        var code: String
+        /// `WWW-Authenticate: Bearer`, as Google adds to a 401.
+        var challenge = false
+        /// Seconds for a `Retry-After` header.
+        var retryAfter: Int?
+        /// The inspection log's outcome, for a refusal that is not FCM's own.
+        var outcome: String?
+
+        init(_ body: FCMErrorBody, code: String) {
+            self.body = body
+            self.code = code
+        }
+
+        init(_ code: FCMErrorCode, _ message: String? = nil, field: String? = nil) {
+            self.init(FCMErrorBody(code: code, message: message, field: field), code: code.rawValue)
+        }
+
+        /// The answer, noted in the inspection record.
+        func answer(record: inout SandboxFCMInspectionRecord) -> SandboxFCMAnswer {
             record.status = body.error.code
             record.errorCode = code
             record.errorMessage = body.error.message
-            return .json(body.error.code, body)
+            if let outcome { record.outcome = outcome }
+            var answer = SandboxFCMAnswer.json(body.error.code, body)
+            answer.challenge = challenge
+            answer.retryAfter = retryAfter
+            return answer
         }
-        func fail(_ code: FCMErrorCode, _ message: String? = nil, field: String? = nil) -> SandboxFCMAnswer {
-            fail(FCMErrorBody(code: code, message: message, field: field), code: code.rawValue)
-        }
+    }
 
-        if admission.shuttingDown { return fail(.unavailable) }
+    /// What FCM checks before the request: the service, then the credentials and their
+    /// permission; an injected fault comes after them, as FCM's own failures hit authorized
+    /// requests.
+    private static func admit(
+        _ access: FCMTokenEndpoint.AccessGrant?,
+        project: String,
+        admission: Admission
+    ) throws(Refusal) {
+        if admission.shuttingDown { throw Refusal(.unavailable) }
 
         // Credentials: an unexpired access token from the token endpoint, for this project.
         guard let access else {
-            var answer = fail(Self.unauthenticated, code: "UNAUTHENTICATED")
-            answer.challenge = true
-            return answer
+            var refusal = Refusal(Self.unauthenticated, code: "UNAUTHENTICATED")
+            refusal.challenge = true
+            throw refusal
         }
         guard access.projectID == project else {
-            return fail(Self.permissionDenied(project: project), code: "PERMISSION_DENIED")
+            throw Refusal(Self.permissionDenied(project: project), code: "PERMISSION_DENIED")
         }
         guard access.messaging else {
-            return fail(Self.insufficientScopes, code: "PERMISSION_DENIED")
+            throw Refusal(Self.insufficientScopes, code: "PERMISSION_DENIED")
         }
 
         if let fault = admission.fault {
             var body = FCMErrorBody(code: fault.errorCode)
             if let status = fault.status { body.error.code = status }
-            var answer = fail(body, code: fault.errorCode.rawValue)
-            answer.retryAfter = fault.retryAfter
-            record.outcome = "injected"
-            return answer
+            var refusal = Refusal(body, code: fault.errorCode.rawValue)
+            refusal.retryAfter = fault.retryAfter
+            refusal.outcome = "injected"
+            throw refusal
         }
+    }
 
-        // The request.
+    /// The request and the registration token it targets: the request, the target, and last
+    /// the registration token, live and of this project.
+    private func target(of parsed: ParsedSend, project: String) throws(Refusal) -> (FCMSendRequest, String) {
         let request: FCMSendRequest
         switch parsed.result {
         case .failure(let invalid):
-            return fail(.invalidArgument, invalid.message, field: invalid.field)
+            throw Refusal(.invalidArgument, invalid.message, field: invalid.field)
         case .success(let value):
             request = value
         }
@@ -208,11 +266,11 @@ final class FCMEmulator: Sendable {
         do {
             try message.validate()
         } catch {
-            return fail(.invalidArgument, error.message, field: error.field)
+            throw Refusal(.invalidArgument, error.message, field: error.field)
         }
         guard let token = message.token else {
             let field = message.topic != nil ? "message.topic" : "message.condition"
-            return fail(
+            throw Refusal(
                 .invalidArgument,
                 "The sandbox delivers to registration tokens only; topic and condition messages are not supported.",
                 field: field
@@ -221,22 +279,25 @@ final class FCMEmulator: Sendable {
 
         // The registration token.
         guard let tokenRecord = devices.fcmToken(token) else {
-            return fail(
+            throw Refusal(
                 .invalidArgument,
                 "The registration token is not a valid FCM registration token",
                 field: "message.token"
             )
         }
-        guard tokenRecord.projectID == project else { return fail(.senderIDMismatch) }
-        guard tokenRecord.state == .active else { return fail(.unregistered) }
+        guard tokenRecord.projectID == project else { throw Refusal(.senderIDMismatch) }
+        guard tokenRecord.state == .active else { throw Refusal(.unregistered) }
+        return (request, token)
+    }
 
-        if request.validateOnly == true {
-            let name = "projects/\(project)/messages/fake_message_id"
-            record.accept(name: name, delivery: "validate_only")
-            return .json(200, ["name": name])
-        }
-        var random = SplitMix64(seed: admission.seed)
-        let name = "projects/\(project)/messages/0:\(nowMilliseconds)%\(RandomText.hex16(random.next()))"
+    /// Hands an accepted message to the registry: to its device, or kept for it until its ttl
+    /// ends.
+    private func deliver(
+        _ message: FCMMessage,
+        to token: String,
+        name: String,
+        nowMilliseconds: Int64
+    ) -> (DeviceDelivery, DeviceHandoff) {
         let delivered = SandboxFCMMessage(
             name: name,
             token: token,
@@ -248,15 +309,7 @@ final class FCMEmulator: Sendable {
         )
         let ttlSeconds = message.android?.ttl.flatMap(FCMMessage.seconds(ttl:)) ?? FCMMessage.maximumTTLSeconds
         let keepUntil = ttlSeconds == 0 ? nil : nowMilliseconds + ttlSeconds * 1000
-        let delivery: DeviceDelivery
-        (delivery, handoff) = devices.deliver(delivered, keepUntil: keepUntil)
-        switch delivery {
-        case .delivered: record.accept(name: name, delivery: "delivered")
-        case .stored: record.accept(name: name, delivery: "stored")
-        case .notKept: record.accept(name: name, delivery: "discarded: device offline and ttl is 0s")
-        case .refused: return fail(.unregistered)
-        }
-        return .json(200, ["name": name])
+        return devices.deliver(delivered, keepUntil: keepUntil)
     }
 
     /// The access token of an `Authorization: Bearer …` header.

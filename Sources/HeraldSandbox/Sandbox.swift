@@ -72,26 +72,51 @@ public final class Sandbox: Service, Sendable {
     public var apnsProductionServer: SandboxAPNsServer? { apnsProduction }
 
     public func run() async throws {
-        let configuration = core.configuration
-        let apnsPort: Int
-        var productionPort: Int?
+        let (apnsPort, productionPort) = try await startAPNs()
+        let report = portReporter(apnsPort: apnsPort, productionPort: productionPort)
+        let app = controlApplication(report: report)
+        let fcm: any ApplicationProtocol
         do {
-            apnsPort = try await apns.start()
-            productionPort = try await apnsProduction?.start()
+            fcm = try SandboxFCMServer.application(core: core, group: group, logger: logger) { report(nil, $0) }
+        } catch {
+            ready.fail(error)
+            await apns.shutdown()
+            await apnsProduction?.shutdown()
+            throw error
+        }
+        do {
+            try await serve(control: app, fcm: fcm)
+        } catch {
+            ready.fail(error)
+            await apns.shutdown()
+            await apnsProduction?.shutdown()
+            core.finishStreams()
+            throw error
+        }
+        await apns.shutdown()
+        await apnsProduction?.shutdown()
+        core.finishStreams()
+    }
+
+    /// Starts the APNs listeners: their ports (the production one's when the sandbox plays it).
+    private func startAPNs() async throws -> (apns: Int, production: Int?) {
+        do {
+            return (try await apns.start(), try await apnsProduction?.start())
         } catch {
             ready.fail(error)
             await apns.shutdown()
             throw error
         }
-        let apnsProduction = apnsProduction
-        let apnsProductionPort = productionPort
-        let router = SandboxControlAPI.router(core: core, apns: apns, logger: logger)
+    }
+
+    /// What each Hummingbird listener calls with its port once it runs: the sandbox is ready
+    /// once both have reported theirs.
+    private func portReporter(apnsPort: Int, productionPort: Int?) -> @Sendable (_ control: Int?, _ fcm: Int?) -> Void {
         let ready = ready
-        let host = configuration.host
-        let caPath = configuration.tls.caCertificatePath
-        // Ready once both Hummingbird listeners have reported their ports.
+        let host = core.configuration.host
+        let caPath = core.configuration.tls.caCertificatePath
         let bound = NIOLockedValueBox<(control: Int?, fcm: Int?)>((nil, nil))
-        let report: @Sendable (_ control: Int?, _ fcm: Int?) -> Void = { control, fcm in
+        return { control, fcm in
             let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int)? in
                 if let control { ports.control = control }
                 if let fcm { ports.fcm = fcm }
@@ -104,8 +129,8 @@ public final class Sandbox: Service, Sendable {
                 SandboxEndpoints(
                     apnsURL: "https://\(urlHost):\(apnsPort)",
                     apnsPort: apnsPort,
-                    apnsProductionURL: apnsProductionPort.map { "https://\(urlHost):\($0)" },
-                    apnsProductionPort: apnsProductionPort,
+                    apnsProductionURL: productionPort.map { "https://\(urlHost):\($0)" },
+                    apnsProductionPort: productionPort,
                     controlURL: "http://\(urlHost):\(ports.control)",
                     controlPort: ports.control,
                     fcmURL: "https://\(urlHost):\(ports.fcm)",
@@ -115,11 +140,19 @@ public final class Sandbox: Service, Sendable {
                 )
             )
         }
-        let app = Application(
+    }
+
+    /// The control API's application (HTTP and its WebSocket streams).
+    private func controlApplication(
+        report: @escaping @Sendable (_ control: Int?, _ fcm: Int?) -> Void
+    ) -> some ApplicationProtocol {
+        let configuration = core.configuration
+        let router = SandboxControlAPI.router(core: core, apns: apns, logger: logger)
+        return Application(
             router: router,
             server: .guardedHTTP1WebSocketUpgrade(webSocketRouter: router, limits: configuration.http),
             configuration: .init(
-                address: .hostname(host, port: configuration.controlPort),
+                address: .hostname(configuration.host, port: configuration.controlPort),
                 serverName: "herald-sandbox"
             ),
             onServerRunning: { channel in
@@ -128,60 +161,48 @@ public final class Sandbox: Service, Sendable {
             eventLoopGroupProvider: .shared(group),
             logger: logger
         )
-        let fcm: any ApplicationProtocol
-        do {
-            fcm = try SandboxFCMServer.application(core: core, group: group, logger: logger) { report(nil, $0) }
-        } catch {
-            ready.fail(error)
-            await apns.shutdown()
-            await apnsProduction?.shutdown()
-            throw error
-        }
-        do {
-            try await withGracefulShutdownHandler {
-                try await withThrowingTaskGroup(of: Void.self) { listeners in
-                    listeners.addTask {
-                        try await ListenerError.naming(
-                            "the sandbox's control API",
-                            host: host,
-                            port: configuration.controlPort
-                        ) { try await app.run() }
-                    }
-                    listeners.addTask {
-                        try await ListenerError.naming(
-                            "the sandbox's FCM side",
-                            host: configuration.host,
-                            port: configuration.fcmPort
-                        ) { try await fcm.run() }
-                    }
-                    do {
-                        while try await listeners.next() != nil {}
-                    } catch {
-                        // One listener failed (a port in use): the other must stop too, and
-                        // `waitForAll` would wait for it instead of cancelling it.
-                        listeners.cancelAll()
-                        throw error
-                    }
+    }
+
+    /// Runs the control API and the FCM side until a graceful shutdown, or until one of them
+    /// fails.
+    private func serve(control app: some ApplicationProtocol, fcm: any ApplicationProtocol) async throws {
+        let configuration = core.configuration
+        let host = configuration.host
+        let apnsProduction = apnsProduction
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { listeners in
+                listeners.addTask {
+                    try await ListenerError.naming(
+                        "the sandbox's control API",
+                        host: host,
+                        port: configuration.controlPort
+                    ) { try await app.run() }
                 }
-            } onGracefulShutdown: { [apns, core] in
-                // From now on FCM sends get 503 UNAVAILABLE and APNs pushes 503 Shutdown.
-                core.beginShutdown()
-                core.finishStreams()
-                Task {
-                    await apns.shutdown()
-                    await apnsProduction?.shutdown()
+                listeners.addTask {
+                    try await ListenerError.naming(
+                        "the sandbox's FCM side",
+                        host: configuration.host,
+                        port: configuration.fcmPort
+                    ) { try await fcm.run() }
+                }
+                do {
+                    while try await listeners.next() != nil {}
+                } catch {
+                    // One listener failed (a port in use): the other must stop too, and
+                    // `waitForAll` would wait for it instead of cancelling it.
+                    listeners.cancelAll()
+                    throw error
                 }
             }
-        } catch {
-            ready.fail(error)
-            await apns.shutdown()
-            await apnsProduction?.shutdown()
+        } onGracefulShutdown: { [apns, core] in
+            // From now on FCM sends get 503 UNAVAILABLE and APNs pushes 503 Shutdown.
+            core.beginShutdown()
             core.finishStreams()
-            throw error
+            Task {
+                await apns.shutdown()
+                await apnsProduction?.shutdown()
+            }
         }
-        await apns.shutdown()
-        await apnsProduction?.shutdown()
-        core.finishStreams()
     }
 }
 

@@ -197,6 +197,62 @@ extension PostgresStore {
                 leaseUntil: leaseUntil
             )
         )
+        let entries = try Self.claimedRows(taken)
+        var claimed: [ClaimedPush] = []
+        claimed.reserveCapacity(entries.count)
+        var unsendable: (ids: [String], states: [String], reasons: [String]) = ([], [], [])
+        for (entry, device) in entries {
+            // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
+            // to the messaging token.
+            let token = device.flatMap { entry.usesVoIPToken ? $0.voip : $0.messaging }
+            if let (state, reason) = ClaimedPush.unsendable(
+                expiresAt: entry.expiresAt,
+                now: now,
+                device: device.map { ($0.notifications, $0.deadReason) },
+                needsNotificationPermission: entry.kind.needsNotificationPermission,
+                token: token
+            ) {
+                unsendable.ids.append(entry.pushID)
+                unsendable.states.append(state.rawValue)
+                unsendable.reasons.append(reason)
+            } else if let token {
+                claimed.append(
+                    ClaimedPush(
+                        entry: entry,
+                        deviceToken: token,
+                        apnsEnvironment: device?.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
+                        apnsKey: device?.apnsKey,
+                        fcmAccount: device?.fcmAccount
+                    )
+                )
+            }
+        }
+        if !unsendable.ids.isEmpty {
+            // Finished instead of sent: the claim's attempt is given back. Only while the claim
+            // is still this node's (it is, unless its lease ran out in between).
+            _ = try await rows(
+                "finish unsendable pushes",
+                """
+                WITH done AS (
+                    UPDATE outbox o SET state = u.state, last_reason = u.reason, attempts = o.attempts - 1,
+                        claim_owner = NULL, claim_until = NULL, updated_at = \(now)
+                    FROM unnest(\(unsendable.ids)::text[], \(unsendable.states)::text[], \(unsendable.reasons)::text[])
+                        AS u(id, state, reason)
+                    WHERE o.push_id = u.id AND o.state = 'sending' AND o.claim_owner = \(owner)
+                    RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason
+                )
+                \(unescaped: PushEvents.insert(now: String(now)))
+                """
+            )
+        }
+        return claimed
+    }
+
+    /// The claim's rows as entries, each with its device (nil: the device is gone), in the
+    /// order they are to be sent: calls first, then the longest waiting.
+    private static func claimedRows(
+        _ taken: [PostgresRow]
+    ) throws -> [(entry: OutboxEntry, device: ClaimStatement.Device?)] {
         var entries: [(entry: OutboxEntry, device: ClaimStatement.Device?)] = []
         do {
             entries = try taken.map { row in
@@ -224,62 +280,7 @@ extension PostgresStore {
             ($0.entry.priority, -$0.entry.queuedSince, $0.entry.pushID)
                 > ($1.entry.priority, -$1.entry.queuedSince, $1.entry.pushID)
         }
-        var claimed: [ClaimedPush] = []
-        claimed.reserveCapacity(entries.count)
-        var unsendable: (ids: [String], states: [String], reasons: [String]) = ([], [], [])
-        for (entry, device) in entries {
-            // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
-            // to the messaging token.
-            let token = device.flatMap { entry.usesVoIPToken ? $0.voip : $0.messaging }
-            let finish: (PushState, String)?
-            if entry.expiresAt <= now {
-                finish = (.expired, "expired before sending")
-            } else if device == nil {
-                finish = (.skipped, "device_deactivated")
-            } else if device?.notifications == NotificationPermission.denied.rawValue,
-                entry.kind.needsNotificationPermission
-            {
-                // Its user turned notifications off after it was queued: it could not be shown.
-                finish = (.skipped, "notifications_denied")
-            } else if let token {
-                finish = nil
-                claimed.append(
-                    ClaimedPush(
-                        entry: entry,
-                        deviceToken: token,
-                        apnsEnvironment: device?.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
-                        apnsKey: device?.apnsKey,
-                        fcmAccount: device?.fcmAccount
-                    )
-                )
-            } else {
-                finish = (.skipped, device?.deadReason.map { "token_dead: \($0)" } ?? "no_token")
-            }
-            if let (state, reason) = finish {
-                unsendable.ids.append(entry.pushID)
-                unsendable.states.append(state.rawValue)
-                unsendable.reasons.append(reason)
-            }
-        }
-        if !unsendable.ids.isEmpty {
-            // Finished instead of sent: the claim's attempt is given back. Only while the claim
-            // is still this node's (it is, unless its lease ran out in between).
-            _ = try await rows(
-                "finish unsendable pushes",
-                """
-                WITH done AS (
-                    UPDATE outbox o SET state = u.state, last_reason = u.reason, attempts = o.attempts - 1,
-                        claim_owner = NULL, claim_until = NULL, updated_at = \(now)
-                    FROM unnest(\(unsendable.ids)::text[], \(unsendable.states)::text[], \(unsendable.reasons)::text[])
-                        AS u(id, state, reason)
-                    WHERE o.push_id = u.id AND o.state = 'sending' AND o.claim_owner = \(owner)
-                    RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason
-                )
-                \(unescaped: PushEvents.insert(now: String(now)))
-                """
-            )
-        }
-        return claimed
+        return entries
     }
 
     public func complete(_ completions: [PushCompletion], now: Int64) async throws {
@@ -312,33 +313,11 @@ extension PostgresStore {
     ) async throws {
         var finished = FinishStatement()
         finished.append(completions, at: now)
-        var retried: (ids: [String], at: [Int64], reasons: [String], hasReason: [Bool], giveBack: [Bool]) = (
-            [], [], [], [], []
-        )
-        var dead: (devices: [String], tokens: [String], reasons: [String], hasReason: [Bool]) = ([], [], [], [])
+        var retried = Requeues()
+        var dead = DeadTokens()
         for completion in completions {
-            switch completion.disposition {
-            case .finish:
-                break
-            case .retry(let at), .requeue(let at):
-                retried.ids.append(completion.pushID)
-                retried.at.append(at)
-                retried.reasons.append(completion.reason ?? "")
-                retried.hasReason.append(completion.reason != nil)
-                // `requeue`: the push was never tried (its network was unreachable), so the
-                // claim's attempt is taken back.
-                if case .requeue = completion.disposition {
-                    retried.giveBack.append(true)
-                } else {
-                    retried.giveBack.append(false)
-                }
-            }
-            if let token = completion.deadToken {
-                dead.devices.append(token.deviceID)
-                dead.tokens.append(token.token)
-                dead.reasons.append(completion.reason ?? "")
-                dead.hasReason.append(completion.reason != nil)
-            }
+            retried.add(completion)
+            dead.add(completion)
         }
         let finishing = try PostgresQuery(unsafeSQL: FinishStatement.sql, binds: finished.makeBindings())
         // Arrays carry no NULL through postgres-nio's encoders: a reason is nil where its flag
@@ -371,26 +350,27 @@ extension PostgresStore {
             )
         }
         if !dead.devices.isEmpty {
-            // Cleared only where the device still has that token: a newer one is kept. Two
-            // statements, not one setting both columns: a device whose messaging and VoIP tokens
-            // both died in one batch is listed twice, and an UPDATE … FROM changes a row once.
+            try await clear(dead, now: now, on: connection, logger: logger)
+        }
+    }
+
+    /// Clears the dead tokens. Only where the device still has that token: a newer one is kept.
+    /// Two statements, not one setting both columns: a device whose messaging and VoIP tokens
+    /// both died in one batch is listed twice, and an UPDATE … FROM changes a row once.
+    private static func clear(
+        _ dead: DeadTokens,
+        now: Int64,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        for column in ["messaging_token", "voip_token"] {
             try await connection.run(
                 """
-                UPDATE devices d SET messaging_token = NULL,
+                UPDATE devices d SET \(unescaped: column) = NULL,
                     token_dead_reason = CASE WHEN u.has THEN u.reason END, updated_at = \(now)
                 FROM unnest(\(dead.devices)::text[], \(dead.tokens)::text[], \(dead.reasons)::text[],
                     \(dead.hasReason)::bool[]) AS u(id, token, reason, has)
-                WHERE d.id = u.id AND d.messaging_token = u.token
-                """,
-                logger: logger
-            )
-            try await connection.run(
-                """
-                UPDATE devices d SET voip_token = NULL,
-                    token_dead_reason = CASE WHEN u.has THEN u.reason END, updated_at = \(now)
-                FROM unnest(\(dead.devices)::text[], \(dead.tokens)::text[], \(dead.reasons)::text[],
-                    \(dead.hasReason)::bool[]) AS u(id, token, reason, has)
-                WHERE d.id = u.id AND d.voip_token = u.token
+                WHERE d.id = u.id AND d.\(unescaped: column) = u.token
                 """,
                 logger: logger
             )
@@ -460,5 +440,49 @@ extension PostgresStore {
             throw StoreError.corrupt.with(detail: "count the outbox: \(error)")
         }
         return OutboxCounts(byState: counts, oldestQueuedAt: oldest)
+    }
+}
+
+/// A batch's pushes going back to the queue (retried or requeued), as one statement's columns.
+private struct Requeues {
+    var ids: [String] = []
+    var at: [Int64] = []
+    var reasons: [String] = []
+    var hasReason: [Bool] = []
+    var giveBack: [Bool] = []
+
+    mutating func add(_ completion: PushCompletion) {
+        switch completion.disposition {
+        case .finish:
+            break
+        case .retry(let at), .requeue(let at):
+            ids.append(completion.pushID)
+            self.at.append(at)
+            reasons.append(completion.reason ?? "")
+            hasReason.append(completion.reason != nil)
+            // `requeue`: the push was never tried (its network was unreachable), so the
+            // claim's attempt is taken back.
+            if case .requeue = completion.disposition {
+                giveBack.append(true)
+            } else {
+                giveBack.append(false)
+            }
+        }
+    }
+}
+
+/// A batch's dead tokens, as the columns of the statements that clear them.
+private struct DeadTokens {
+    var devices: [String] = []
+    var tokens: [String] = []
+    var reasons: [String] = []
+    var hasReason: [Bool] = []
+
+    mutating func add(_ completion: PushCompletion) {
+        guard let token = completion.deadToken else { return }
+        devices.append(token.deviceID)
+        tokens.append(token.token)
+        reasons.append(completion.reason ?? "")
+        hasReason.append(completion.reason != nil)
     }
 }

@@ -127,106 +127,112 @@ extension SQLiteStore {
         // other network's are queued.
         let every = networks.count == PushNetwork.allCases.count
         let wanted = every ? [] : PushNetwork.allCases.filter(networks.contains).map(\.rawValue)
-        let condition =
-            every ? "" : "AND network IN (" + wanted.map { _ in "?" }.joined(separator: ", ") + ")"
         let events = webhooksConfigured.load(ordering: .relaxed)
         return try await write { db in
-            // Claims whose owner never came back go back to the queue.
-            try db.cachedStatement(
-                sql: """
-                    UPDATE outbox SET state = 'queued', claim_owner = NULL, claim_until = NULL
-                    WHERE state = 'sending' AND claim_until < ?
-                    """
-            ).execute(arguments: [now])
-            // Pick and take in one statement: the due pushes, calls first, then the longest
-            // waiting (the customer's wait where the push has one, else its time in the queue;
-            // the queued indexes hold the same expression, so the order is read off them).
-            var values: [any DatabaseValueConvertible] = [owner, leaseUntil, now, now]
-            values += wanted as [any DatabaseValueConvertible]
-            values.append(limit)
-            let taken = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        UPDATE outbox SET state = 'sending', claim_owner = ?, claim_until = ?,
-                            attempts = attempts + 1, updated_at = ?
-                        WHERE push_id IN (
-                            SELECT push_id FROM outbox WHERE state = 'queued' AND next_attempt_at <= ?
-                                \(condition)
-                            ORDER BY priority DESC, COALESCE(waiting_since, created_at) ASC LIMIT ?)
-                        RETURNING \(OutboxRow.columns)
-                        """
-                ),
-                arguments: StatementArguments(values)
-            )
-            .map(OutboxRow.init(row:))
-            .sorted { ($0.priority, -$0.queuedSince, $0.pushID) > ($1.priority, -$1.queuedSince, $1.pushID) }
-
-            let lookup = try db.cachedStatement(
-                sql: """
-                    SELECT d.messaging_token, d.voip_token, d.token_dead_reason, d.apns_environment, a.apns_key,
-                        a.fcm_account, d.notification_permission
-                    FROM devices d LEFT JOIN apps a ON a.id = d.app_id WHERE d.id = ?
-                    """
-            )
-            let payload = try db.cachedStatement(sql: "SELECT payload FROM outbox_payloads WHERE push_id = ?")
-            let giveBack = try db.cachedStatement(
-                sql: "UPDATE outbox SET attempts = attempts - 1 WHERE push_id = ?"
-            )
-            var devices: [String: Row?] = [:]
-            var claimed: [ClaimedPush] = []
-            claimed.reserveCapacity(taken.count)
-            for entry in taken {
-                let device: Row?
-                if let known = devices[entry.deviceID] {
-                    device = known
-                } else {
-                    device = try Row.fetchOne(lookup, arguments: [entry.deviceID])
-                    devices[entry.deviceID] = device
-                }
-                // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
-                // to the messaging token.
-                let token: String? = device.flatMap { entry.pushType == APNsPushType.voip.rawValue ? $0[1] : $0[0] }
-                // Why it cannot be sent, if it cannot: it is finished at once, its attempt given back.
-                let notSent: (state: PushState, reason: String, events: Bool)? =
-                    if entry.expiresAt <= now {
-                        (.expired, "expired before sending", events)
-                    } else if device == nil {
-                        (.skipped, "device_deactivated", false)
-                    } else if (device?[6] as String?) == NotificationPermission.denied.rawValue,
-                        OutboxKind(rawValue: entry.kind)?.needsNotificationPermission == true
-                    {
-                        // Its user turned notifications off after it was queued: it could not be shown.
-                        (.skipped, "notifications_denied", false)
-                    } else if token == nil {
-                        (.skipped, (device?[2] as String?).map { "token_dead: \($0)" } ?? "no_token", false)
-                    } else {
-                        nil
-                    }
-                if let notSent {
-                    try giveBack.execute(arguments: [entry.pushID])
-                    try Self.finish(
-                        db,
-                        pushID: entry.pushID,
-                        state: notSent.state,
-                        reason: notSent.reason,
-                        now: now,
-                        events: notSent.events
-                    )
-                } else if let token {
-                    let body = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
-                    claimed.append(
-                        ClaimedPush(
-                            entry: try entry.entry(body: body),
-                            deviceToken: token,
-                            apnsEnvironment: (device?[3] as String?).flatMap(APNsEnvironment.init(rawValue:)),
-                            apnsKey: device?[4],
-                            fcmAccount: device?[5]
-                        )
-                    )
-                }
-            }
-            return claimed
+            let taken = try Self.take(db, limit: limit, owner: owner, now: now, until: leaseUntil, networks: wanted)
+            return try Self.handOut(taken, db, now: now, events: events)
         }
+    }
+
+    /// Puts expired claims back in the queue, then takes the due pushes (of `networks`; none
+    /// named: every network), in the order they are to be sent.
+    private static func take(
+        _ db: Database,
+        limit: Int,
+        owner: String,
+        now: Int64,
+        until leaseUntil: Int64,
+        networks wanted: [String]
+    ) throws -> [OutboxRow] {
+        let condition =
+            wanted.isEmpty ? "" : "AND network IN (" + wanted.map { _ in "?" }.joined(separator: ", ") + ")"
+        // Claims whose owner never came back go back to the queue.
+        try db.cachedStatement(
+            sql: """
+                UPDATE outbox SET state = 'queued', claim_owner = NULL, claim_until = NULL
+                WHERE state = 'sending' AND claim_until < ?
+                """
+        ).execute(arguments: [now])
+        // Pick and take in one statement: the due pushes, calls first, then the longest
+        // waiting (the customer's wait where the push has one, else its time in the queue;
+        // the queued indexes hold the same expression, so the order is read off them).
+        var values: [any DatabaseValueConvertible] = [owner, leaseUntil, now, now]
+        values += wanted as [any DatabaseValueConvertible]
+        values.append(limit)
+        return try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    UPDATE outbox SET state = 'sending', claim_owner = ?, claim_until = ?,
+                        attempts = attempts + 1, updated_at = ?
+                    WHERE push_id IN (
+                        SELECT push_id FROM outbox WHERE state = 'queued' AND next_attempt_at <= ?
+                            \(condition)
+                        ORDER BY priority DESC, COALESCE(waiting_since, created_at) ASC LIMIT ?)
+                    RETURNING \(OutboxRow.columns)
+                    """
+            ),
+            arguments: StatementArguments(values)
+        )
+        .map(OutboxRow.init(row:))
+        .sorted { ($0.priority, -$0.queuedSince, $0.pushID) > ($1.priority, -$1.queuedSince, $1.pushID) }
+    }
+
+    /// The pushes taken, each with its device's token and its app's credentials; one that
+    /// cannot be sent is finished at once instead, its attempt given back.
+    private static func handOut(_ rows: [OutboxRow], _ db: Database, now: Int64, events: Bool) throws -> [ClaimedPush] {
+        let lookup = try db.cachedStatement(
+            sql: """
+                SELECT d.messaging_token, d.voip_token, d.token_dead_reason, d.apns_environment, a.apns_key,
+                    a.fcm_account, d.notification_permission
+                FROM devices d LEFT JOIN apps a ON a.id = d.app_id WHERE d.id = ?
+                """
+        )
+        let payload = try db.cachedStatement(sql: "SELECT payload FROM outbox_payloads WHERE push_id = ?")
+        let giveBack = try db.cachedStatement(sql: "UPDATE outbox SET attempts = attempts - 1 WHERE push_id = ?")
+        var devices: [String: Row?] = [:]
+        var claimed: [ClaimedPush] = []
+        claimed.reserveCapacity(rows.count)
+        for entry in rows {
+            let device: Row?
+            if let known = devices[entry.deviceID] {
+                device = known
+            } else {
+                device = try Row.fetchOne(lookup, arguments: [entry.deviceID])
+                devices[entry.deviceID] = device
+            }
+            // VoIP pushes go to the PushKit token; the rest (alerts, FCM messages and calls)
+            // to the messaging token.
+            let token: String? = device.flatMap { entry.pushType == APNsPushType.voip.rawValue ? $0[1] : $0[0] }
+            if let (state, reason) = ClaimedPush.unsendable(
+                expiresAt: entry.expiresAt,
+                now: now,
+                device: device.map { ($0[6], $0[2]) },
+                needsNotificationPermission: OutboxKind(rawValue: entry.kind)?.needsNotificationPermission == true,
+                token: token
+            ) {
+                try giveBack.execute(arguments: [entry.pushID])
+                try Self.finish(
+                    db,
+                    pushID: entry.pushID,
+                    state: state,
+                    reason: reason,
+                    now: now,
+                    events: state == .expired ? events : false
+                )
+            } else if let token {
+                let body = try String.fetchOne(payload, arguments: [entry.pushID]) ?? ""
+                claimed.append(
+                    ClaimedPush(
+                        entry: try entry.entry(body: body),
+                        deviceToken: token,
+                        apnsEnvironment: (device?[3] as String?).flatMap(APNsEnvironment.init(rawValue:)),
+                        apnsKey: device?[4],
+                        fcmAccount: device?[5]
+                    )
+                )
+            }
+        }
+        return claimed
     }
 
     public func complete(_ completions: [PushCompletion], now: Int64) async throws {
