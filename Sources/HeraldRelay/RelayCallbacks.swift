@@ -228,76 +228,91 @@ public final class RelayCallbacks: Sendable {
                 )
             }
             let time = context.now()
-            var machine = CallbackMachine(record)
-            let actions: [CallbackMachine.Action]
-            do {
-                actions = try machine.handle(.answered(action, at: time))
-            } catch {
-                switch error {
-                case .notWaitingForAnAnswer:
-                    throw RelayError.conflict.with(
-                        detail: "callback \(id) is not waiting for an answer: "
-                            + "its next push is due at \(Self.format(record.dueAt))"
-                    )
-                case .alreadyFinished(let state):
-                    throw RelayError.conflict.with(detail: "callback \(id) is \(state.rawValue) already")
-                }
-            }
-            let next =
-                actions.contains(where: { if case .scheduleNextPush = $0 { true } else { false } })
-                ? machine.dueAt : nil
             let app = try await context.app(id: record.appID) ?? AppRecord(id: record.appID, teamID: "")
-            let data = CallbackEventData(
-                callbackID: id,
-                userID: record.userID,
-                state: machine.state.rawValue,
-                action: action.id,
-                kind: action.kind.rawValue,
-                deviceID: device.id,
-                nextPushAt: next.map(Self.format),
-                nextPushAtMs: next
-            )
-            let change = CallbackChange(
-                callbackID: id,
-                expectedVersion: record.version,
-                state: machine.state,
-                dueAt: machine.dueAt,
-                lastAction: action.id,
-                history: [
-                    CallbackHistoryEntry(
-                        at: time,
-                        event: .action,
-                        state: machine.state,
-                        action: action.id,
-                        nextPushAt: next
-                    )
-                ],
-                events: WebhookEvent.reporting(
-                    app: app,
-                    .callbackAction,
-                    orderingKey: "callback:" + id,
-                    data: data,
-                    at: time
-                ),
-                // Answered, so the push reached the device: its `callback.pushed` goes first if
-                // the delivery was not recorded yet (the outcome may come after the answer).
-                answeredPush: record.pushes,
-                now: time
-            )
+            let (change, view) = try Self.answering(record, with: action, from: device, app: app, at: time)
             if try await context.storing({ try await $0.changeCallback(change) }) {
-                if next != nil { signal.signal() }
+                if view.nextPushAtMs != nil { signal.signal() }
                 context.metrics.callbackAnswers.increment()
-                return CallbackAnswerView(
-                    callbackID: id,
-                    action: action.id,
-                    kind: action.kind.rawValue,
-                    state: machine.state,
-                    nextPushAtMs: next
-                )
+                return view
             }
             // Another answer or the scheduler changed it first: read it again and decide anew.
         }
         throw RelayError.conflict.with(detail: "callback \(id) changed while answering; try again")
+    }
+
+    /// A device's answer run through the callback's machine: the compare-and-set change to write
+    /// (with its history entry and `callback.action` event) and the answer the device gets, or
+    /// why the callback takes no answer now.
+    static func answering(
+        _ record: CallbackRecord,
+        with action: CallbackAction,
+        from device: DeviceRecord,
+        app: AppRecord,
+        at time: Int64
+    ) throws(RelayError) -> (CallbackChange, CallbackAnswerView) {
+        let id = record.id
+        var machine = CallbackMachine(record)
+        let actions: [CallbackMachine.Action]
+        do {
+            actions = try machine.handle(.answered(action, at: time))
+        } catch {
+            switch error {
+            case .notWaitingForAnAnswer:
+                throw RelayError.conflict.with(
+                    detail:
+                        "callback \(id) is not waiting for an answer: its next push is due at \(format(record.dueAt))"
+                )
+            case .alreadyFinished(let state):
+                throw RelayError.conflict.with(detail: "callback \(id) is \(state.rawValue) already")
+            }
+        }
+        let next =
+            actions.contains(where: { if case .scheduleNextPush = $0 { true } else { false } }) ? machine.dueAt : nil
+        let data = CallbackEventData(
+            callbackID: id,
+            userID: record.userID,
+            state: machine.state.rawValue,
+            action: action.id,
+            kind: action.kind.rawValue,
+            deviceID: device.id,
+            nextPushAt: next.map(format),
+            nextPushAtMs: next
+        )
+        let change = CallbackChange(
+            callbackID: id,
+            expectedVersion: record.version,
+            state: machine.state,
+            dueAt: machine.dueAt,
+            lastAction: action.id,
+            history: [
+                CallbackHistoryEntry(
+                    at: time,
+                    event: .action,
+                    state: machine.state,
+                    action: action.id,
+                    nextPushAt: next
+                )
+            ],
+            events: WebhookEvent.reporting(
+                app: app,
+                .callbackAction,
+                orderingKey: "callback:" + id,
+                data: data,
+                at: time
+            ),
+            // Answered, so the push reached the device: its `callback.pushed` goes first if the
+            // delivery was not recorded yet (the outcome may come after the answer).
+            answeredPush: record.pushes,
+            now: time
+        )
+        let view = CallbackAnswerView(
+            callbackID: id,
+            action: action.id,
+            kind: action.kind.rawValue,
+            state: machine.state,
+            nextPushAtMs: next
+        )
+        return (change, view)
     }
 
     // MARK: At rest

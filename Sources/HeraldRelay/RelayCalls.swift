@@ -135,6 +135,14 @@ public final class RelayCalls: Sendable {
         return call
     }
 
+    /// What a call's machine said about one event, gathered from its actions.
+    private struct CallPlan {
+        var transition: CallMachine.State?
+        var events: [WebhookEvent] = []
+        var stops: (devices: [String], reason: CallStopReason)?
+        var missedAlert = false
+    }
+
     /// Runs the event through the call's machine and does what it says; a compare-and-set lost
     /// to another end runs the event again on the call as it then is.
     private func apply(_ event: CallMachine.Event, to call: CallRecord) async throws(RelayError) -> CallView {
@@ -142,56 +150,27 @@ public final class RelayCalls: Sendable {
         let actions = machine.handle(event)
         let time = context.now()
         let app = try await context.app(id: call.appID)
-        var events: [WebhookEvent] = []
-        var stops: (devices: [String], reason: CallStopReason)?
-        var transition: CallMachine.State?
-        var missedAlert = false
-        for action in actions {
-            switch action {
-            case .transition(let state): transition = state
-            case .recordReport: break
-            case .webhook(let type, let device, let reason):
-                guard let app else { continue }
-                let data = CallEventData(
-                    callID: call.id,
-                    userID: call.userID,
-                    state: type == .callRinging ? .ringing : machine.state.name,
-                    deviceID: device,
-                    reason: reason
-                )
-                events += WebhookEvent.reporting(app: app, type, orderingKey: "call:" + call.id, data: data, at: time)
-            case .stop(let devices, let reason): stops = (devices, reason)
-            case .queueMissedAlert: missedAlert = true
-            case .refuse(let ended): throw Self.refusal(call, ended)
-            }
-        }
-
-        guard let transition else {
+        let plan = try Self.plan(actions, machine: machine, call: call, app: app, at: time)
+        guard let transition = plan.transition else {
             // A ringing report, or a late device to stop.
             if case .ringing(let device) = event, call.state == .ringing {
-                let events = events
-                let stored = try await context.storing {
-                    try await $0.reportCallRinging(callID: call.id, deviceID: device, at: time, firstRinging: events)
-                }
-                guard let stored else { throw RelayError.notFound.with(detail: "no call \(call.id)") }
-                // Ended meanwhile: what a late device is told.
-                if stored.state.isEnded { return try await apply(event, to: stored) }
-                return CallView(stored)
+                return try await reportRinging(event, call: call, device: device, events: plan.events, at: time)
             }
-            if let stops { sendStops(stops.devices, reason: stops.reason, call: call.id, state: call.state) }
+            if let stops = plan.stops {
+                sendStops(stops.devices, reason: stops.reason, call: call.id, state: call.state)
+            }
             return CallView(call)
         }
-
-        let elsewhere = try await heldElsewhere(stops?.devices ?? [], now: time)
+        let elsewhere = try await heldElsewhere(plan.stops?.devices ?? [], now: time)
         let end = CallEnd(
             callID: call.id,
             state: transition.name,
             deviceID: transition.endedBy,
             reason: transition.endedBy == nil ? transition.stopReason?.rawValue : nil,
             at: time,
-            events: events,
-            pushes: missedAlert ? await missedAlerts(call, at: time) : [],
-            stops: stops.map { stops in
+            events: plan.events,
+            pushes: plan.missedAlert ? await missedAlerts(call, at: time) : [],
+            stops: plan.stops.map { stops in
                 elsewhere.compactMap { device, node in
                     CallStop(callID: call.id, deviceID: device, nodeID: node, reason: stops.reason)
                 }
@@ -205,7 +184,7 @@ public final class RelayCalls: Sendable {
             // Another device, the caller or the timer came first.
             return try await apply(event, to: now)
         case .ended(let ended):
-            if let stops {
+            if let stops = plan.stops {
                 sendStops(
                     stops.devices.filter { elsewhere[$0] == nil },
                     reason: stops.reason,
@@ -213,19 +192,80 @@ public final class RelayCalls: Sendable {
                     state: ended.state
                 )
             }
-            // Alerts withheld from a device without the notification permission are written finished.
-            let queued = end.pushes.count { $0.state == .queued }
-            if queued > 0 {
-                context.metrics.queued.increment(by: queued)
-                context.accepted()
-            }
-            Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", ended.state.rawValue)]).increment()
-            context.logger.info(
-                "call ended",
-                metadata: ["call": "\(call.id)", "state": "\(ended.state.rawValue)", "alerts": "\(end.pushes.count)"]
-            )
+            self.ended(ended, alerts: end.pushes)
             return CallView(ended)
         }
+    }
+
+    /// The machine's actions for one event as a plan: the transition, the webhook events (none
+    /// for an app without a webhook), the devices to stop and whether to alert a missed call; a
+    /// refusal throws.
+    private static func plan(
+        _ actions: [CallMachine.Action],
+        machine: CallMachine,
+        call: CallRecord,
+        app: AppRecord?,
+        at time: Int64
+    ) throws(RelayError) -> CallPlan {
+        var plan = CallPlan()
+        for action in actions {
+            switch action {
+            case .transition(let state): plan.transition = state
+            case .recordReport: break
+            case .webhook(let type, let device, let reason):
+                guard let app else { continue }
+                let data = CallEventData(
+                    callID: call.id,
+                    userID: call.userID,
+                    state: type == .callRinging ? .ringing : machine.state.name,
+                    deviceID: device,
+                    reason: reason
+                )
+                plan.events += WebhookEvent.reporting(
+                    app: app,
+                    type,
+                    orderingKey: "call:" + call.id,
+                    data: data,
+                    at: time
+                )
+            case .stop(let devices, let reason): plan.stops = (devices, reason)
+            case .queueMissedAlert: plan.missedAlert = true
+            case .refuse(let ended): throw refusal(call, ended)
+            }
+        }
+        return plan
+    }
+
+    /// Records a device's ringing report (the first one writes `events`); a call that ended
+    /// meanwhile answers what a late device is told.
+    private func reportRinging(
+        _ event: CallMachine.Event,
+        call: CallRecord,
+        device: String,
+        events: [WebhookEvent],
+        at time: Int64
+    ) async throws(RelayError) -> CallView {
+        let stored = try await context.storing {
+            try await $0.reportCallRinging(callID: call.id, deviceID: device, at: time, firstRinging: events)
+        }
+        guard let stored else { throw RelayError.notFound.with(detail: "no call \(call.id)") }
+        if stored.state.isEnded { return try await apply(event, to: stored) }
+        return CallView(stored)
+    }
+
+    /// What follows a call's end: its missed-call alerts wake the dispatcher (those withheld from
+    /// a device without the notification permission were written finished), counted and logged.
+    private func ended(_ call: CallRecord, alerts: [OutboxEntry]) {
+        let queued = alerts.count { $0.state == .queued }
+        if queued > 0 {
+            context.metrics.queued.increment(by: queued)
+            context.accepted()
+        }
+        Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", call.state.rawValue)]).increment()
+        context.logger.info(
+            "call ended",
+            metadata: ["call": "\(call.id)", "state": "\(call.state.rawValue)", "alerts": "\(alerts.count)"]
+        )
     }
 
     private func sendStops(_ devices: [String], reason: CallStopReason, call: String, state: CallState) {

@@ -130,41 +130,7 @@ public struct HeraldServer: Sendable {
         registry: PrometheusCollectorRegistry,
         ready: @escaping @Sendable ([String]) -> Void
     ) async throws {
-        let keysDirectory = configuration.keysDirectory
-        let metadata: APNsKeyMetadata
-        let accountPath: String
-        let account: FCMServiceAccount
-        var sandboxConfiguration: SandboxConfiguration
-        do {
-            metadata = try DevelopmentKeys.developmentAPNsKey(in: keysDirectory)
-            accountPath =
-                try configuration.fcm?.serviceAccount
-                ?? DevelopmentKeys.developmentServiceAccount(in: keysDirectory)
-            account = try FCMServiceAccount.load(path: accountPath)
-            sandboxConfiguration = SandboxConfiguration(
-                tls: try SandboxCertificateAuthority.ensure(directory: keysDirectory)
-            )
-            sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(account)]
-        } catch let error as HeraldServerError {
-            throw error
-        } catch {
-            throw HeraldServerError.credentials("\(error)")
-        }
-        sandboxConfiguration.host = "127.0.0.1"
-        sandboxConfiguration.apnsPort = configuration.sandboxPorts.apns
-        sandboxConfiguration.apnsProductionPort = SandboxConfiguration.productionPort(
-            configuration.sandboxPorts.apnsProduction,
-            apnsPort: configuration.sandboxPorts.apns
-        )
-        sandboxConfiguration.controlPort = configuration.sandboxPorts.control
-        // No /metrics on the control port: the sandbox runs in this process, its series are on
-        // the relay's /metrics already, and a scrape of both would count everything twice.
-        sandboxConfiguration.metrics = nil
-        sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
-        sandboxConfiguration.registryFile = configuration.sandboxRegistryPath
-        sandboxConfiguration.keys = [
-            SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
-        ]
+        let (metadata, accountPath, account, sandboxConfiguration) = try sandboxSetup()
         let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
         let sandboxGroup = ServiceGroup(
             configuration: .init(services: [.init(service: sandbox)], gracefulShutdownSignals: [], logger: logger)
@@ -176,25 +142,7 @@ public struct HeraldServer: Sendable {
             tasks.addTask { try await sandboxGroup.run() }
             let endpoints = try await sandbox.endpoints()
             let group = MultiThreadedEventLoopGroup.singleton
-            // One key, both environments: the sandbox plays development and production on two ports.
-            var urls: [APNsEnvironment: String] = [.development: endpoints.apnsURL]
-            urls[.production] = endpoints.apnsProductionURL
-            let apns = HeraldConfiguration.APNs(
-                key: (keysDirectory as NSString).appendingPathComponent("AuthKey_\(metadata.keyID).p8"),
-                keyID: metadata.keyID,
-                teamID: metadata.teamID,
-                environment: APNsEnvironment.development.rawValue,
-                url: endpoints.apnsURL,
-                urls: urls,
-                ca: endpoints.caCertificatePath,
-                connections: 2,
-                requestTimeout: .seconds(10)
-            )
-            let fcm = HeraldConfiguration.FCM(
-                serviceAccount: accountPath,
-                url: endpoints.fcmURL,
-                ca: endpoints.caCertificatePath
-            )
+            let (apns, fcm) = sandboxClients(endpoints, metadata: metadata, accountPath: accountPath)
             let clients = try ProviderClients.make(
                 apnsKeys: [apns],
                 fcmAccounts: [fcm],
@@ -246,19 +194,12 @@ public struct HeraldServer: Sendable {
                         apiKeySource: apiKeySource,
                         masterSource: masterSource
                     )
-                    lines.append(
-                        "  sandbox      APNs \(endpoints.apnsURL)   FCM \(endpoints.fcmURL)   control \(endpoints.controlURL)/sandbox"
-                    )
-                    if let production = endpoints.apnsProductionURL {
-                        lines.append("  sandbox      APNs production \(production)   (production device tokens)")
-                    }
-                    lines.append("  sandbox CA   \(endpoints.caCertificatePath)")
-                    lines.append(
-                        "  devices      \(configuration.sandboxRegistryPath)   (the sandbox's, kept across restarts)"
-                    )
-                    lines.append("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")
-                    lines.append(
-                        "  FCM account  \(account.clientEmail) (project \(account.projectID), \(accountPath))"
+                    lines += Self.sandboxLines(
+                        endpoints,
+                        registry: configuration.sandboxRegistryPath,
+                        metadata: metadata,
+                        account: account,
+                        accountPath: accountPath
                     )
                     ready(lines)
                 }
@@ -269,6 +210,96 @@ public struct HeraldServer: Sendable {
             await sandboxGroup.triggerGracefulShutdown()
             try await tasks.next()
         }
+    }
+
+    /// The in-process sandbox's configuration, with the development APNs key and FCM service
+    /// account it trusts (made under the keys directory on first use).
+    private func sandboxSetup() throws -> (APNsKeyMetadata, String, FCMServiceAccount, SandboxConfiguration) {
+        let keysDirectory = configuration.keysDirectory
+        let metadata: APNsKeyMetadata
+        let accountPath: String
+        let account: FCMServiceAccount
+        var sandboxConfiguration: SandboxConfiguration
+        do {
+            metadata = try DevelopmentKeys.developmentAPNsKey(in: keysDirectory)
+            accountPath =
+                try configuration.fcm?.serviceAccount
+                ?? DevelopmentKeys.developmentServiceAccount(in: keysDirectory)
+            account = try FCMServiceAccount.load(path: accountPath)
+            sandboxConfiguration = SandboxConfiguration(
+                tls: try SandboxCertificateAuthority.ensure(directory: keysDirectory)
+            )
+            sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(account)]
+        } catch let error as HeraldServerError {
+            throw error
+        } catch {
+            throw HeraldServerError.credentials("\(error)")
+        }
+        sandboxConfiguration.host = "127.0.0.1"
+        sandboxConfiguration.apnsPort = configuration.sandboxPorts.apns
+        sandboxConfiguration.apnsProductionPort = SandboxConfiguration.productionPort(
+            configuration.sandboxPorts.apnsProduction,
+            apnsPort: configuration.sandboxPorts.apns
+        )
+        sandboxConfiguration.controlPort = configuration.sandboxPorts.control
+        // No /metrics on the control port: the sandbox runs in this process, its series are on
+        // the relay's /metrics already, and a scrape of both would count everything twice.
+        sandboxConfiguration.metrics = nil
+        sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
+        sandboxConfiguration.registryFile = configuration.sandboxRegistryPath
+        sandboxConfiguration.keys = [
+            SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
+        ]
+        return (metadata, accountPath, account, sandboxConfiguration)
+    }
+
+    /// The APNs key and FCM account settings that send to the in-process sandbox: one key for
+    /// both environments (the sandbox plays development and production on two ports).
+    private func sandboxClients(
+        _ endpoints: SandboxEndpoints,
+        metadata: APNsKeyMetadata,
+        accountPath: String
+    ) -> (HeraldConfiguration.APNs, HeraldConfiguration.FCM) {
+        var urls: [APNsEnvironment: String] = [.development: endpoints.apnsURL]
+        urls[.production] = endpoints.apnsProductionURL
+        let apns = HeraldConfiguration.APNs(
+            key: (configuration.keysDirectory as NSString).appendingPathComponent("AuthKey_\(metadata.keyID).p8"),
+            keyID: metadata.keyID,
+            teamID: metadata.teamID,
+            environment: APNsEnvironment.development.rawValue,
+            url: endpoints.apnsURL,
+            urls: urls,
+            ca: endpoints.caCertificatePath,
+            connections: 2,
+            requestTimeout: .seconds(10)
+        )
+        let fcm = HeraldConfiguration.FCM(
+            serviceAccount: accountPath,
+            url: endpoints.fcmURL,
+            ca: endpoints.caCertificatePath
+        )
+        return (apns, fcm)
+    }
+
+    /// The sandbox's lines of `herald serve`'s start-up banner.
+    private static func sandboxLines(
+        _ endpoints: SandboxEndpoints,
+        registry: String,
+        metadata: APNsKeyMetadata,
+        account: FCMServiceAccount,
+        accountPath: String
+    ) -> [String] {
+        var lines = [
+            "  sandbox      APNs \(endpoints.apnsURL)   FCM \(endpoints.fcmURL)   control \(endpoints.controlURL)/sandbox"
+        ]
+        if let production = endpoints.apnsProductionURL {
+            lines.append("  sandbox      APNs production \(production)   (production device tokens)")
+        }
+        lines.append("  sandbox CA   \(endpoints.caCertificatePath)")
+        lines.append("  devices      \(registry)   (the sandbox's, kept across restarts)")
+        lines.append("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")
+        lines.append("  FCM account  \(account.clientEmail) (project \(account.projectID), \(accountPath))")
+        return lines
     }
 
     /// `herald relay`: the relay with a remote `herald provider`; runs until SIGTERM or SIGINT.
