@@ -18,22 +18,28 @@ extension SQLiteStore {
             {
                 return try Self.callback(from: row)
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO callbacks
-                        (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version,
-                         last_action, idempotency_key, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    record.id, record.appID, record.userID, record.state.rawValue, Data(record.sealedDialog),
-                    record.dueAt, record.expiresAt, record.pushes, record.version, record.lastAction, idempotencyKey,
-                    record.createdAt, record.updatedAt,
-                ]
-            )
+            try Self.insertCallback(record, idempotencyKey: idempotencyKey, db)
             try Self.appendHistory([history], callbackID: record.id, db)
             return record
         }
+    }
+
+    /// Writes a callback's row, unclaimed (no `owner`, no `lease_until`): a new one, or one
+    /// imported.
+    static func insertCallback(_ record: CallbackRecord, idempotencyKey: String?, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO callbacks
+                    (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version,
+                     last_action, idempotency_key, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                record.id, record.appID, record.userID, record.state.rawValue, Data(record.sealedDialog),
+                record.dueAt, record.expiresAt, record.pushes, record.version, record.lastAction, idempotencyKey,
+                record.createdAt, record.updatedAt,
+            ]
+        )
     }
 
     public func callback(id: String) async throws -> CallbackRecord? {

@@ -32,17 +32,7 @@ extension SQLiteStore {
                     sql: "SELECT MAX(position) FROM transcript_events WHERE conversation = ?",
                     arguments: [event.conversation]
                 ) ?? 0) + 1
-            try db.execute(
-                sql: """
-                    INSERT INTO transcript_events
-                        (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    event.conversation, position, event.userID, event.type, Data(event.sealedAuthor),
-                    event.fromAgent, Data(event.sealedText), event.at,
-                ]
-            )
+            try Self.insertTranscriptEvent(event, at: position, db)
             return position
         }
     }
@@ -221,5 +211,21 @@ extension SQLiteStore {
                 endedAt: row[3]
             )
         }
+    }
+
+    /// Writes a transcript event's row at `position` in its conversation: a new one (the next
+    /// position), or one imported (its own).
+    static func insertTranscriptEvent(_ event: TranscriptEvent, at position: Int, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO transcript_events
+                    (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                event.conversation, position, event.userID, event.type, Data(event.sealedAuthor),
+                event.fromAgent, Data(event.sealedText), event.at,
+            ]
+        )
     }
 }

@@ -158,17 +158,7 @@ extension SQLiteStore: StoreImport {
     }
 
     private static func importTranscriptEvent(_ event: TranscriptEvent, _ db: Database) throws {
-        try db.execute(
-            sql: """
-                INSERT INTO transcript_events
-                    (conversation, position, user_id, type, sealed_author, from_agent, sealed_text, at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                event.conversation, event.position, event.userID, event.type, Data(event.sealedAuthor),
-                event.fromAgent, Data(event.sealedText), event.at,
-            ]
-        )
+        try insertTranscriptEvent(event, at: event.position, db)
     }
 
     private static func importDisconnect(_ disconnect: ChatDisconnect, _ db: Database) throws {
@@ -185,20 +175,7 @@ extension SQLiteStore: StoreImport {
 
     private static func importCallback(_ transfer: CallbackTransfer, _ db: Database) throws {
         let callback = transfer.callback
-        // Unclaimed: no `owner`, no `lease_until`.
-        try db.execute(
-            sql: """
-                INSERT INTO callbacks
-                    (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version,
-                     last_action, idempotency_key, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                callback.id, callback.appID, callback.userID, callback.state.rawValue, Data(callback.sealedDialog),
-                callback.dueAt, callback.expiresAt, callback.pushes, callback.version, callback.lastAction,
-                transfer.idempotencyKey, callback.createdAt, callback.updatedAt,
-            ]
-        )
+        try insertCallback(callback, idempotencyKey: transfer.idempotencyKey, db)
         for (position, line) in transfer.history.enumerated() {
             try db.execute(
                 sql: """
