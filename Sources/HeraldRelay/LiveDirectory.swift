@@ -75,12 +75,12 @@ public struct ProcessLiveDirectory: LiveSessionDirectory {
 /// (written with its message), settled by the acknowledgement or pushed by whoever removes it
 /// first otherwise.
 public struct SharedLiveDirectory: LiveSessionDirectory {
-    let store: any LiveSessionStore
+    let store: any LiveSessionStore & ChangeStore
     let node: String
     let lease: Duration
     let logger: Logger
 
-    public init(store: any LiveSessionStore, nodeID: String, lease: Duration, logger: Logger) {
+    public init(store: any LiveSessionStore & ChangeStore, nodeID: String, lease: Duration, logger: Logger) {
         self.store = store
         self.node = nodeID
         self.lease = lease
@@ -91,15 +91,14 @@ public struct SharedLiveDirectory: LiveSessionDirectory {
 
     public func publish(deviceID: String, sessionID: String, conversation: String?, now: Int64) async {
         do {
-            try await store.saveLiveSession(
-                LiveSessionRecord(
-                    deviceID: deviceID,
-                    nodeID: node,
-                    sessionID: sessionID,
-                    conversation: conversation,
-                    expiresAt: now + lease.milliseconds
-                )
+            let session = LiveSessionRecord(
+                deviceID: deviceID,
+                nodeID: node,
+                sessionID: sessionID,
+                conversation: conversation,
+                expiresAt: now + lease.milliseconds
             )
+            try await store.apply(.saveLiveSession(session))
         } catch {
             // The channel still works here; other nodes push to the device meanwhile.
             logger.warning("cannot publish a live channel", metadata: ["error": "\(error)"])
@@ -108,7 +107,7 @@ public struct SharedLiveDirectory: LiveSessionDirectory {
 
     public func withdraw(deviceID: String, sessionID: String) async {
         do {
-            try await store.removeLiveSession(deviceID: deviceID, sessionID: sessionID)
+            try await store.apply(.removeLiveSession(deviceID: deviceID, sessionID: sessionID))
         } catch {
             // Its lease ends it; until then other nodes hand messages here, which pushes them.
             logger.warning("cannot withdraw a live channel", metadata: ["error": "\(error)"])

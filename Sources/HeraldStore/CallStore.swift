@@ -139,26 +139,8 @@ public enum CallEndOutcome: Sendable, Hashable {
 /// end as a compare-and-set, the missed-call timer claimed once across nodes, and the stops
 /// handed to the node holding a device's live channel.
 public protocol CallStore: Sendable {
-    /// Writes the call's ingest (its pushes, its idempotency key) and `call` together or not at
-    /// all, like `OutboxStore.accept(_:)`: a repeated key writes nothing and answers the first
-    /// receipt.
-    func acceptCall(_ ingest: Ingest, call: CallRecord) async throws -> IngestOutcome
     /// The call with its devices, or `nil` if unknown.
     func call(id: String) async throws -> CallRecord?
-    /// A device of the call says it rings: its report becomes `ringing` (a device that is not
-    /// among the call's is added), and `firstRinging` is written if no device had reported
-    /// ringing before (`ringingAt` is then set). Nothing changes once the call ended. Answers the
-    /// call as it is now, `nil` if unknown.
-    func reportCallRinging(
-        callID: String,
-        deviceID: String,
-        at: Int64,
-        firstRinging: [WebhookEvent]
-    ) async throws -> CallRecord?
-    /// Ends a ringing call: one compare-and-set from `ringing`, and with it, in one transaction,
-    /// the device's report, the events, the pushes and the stops. Of concurrent ends exactly one
-    /// wins; the others answer `alreadyEnded` and write nothing.
-    func endCall(_ end: CallEnd) async throws -> CallEndOutcome
     /// Claims up to `limit` ringing calls whose time to live passed at `now` and which no other
     /// owner holds under a lease still running, for `owner` until `leaseUntil`; each is returned
     /// to one claimer at a time, across stores on the same data. The claimer ends it (`missed`)

@@ -88,7 +88,7 @@ public struct CallbackHistoryEntry: Sendable, Hashable {
 }
 
 /// One change of a callback, made only if nobody changed or claimed it since it was read.
-public struct CallbackChange: Sendable {
+public struct CallbackChange: Sendable, Hashable {
     public var callbackID: String
     /// The version read; the change is made only if the callback still has it.
     public var expectedVersion: Int
@@ -157,16 +157,17 @@ public enum CallbackPushSubject {
 /// change before its lease ends is claimed again. A claim moves the version, so a change made
 /// under a claim that was lost (its lease ended and another node claimed) is refused: a due
 /// callback is pushed once.
+///
+/// A callback's push (kind `callback`, subject `CallbackPushSubject`) finished `delivered`
+/// (`OutboxStore.complete`) writes the callback's `callback.pushed` event in the same
+/// transaction, once per push number (id `CallbackPushSubject.pushedEventID`), while the callback
+/// still waits for the answer to that push; a push failed, expired or whose token is dead writes
+/// none. Schedules and changes are `StoreChange`s.
 public protocol CallbackStore: Sendable {
-    /// Writes a new callback with its first history line, once per idempotency key; returns the
-    /// callback stored under the key (this one, or the earlier one for a repeated key).
-    func scheduleCallback(
-        _ record: CallbackRecord,
-        history: CallbackHistoryEntry,
-        idempotencyKey: String?
-    ) async throws -> CallbackRecord
     /// A callback as it is now, or `nil`.
     func callback(id: String) async throws -> CallbackRecord?
+    /// The callback scheduled under an idempotency key, as it is now, or `nil`.
+    func callback(idempotencyKey: String) async throws -> CallbackRecord?
     /// A callback's history, oldest first; empty for an unknown callback.
     func callbackHistory(id: String) async throws -> [CallbackHistoryEntry]
     /// Claims, in one statement, up to `limit` callbacks that need the relay now: scheduled and
@@ -176,18 +177,6 @@ public protocol CallbackStore: Sendable {
     /// returned with its version moved and held by `owner` through `leaseUntil`, soonest due
     /// first.
     func claimDueCallbacks(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [CallbackRecord]
-    /// Makes `change` if the callback still has `expectedVersion`: new state, due time, history,
-    /// queued pushes and webhook events in one transaction, the lease released, the version
-    /// moved; for an answer, first the answered push's `callback.pushed` if no delivery wrote it
-    /// (`CallbackChange.answeredPush`). Returns `false`, writing nothing, if the version moved
-    /// (another answer or claim won) or the callback is unknown.
-    ///
-    /// A callback's push (kind `callback`, subject `CallbackPushSubject`) finished `delivered`
-    /// (`OutboxStore.complete`) writes the callback's `callback.pushed` event in the same
-    /// transaction, once per push number (id `CallbackPushSubject.pushedEventID`), while the
-    /// callback still waits for the answer to that push; a push failed, expired or whose token
-    /// is dead writes none.
-    func changeCallback(_ change: CallbackChange) async throws -> Bool
     /// When the next scheduled callback is due (or expires), if any.
     func nextCallbackDueTime() async throws -> Int64?
     /// The webhook events written with a callback's changes (ordering key `callback:<id>`),

@@ -5,15 +5,6 @@
 /// Holds are shared like the outbox: a release on any node (another relay node's activation)
 /// takes them, and of concurrent releases of one message exactly one writes its pushes.
 public protocol HeldMessageStore: Sendable {
-    /// Writes `ingest`'s message and idempotency key with the message held for its user until
-    /// `until`, for the devices of `appID` (`nil`: of any app), once per key as `accept(_:)`
-    /// does: a key seen before answers the first ingest's receipt (`duplicate`) and writes
-    /// nothing. Nothing is written and the answer is `stale` when the user has a device (of
-    /// `appID`, when given) when it commits: a device that activated since the ingest read its
-    /// recipients is pushed to instead, and a read of the user's held messages that follows that
-    /// device's activation sees every hold written before it. The ingest's pushes and handovers
-    /// are not written (a held message has none).
-    func hold(_ ingest: Ingest, until: Int64, appID: String?) async throws -> IngestOutcome
     /// The user's held messages whose hold ends after `now`, oldest first.
     func heldMessages(userID: String, now: Int64) async throws -> [HeldMessage]
     /// Releases held messages, each at most once: of `releases`, those still held (their hold

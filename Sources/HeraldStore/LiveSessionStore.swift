@@ -61,10 +61,6 @@ public struct ChatEventNotice: Sendable, Hashable, Codable {
 /// (`settleLiveHandover`), the delivering node giving up on it (`settleLiveHandover`, then it
 /// pushes), or the sweep past its deadline (`takeOverdueLiveHandovers`, then it pushes).
 public protocol LiveSessionStore: Sendable {
-    /// Records the device's session, replacing the one it had (on any node).
-    func saveLiveSession(_ session: LiveSessionRecord) async throws
-    /// Removes the device's session if it is still `sessionID` (a newer one is kept).
-    func removeLiveSession(deviceID: String, sessionID: String) async throws
     /// The heartbeat of a node: its sessions named in `sessionIDs` last until `until`. Its other
     /// sessions are left to lapse at the end of their lease (a channel that closed without its
     /// removal, or one held before a restart): removing them here could remove a channel opened

@@ -217,7 +217,7 @@ public struct PushCompletion: Sendable, Hashable {
 }
 
 /// An ingest call's writes, committed together or not at all.
-public struct Ingest: Sendable {
+public struct Ingest: Sendable, Hashable {
     /// Makes the ingest happen at most once; a second ingest with the same key returns the first
     /// one's receipt and writes nothing.
     public var idempotencyKey: String?
@@ -309,6 +309,15 @@ public enum IngestOutcome: Sendable, Hashable {
     /// The recipients changed since the version the ingest names (`Ingest.recipientsVersion`);
     /// nothing was written, its key included: read them again and make the ingest again.
     case stale
+
+    /// The same answer as a change's outcome (a repeated key is a `duplicate`).
+    public var change: ChangeOutcome {
+        switch self {
+        case .accepted: .applied
+        case .duplicate: .duplicate
+        case .stale: .stale
+        }
+    }
 }
 
 /// How many pushes are in each state, and how long the queue's oldest has waited; for health

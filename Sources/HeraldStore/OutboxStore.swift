@@ -9,11 +9,9 @@ public import HeraldPush
 public protocol OutboxStore: Sendable {
     // MARK: Ingest
 
-    /// Writes a message, its pushes and its live handovers together or not at all, once per
-    /// idempotency key; durable
-    /// when it returns. Of concurrent ingests with one key, exactly one writes (`accepted`) and
-    /// every other answers that one's receipt (`duplicate`), writing nothing.
-    func accept(_ ingest: Ingest) async throws -> IngestOutcome
+    /// The receipt of the ingest written under an idempotency key (`StoreChange.accept`), or
+    /// `nil` if none was.
+    func receipt(idempotencyKey: String) async throws -> [UInt8]?
     /// A message written by `accept(_:)`, until retention removes it; `nil` otherwise.
     func message(id: String) async throws -> MessageRecord?
 

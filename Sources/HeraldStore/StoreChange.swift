@@ -33,6 +33,66 @@ public enum StoreChange: Sendable, Hashable {
     case revokeAPIKey(id: String, at: Int64, audit: AuditEntry?)
     /// Appends an entry to the audit log. Always `applied`.
     case appendAudit(AuditEntry)
+    /// Writes a message, its pushes and its live handovers, once per idempotency key. `duplicate`
+    /// when the key was taken (by this ingest's twin, even one committing at the same moment):
+    /// nothing is written, and `OutboxStore.receipt(idempotencyKey:)` reads the first one's
+    /// receipt. `stale` when the recipients changed since `Ingest.recipientsVersion`: nothing is
+    /// written, its key included.
+    case accept(Ingest)
+    /// A call's ingest with its record, written together; answers as `accept`.
+    case acceptCall(Ingest, call: CallRecord)
+    /// Holds the ingest's message for a user with no device (of `appID`, if given) until `until`;
+    /// answers as `accept`, and `stale` also when such a device activated since the ingest read
+    /// none (it is pushed to instead).
+    case hold(Ingest, until: Int64, appID: String?)
+    /// Ends a ringing call with what its end writes (`CallEnd`), as a compare-and-set: `stale`
+    /// when the call is unknown or had ended already (nothing is written).
+    case endCall(CallEnd)
+    /// A device of a ringing call reports it rings (see `CallRinging`). `stale` when the call is
+    /// unknown or ended (nothing is written).
+    case reportCallRinging(CallRinging)
+    /// Writes a new callback with its first history line, once per idempotency key: `duplicate`
+    /// when the key was taken (nothing is written; `CallbackStore.callback(idempotencyKey:)`
+    /// reads the one stored under it).
+    case scheduleCallback(CallbackRecord, history: CallbackHistoryEntry, idempotencyKey: String?)
+    /// A callback's change, made only if it still has the version read (see `CallbackChange`):
+    /// `stale` when the version moved (another answer or claim won) or the callback is unknown.
+    case changeCallback(CallbackChange)
+    /// Records (or replaces) a device's disconnect from a chat with the webhook events that
+    /// report it. Always `applied`.
+    case saveDisconnect(ChatDisconnect, events: [WebhookEvent])
+    /// Notes that a disconnected device got its first push. `stale` when it is no longer
+    /// disconnected.
+    case markDisconnectPushed(deviceID: String, conversation: String)
+    /// Ends an open chat at a time. `duplicate` when it had ended (its first end stays), `stale`
+    /// when the conversation has no chat.
+    case endChat(conversation: String, at: Int64)
+    /// Records a device's live session, replacing the one it had (on any node). Always
+    /// `applied`.
+    case saveLiveSession(LiveSessionRecord)
+    /// Removes a device's live session if it is still this one. `stale` when a newer one
+    /// replaced it or there is none.
+    case removeLiveSession(deviceID: String, sessionID: String)
+    /// Replaces clear senders left by an older version with their sealed form (see
+    /// `SealingStore`). Always `applied`.
+    case sealSenders([ClearSender.Record: [UInt8]])
+}
+
+/// A device's report that a ringing call rings on it: its report becomes `ringing` (a device that
+/// is not among the call's is added), and `firstRinging` is written (and `ringingAt` set) if no
+/// device had reported ringing before.
+public struct CallRinging: Sendable, Hashable {
+    public var callID: String
+    public var deviceID: String
+    public var at: Int64
+    public var firstRinging: [WebhookEvent]
+
+    public init(callID: String, deviceID: String, at: Int64, firstRinging: [WebhookEvent]) {
+        self.callID = callID
+        self.deviceID = deviceID
+        self.at = at
+        self.firstRinging = firstRinging
+    }
 }
 
 /// How `ChangeStore.apply` answered for one change.

@@ -7,19 +7,11 @@ public protocol TranscriptStore: Sendable {
     func appendTranscript(_ event: TranscriptEvent) async throws -> Int
     /// The chat of a conversation, or `nil` if it has no event (or retention removed it).
     func chat(conversation: String) async throws -> ChatRecord?
-    /// Ends an open chat at `at`; an ended chat keeps its first end. Returns the chat after the
-    /// change, or `nil` if unknown.
-    func endChat(conversation: String, at: Int64) async throws -> ChatRecord?
     /// Ends every open chat whose last event is at or before `now - idle`, each at its last event
     /// plus `idle` (when it became idle, whenever this runs). Returns how many ended.
     func endIdleChats(now: Int64, idle: Int64) async throws -> Int
     /// The conversation's events after `position`, in order.
     func transcript(conversation: String, after position: Int) async throws -> [TranscriptEvent]
-    /// Records (or replaces) a device's disconnect from a chat, with the webhook events that
-    /// report it (written in the same transaction); the device must exist.
-    func saveDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent]) async throws
-    /// Notes that a disconnected device got its first push (only if it is still disconnected).
-    func markDisconnectPushed(deviceID: String, conversation: String) async throws
     /// Removes a device's disconnect and returns it, if it had one; then writes the webhook
     /// events `events` makes of it, in the same transaction.
     func removeDisconnect(
@@ -34,11 +26,6 @@ public protocol TranscriptStore: Sendable {
 }
 
 extension TranscriptStore {
-    /// Records (or replaces) a device's disconnect from a chat, reported to no webhook.
-    public func saveDisconnect(_ disconnect: ChatDisconnect) async throws {
-        try await saveDisconnect(disconnect, events: [])
-    }
-
     /// Removes a device's disconnect and returns it, if it had one, reported to no webhook.
     public func removeDisconnect(deviceID: String, conversation: String) async throws -> ChatDisconnect? {
         try await removeDisconnect(deviceID: deviceID, conversation: conversation) { _ in [] }

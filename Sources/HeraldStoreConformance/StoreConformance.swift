@@ -79,6 +79,7 @@ public enum StoreConformance {
         case apiKeysAndTheAuditLog
         case queuedMessagesAreCountedPerApp
         case changesAnswerEachInOneTransaction
+        case relayChangesAnswerInOneBatch
 
         public var description: String { rawValue }
 
@@ -108,6 +109,7 @@ public enum StoreConformance {
             case .queuedMessagesAreCountedPerApp: try await StoreConformance.queuedMessagesAreCountedPerApp(engine)
             case .changesAnswerEachInOneTransaction:
                 try await StoreConformance.changesAnswerEachInOneTransaction(engine)
+            case .relayChangesAnswerInOneBatch: try await StoreConformance.relayChangesAnswerInOneBatch(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

@@ -2,15 +2,6 @@ import HeraldStore
 import NIOCore
 import PostgresNIO
 
-/// What became of one ingest of a batch.
-enum IngestWrite: Sendable, Hashable {
-    case written
-    /// Its idempotency key was there already.
-    case seen
-    /// Its recipients version is no longer the user's (`Ingest.recipientsVersion`).
-    case stale
-}
-
 /// A batch of ingests as one prepared statement: the idempotency keys, the messages, the pushes
 /// and their payloads (those the accepting node keeps written claimed by it), the live handovers,
 /// each a data-modifying CTE over arrays, every row tagged with its ingest's position. An ingest

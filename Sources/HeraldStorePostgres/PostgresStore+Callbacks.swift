@@ -4,42 +4,40 @@ import NIOCore
 import PostgresNIO
 
 extension PostgresStore {
-    public func scheduleCallback(
+    /// `StoreChange.scheduleCallback`, inside the caller's transaction.
+    static func schedule(
         _ record: CallbackRecord,
         history: CallbackHistoryEntry,
-        idempotencyKey: String?
-    ) async throws -> CallbackRecord {
-        try await transaction("schedule a callback") { [logger] connection in
-            // Of two schedules with one key, the second waits for the first's commit and inserts
-            // nothing; it then reads the first.
-            let inserted = try await connection.run(
-                """
-                INSERT INTO callbacks
-                    (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
-                     idempotency_key, created_at, updated_at)
-                VALUES (\(record.id), \(record.appID), \(record.userID), \(record.state.rawValue),
-                    \(ByteBuffer(bytes: record.sealedDialog)), \(record.dueAt), \(record.expiresAt), \(record.pushes),
-                    \(Int64(record.version)), \(record.lastAction), \(idempotencyKey), \(record.createdAt),
-                    \(record.updatedAt))
-                ON CONFLICT (idempotency_key) DO NOTHING
-                RETURNING id
-                """,
-                logger: logger
-            )
-            if inserted.isEmpty {
-                let key = idempotencyKey ?? ""
-                let rows = try await connection.run(
-                    "SELECT \(unescaped: Self.callbackColumns) FROM callbacks WHERE idempotency_key = \(key)",
-                    logger: logger
-                )
-                guard let row = rows.first else {
-                    throw StoreError.corrupt.with(detail: "a callback's idempotency key names no callback")
-                }
-                return try Self.callback(from: row)
-            }
-            try await Self.appendHistory([history], callbackID: record.id, on: connection, logger: logger)
-            return record
-        }
+        idempotencyKey: String?,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        // Of two schedules with one key, the second waits for the first's commit and inserts
+        // nothing.
+        let inserted = try await connection.run(
+            """
+            INSERT INTO callbacks
+                (id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
+                 idempotency_key, created_at, updated_at)
+            VALUES (\(record.id), \(record.appID), \(record.userID), \(record.state.rawValue),
+                \(ByteBuffer(bytes: record.sealedDialog)), \(record.dueAt), \(record.expiresAt), \(record.pushes),
+                \(Int64(record.version)), \(record.lastAction), \(idempotencyKey), \(record.createdAt),
+                \(record.updatedAt))
+            ON CONFLICT (idempotency_key) DO NOTHING
+            RETURNING id
+            """,
+            logger: logger
+        )
+        if inserted.isEmpty { return .duplicate }
+        try await appendHistory([history], callbackID: record.id, on: connection, logger: logger)
+        return .applied
+    }
+
+    public func callback(idempotencyKey: String) async throws -> CallbackRecord? {
+        try await rows(
+            "read a callback by its key",
+            "SELECT \(unescaped: Self.callbackColumns) FROM callbacks WHERE idempotency_key = \(idempotencyKey)"
+        ).first.map(Self.callback(from:))
     }
 
     public func callback(id: String) async throws -> CallbackRecord? {
@@ -101,49 +99,52 @@ extension PostgresStore {
         ).map(Self.callback(from:)).sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
     }
 
-    public func changeCallback(_ change: CallbackChange) async throws -> Bool {
-        let changed = try await transaction("change a callback") { [logger] connection in
-            let updated = try await connection.run(
+    /// `StoreChange.changeCallback`, inside the caller's transaction.
+    static func change(
+        _ change: CallbackChange,
+        on connection: PostgresConnection,
+        logger: Logger,
+        after: inout AfterCommit
+    ) async throws -> ChangeOutcome {
+        let updated = try await connection.run(
+            """
+            UPDATE callbacks
+            SET state = \(change.state.rawValue), due_at = \(change.dueAt), pushes = pushes + \(change.pushed),
+                last_action = COALESCE(\(change.lastAction), last_action), version = version + 1,
+                owner = NULL, lease_until = NULL, updated_at = \(change.now)
+            WHERE id = \(change.callbackID) AND version = \(Int64(change.expectedVersion))
+            RETURNING id
+            """,
+            logger: logger
+        )
+        guard !updated.isEmpty else { return .stale }
+        try await appendHistory(change.history, callbackID: change.callbackID, on: connection, logger: logger)
+        try await insertPushes(change.pushes, on: connection, logger: logger)
+        if !change.pushes.isEmpty { after.queued = true }
+        if let push = change.answeredPush {
+            // Before the answer's events, as on SQLite (`answeredPushEventSQL`): a receiver
+            // hears of the push first; nothing if its delivery wrote it.
+            let subject = CallbackPushSubject.make(callbackID: change.callbackID, push: push)
+            let id = CallbackPushSubject.pushedEventID(callbackID: change.callbackID, push: push)
+            try await connection.run(
                 """
-                UPDATE callbacks
-                SET state = \(change.state.rawValue), due_at = \(change.dueAt), pushes = pushes + \(change.pushed),
-                    last_action = COALESCE(\(change.lastAction), last_action), version = version + 1,
-                    owner = NULL, lease_until = NULL, updated_at = \(change.now)
-                WHERE id = \(change.callbackID) AND version = \(Int64(change.expectedVersion))
-                RETURNING id
+                INSERT INTO webhook_events
+                    (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+                SELECT \(id), c.app_id, 'callback.pushed', 'callback:' || c.id,
+                    json_build_object('callback_id', c.id,
+                        'devices', (SELECT count(*) FROM outbox x
+                            WHERE x.kind = 'callback' AND x.subject_id = \(subject) AND x.state <> 'skipped'),
+                        'push', \(Int64(push)), 'state', 'pushed'::text, 'user_id', c.user_id)::text,
+                    \(change.now), \(change.now), \(change.now)
+                FROM callbacks c JOIN apps a ON a.id = c.app_id
+                WHERE c.id = \(change.callbackID) AND a.webhook_url IS NOT NULL
+                ON CONFLICT (id) DO NOTHING
                 """,
                 logger: logger
             )
-            guard !updated.isEmpty else { return false }
-            try await Self.appendHistory(change.history, callbackID: change.callbackID, on: connection, logger: logger)
-            try await Self.insertPushes(change.pushes, on: connection, logger: logger)
-            if let push = change.answeredPush {
-                // Before the answer's events, as on SQLite (`answeredPushEventSQL`): a receiver
-                // hears of the push first; nothing if its delivery wrote it.
-                let subject = CallbackPushSubject.make(callbackID: change.callbackID, push: push)
-                let id = CallbackPushSubject.pushedEventID(callbackID: change.callbackID, push: push)
-                try await connection.run(
-                    """
-                    INSERT INTO webhook_events
-                        (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
-                    SELECT \(id), c.app_id, 'callback.pushed', 'callback:' || c.id,
-                        json_build_object('callback_id', c.id,
-                            'devices', (SELECT count(*) FROM outbox x
-                                WHERE x.kind = 'callback' AND x.subject_id = \(subject) AND x.state <> 'skipped'),
-                            'push', \(Int64(push)), 'state', 'pushed'::text, 'user_id', c.user_id)::text,
-                        \(change.now), \(change.now), \(change.now)
-                    FROM callbacks c JOIN apps a ON a.id = c.app_id
-                    WHERE c.id = \(change.callbackID) AND a.webhook_url IS NOT NULL
-                    ON CONFLICT (id) DO NOTHING
-                    """,
-                    logger: logger
-                )
-            }
-            try await Self.insert(change.events, on: connection, logger: logger)
-            return true
         }
-        if changed, !change.pushes.isEmpty { announceQueued() }
-        return changed
+        try await insert(change.events, on: connection, logger: logger)
+        return .applied
     }
 
     public func nextCallbackDueTime() async throws -> Int64? {

@@ -13,53 +13,35 @@ extension PostgresStore {
         ended_at, updated_at
         """
 
-    public func acceptCall(_ ingest: Ingest, call: CallRecord) async throws -> IngestOutcome {
-        let written = try await transaction("accept a call") { [logger] connection -> IngestWrite in
-            var outcome = IngestWrite.seen
-            for try await row in try await connection.execute(AcceptBatchStatement(ingests: [ingest]), logger: logger) {
-                outcome = try row.decode((Int64, Bool).self).1 ? .stale : .written
-            }
-            guard outcome == .written else { return outcome }
+    /// `StoreChange.acceptCall`, inside the caller's transaction.
+    static func acceptCall(
+        _ ingest: Ingest,
+        call: CallRecord,
+        on connection: PostgresConnection,
+        logger: Logger,
+        after: inout AfterCommit
+    ) async throws -> ChangeOutcome {
+        let outcome = try await accept(ingest, on: connection, logger: logger, after: &after)
+        guard outcome == .applied else { return outcome }
+        try await connection.run(
+            """
+            INSERT INTO calls (\(unescaped: Self.callColumns))
+            VALUES (\(call.id), \(call.appID), \(call.userID), \(call.media), \(ByteBuffer(call.sealedCaller)),
+                \(call.state.rawValue), \(call.deviceID), \(call.reason), \(call.createdAt), \(call.expiresAt),
+                \(call.ringingAt), \(call.endedAt), \(call.updatedAt))
+            """,
+            logger: logger
+        )
+        for device in call.devices {
             try await connection.run(
                 """
-                INSERT INTO calls (\(unescaped: Self.callColumns))
-                VALUES (\(call.id), \(call.appID), \(call.userID), \(call.media), \(ByteBuffer(call.sealedCaller)),
-                    \(call.state.rawValue), \(call.deviceID), \(call.reason), \(call.createdAt), \(call.expiresAt),
-                    \(call.ringingAt), \(call.endedAt), \(call.updatedAt))
+                INSERT INTO call_devices (call_id, device_id, report, reported_at)
+                VALUES (\(call.id), \(device.deviceID), \(device.report.rawValue), \(device.reportedAt))
                 """,
                 logger: logger
             )
-            for device in call.devices {
-                try await connection.run(
-                    """
-                    INSERT INTO call_devices (call_id, device_id, report, reported_at)
-                    VALUES (\(call.id), \(device.deviceID), \(device.report.rawValue), \(device.reportedAt))
-                    """,
-                    logger: logger
-                )
-            }
-            return .written
         }
-        switch written {
-        case .written:
-            if ingest.queuesPushes { announceQueued() }
-            return .accepted
-        case .stale:
-            return .stale
-        case .seen:
-            break
-        }
-        let key = ingest.idempotencyKey ?? ""
-        let seen = try await rows(
-            "read an ingest's receipt",
-            "SELECT receipt FROM ingests WHERE idempotency_key = \(key)"
-        )
-        do {
-            var columns = try Columns(seen.first.unwrap())
-            return .duplicate(receipt: try columns.bytes())
-        } catch {
-            throw StoreError.corrupt.with(detail: "read an ingest's receipt: \(error)")
-        }
+        return .applied
     }
 
     public func call(id: String) async throws -> CallRecord? {
@@ -68,92 +50,82 @@ extension PostgresStore {
         }
     }
 
-    public func reportCallRinging(
-        callID: String,
-        deviceID: String,
-        at: Int64,
-        firstRinging: [WebhookEvent]
-    ) async throws -> CallRecord? {
-        try await transaction("report a call ringing") { [logger] connection -> CallRecord? in
-            // The row lock orders this report against an end of the call.
-            let ringing = try await connection.run(
-                "SELECT ringing_at IS NULL FROM calls WHERE id = \(callID) AND state = 'ringing' FOR UPDATE",
+    /// `StoreChange.reportCallRinging`, inside the caller's transaction.
+    static func reportRinging(
+        _ ringing: CallRinging,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        // The row lock orders this report against an end of the call.
+        let found = try await connection.run(
+            "SELECT ringing_at IS NULL FROM calls WHERE id = \(ringing.callID) AND state = 'ringing' FOR UPDATE",
+            logger: logger
+        )
+        guard let row = found.first else { return .stale }
+        let first = try row.decode(Bool.self)
+        try await connection.run(
+            """
+            INSERT INTO call_devices (call_id, device_id, report, reported_at)
+            VALUES (\(ringing.callID), \(ringing.deviceID), 'ringing', \(ringing.at))
+            ON CONFLICT (call_id, device_id) DO UPDATE SET report = 'ringing', reported_at = excluded.reported_at
+            """,
+            logger: logger
+        )
+        if first {
+            try await connection.run(
+                "UPDATE calls SET ringing_at = \(ringing.at), updated_at = \(ringing.at) WHERE id = \(ringing.callID)",
                 logger: logger
             )
-            if let row = ringing.first {
-                let first = try row.decode(Bool.self)
-                try await connection.run(
-                    """
-                    INSERT INTO call_devices (call_id, device_id, report, reported_at)
-                    VALUES (\(callID), \(deviceID), 'ringing', \(at))
-                    ON CONFLICT (call_id, device_id) DO UPDATE SET report = 'ringing', reported_at = excluded.reported_at
-                    """,
-                    logger: logger
-                )
-                if first {
-                    try await connection.run(
-                        "UPDATE calls SET ringing_at = \(at), updated_at = \(at) WHERE id = \(callID)",
-                        logger: logger
-                    )
-                    try await Self.insert(firstRinging, on: connection, logger: logger)
-                }
-            }
-            return try await Self.call(id: callID, on: connection, logger: logger)
+            try await insert(ringing.firstRinging, on: connection, logger: logger)
         }
+        return .applied
     }
 
-    public func endCall(_ end: CallEnd) async throws -> CallEndOutcome {
-        let outcome = try await transaction("end a call") { [logger] connection -> CallEndOutcome in
-            let changed = try await connection.run(
+    /// `StoreChange.endCall`, inside the caller's transaction.
+    static func endCall(
+        _ end: CallEnd,
+        on connection: PostgresConnection,
+        logger: Logger,
+        after: inout AfterCommit
+    ) async throws -> ChangeOutcome {
+        let changed = try await connection.run(
+            """
+            UPDATE calls SET state = \(end.state.rawValue), device_id = \(end.deviceID), reason = \(end.reason),
+                ended_at = \(end.at), updated_at = \(end.at), timer_owner = NULL, timer_lease = NULL
+            WHERE id = \(end.callID) AND state = 'ringing'
+            RETURNING id
+            """,
+            logger: logger
+        )
+        guard !changed.isEmpty else { return .stale }
+        if let device = end.deviceID, let report = CallDeviceReport(rawValue: end.state.rawValue) {
+            try await connection.run(
                 """
-                UPDATE calls SET state = \(end.state.rawValue), device_id = \(end.deviceID), reason = \(end.reason),
-                    ended_at = \(end.at), updated_at = \(end.at), timer_owner = NULL, timer_lease = NULL
-                WHERE id = \(end.callID) AND state = 'ringing'
-                RETURNING id
+                INSERT INTO call_devices (call_id, device_id, report, reported_at)
+                VALUES (\(end.callID), \(device), \(report.rawValue), \(end.at))
+                ON CONFLICT (call_id, device_id) DO UPDATE SET report = excluded.report,
+                    reported_at = excluded.reported_at
                 """,
                 logger: logger
             )
-            guard !changed.isEmpty else {
-                return try await Self.call(id: end.callID, on: connection, logger: logger)
-                    .map(CallEndOutcome.alreadyEnded) ?? .unknown
-            }
-            if let device = end.deviceID, let report = CallDeviceReport(rawValue: end.state.rawValue) {
-                try await connection.run(
-                    """
-                    INSERT INTO call_devices (call_id, device_id, report, reported_at)
-                    VALUES (\(end.callID), \(device), \(report.rawValue), \(end.at))
-                    ON CONFLICT (call_id, device_id) DO UPDATE SET report = excluded.report,
-                        reported_at = excluded.reported_at
-                    """,
-                    logger: logger
-                )
-            }
-            try await Self.insert(end.events, on: connection, logger: logger)
-            if !end.pushes.isEmpty {
-                let pushes = Ingest(idempotencyKey: nil, message: nil, pushes: end.pushes, receipt: [])
-                for try await _ in try await connection.execute(AcceptBatchStatement(ingests: [pushes]), logger: logger)
-                {}
-            }
-            for stop in end.stops {
-                try await connection.run(
-                    """
-                    INSERT INTO call_stops (call_id, device_id, node_id, reason)
-                    VALUES (\(stop.callID), \(stop.deviceID), \(stop.nodeID), \(stop.reason.rawValue))
-                    ON CONFLICT (call_id, device_id) DO NOTHING
-                    """,
-                    logger: logger
-                )
-            }
-            guard let call = try await Self.call(id: end.callID, on: connection, logger: logger) else {
-                return .unknown
-            }
-            return .ended(call)
         }
-        if case .ended = outcome {
-            if !end.pushes.isEmpty { announceQueued() }
-            await announceStops(to: Set(end.stops.map(\.nodeID)))
+        try await insert(end.events, on: connection, logger: logger)
+        if !end.pushes.isEmpty {
+            let pushes = Ingest(idempotencyKey: nil, message: nil, pushes: end.pushes, receipt: [])
+            _ = try await accept(pushes, on: connection, logger: logger, after: &after)
         }
-        return outcome
+        for stop in end.stops {
+            try await connection.run(
+                """
+                INSERT INTO call_stops (call_id, device_id, node_id, reason)
+                VALUES (\(stop.callID), \(stop.deviceID), \(stop.nodeID), \(stop.reason.rawValue))
+                ON CONFLICT (call_id, device_id) DO NOTHING
+                """,
+                logger: logger
+            )
+        }
+        after.stopNodes.formUnion(end.stops.map(\.nodeID))
+        return .applied
     }
 
     public func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord] {

@@ -65,32 +65,42 @@ extension PostgresStore {
         }
     }
 
-    public func saveDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent]) async throws {
-        try await transaction("save a chat disconnect") { [logger] connection in
-            try await Self.insert(events, on: connection, logger: logger)
-            try await connection.run(
-                """
-                INSERT INTO chat_disconnects (device_id, conversation, position, at, pushed)
-                VALUES (\(disconnect.deviceID), \(disconnect.conversation), \(Int64(disconnect.position)),
-                    \(disconnect.at), \(disconnect.pushed))
-                ON CONFLICT (device_id, conversation) DO UPDATE SET position = EXCLUDED.position,
-                    at = EXCLUDED.at, pushed = EXCLUDED.pushed
-                """,
-                logger: logger
-            )
-        }
+    /// `StoreChange.saveDisconnect`, inside the caller's transaction.
+    static func saveDisconnect(
+        _ disconnect: ChatDisconnect,
+        events: [WebhookEvent],
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        try await insert(events, on: connection, logger: logger)
+        try await connection.run(
+            """
+            INSERT INTO chat_disconnects (device_id, conversation, position, at, pushed)
+            VALUES (\(disconnect.deviceID), \(disconnect.conversation), \(Int64(disconnect.position)),
+                \(disconnect.at), \(disconnect.pushed))
+            ON CONFLICT (device_id, conversation) DO UPDATE SET position = EXCLUDED.position,
+                at = EXCLUDED.at, pushed = EXCLUDED.pushed
+            """,
+            logger: logger
+        )
     }
 
-    public func markDisconnectPushed(deviceID: String, conversation: String) async throws {
-        try await transaction("mark a chat disconnect pushed") { [logger] connection in
-            try await connection.run(
-                """
-                UPDATE chat_disconnects SET pushed = true
-                WHERE device_id = \(deviceID) AND conversation = \(conversation)
-                """,
-                logger: logger
-            )
-        }
+    /// `StoreChange.markDisconnectPushed`, inside the caller's transaction.
+    static func markDisconnectPushed(
+        deviceID: String,
+        conversation: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        let marked = try await connection.run(
+            """
+            UPDATE chat_disconnects SET pushed = true
+            WHERE device_id = \(deviceID) AND conversation = \(conversation)
+            RETURNING device_id
+            """,
+            logger: logger
+        )
+        return marked.isEmpty ? .stale : .applied
     }
 
     public func removeDisconnect(
@@ -167,17 +177,26 @@ extension PostgresStore {
         ).first.map { row in try Self.chat(conversation, row) }
     }
 
-    public func endChat(conversation: String, at: Int64) async throws -> ChatRecord? {
-        try await transaction("end a chat") { [logger] connection -> ChatRecord? in
-            try await connection.run(
-                "UPDATE chats SET ended_at = \(at) WHERE conversation = \(conversation) AND ended_at IS NULL",
-                logger: logger
-            )
-            return try await connection.run(
-                "SELECT user_id, started_at, last_event_at, ended_at FROM chats WHERE conversation = \(conversation)",
-                logger: logger
-            ).first.map { row in try Self.chat(conversation, row) }
-        }
+    /// `StoreChange.endChat`, inside the caller's transaction.
+    static func endChat(
+        conversation: String,
+        at: Int64,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        let ended = try await connection.run(
+            """
+            UPDATE chats SET ended_at = \(at) WHERE conversation = \(conversation) AND ended_at IS NULL
+            RETURNING conversation
+            """,
+            logger: logger
+        )
+        if !ended.isEmpty { return .applied }
+        let found = try await connection.run(
+            "SELECT 1 FROM chats WHERE conversation = \(conversation)",
+            logger: logger
+        )
+        return found.isEmpty ? .stale : .duplicate
     }
 
     public func endIdleChats(now: Int64, idle: Int64) async throws -> Int {
@@ -239,7 +258,4 @@ extension PostgresStore {
 
     /// This engine has never stored a sender in the clear.
     public func clearSenders(limit: Int) async throws -> [ClearSender] { [] }
-
-    /// Nothing was ever clear here; a sealed sender is never replaced.
-    public func sealSenders(_ sealed: [ClearSender.Record: [UInt8]]) async throws {}
 }

@@ -9,60 +9,61 @@ import PostgresNIO
 /// they are ordered: an activation commits its device before it releases, and a hold that comes
 /// after that release sees the device (`stale`), one that comes before it is seen by it.
 extension PostgresStore {
-    public func hold(_ ingest: Ingest, until: Int64, appID: String?) async throws -> IngestOutcome {
+    /// `StoreChange.hold`, inside the caller's transaction.
+    static func hold(
+        _ ingest: Ingest,
+        until: Int64,
+        appID: String?,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
         guard let message = ingest.message else {
             throw StoreError.corrupt.with(detail: "a held ingest needs its message")
         }
-        return try await transaction("hold a message") { [logger] connection -> IngestOutcome in
-            try await Self.lockHolds(of: message.userID, on: connection, logger: logger)
-            if let key = ingest.idempotencyKey,
-                let receipt = try await Self.receipt(key, on: connection, logger: logger)
-            {
-                return .duplicate(receipt: receipt)
-            }
-            // A device that activated since the ingest read none: it is pushed to instead.
-            let devices = try await connection.run(
-                """
-                SELECT 1 FROM devices
-                WHERE user_id = \(message.userID) AND (\(appID)::text IS NULL OR app_id = \(appID)) LIMIT 1
-                """,
-                logger: logger
-            )
-            if !devices.isEmpty { return .stale }
-            if let key = ingest.idempotencyKey {
-                // Of two ingests with one key at once, the second waits for the first's commit
-                // here, inserts nothing and answers the first's receipt; nothing was written yet.
-                let inserted = try await connection.run(
-                    """
-                    INSERT INTO ingests (idempotency_key, receipt, created_at)
-                    VALUES (\(key), \(ByteBuffer(bytes: ingest.receipt)), \(message.createdAt))
-                    ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key
-                    """,
-                    logger: logger
-                )
-                if inserted.isEmpty, let receipt = try await Self.receipt(key, on: connection, logger: logger) {
-                    return .duplicate(receipt: receipt)
-                }
-            }
-            try await connection.run(
-                """
-                INSERT INTO messages
-                    (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options)
-                VALUES (\(message.id), \(message.userID), \(message.conversation),
-                    \(ByteBuffer(bytes: message.sealedSender)), \(ByteBuffer(bytes: message.sealedText)),
-                    \(message.createdAt), \(message.expiresAt), \(message.sealedPushOptions.map { ByteBuffer(bytes: $0) }))
-                """,
-                logger: logger
-            )
-            try await connection.run(
-                """
-                INSERT INTO held_messages (message_id, user_id, app_id, held_at, held_until)
-                VALUES (\(message.id), \(message.userID), \(appID), \(message.createdAt), \(until))
-                """,
-                logger: logger
-            )
-            return .accepted
+        try await lockHolds(of: message.userID, on: connection, logger: logger)
+        if let key = ingest.idempotencyKey, try await receipt(key, on: connection, logger: logger) != nil {
+            return .duplicate
         }
+        // A device that activated since the ingest read none: it is pushed to instead.
+        let devices = try await connection.run(
+            """
+            SELECT 1 FROM devices
+            WHERE user_id = \(message.userID) AND (\(appID)::text IS NULL OR app_id = \(appID)) LIMIT 1
+            """,
+            logger: logger
+        )
+        if !devices.isEmpty { return .stale }
+        if let key = ingest.idempotencyKey {
+            // Of two ingests with one key at once, the second waits for the first's commit
+            // here, inserts nothing and answers the first's receipt; nothing was written yet.
+            let inserted = try await connection.run(
+                """
+                INSERT INTO ingests (idempotency_key, receipt, created_at)
+                VALUES (\(key), \(ByteBuffer(bytes: ingest.receipt)), \(message.createdAt))
+                ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key
+                """,
+                logger: logger
+            )
+            if inserted.isEmpty { return .duplicate }
+        }
+        try await connection.run(
+            """
+            INSERT INTO messages
+                (id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options)
+            VALUES (\(message.id), \(message.userID), \(message.conversation),
+                \(ByteBuffer(bytes: message.sealedSender)), \(ByteBuffer(bytes: message.sealedText)),
+                \(message.createdAt), \(message.expiresAt), \(message.sealedPushOptions.map { ByteBuffer(bytes: $0) }))
+            """,
+            logger: logger
+        )
+        try await connection.run(
+            """
+            INSERT INTO held_messages (message_id, user_id, app_id, held_at, held_until)
+            VALUES (\(message.id), \(message.userID), \(appID), \(message.createdAt), \(until))
+            """,
+            logger: logger
+        )
+        return .applied
     }
 
     public func heldMessages(userID: String, now: Int64) async throws -> [HeldMessage] {

@@ -7,24 +7,39 @@ import PostgresNIO
 /// channel of that node's own, sent after the ingest that wrote it committed; the payload is
 /// empty (the node reads its handovers from the table), so no id or content travels that way.
 extension PostgresStore {
-    public func saveLiveSession(_ session: LiveSessionRecord) async throws {
-        _ = try await rows(
-            "save a live session",
+    /// `StoreChange.saveLiveSession`, inside the caller's transaction.
+    static func saveLiveSession(
+        _ session: LiveSessionRecord,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        try await connection.run(
             """
             INSERT INTO live_sessions (device_id, node_id, session_id, conversation, expires_at)
             VALUES (\(session.deviceID), \(session.nodeID), \(session.sessionID), \(session.conversation),
                 \(session.expiresAt))
             ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id, session_id = excluded.session_id,
                 conversation = excluded.conversation, expires_at = excluded.expires_at
-            """
+            """,
+            logger: logger
         )
     }
 
-    public func removeLiveSession(deviceID: String, sessionID: String) async throws {
-        _ = try await rows(
-            "remove a live session",
-            "DELETE FROM live_sessions WHERE device_id = \(deviceID) AND session_id = \(sessionID)"
+    /// `StoreChange.removeLiveSession`, inside the caller's transaction.
+    static func removeLiveSession(
+        deviceID: String,
+        sessionID: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        let removed = try await connection.run(
+            """
+            DELETE FROM live_sessions WHERE device_id = \(deviceID) AND session_id = \(sessionID)
+            RETURNING device_id
+            """,
+            logger: logger
         )
+        return removed.isEmpty ? .stale : .applied
     }
 
     public func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws {

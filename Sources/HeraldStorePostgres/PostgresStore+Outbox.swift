@@ -79,53 +79,59 @@ extension PostgresStore {
 
     // MARK: Ingest
 
-    public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
-        if ingest.message == nil, ingest.pushes.isEmpty, ingest.handovers.isEmpty, ingest.idempotencyKey == nil {
-            return .accepted
-        }
+    /// `StoreChange.accept` alone: the relay's most frequent write joins one batched statement
+    /// with the ingests beside it (`AcceptBatchStatement`), committed on its own.
+    func acceptBatched(_ ingest: Ingest) async throws -> ChangeOutcome {
+        if ingest.writesNothing { return .applied }
         let outcome = try await batched(
             ingests,
             ingest,
             "accept ingests",
             Batcher.eachAloneOnFailure { [self] batch in
                 let rows = try await rows("accept ingests", prepared: AcceptBatchStatement(ingests: batch))
-                var outcomes = Array(repeating: IngestWrite.seen, count: batch.count)
+                var outcomes = Array(repeating: ChangeOutcome.duplicate, count: batch.count)
                 do {
                     for row in rows {
                         let (position, stale) = try row.decode((Int64, Bool).self)
-                        outcomes[Int(position)] = stale ? .stale : .written
+                        outcomes[Int(position)] = stale ? .stale : .applied
                     }
                 } catch {
                     throw StoreError.corrupt.with(detail: "accept ingests: \(error)")
                 }
-                let written = batch.indices.filter { outcomes[$0] == .written }
-                // Pushes the accepting node keeps (`Ingest.claim`) wake nobody else: it sends them.
-                if written.contains(where: { batch[$0].queuesPushes }) { announceQueued() }
-                let handovers = written.flatMap { batch[$0].handovers }
-                if !handovers.isEmpty { await announceHandovers(handovers) }
+                var after = AfterCommit()
+                for (ingest, outcome) in zip(batch, outcomes) { after.note(ingest, outcome) }
+                await announce(after)
                 return outcomes
             }
         )
-        switch outcome {
-        case .written:
-            return .accepted
-        case .stale:
-            // What this node kept is behind: the next ingest for the user reads again.
-            if let user = ingest.recipientsVersion?.userID { recipientCache.withLock { $0.forget(userID: user) } }
-            return .stale
-        case .seen:
-            break
+        return outcome
+    }
+
+    /// `StoreChange.accept` inside the caller's transaction (a batch of changes, a call's ingest).
+    static func accept(
+        _ ingest: Ingest,
+        on connection: PostgresConnection,
+        logger: Logger,
+        after: inout AfterCommit
+    ) async throws -> ChangeOutcome {
+        if ingest.writesNothing { return .applied }
+        var outcome = ChangeOutcome.duplicate
+        for try await row in try await connection.execute(AcceptBatchStatement(ingests: [ingest]), logger: logger) {
+            outcome = try row.decode((Int64, Bool).self).1 ? .stale : .applied
         }
-        // The key was written before (or by a concurrent ingest, whose commit the statement
-        // waited for): its receipt.
-        let key = ingest.idempotencyKey ?? ""
+        after.note(ingest, outcome)
+        return outcome
+    }
+
+    public func receipt(idempotencyKey: String) async throws -> [UInt8]? {
         let seen = try await rows(
             "read an ingest's receipt",
-            "SELECT receipt FROM ingests WHERE idempotency_key = \(key)"
+            "SELECT receipt FROM ingests WHERE idempotency_key = \(idempotencyKey)"
         )
+        guard let row = seen.first else { return nil }
         do {
-            var columns = try Columns(seen.first.unwrap())
-            return .duplicate(receipt: try columns.bytes())
+            var columns = Columns(row)
+            return try columns.bytes()
         } catch {
             throw StoreError.corrupt.with(detail: "read an ingest's receipt: \(error)")
         }

@@ -35,7 +35,7 @@ public final class PostgresStore: HeraldStore {
     /// (docs/performance.md); a second batch at once only queued on the server's commit. Two
     /// ingests sharing an idempotency key never share a batch, so the database decides between
     /// them as between two statements; a batch that fails is written again one ingest at a time.
-    let ingests = Batcher<Ingest, IngestWrite>(
+    let ingests = Batcher<Ingest, ChangeOutcome>(
         rules: .init(maxInFlight: 1, maxItems: 64, keys: { ingest in ingest.idempotencyKey.map { [$0] } ?? [] })
     )
     /// Reads the recipients every ingest asks for (by user) together in one statement: one batch

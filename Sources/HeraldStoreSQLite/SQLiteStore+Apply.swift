@@ -7,11 +7,20 @@ extension SQLiteStore {
     public func apply(_ changes: [StoreChange]) async throws -> [ChangeOutcome] {
         guard !changes.isEmpty else { return [] }
         let savesApp = changes.contains { if case .saveApp = $0 { true } else { false } }
-        return try await write { db in
+        let seals = changes.contains { if case .sealSenders = $0 { true } else { false } }
+        let (outcomes, sealedLast) = try await write { db in
             let outcomes = try changes.map { try Self.apply($0, db) }
             if savesApp { self.webhooksConfigured.store(try Self.anyAppWebhook(db), ordering: .relaxed) }
-            return outcomes
+            return (outcomes, seals ? try !Self.clearSendersLeft(db) : false)
         }
+        if sealedLast { await forgetClearSenders() }
+        return outcomes
+    }
+
+    /// Runs one statement: `applied` when it changed a row, `stale` when there was none to change.
+    static func changingRow(_ db: Database, sql: String, arguments: StatementArguments) throws -> ChangeOutcome {
+        try db.execute(sql: sql, arguments: arguments)
+        return db.changesCount > 0 ? .applied : .stale
     }
 
     /// A change with the audit entry that records it, written only when the change is.
@@ -48,6 +57,34 @@ extension SQLiteStore {
             return try audited(audit, db) { try revokeAPIKey(id: id, at: at, db) }
         case .appendAudit(let entry):
             try appendAudit(entry, db)
+        case .accept(let ingest):
+            return try insert(ingest, db).change
+        case .acceptCall(let ingest, let call):
+            return try acceptCall(ingest, call: call, db)
+        case .hold(let ingest, let until, let appID):
+            return try hold(ingest, until: until, appID: appID, db)
+        case .endCall(let end):
+            return try endCall(end, db)
+        case .reportCallRinging(let ringing):
+            return try reportRinging(ringing, db)
+        case .scheduleCallback(let record, let history, let key):
+            return try schedule(record, history: history, idempotencyKey: key, db)
+        case .changeCallback(let change):
+            return try Self.change(change, db)
+        case .saveDisconnect(let disconnect, let events):
+            try saveDisconnect(disconnect, events: events, db)
+        case .markDisconnectPushed(let deviceID, let conversation):
+            let sql = "UPDATE chat_disconnects SET pushed = 1 WHERE device_id = ? AND conversation = ?"
+            return try changingRow(db, sql: sql, arguments: [deviceID, conversation])
+        case .endChat(let conversation, let at):
+            return try endChat(conversation: conversation, at: at, db)
+        case .saveLiveSession(let session):
+            try saveLiveSession(session, db)
+        case .removeLiveSession(let deviceID, let sessionID):
+            let sql = "DELETE FROM live_sessions WHERE device_id = ? AND session_id = ?"
+            return try changingRow(db, sql: sql, arguments: [deviceID, sessionID])
+        case .sealSenders(let sealed):
+            try sealSenders(sealed, db)
         }
         return .applied
     }

@@ -3,24 +3,27 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    public func scheduleCallback(
+    /// `StoreChange.scheduleCallback`, inside the caller's transaction.
+    static func schedule(
         _ record: CallbackRecord,
         history: CallbackHistoryEntry,
-        idempotencyKey: String?
-    ) async throws -> CallbackRecord {
-        try await write { db in
-            if let key = idempotencyKey,
-                let row = try Row.fetchOne(
-                    db,
-                    sql: "SELECT \(Self.callbackColumns) FROM callbacks WHERE idempotency_key = ?",
-                    arguments: [key]
-                )
-            {
-                return try Self.callback(from: row)
-            }
-            try Self.insertCallback(record, idempotencyKey: idempotencyKey, db)
-            try Self.appendHistory([history], callbackID: record.id, db)
-            return record
+        idempotencyKey: String?,
+        _ db: Database
+    ) throws -> ChangeOutcome {
+        if let key = idempotencyKey,
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM callbacks WHERE idempotency_key = ?", arguments: [key]) != nil
+        {
+            return .duplicate
+        }
+        try insertCallback(record, idempotencyKey: idempotencyKey, db)
+        try appendHistory([history], callbackID: record.id, db)
+        return .applied
+    }
+
+    public func callback(idempotencyKey: String) async throws -> CallbackRecord? {
+        let sql = "SELECT \(Self.callbackColumns) FROM callbacks WHERE idempotency_key = ?"
+        return try await read { db in
+            try Row.fetchOne(db, sql: sql, arguments: [idempotencyKey]).map(Self.callback(from:))
         }
     }
 
@@ -103,34 +106,32 @@ extension SQLiteStore {
         }
     }
 
-    public func changeCallback(_ change: CallbackChange) async throws -> Bool {
-        let changed = try await write { db -> Bool in
-            try db.execute(
-                sql: """
-                    UPDATE callbacks
-                    SET state = ?, due_at = ?, pushes = pushes + ?, last_action = COALESCE(?, last_action),
-                        version = version + 1, owner = NULL, lease_until = NULL, updated_at = ?
-                    WHERE id = ? AND version = ?
-                    """,
-                arguments: [
-                    change.state.rawValue, change.dueAt, change.pushed, change.lastAction, change.now,
-                    change.callbackID, change.expectedVersion,
-                ]
+    /// `StoreChange.changeCallback`, inside the caller's transaction.
+    static func change(_ change: CallbackChange, _ db: Database) throws -> ChangeOutcome {
+        try db.execute(
+            sql: """
+                UPDATE callbacks
+                SET state = ?, due_at = ?, pushes = pushes + ?, last_action = COALESCE(?, last_action),
+                    version = version + 1, owner = NULL, lease_until = NULL, updated_at = ?
+                WHERE id = ? AND version = ?
+                """,
+            arguments: [
+                change.state.rawValue, change.dueAt, change.pushed, change.lastAction, change.now,
+                change.callbackID, change.expectedVersion,
+            ]
+        )
+        guard db.changesCount == 1 else { return .stale }
+        try appendHistory(change.history, callbackID: change.callbackID, db)
+        try insertPushes(change.pushes, db)
+        if let push = change.answeredPush {
+            // Before the answer's events: a receiver hears of the push first.
+            let subject = CallbackPushSubject.make(callbackID: change.callbackID, push: push)
+            try db.cachedStatement(sql: answeredPushEventSQL).execute(
+                arguments: [subject, subject, push, change.now, change.now, change.now, change.callbackID]
             )
-            guard db.changesCount == 1 else { return false }
-            try Self.appendHistory(change.history, callbackID: change.callbackID, db)
-            try Self.insertPushes(change.pushes, db)
-            if let push = change.answeredPush {
-                // Before the answer's events: a receiver hears of the push first.
-                let subject = CallbackPushSubject.make(callbackID: change.callbackID, push: push)
-                try db.cachedStatement(sql: Self.answeredPushEventSQL).execute(
-                    arguments: [subject, subject, push, change.now, change.now, change.now, change.callbackID]
-                )
-            }
-            try Self.insert(change.events, db)
-            return true
         }
-        return changed
+        try insert(change.events, db)
+        return .applied
     }
 
     public func nextCallbackDueTime() async throws -> Int64? {

@@ -5,83 +5,75 @@ public import HeraldStore
 /// Calls: one writer, so each transition's compare-and-set and what is written with it share the
 /// writer's transaction.
 extension SQLiteStore {
-    public func acceptCall(_ ingest: Ingest, call: CallRecord) async throws -> IngestOutcome {
-        try await write { db in
-            let outcome = try Self.insert(ingest, db)
-            guard outcome == .accepted else { return outcome }
-            try Self.insert(call, db)
-            return outcome
-        }
+    /// `StoreChange.acceptCall`, inside the caller's transaction.
+    static func acceptCall(_ ingest: Ingest, call: CallRecord, _ db: Database) throws -> ChangeOutcome {
+        let outcome = try insert(ingest, db)
+        guard outcome == .accepted else { return outcome.change }
+        try insert(call, db)
+        return .applied
     }
 
     public func call(id: String) async throws -> CallRecord? {
         try await read { db in try Self.call(id: id, db) }
     }
 
-    public func reportCallRinging(
-        callID: String,
-        deviceID: String,
-        at: Int64,
-        firstRinging: [WebhookEvent]
-    ) async throws -> CallRecord? {
-        try await write { db in
-            guard let call = try Self.call(id: callID, db) else { return nil }
-            guard call.state == .ringing else { return call }
-            try db.execute(
-                sql: """
-                    INSERT INTO call_devices (call_id, device_id, report, reported_at) VALUES (?, ?, 'ringing', ?)
-                    ON CONFLICT (call_id, device_id) DO UPDATE SET report = 'ringing', reported_at = excluded.reported_at
-                    """,
-                arguments: [callID, deviceID, at]
-            )
-            try db.execute(
-                sql: "UPDATE calls SET ringing_at = ?, updated_at = ? WHERE id = ? AND ringing_at IS NULL",
-                arguments: [at, at, callID]
-            )
-            if db.changesCount > 0 { try Self.insert(firstRinging, db) }
-            return try Self.call(id: callID, db)
-        }
+    /// `StoreChange.reportCallRinging`, inside the caller's transaction.
+    static func reportRinging(_ ringing: CallRinging, _ db: Database) throws -> ChangeOutcome {
+        let (callID, deviceID, at) = (ringing.callID, ringing.deviceID, ringing.at)
+        guard
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM calls WHERE id = ? AND state = 'ringing'", arguments: [callID])
+                != nil
+        else { return .stale }
+        try db.execute(
+            sql: """
+                INSERT INTO call_devices (call_id, device_id, report, reported_at) VALUES (?, ?, 'ringing', ?)
+                ON CONFLICT (call_id, device_id) DO UPDATE SET report = 'ringing', reported_at = excluded.reported_at
+                """,
+            arguments: [callID, deviceID, at]
+        )
+        try db.execute(
+            sql: "UPDATE calls SET ringing_at = ?, updated_at = ? WHERE id = ? AND ringing_at IS NULL",
+            arguments: [at, at, callID]
+        )
+        if db.changesCount > 0 { try insert(ringing.firstRinging, db) }
+        return .applied
     }
 
-    public func endCall(_ end: CallEnd) async throws -> CallEndOutcome {
-        try await write { db in
+    /// `StoreChange.endCall`, inside the caller's transaction.
+    static func endCall(_ end: CallEnd, _ db: Database) throws -> ChangeOutcome {
+        try db.execute(
+            sql: """
+                UPDATE calls SET state = ?, device_id = ?, reason = ?, ended_at = ?, updated_at = ?,
+                    timer_owner = NULL, timer_lease = NULL
+                WHERE id = ? AND state = 'ringing'
+                """,
+            arguments: [end.state.rawValue, end.deviceID, end.reason, end.at, end.at, end.callID]
+        )
+        guard db.changesCount > 0 else { return .stale }
+        if let device = end.deviceID, let report = CallDeviceReport(rawValue: end.state.rawValue) {
             try db.execute(
                 sql: """
-                    UPDATE calls SET state = ?, device_id = ?, reason = ?, ended_at = ?, updated_at = ?,
-                        timer_owner = NULL, timer_lease = NULL
-                    WHERE id = ? AND state = 'ringing'
+                    INSERT INTO call_devices (call_id, device_id, report, reported_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (call_id, device_id) DO UPDATE SET report = excluded.report,
+                        reported_at = excluded.reported_at
                     """,
-                arguments: [end.state.rawValue, end.deviceID, end.reason, end.at, end.at, end.callID]
+                arguments: [end.callID, device, report.rawValue, end.at]
             )
-            guard db.changesCount > 0 else {
-                return try Self.call(id: end.callID, db).map(CallEndOutcome.alreadyEnded) ?? .unknown
-            }
-            if let device = end.deviceID, let report = CallDeviceReport(rawValue: end.state.rawValue) {
-                try db.execute(
-                    sql: """
-                        INSERT INTO call_devices (call_id, device_id, report, reported_at) VALUES (?, ?, ?, ?)
-                        ON CONFLICT (call_id, device_id) DO UPDATE SET report = excluded.report,
-                            reported_at = excluded.reported_at
-                        """,
-                    arguments: [end.callID, device, report.rawValue, end.at]
-                )
-            }
-            try Self.insert(end.events, db)
-            if !end.pushes.isEmpty {
-                _ = try Self.insert(Ingest(idempotencyKey: nil, message: nil, pushes: end.pushes, receipt: []), db)
-            }
-            for stop in end.stops {
-                try db.execute(
-                    sql: """
-                        INSERT INTO call_stops (call_id, device_id, node_id, reason) VALUES (?, ?, ?, ?)
-                        ON CONFLICT (call_id, device_id) DO NOTHING
-                        """,
-                    arguments: [stop.callID, stop.deviceID, stop.nodeID, stop.reason.rawValue]
-                )
-            }
-            guard let call = try Self.call(id: end.callID, db) else { return .unknown }
-            return .ended(call)
         }
+        try Self.insert(end.events, db)
+        if !end.pushes.isEmpty {
+            _ = try Self.insert(Ingest(idempotencyKey: nil, message: nil, pushes: end.pushes, receipt: []), db)
+        }
+        for stop in end.stops {
+            try db.execute(
+                sql: """
+                    INSERT INTO call_stops (call_id, device_id, node_id, reason) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (call_id, device_id) DO NOTHING
+                    """,
+                arguments: [stop.callID, stop.deviceID, stop.nodeID, stop.reason.rawValue]
+            )
+        }
+        return .applied
     }
 
     public func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord] {

@@ -62,28 +62,18 @@ extension SQLiteStore {
         }
     }
 
-    public func saveDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent]) async throws {
-        try await write { db in
-            try Self.insert(events, db)
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO chat_disconnects (device_id, conversation, position, at, pushed)
-                    VALUES (?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    disconnect.deviceID, disconnect.conversation, disconnect.position, disconnect.at, disconnect.pushed,
-                ]
-            )
-        }
-    }
-
-    public func markDisconnectPushed(deviceID: String, conversation: String) async throws {
-        try await write { db in
-            try db.execute(
-                sql: "UPDATE chat_disconnects SET pushed = 1 WHERE device_id = ? AND conversation = ?",
-                arguments: [deviceID, conversation]
-            )
-        }
+    /// `StoreChange.saveDisconnect`, inside the caller's transaction.
+    static func saveDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent], _ db: Database) throws {
+        try insert(events, db)
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO chat_disconnects (device_id, conversation, position, at, pushed)
+                VALUES (?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                disconnect.deviceID, disconnect.conversation, disconnect.position, disconnect.at, disconnect.pushed,
+            ]
+        )
     }
 
     public func removeDisconnect(
@@ -149,14 +139,14 @@ extension SQLiteStore {
         try await read { db in try Self.chat(db, conversation) }
     }
 
-    public func endChat(conversation: String, at: Int64) async throws -> ChatRecord? {
-        try await write { db in
-            try db.execute(
-                sql: "UPDATE chats SET ended_at = ? WHERE conversation = ? AND ended_at IS NULL",
-                arguments: [at, conversation]
-            )
-            return try Self.chat(db, conversation)
-        }
+    /// `StoreChange.endChat`, inside the caller's transaction.
+    static func endChat(conversation: String, at: Int64, _ db: Database) throws -> ChangeOutcome {
+        try db.execute(
+            sql: "UPDATE chats SET ended_at = ? WHERE conversation = ? AND ended_at IS NULL",
+            arguments: [at, conversation]
+        )
+        if db.changesCount > 0 { return .applied }
+        return try chat(db, conversation) == nil ? .stale : .duplicate
     }
 
     public func endIdleChats(now: Int64, idle: Int64) async throws -> Int {

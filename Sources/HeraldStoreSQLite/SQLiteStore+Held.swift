@@ -5,42 +5,41 @@ public import HeraldStore
 /// Messages held for users without a device: one writer, so each write below is alone with the
 /// devices it checks and the holds it takes.
 extension SQLiteStore {
-    public func hold(_ ingest: Ingest, until: Int64, appID: String?) async throws -> IngestOutcome {
+    /// `StoreChange.hold`, inside the caller's transaction.
+    static func hold(_ ingest: Ingest, until: Int64, appID: String?, _ db: Database) throws -> ChangeOutcome {
         guard let message = ingest.message else {
             throw StoreError.corrupt.with(detail: "a held ingest needs its message")
         }
-        return try await write { db in
-            if let key = ingest.idempotencyKey,
-                let receipt = try Data.fetchOne(
-                    db.cachedStatement(sql: "SELECT receipt FROM ingests WHERE idempotency_key = ?"),
-                    arguments: [key]
-                )
-            {
-                return .duplicate(receipt: [UInt8](receipt))
-            }
-            // A device that activated since the ingest read none: it is pushed to instead.
-            let hasDevice =
-                try Bool.fetchOne(
-                    db,
-                    sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE user_id = ? AND (? IS NULL OR app_id = ?))",
-                    arguments: [message.userID, appID, appID]
-                ) ?? false
-            if hasDevice { return .stale }
-            let written = Ingest(
-                idempotencyKey: ingest.idempotencyKey,
-                message: message,
-                pushes: [],
-                receipt: ingest.receipt
-            )
-            _ = try Self.insert(written, db)
-            try db.execute(
-                sql: """
-                    INSERT INTO held_messages (message_id, user_id, app_id, held_at, held_until) VALUES (?, ?, ?, ?, ?)
-                    """,
-                arguments: [message.id, message.userID, appID, message.createdAt, until]
-            )
-            return .accepted
+        if let key = ingest.idempotencyKey,
+            try Data.fetchOne(
+                db.cachedStatement(sql: "SELECT receipt FROM ingests WHERE idempotency_key = ?"),
+                arguments: [key]
+            ) != nil
+        {
+            return .duplicate
         }
+        // A device that activated since the ingest read none: it is pushed to instead.
+        let hasDevice =
+            try Bool.fetchOne(
+                db,
+                sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE user_id = ? AND (? IS NULL OR app_id = ?))",
+                arguments: [message.userID, appID, appID]
+            ) ?? false
+        if hasDevice { return .stale }
+        let written = Ingest(
+            idempotencyKey: ingest.idempotencyKey,
+            message: message,
+            pushes: [],
+            receipt: ingest.receipt
+        )
+        _ = try insert(written, db)
+        try db.execute(
+            sql: """
+                INSERT INTO held_messages (message_id, user_id, app_id, held_at, held_until) VALUES (?, ?, ?, ?, ?)
+                """,
+            arguments: [message.id, message.userID, appID, message.createdAt, until]
+        )
+        return .applied
     }
 
     public func heldMessages(userID: String, now: Int64) async throws -> [HeldMessage] {

@@ -3,30 +3,20 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    public func saveLiveSession(_ session: LiveSessionRecord) async throws {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO live_sessions (device_id, node_id, session_id, conversation, expires_at)
-                    VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id,
-                        session_id = excluded.session_id, conversation = excluded.conversation,
-                        expires_at = excluded.expires_at
-                    """,
-                arguments: [
-                    session.deviceID, session.nodeID, session.sessionID, session.conversation, session.expiresAt,
-                ]
-            )
-        }
-    }
-
-    public func removeLiveSession(deviceID: String, sessionID: String) async throws {
-        try await write { db in
-            try db.execute(
-                sql: "DELETE FROM live_sessions WHERE device_id = ? AND session_id = ?",
-                arguments: [deviceID, sessionID]
-            )
-        }
+    /// `StoreChange.saveLiveSession`, inside the caller's transaction.
+    static func saveLiveSession(_ session: LiveSessionRecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO live_sessions (device_id, node_id, session_id, conversation, expires_at)
+                VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id,
+                    session_id = excluded.session_id, conversation = excluded.conversation,
+                    expires_at = excluded.expires_at
+                """,
+            arguments: [
+                session.deviceID, session.nodeID, session.sessionID, session.conversation, session.expiresAt,
+            ]
+        )
     }
 
     public func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws {

@@ -4,11 +4,17 @@ public import HeraldPush
 public import HeraldStore
 
 extension SQLiteStore {
-    public func accept(_ ingest: Ingest) async throws -> IngestOutcome {
-        try await write { db in try Self.insert(ingest, db) }
+    public func receipt(idempotencyKey: String) async throws -> [UInt8]? {
+        try await read { db in
+            try Data.fetchOne(
+                db.cachedStatement(sql: "SELECT receipt FROM ingests WHERE idempotency_key = ?"),
+                arguments: [idempotencyKey]
+            ).map { [UInt8]($0) }
+        }
     }
 
-    /// Writes an ingest inside the caller's transaction (`accept`, and a call's with its record).
+    /// Writes an ingest inside the caller's transaction (`StoreChange.accept`, a call's with its
+    /// record, a held message's).
     static func insert(_ ingest: Ingest, _ db: Database) throws -> IngestOutcome {
         if let key = ingest.idempotencyKey {
             let seen = try db.cachedStatement(sql: "SELECT receipt FROM ingests WHERE idempotency_key = ?")

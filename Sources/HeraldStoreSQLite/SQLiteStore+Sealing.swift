@@ -28,43 +28,48 @@ extension SQLiteStore {
         }
     }
 
-    public func sealSenders(_ sealed: [ClearSender.Record: [UInt8]]) async throws {
-        guard !sealed.isEmpty else { return }
-        let remaining = try await write { db in
-            for (record, sender) in sealed {
-                switch record {
-                case .message(let id):
-                    try db.execute(sql: "DELETE FROM message_clear_senders WHERE message_id = ?", arguments: [id])
-                    // Only a sender still in the clear is replaced.
-                    guard db.changesCount > 0 else { continue }
-                    try db.execute(
-                        sql: "UPDATE messages SET sealed_sender = ? WHERE id = ?",
-                        arguments: [Data(sender), id]
-                    )
-                case .transcriptEvent(let conversation, let position):
-                    try db.execute(
-                        sql: "DELETE FROM transcript_clear_authors WHERE conversation = ? AND position = ?",
-                        arguments: [conversation, position]
-                    )
-                    guard db.changesCount > 0 else { continue }
-                    try db.execute(
-                        sql: "UPDATE transcript_events SET sealed_author = ? WHERE conversation = ? AND position = ?",
-                        arguments: [Data(sender), conversation, position]
-                    )
-                }
+    /// `StoreChange.sealSenders`, inside the caller's transaction.
+    static func sealSenders(_ sealed: [ClearSender.Record: [UInt8]], _ db: Database) throws {
+        for (record, sender) in sealed {
+            switch record {
+            case .message(let id):
+                try db.execute(sql: "DELETE FROM message_clear_senders WHERE message_id = ?", arguments: [id])
+                // Only a sender still in the clear is replaced.
+                guard db.changesCount > 0 else { continue }
+                try db.execute(
+                    sql: "UPDATE messages SET sealed_sender = ? WHERE id = ?",
+                    arguments: [Data(sender), id]
+                )
+            case .transcriptEvent(let conversation, let position):
+                try db.execute(
+                    sql: "DELETE FROM transcript_clear_authors WHERE conversation = ? AND position = ?",
+                    arguments: [conversation, position]
+                )
+                guard db.changesCount > 0 else { continue }
+                try db.execute(
+                    sql: "UPDATE transcript_events SET sealed_author = ? WHERE conversation = ? AND position = ?",
+                    arguments: [Data(sender), conversation, position]
+                )
             }
-            return try Int.fetchOne(
+        }
+    }
+
+    /// Whether a sender is still in the clear.
+    static func clearSendersLeft(_ db: Database) throws -> Bool {
+        let remaining =
+            try Int.fetchOne(
                 db,
                 sql: """
                     SELECT (SELECT COUNT(*) FROM message_clear_senders) + (SELECT COUNT(*) FROM transcript_clear_authors)
                     """
             ) ?? 0
-        }
-        if remaining == 0 {
-            // The last clear sender is zeroed in the database (secure_delete), but older copies of
-            // its pages may still be in the WAL: checkpoint and truncate it. Best effort: if a
-            // reader holds the WAL, later writes overwrite those frames anyway.
-            _ = try? await pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-        }
+        return remaining > 0
+    }
+
+    /// After the last clear sender is sealed: it is zeroed in the database (secure_delete), but
+    /// older copies of its pages may still be in the WAL: checkpoint and truncate it. Best effort:
+    /// if a reader holds the WAL, later writes overwrite those frames anyway.
+    func forgetClearSenders() async {
+        _ = try? await pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
     }
 }

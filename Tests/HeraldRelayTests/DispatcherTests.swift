@@ -537,7 +537,9 @@ final class ObservedOutboxStore: OutboxStore {
         )
     }
 
-    func accept(_ ingest: Ingest) async throws -> IngestOutcome { try await reachable().accept(ingest) }
+    func receipt(idempotencyKey: String) async throws -> [UInt8]? {
+        try await reachable().receipt(idempotencyKey: idempotencyKey)
+    }
     func message(id: String) async throws -> MessageRecord? { try await reachable().message(id: id) }
     func push(id: String) async throws -> OutboxEntry? { try await reachable().push(id: id) }
     func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {

@@ -4,6 +4,10 @@ import Testing
 /// Every store conformance rule against SQLite, one test per rule.
 @Suite("SQLite store conformance", .timeLimit(.minutes(2)))
 struct SQLiteConformanceTests {
+    @Test func relayChangesAnswerInOneBatch() async throws {
+        try await SQLiteEngine.check(.relayChangesAnswerInOneBatch)
+    }
+
     @Test func changesAnswerEachInOneTransaction() async throws {
         try await SQLiteEngine.check(.changesAnswerEachInOneTransaction)
     }
@@ -317,6 +321,7 @@ struct SQLiteConformanceTests {
             .apiKeysAndTheAuditLog,
             .queuedMessagesAreCountedPerApp,
             .changesAnswerEachInOneTransaction,
+            .relayChangesAnswerInOneBatch,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }
