@@ -83,7 +83,7 @@ struct CheckCommand: AsyncParsableCommand {
         var logger = Logger(label: "herald.check")
         logger.logLevel = .critical
         var check = ConfigurationCheck(configuration: configuration, environment: environment, logger: logger)
-        check.timeout = Int64(timeout)
+        check.timeout = .seconds(timeout)
         check.offline = offline
         let findings = await check.run { finding in
             print(finding)

@@ -5,16 +5,19 @@ public import HeraldStore
 public struct UndeliverableConfiguration: Sendable, Hashable {
     /// Refused with `no_devices`, or held and pushed when a device of the user activates.
     public var policy: Undeliverable
-    /// How long a held message waits for a device, in seconds (1 to `maximumHoldFor`).
-    public var holdFor: Int64
+    /// How long a held message waits for a device (a second to `maximumHoldFor`).
+    public var holdFor: Duration
 
     /// A day: a customer told to install the app usually does within it.
-    public static let defaultHoldFor: Int64 = 24 * 60 * 60
+    public static let defaultHoldFor: Duration = .seconds(24 * 60 * 60)
     /// A week: a held message is a promise the relay keeps in its store; past a week the
     /// conversation it belongs to is long over.
-    public static let maximumHoldFor: Int64 = 7 * 24 * 60 * 60
+    public static let maximumHoldFor: Duration = .seconds(7 * 24 * 60 * 60)
+    /// The holds an app or the configuration may name, in whole seconds (as the file and the
+    /// API give them).
+    public static let holdForSeconds: ClosedRange<Int64> = 1...maximumHoldFor.components.seconds
 
-    public init(policy: Undeliverable = .hold, holdFor: Int64 = Self.defaultHoldFor) {
+    public init(policy: Undeliverable = .hold, holdFor: Duration = Self.defaultHoldFor) {
         self.policy = policy
         self.holdFor = holdFor
     }
@@ -23,17 +26,17 @@ public struct UndeliverableConfiguration: Sendable, Hashable {
 /// The policy that applies to one app: its own, or the relay's default for what it leaves out.
 struct UndeliverablePolicy: Sendable, Hashable {
     var policy: Undeliverable
-    /// Seconds.
-    var holdFor: Int64
+    var holdFor: Duration
 
-    init(policy: Undeliverable, holdFor: Int64) {
+    init(policy: Undeliverable, holdFor: Duration) {
         self.policy = policy
         self.holdFor = holdFor
     }
 
     init(app: AppRecord?, default relay: UndeliverableConfiguration) {
         policy = app?.undeliverable ?? relay.policy
-        holdFor = app?.holdFor ?? relay.holdFor
+        // An app's own hold is kept in whole seconds.
+        holdFor = app?.holdFor.map { .seconds($0) } ?? relay.holdFor
     }
 }
 
@@ -55,14 +58,14 @@ enum UndeliverableRule {
     static func decide(recipients: Int, policies: [UndeliverablePolicy], now: Int64) -> Decision {
         guard recipients == 0 else { return .push }
         let holds = policies.filter { $0.policy == .hold }.map(\.holdFor)
-        guard let longest = holds.max(), longest > 0 else { return .refuse }
-        return .hold(until: now + longest * 1000)
+        guard let longest = holds.max(), longest > .zero else { return .refuse }
+        return .hold(until: now + longest.milliseconds)
     }
 
     /// Whether a device of an app with `policy` takes a message held from `heldAt` until
     /// `heldUntil`, at `now`: only an app that holds, within its own hold and the message's.
     static func takes(_ policy: UndeliverablePolicy, heldAt: Int64, heldUntil: Int64, now: Int64) -> Bool {
-        policy.policy == .hold && now < min(heldUntil, heldAt + policy.holdFor * 1000)
+        policy.policy == .hold && now < min(heldUntil, heldAt + policy.holdFor.milliseconds)
     }
 }
 

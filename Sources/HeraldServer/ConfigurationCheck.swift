@@ -39,8 +39,8 @@ public struct ConfigurationCheck: Sendable {
     public let configuration: HeraldConfiguration
     let environment: [String: String]
     let logger: Logger
-    /// How long one connection attempt, or one answer, may take (seconds).
-    public var timeout: Int64 = 5
+    /// How long one connection attempt, or one answer, may take.
+    public var timeout: Duration = .seconds(5)
     /// Whether the hosts (APNs, FCM, a remote provider) are left unprobed: a node without egress
     /// or DNS at boot still starts (the relay queues through a push network it cannot reach),
     /// while its keys, files and database are checked as always.
@@ -270,7 +270,7 @@ public struct ConfigurationCheck: Sendable {
             }
         case .postgres(let postgres):
             var quick = postgres
-            quick.connectTimeout = .seconds(timeout)
+            quick.connectTimeout = timeout
             do {
                 return schema(
                     try await PostgresStore.schemaStatus(configuration: quick, logger: logger),
@@ -314,7 +314,7 @@ public struct ConfigurationCheck: Sendable {
             var tls = TLSConfiguration.makeClientConfiguration()
             if let ca { tls.trustRoots = .file(ca) }
             var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
-            configuration.timeout = .init(connect: .seconds(timeout), read: .seconds(timeout))
+            configuration.timeout = .init(connect: TimeAmount(timeout), read: TimeAmount(timeout))
             configuration.httpVersion = .automatic
             return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         }
@@ -339,7 +339,7 @@ public struct ConfigurationCheck: Sendable {
         )
         request.method = .GET
         do {
-            let response = try await client.execute(request, timeout: .seconds(timeout))
+            let response = try await client.execute(request, timeout: TimeAmount(timeout))
             _ = try? await response.body.collect(upTo: 64 * 1024)
             if http2, response.version != .http2 {
                 return Finding(

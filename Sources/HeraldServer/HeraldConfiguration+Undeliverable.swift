@@ -8,12 +8,11 @@ extension HeraldConfiguration {
         var settings = UndeliverableConfiguration()
         if let policy = file.undeliverable { settings.policy = policy }
         if let seconds = file.holdFor {
-            guard (1...UndeliverableConfiguration.maximumHoldFor).contains(seconds) else {
-                throw .configuration(
-                    "hold_for must be between 1 and \(UndeliverableConfiguration.maximumHoldFor) seconds (7 days)"
-                )
+            let allowed = UndeliverableConfiguration.holdForSeconds
+            guard allowed.contains(seconds) else {
+                throw .configuration("hold_for must be between 1 and \(allowed.upperBound) seconds (7 days)")
             }
-            settings.holdFor = seconds
+            settings.holdFor = .seconds(seconds)
         }
         return settings
     }

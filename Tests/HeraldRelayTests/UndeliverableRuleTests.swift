@@ -7,9 +7,9 @@ import Testing
 /// store, no clock.
 @Suite("Undeliverable rule")
 struct UndeliverableRuleTests {
-    static let hold60 = UndeliverablePolicy(policy: .hold, holdFor: 60)
-    static let hold3600 = UndeliverablePolicy(policy: .hold, holdFor: 3600)
-    static let refuse = UndeliverablePolicy(policy: .refuse, holdFor: 3600)
+    static let hold60 = UndeliverablePolicy(policy: .hold, holdFor: .seconds(60))
+    static let hold3600 = UndeliverablePolicy(policy: .hold, holdFor: .seconds(3600))
+    static let refuse = UndeliverablePolicy(policy: .refuse, holdFor: .seconds(3600))
 
     @Test(
         "decide: push with a device; else held for the longest hold of the apps that hold; else refused",
@@ -21,7 +21,7 @@ struct UndeliverableRuleTests {
             (0, [refuse], .refuse),
             (0, [refuse, refuse], .refuse),
             (0, [], .refuse),
-            (0, [UndeliverablePolicy(policy: .hold, holdFor: 0)], .refuse),
+            (0, [UndeliverablePolicy(policy: .hold, holdFor: .seconds(0))], .refuse),
         ] as [(Int, [UndeliverablePolicy], UndeliverableRule.Decision)]
     )
     func decide(recipients: Int, policies: [UndeliverablePolicy], expected: UndeliverableRule.Decision) {
@@ -45,13 +45,13 @@ struct UndeliverableRuleTests {
 
     @Test("an app's own policy, else the relay's default for what it leaves out")
     func effectivePolicy() {
-        let relay = UndeliverableConfiguration(policy: .hold, holdFor: 600)
+        let relay = UndeliverableConfiguration(policy: .hold, holdFor: .seconds(600))
         var app = AppRecord(id: "com.example.chat", teamID: "TEAM123456")
-        #expect(UndeliverablePolicy(app: nil, default: relay) == UndeliverablePolicy(policy: .hold, holdFor: 600))
-        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .hold, holdFor: 600))
+        #expect(UndeliverablePolicy(app: nil, default: relay) == UndeliverablePolicy(policy: .hold, holdFor: .seconds(600)))
+        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .hold, holdFor: .seconds(600)))
         app.undeliverable = .refuse
-        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .refuse, holdFor: 600))
+        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .refuse, holdFor: .seconds(600)))
         app.holdFor = 30
-        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .refuse, holdFor: 30))
+        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .refuse, holdFor: .seconds(30)))
     }
 }

@@ -13,7 +13,7 @@ import Testing
 struct UndeliverableTests {
     static func setup(
         _ policy: Undeliverable,
-        holdFor: Int64 = UndeliverableConfiguration.defaultHoldFor
+        holdFor: Duration = UndeliverableConfiguration.defaultHoldFor
     )
         -> RelayHarness.Setup
     {
@@ -45,7 +45,7 @@ struct UndeliverableTests {
 
     @Test("held: 202 held, pushed through the sandbox when the first device activates, once")
     func heldThenReleased() async throws {
-        try await RelayHarness.with(Self.setup(.hold, holdFor: 3600)) { harness in
+        try await RelayHarness.with(Self.setup(.hold, holdFor: .seconds(3600))) { harness in
             let secret = "Your refund was approved"
             let body = RelayFlowTests.message(to: "alice", text: secret, key: "K")
             let reply = try await harness.call(.POST, "/v1/messages", body: body)
@@ -84,7 +84,7 @@ struct UndeliverableTests {
 
     @Test("a hold ends: purged as expired, and a device that activates after it gets nothing")
     func holdExpires() async throws {
-        try await RelayHarness.with(Self.setup(.hold, holdFor: 60)) { harness in
+        try await RelayHarness.with(Self.setup(.hold, holdFor: .seconds(60))) { harness in
             let reply = try await harness.call(
                 .POST,
                 "/v1/messages",

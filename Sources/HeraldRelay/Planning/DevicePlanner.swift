@@ -27,10 +27,10 @@ struct DevicePlanner: Sendable {
         guard app.messagePriority == 5 || app.messagePriority == 10 else {
             throw .invalidField("message_priority", "must be 5 or 10 (a message push is an alert)")
         }
-        if let holdFor = app.holdFor, !(1...UndeliverableConfiguration.maximumHoldFor).contains(holdFor) {
+        if let holdFor = app.holdFor, !UndeliverableConfiguration.holdForSeconds.contains(holdFor) {
             throw .invalidField(
                 "hold_for",
-                "must be between 1 and \(UndeliverableConfiguration.maximumHoldFor) seconds (7 days)"
+                "must be between 1 and \(UndeliverableConfiguration.holdForSeconds.upperBound) seconds (7 days)"
             )
         }
         try configuration.checkText(app.alertTitle, "alert_title")
