@@ -47,11 +47,20 @@ struct UndeliverableRuleTests {
     func effectivePolicy() {
         let relay = UndeliverableConfiguration(policy: .hold, holdFor: .seconds(600))
         var app = AppRecord(id: "com.example.chat", teamID: "TEAM123456")
-        #expect(UndeliverablePolicy(app: nil, default: relay) == UndeliverablePolicy(policy: .hold, holdFor: .seconds(600)))
-        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .hold, holdFor: .seconds(600)))
+        #expect(
+            UndeliverablePolicy(app: nil, default: relay) == UndeliverablePolicy(policy: .hold, holdFor: .seconds(600))
+        )
+        #expect(
+            UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .hold, holdFor: .seconds(600))
+        )
         app.undeliverable = .refuse
-        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .refuse, holdFor: .seconds(600)))
+        #expect(
+            UndeliverablePolicy(app: app, default: relay)
+                == UndeliverablePolicy(policy: .refuse, holdFor: .seconds(600))
+        )
         app.holdFor = 30
-        #expect(UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .refuse, holdFor: .seconds(30)))
+        #expect(
+            UndeliverablePolicy(app: app, default: relay) == UndeliverablePolicy(policy: .refuse, holdFor: .seconds(30))
+        )
     }
 }
