@@ -435,6 +435,7 @@ let package = Package(
                 "HeraldProviderHTTP",
                 "HeraldPush",
                 "HeraldRelay",
+                "HeraldRelayAPI",
                 "HeraldRelayHTTP",
                 "HeraldRelayProvider",
                 "HeraldSandbox",

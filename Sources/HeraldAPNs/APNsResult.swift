@@ -1,4 +1,5 @@
 public import HeraldAPNsCore
+import HeraldClientSupport
 
 /// What became of a push, after the client's own retries.
 public enum APNsResult: Sendable, Equatable {
@@ -46,14 +47,10 @@ public struct APNsTokenFeedback: Sendable, Hashable {
 }
 
 /// How an APNs answer is handled.
-enum APNsClassification: Equatable {
-    case delivered
-    case tokenDead
-    case refreshTokenAndRetry
-    case retry
-    case permanent
-    case configuration
+typealias APNsClassification = AnswerClassification
 
+extension AnswerClassification {
+    /// Sorts APNs's answer.
     init(status: Int, reason: APNsReason?) {
         switch (status, reason) {
         case (200, _): self = .delivered

@@ -52,15 +52,7 @@ struct CheckCommand: AsyncParsableCommand {
         var layer = ConfigurationFile()
         layer.apns = apns.layer
         layer.fcm = fcm.layer
-        if !providerURLs.isEmpty || providerSecretFile != nil {
-            layer.provider = ConfigurationFile.Provider()
-            if providerURLs.count > 1 {
-                layer.provider?.urls = providerURLs
-            } else {
-                layer.provider?.url = providerURLs.first
-            }
-            layer.provider?.secretFile = providerSecretFile
-        }
+        layer.provider = .flags(urls: providerURLs, secretFile: providerSecretFile)
         let environment = ProcessInfo.processInfo.environment
         let file = relay.config ?? environment["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         let configuration: HeraldConfiguration

@@ -34,15 +34,7 @@ struct RelayCommand: AsyncParsableCommand {
 
     func run() async throws {
         var layer = ConfigurationFile()
-        if !providerURLs.isEmpty || providerSecretFile != nil {
-            layer.provider = ConfigurationFile.Provider()
-            if providerURLs.count > 1 {
-                layer.provider?.urls = providerURLs
-            } else {
-                layer.provider?.url = providerURLs.first
-            }
-            layer.provider?.secretFile = providerSecretFile
-        }
+        layer.provider = .flags(urls: providerURLs, secretFile: providerSecretFile)
         let configuration = try relay.resolve(command: layer)
         let format = configuration.logFormat
         format.bootstrap()
@@ -51,5 +43,21 @@ struct RelayCommand: AsyncParsableCommand {
         try await HeraldServerError.asValidation {
             try await server.relay { lines in format.printBanner(lines, label: "herald.relay") }
         }
+    }
+}
+
+extension ConfigurationFile.Provider {
+    /// The remote providers `--provider-url` (repeatable) and `--provider-secret-file` name; nil
+    /// when neither is given, so the environment and the file decide.
+    static func flags(urls: [String], secretFile: String?) -> Self? {
+        guard !urls.isEmpty || secretFile != nil else { return nil }
+        var provider = Self()
+        if urls.count > 1 {
+            provider.urls = urls
+        } else {
+            provider.url = urls.first
+        }
+        provider.secretFile = secretFile
+        return provider
     }
 }

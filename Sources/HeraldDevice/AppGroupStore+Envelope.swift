@@ -8,6 +8,15 @@ extension AppGroupStore {
     /// - Parameters:
     ///   - subjectID: the message id or call id in clear beside the envelope, which it is bound to.
     public func open(sealed: String, kind: PushKind, subjectID: String) throws(DeviceError) -> PushContent {
+        try openSealed(sealed) { deviceID in EnvelopeContext(kind: kind, pushID: subjectID, deviceID: deviceID) }
+    }
+
+    /// Opens `sealed` with the key this store holds for its key id, in the context `context`
+    /// makes from this device's id: the steps every kind of push shares.
+    func openSealed(
+        _ sealed: String,
+        context: (_ deviceID: String) -> EnvelopeContext
+    ) throws(DeviceError) -> PushContent {
         guard let registration = registration() else {
             throw .payload("the app-group store has no registration")
         }
@@ -20,9 +29,9 @@ extension AppGroupStore {
         guard let keys = sessionKeys(for: envelope.keyID) else {
             throw .payload("no key in the app-group store for key id \(envelope.keyID.hex)")
         }
-        let context = EnvelopeContext(kind: kind, pushID: subjectID, deviceID: registration.deviceID)
         do {
-            return try EnvelopeOpener(sessionKeys: [keys]).openContent(envelope, context: context)
+            return try EnvelopeOpener(sessionKeys: [keys])
+                .openContent(envelope, context: context(registration.deviceID))
         } catch {
             throw .payload("the sealed content did not open (\(error.identifier))")
         }

@@ -357,10 +357,16 @@ public final class EmulatedPhone: Sendable {
         }
         if let diagnostic = result.diagnostic { record(diagnostic: diagnostic) }
         guard let shown = result.notification else { return }
+        show(shown, from: result.ranExtension ? "nse" : "apns", subject: subject)
+    }
+
+    /// `component` hands `shown` to the notification center: kept, written to the notification
+    /// log, and on the timeline with what the user sees.
+    private func show(_ shown: DisplayedNotification, from component: String, subject: String?) {
         state.withLock { $0.shown.append(shown) }
         appendToLog(shown)
         timeline.record(
-            result.ranExtension ? "nse" : "apns",
+            component,
             "notification-center",
             "notification shown",
             detail: shown.thread.map { "thread \($0)" },
@@ -415,17 +421,7 @@ public final class EmulatedPhone: Sendable {
                 stage: .opened
             )
             if let diagnostic { record(diagnostic: diagnostic) }
-            state.withLock { $0.shown.append(shown) }
-            appendToLog(shown)
-            timeline.record(
-                "fcm-service",
-                "notification-center",
-                "notification shown",
-                detail: shown.thread.map { "thread \($0)" },
-                subject: shown.messageID ?? subject,
-                stage: .shown,
-                userSees: Self.seen(shown)
-            )
+            show(shown, from: "fcm-service", subject: subject)
         case .call(let callID, let callerName, let video, let diagnostic):
             timeline.record(
                 "app",

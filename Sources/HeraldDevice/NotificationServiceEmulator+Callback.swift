@@ -23,27 +23,8 @@ extension AppGroupStore {
     ) throws(DeviceError)
         -> CallbackContent
     {
-        guard let registration = registration() else { throw .payload("the app-group store has no registration") }
-        let envelope: Envelope
-        do {
-            envelope = try Envelope(text: sealed)
-        } catch {
-            throw .payload("the sealed content is not an envelope (\(error.identifier))")
-        }
-        guard let keys = sessionKeys(for: envelope.keyID) else {
-            throw .payload("no key in the app-group store for key id \(envelope.keyID.hex)")
-        }
-        let context = EnvelopeContext(
-            kind: .callback,
-            pushID: callbackID,
-            deviceID: registration.deviceID,
-            sequence: sequence
-        )
-        let opened: PushContent
-        do {
-            opened = try EnvelopeOpener(sessionKeys: [keys]).openContent(envelope, context: context)
-        } catch {
-            throw .payload("the sealed content did not open (\(error.identifier))")
+        let opened = try openSealed(sealed) { deviceID in
+            EnvelopeContext(kind: .callback, pushID: callbackID, deviceID: deviceID, sequence: sequence)
         }
         guard case .callback(let content) = opened else { throw .payload("the sealed content is not a callback") }
         return content

@@ -315,14 +315,10 @@ public struct FCMTokenFeedback: Sendable, Hashable {
 }
 
 /// How an FCM answer is handled.
-enum FCMClassification: Equatable {
-    case delivered
-    case tokenDead
-    case refreshTokenAndRetry
-    case retry
-    case permanent
-    case configuration
+typealias FCMClassification = AnswerClassification
 
+extension AnswerClassification {
+    /// Sorts FCM's answer.
     init(status: Int, code: FCMErrorCode?) {
         switch (status, code) {
         case (200, _): self = .delivered

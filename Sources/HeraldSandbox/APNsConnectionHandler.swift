@@ -298,40 +298,33 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// The PING that ends a drained connection.
     private static let drainPing = HTTP2PingData(withInteger: 0x6865_7261_6C64_0001)
 
+    /// The APNs headers a request carries at most once each, and the field each fills.
+    private static let singleHeaders:
+        [(name: String, field: any WritableKeyPath<SandboxAPNsRequest, String?> & Sendable)] =
+            [
+                (APNsHeader.authorization, \.authorization),
+                (APNsHeader.topic, \.topic),
+                (APNsHeader.pushType, \.pushType),
+                (APNsHeader.priority, \.priority),
+                (APNsHeader.expiration, \.expiration),
+                (APNsHeader.collapseID, \.collapseID),
+                (APNsHeader.id, \.apnsID),
+            ]
+
     private static func request(from headers: HPACKHeaders) -> SandboxAPNsRequest {
         var request = SandboxAPNsRequest()
+        // One bit per entry of `singleHeaders`: set once the header was seen.
         var seen: UInt16 = 0
-        func note(_ bit: UInt16) {
-            if seen & bit != 0 { request.duplicateHeaders = true }
-            seen |= bit
-        }
         for (name, value, _) in headers {
             switch name {
             case ":method": request.method = value
             case ":path": request.path = value
-            case APNsHeader.authorization:
-                note(1)
-                request.authorization = value
-            case APNsHeader.topic:
-                note(2)
-                request.topic = value
-            case APNsHeader.pushType:
-                note(4)
-                request.pushType = value
-            case APNsHeader.priority:
-                note(8)
-                request.priority = value
-            case APNsHeader.expiration:
-                note(16)
-                request.expiration = value
-            case APNsHeader.collapseID:
-                note(32)
-                request.collapseID = value
-            case APNsHeader.id:
-                note(64)
-                request.apnsID = value
             default:
-                break
+                guard let index = singleHeaders.firstIndex(where: { $0.name == name }) else { continue }
+                let bit: UInt16 = 1 << index
+                if seen & bit != 0 { request.duplicateHeaders = true }
+                seen |= bit
+                request[keyPath: singleHeaders[index].field] = value
             }
         }
         return request

@@ -61,9 +61,7 @@ extension APNsEmulator {
         var providerTokens: [String: ProviderTokenVerdict] = [:]
         var tokenGenerations: [String: TokenGeneration] = [:]
         var rateWindows: [String: RateWindow] = [:]
-        var faults: [SandboxFault] = []
-        var latency: Duration = .zero
-        var shuttingDown = false
+        var plan = FaultPlan<SandboxFault>()
         var signatureVerifications = 0
         var random: SplitMix64 = {
             var system = SystemRandomNumberGenerator()

@@ -11,7 +11,7 @@ import Synchronization
 /// The APNs listener calls `handle(_:connection:)` on NIO event loops for every request, so the
 /// state sits behind a `Mutex` rather than in an actor: a lock held for a few microseconds costs
 /// less than an executor hop per push, and nothing inside the lock suspends.
-final class APNsEmulator: Sendable {
+final class APNsEmulator: FaultPlanning {
     private let rules: Rules
     private let devices: any APNsDeviceDirectory
     /// Where every answered request is recorded.
@@ -79,25 +79,11 @@ final class APNsEmulator: Sendable {
         }
         var fault = fault
         fault.token = fault.token?.lowercased()
-        state.withLock { [fault] in $0.faults.append(fault) }
+        state.withLock { [fault] in $0.plan.faults.append(fault) }
     }
 
-    /// Adds latency to every answer from now on; `.zero` removes it.
-    func setLatency(_ latency: Duration) {
-        state.withLock { $0.latency = latency }
-    }
-
-    /// Removes every queued fault and the latency.
-    func clearFaults() {
-        state.withLock {
-            $0.faults.removeAll()
-            $0.latency = .zero
-        }
-    }
-
-    /// From now on every request gets 503 Shutdown.
-    func beginShutdown() {
-        state.withLock { $0.shuttingDown = true }
+    func changePlan(_ change: (inout FaultPlan<SandboxFault>) -> Void) {
+        state.withLock { change(&$0.plan) }
     }
 
     // MARK: - Requests
@@ -281,12 +267,12 @@ final class APNsEmulator: Sendable {
         }
         let rules = rules
         return state.withLock { state in
-            var admission = Admission(seed: state.random.next(), latency: state.latency)
+            var admission = Admission(seed: state.random.next(), latency: state.plan.latency)
             func refuse(_ reason: APNsReason) -> Admission {
                 admission.decision = .rejected(reason)
                 return admission
             }
-            if state.shuttingDown { return refuse(.shutdown) }
+            if state.plan.shuttingDown { return refuse(.shutdown) }
             if let requestLine { return refuse(requestLine) }
 
             // Credentials: a client certificate (a certificate-based connection) or a provider token.
@@ -329,17 +315,9 @@ final class APNsEmulator: Sendable {
             // Injected faults hit authenticated requests, as Apple's own failures do; the
             // connection's stream limit has been raised by then, so a stalled stream does not
             // block the next request.
-            if !state.faults.isEmpty, let token,
-                let index = state.faults.firstIndex(where: {
-                    $0.matches(token: token.lowercased(), topic: request.topic)
-                })
+            if let token,
+                let fault = state.plan.take(where: { $0.matches(token: token.lowercased(), topic: request.topic) })
             {
-                let fault = state.faults[index]
-                if fault.count <= 1 {
-                    state.faults.remove(at: index)
-                } else {
-                    state.faults[index].count -= 1
-                }
                 admission.decision = .injected(fault)
             }
             return admission

@@ -30,7 +30,7 @@ struct SandboxFCMAnswer: Sendable {
 /// OAuth2 token endpoint whose access tokens authorize the sends. Registration tokens and
 /// devices are the registry's: the emulator asks it whether a token is live and hands it
 /// accepted messages.
-final class FCMEmulator: Sendable {
+final class FCMEmulator: FaultPlanning {
     /// The token endpoint (`POST /token`) whose access tokens authorize sends.
     let tokenEndpoint: FCMTokenEndpoint
     private let devices: any FCMDeviceDirectory
@@ -67,25 +67,12 @@ final class FCMEmulator: Sendable {
         if let retryAfter = fault.retryAfter, !(0...86_400).contains(retryAfter) {
             throw .invalidRequest("retry_after must be between 0 and 86400 seconds")
         }
-        state.withLock { $0.faults.append(fault) }
+        state.withLock { $0.plan.faults.append(fault) }
     }
 
-    /// Adds latency to every answer (sends and token requests) from now on; `.zero` removes it.
-    func setLatency(_ latency: Duration) {
-        state.withLock { $0.latency = latency }
-    }
-
-    /// Removes every queued fault and the latency.
-    func clearFaults() {
-        state.withLock {
-            $0.faults.removeAll()
-            $0.latency = .zero
-        }
-    }
-
-    /// From now on every send gets 503 UNAVAILABLE.
-    func beginShutdown() {
-        state.withLock { $0.shuttingDown = true }
+    /// The plan's latency delays every answer (sends and token requests).
+    func changePlan(_ change: (inout FaultPlan<SandboxFCMFault>) -> Void) {
+        state.withLock { change(&$0.plan) }
     }
 
     // MARK: - Requests
@@ -94,7 +81,7 @@ final class FCMEmulator: Sendable {
     func grantAccessToken(form: [String: String]) -> SandboxFCMAnswer {
         var record = SandboxFCMInspectionRecord(kind: .token, receivedAt: clock.epochMilliseconds)
         var answer = tokenEndpoint.grant(form: form, record: &record)
-        answer.delay = state.withLock { $0.latency }
+        answer.delay = state.withLock { $0.plan.latency }
         log.append(record)
         return answer
     }
@@ -120,10 +107,11 @@ final class FCMEmulator: Sendable {
         let admission = state.withLock { state in
             Admission(
                 seed: state.random.next(),
-                latency: state.latency,
-                shuttingDown: state.shuttingDown,
+                latency: state.plan.latency,
+                shuttingDown: state.plan.shuttingDown,
                 // Injected faults hit authorized requests, as FCM's own failures do.
-                fault: authorized && !state.shuttingDown ? state.takeFault(matching: parsed.token) : nil
+                fault: authorized && !state.plan.shuttingDown
+                    ? state.plan.take(where: { $0.matches(token: parsed.token) }) : nil
             )
         }
         var handoff = DeviceHandoff.none
@@ -347,25 +335,11 @@ final class FCMEmulator: Sendable {
 
 extension FCMEmulator {
     struct State {
-        var faults: [SandboxFCMFault] = []
-        var latency: Duration = .zero
-        var shuttingDown = false
+        var plan = FaultPlan<SandboxFCMFault>()
         var random: SplitMix64 = {
             var system = SystemRandomNumberGenerator()
             return SplitMix64(seed: system.next())
         }()
-
-        /// Takes one use of the first fault that matches `token`.
-        mutating func takeFault(matching token: String?) -> SandboxFCMFault? {
-            guard let index = faults.firstIndex(where: { $0.matches(token: token) }) else { return nil }
-            let fault = faults[index]
-            if fault.count <= 1 {
-                faults.remove(at: index)
-            } else {
-                faults[index].count -= 1
-            }
-            return fault
-        }
     }
 }
 

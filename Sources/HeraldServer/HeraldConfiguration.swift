@@ -178,43 +178,9 @@ public struct HeraldConfiguration: Sendable {
         keysDirectory = file.keysDir ?? keysDirectory
         durable = file.durable ?? durable
         nodeID = file.nodeID
-        if let settings = file.database, let url = settings.url {
-            var postgres: PostgresStoreConfiguration
-            do {
-                postgres = try PostgresStoreConfiguration(url: url)
-            } catch {
-                throw .configuration("--database: \(error.detail)")
-            }
-            if let size = settings.poolSize {
-                guard (2...500).contains(size) else {
-                    throw .configuration("database.pool_size must be between 2 and 500")
-                }
-                postgres.poolSize = size
-            }
-            if let seconds = settings.statementTimeout {
-                guard (1...3600).contains(seconds) else {
-                    throw .configuration("database.statement_timeout must be between 1 and 3600 seconds")
-                }
-                postgres.statementTimeout = .seconds(seconds)
-            }
-            database = .postgres(postgres)
-        } else if file.database != nil {
-            throw .configuration("database: the url is missing (postgres://user@host:port/database)")
-        }
-        if let level = file.logLevel {
-            guard let parsed = Logger.Level(rawValue: level) else {
-                throw .configuration(
-                    "unknown log level '\(level)' (trace, debug, info, notice, warning, error, critical)"
-                )
-            }
-            logLevel = parsed
-        }
-        if let format = file.logFormat {
-            guard let parsed = LogFormat(rawValue: format) else {
-                throw .configuration("unknown log format '\(format)' (text or json)")
-            }
-            logFormat = parsed
-        }
+        if let database = try Self.database(file.database) { self.database = database }
+        if let level = file.logLevel { logLevel = try Self.logLevel(level) }
+        if let format = file.logFormat { logFormat = try Self.logFormat(format) }
         apps = file.apps ?? []
         webhooks = file.webhooks?.apps ?? [:]
         if let seconds = file.webhooks?.retryWindow {
@@ -242,88 +208,12 @@ public struct HeraldConfiguration: Sendable {
             sandboxPorts.control = sandbox.controlPort ?? sandboxPorts.control
         }
         try Self.refuseNetworksWithoutCredentials(file)
-        if let apns = file.apns, apns.key != nil {
-            var flags = apns
-            flags.name = flags.name ?? Self.defaultName
-            apnsKeys.append(try Self.resolve(flags, flagNames: true))
-        }
-        for (index, entry) in (file.apnsKeys ?? []).enumerated() {
-            guard let name = entry.name, !name.isEmpty else {
-                throw .configuration("apns_keys[\(index)]: a name is needed (apps name the key they use)")
-            }
-            guard entry.key != nil else {
-                throw .configuration("apns_keys[\(index)] (\(name)): the key (.p8 file) is missing")
-            }
-            guard !apnsKeys.contains(where: { $0.name == name }) else {
-                throw .configuration("apns_keys[\(index)]: the name '\(name)' is given to two APNs keys")
-            }
-            apnsKeys.append(try Self.resolve(entry, flagNames: false))
-        }
-        if let fcm = file.fcm, let account = fcm.serviceAccount {
-            fcmAccounts.append(FCM(serviceAccount: account, url: fcm.url ?? Self.googleFCM, ca: fcm.ca))
-        }
-        for (index, entry) in (file.fcmAccounts ?? []).enumerated() {
-            guard let name = entry.name, !name.isEmpty else {
-                throw .configuration("fcm_accounts[\(index)]: a name is needed (apps name the account they use)")
-            }
-            guard let account = entry.serviceAccount else {
-                throw .configuration("fcm_accounts[\(index)] (\(name)): the service_account file is missing")
-            }
-            guard !fcmAccounts.contains(where: { $0.name == name }) else {
-                throw .configuration("fcm_accounts[\(index)]: the name '\(name)' is given to two FCM accounts")
-            }
-            fcmAccounts.append(FCM(name: name, serviceAccount: account, url: entry.url ?? Self.googleFCM, ca: entry.ca))
-        }
+        try resolveCredentials(file)
         for app in apps {
             try checkNames(of: app)
         }
-        if let provider = file.provider {
-            var urls = provider.url.map { [$0] } ?? []
-            for url in provider.urls ?? [] where !urls.contains(url) { urls.append(url) }
-            for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-                throw .configuration("--provider-url must be an http:// or https:// URL (got '\(url)')")
-            }
-            if !urls.isEmpty {
-                self.provider = RemoteProvider(urls: urls, secretFile: provider.secretFile)
-            }
-        }
+        provider = try Self.remoteProvider(file.provider)
         try check()
-    }
-
-    /// One APNs key as a layer gives it, checked; `flagNames` words errors after the flags.
-    private static func resolve(_ apns: ConfigurationFile.APNs, flagNames: Bool) throws(HeraldServerError) -> APNs {
-        let name = apns.name ?? defaultName
-        let subject = flagNames ? "" : "apns_keys (\(name)): "
-        guard let teamID = apns.teamID else {
-            throw .configuration(
-                flagNames ? "--apns-team-id is needed with --apns-key" : subject + "team_id is missing"
-            )
-        }
-        let environmentText = apns.environment ?? "development"
-        guard let environment = APNsEnvironment(rawValue: environmentText) else {
-            throw .configuration(
-                flagNames
-                    ? "--apns-environment must be development or production"
-                    : subject + "environment must be development or production"
-            )
-        }
-        let apple: [APNsEnvironment: String] = [.development: appleDevelopment, .production: appleProduction]
-        var urls: [APNsEnvironment: String] = apns.url == nil ? apple : [environment: apns.url!]
-        if let url = apns.developmentURL { urls[.development] = url }
-        if let url = apns.productionURL { urls[.production] = url }
-        var resolved = APNs(
-            key: apns.key ?? "",
-            keyID: apns.keyID,
-            teamID: teamID,
-            environment: environment.rawValue,
-            url: urls[environment] ?? apple[environment]!,
-            ca: apns.ca,
-            connections: apns.connections ?? 2,
-            requestTimeout: .seconds(apns.requestTimeout ?? 10)
-        )
-        resolved.name = name
-        resolved.urls = urls
-        return resolved
     }
 
     /// Refuses an app that names a key or account not configured (when any is configured: a relay

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldObservability
+import HeraldRelayAPI
 public import Logging
 import Synchronization
 
@@ -174,24 +175,7 @@ public struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// A JSON string: quotes, backslashes and control characters escaped, the rest as it is (UTF-8).
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        out.reserveCapacity(text.utf8.count + 2)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out +=
-                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// A JSON string, escaped as the relay escapes its own (`JSONText`): quotes, backslashes,
+    /// control characters and the two line separators JavaScript reads as line ends.
+    static func quoted(_ text: String) -> String { JSONText.quoted(text) }
 }

@@ -34,18 +34,7 @@ extension HeraldServer {
     public func provider(listener: ProviderListener, ready: @escaping @Sendable ([String]) -> Void) async throws {
         let registry = ServerMetrics.bootstrap()
         let group = MultiThreadedEventLoopGroup.singleton
-        // Several providers on one database share one provider token per key (in the store);
-        // alone, a provider keeps its token in the cache file.
-        var shared: PostgresStore?
-        var sharedDatabase = ""
-        if !configuration.apnsKeys.isEmpty, case .postgres(let postgres) = configuration.database {
-            sharedDatabase = "\(postgres)"
-            do {
-                shared = try await PostgresStore.open(configuration: postgres, logger: logger)
-            } catch {
-                throw HeraldServerError.startup(error.detail)
-            }
-        }
+        let (shared, sharedDatabase) = try await sharedTokenStore()
         // The key first: a wrong key path should not leave a new secret file behind.
         let configuration = configuration
         let fleet = try ProviderClients.make(
@@ -56,7 +45,6 @@ extension HeraldServer {
             group: group
         )
         await fleet.prepare()
-        let fcmClient = fleet.stage.fcm
         let keys = ServerKeys(keysDirectory: configuration.keysDirectory, environment: environment)
         let (secret, secretSource) = try keys.providerSecret(file: listener.secretFile, make: true)
         let ports = AsyncStream.makeStream(of: Int.self)
@@ -92,31 +80,64 @@ extension HeraldServer {
             tasks.addTask { try await services.run() }
             var bound = ports.stream.makeAsyncIterator()
             if let port = await bound.next() {
-                var lines = [
-                    "herald provider",
-                    "  listening    http://\(listener.host):\(port)/v1/push/batch   (bearer secret in \(secretSource))",
-                ]
-                if let apns = configuration.apnsKeys.first {
-                    lines.append("  APNs         \(apns.url), \(apns.connections) connection(s)")
-                    for key in configuration.apnsKeys.dropFirst() {
-                        lines.append("  APNs key     \(key.name): team \(key.teamID), \(key.url)")
-                    }
-                    if !sharedDatabase.isEmpty {
-                        lines.append("  token        shared with the other providers on \(sharedDatabase)")
-                    }
-                } else {
-                    lines.append("  APNs         off (no --apns-key)")
-                }
-                if let fcm = configuration.fcm, let fcmClient {
-                    lines.append("  FCM          \(fcm.url) (project \(fcmClient.projectID))")
-                } else if !configuration.fcmAccounts.isEmpty {
-                    lines.append("  FCM          \(configuration.fcmAccounts.count) accounts")
-                } else {
-                    lines.append("  FCM          off (no --fcm-service-account)")
-                }
-                ready(lines)
+                ready(
+                    Self.providerBanner(
+                        configuration,
+                        url: "http://\(listener.host):\(port)",
+                        secretSource: secretSource,
+                        sharedDatabase: sharedDatabase,
+                        fcmProjectID: fleet.stage.fcm?.projectID
+                    )
+                )
             }
             try await tasks.next()
         }
+    }
+
+    /// Where the provider tokens are shared: several providers on one database share one provider
+    /// token per key (in the store); alone (or without APNs), a provider keeps its token in the
+    /// cache file. Answers the store and the database's description, or nil and "".
+    private func sharedTokenStore() async throws -> (PostgresStore?, String) {
+        guard !configuration.apnsKeys.isEmpty, case .postgres(let postgres) = configuration.database else {
+            return (nil, "")
+        }
+        do {
+            return (try await PostgresStore.open(configuration: postgres, logger: logger), "\(postgres)")
+        } catch {
+            throw HeraldServerError.startup(error.detail)
+        }
+    }
+
+    /// `herald provider`'s start-up banner, once it listens at `url`.
+    private static func providerBanner(
+        _ configuration: HeraldConfiguration,
+        url: String,
+        secretSource: String,
+        sharedDatabase: String,
+        fcmProjectID: String?
+    ) -> [String] {
+        var lines = [
+            "herald provider",
+            "  listening    \(url)/v1/push/batch   (bearer secret in \(secretSource))",
+        ]
+        if let apns = configuration.apnsKeys.first {
+            lines.append("  APNs         \(apns.url), \(apns.connections) connection(s)")
+            for key in configuration.apnsKeys.dropFirst() {
+                lines.append("  APNs key     \(key.name): team \(key.teamID), \(key.url)")
+            }
+            if !sharedDatabase.isEmpty {
+                lines.append("  token        shared with the other providers on \(sharedDatabase)")
+            }
+        } else {
+            lines.append("  APNs         off (no --apns-key)")
+        }
+        if let fcm = configuration.fcm, let fcmProjectID {
+            lines.append("  FCM          \(fcm.url) (project \(fcmProjectID))")
+        } else if !configuration.fcmAccounts.isEmpty {
+            lines.append("  FCM          \(configuration.fcmAccounts.count) accounts")
+        } else {
+            lines.append("  FCM          off (no --fcm-service-account)")
+        }
+        return lines
     }
 }

@@ -171,8 +171,6 @@ public final class HeraldTestStack: Sendable {
         return try! SandboxCertificateAuthority.ensure(directory: directory)
     }()
 
-    /// Starts what `options` asks for, runs `body`, and stops everything gracefully (also when
-    /// `body` throws).
     /// Silent, unless HERALD_TEST_LOG_LEVEL names a level (trace, debug, …): then what a failing
     /// test's stack did goes to stderr.
     static func defaultLogger() -> Logger {
@@ -186,23 +184,15 @@ public final class HeraldTestStack: Sendable {
         return logger
     }
 
+    /// Starts what `options` asks for, runs `body`, and stops everything gracefully (also when
+    /// `body` throws).
     public static func with<T: Sendable>(
         _ options: Options,
         _ body: (HeraldTestStack) async throws -> T
     ) async throws -> T {
         let logger = options.logger ?? defaultLogger()
         let key = P256.Signing.PrivateKey()
-        var sandboxConfiguration = SandboxConfiguration(tls: tls)
-        sandboxConfiguration.apnsPort = 0
-        sandboxConfiguration.controlPort = 0
-        sandboxConfiguration.fcmPort = 0
-        sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(options.fcmAccount)]
-        sandboxConfiguration.apps = [SandboxApp(bundleID: options.bundleID, teamID: options.teamID)]
-        sandboxConfiguration.keys = [
-            SandboxKey(keyID: options.keyID, teamID: options.teamID, publicKeyPEM: key.publicKey.pemRepresentation)
-        ]
-        options.sandbox(&sandboxConfiguration)
-        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
+        let sandbox = try Sandbox(configuration: try sandboxConfiguration(options, key: key), logger: logger)
         let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
         let directory = NSTemporaryDirectory() + "herald-test-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -210,151 +200,229 @@ public final class HeraldTestStack: Sendable {
         return try await withThrowingTaskGroup(of: Void.self, returning: T.self) { tasks in
             tasks.addTask { try await sandboxGroup.run() }
             let endpoints = try await sandbox.endpoints()
-            var groups: [ServiceGroup] = []
-            var httpClients: [HTTPClient] = []
-            func stop() async {
-                for client in httpClients { try? await client.shutdown() }
-                // Relay first, then the provider service, then the clients: the reverse of start.
-                for group in groups.reversed() { await group.triggerGracefulShutdown() }
-                await sandboxGroup.triggerGracefulShutdown()
-            }
+            var started = Started(sandbox: sandboxGroup)
             do {
                 let apnsFeedback = Feedback<APNsTokenFeedback>()
-                var apns: APNsClient?
-                var tokens: ProviderTokenManager?
-                if let settings = options.apns {
-                    var configuration = try APNsClientConfiguration(url: endpoints.apnsURL)
-                    configuration.caCertificatePath = endpoints.caCertificatePath
-                    configuration.serverHostname = "localhost"
-                    configuration.retryBaseDelay = .milliseconds(5)
-                    configuration.retryMaximumDelay = .milliseconds(20)
-                    settings.client(&configuration)
-                    let made = ProviderTokenManager(
-                        signer: ProviderTokenSigner(privateKey: key, keyID: options.keyID, teamID: options.teamID),
-                        refreshAfter: settings.refreshAfter,
-                        minimumInterval: settings.minimumInterval,
-                        now: { Int64(Date().timeIntervalSince1970) }
-                    )
-                    tokens = made
-                    apns = try APNsClient(configuration: configuration, tokens: made, logger: logger) {
-                        apnsFeedback.record($0)
-                    }
+                let apns = try options.apns.map { settings in
+                    try makeAPNs(settings, options, endpoints, key: key, logger: logger, feedback: apnsFeedback)
                 }
                 let fcmFeedback = Feedback<FCMTokenFeedback>()
-                var fcm: FCMClient?
-                if let settings = options.fcm {
-                    var account = settings.account ?? options.fcmAccount
-                    account.tokenURI = endpoints.tokenURL
-                    var configuration = FCMClientConfiguration(account: account)
-                    configuration.baseURL = endpoints.fcmURL
-                    configuration.caCertificatePath = endpoints.caCertificatePath
-                    configuration.retryBaseDelay = .milliseconds(5)
-                    configuration.retryMaximumDelay = .milliseconds(20)
-                    settings.client(&configuration)
-                    fcm = try FCMClient(configuration: configuration, logger: logger) { fcmFeedback.record($0) }
+                let fcm = try options.fcm.map { settings in
+                    try makeFCM(settings, options, endpoints, logger: logger, feedback: fcmFeedback)
                 }
                 let clients = ServiceGroup(
-                    services: ([apns, fcm] as [(any Service)?]).compactMap { $0 },
+                    services: ([apns?.client, fcm] as [(any Service)?]).compactMap { $0 },
                     logger: logger
                 )
-                groups.append(clients)
+                started.groups.append(clients)
                 tasks.addTask { try await clients.run() }
 
                 var parts: RelayParts?
                 if let settings = options.relay {
-                    let stage = ProviderStage(apns: apns, fcm: fcm)
-                    let sender: any PushSender
+                    let stage = ProviderStage(apns: apns?.client, fcm: fcm)
+                    var sender: any PushSender = stage
                     if settings.remoteProvider {
-                        let secret = "provider-secret-0123456789"
-                        let ports = AsyncStream.makeStream(of: Int.self)
-                        let provider = Application(
-                            router: ProviderHTTPService.router(
-                                stage: stage,
-                                secret: secret,
-                                registry: settings.metrics
-                            ),
-                            server: .guardedHTTP1(limits: settings.http),
-                            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                            onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
-                            logger: logger
-                        )
-                        let providerGroup = ServiceGroup(services: [provider], logger: logger)
-                        groups.append(providerGroup)
-                        tasks.addTask { try await providerGroup.run() }
-                        var bound = ports.stream.makeAsyncIterator()
-                        let http = HTTPClient(eventLoopGroupProvider: .singleton)
-                        httpClients.append(http)
-                        sender = RemotePushSender(
-                            url: "http://127.0.0.1:\(await bound.next() ?? 0)",
-                            secret: secret,
-                            client: http,
-                            logger: logger
-                        )
-                    } else {
-                        sender = stage
+                        sender = await startRemoteProvider(stage, settings, logger: logger, &tasks, &started)
                     }
-                    var storeConfiguration = SQLiteStore.Configuration(path: directory + "/herald.sqlite")
-                    storeConfiguration.durable = settings.durable
-                    let store = try SQLiteStore(configuration: storeConfiguration, logger: logger)
-                    var node = RelayNode.Parts(
-                        store: store,
+                    parts = try await startRelay(
+                        settings,
+                        options,
                         sender: sender,
-                        masterKey: MasterKey.generate(),
-                        apiKey: settings.apiKey
-                    )
-                    node.relay = settings.configuration
-                    node.previousAPIKeys = settings.previousAPIKeys
-                    node.dispatcher.retryBase = .milliseconds(20)
-                    node.dispatcher.retryMaximum = .milliseconds(100)
-                    node.dispatcher.idlePoll = .milliseconds(50)
-                    settings.dispatcher(&node.dispatcher)
-                    node.webhooks.idlePoll = .milliseconds(50)
-                    settings.webhooks(&node.webhooks)
-                    node.metrics = settings.metrics
-                    node.adapters = settings.adapters
-                    node.now = settings.now
-                    node.http = settings.http
-                    node.sleep = settings.sleep
-                    let ports = AsyncStream.makeStream(of: Int.self)
-                    let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }
-                    let relay = relayNode.relay
-                    try await relay.activation.saveApp(
-                        settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID),
-                        webhook: settings.appWebhook
-                    )
-                    let relayGroup = ServiceGroup(services: relayNode.services, logger: logger)
-                    groups.append(relayGroup)
-                    tasks.addTask { try await relayGroup.run() }
-                    var bound = ports.stream.makeAsyncIterator()
-                    parts = RelayParts(
-                        relay: relay,
-                        store: store,
-                        dispatcher: relayNode.dispatcher,
-                        baseURL: "http://127.0.0.1:\(await bound.next() ?? 0)",
-                        apiKey: settings.apiKey,
-                        masterKey: node.masterKey
+                        path: directory + "/herald.sqlite",
+                        logger: logger,
+                        &tasks,
+                        &started
                     )
                 }
                 let stack = HeraldTestStack(
                     sandbox: sandbox,
                     endpoints: endpoints,
                     signer: ProviderTokenSigner(privateKey: key, keyID: options.keyID, teamID: options.teamID),
-                    apns: apns,
-                    apnsTokens: tokens,
+                    apns: apns?.client,
+                    apnsTokens: apns?.tokens,
                     apnsFeedback: apnsFeedback,
                     fcm: fcm,
                     fcmFeedback: fcmFeedback,
                     relay: parts
                 )
                 let result = try await body(stack)
-                await stop()
+                await started.stop()
                 try await tasks.waitForAll()
                 return result
             } catch {
-                await stop()
+                await started.stop()
                 try? await tasks.waitForAll()
                 throw error
             }
         }
+    }
+
+    /// What `with` started besides the sandbox, to stop when it ends.
+    private struct Started {
+        let sandbox: ServiceGroup
+        /// In start order.
+        var groups: [ServiceGroup] = []
+        var httpClients: [HTTPClient] = []
+
+        func stop() async {
+            for client in httpClients { try? await client.shutdown() }
+            // Relay first, then the provider service, then the clients: the reverse of start.
+            for group in groups.reversed() { await group.triggerGracefulShutdown() }
+            await sandbox.triggerGracefulShutdown()
+        }
+    }
+
+    /// The sandbox on ports the system picks, knowing the stack's app, its APNs key (`key`) and
+    /// FCM service account, changed as `options.sandbox` says.
+    private static func sandboxConfiguration(
+        _ options: Options,
+        key: P256.Signing.PrivateKey
+    ) throws -> SandboxConfiguration {
+        var configuration = SandboxConfiguration(tls: tls)
+        configuration.apnsPort = 0
+        configuration.controlPort = 0
+        configuration.fcmPort = 0
+        configuration.serviceAccounts = [try SandboxServiceAccount(options.fcmAccount)]
+        configuration.apps = [SandboxApp(bundleID: options.bundleID, teamID: options.teamID)]
+        configuration.keys = [
+            SandboxKey(keyID: options.keyID, teamID: options.teamID, publicKeyPEM: key.publicKey.pemRepresentation)
+        ]
+        options.sandbox(&configuration)
+        return configuration
+    }
+
+    /// An APNs client on the sandbox, trusting its CA, retrying quickly, with tokens signed by `key`.
+    private static func makeAPNs(
+        _ settings: APNs,
+        _ options: Options,
+        _ endpoints: SandboxEndpoints,
+        key: P256.Signing.PrivateKey,
+        logger: Logger,
+        feedback: Feedback<APNsTokenFeedback>
+    ) throws -> (client: APNsClient, tokens: ProviderTokenManager) {
+        var configuration = try APNsClientConfiguration(url: endpoints.apnsURL)
+        configuration.caCertificatePath = endpoints.caCertificatePath
+        configuration.serverHostname = "localhost"
+        configuration.retryBaseDelay = .milliseconds(5)
+        configuration.retryMaximumDelay = .milliseconds(20)
+        settings.client(&configuration)
+        let tokens = ProviderTokenManager(
+            signer: ProviderTokenSigner(privateKey: key, keyID: options.keyID, teamID: options.teamID),
+            refreshAfter: settings.refreshAfter,
+            minimumInterval: settings.minimumInterval,
+            now: { Int64(Date().timeIntervalSince1970) }
+        )
+        let client = try APNsClient(configuration: configuration, tokens: tokens, logger: logger) {
+            feedback.record($0)
+        }
+        return (client, tokens)
+    }
+
+    /// An FCM sender on the sandbox (its token endpoint too), trusting its CA, retrying quickly.
+    private static func makeFCM(
+        _ settings: FCM,
+        _ options: Options,
+        _ endpoints: SandboxEndpoints,
+        logger: Logger,
+        feedback: Feedback<FCMTokenFeedback>
+    ) throws -> FCMClient {
+        var account = settings.account ?? options.fcmAccount
+        account.tokenURI = endpoints.tokenURL
+        var configuration = FCMClientConfiguration(account: account)
+        configuration.baseURL = endpoints.fcmURL
+        configuration.caCertificatePath = endpoints.caCertificatePath
+        configuration.retryBaseDelay = .milliseconds(5)
+        configuration.retryMaximumDelay = .milliseconds(20)
+        settings.client(&configuration)
+        return try FCMClient(configuration: configuration, logger: logger) { feedback.record($0) }
+    }
+
+    /// A `herald provider` HTTP service over `stage` on a loopback port, and a sender to it.
+    private static func startRemoteProvider(
+        _ stage: ProviderStage,
+        _ settings: RelayOptions,
+        logger: Logger,
+        _ tasks: inout ThrowingTaskGroup<Void, any Error>,
+        _ started: inout Started
+    ) async -> any PushSender {
+        let secret = "provider-secret-0123456789"
+        let ports = AsyncStream.makeStream(of: Int.self)
+        let provider = Application(
+            router: ProviderHTTPService.router(
+                stage: stage,
+                secret: secret,
+                registry: settings.metrics
+            ),
+            server: .guardedHTTP1(limits: settings.http),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+        let providerGroup = ServiceGroup(services: [provider], logger: logger)
+        started.groups.append(providerGroup)
+        tasks.addTask { try await providerGroup.run() }
+        var bound = ports.stream.makeAsyncIterator()
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        started.httpClients.append(http)
+        return RemotePushSender(
+            url: "http://127.0.0.1:\(await bound.next() ?? 0)",
+            secret: secret,
+            client: http,
+            logger: logger
+        )
+    }
+
+    /// A relay node as `herald serve` runs it, on a SQLite store at `path`, with quick dispatcher
+    /// and webhook polls, the stack's app registered; answers once its HTTP API listens.
+    private static func startRelay(
+        _ settings: RelayOptions,
+        _ options: Options,
+        sender: any PushSender,
+        path: String,
+        logger: Logger,
+        _ tasks: inout ThrowingTaskGroup<Void, any Error>,
+        _ started: inout Started
+    ) async throws -> RelayParts {
+        var storeConfiguration = SQLiteStore.Configuration(path: path)
+        storeConfiguration.durable = settings.durable
+        let store = try SQLiteStore(configuration: storeConfiguration, logger: logger)
+        var node = RelayNode.Parts(
+            store: store,
+            sender: sender,
+            masterKey: MasterKey.generate(),
+            apiKey: settings.apiKey
+        )
+        node.relay = settings.configuration
+        node.previousAPIKeys = settings.previousAPIKeys
+        node.dispatcher.retryBase = .milliseconds(20)
+        node.dispatcher.retryMaximum = .milliseconds(100)
+        node.dispatcher.idlePoll = .milliseconds(50)
+        settings.dispatcher(&node.dispatcher)
+        node.webhooks.idlePoll = .milliseconds(50)
+        settings.webhooks(&node.webhooks)
+        node.metrics = settings.metrics
+        node.adapters = settings.adapters
+        node.now = settings.now
+        node.http = settings.http
+        node.sleep = settings.sleep
+        let ports = AsyncStream.makeStream(of: Int.self)
+        let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }
+        let relay = relayNode.relay
+        try await relay.activation.saveApp(
+            settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID),
+            webhook: settings.appWebhook
+        )
+        let relayGroup = ServiceGroup(services: relayNode.services, logger: logger)
+        started.groups.append(relayGroup)
+        tasks.addTask { try await relayGroup.run() }
+        var bound = ports.stream.makeAsyncIterator()
+        return RelayParts(
+            relay: relay,
+            store: store,
+            dispatcher: relayNode.dispatcher,
+            baseURL: "http://127.0.0.1:\(await bound.next() ?? 0)",
+            apiKey: settings.apiKey,
+            masterKey: node.masterKey
+        )
     }
 }

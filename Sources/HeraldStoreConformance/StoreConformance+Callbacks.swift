@@ -61,7 +61,24 @@ extension StoreConformance {
         #expect(try await other.callback(id: "cb1") == first)
         #expect(try await other.callbackHistory(id: "cb1") == [scheduled])
         #expect(try await other.nextCallbackDueTime() == 1_000)
+        let (claimed, restarted) = try await claimCallbackOnceAtATime(store, other, scheduledVersion: first.version)
+        try await pushCallbackUnderItsClaim(
+            store,
+            other,
+            staleVersion: claimed.version,
+            currentVersion: restarted.version,
+            scheduled: scheduled
+        )
+    }
 
+    /// cb1, due at 1 000, is claimed by one of two nodes at once, held while the lease lasts,
+    /// claimed again once it lapsed and at once by its owner's next run, the version moved by each
+    /// claim. Answers the first claim and the last.
+    private static func claimCallbackOnceAtATime(
+        _ store: any HeraldStore,
+        _ other: any HeraldStore,
+        scheduledVersion: Int
+    ) async throws -> (first: CallbackRecord, last: CallbackRecord) {
         // Not due yet: nothing to claim.
         #expect(try await store.claimDueCallbacks(limit: 10, owner: "A", now: 999, leaseUntil: 5_000).isEmpty)
         // Two nodes at once: one gets it.
@@ -70,7 +87,7 @@ extension StoreConformance {
         let claims = try await [a, b]
         #expect(claims.map(\.count).sorted() == [0, 1])
         let claimed = try #require(claims.flatMap { $0 }.first)
-        #expect(claimed.id == "cb1" && claimed.version == first.version + 1)
+        #expect(claimed.id == "cb1" && claimed.version == scheduledVersion + 1)
         // Held while the lease lasts; claimed again after it lapsed, with the version moved again.
         #expect(try await store.claimDueCallbacks(limit: 10, owner: "C", now: 4_999, leaseUntil: 9_000).isEmpty)
         let reclaimed = try await other.claimDueCallbacks(limit: 10, owner: "C", now: 5_001, leaseUntil: 9_000)
@@ -81,13 +98,25 @@ extension StoreConformance {
         #expect(restarted.map(\.id) == ["cb1"])
         #expect(restarted.first?.version == claimed.version + 2)
         #expect(try await store.claimDueCallbacks(limit: 10, owner: "D", now: 5_001, leaseUntil: 9_000).isEmpty)
+        return (claimed, try #require(restarted.first))
+    }
 
+    /// A change under a lost claim (`staleVersion`) is refused, writing nothing; the current
+    /// claimer's change writes state, history, the push and its event together, and the callback
+    /// is not claimed again until it expires.
+    private static func pushCallbackUnderItsClaim(
+        _ store: any HeraldStore,
+        _ other: any HeraldStore,
+        staleVersion: Int,
+        currentVersion: Int,
+        scheduled: CallbackHistoryEntry
+    ) async throws {
         // The first claimer's change comes too late: refused, nothing written.
         let push = StoreFixtures.push("p-cb1", device: "d1", kind: .callback, at: 5_001, expires: 100_000)
         let pushed = CallbackHistoryEntry(at: 5_001, event: .pushed, state: .pushed, sequence: 1)
         let late = CallbackChange(
             callbackID: "cb1",
-            expectedVersion: claimed.version,
+            expectedVersion: staleVersion,
             state: .pushed,
             dueAt: 1_000,
             pushed: 1,
@@ -102,7 +131,7 @@ extension StoreConformance {
 
         // The current claimer's change: state, history, the push and its event, together.
         var current = late
-        current.expectedVersion = try #require(restarted.first).version
+        current.expectedVersion = currentVersion
         current.events = [callbackEvent("e-pushed", .callbackPushed, callback: "cb1", at: 5_001)]
         #expect(try await other.changeCallback(current))
         let after = try #require(try await store.callback(id: "cb1"))

@@ -95,47 +95,11 @@ extension StoreConformance {
                 == .accepted
         )
         let count = 120
-        func ingest(_ index: Int) -> Ingest {
-            switch index % 4 {
-            case 0:  // a key of its own
-                return StoreFixtures.ingest(
-                    [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
-                    key: "burst-\(index)",
-                    message: StoreFixtures.message("bm-\(index)", expires: 10_000),
-                    receipt: [UInt8(index)]
-                )
-            case 1:  // no key
-                return StoreFixtures.ingest([StoreFixtures.push("b-\(index)", device: "d1", at: 1)])
-            case 2:  // a key shared with the next one
-                return StoreFixtures.ingest(
-                    [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
-                    key: "pair-\(index / 4)",
-                    receipt: [UInt8(index)]
-                )
-            default:
-                if index == 63 {
-                    // A push id already taken: this ingest alone fails.
-                    return StoreFixtures.ingest(
-                        [
-                            StoreFixtures.push("b-63", device: "d1", at: 1),
-                            StoreFixtures.push("taken", device: "d1", at: 1),
-                        ],
-                        key: "clash",
-                        message: StoreFixtures.message("bm-63", expires: 10_000)
-                    )
-                }
-                return StoreFixtures.ingest(
-                    [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
-                    key: "pair-\(index / 4)",
-                    receipt: [UInt8(index)]
-                )
-            }
-        }
         let outcomes = await withTaskGroup(of: (Int, Result<IngestOutcome, any Error>).self) { group in
             for index in 0..<count {
                 group.addTask {
                     do {
-                        return (index, .success(try await store.accept(ingest(index))))
+                        return (index, .success(try await store.accept(burstIngest(index))))
                     } catch {
                         return (index, .failure(error))
                     }
@@ -146,37 +110,91 @@ extension StoreConformance {
             return all
         }
         for index in 0..<count {
-            let outcome = try #require(outcomes[index])
-            let written = try await store.push(id: "b-\(index)") != nil
-            switch index % 4 {
-            case 0, 1:
-                #expect((try? outcome.get()) == .accepted, "ingest \(index)")
-                #expect(written, "ingest \(index)")
-            case 2 where index + 1 == 63, 3 where index == 63:
-                if index == 63 {
-                    #expect(throws: (any Error).self, "ingest 63") { try outcome.get() }
-                    #expect(!written)
-                    #expect(try await store.message(id: "bm-63") == nil)
-                } else {
-                    #expect((try? outcome.get()) == .accepted, "ingest \(index)")
-                }
-            default:
-                // Of a pair, one writes and the other answers its receipt.
-                let partner = index % 4 == 2 ? index + 1 : index - 1
-                let mine = try outcome.get()
-                let theirs = try #require(outcomes[partner]).get()
-                let partnerWritten = try await store.push(id: "b-\(partner)") != nil
-                #expect(written != partnerWritten, "pair \(index / 4)")
-                if written {
-                    #expect(mine == .accepted)
-                    #expect(theirs == .duplicate(receipt: [UInt8(index)]))
-                }
-            }
+            try await checkBurstOutcome(store, index, outcomes)
         }
         #expect(try await store.message(id: "bm-0") != nil)
 
-        // Every ingest first reads its user's devices; a burst of those reads (an engine may
-        // answer them together) gives each user exactly its own devices, in order.
+        try await burstOfReadsAnswersEachUser(store)
+        #expect(try await store.recipients(userID: "nobody").isEmpty)
+    }
+
+    /// The `index`th ingest of `burstsAnswerEachAsAlone`'s burst: by `index % 4`, a key of its
+    /// own, no key, or a key shared by a pair; ingest 63 reuses a taken push id.
+    private static func burstIngest(_ index: Int) -> Ingest {
+        switch index % 4 {
+        case 0:  // a key of its own
+            return StoreFixtures.ingest(
+                [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
+                key: "burst-\(index)",
+                message: StoreFixtures.message("bm-\(index)", expires: 10_000),
+                receipt: [UInt8(index)]
+            )
+        case 1:  // no key
+            return StoreFixtures.ingest([StoreFixtures.push("b-\(index)", device: "d1", at: 1)])
+        case 2:  // a key shared with the next one
+            return StoreFixtures.ingest(
+                [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
+                key: "pair-\(index / 4)",
+                receipt: [UInt8(index)]
+            )
+        default:
+            if index == 63 {
+                // A push id already taken: this ingest alone fails.
+                return StoreFixtures.ingest(
+                    [
+                        StoreFixtures.push("b-63", device: "d1", at: 1),
+                        StoreFixtures.push("taken", device: "d1", at: 1),
+                    ],
+                    key: "clash",
+                    message: StoreFixtures.message("bm-63", expires: 10_000)
+                )
+            }
+            return StoreFixtures.ingest(
+                [StoreFixtures.push("b-\(index)", device: "d1", at: 1)],
+                key: "pair-\(index / 4)",
+                receipt: [UInt8(index)]
+            )
+        }
+    }
+
+    /// Ingest `index`'s outcome in the burst is what it would be alone; of a pair sharing a key,
+    /// one writes and the other answers its receipt.
+    private static func checkBurstOutcome(
+        _ store: any HeraldStore,
+        _ index: Int,
+        _ outcomes: [Int: Result<IngestOutcome, any Error>]
+    ) async throws {
+        let outcome = try #require(outcomes[index])
+        let written = try await store.push(id: "b-\(index)") != nil
+        switch index % 4 {
+        case 0, 1:
+            #expect((try? outcome.get()) == .accepted, "ingest \(index)")
+            #expect(written, "ingest \(index)")
+        case 2 where index + 1 == 63, 3 where index == 63:
+            if index == 63 {
+                #expect(throws: (any Error).self, "ingest 63") { try outcome.get() }
+                #expect(!written)
+                #expect(try await store.message(id: "bm-63") == nil)
+            } else {
+                #expect((try? outcome.get()) == .accepted, "ingest \(index)")
+            }
+        default:
+            // Of a pair, one writes and the other answers its receipt.
+            let partner = index % 4 == 2 ? index + 1 : index - 1
+            let mine = try outcome.get()
+            let theirs = try #require(outcomes[partner]).get()
+            let partnerWritten = try await store.push(id: "b-\(partner)") != nil
+            #expect(written != partnerWritten, "pair \(index / 4)")
+            if written {
+                #expect(mine == .accepted)
+                #expect(theirs == .duplicate(receipt: [UInt8(index)]))
+            }
+        }
+    }
+
+    /// Every ingest first reads its user's devices; a burst of those reads (an engine may answer
+    /// them together) gives each user exactly its own devices, in order.
+    private static func burstOfReadsAnswersEachUser(_ store: any HeraldStore) async throws {
         for user in 0..<30 {
             for number in 0..<2 {
                 try await store.saveDevice(
@@ -198,7 +216,6 @@ extension StoreConformance {
         for index in 0..<90 {
             #expect(reads[index] == ["r\(index % 30)-0", "r\(index % 30)-1"], "read \(index)")
         }
-        #expect(try await store.recipients(userID: "nobody").isEmpty)
     }
 
     /// Messages past their retention, idempotency keys and finished pushes (with their payload and

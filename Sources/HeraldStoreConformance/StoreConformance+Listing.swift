@@ -43,6 +43,12 @@ extension StoreConformance {
 
         // Another store on the same data answers the same (another relay node).
         let node = try await engine.open(storage)
+        try await checkListingFilters(node)
+        try await checkListedSummaries(node)
+    }
+
+    /// The filters of `pushListingFilters`, each alone and combined.
+    private static func checkListingFilters(_ node: any HeraldStore) async throws {
         func ids(_ query: PushQuery) async throws -> [String] {
             try await node.pushes(matching: query).pushes.map(\.pushID)
         }
@@ -64,7 +70,11 @@ extension StoreConformance {
         #expect(try await ids(PushQuery(deviceID: "d3")) == ["p5"])
         #expect(try await ids(PushQuery(userID: "nobody")) == [])
         #expect(try await ids(PushQuery(deviceID: "nothing")) == [])
+    }
 
+    /// What `pushListingFilters` shows of each push: app, network, kind, state, attempts, last
+    /// reason, `apns-id` and times.
+    private static func checkListedSummaries(_ node: any HeraldStore) async throws {
         let page = try await node.pushes(matching: PushQuery())
         #expect(page.next == nil)
         let shown = Dictionary(uniqueKeysWithValues: page.pushes.map { ($0.pushID, $0) })

@@ -52,8 +52,12 @@ extension StoreConformance {
         try await store.saveDevice(reactivated)
         #expect(try await store.device(id: "d1") == reactivated)
         #expect(reactivated.notificationPermission == .denied)
+        try await racingGrantsChangeOnce(store)
+        try await deniedDeviceAlertsAreSkipped(store)
+    }
 
-        // Two reports granting it at once: one changes it and writes its event, the other nothing.
+    /// Two reports granting d1 at once: one changes it and writes its event, the other nothing.
+    private static func racingGrantsChangeOnce(_ store: any HeraldStore) async throws {
         async let first = store.setNotificationPermission(
             deviceID: "d1",
             .granted,
@@ -73,8 +77,12 @@ extension StoreConformance {
         ]
         #expect(written.filter { $0 }.count == 1)
         #expect(try await store.device(id: "d1")?.notificationPermission == .granted)
+    }
 
-        // An alert withheld from a denied device is written finished: listed, never claimed.
+    /// An alert withheld from a denied device (d2) is written finished: listed, never claimed;
+    /// alerts queued before it turned notifications off are finished skipped when claimed, and
+    /// its call still goes out.
+    private static func deniedDeviceAlertsAreSkipped(_ store: any HeraldStore) async throws {
         var withheld = StoreFixtures.push("p-withheld", device: "d2", at: 50)
         withheld.state = .skipped
         withheld.lastReason = "notifications_denied"

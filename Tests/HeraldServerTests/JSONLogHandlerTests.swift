@@ -18,6 +18,25 @@ struct JSONLogHandlerTests {
         var description: String { "disk \"full\"" }
     }
 
+    /// How a string is written in a record, as the relay writes JSON strings (`JSONText`).
+    @Test(
+        "strings are escaped as the relay escapes them, line separators included",
+        arguments: [
+            ("plain é 🔔", #""plain é 🔔""#),
+            ("a \"quote\" and a \\", #""a \"quote\" and a \\""#),
+            ("line\nbreak\ttab\r", #""line\nbreak\ttab\r""#),
+            ("bell \u{7}", #""bell \u0007""#),
+            ("separators \u{2028}\u{2029}", #""separators \u2028\u2029""#),
+        ]
+    )
+    func stringEscapes(_ text: String, _ written: String) throws {
+        let lines = Lines()
+        let logger = Logger(label: "herald.test") { JSONLogHandler(label: $0, write: lines.append) }
+        logger.info("\(text)")
+        let line = try #require(lines.all.first)
+        #expect(line.contains(#","message":"# + written + ","), "\(line)")
+    }
+
     @Test("each record is one line of JSON: timestamp, level, label, message, metadata, source, error")
     func oneObjectPerLine() throws {
         let lines = Lines()

@@ -1,0 +1,227 @@
+import Foundation
+import HeraldAPNs
+import HeraldCrypto
+import HeraldFCMCore
+import HeraldPush
+import HeraldRelay
+import HeraldSandbox
+import HeraldStore
+import NIOPosix
+import Prometheus
+import ServiceLifecycle
+
+/// `herald serve` without an Apple key: the sandbox in process, and the relay sending to it.
+extension HeraldServer {
+    /// No Apple key: the sandbox runs in process, with a development key and FCM service account
+    /// registered in it.
+    func serveWithSandbox(
+        store: any HeraldStore,
+        masterKey: MasterKey,
+        masterSource: String,
+        apiKey: String,
+        apiKeySource: String,
+        registry: PrometheusCollectorRegistry,
+        ready: @escaping @Sendable ([String]) -> Void
+    ) async throws {
+        let (metadata, accountPath, account, sandboxConfiguration) = try sandboxSetup()
+        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
+        let sandboxGroup = ServiceGroup(
+            configuration: .init(services: [.init(service: sandbox)], gracefulShutdownSignals: [], logger: logger)
+        )
+        let logger = logger
+        let configuration = configuration
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await sandboxGroup.run() }
+            let endpoints = try await sandbox.endpoints()
+            let group = MultiThreadedEventLoopGroup.singleton
+            let (apns, fcm) = sandboxClients(endpoints, metadata: metadata, accountPath: accountPath)
+            let clients = try ProviderClients.make(
+                apnsKeys: [apns],
+                fcmAccounts: [fcm],
+                fcmTokenURI: endpoints.tokenURL,
+                shared: store,
+                logger: logger,
+                group: group
+            )
+            let runtime = try sandboxRuntime(
+                store: store,
+                masterKey: masterKey,
+                apiKey: apiKey,
+                sender: clients.stage,
+                registry: registry,
+                sandbox: sandbox,
+                teamID: metadata.teamID
+            )
+            let shown = try await Self.registerApps(runtime, in: sandbox, teamID: metadata.teamID)
+            await clients.prepare()
+            do {
+                let reloader = reloader(runtime, defaultTeam: metadata.teamID)
+                try await runtime.run(extraServices: clients.services + reloader) { port in
+                    var lines = [
+                        "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
+                    ]
+                    lines += runtime.commonLines(
+                        port: port,
+                        apps: shown,
+                        apiKeySource: apiKeySource,
+                        masterSource: masterSource
+                    )
+                    lines += Self.sandboxLines(
+                        endpoints,
+                        registry: configuration.sandboxRegistryPath,
+                        metadata: metadata,
+                        account: account,
+                        accountPath: accountPath
+                    )
+                    ready(lines)
+                }
+            } catch {
+                await sandboxGroup.triggerGracefulShutdown()
+                throw error
+            }
+            await sandboxGroup.triggerGracefulShutdown()
+            try await tasks.next()
+        }
+    }
+
+    /// The relay over `sender` as the sandbox mode runs it: the development key and account are
+    /// the fleet's only ones, and every app saved is registered in the sandbox too.
+    private func sandboxRuntime(
+        store: any HeraldStore,
+        masterKey: MasterKey,
+        apiKey: String,
+        sender: any PushSender,
+        registry: PrometheusCollectorRegistry,
+        sandbox: Sandbox,
+        teamID: String
+    ) throws -> RelayRuntime {
+        var fleet = FleetConfiguration()
+        fleet.apnsKeys = [HeraldConfiguration.defaultName]
+        fleet.fcmAccounts = [HeraldConfiguration.defaultName]
+        fleet.defaultAPNsEnvironment = .development
+        return try RelayRuntime(
+            configuration: configuration,
+            store: store,
+            masterKey: masterKey,
+            apiKey: apiKey,
+            sender: sender,
+            fleet: fleet,
+            registry: registry,
+            logger: logger,
+            // The sandbox stands in for Apple with the development key: every app is the
+            // development team's there, whatever team it names for production.
+            onAppSaved: { app in
+                try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: teamID))
+            },
+            environment: environment
+        )
+    }
+
+    /// Registers the configured apps (an example app when there are none) with the relay and the
+    /// sandbox; answers the relay's apps, for the banner.
+    private static func registerApps(
+        _ runtime: RelayRuntime,
+        in sandbox: Sandbox,
+        teamID: String
+    ) async throws -> [AppRecord] {
+        _ = try await runtime.registerApps(defaultTeam: teamID)
+        if try await runtime.relay.activation.apps().isEmpty {
+            try await runtime.relay.activation.saveApp(AppRecord(id: "com.example.herald", teamID: teamID))
+        }
+        let shown = try await runtime.relay.activation.apps()
+        for app in shown {
+            try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: teamID))
+        }
+        return shown
+    }
+
+    /// The in-process sandbox's configuration, with the development APNs key and FCM service
+    /// account it trusts (made under the keys directory on first use).
+    private func sandboxSetup() throws -> (APNsKeyMetadata, String, FCMServiceAccount, SandboxConfiguration) {
+        let keysDirectory = configuration.keysDirectory
+        let metadata: APNsKeyMetadata
+        let accountPath: String
+        let account: FCMServiceAccount
+        var sandboxConfiguration: SandboxConfiguration
+        do {
+            metadata = try DevelopmentKeys.developmentAPNsKey(in: keysDirectory)
+            accountPath =
+                try configuration.fcm?.serviceAccount
+                ?? DevelopmentKeys.developmentServiceAccount(in: keysDirectory)
+            account = try FCMServiceAccount.load(path: accountPath)
+            sandboxConfiguration = SandboxConfiguration(
+                tls: try SandboxCertificateAuthority.ensure(directory: keysDirectory)
+            )
+            sandboxConfiguration.serviceAccounts = [try SandboxServiceAccount(account)]
+        } catch let error as HeraldServerError {
+            throw error
+        } catch {
+            throw HeraldServerError.credentials("\(error)")
+        }
+        sandboxConfiguration.host = "127.0.0.1"
+        sandboxConfiguration.apnsPort = configuration.sandboxPorts.apns
+        sandboxConfiguration.apnsProductionPort = SandboxConfiguration.productionPort(
+            configuration.sandboxPorts.apnsProduction,
+            apnsPort: configuration.sandboxPorts.apns
+        )
+        sandboxConfiguration.controlPort = configuration.sandboxPorts.control
+        // No /metrics on the control port: the sandbox runs in this process, its series are on
+        // the relay's /metrics already, and a scrape of both would count everything twice.
+        sandboxConfiguration.metrics = nil
+        sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
+        sandboxConfiguration.registryFile = configuration.sandboxRegistryPath
+        sandboxConfiguration.keys = [
+            SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
+        ]
+        return (metadata, accountPath, account, sandboxConfiguration)
+    }
+
+    /// The APNs key and FCM account settings that send to the in-process sandbox: one key for
+    /// both environments (the sandbox plays development and production on two ports).
+    private func sandboxClients(
+        _ endpoints: SandboxEndpoints,
+        metadata: APNsKeyMetadata,
+        accountPath: String
+    ) -> (HeraldConfiguration.APNs, HeraldConfiguration.FCM) {
+        var urls: [APNsEnvironment: String] = [.development: endpoints.apnsURL]
+        urls[.production] = endpoints.apnsProductionURL
+        let apns = HeraldConfiguration.APNs(
+            key: (configuration.keysDirectory as NSString).appendingPathComponent("AuthKey_\(metadata.keyID).p8"),
+            keyID: metadata.keyID,
+            teamID: metadata.teamID,
+            environment: APNsEnvironment.development.rawValue,
+            url: endpoints.apnsURL,
+            urls: urls,
+            ca: endpoints.caCertificatePath,
+            connections: 2,
+            requestTimeout: .seconds(10)
+        )
+        let fcm = HeraldConfiguration.FCM(
+            serviceAccount: accountPath,
+            url: endpoints.fcmURL,
+            ca: endpoints.caCertificatePath
+        )
+        return (apns, fcm)
+    }
+
+    /// The sandbox's lines of `herald serve`'s start-up banner.
+    private static func sandboxLines(
+        _ endpoints: SandboxEndpoints,
+        registry: String,
+        metadata: APNsKeyMetadata,
+        account: FCMServiceAccount,
+        accountPath: String
+    ) -> [String] {
+        var lines = [
+            "  sandbox      APNs \(endpoints.apnsURL)   FCM \(endpoints.fcmURL)   control \(endpoints.controlURL)/sandbox"
+        ]
+        if let production = endpoints.apnsProductionURL {
+            lines.append("  sandbox      APNs production \(production)   (production device tokens)")
+        }
+        lines.append("  sandbox CA   \(endpoints.caCertificatePath)")
+        lines.append("  devices      \(registry)   (the sandbox's, kept across restarts)")
+        lines.append("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")
+        lines.append("  FCM account  \(account.clientEmail) (project \(account.projectID), \(accountPath))")
+        return lines
+    }
+}
