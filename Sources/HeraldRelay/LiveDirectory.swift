@@ -115,7 +115,8 @@ public struct SharedLiveDirectory: LiveSessionDirectory {
     }
 
     public func renew(sessionIDs: Set<String>, now: Int64) async throws {
-        try await store.renewLiveSessions(nodeID: node, keeping: sessionIDs, until: now + lease.milliseconds)
+        guard !sessionIDs.isEmpty else { return }
+        try await store.apply(.renewLiveSessions(nodeID: node, keeping: sessionIDs, until: now + lease.milliseconds))
     }
 
     /// Another node's channel, on screen in the conversation, its lease still running.
@@ -140,7 +141,7 @@ public struct SharedLiveDirectory: LiveSessionDirectory {
 
     public func settle(messageID: String, deviceID: String) async -> Bool {
         do {
-            return try await store.settleLiveHandover(messageID: messageID, deviceID: deviceID)
+            return try await store.apply(.settleLiveHandover(messageID: messageID, deviceID: deviceID)) == .applied
         } catch {
             // Left pending, the sweep pushes it past its deadline: a push too many rather than
             // a message lost.

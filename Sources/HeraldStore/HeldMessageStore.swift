@@ -7,11 +7,6 @@
 public protocol HeldMessageStore: Sendable {
     /// The user's held messages whose hold ends after `now`, oldest first.
     func heldMessages(userID: String, now: Int64) async throws -> [HeldMessage]
-    /// Releases held messages, each at most once: of `releases`, those still held (their hold
-    /// ending after `now`) stop being held and their pushes are written queued, all in one
-    /// transaction; the others write nothing (another release took them, or their hold ended).
-    /// Returns the ids of the messages released, in the order given.
-    func release(_ releases: [HeldRelease], now: Int64) async throws -> [String]
     /// Ends the holds that ended at or before `now` (their messages stay until retention removes
     /// them); returns how many ended.
     func endHolds(now: Int64) async throws -> Int

@@ -61,19 +61,11 @@ public struct ChatEventNotice: Sendable, Hashable, Codable {
 /// (`settleLiveHandover`), the delivering node giving up on it (`settleLiveHandover`, then it
 /// pushes), or the sweep past its deadline (`takeOverdueLiveHandovers`, then it pushes).
 public protocol LiveSessionStore: Sendable {
-    /// The heartbeat of a node: its sessions named in `sessionIDs` last until `until`. Its other
-    /// sessions are left to lapse at the end of their lease (a channel that closed without its
-    /// removal, or one held before a restart): removing them here could remove a channel opened
-    /// while the heartbeat was on its way.
-    func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws
     /// The sessions of these devices whose lease has not ended at `now`, in no particular order.
     func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord]
     /// The handovers for `nodeID` it has not taken yet, oldest deadline first; each is returned
     /// once (across concurrent calls too) and stays pending until settled or overdue.
     func takeLiveHandovers(nodeID: String) async throws -> [LiveHandover]
-    /// Removes a pending handover; true if this call removed it (it was neither settled nor taken
-    /// by the sweep before).
-    func settleLiveHandover(messageID: String, deviceID: String) async throws -> Bool
     /// Removes and returns up to `limit` handovers whose deadline is at or before `now`, taken or
     /// not: each is returned once, across concurrent calls and stores.
     func takeOverdueLiveHandovers(now: Int64, limit: Int) async throws -> [LiveHandover]

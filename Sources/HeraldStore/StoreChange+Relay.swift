@@ -119,6 +119,37 @@ extension HeraldStore {
         try await apply(.removeLiveSession(deviceID: deviceID, sessionID: sessionID))
     }
 
+    /// Releases held messages, each at most once, in one transaction (see
+    /// `StoreChange.releaseHeld`); returns the ids of the messages released, in the order given.
+    public func release(_ releases: [HeldRelease], now: Int64) async throws -> [String] {
+        guard !releases.isEmpty else { return [] }
+        let outcomes = try await apply(releases.map { .releaseHeld($0, now: now) })
+        return zip(releases, outcomes).filter { $0.1 == .applied }.map(\.0.messageID)
+    }
+
+    /// Removes a pending live handover; true if this call removed it (it was neither settled nor
+    /// taken by the sweep before).
+    public func settleLiveHandover(messageID: String, deviceID: String) async throws -> Bool {
+        try await apply(.settleLiveHandover(messageID: messageID, deviceID: deviceID)) == .applied
+    }
+
+    /// The heartbeat of a node (see `StoreChange.renewLiveSessions`).
+    public func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws {
+        guard !sessionIDs.isEmpty else { return }
+        try await apply(.renewLiveSessions(nodeID: nodeID, keeping: sessionIDs, until: until))
+    }
+
+    /// Records how a claimed webhook event ended, if `owner` still holds it; returns whether it
+    /// did.
+    public func completeWebhookEvent(
+        id: String,
+        owner: String,
+        _ completion: WebhookCompletion,
+        now: Int64
+    ) async throws -> Bool {
+        try await apply(.completeWebhookEvent(id: id, owner: owner, completion, now: now)) == .applied
+    }
+
     /// Gives each record its sealed sender in place of its clear one, and forgets the clear one
     /// (it is not left in the storage's free space or logs when the engine can help it). A record
     /// that is unknown, or whose sender is already sealed, is left as it is.

@@ -76,6 +76,20 @@ public enum StoreChange: Sendable, Hashable {
     /// Replaces clear senders left by an older version with their sealed form (see
     /// `SealingStore`). Always `applied`.
     case sealSenders([ClearSender.Record: [UInt8]])
+    /// Releases a held message into its pushes (written queued) if it is still held at `now`.
+    /// `stale` when another release took it or its hold ended (nothing is written): of concurrent
+    /// releases of one message exactly one writes its pushes.
+    case releaseHeld(HeldRelease, now: Int64)
+    /// Removes a pending live handover. `stale` when it was settled or taken by the sweep before.
+    case settleLiveHandover(messageID: String, deviceID: String)
+    /// A node's heartbeat: its sessions named last until `until`. Its other sessions are left to
+    /// lapse at the end of their lease (a channel that closed without its removal, or one held
+    /// before a restart): removing them here could remove a channel opened while the heartbeat was
+    /// on its way. Always `applied`.
+    case renewLiveSessions(nodeID: String, keeping: Set<String>, until: Int64)
+    /// Records how a claimed webhook event ended, if `owner` still holds it. `stale` when it does
+    /// not (a sender whose lease lapsed and was taken over changes nothing).
+    case completeWebhookEvent(id: String, owner: String, WebhookCompletion, now: Int64)
 }
 
 /// A device's report that a ringing call rings on it: its report becomes `ringing` (a device that

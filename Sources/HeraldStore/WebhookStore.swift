@@ -82,6 +82,20 @@ public enum WebhookCompletion: Sendable, Hashable {
     case retry(at: Int64, error: String)
     /// Given up on: it is never sent again.
     case failed(error: String)
+
+    /// The event's columns once it ended so at `now`: its state, next attempt (`nil` keeps it),
+    /// last error (`nil` keeps it) and delivery time.
+    public func columns(
+        now: Int64
+    ) -> (
+        state: WebhookEventState, nextAttempt: Int64?, error: String?, deliveredAt: Int64?
+    ) {
+        switch self {
+        case .delivered: (.delivered, nil, nil, now)
+        case .retry(let at, let error): (.pending, at, error, nil)
+        case .failed(let error): (.failed, nil, error, nil)
+        }
+    }
 }
 
 /// Where a listing of events goes on from: the last event of the page before.
@@ -113,15 +127,6 @@ public protocol WebhookQueueStore: Sendable {
         leaseUntil: Int64
     ) async throws
         -> [StoredWebhookEvent]
-    /// Records how a claimed event ended, if `owner` still holds it; returns whether it did (a
-    /// sender whose lease lapsed and was taken over changes nothing).
-    func completeWebhookEvent(
-        id: String,
-        owner: String,
-        _ completion: WebhookCompletion,
-        now: Int64
-    ) async throws
-        -> Bool
     /// An app's events, oldest first, after `cursor`, in `state` when given.
     func webhookEvents(
         app: String,

@@ -7,7 +7,8 @@ extension StoreConformance {
     /// `duplicate` for its key again (also within the batch), the receipt readable by key; a
     /// call's end or ringing report on an unknown call, a callback change at a moved version, an
     /// unknown chat's end, a disconnect or live session that is not there answer `stale`; an ended
-    /// chat ends again as `duplicate`. A failing change undoes the ingests of its batch, keys
+    /// chat ends again as `duplicate`; a handover, a held message or a webhook claim that is not
+    /// there is `stale`. A failing change undoes the ingests of its batch, keys
     /// included.
     public static func relayChangesAnswerInOneBatch(_ engine: some StoreEngine) async throws {
         let (store, storage) = try await fresh(engine)
@@ -50,11 +51,15 @@ extension StoreConformance {
                 LiveSessionRecord(deviceID: "d1", nodeID: "n1", sessionID: "s1", conversation: nil, expiresAt: 99)
             ),
             .removeLiveSession(deviceID: "d1", sessionID: "s0"),
+            .renewLiveSessions(nodeID: "n1", keeping: ["s1"], until: 200),
+            .settleLiveHandover(messageID: "m1", deviceID: "d1"),
+            .releaseHeld(HeldRelease(messageID: "m1", pushes: []), now: 20),
+            .completeWebhookEvent(id: "nothing", owner: "o", .delivered, now: 20),
         ])
         #expect(
             outcomes == [
                 .applied, .duplicate, .applied, .stale, .stale, .applied, .duplicate, .stale, .stale, .stale, .applied,
-                .stale,
+                .stale, .applied, .stale, .stale, .stale,
             ]
         )
 
@@ -66,7 +71,7 @@ extension StoreConformance {
         #expect(try await other.call(id: "c1")?.state == .ringing)
         #expect(try await other.callback(idempotencyKey: "cbk")?.id == "cb1")
         #expect(try await other.callback(id: "cb2") == nil)
-        #expect(try await other.liveSessions(deviceIDs: ["d1"], now: 50).map(\.sessionID) == ["s1"])
+        #expect(try await other.liveSessions(deviceIDs: ["d1"], now: 150).map(\.sessionID) == ["s1"], "renewed")
 
         // The call's end and a chat's: once `applied`, then `stale` and `duplicate`.
         _ = try await store.appendTranscript(

@@ -86,6 +86,32 @@ extension PostgresStore {
         case .sealSenders:
             // Nothing was ever clear here; a sealed sender is never replaced.
             break
+        case .releaseHeld(let release, let now):
+            return try await Self.release(release, now: now, on: connection, logger: logger, after: &after)
+        case .settleLiveHandover(let messageID, let deviceID):
+            return try await settleLiveHandover(
+                messageID: messageID,
+                deviceID: deviceID,
+                on: connection,
+                logger: logger
+            )
+        case .renewLiveSessions(let nodeID, let sessionIDs, let until):
+            try await renewLiveSessions(
+                nodeID: nodeID,
+                keeping: sessionIDs,
+                until: until,
+                on: connection,
+                logger: logger
+            )
+        case .completeWebhookEvent(let id, let owner, let completion, let now):
+            return try await completeWebhookEvent(
+                id: id,
+                owner: owner,
+                completion,
+                now: now,
+                on: connection,
+                logger: logger
+            )
         }
         return .applied
     }

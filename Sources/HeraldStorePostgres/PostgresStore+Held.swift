@@ -84,28 +84,27 @@ extension PostgresStore {
         }
     }
 
-    public func release(_ releases: [HeldRelease], now: Int64) async throws -> [String] {
-        if releases.isEmpty { return [] }
-        let released = try await transaction("release held messages") { [logger] connection -> [String] in
-            var released: [String] = []
-            for release in releases {
-                // Of two releases at once, the second waits for the first's row lock, then finds
-                // the row gone and writes nothing.
-                let taken = try await connection.run(
-                    """
-                    DELETE FROM held_messages WHERE message_id = \(release.messageID) AND held_until > \(now)
-                    RETURNING message_id
-                    """,
-                    logger: logger
-                )
-                guard !taken.isEmpty else { continue }
-                try await Self.insertPushes(release.pushes, on: connection, logger: logger)
-                released.append(release.messageID)
-            }
-            return released
-        }
-        if !released.isEmpty { announceQueued() }
-        return released
+    /// `StoreChange.releaseHeld`, inside the caller's transaction.
+    static func release(
+        _ release: HeldRelease,
+        now: Int64,
+        on connection: PostgresConnection,
+        logger: Logger,
+        after: inout AfterCommit
+    ) async throws -> ChangeOutcome {
+        // Of two releases at once, the second waits for the first's row lock, then finds the row
+        // gone and writes nothing.
+        let taken = try await connection.run(
+            """
+            DELETE FROM held_messages WHERE message_id = \(release.messageID) AND held_until > \(now)
+            RETURNING message_id
+            """,
+            logger: logger
+        )
+        guard !taken.isEmpty else { return .stale }
+        try await insertPushes(release.pushes, on: connection, logger: logger)
+        after.queued = true
+        return .applied
     }
 
     public func endHolds(now: Int64) async throws -> Int {

@@ -42,14 +42,21 @@ extension PostgresStore {
         return removed.isEmpty ? .stale : .applied
     }
 
-    public func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws {
+    /// `StoreChange.renewLiveSessions`, inside the caller's transaction.
+    static func renewLiveSessions(
+        nodeID: String,
+        keeping sessionIDs: Set<String>,
+        until: Int64,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
         guard !sessionIDs.isEmpty else { return }
-        _ = try await rows(
-            "renew live sessions",
+        try await connection.run(
             """
             UPDATE live_sessions SET expires_at = \(until)
             WHERE node_id = \(nodeID) AND session_id = ANY(\(Array(sessionIDs)))
-            """
+            """,
+            logger: logger
         )
     }
 
@@ -96,11 +103,18 @@ extension PostgresStore {
         }
     }
 
-    public func settleLiveHandover(messageID: String, deviceID: String) async throws -> Bool {
-        try await !rows(
-            "settle a live handover",
-            "DELETE FROM live_handovers WHERE message_id = \(messageID) AND device_id = \(deviceID) RETURNING 1"
-        ).isEmpty
+    /// `StoreChange.settleLiveHandover`, inside the caller's transaction.
+    static func settleLiveHandover(
+        messageID: String,
+        deviceID: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        let settled = try await connection.run(
+            "DELETE FROM live_handovers WHERE message_id = \(messageID) AND device_id = \(deviceID) RETURNING 1",
+            logger: logger
+        )
+        return settled.isEmpty ? .stale : .applied
     }
 
     public func takeOverdueLiveHandovers(now: Int64, limit: Int) async throws -> [LiveHandover] {

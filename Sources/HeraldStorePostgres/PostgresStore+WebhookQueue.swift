@@ -42,22 +42,17 @@ extension PostgresStore {
         return try rows.map(Self.webhookEvent(from:)).sorted { $0.event.createdAt < $1.event.createdAt }
     }
 
-    public func completeWebhookEvent(
+    /// `StoreChange.completeWebhookEvent`, inside the caller's transaction.
+    static func completeWebhookEvent(
         id: String,
         owner: String,
         _ completion: WebhookCompletion,
-        now: Int64
-    )
-        async throws -> Bool
-    {
-        let (state, nextAttempt, error, deliveredAt): (WebhookEventState, Int64?, String?, Int64?) =
-            switch completion {
-            case .delivered: (.delivered, nil, nil, now)
-            case .retry(let at, let error): (.pending, at, error, nil)
-            case .failed(let error): (.failed, nil, error, nil)
-            }
-        let rows = try await rows(
-            "complete a webhook event",
+        now: Int64,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        let (state, nextAttempt, error, deliveredAt) = completion.columns(now: now)
+        let completed = try await connection.run(
             """
             UPDATE webhook_events
             SET state = \(state.rawValue), next_attempt_at = COALESCE(\(nextAttempt)::BIGINT, next_attempt_at),
@@ -65,9 +60,10 @@ extension PostgresStore {
                 owner = NULL, lease_until = NULL, updated_at = \(now)
             WHERE id = \(id) AND owner = \(owner) AND state = 'sending'
             RETURNING id
-            """
+            """,
+            logger: logger
         )
-        return rows.count == 1
+        return completed.count == 1 ? .applied : .stale
     }
 
     public func webhookEvents(

@@ -85,6 +85,15 @@ extension SQLiteStore {
             return try changingRow(db, sql: sql, arguments: [deviceID, sessionID])
         case .sealSenders(let sealed):
             try sealSenders(sealed, db)
+        case .releaseHeld(let release, let now):
+            return try Self.release(release, now: now, db)
+        case .settleLiveHandover(let messageID, let deviceID):
+            let sql = "DELETE FROM live_handovers WHERE message_id = ? AND device_id = ?"
+            return try changingRow(db, sql: sql, arguments: [messageID, deviceID])
+        case .renewLiveSessions(let nodeID, let sessionIDs, let until):
+            try renewLiveSessions(nodeID: nodeID, keeping: sessionIDs, until: until, db)
+        case .completeWebhookEvent(let id, let owner, let completion, let now):
+            return try completeWebhookEvent(id: id, owner: owner, completion, now: now, db)
         }
         return .applied
     }

@@ -55,22 +55,14 @@ extension SQLiteStore {
         }
     }
 
-    public func release(_ releases: [HeldRelease], now: Int64) async throws -> [String] {
-        if releases.isEmpty { return [] }
-        return try await write { db in
-            var released: [String] = []
-            let take = try db.cachedStatement(
-                sql: "DELETE FROM held_messages WHERE message_id = ? AND held_until > ?"
-            )
-            for release in releases {
-                try take.execute(arguments: [release.messageID, now])
-                // Taken by an earlier release (or ended): its pushes were written then, or never are.
-                guard db.changesCount == 1 else { continue }
-                _ = try Self.insert(Ingest(idempotencyKey: nil, message: nil, pushes: release.pushes, receipt: []), db)
-                released.append(release.messageID)
-            }
-            return released
-        }
+    /// `StoreChange.releaseHeld`, inside the caller's transaction.
+    static func release(_ release: HeldRelease, now: Int64, _ db: Database) throws -> ChangeOutcome {
+        try db.cachedStatement(sql: "DELETE FROM held_messages WHERE message_id = ? AND held_until > ?")
+            .execute(arguments: [release.messageID, now])
+        // Taken by an earlier release (or ended): its pushes were written then, or never are.
+        guard db.changesCount == 1 else { return .stale }
+        _ = try insert(Ingest(idempotencyKey: nil, message: nil, pushes: release.pushes, receipt: []), db)
+        return .applied
     }
 
     public func endHolds(now: Int64) async throws -> Int {

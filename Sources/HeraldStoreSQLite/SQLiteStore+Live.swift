@@ -19,13 +19,13 @@ extension SQLiteStore {
         )
     }
 
-    public func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64) async throws {
-        try await write { db in
-            let renew = try db.cachedStatement(
-                sql: "UPDATE live_sessions SET expires_at = ? WHERE node_id = ? AND session_id = ?"
-            )
-            for sessionID in sessionIDs { try renew.execute(arguments: [until, nodeID, sessionID]) }
-        }
+    /// `StoreChange.renewLiveSessions`, inside the caller's transaction.
+    static func renewLiveSessions(nodeID: String, keeping sessionIDs: Set<String>, until: Int64, _ db: Database) throws
+    {
+        let renew = try db.cachedStatement(
+            sql: "UPDATE live_sessions SET expires_at = ? WHERE node_id = ? AND session_id = ?"
+        )
+        for sessionID in sessionIDs { try renew.execute(arguments: [until, nodeID, sessionID]) }
     }
 
     public func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord] {
@@ -66,16 +66,6 @@ extension SQLiteStore {
                 arguments: [nodeID]
             )
             return taken
-        }
-    }
-
-    public func settleLiveHandover(messageID: String, deviceID: String) async throws -> Bool {
-        try await write { db in
-            try db.execute(
-                sql: "DELETE FROM live_handovers WHERE message_id = ? AND device_id = ?",
-                arguments: [messageID, deviceID]
-            )
-            return db.changesCount > 0
         }
     }
 

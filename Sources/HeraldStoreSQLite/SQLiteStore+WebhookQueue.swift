@@ -52,33 +52,26 @@ extension SQLiteStore {
         }
     }
 
-    public func completeWebhookEvent(
+    /// `StoreChange.completeWebhookEvent`, inside the caller's transaction.
+    static func completeWebhookEvent(
         id: String,
         owner: String,
         _ completion: WebhookCompletion,
-        now: Int64
-    )
-        async throws -> Bool
-    {
-        try await write { db in
-            let (state, nextAttempt, error, deliveredAt): (WebhookEventState, Int64?, String?, Int64?) =
-                switch completion {
-                case .delivered: (.delivered, nil, nil, now)
-                case .retry(let at, let error): (.pending, at, error, nil)
-                case .failed(let error): (.failed, nil, error, nil)
-                }
-            try db.execute(
-                sql: """
-                    UPDATE webhook_events
-                    SET state = ?, next_attempt_at = COALESCE(?, next_attempt_at),
-                        last_error = COALESCE(?, last_error), delivered_at = ?, owner = NULL, lease_until = NULL,
-                        updated_at = ?
-                    WHERE id = ? AND owner = ? AND state = 'sending'
-                    """,
-                arguments: [state.rawValue, nextAttempt, error, deliveredAt, now, id, owner]
-            )
-            return db.changesCount == 1
-        }
+        now: Int64,
+        _ db: Database
+    ) throws -> ChangeOutcome {
+        let (state, nextAttempt, error, deliveredAt) = completion.columns(now: now)
+        return try changingRow(
+            db,
+            sql: """
+                UPDATE webhook_events
+                SET state = ?, next_attempt_at = COALESCE(?, next_attempt_at),
+                    last_error = COALESCE(?, last_error), delivered_at = ?, owner = NULL, lease_until = NULL,
+                    updated_at = ?
+                WHERE id = ? AND owner = ? AND state = 'sending'
+                """,
+            arguments: [state.rawValue, nextAttempt, error, deliveredAt, now, id, owner]
+        )
     }
 
     public func webhookEvents(
