@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
+        .library(name: "HeraldDispatch", targets: ["HeraldDispatch"]),
         .library(name: "HeraldRelay", targets: ["HeraldRelay"]),
         .library(name: "HeraldRelayAPI", targets: ["HeraldRelayAPI"]),
         .library(name: "HeraldRelayHTTP", targets: ["HeraldRelayHTTP"]),
@@ -256,7 +257,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // One batching rule for work that arrives together (the stores' group commit, batched
-        // statements and reads). No dependencies.
+        // statements and reads, the dispatcher's outcome writes), and the wake signal the loops
+        // that drain such work wait on. No dependencies.
         .target(
             name: "HeraldBatching",
             swiftSettings: swiftSettings
@@ -328,11 +330,28 @@ let package = Package(
             dependencies: ["HeraldStore", "HeraldPush", "HeraldTestSupport"],
             swiftSettings: swiftSettings
         ),
-        // The relay's logic: activation and key agreement, presence, sealing, ingest, the
-        // dispatcher. Knows a store and a push sender only through protocols, and no transport.
+        // The dispatcher: drains the outbox into a push sender (claims, hand-offs, outcomes,
+        // network health), its loop and its outcome writes as state machines. Knows the store and
+        // the sender only through protocols: no relay, no HTTP, no storage engine.
+        .target(
+            name: "HeraldDispatch",
+            dependencies: [
+                "HeraldBatching",
+                "HeraldPush",
+                "HeraldStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The relay's logic: activation and key agreement, presence, sealing, ingest. Knows a
+        // store and the dispatcher's hand-off only through protocols, and no transport.
         .target(
             name: "HeraldRelay",
             dependencies: [
+                "HeraldBatching",
+                "HeraldDispatch",
                 "HeraldEncoding",
                 "HeraldPush",
                 "HeraldRelayAPI",
@@ -429,6 +448,7 @@ let package = Package(
                 "HeraldAPNs",
                 "HeraldAPNsCore",
                 "HeraldCrypto",
+                "HeraldDispatch",
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldProvider",
@@ -471,6 +491,7 @@ let package = Package(
                 "HeraldAPNs",
                 "HeraldAPNsCore",
                 "HeraldCrypto",
+                "HeraldDispatch",
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldProvider",
@@ -710,6 +731,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldDispatchTests",
+            dependencies: ["HeraldDispatch"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldStoreSQLiteTests",
             dependencies: [
                 "HeraldStore",
@@ -733,6 +759,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 "HeraldHTTPSupport",
                 "HeraldRelay",
+                "HeraldDispatch",
                 "HeraldRelayAPI",
                 "HeraldAdapters",
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -53,7 +53,7 @@ public final class APNsClient: Service, Sendable {
 
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.pool.start() }
+            group.addTask { await self.pool.run() }
             try? await gracefulShutdown()
             pool.shutdown()
             group.cancelAll()

@@ -11,6 +11,11 @@ import Synchronization
 ///
 /// Each batch runs in a task of its own that ends with the queue: nothing lives on between
 /// bursts, so there is no service to start or stop.
+///
+/// Or, for work whose callers need not wait for it (the dispatcher's finished outcomes), items
+/// are `enqueue`d and the batches done by `run`, in the task of whoever runs it (a service's
+/// task group): each batch lingers up to `Rules.linger` for company, and `Rules.maxPending`
+/// bounds what waits. A batcher is used one way or the other, not both.
 public final class Batcher<Item: Sendable, Outcome: Sendable>: Sendable {
     /// Does a batch; answers one result per item, in the batch's order.
     public typealias Handle = @Sendable ([Item]) async -> [Result<Outcome, any Error>]
@@ -30,19 +35,30 @@ public final class Batcher<Item: Sendable, Outcome: Sendable>: Sendable {
         /// waits for the next batch, so whatever does the batch decides between them as it
         /// would between two separate calls.
         public var keys: @Sendable (Item) -> [String]
+        /// `run` only: how long a batch waits for company once an item waits, unless the items
+        /// waiting reach `maxPending` or the run is told to finish. Zero: each goes at once.
+        public var linger: Duration
+        /// `enqueue` only: the weight queued or being done at which `enqueue` waits for room (and
+        /// the batch goes without lingering): whoever cannot keep up holds the callers, not
+        /// memory.
+        public var maxPending: Int
 
         public init(
             maxInFlight: Int = 1,
             maxItems: Int,
             maxWeight: Int = .max,
             weight: @escaping @Sendable (Item) -> Int = { _ in 1 },
-            keys: @escaping @Sendable (Item) -> [String] = { _ in [] }
+            keys: @escaping @Sendable (Item) -> [String] = { _ in [] },
+            linger: Duration = .zero,
+            maxPending: Int = .max
         ) {
             self.maxInFlight = max(1, maxInFlight)
             self.maxItems = max(1, maxItems)
             self.maxWeight = maxWeight
             self.weight = weight
             self.keys = keys
+            self.linger = linger
+            self.maxPending = max(1, maxPending)
         }
 
         /// The positions of `waiting` that go in the next batch, in order: each item that fits
@@ -73,10 +89,22 @@ public final class Batcher<Item: Sendable, Outcome: Sendable>: Sendable {
     private struct State {
         var waiting: [Waiting] = []
         var running = 0
+        /// Enqueued, for `run`.
+        var queued: [Item] = []
+        /// The weight enqueued and not yet done (queued or in `run`'s batch).
+        var pending = 0
+        /// `enqueue` calls waiting for room.
+        var full: [CheckedContinuation<Void, Never>] = []
+        /// `run` waiting for an item (or `finish`).
+        var idle: CheckedContinuation<Void, Never>?
+        /// `finish` was called: `run` does what waits without lingering, then returns.
+        var finishing = false
     }
 
     public let rules: Rules
     private let state = Mutex(State())
+    /// Ends `run`'s linger early: the items waiting reached `maxPending`, or `finish`.
+    private let hurry = WakeSignal()
 
     public init(rules: Rules) {
         self.rules = rules
@@ -122,6 +150,114 @@ public final class Batcher<Item: Sendable, Outcome: Sendable>: Sendable {
             if let next { self.start(next, handle: handle) }
         }
     }
+
+    // MARK: - Enqueued items, done by `run`
+
+    /// Hands `item` to the batches `run` does, without waiting for it to be done: returns at once,
+    /// unless the weight queued or being done reaches `Rules.maxPending`; then the batch goes
+    /// without lingering, and this returns once what is done brings the weight below it.
+    public func enqueue(_ item: Item) async {
+        let weight = rules.weight(item)
+        let (idle, full) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
+            state.queued.append(item)
+            state.pending += weight
+            defer { state.idle = nil }
+            return (state.idle, state.pending >= rules.maxPending)
+        }
+        idle?.resume()
+        guard full else { return }
+        hurry.signal()
+        await withCheckedContinuation { continuation in
+            let room = state.withLock { state -> Bool in
+                if state.pending < rules.maxPending { return true }
+                state.full.append(continuation)
+                return false
+            }
+            if room { continuation.resume() }
+        }
+    }
+
+    /// Does the enqueued items' batches in this task, one at a time, as `rules.take` groups
+    /// them: once an item waits, the batch lingers up to `Rules.linger` for others (less when
+    /// hurried), then `work` does it. Runs until `finish()`, then does what waits at once and
+    /// returns. One run at a time.
+    ///
+    /// Cancellation ends the lingers, not the run: items enqueued are still done (a caller's
+    /// work is not dropped because the task running them is cancelled), and `run` returns only
+    /// after `finish()`.
+    public func run(_ work: @Sendable ([Item]) async -> Void) async {
+        while true {
+            let step = state.withLock { state -> RunStep in
+                if !state.queued.isEmpty {
+                    return .batch(hurried: state.finishing || state.pending >= rules.maxPending)
+                }
+                if state.finishing {
+                    state.finishing = false
+                    return .done
+                }
+                return .idle
+            }
+            switch step {
+            case .done:
+                return
+            case .idle:
+                // Not cancellable: an idle run has nothing to stop, and ends at `finish`.
+                await withCheckedContinuation { continuation in
+                    let now = state.withLock { state -> Bool in
+                        if !state.queued.isEmpty || state.finishing { return true }
+                        state.idle = continuation
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+            case .batch(let hurried):
+                if !hurried, rules.linger > .zero { await hurry.wait(timeout: rules.linger) }
+                let batch = state.withLock { state -> [Item] in
+                    let taken = rules.take(from: state.queued)
+                    let positions = Set(taken)
+                    defer {
+                        state.queued = state.queued.enumerated().filter { !positions.contains($0.offset) }
+                            .map(\.element)
+                    }
+                    return taken.map { state.queued[$0] }
+                }
+                if !batch.isEmpty { await work(batch) }
+                let done = batch.reduce(0) { $0 + rules.weight($1) }
+                let room = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                    state.pending -= done
+                    guard state.pending < rules.maxPending else { return [] }
+                    defer { state.full = [] }
+                    return state.full
+                }
+                for waiter in room { waiter.resume() }
+            }
+        }
+    }
+
+    /// What `run` does next.
+    private enum RunStep {
+        /// A batch, lingering first unless hurried.
+        case batch(hurried: Bool)
+        /// Wait for an item.
+        case idle
+        /// Finished, nothing waits: return.
+        case done
+    }
+
+    /// Ends `run` once every item enqueued before is done: what waits goes at once, without
+    /// lingering. (Before `run` starts, the next run does what waits and returns.)
+    public func finish() {
+        let idle = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.finishing = true
+            defer { state.idle = nil }
+            return state.idle
+        }
+        idle?.resume()
+        hurry.signal()
+    }
+
+    /// The weight enqueued and not yet done.
+    public var pending: Int { state.withLock(\.pending) }
 
     /// A handler from a throwing one: when the batch fails, each item is done again alone, so
     /// one bad item fails alone.

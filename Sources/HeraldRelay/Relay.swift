@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCrypto
+public import HeraldDispatch
 import HeraldRelayAPI
 public import HeraldStore
 public import Logging

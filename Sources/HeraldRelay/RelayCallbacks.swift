@@ -1,4 +1,5 @@
 import Foundation
+import HeraldBatching
 import HeraldCrypto
 import HeraldPush
 public import HeraldRelayAPI

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import HeraldBatching
 import HeraldCrypto
+import HeraldDispatch
 import HeraldPush
 import HeraldRelayAPI
 import HeraldStore

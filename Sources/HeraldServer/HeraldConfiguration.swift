@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldAdapters
+public import HeraldDispatch
 public import HeraldHTTPSupport
 public import HeraldPush
 public import HeraldRelay

@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldAdapters
 public import HeraldCrypto
+public import HeraldDispatch
 public import HeraldHTTPSupport
 public import HeraldPush
 public import HeraldRelay

@@ -5,6 +5,7 @@ public import HeraldAPNs
 public import HeraldAPNsCore
 public import HeraldAdapters
 public import HeraldCrypto
+public import HeraldDispatch
 public import HeraldFCM
 public import HeraldFCMCore
 public import HeraldHTTPSupport

@@ -4,7 +4,7 @@ import Testing
 
 /// The batching rule as data (`Rules.take`), and the queue driven by items that wait on a gate:
 /// no store, no clock, no sleeps.
-@Suite("Batcher")
+@Suite("Batcher", .timeLimit(.minutes(1)))
 struct BatcherTests {
     struct TakeCase: Sendable, CustomStringConvertible {
         var name: String
@@ -142,5 +142,133 @@ struct BatcherTests {
         await #expect(throws: BatchError.missingOutcome) {
             try await batcher.submit(7) { _ in [] }
         }
+    }
+
+    // MARK: Enqueued items, done by `run`
+
+    /// What a run's work was given, batch by batch; holds each batch while its gate is closed.
+    final class Work: Sendable {
+        let batches = Mutex<[[[Int]]]>([])
+        let closed = Mutex<Bool>(false)
+        let held = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+        func handle(_ items: [[Int]]) async {
+            batches.withLock { $0.append(items) }
+            await withCheckedContinuation { continuation in
+                let hold = closed.withLock { $0 }
+                if hold { held.withLock { $0.append(continuation) } } else { continuation.resume() }
+            }
+        }
+
+        var all: [[[Int]]] { batches.withLock { $0 } }
+
+        /// Returns once `count` batches were given.
+        func wait(for count: Int) async {
+            while all.count < count { await Task.yield() }
+        }
+
+        func close() { closed.withLock { $0 = true } }
+
+        func open() {
+            closed.withLock { $0 = false }
+            let waiting = held.withLock { held in
+                defer { held = [] }
+                return held
+            }
+            for continuation in waiting { continuation.resume() }
+        }
+    }
+
+    /// Items are arrays whose weight is their count (a loop's outcomes).
+    static func lingering(_ linger: Duration, maxPending: Int = 100) -> Batcher<[Int], Void> {
+        Batcher(rules: .init(maxItems: .max, weight: { $0.count }, linger: linger, maxPending: maxPending))
+    }
+
+    @Test("items enqueued while a batch lingers go in it, in order; finish does them at once and ends the run")
+    func lingerGathers() async {
+        let batcher = Self.lingering(.seconds(3_600))
+        let work = Work()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await batcher.run { await work.handle($0) } }
+            // Each returns at once: were it to wait for its batch, the test would wait an hour.
+            await batcher.enqueue([1, 2])
+            await batcher.enqueue([3])
+            await batcher.enqueue([4])
+            #expect(work.all.isEmpty && batcher.pending == 4)
+            batcher.finish()
+        }
+        #expect(work.all == [[[1, 2], [3], [4]]])
+        #expect(batcher.pending == 0)
+        // Nothing waits: the next run, told to finish before it starts, does nothing.
+        batcher.finish()
+        await batcher.run { await work.handle($0) }
+        #expect(work.all.count == 1)
+    }
+
+    @Test("a batch goes once its linger ends, without finish; the next item starts a new one")
+    func lingerEnds() async {
+        let batcher = Self.lingering(.milliseconds(5))
+        let work = Work()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await batcher.run { await work.handle($0) } }
+            await batcher.enqueue([1])
+            await work.wait(for: 1)
+            #expect(work.all == [[[1]]])
+            await batcher.enqueue([2])
+            await work.wait(for: 2)
+            #expect(work.all.last == [[2]])
+            batcher.finish()
+        }
+    }
+
+    @Test("at maxPending the batch goes without lingering, and enqueue waits until the work is done")
+    func fullHoldsCallers() async {
+        let batcher = Self.lingering(.seconds(3_600), maxPending: 3)
+        let work = Work()
+        work.close()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await batcher.run { await work.handle($0) } }
+            await batcher.enqueue([1, 2])
+            let returned = Mutex(false)
+            group.addTask {
+                await batcher.enqueue([3, 4])
+                returned.withLock { $0 = true }
+            }
+            // Four reach the limit of three: the batch goes without the hour's linger…
+            await work.wait(for: 1)
+            #expect(work.all == [[[1, 2], [3, 4]]])
+            // …and the second enqueue waits until it is done.
+            for _ in 0..<100 { await Task.yield() }
+            #expect(!returned.withLock { $0 })
+            work.open()
+            while !returned.withLock({ $0 }) { await Task.yield() }
+            #expect(batcher.pending == 0)
+            batcher.finish()
+        }
+    }
+
+    @Test("the rules group the run's batches: at most maxItems each")
+    func runTakesByTheRules() async {
+        let batcher = Batcher<[Int], Void>(rules: .init(maxItems: 2, weight: { $0.count }))
+        let work = Work()
+        for item in 1...5 { await batcher.enqueue([item]) }
+        batcher.finish()
+        await batcher.run { await work.handle($0) }
+        #expect(work.all == [[[1], [2]], [[3], [4]], [[5]]])
+    }
+
+    @Test("cancelling the run's task ends its lingers, not the run: what is enqueued is still done")
+    func cancelledRunStillWorks() async {
+        let batcher = Self.lingering(.seconds(3_600))
+        let work = Work()
+        let run = Task { await batcher.run { await work.handle($0) } }
+        run.cancel()
+        await batcher.enqueue([1])
+        await work.wait(for: 1)
+        await batcher.enqueue([2])
+        await work.wait(for: 2)
+        #expect(work.all == [[[1]], [[2]]])
+        batcher.finish()
+        await run.value
     }
 }

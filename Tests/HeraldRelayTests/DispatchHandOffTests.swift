@@ -4,7 +4,7 @@ import HeraldStore
 import HeraldTestSupport
 import Testing
 
-@testable import HeraldRelay
+@testable import HeraldDispatch
 
 /// The pushes a node's ingests hand to its own dispatcher in memory: the bounded queue's rules,
 /// and the dispatcher sending them with no claim statement.

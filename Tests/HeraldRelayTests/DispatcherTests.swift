@@ -9,7 +9,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
-@testable import HeraldRelay
+@testable import HeraldDispatch
 
 /// The dispatcher over the real SQLite store, with a scripted push sender and a manual clock:
 /// what it does with each outcome, in which order it sends, and how it stops.

@@ -3,7 +3,7 @@ import HeraldStore
 import HeraldTestSupport
 import Testing
 
-@testable import HeraldRelay
+@testable import HeraldDispatch
 
 /// What the dispatcher does while a push network cannot be reached, over the real SQLite store
 /// with a scripted sender and a manual clock: the pushes wait behind the network's health, not

@@ -5,7 +5,7 @@ import HeraldTestSupport
 import ServiceLifecycle
 import Testing
 
-@testable import HeraldRelay
+@testable import HeraldDispatch
 
 /// Outcomes learned while the store is away (issue 30): kept, tried again until the store
 /// answers, written before any claim could take their pushes back, and never a reason to send a

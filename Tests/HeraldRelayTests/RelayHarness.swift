@@ -5,6 +5,7 @@ import HeraldAPNs
 import HeraldAPNsCore
 import HeraldAdapters
 import HeraldCrypto
+import HeraldDispatch
 import HeraldFCM
 import HeraldFCMCore
 import HeraldHTTPSupport

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldBatching
 public import HeraldPush
 public import HeraldStore
 public import Logging
@@ -40,7 +41,8 @@ public struct DispatcherConfiguration: Sendable {
     /// claim. 0: every push goes through a claim.
     public var handOffCapacity: Int = 512
     /// How long a batch's final outcomes wait for the batches other loops finish meanwhile, to
-    /// be recorded together in one store write (`OutcomeRecorder`): a push shows `sending` that
+    /// be recorded together in one store write (the dispatcher's outcome `Batcher`, run in its
+    /// task group): a push shows `sending` that
     /// much longer, and a crash in that time sends it again when its lease ends. Zero: each
     /// batch is recorded at once, before its loop goes on.
     public var outcomeLinger: Duration = .milliseconds(20)
@@ -63,7 +65,9 @@ public struct DispatcherConfiguration: Sendable {
 /// loop drains its backlog at once, calls first, each push still expiring on time.
 ///
 /// Run it under a `ServiceGroup`. On graceful shutdown it stops claiming, finishes the batches in
-/// flight, and returns; `drained` then says how many that were.
+/// flight, and returns; `drained` then says how many that were. Each loop's decisions are a
+/// `DispatchLoopMachine`; the loops, the recorder of finished outcomes and the follower of other
+/// nodes' queues all run in the task group of `run()`.
 ///
 /// Each push's final outcome is logged at info (`push finished`, with the push, device, app,
 /// network, outcome, attempts and reason; never the token or the content).
@@ -85,8 +89,13 @@ public final class Dispatcher: Service, Sendable {
     /// Batches (and their pushes) between their claim and the record of their outcomes.
     private let batchesOut = Atomic<Int>(0)
     let pushesOut = Atomic<Int>(0)
-    /// Final outcomes waiting to be recorded with other loops' (nil: recorded at once).
-    private let recorder: OutcomeRecorder?
+    /// Final outcomes waiting to be recorded with other loops' (nil: recorded at once): a batch
+    /// of them lingers up to `outcomeLinger` for the others, and at most one loop's batch of
+    /// outcomes waits or is being written before the loops wait for the write (a store that
+    /// cannot keep up holds the loops rather than memory, and a crash leaves at most that many
+    /// finished pushes unrecorded). Only final outcomes wait: a push back in the queue or a
+    /// token to clear is recorded at once, as other loops claim from what it writes.
+    private let recorder: Batcher<CompletionBatch, Void>?
     /// Every outcome write, retried while the store fails; holds the claims meanwhile.
     let writer: OutcomeWriter
     private let drainReport = Mutex<DrainReport?>(nil)
@@ -107,7 +116,7 @@ public final class Dispatcher: Service, Sendable {
         sender: any PushSender,
         configuration: DispatcherConfiguration = DispatcherConfiguration(),
         logger: Logger,
-        now: @escaping @Sendable () -> Int64 = RelayClock.now
+        now: @escaping @Sendable () -> Int64 = Dispatcher.wallClock
     ) {
         self.store = store
         self.sender = sender
@@ -122,9 +131,14 @@ public final class Dispatcher: Service, Sendable {
             // One batch's worth: enough to gather every loop's outcomes of the linger at full load,
             // and it bounds what a crash sends again to one batch more than the loops hold.
             let limit = max(1, configuration.batchSize)
-            recorder = OutcomeRecorder(linger: configuration.outcomeLinger, limit: limit) { batches in
-                await writer.write(batches)
-            }
+            recorder = Batcher(
+                rules: .init(
+                    maxItems: .max,
+                    weight: { $0.completions.count },
+                    linger: configuration.outcomeLinger,
+                    maxPending: limit
+                )
+            )
         } else {
             recorder = nil
         }
@@ -139,6 +153,9 @@ public final class Dispatcher: Service, Sendable {
         )
         for gauge in healthGauges.values { gauge.record(1) }
     }
+
+    /// The wall clock by default: milliseconds since the Unix epoch (the relay's `RelayClock.now`).
+    @Sendable public static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// Each network's health as the dispatcher sees it.
     public var networkHealth: [PushNetwork: NetworkHealthMachine.State] {
@@ -178,89 +195,116 @@ public final class Dispatcher: Service, Sendable {
         }
         // Only now: the release above would have put back pushes handed over before it.
         handOffs.withLock { $0.open() }
-        await withGracefulShutdownHandler {
-            await cancelWhenGracefulShutdown {
-                await withTaskGroup(of: Void.self) { group in
-                    for _ in 0..<max(1, self.configuration.workers) {
-                        group.addTask { await self.loop() }
-                    }
-                    // Pushes other relay nodes queued wake these loops too; it ends with them, on
-                    // graceful shutdown.
-                    group.addTask { await self.store.followQueuedElsewhere { self.wake() } }
-                }
+        await withTaskGroup(of: Void.self) { group in
+            // Finished outcomes, written together; ends once the loops are done and it wrote what
+            // they left (`finish` below). Not cancelled at graceful shutdown: the loops are.
+            if let recorder {
+                let writer = self.writer
+                group.addTask { await recorder.run { await writer.write($0) } }
             }
-        } onGracefulShutdown: {
-            let report = DrainReport(
-                batches: self.batchesOut.load(ordering: .relaxed),
-                pushes: self.pushesOut.load(ordering: .relaxed)
-            )
-            self.drainReport.withLock { $0 = report }
-            // A store that is away must not hold the stop forever.
-            self.writer.stop(within: self.configuration.outcomeDeadlineAtStop)
+            await withGracefulShutdownHandler {
+                await cancelWhenGracefulShutdown {
+                    await withTaskGroup(of: Void.self) { loops in
+                        for _ in 0..<max(1, self.configuration.workers) {
+                            loops.addTask { await self.loop() }
+                        }
+                        // Pushes other relay nodes queued wake these loops too; it ends with them,
+                        // on graceful shutdown.
+                        loops.addTask { await self.store.followQueuedElsewhere { self.wake() } }
+                    }
+                }
+            } onGracefulShutdown: {
+                let report = DrainReport(
+                    batches: self.batchesOut.load(ordering: .relaxed),
+                    pushes: self.pushesOut.load(ordering: .relaxed)
+                )
+                self.drainReport.withLock { $0 = report }
+                // A store that is away must not hold the stop forever.
+                self.writer.stop(within: self.configuration.outcomeDeadlineAtStop)
+            }
+            // The loops are done: what they finished is recorded before the claims could be
+            // released (the group waits for the recorder's last write).
+            recorder?.finish()
         }
-        // The loops are done: what they finished is recorded before the claims could be released.
-        await recorder?.flush()
         // Pushes handed over and not yet taken go back to the queue, for the next run or another
         // node, rather than wait out their lease.
         let left = handOffs.withLock { $0.close() }
         if !left.isEmpty { await Task { await self.putBack(left, reason: "the dispatcher stopped") }.value }
     }
 
+    /// One loop: claims (or takes what ingests handed over), sends, hands the outcomes on, as its
+    /// `DispatchLoopMachine` says; until its task is cancelled (graceful shutdown).
     private func loop() async {
-        // When this loop claims next at the latest (the idle poll, the next retry's due time, a
-        // network's next probe); the first pass claims what was queued before the start.
-        var pollAt = Int64.min
-        // Whether the loop's idle wait just ran out (a poll, whatever the clock says): it claims.
-        var timedOut = false
-        let batchSize = max(1, configuration.batchSize)
-        while !Task.isCancelled {
-            if writer.holdsClaims {
-                // Outcomes wait that the store would not take: claim nothing until they are
-                // written, or a push whose lease lapsed meanwhile could be claimed and sent again
-                // before its outcome is recorded. Then claim at once: pushes queued meanwhile.
-                await writer.waitWhileHeld(timeout: configuration.idlePoll)
-                timedOut = true
-                continue
-            }
-            let time = now()
-            let claimNow =
-                claimWanted.exchange(false, ordering: .acquiringAndReleasing) || time >= pollAt
-                || timedOut
-            timedOut = false
-            // Pushes handed over in memory need no claim. While the store may hold some too, at
-            // most half a batch of them, so neither starves the other.
-            let (handed, stale) = handOffs.withLock {
-                $0.take(claimNow ? batchSize / 2 : batchSize, freshUntil: time + configuration.lease.milliseconds / 2)
-            }
-            if !stale.isEmpty {
-                await Task { await self.putBack(stale, reason: "not sent within half its lease") }.value
-            }
-            var claimed = handed
-            if claimNow {
-                let (taken, full, failed) = await claimQueued(limit: batchSize - handed.count, at: time)
-                claimed += taken
-                if full {
-                    // More may be waiting: let another loop claim while this one sends.
+        var machine = DispatchLoopMachine(
+            configuration: .init(
+                batchSize: configuration.batchSize,
+                lease: configuration.lease.milliseconds,
+                idlePoll: configuration.idlePoll.milliseconds
+            )
+        )
+        // What the pass took and claimed, to send; and the stale hand-offs, to put back.
+        var batch: [ClaimedPush] = []
+        var stale: [ClaimedPush] = []
+        var event = ready()
+        while true {
+            var next: DispatchLoopMachine.Event?
+            for action in machine.handle(event) {
+                switch action {
+                case .stop:
+                    return
+                case .nextPass:
+                    next = ready()
+                case .waitForOutcomes(let timeout):
+                    await writer.waitWhileHeld(timeout: .milliseconds(timeout))
+                    next = .outcomesWaited
+                case .takeHandedOver(let limit, let freshUntil):
+                    (batch, stale) = handOffs.withLock { $0.take(limit, freshUntil: freshUntil) }
+                    next = .tookHandedOver(fresh: batch.count, stale: stale.count)
+                case .putBackStale:
+                    let late = stale
+                    stale = []
+                    // Not cut short by the loop's cancellation (an awaited task, ending with it).
+                    await Task { await self.putBack(late, reason: "not sent within half its lease") }.value
+                    next = .putBack
+                case .claim(let limit, let time):
+                    let (taken, full, failed) = await claimQueued(limit: limit, at: time)
+                    batch += taken
+                    next = failed ? .claimFailed(count: taken.count) : .claimed(count: taken.count, full: full)
+                case .wakeAnother:
                     claimWanted.store(true, ordering: .releasing)
                     signal.signal()
-                } else {
-                    pollAt =
-                        failed ? time + configuration.idlePoll.milliseconds : time + (await idleWait()).milliseconds
+                case .findNextDue:
+                    next = .nextDue(in: await nextDue())
+                case .sleep(let until):
+                    let signalled = await signal.wait(timeout: .milliseconds(max(1, until - now())))
+                    next = .woke(signalled: signalled)
+                case .send:
+                    // Handed-over pushes left for another loop.
+                    if !handOffs.withLock({ $0.isEmpty }) { signal.signal() }
+                    let sending = batch
+                    batch = []
+                    batchesOut.add(1, ordering: .relaxed)
+                    pushesOut.add(sending.count, ordering: .relaxed)
+                    // Once claimed, a batch is sent and completed even if shutdown begins
+                    // meanwhile: an awaited task, not cancelled with the loop, that ends with it.
+                    await Task { await self.deliver(sending) }.value
+                    batchesOut.subtract(1, ordering: .relaxed)
+                    pushesOut.subtract(sending.count, ordering: .relaxed)
+                    next = .sent
                 }
             }
-            if claimed.isEmpty {
-                timedOut = !(await signal.wait(timeout: .milliseconds(max(1, pollAt - now()))))
-                continue
-            }
-            if !handOffs.withLock({ $0.isEmpty }) { signal.signal() }
-            // Once claimed, a batch is sent and completed even if shutdown begins meanwhile.
-            let batch = claimed
-            batchesOut.add(1, ordering: .relaxed)
-            pushesOut.add(batch.count, ordering: .relaxed)
-            await Task { await self.deliver(batch) }.value
-            batchesOut.subtract(1, ordering: .relaxed)
-            pushesOut.subtract(batch.count, ordering: .relaxed)
+            guard let next else { preconditionFailure("the dispatch loop's actions reported nothing") }
+            event = next
         }
+    }
+
+    /// A pass's start: the claim wanted is read (and cleared) only when outcomes do not hold the
+    /// claims, so a loop that only waits takes it from none that would claim.
+    private func ready() -> DispatchLoopMachine.Event {
+        let stopping = Task.isCancelled
+        let held = writer.holdsClaims
+        let wanted = !stopping && !held && claimWanted.exchange(false, ordering: .acquiringAndReleasing)
+        return .ready(now: now(), claimWanted: wanted, outcomesHeld: held, stopping: stopping)
     }
 
     /// Claims up to `limit` due pushes through the networks that answer, and a probe for each
@@ -320,20 +364,18 @@ public final class Dispatcher: Service, Sendable {
         return (claimed, full, false)
     }
 
-    /// Until the next retry is due, within the idle poll. While a network is down, until its next
-    /// probe instead: its queued pushes are due but not claimed, and would make the store's next
-    /// due time always now.
-    private func idleWait() async -> Duration {
+    /// Until the next retry is due, in milliseconds (the machine keeps it within the idle poll);
+    /// nil when unknown. While a network is down, until its next probe instead: its queued pushes
+    /// are due but not claimed, and would make the store's next due time always now.
+    private func nextDue() async -> Int64? {
         let time = now()
-        let probe = health.withLock { machines in
-            machines.values.contains { !$0.isHealthy } ? machines.values.compactMap(\.nextProbeAt).min() ?? .max : nil
+        let (down, probe) = health.withLock { machines in
+            (machines.values.contains { !$0.isHealthy }, machines.values.compactMap(\.nextProbeAt).min())
         }
-        if let probe {
-            return min(.milliseconds(max(1, probe - time)), configuration.idlePoll)
-        }
-        guard let due = try? await store.nextDueTime() else { return configuration.idlePoll }
-        let wait = Duration.milliseconds(max(1, due - now()))
-        return min(wait, configuration.idlePoll)
+        // No probe time: one is out; the idle poll.
+        if down { return probe.map { $0 - time } }
+        guard let due = try? await store.nextDueTime() else { return nil }
+        return due - now()
     }
 
     private func deliver(_ claimed: [ClaimedPush]) async {
@@ -396,7 +438,8 @@ public final class Dispatcher: Service, Sendable {
         }
         writer.hand(completions.count)
         if let recorder, completions.allSatisfy(\.onlyFinishes) {
-            await recorder.record(completions, now: time)
+            guard !completions.isEmpty else { return }
+            await recorder.enqueue(CompletionBatch(completions: completions, now: time))
             return
         }
         await writer.write([CompletionBatch(completions: completions, now: time)])

@@ -1,3 +1,4 @@
+import HeraldBatching
 import HeraldStore
 import Logging
 import Synchronization
@@ -31,7 +32,7 @@ final class OutcomeWriter: Sendable {
     /// Outcomes handed over and not yet written.
     var pending: Int { machine.withLock(\.pending) }
 
-    /// Counts `count` outcomes as pending, before they go to the recorder or to `write`: from
+    /// Counts `count` outcomes as pending, before they go to the outcome batcher or to `write`: from
     /// now on they hold the claims should a write fail.
     func hand(_ count: Int) {
         _ = machine.withLock { $0.handle(.handed(count: count)) }
@@ -55,7 +56,8 @@ final class OutcomeWriter: Sendable {
     }
 
     /// Records `batches` (counted with `hand` before), trying again while the store fails, until
-    /// it answers or the stop's deadline passes.
+    /// it answers or the stop's deadline passes. A cancelled task (a hard stop, not a graceful
+    /// one) cannot wait for the store: a failed write is given up at once.
     func write(_ batches: [CompletionBatch]) async {
         let count = batches.reduce(0) { $0 + $1.completions.count }
         var attempt = 0
@@ -68,7 +70,8 @@ final class OutcomeWriter: Sendable {
                 attempt += 1
                 act(machine.withLock { $0.handle(.failed(at: now())) }, error: error)
                 let delay = machine.withLock { $0.retryDelay(attempt: attempt) }
-                if let left = deadline.withLock({ $0 }).map({ $0 - .now }) {
+                let left = Task.isCancelled ? .zero : deadline.withLock({ $0 }).map({ $0 - .now })
+                if let left {
                     guard left > .zero else {
                         act(machine.withLock { $0.handle(.gaveUp(count: count, at: now())) }, error: error)
                         return

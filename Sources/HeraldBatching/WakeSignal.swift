@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Wakes a waiting loop; a signal with no waiter is kept for the next one.
-final class WakeSignal: Sendable {
+public final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -10,9 +10,11 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
+    public init() {}
+
     /// Wakes one waiting loop (or the next to wait): one loop claiming a batch beats every loop
     /// racing for the same few pushes. A loop that claims a full batch wakes the next itself.
-    func signal() {
+    public func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let id = state.waiters.keys.min() else {
                 state.pending = true
@@ -24,7 +26,7 @@ final class WakeSignal: Sendable {
     }
 
     /// Wakes every waiting loop (and the next to wait): a backlog that every loop should drain.
-    func signalAll() {
+    public func signalAll() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.pending = true
             defer { state.waiters.removeAll() }
@@ -36,7 +38,7 @@ final class WakeSignal: Sendable {
     /// Returns on a signal, after `timeout`, or on cancellation; answers whether a signal (or
     /// the cancellation) ended it rather than the timeout.
     @discardableResult
-    func wait(timeout: Duration) async -> Bool {
+    public func wait(timeout: Duration) async -> Bool {
         let consumed = state.withLock { state -> Bool in
             defer { state.pending = false }
             return state.pending

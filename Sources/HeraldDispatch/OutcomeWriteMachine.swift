@@ -4,7 +4,8 @@ public import HeraldPush
 /// actions out, no I/O (the dispatcher's `OutcomeWriter` writes, sleeps, logs and wakes loops).
 ///
 /// - Every outcome the dispatcher learns is counted `pending` from the moment its loop hands it
-///   over (to the `OutcomeRecorder` or to a write of its own) until a write records it.
+///   over (to the outcome batcher, with other loops' finished outcomes, or to a write of its own)
+///   until a write records it.
 /// - A write that fails is tried again after `retryDelay(attempt:)` (100 ms doubling to 1 s,
 ///   equal jitter), for as long as the store fails: an outcome is what a push network said about
 ///   a send that happened, and a push whose outcome is lost is sent again when its lease ends.
