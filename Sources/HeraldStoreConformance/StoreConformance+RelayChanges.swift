@@ -13,6 +13,14 @@ extension StoreConformance {
     public static func relayChangesAnswerInOneBatch(_ engine: some StoreEngine) async throws {
         let (store, storage) = try await fresh(engine)
         try await store.saveDevice(StoreFixtures.device("d1", createdAt: 1))
+        let other = try await engine.open(storage)
+        try await relayChangesOfOneBatch(store, other)
+        try await endsAnswerOnceThenStaleOrDuplicate(store, other)
+        try await aFailingRelayChangeUndoesItsBatch(store, other)
+    }
+
+    /// Every relay change in one batch, each answered; what was written is read by another store.
+    private static func relayChangesOfOneBatch(_ store: any HeraldStore, _ other: any HeraldStore) async throws {
         let message = StoreFixtures.ingest(
             [StoreFixtures.push("p1", device: "d1", kind: .message, at: 10)],
             key: "k1",
@@ -63,7 +71,6 @@ extension StoreConformance {
             ]
         )
 
-        let other = try await engine.open(storage)
         #expect(try await other.receipt(idempotencyKey: "k1") == [1, 1], "the first ingest's receipt")
         #expect(try await other.receipt(idempotencyKey: "unused") == nil)
         #expect(try await other.push(id: "p1") != nil)
@@ -72,8 +79,14 @@ extension StoreConformance {
         #expect(try await other.callback(idempotencyKey: "cbk")?.id == "cb1")
         #expect(try await other.callback(id: "cb2") == nil)
         #expect(try await other.liveSessions(deviceIDs: ["d1"], now: 150).map(\.sessionID) == ["s1"], "renewed")
+    }
 
-        // The call's end and a chat's: once `applied`, then `stale` and `duplicate`.
+    /// The call's end and a chat's: once `applied`, then `stale` and `duplicate`; the first end
+    /// stays.
+    private static func endsAnswerOnceThenStaleOrDuplicate(
+        _ store: any HeraldStore,
+        _ other: any HeraldStore
+    ) async throws {
         _ = try await store.appendTranscript(
             TranscriptEvent(
                 conversation: "conv",
@@ -94,8 +107,14 @@ extension StoreConformance {
         #expect(ends == [.applied, .stale, .applied, .duplicate])
         #expect(try await other.call(id: "c1")?.state == .cancelled, "the first end stays")
         #expect(try await other.chat(conversation: "conv")?.endedAt == 18, "the first end stays")
+    }
 
-        // A push for a device that is not there breaks a reference: the batch fails whole.
+    /// A disconnect for a device that is not there breaks a reference: the batch fails whole,
+    /// its ingest and key included.
+    private static func aFailingRelayChangeUndoesItsBatch(
+        _ store: any HeraldStore,
+        _ other: any HeraldStore
+    ) async throws {
         let undone = StoreFixtures.ingest(
             [StoreFixtures.push("p9", device: "d1", kind: .message, at: 20)],
             key: "k9",
