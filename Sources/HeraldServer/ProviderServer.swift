@@ -105,31 +105,38 @@ extension HeraldServer {
             tasks.addTask { try await services.run() }
             var bound = ports.stream.makeAsyncIterator()
             if let port = await bound.next() {
-                var lines = [
-                    "herald provider",
-                    "  listening    http://\(listener.host):\(port)/v1/push/batch   (bearer secret in \(secretSource))",
-                ]
-                if let apns = configuration.apnsKeys.first {
-                    lines.append("  APNs         \(apns.url), \(apns.connections) connection(s)")
-                    for key in configuration.apnsKeys.dropFirst() {
-                        lines.append("  APNs key     \(key.name): team \(key.teamID), \(key.url)")
-                    }
-                    if !sharedDatabase.isEmpty {
-                        lines.append("  token        shared with the other providers on \(sharedDatabase)")
-                    }
-                } else {
-                    lines.append("  APNs         off (no --apns-key)")
-                }
-                if let fcm = configuration.fcm, let fcmClient {
-                    lines.append("  FCM          \(fcm.url) (project \(fcmClient.projectID))")
-                } else if !configuration.fcmAccounts.isEmpty {
-                    lines.append("  FCM          \(configuration.fcmAccounts.count) accounts")
-                } else {
-                    lines.append("  FCM          off (no --fcm-service-account)")
-                }
-                ready(lines)
+                ready(
+                    [
+                        "herald provider",
+                        "  listening    http://\(listener.host):\(port)/v1/push/batch   (bearer secret in \(secretSource))",
+                    ] + networkLines(sharedDatabase: sharedDatabase, fcmProject: fcmClient?.projectID)
+                )
             }
             try await tasks.next()
         }
+    }
+
+    /// The banner's lines for APNs and FCM.
+    private func networkLines(sharedDatabase: String, fcmProject: String?) -> [String] {
+        var lines: [String] = []
+        if let apns = configuration.apnsKeys.first {
+            lines.append("  APNs         \(apns.url), \(apns.connections) connection(s)")
+            for key in configuration.apnsKeys.dropFirst() {
+                lines.append("  APNs key     \(key.name): team \(key.teamID), \(key.url)")
+            }
+            if !sharedDatabase.isEmpty {
+                lines.append("  token        shared with the other providers on \(sharedDatabase)")
+            }
+        } else {
+            lines.append("  APNs         off (no --apns-key)")
+        }
+        if let fcm = configuration.fcm, let fcmProject {
+            lines.append("  FCM          \(fcm.url) (project \(fcmProject))")
+        } else if !configuration.fcmAccounts.isEmpty {
+            lines.append("  FCM          \(configuration.fcmAccounts.count) accounts")
+        } else {
+            lines.append("  FCM          off (no --fcm-service-account)")
+        }
+        return lines
     }
 }
