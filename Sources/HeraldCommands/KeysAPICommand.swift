@@ -37,7 +37,7 @@ struct StoreLocationOptions: ParsableArguments {
     var database: String?
 
     /// Opens the store, runs `work` on it, and closes it.
-    func withKeys<T>(_ work: (RelayKeys) async throws -> T) async throws -> T {
+    func withKeys<T: Sendable>(_ work: (RelayKeys) async throws -> T) async throws -> T {
         var flags = ConfigurationFile()
         flags.data = data
         if let database {
@@ -47,22 +47,14 @@ struct StoreLocationOptions: ParsableArguments {
         let configuration = try RelayOptions.resolve(flags: flags, config: config)
         var logger = Logger(label: "herald.keys")
         logger.logLevel = .warning
-        let store: any HeraldStore
         do {
-            store = try await HeraldServer.openStore(configuration, logger: logger)
-        } catch {
+            return try await HeraldServer.withStore(configuration, logger: logger) { store in
+                try await work(RelayKeys(store: store, logger: logger))
+            }
+        } catch let error as HeraldServerError {
             throw ValidationError(error.message)
-        }
-        do {
-            let value = try await work(RelayKeys(store: store, logger: logger))
-            await HeraldServer.close(store)
-            return value
         } catch let error as RelayError {
-            await HeraldServer.close(store)
             throw ValidationError(error.detail)
-        } catch {
-            await HeraldServer.close(store)
-            throw error
         }
     }
 }

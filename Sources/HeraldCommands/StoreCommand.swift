@@ -70,23 +70,17 @@ extension StoreCommand {
                 print(Self.lines(tally))
                 return
             }
-            let store = try await PostgresStore.open(configuration: target, logger: logger)
-            do {
-                let written = try await store.importAll(from: source, batchSize: 500)
-                let held = try await store.importTally()
-                await store.close()
-                try Self.report(
-                    from: "sqlite:\(path)",
-                    to: "\(target)",
-                    tally,
-                    written: written,
-                    held: held,
-                    checked: ("PostgreSQL", "the SQLite database")
-                )
-            } catch {
-                await store.close()
-                throw error
+            let (written, held) = try await PostgresStore.withOpen(configuration: target, logger: logger) { store in
+                (try await store.importAll(from: source, batchSize: 500), try await store.importTally())
             }
+            try Self.report(
+                from: "sqlite:\(path)",
+                to: "\(target)",
+                tally,
+                written: written,
+                held: held,
+                checked: ("PostgreSQL", "the SQLite database")
+            )
         }
 
         /// PostgreSQL into a new SQLite file: a way back for a deployment that moved.
@@ -96,29 +90,26 @@ extension StoreCommand {
             guard !FileManager.default.fileExists(atPath: path) else {
                 throw StoreCommandError.usage("\(path) exists: the copy goes into a new SQLite file")
             }
-            let export = try await PostgresExport.open(configuration: source, logger: logger)
-            do {
+            let copied = try await PostgresExport.withOpen(configuration: source, logger: logger) {
+                export -> (StoreTally, written: StoreTally, held: StoreTally)? in
                 let tally = try await export.exportTally()
                 if dryRun {
-                    await export.close()
                     print("would copy from \(source) to sqlite:\(path):")
                     print(Self.lines(tally))
-                    return
+                    return nil
                 }
                 let (written, held) = try await Self.importIntoNewFile(path, from: export, logger: logger)
-                await export.close()
-                try Self.report(
-                    from: "\(source)",
-                    to: "sqlite:\(path)",
-                    tally,
-                    written: written,
-                    held: held,
-                    checked: ("the SQLite file", "PostgreSQL")
-                )
-            } catch {
-                await export.close()
-                throw error
+                return (tally, written, held)
             }
+            guard case let (tally, written, held)? = copied else { return }
+            try Self.report(
+                from: "\(source)",
+                to: "sqlite:\(path)",
+                tally,
+                written: written,
+                held: held,
+                checked: ("the SQLite file", "PostgreSQL")
+            )
         }
 
         /// Creates the file, imports into it, and removes it again if the import fails (its

@@ -162,30 +162,38 @@ public final class EmulatedPhone: Sendable {
         try await lifeEvent(.launch(conversation: conversation))
         guard state.withLock({ $0.loop == nil }) else { return }
         let inputs = AsyncStream.makeStream(of: SandboxEvent?.self)
-        let link = SandboxLink.events(sandbox: configuration.sandboxURL, deviceID: sandboxDevice, logger: logger)
+        let sandbox = configuration.sandboxURL
         let timeout = configuration.tokenTimeout
+        let logger = logger
+        // The phone's one task of its own, until `shutdown()`: the device connection and the
+        // late-token timeout are its children.
         let loop = Task {
-            let feeder = Task {
-                do {
-                    for try await event in link { inputs.continuation.yield(event) }
-                } catch {
-                    self.timeline.record(self.network, "app", "device connection ended", detail: "\(error)")
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    do {
+                        try await SandboxLink.receive(sandbox: sandbox, deviceID: sandboxDevice, logger: logger) {
+                            inputs.continuation.yield($0)
+                        }
+                    } catch  where !Task.isCancelled {
+                        self.timeline.record(self.network, "app", "device connection ended", detail: "\(error)")
+                    } catch {
+                        // `shutdown()`: the phone ends the connection, nothing to record.
+                    }
                 }
-            }
-            let timer = Task {
-                try? await Task.sleep(for: timeout)
-                if !Task.isCancelled { inputs.continuation.yield(nil) }
-            }
-            for await input in inputs.stream {
-                if Task.isCancelled { break }
-                do {
-                    try await self.handle(input)
-                } catch {
-                    self.record(diagnostic: "\(error)")
+                group.addTask {
+                    try? await Task.sleep(for: timeout)
+                    if !Task.isCancelled { inputs.continuation.yield(nil) }
                 }
+                for await input in inputs.stream {
+                    if Task.isCancelled { break }
+                    do {
+                        try await self.handle(input)
+                    } catch {
+                        self.record(diagnostic: "\(error)")
+                    }
+                }
+                group.cancelAll()
             }
-            feeder.cancel()
-            timer.cancel()
         }
         state.withLock { $0.loop = loop }
     }

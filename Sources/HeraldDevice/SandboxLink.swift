@@ -31,32 +31,28 @@ public struct DeliveredPush: Sendable, Hashable {
 
 /// The phone's persistent connection to the sandbox (`/sandbox/devices/{id}/connect`).
 public enum SandboxLink {
-    /// Connects and yields what arrives until the connection ends or the task is cancelled.
-    public static func events(
+    /// Connects and hands `received` what arrives, in order, until the connection ends or the
+    /// task is cancelled: in the caller's task (the phone's loop), not in one of its own.
+    public static func receive(
         sandbox: String,
         deviceID: String,
-        logger: Logger
-    ) -> AsyncThrowingStream<SandboxEvent, any Error> {
+        logger: Logger,
+        _ received: @escaping @Sendable (SandboxEvent) -> Void
+    ) async throws {
         let url =
             sandbox.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(
                 of: "https://",
                 with: "wss://"
             ) + "/sandbox/devices/\(deviceID)/connect"
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    try await WebSocketClient.connect(url: url, logger: logger) { inbound, _, _ in
-                        for try await message in inbound.messages(maxSize: 1 << 20) {
-                            guard case .text(let text) = message, let event = parse(text) else { continue }
-                            continuation.yield(event)
-                        }
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: DeviceError.sandbox("the device connection failed: \(error)"))
+        do {
+            try await WebSocketClient.connect(url: url, logger: logger) { inbound, _, _ in
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    guard case .text(let text) = message, let event = parse(text) else { continue }
+                    received(event)
                 }
             }
-            continuation.onTermination = { _ in task.cancel() }
+        } catch {
+            throw DeviceError.sandbox("the device connection failed: \(error)")
         }
     }
 

@@ -38,7 +38,8 @@ public final class LiveChannels: Sendable {
         var directory: any LiveSessionDirectory = ProcessLiveDirectory()
         /// The relay's clock (see `attach`); the wall clock until then.
         var now: @Sendable () -> Int64 = RelayClock.now
-        var sleep: @Sendable (Int64) async throws -> Void = { try await RelayClock.sleep(until: $0) }
+        /// Where acknowledgement deadlines wait (see `attach`); none fall back before then.
+        var timers: RelayTimers?
     }
 
     private let state = Mutex(State())
@@ -50,19 +51,18 @@ public final class LiveChannels: Sendable {
         self.ackTimeout = ackTimeout
     }
 
-    /// The relay these channels serve: its clock times the acknowledgements (`now` in
-    /// milliseconds since the epoch, `sleep` waits until `now` reads a time), `directory` learns
-    /// of the channels, and `fallback` queues the push for a message the device did not
-    /// acknowledge: (device id, message id).
+    /// The relay these channels serve: its clock (`now`, milliseconds since the epoch) and
+    /// `timers` time the acknowledgements, `directory` learns of the channels, and `fallback`
+    /// queues the push for a message the device did not acknowledge: (device id, message id).
     func attach(
         now: @escaping @Sendable () -> Int64,
-        sleep: @escaping @Sendable (Int64) async throws -> Void,
+        timers: RelayTimers,
         directory: any LiveSessionDirectory,
         fallback: @escaping @Sendable (String, String) async -> Void
     ) {
         state.withLock { state in
             state.now = now
-            state.sleep = sleep
+            state.timers = timers
             state.directory = directory
             state.fallback = fallback
         }
@@ -85,7 +85,7 @@ public final class LiveChannels: Sendable {
             state.open[deviceID] = Open(id: state.nextID, sessionID: sessionID, continuation: continuation)
             return (Session(id: state.nextID, deviceID: deviceID, sessionID: sessionID, frames: stream), replaced)
         }
-        if let replaced { settle(replaced, deviceID: deviceID) }
+        if let replaced { await settle(replaced, deviceID: deviceID) }
         let (directory, now) = directory
         await directory.publish(deviceID: deviceID, sessionID: session.sessionID, conversation: nil, now: now)
         return session
@@ -110,10 +110,11 @@ public final class LiveChannels: Sendable {
 
     /// The app has the message.
     public func acknowledge(_ session: Session, messageID: String) async {
-        let pending = state.withLock { state -> Bool in
-            guard state.open[session.deviceID]?.id == session.id else { return false }
-            return state.open[session.deviceID]?.pending.removeValue(forKey: messageID) != nil
+        let (pending, timers) = state.withLock { state -> (Bool, RelayTimers?) in
+            guard state.open[session.deviceID]?.id == session.id else { return (false, nil) }
+            return (state.open[session.deviceID]?.pending.removeValue(forKey: messageID) != nil, state.timers)
         }
+        timers?.cancel(.acknowledgement(deviceID: session.deviceID, messageID: messageID))
         // The delivery's record closes without a push.
         if pending { _ = await directory.0.settle(messageID: messageID, deviceID: session.deviceID) }
     }
@@ -124,7 +125,7 @@ public final class LiveChannels: Sendable {
             guard state.open[session.deviceID]?.id == session.id else { return nil }
             return state.open.removeValue(forKey: session.deviceID)
         }
-        if let closed { settle(closed, deviceID: session.deviceID) }
+        if let closed { await settle(closed, deviceID: session.deviceID) }
         await directory.0.withdraw(deviceID: session.deviceID, sessionID: session.sessionID)
     }
 
@@ -151,8 +152,7 @@ public final class LiveChannels: Sendable {
 
     /// Sends a message over the device's channel; false when it has none (the caller pushes).
     func deliver(_ message: LiveMessage, to deviceID: String) -> Bool {
-        let (now, sleep) = state.withLock { ($0.now, $0.sleep) }
-        // The deadline is fixed now, not when the timer task first runs.
+        let (now, timers) = state.withLock { ($0.now, $0.timers) }
         let deadline = now() + ackTimeout.milliseconds
         let sent = state.withLock { state -> Bool in
             guard var open = state.open[deviceID] else { return false }
@@ -162,9 +162,9 @@ public final class LiveChannels: Sendable {
             return true
         }
         guard sent else { return false }
-        Task { [weak self] in
-            try? await sleep(deadline)
-            self?.expire(messageID: message.messageID, deviceID: deviceID)
+        let messageID = message.messageID
+        timers?.schedule(.acknowledgement(deviceID: deviceID, messageID: messageID), at: deadline) { [weak self] in
+            await self?.expire(messageID: messageID, deviceID: deviceID)
         }
         return true
     }
@@ -180,20 +180,25 @@ public final class LiveChannels: Sendable {
         }
     }
 
-    private func expire(messageID: String, deviceID: String) {
+    /// The acknowledgement deadline passed: the message is pushed, unless it was acknowledged
+    /// or settled meanwhile (run by `RelayTimers`).
+    private func expire(messageID: String, deviceID: String) async {
         let (expired, fallback) = state.withLock { state -> (Bool, (@Sendable (String, String) async -> Void)?) in
             guard state.open[deviceID]?.pending.removeValue(forKey: messageID) != nil else { return (false, nil) }
             return (true, state.fallback)
         }
-        if expired, let fallback { Task { await fallback(deviceID, messageID) } }
+        if expired, let fallback { await fallback(deviceID, messageID) }
     }
 
-    private func settle(_ closed: Open, deviceID: String) {
+    /// A channel closed or replaced: its unacknowledged messages are queued as pushes before the
+    /// close returns, in the closing task rather than a task of their own.
+    private func settle(_ closed: Open, deviceID: String) async {
         closed.continuation.finish()
-        guard !closed.pending.isEmpty, let fallback = state.withLock({ $0.fallback }) else { return }
-        let messages = Array(closed.pending.keys)
-        Task {
-            for messageID in messages { await fallback(deviceID, messageID) }
+        let (fallback, timers) = state.withLock { ($0.fallback, $0.timers) }
+        for messageID in closed.pending.keys {
+            timers?.cancel(.acknowledgement(deviceID: deviceID, messageID: messageID))
         }
+        guard let fallback else { return }
+        for messageID in closed.pending.keys { await fallback(deviceID, messageID) }
     }
 }

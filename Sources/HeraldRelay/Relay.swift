@@ -33,6 +33,9 @@ public final class Relay: Sendable {
     public let live: LiveChannels
     /// Where every node's live channels are known (`RelayConfiguration.live.nodeID`).
     public let liveDirectory: any LiveSessionDirectory
+    /// The chats' delayed first pushes and the live channels' acknowledgement deadlines: a
+    /// service to run beside the relay (`RelayNode` has it among its own); none fires without it.
+    public let timers: RelayTimers
     /// Where the relay logs; the HTTP API logs its own events here too.
     public let logger: Logger
     let context: RelayContext
@@ -52,7 +55,8 @@ public final class Relay: Sendable {
     /// - Parameters:
     ///   - now: the clock, in milliseconds since the epoch.
     ///   - sleep: waits until `now` reads at least the given time, throwing when the task is
-    ///     cancelled; the chat delays and the live channels' acknowledgement timeouts wait with it.
+    ///     cancelled; `timers` (the chat delays, the live channels' acknowledgement timeouts)
+    ///     wait with it.
     ///     `nil` sleeps in real time until `now` reaches it. Tests pass a clock they can advance.
     ///   - onAccepted: called after each ingest that queued pushes (wakes the dispatcher).
     ///   - onAppSaved: called after an app was added or changed (say, to register it with a sandbox).
@@ -90,9 +94,10 @@ public final class Relay: Sendable {
             handOff: handOff
         )
         let ingest = RelayIngest(context: context, live: live, directory: directory)
+        let timers = RelayTimers(now: now, sleep: sleep)
         self.activation = RelayActivation(context: context)
         self.ingest = ingest
-        self.transcripts = RelayTranscripts(context: context, live: live, directory: directory)
+        self.transcripts = RelayTranscripts(context: context, live: live, directory: directory, timers: timers)
         self.webhooks = RelayWebhooks(context: context)
         self.calls = RelayCalls(context: context, live: live, directory: directory)
         self.callbacks = RelayCallbacks(context: context)
@@ -101,9 +106,10 @@ public final class Relay: Sendable {
         self.queueCaps = QueueCaps(apps: configuration.quotas.appCaps, defaultCap: configuration.quotas.defaultCap)
         self.live = live
         self.liveDirectory = directory
+        self.timers = timers
         self.logger = logger
         self.context = context
-        live.attach(now: now, sleep: sleep, directory: directory) { [weak ingest] deviceID, messageID in
+        live.attach(now: now, timers: timers, directory: directory) { [weak ingest] deviceID, messageID in
             await ingest?.unacknowledged(messageID: messageID, deviceID: deviceID)
         }
     }

@@ -9,20 +9,21 @@ import Synchronization
 /// chat whose app is in the background, including the delayed first push and its re-arming
 /// after a restart.
 ///
-/// Its own state is the first-push timers waiting out their delay.
+/// The first pushes waiting out their delay are the relay's `timers`.
 public final class RelayTranscripts: Sendable {
     let context: RelayContext
     /// This node's live channels: a shown event goes to the customer's apps in the foreground.
     let live: LiveChannels
     /// The channels other nodes hold: a shown event is announced to them.
     let directory: any LiveSessionDirectory
-    /// First pushes waiting for their delay, by device and chat.
-    private let chatTimers = Mutex<[String: Task<Void, Never>]>([:])
+    /// Where first pushes wait for their delay, by device and chat.
+    let timers: RelayTimers
 
-    init(context: RelayContext, live: LiveChannels, directory: any LiveSessionDirectory) {
+    init(context: RelayContext, live: LiveChannels, directory: any LiveSessionDirectory, timers: RelayTimers) {
         self.context = context
         self.live = live
         self.directory = directory
+        self.timers = timers
     }
 
     /// Appends an event to a chat's transcript and pushes it to the customer's devices that are
@@ -319,8 +320,6 @@ public final class RelayTranscripts: Sendable {
 
     // MARK: Pushes
 
-    private func timerKey(_ conversation: String, _ deviceID: String) -> String { deviceID + "|" + conversation }
-
     /// Re-arms the delayed first pushes a restart dropped (their timers lived in memory), or
     /// another node armed (it may die before they fire): each device still disconnected from a
     /// chat, with unfiltered agent events since and no push yet, gets its push when the delay that
@@ -353,23 +352,14 @@ public final class RelayTranscripts: Sendable {
     /// Pushes at `deadline` (milliseconds since the epoch; by default `firstPushDelay` from now)
     /// unless cancelled first; a timer already armed for the device and chat is kept.
     private func scheduleFirstPush(conversation: String, deviceID: String, at deadline: Int64? = nil) {
-        let key = timerKey(conversation, deviceID)
-        // The deadline is fixed now, not when the timer task first runs.
         let deadline = deadline ?? context.now() + context.configuration.chat.firstPushDelay.milliseconds
-        let sleep = context.sleep
-        chatTimers.withLock { timers in
-            guard timers[key] == nil else { return }
-            timers[key] = Task { [weak self] in
-                try? await sleep(deadline)
-                guard let self, !Task.isCancelled else { return }
-                self.chatTimers.withLock { _ = $0.removeValue(forKey: key) }
-                _ = await self.pushTranscript(conversation: conversation, deviceID: deviceID, onlyFirst: true)
-            }
+        timers.schedule(.firstPush(conversation: conversation, deviceID: deviceID), at: deadline) { [weak self] in
+            _ = await self?.pushTranscript(conversation: conversation, deviceID: deviceID, onlyFirst: true)
         }
     }
 
     private func cancelFirstPush(conversation: String, deviceID: String) {
-        chatTimers.withLock { $0.removeValue(forKey: timerKey(conversation, deviceID)) }?.cancel()
+        timers.cancel(.firstPush(conversation: conversation, deviceID: deviceID))
     }
 
     /// Pushes the agent lines since the device disconnected (sealed, as a message it can also

@@ -168,9 +168,19 @@ public final class Sandbox: Service, Sendable {
     private func serve(control app: some ApplicationProtocol, fcm: any ApplicationProtocol) async throws {
         let configuration = core.configuration
         let host = configuration.host
+        let apns = apns
         let apnsProduction = apnsProduction
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { listeners in
+                // The APNs listeners (NIO, not Hummingbird) send GOAWAY as soon as the shutdown
+                // begins, while the control API and the FCM side finish theirs.
+                listeners.addTask { [core] in
+                    guard (try? await gracefulShutdown()) != nil else { return }
+                    // Set by the handler below too, whichever hears of the shutdown first.
+                    core.beginShutdown()
+                    await apns.shutdown()
+                    await apnsProduction?.shutdown()
+                }
                 listeners.addTask {
                     try await ListenerError.naming(
                         "the sandbox's control API",
@@ -194,14 +204,10 @@ public final class Sandbox: Service, Sendable {
                     throw error
                 }
             }
-        } onGracefulShutdown: { [apns, core] in
+        } onGracefulShutdown: { [core] in
             // From now on FCM sends get 503 UNAVAILABLE and APNs pushes 503 Shutdown.
             core.beginShutdown()
             core.finishStreams()
-            Task {
-                await apns.shutdown()
-                await apnsProduction?.shutdown()
-            }
         }
     }
 }

@@ -16,22 +16,16 @@ extension HeraldServer {
     /// registered in it.
     func serveWithSandbox(
         store: any HeraldStore,
-        masterKey: MasterKey,
-        masterSource: String,
-        apiKey: String,
-        apiKeySource: String,
+        secrets: Secrets,
         registry: PrometheusCollectorRegistry,
         ready: @escaping @Sendable ([String]) -> Void
     ) async throws {
         let (metadata, accountPath, account, sandboxConfiguration) = try sandboxSetup()
         let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
-        let sandboxGroup = ServiceGroup(
-            configuration: .init(services: [.init(service: sandbox)], gracefulShutdownSignals: [], logger: logger)
-        )
         let logger = logger
         let configuration = configuration
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await sandboxGroup.run() }
+        // The sandbox runs around the relay's group: it stops after the provider's clients.
+        try await Self.withServices([sandbox], logger: logger) {
             let endpoints = try await sandbox.endpoints()
             let group = MultiThreadedEventLoopGroup.singleton
             let (apns, fcm) = sandboxClients(endpoints, metadata: metadata, accountPath: accountPath)
@@ -45,8 +39,8 @@ extension HeraldServer {
             )
             let runtime = try sandboxRuntime(
                 store: store,
-                masterKey: masterKey,
-                apiKey: apiKey,
+                masterKey: secrets.masterKey,
+                apiKey: secrets.apiKey,
                 sender: clients.stage,
                 registry: registry,
                 sandbox: sandbox,
@@ -54,33 +48,26 @@ extension HeraldServer {
             )
             let shown = try await Self.registerApps(runtime, in: sandbox, teamID: metadata.teamID)
             await clients.prepare()
-            do {
-                let reloader = reloader(runtime, defaultTeam: metadata.teamID)
-                try await runtime.run(extraServices: clients.services + reloader) { port in
-                    var lines = [
-                        "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
-                    ]
-                    lines += runtime.commonLines(
-                        port: port,
-                        apps: shown,
-                        apiKeySource: apiKeySource,
-                        masterSource: masterSource
-                    )
-                    lines += Self.sandboxLines(
-                        endpoints,
-                        registry: configuration.sandboxRegistryPath,
-                        metadata: metadata,
-                        account: account,
-                        accountPath: accountPath
-                    )
-                    ready(lines)
-                }
-            } catch {
-                await sandboxGroup.triggerGracefulShutdown()
-                throw error
+            let reloader = reloader(runtime, defaultTeam: metadata.teamID)
+            try await runtime.run(providers: clients.services, listeners: reloader) { port in
+                var lines = [
+                    "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
+                ]
+                lines += runtime.commonLines(
+                    port: port,
+                    apps: shown,
+                    apiKeySource: secrets.apiKeySource,
+                    masterSource: secrets.masterSource
+                )
+                lines += Self.sandboxLines(
+                    endpoints,
+                    registry: configuration.sandboxRegistryPath,
+                    metadata: metadata,
+                    account: account,
+                    accountPath: accountPath
+                )
+                ready(lines)
             }
-            await sandboxGroup.triggerGracefulShutdown()
-            try await tasks.next()
         }
     }
 

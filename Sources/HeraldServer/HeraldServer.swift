@@ -55,11 +55,20 @@ public struct HeraldServer: Sendable {
     public func serve(ready: @escaping @Sendable ([String]) -> Void) async throws {
         let registry = ServerMetrics.bootstrap()
         let keys = ServerKeys(keysDirectory: configuration.keysDirectory, environment: environment)
-        let (masterKey, masterSource) = try keys.masterKey()
-        let (apiKey, apiKeySource) = try keys.apiKey()
-        let store = try await openStore()
-        let group = MultiThreadedEventLoopGroup.singleton
+        let secrets = try Secrets(keys)
+        try await Self.withStore(configuration, logger: logger) { store in
+            try await serve(store: store, secrets: secrets, registry: registry, ready: ready)
+        }
+    }
 
+    /// `herald serve` on its open store (running around this call: it stops after everything here).
+    private func serve(
+        store: any HeraldStore,
+        secrets: Secrets,
+        registry: PrometheusCollectorRegistry,
+        ready: @escaping @Sendable ([String]) -> Void
+    ) async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
         if let apns = configuration.apnsKeys.first {
             // The provider tokens live in the store, one per key, shared by every node on it (and
             // kept across restarts); the file an earlier release kept one in is only read, once.
@@ -74,8 +83,8 @@ public struct HeraldServer: Sendable {
             let runtime = try RelayRuntime(
                 configuration: configuration,
                 store: store,
-                masterKey: masterKey,
-                apiKey: apiKey,
+                masterKey: secrets.masterKey,
+                apiKey: secrets.apiKey,
                 sender: fleet.stage,
                 platforms: configuration.fcmAccounts.isEmpty ? [.ios] : [.ios, .android],
                 fleet: configuration.fleetConfiguration(knowsCredentials: true),
@@ -87,13 +96,13 @@ public struct HeraldServer: Sendable {
             let apps = try await runtime.relay.activation.apps()
             await fleet.prepare()
             let reloader = reloader(runtime, defaultTeam: configuration.apns?.teamID ?? apns.teamID)
-            try await runtime.run(extraServices: fleet.services + reloader) { [configuration] port in
+            try await runtime.run(providers: fleet.services, listeners: reloader) { [configuration] port in
                 var lines = ["herald serve"]
                 lines += runtime.commonLines(
                     port: port,
                     apps: apps,
-                    apiKeySource: apiKeySource,
-                    masterSource: masterSource
+                    apiKeySource: secrets.apiKeySource,
+                    masterSource: secrets.masterSource
                 )
                 lines += configuration.apnsBannerLines
                 if let fcm = configuration.fcm, let fcmClient {
@@ -108,15 +117,7 @@ public struct HeraldServer: Sendable {
             }
             return
         }
-        try await serveWithSandbox(
-            store: store,
-            masterKey: masterKey,
-            masterSource: masterSource,
-            apiKey: apiKey,
-            apiKeySource: apiKeySource,
-            registry: registry,
-            ready: ready
-        )
+        try await serveWithSandbox(store: store, secrets: secrets, registry: registry, ready: ready)
     }
 
     /// `herald relay`: the relay with a remote `herald provider`; runs until SIGTERM or SIGINT.
@@ -129,10 +130,37 @@ public struct HeraldServer: Sendable {
         let keys = ServerKeys(keysDirectory: configuration.keysDirectory, environment: environment)
         let (secret, _) = try keys.providerSecret(file: provider.secretFile, make: false)
         let registry = ServerMetrics.bootstrap()
-        let (masterKey, masterSource) = try keys.masterKey()
-        let (apiKey, apiKeySource) = try keys.apiKey()
-        let store = try await openStore()
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let secrets = try Secrets(keys)
+        try await Self.withStore(configuration, logger: logger) { store in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            do {
+                try await relay(
+                    store: store,
+                    provider: provider,
+                    http: http,
+                    secret: secret,
+                    secrets: secrets,
+                    registry: registry,
+                    ready: ready
+                )
+            } catch {
+                try? await http.shutdown()
+                throw error
+            }
+            try await http.shutdown()
+        }
+    }
+
+    /// `herald relay` on its open store (running around this call: it stops after everything here).
+    private func relay(
+        store: any HeraldStore,
+        provider: HeraldConfiguration.RemoteProvider,
+        http: HTTPClient,
+        secret: String,
+        secrets: Secrets,
+        registry: PrometheusCollectorRegistry,
+        ready: @escaping @Sendable ([String]) -> Void
+    ) async throws {
         let platforms = await Self.platforms(provider: provider.url, http: http, logger: logger)
         let senders = provider.urls.map { url in
             (
@@ -143,8 +171,8 @@ public struct HeraldServer: Sendable {
         let runtime = try RelayRuntime(
             configuration: configuration,
             store: store,
-            masterKey: masterKey,
-            apiKey: apiKey,
+            masterKey: secrets.masterKey,
+            apiKey: secrets.apiKey,
             sender: senders.count == 1 ? senders[0].sender : ProviderPool(senders, logger: logger),
             platforms: platforms,
             registry: registry,
@@ -152,43 +180,26 @@ public struct HeraldServer: Sendable {
             ready: { await Self.providerReadiness(urls: provider.urls, http: http).map { [$0] } ?? [] },
             environment: environment
         )
-        do {
-            _ = try await runtime.registerApps(defaultTeam: nil)
-            let apps = try await runtime.relay.activation.apps()
-            try await runtime.run(extraServices: reloader(runtime, defaultTeam: nil)) { port in
-                var lines = ["herald relay"]
-                lines += runtime.commonLines(
-                    port: port,
-                    apps: apps,
-                    apiKeySource: apiKeySource,
-                    masterSource: masterSource
-                )
-                lines.append(
-                    "  provider     \(provider.urls.joined(separator: ", ")) (pushes to \(platforms.map(\.rawValue).sorted().joined(separator: " and ")))"
-                )
-                ready(lines)
-            }
-        } catch {
-            try? await http.shutdown()
-            throw error
+        _ = try await runtime.registerApps(defaultTeam: nil)
+        let apps = try await runtime.relay.activation.apps()
+        try await runtime.run(providers: [], listeners: reloader(runtime, defaultTeam: nil)) { port in
+            var lines = ["herald relay"]
+            lines += runtime.commonLines(
+                port: port,
+                apps: apps,
+                apiKeySource: secrets.apiKeySource,
+                masterSource: secrets.masterSource
+            )
+            lines.append(
+                "  provider     \(provider.urls.joined(separator: ", ")) (pushes to \(platforms.map(\.rawValue).sorted().joined(separator: " and ")))"
+            )
+            ready(lines)
         }
-        try await http.shutdown()
     }
 
-    /// Opens the configured store; a database that cannot be reached or used fails the start
-    /// with one line naming it.
-    private func openStore() async throws(HeraldServerError) -> any HeraldStore {
-        try await Self.openStore(configuration, logger: logger)
-    }
-
-    /// Closes a store `openStore` opened (PostgreSQL's connections; SQLite closes with its last use).
-    public static func close(_ store: any HeraldStore) async {
-        if let postgres = store as? PostgresStore { await postgres.close() }
-    }
-
-    /// The store `configuration` names, migrated and open: what the relay runs on, for commands
-    /// that change its data beside a running node (`herald keys api`).
-    public static func openStore(
+    /// The store `configuration` names, migrated and open: what the relay runs on. It serves
+    /// calls while its service runs (`withStore`).
+    static func openStore(
         _ configuration: HeraldConfiguration,
         logger: Logger
     ) async throws(HeraldServerError) -> any HeraldStore {

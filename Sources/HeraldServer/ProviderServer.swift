@@ -32,9 +32,22 @@ extension HeraldServer {
     /// `herald provider`: the provider stage (APNs and/or FCM, as configured) behind the batch
     /// API; runs until SIGTERM or SIGINT. `ready` gets the banner's lines once it listens.
     public func provider(listener: ProviderListener, ready: @escaping @Sendable ([String]) -> Void) async throws {
+        let (shared, sharedDatabase) = try await sharedTokenStore()
+        // The shared store runs around the provider's group: it stops after the clients.
+        try await Self.withServices(shared.map { [$0] } ?? [], logger: logger) {
+            try await provider(listener: listener, shared: shared, sharedDatabase: sharedDatabase, ready: ready)
+        }
+    }
+
+    /// `herald provider` with its shared store (when it has one) running.
+    private func provider(
+        listener: ProviderListener,
+        shared: PostgresStore?,
+        sharedDatabase: String,
+        ready: @escaping @Sendable ([String]) -> Void
+    ) async throws {
         let registry = ServerMetrics.bootstrap()
         let group = MultiThreadedEventLoopGroup.singleton
-        let (shared, sharedDatabase) = try await sharedTokenStore()
         // The key first: a wrong key path should not leave a new secret file behind.
         let configuration = configuration
         let fleet = try ProviderClients.make(

@@ -22,10 +22,27 @@ public struct RelayNode: Sendable {
     public let dispatcher: Dispatcher
     /// Delivers the apps' webhook events from the store's queue.
     public let webhookDispatcher: WebhookDispatcher
-    /// The dispatcher, the webhook dispatcher, the live channels' cluster part (with a node id only) and the HTTP API, in
-    /// the order a `ServiceGroup` starts them (it stops them in reverse: the API stops accepting
-    /// before the dispatcher finishes its batches).
-    public let services: [any Service]
+    /// The node's services by the order they stop in (docs/architecture.md, "Shutdown").
+    public let tiers: Tiers
+    /// Every service of `tiers`, in the order a `ServiceGroup` starts them: delivery, then
+    /// ingest, then the listener. It stops them in reverse: the API stops accepting (and its live
+    /// channels close) before the timers and schedulers stop queueing pushes, and those before the
+    /// dispatcher finishes its batches.
+    public var services: [any Service] { tiers.delivery + tiers.ingest + tiers.listeners }
+
+    /// A node's services, grouped by when they stop.
+    public struct Tiers: Sendable {
+        /// What sends what was queued: the dispatcher (which drains its claimed batches and
+        /// writes their outcomes when it stops) and the webhook dispatcher. Started first, stopped
+        /// last of the node's, after nothing queues anymore.
+        public var delivery: [any Service]
+        /// What queues pushes or changes records without a request: the relay's timers (chat
+        /// first pushes, live acknowledgements), the callbacks falling due, the calls nobody
+        /// answered, the live channels' cluster part, the API keys' refresh.
+        public var ingest: [any Service]
+        /// The HTTP API (with the live channels' WebSockets): started last, stopped first.
+        public var listeners: [any Service]
+    }
 
     /// What a node is built from.
     public struct Parts {
@@ -123,7 +140,7 @@ public struct RelayNode: Sendable {
         self.relay = relay
         self.dispatcher = dispatcher
         self.webhookDispatcher = webhookDispatcher
-        // Between the two: the API's live channels close (and withdraw) before it stops.
+        // Stops after the API, whose live channels close (and withdraw) before it.
         let live = LiveClusterService(
             relay: relay,
             configuration: parts.relay.live,
@@ -132,13 +149,14 @@ public struct RelayNode: Sendable {
         )
         // Calls nobody answered end as missed on whichever node claims them first.
         let callTimers = CallTimerService(relay: relay)
-        // After the dispatcher: on shutdown it stops before the dispatcher drains what it queued.
+        // Stops before the dispatcher, which then drains what it queued.
         let callbacks = CallbackScheduler(callbacks: relay.callbacks, owner: parts.dispatcher.owner)
         let keys = APIKeyRefresh(keys: relay.keys, interval: .seconds(Self.keyRefreshSeconds))
-        self.services =
-            [dispatcher, callbacks, webhookDispatcher, keys] + (live.map { [$0] } ?? []) + [
-                callTimers, NamedListener(base: app, listener: "the relay", host: parts.host, port: parts.port),
-            ]
+        self.tiers = Tiers(
+            delivery: [dispatcher, webhookDispatcher],
+            ingest: [keys, callbacks, relay.timers, callTimers] + (live.map { [$0] } ?? []),
+            listeners: [NamedListener(base: app, listener: "the relay", host: parts.host, port: parts.port)]
+        )
     }
 
     /// How often a node reads the stored API keys again: a key made or revoked by

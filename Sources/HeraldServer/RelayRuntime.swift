@@ -3,13 +3,13 @@ import HeraldCrypto
 import HeraldPush
 import HeraldRelay
 import HeraldStore
-import HeraldStorePostgres
 import Logging
 import Prometheus
 import ServiceLifecycle
 import Synchronization
 
-/// The relay's parts under one `ServiceGroup`: the node (HTTP API, dispatcher) and a janitor.
+/// The relay's parts under one `ServiceGroup`: the node (HTTP API, dispatcher, timers), the
+/// provider stage and a janitor, in the order they stop (`startOrder`).
 struct RelayRuntime: Sendable {
     let configuration: HeraldConfiguration
     let node: RelayNode
@@ -100,11 +100,18 @@ struct RelayRuntime: Sendable {
         return all
     }
 
-    /// Runs until SIGTERM or SIGINT; `ready` gets the bound port once the API listens.
+    /// Runs until SIGTERM or SIGINT; `ready` gets the bound port once the API listens. The store
+    /// runs around this call (`HeraldServer.withStore`): it stops after everything here.
     ///
-    /// Shutdown runs in reverse order: the API stops accepting, the dispatcher finishes the
-    /// batches it claimed, then the provider stage (`extraServices`) closes its connections.
-    func run(extraServices: [any Service], ready: @escaping @Sendable (Int) -> Void) async throws {
+    /// - Parameters:
+    ///   - providers: the provider stage's services (the APNs and FCM clients, the shared
+    ///     provider tokens): they send the dispatcher's pushes, so they stop after it.
+    ///   - listeners: what takes requests besides the API (SIGHUP's reload): stopped with it.
+    func run(
+        providers: [any Service],
+        listeners: [any Service],
+        ready: @escaping @Sendable (Int) -> Void
+    ) async throws {
         // Senders an older version stored in the clear (messages', chat events'), sealed before
         // the API can read them.
         let sealed = try await relay.sealClearSenders()
@@ -114,27 +121,53 @@ struct RelayRuntime: Sendable {
         // Chat pushes that were waiting out their delay when the last run stopped.
         await relay.transcripts.resumeChatPushes()
         port.onBound(ready)
+        // The witness is told of the shutdown first: it sees what was open.
+        let witness = ShutdownWitness(live: relay.live)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: Self.startOrder(
+                    providers: providers,
+                    node: node.tiers,
+                    background: background,
+                    listeners: listeners + [witness]
+                ).map { .init(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
+        await logStopped(liveChannels: witness.liveChannelsAtShutdown)
+    }
+
+    /// The janitor, and on a shared database the sweep that arms other nodes' chat timers: they
+    /// change records on their own, as the node's ingest tier does.
+    private var background: [any Service] {
         var background: [any Service] = [Janitor(relay: relay, logger: logger)]
         if case .postgres = configuration.database {
             background.append(ChatTimerSweep(relay: relay))
         }
-        // The witness comes last, so it is the first told of the shutdown: it sees what was open.
-        let witness = ShutdownWitness(live: relay.live)
-        let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-            (extraServices + [node.services[0]] + background + node.services.dropFirst() + [witness]).map {
-                .init(service: $0)
-            }
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        )
-        do {
-            try await group.run()
-        } catch {
-            await closeStore()
-            throw error
-        }
-        await logStopped(liveChannels: witness.liveChannelsAtShutdown)
-        await closeStore()
+        return background
+    }
+
+    /// The relay's services in the order its `ServiceGroup` starts them; a graceful shutdown
+    /// (SIGTERM, SIGINT) stops them one at a time in reverse, each once the one after it
+    /// returned (docs/architecture.md, "Shutdown"):
+    ///
+    /// 1. listeners: the API stops accepting, its live channels close (unacknowledged messages
+    ///    fall back to pushes), SIGHUP's reload stops;
+    /// 2. ingest: the timers, schedulers and sweeps that queue pushes on their own;
+    /// 3. delivery: the dispatcher sends the batches it claimed and writes their outcomes, the
+    ///    webhook dispatcher finishes its deliveries;
+    /// 4. the provider stage: its clients answer the last pushes, then close their connections.
+    ///
+    /// The store (and the in-process sandbox) run in a group around this one and stop after it.
+    static func startOrder(
+        providers: [any Service],
+        node: RelayNode.Tiers,
+        background: [any Service],
+        listeners: [any Service]
+    ) -> [any Service] {
+        providers + node.delivery + background + node.ingest + node.listeners + listeners
     }
 
     /// The one line a graceful shutdown ends with: what was finished on the way out, and what is
@@ -150,11 +183,6 @@ struct RelayRuntime: Sendable {
             metadata["pushes_queued"] = .stringConvertible(counts[.queued])
         }
         logger.info("stopped: in-flight batches finished", metadata: metadata)
-    }
-
-    /// The database's connections close last, after the dispatcher recorded its last outcomes.
-    private func closeStore() async {
-        await HeraldServer.close(store)
     }
 
     /// The banner's lines every relay prints.

@@ -121,19 +121,22 @@ public final class SharedProviderToken: Service, Sendable {
     public func run() async throws {
         let interval = configuration.pollInterval
         let lookNow = lookNow
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                lookNow.yield()
-            }
-        }
-        defer { ticker.cancel() }
         let looks = looks
         await cancelWhenGracefulShutdown {
-            for await _ in looks {
-                await self.step(.look)
-                // Pushes refused one after the other ask for a look each: one a second is plenty.
-                try? await Task.sleep(for: .seconds(1))
+            await withDiscardingTaskGroup { group in
+                // The poll: a look every interval, beside those refusals ask for.
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: interval)
+                        lookNow.yield()
+                    }
+                }
+                for await _ in looks {
+                    await self.step(.look)
+                    // Pushes refused one after the other ask for a look each: one a second is plenty.
+                    try? await Task.sleep(for: .seconds(1))
+                }
+                group.cancelAll()
             }
         }
     }

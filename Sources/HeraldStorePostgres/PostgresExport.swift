@@ -18,14 +18,16 @@ public final class PostgresExport: StoreExport {
         self.store = store
     }
 
-    /// Connects for an export. Throws `unavailable` naming the problem when the database cannot
-    /// be reached, when its schema is not this build's latest (none, older or newer), and, with
+    /// Connects for an export and runs `body` with it, then closes its connections (also when
+    /// `body` throws). Throws `unavailable` naming the problem when the database cannot be
+    /// reached, when its schema is not this build's latest (none, older or newer), and, with
     /// `requireStoppedNodes`, while a node is connected to the schema.
-    public static func open(
+    public static func withOpen<T: Sendable>(
         configuration: PostgresStoreConfiguration,
         logger: Logger,
-        requireStoppedNodes: Bool = true
-    ) async throws(StoreError) -> PostgresExport {
+        requireStoppedNodes: Bool = true,
+        _ body: (PostgresExport) async throws -> T
+    ) async throws -> T {
         let status = try await PostgresStore.schemaStatus(configuration: configuration, logger: logger)
         let place = "the PostgreSQL schema \(configuration.schema) of \(configuration)"
         guard status.version != 0 else { throw StoreError.unavailable.with(detail: "\(place) holds no Herald data") }
@@ -43,32 +45,38 @@ public final class PostgresExport: StoreExport {
         var own = configuration
         own.forExport = true
         own.poolSize = 2
-        let store = try await PostgresStore.open(configuration: own, logger: logger)
-        if requireStoppedNodes {
-            do {
-                let nodes = try await store.rows(
-                    "look for running nodes",
-                    """
-                    SELECT COUNT(*)::BIGINT FROM pg_stat_activity
-                    WHERE datname = current_database() AND application_name = \(configuration.applicationName)
-                    """
-                )
-                let running = try nodes.first?.decode(Int64.self) ?? 0
-                guard running == 0 else {
-                    throw StoreError.unavailable.with(
-                        detail: "\(running) session(s) of Herald nodes are connected to \(place): stop every node first"
-                    )
-                }
-            } catch {
-                await store.close()
-                throw error as? StoreError ?? StoreError.unavailable.with(detail: "look for running nodes: \(error)")
+        return try await PostgresStore.withOpen(configuration: own, logger: logger) { store in
+            if requireStoppedNodes {
+                try await refuseWhileNodesRun(store, configuration: configuration, place: place)
             }
+            return try await body(PostgresExport(store: store))
         }
-        return PostgresExport(store: store)
     }
 
-    /// Closes the export's connections.
-    public func close() async { await store.close() }
+    /// Throws `unavailable` while the server shows a node's session on the schema.
+    private static func refuseWhileNodesRun(
+        _ store: PostgresStore,
+        configuration: PostgresStoreConfiguration,
+        place: String
+    ) async throws(StoreError) {
+        do {
+            let nodes = try await store.rows(
+                "look for running nodes",
+                """
+                SELECT COUNT(*)::BIGINT FROM pg_stat_activity
+                WHERE datname = current_database() AND application_name = \(configuration.applicationName)
+                """
+            )
+            let running = try nodes.first?.decode(Int64.self) ?? 0
+            guard running == 0 else {
+                throw StoreError.unavailable.with(
+                    detail: "\(running) session(s) of Herald nodes are connected to \(place): stop every node first"
+                )
+            }
+        } catch {
+            throw error as? StoreError ?? StoreError.unavailable.with(detail: "look for running nodes: \(error)")
+        }
+    }
 
     /// Counted as the import counts (pushes not finished yet, undelivered webhook events).
     public func exportTally() async throws -> StoreTally { try await store.importTally() }

@@ -20,7 +20,8 @@ extension PostgresStore {
     /// LISTENs on `channel` on a pooled connection held for it, calling `heard` for every
     /// notification (but those whose payload is `ignoring`: this store's own) and once each time
     /// the LISTEN starts, for whatever was sent while nobody listened. A lost connection is
-    /// replaced after a backoff of 100 ms doubling to 5 s; returns when the task is cancelled.
+    /// replaced after a backoff of 100 ms doubling to 5 s; returns when the task is cancelled or
+    /// the store closes.
     func follow(
         _ channel: String,
         what: String,
@@ -34,7 +35,7 @@ extension PostgresStore {
 
     /// Listens on `channel` until the task is cancelled, giving each notification's payload to
     /// `heard`; `missedSome` runs whenever notifications may have been missed (at the start, after
-    /// a lost connection).
+    /// a lost connection), or the store closes.
     func follow(
         _ channel: String,
         what: String,
@@ -43,8 +44,9 @@ extension PostgresStore {
     ) async {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
+            // A closed store has nothing more to follow.
+            guard let client = try? await runningClient("follow \(what)") else { return }
             do {
-                let client = currentClient
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
                         missedSome()

@@ -19,12 +19,19 @@ public final class PostgresStore: HeraldStore {
     let configuration: PostgresStoreConfiguration
     /// Names this store in its NOTIFY payloads, so it ignores its own.
     let instance = UUID().uuidString
-    private let pool: Mutex<Pool>
+    /// The pool and whether the store runs; one lock, so that a pool replaced after an outage
+    /// and a close never cross.
+    let running: Mutex<Running>
+    /// Pools for `run()` to run: the first, and each fresh one after an outage.
+    let poolsToRun: (stream: AsyncStream<Pool>, continuation: AsyncStream<Pool>.Continuation)
+    /// Opened when `run()` has returned.
+    let finished = Latch()
     private let health = Mutex(DatabaseHealth())
-    /// The deadlines of every call, kept by one loop.
-    private let watchdog = CallWatchdog()
-    private let watchdogLoop: Task<Void, Never>
-    private let notifyPending = Atomic<Bool>(false)
+    /// The deadlines of every call, kept by one loop of `run()`.
+    let watchdog = CallWatchdog()
+    let notifyPending = Atomic<Bool>(false)
+    /// Asks `run()`'s announcer for a NOTIFY (one pending at most: it covers every commit before it).
+    let notices = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     /// Writes the ingests that arrive together in one statement and one commit, as SQLite's
     /// single writer groups them in one transaction. Each write alone costs a round trip and a
     /// commit (a WAL flush); under load both dominate.
@@ -44,31 +51,13 @@ public final class PostgresStore: HeraldStore {
     /// The recipients read last per user, with their versions (`recipientsForIngest`).
     let recipientCache = Mutex(RecipientCache())
 
-    /// A connection pool and the task running it. Replaced by a fresh one when the database comes
-    /// back after an outage: the old pool would still be waiting out its reconnect backoff.
-    private struct Pool: Sendable {
-        let client: PostgresClient
-        let runner: Task<Void, Never>
-
-        static func start(_ configuration: PostgresStoreConfiguration, logger: Logger) async -> Pool {
-            let client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: logger)
-            let running = RunFlag()
-            let runner = Task {
-                running.value.store(true, ordering: .releasing)
-                await client.run()
-            }
-            // The pool serves no lease before its run loop started (it warns and waits).
-            while !running.value.load(ordering: .acquiring) { await Task.yield() }
-            return Pool(client: client, runner: runner)
-        }
-    }
-
-    private init(configuration: PostgresStoreConfiguration, logger: Logger, pool: Pool) {
+    private init(configuration: PostgresStoreConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        self.pool = Mutex(pool)
-        let watchdog = watchdog
-        watchdogLoop = Task { await watchdog.run() }
+        let pool = Pool(configuration, logger: logger)
+        running = Mutex(Running(pool: pool))
+        poolsToRun = AsyncStream.makeStream(of: Pool.self)
+        poolsToRun.continuation.yield(pool)
     }
 
     /// Connects and reads the schema's version without changing anything (no migration): for
@@ -82,31 +71,15 @@ public final class PostgresStore: HeraldStore {
     }
 
     /// Connects, brings the schema up to date (once, when several nodes start together), and
-    /// returns the store. Throws `unavailable` naming what failed when the database cannot be
+    /// returns the store, which serves calls while its `run()` runs: add it to the
+    /// `ServiceGroup` before the services that use it, or use `withOpen`. Throws `unavailable` naming what failed when the database cannot be
     /// reached or logged into, and when its schema is newer than this build.
     public static func open(
         configuration: PostgresStoreConfiguration,
         logger: Logger
     ) async throws(StoreError) -> PostgresStore {
         try await PostgresMigrations.run(configuration: configuration, logger: logger)
-        return PostgresStore(
-            configuration: configuration,
-            logger: logger,
-            pool: await Pool.start(configuration, logger: logger)
-        )
-    }
-
-    /// Closes every connection; calls made afterwards fail with `unavailable`.
-    public func close() async {
-        let runner = pool.withLock { $0.runner }
-        runner.cancel()
-        await runner.value
-        watchdogLoop.cancel()
-    }
-
-    deinit {
-        pool.withLock { $0.runner.cancel() }
-        watchdogLoop.cancel()
+        return PostgresStore(configuration: configuration, logger: logger)
     }
 
     // MARK: Running statements
@@ -222,7 +195,7 @@ public final class PostgresStore: HeraldStore {
         case .probe:
             try await probe(what)
         }
-        let client = pool.withLock { $0.client }
+        let client = try await runningClient(what)
         let connectionWithin = configuration.connectTimeout
         // However the call goes, its caller hears back by then: a statement on a connection the
         // server dropped mid-way has been seen never to finish (a request held, and a graceful
@@ -307,12 +280,7 @@ public final class PostgresStore: HeraldStore {
                     "\(what): the database has not answered for \(Self.seconds(ContinuousClock.now - since)) s (\(PostgresFailure.describe(error)))"
             )
         }
-        let fresh = await Pool.start(configuration, logger: logger)
-        let old = pool.withLock { pool in
-            defer { pool = fresh }
-            return pool
-        }
-        old.runner.cancel()
+        try replacePool()
         if case .cameBack(let downFor) = health.withLock({ $0.probed(succeeded: true, at: .now) }) {
             logger.notice(
                 "the database answers again",
@@ -323,9 +291,6 @@ public final class PostgresStore: HeraldStore {
         announceQueued()
     }
 
-    /// The pool's client now (a fresh one replaces it after an outage).
-    var currentClient: PostgresClient { pool.withLock { $0.client } }
-
     static func seconds(_ duration: Duration) -> String {
         String(format: "%.1f", Double(duration.milliseconds) / 1000)
     }
@@ -333,12 +298,17 @@ public final class PostgresStore: HeraldStore {
     /// Tells the other stores on this database (other relay nodes) that pushes were queued.
     ///
     /// NOTIFY inside every ingest transaction would serialize all commits on the server's
-    /// notification queue lock; instead one NOTIFY is sent after the commits that happened while
-    /// none was on its way. A commit that lands after the flag is cleared sends its own, so none
-    /// goes unannounced.
+    /// notification queue lock; instead one NOTIFY is sent (by `run()`'s announcer) after the
+    /// commits that happened while none was on its way. A commit that lands after the flag is
+    /// cleared sends its own, so none goes unannounced.
     func announceQueued() {
         guard !notifyPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        Task { [self] in
+        notices.continuation.yield()
+    }
+
+    /// Sends the NOTIFYs `announceQueued` asks for, one at a time, until the store stops.
+    func announce() async {
+        for await _ in notices.stream {
             notifyPending.store(false, ordering: .releasing)
             do {
                 _ = try await rows(
@@ -424,7 +394,7 @@ extension PostgresStore {
     }
 }
 
-/// Set once the pool's run loop is starting.
+/// A flag the closures of one call share: whether the call was answered.
 final class RunFlag: Sendable {
     let value = Atomic<Bool>(false)
 }

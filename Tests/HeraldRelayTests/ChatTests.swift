@@ -62,8 +62,10 @@ struct ChatTests {
             )
             .decode(ChatEventReceipt.self)
             #expect(second.pushes.isEmpty && second.scheduled == [phone.deviceID])
-            // One timer for the device and chat, asleep.
-            try await harness.eventually("the first push's timer") { harness.clock.sleepers == 1 }
+            // One timer for the device and chat; the relay's timers asleep until its deadline.
+            try await harness.eventually("the first push's timer") {
+                harness.relay.timers.armed == 1 && harness.clock.sleepers == 1
+            }
 
             // A millisecond short of the delay: the timer wakes, finds it early and sleeps again.
             harness.clock.advance(by: Self.delay - .milliseconds(1))
@@ -98,7 +100,9 @@ struct ChatTests {
             let receipt = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Hello"))
                 .decode(ChatEventReceipt.self)
             #expect(Set(receipt.scheduled) == [phone.deviceID, tablet.deviceID])
-            try await harness.eventually("both timers") { harness.clock.sleepers == 2 }
+            try await harness.eventually("both timers") {
+                harness.relay.timers.armed == 2 && harness.clock.sleepers == 1
+            }
             let back = try await harness.call(
                 .POST,
                 "/v1/devices/\(phone.deviceID)/chats/chat-1/connect",
@@ -108,7 +112,7 @@ struct ChatTests {
             let resync = try back.decode(TranscriptView.self)
             #expect(resync.events.map(\.text) == ["Hello"])
             // The phone's timer is cancelled, not merely ignored later.
-            try await harness.eventually("the phone's timer cancelled") { harness.clock.sleepers == 1 }
+            #expect(harness.relay.timers.armed == 1)
 
             harness.clock.advance(by: Self.delay)
             try await harness.eventually("the tablet's push") {
@@ -229,23 +233,33 @@ struct ChatTests {
                     )
                 )
                 #expect(receipt.scheduled == [phone.deviceID])
+                #expect(first.timers.armed == 1)
             }
-            // The first run is gone: its timer still sleeps, but finds no relay when it wakes.
+            // The first run is gone, its timers with it (they never ran as a service here).
             #expect(stopped == nil)
-            try await harness.eventually("the first run's timer") { harness.clock.sleepers == 1 }
 
             // The next run, on the same store, a second before the hour is up: nothing yet.
             harness.clock.advance(by: Self.delay - .seconds(1))
             let restarted = run()
-            await restarted.transcripts.resumeChatPushes()
-            try await harness.eventually("the re-armed timer asleep") { harness.clock.sleepers == 2 }
-            #expect(try await harness.store.pendingDisconnects().count == 1)
-            #expect(try await harness.store.outboxCounts().byState.isEmpty)
-            // The hour is up: the push goes, with the line sealed in it.
-            harness.clock.advance(by: .seconds(1))
-            try await harness.eventually("the re-armed push") { !harness.accepted(token: phone.messagingToken).isEmpty }
+            try await withThrowingTaskGroup(of: Void.self) { timers in
+                timers.addTask { try await restarted.timers.run() }
+                await restarted.transcripts.resumeChatPushes()
+                try await harness.eventually("the re-armed timer asleep") {
+                    restarted.timers.armed == 1 && harness.clock.sleepers == 1
+                }
+                #expect(try await harness.store.pendingDisconnects().count == 1)
+                #expect(try await harness.store.outboxCounts().byState.isEmpty)
+                // The hour is up: the push goes, with the line sealed in it.
+                harness.clock.advance(by: .seconds(1))
+                try await harness.eventually("the re-armed push") {
+                    !harness.accepted(token: phone.messagingToken).isEmpty
+                }
+                try await harness.eventually("the push marked sent") {
+                    try await harness.store.pendingDisconnects().isEmpty
+                }
+                timers.cancelAll()
+            }
             #expect(try Self.sealedText(harness, phone).contains("Still there?"))
-            #expect(try await harness.store.pendingDisconnects().isEmpty)
         }
     }
 }

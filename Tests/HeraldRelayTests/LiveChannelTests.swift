@@ -134,7 +134,10 @@ struct LiveChannelTests {
                 phone,
                 thenActiveIn: "c-9"
             )
-            try await harness.eventually("both acknowledgement timers") { harness.clock.sleepers == 2 }
+            // The acknowledged message's timer is disarmed; the other's waits, asleep.
+            try await harness.eventually("the unacknowledged message's timer") {
+                harness.relay.timers.armed == 1 && harness.clock.sleepers == 1
+            }
             // The timeout passes: the unacknowledged message is pushed, the acknowledged one not.
             harness.clock.advance(by: Self.ackTimeout)
             try await harness.eventually("the unacknowledged message's push") {
@@ -260,10 +263,10 @@ struct LiveChannelTests {
                 phone,
                 thenActiveIn: "c-9"
             )
-            // Both acknowledgement timers run out: the first message was already pushed, the
-            // second acknowledged; a control message to another conversation shows when the
-            // relay has handled them.
-            try await harness.eventually("both acknowledgement timers") { harness.clock.sleepers == 2 }
+            // Neither acknowledgement timer is left: the first message was pushed when its
+            // channel was replaced, the second acknowledged. The timeout passes all the same; a
+            // control message to another conversation shows when the relay has handled it.
+            try await harness.eventually("both acknowledgement timers disarmed") { harness.relay.timers.armed == 0 }
             harness.clock.advance(by: Self.ackTimeout)
             let control = try await harness.call(
                 .POST,

@@ -1,11 +1,11 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+import HeraldDispatch
 import HeraldProvider
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldSandbox
-import HeraldServer
 import HeraldSimulation
 import HeraldStore
 import Logging
@@ -14,6 +14,7 @@ import PostgresNIO
 import ServiceLifecycle
 import Testing
 
+@testable import HeraldServer
 @testable import HeraldStorePostgres
 
 /// The live channel with two relay nodes on one PostgreSQL (the throw-away cluster of
@@ -129,6 +130,7 @@ final class TwoNodeCluster: Sendable {
     struct Node: Sendable {
         let id: String
         let relay: Relay
+        let dispatcher: Dispatcher
         let store: PostgresStore
         let baseURL: String
     }
@@ -201,12 +203,27 @@ final class TwoNodeCluster: Sendable {
                         parts.sleep = { try await clock.sleep(until: $0) }
                         let ports = AsyncStream.makeStream(of: Int.self)
                         let node = RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
-                        let group = ServiceGroup(services: node.services, logger: logger)
+                        // In `herald serve`'s order, the store first: it stops last.
+                        let services = RelayRuntime.startOrder(
+                            providers: [],
+                            node: node.tiers,
+                            background: [],
+                            listeners: []
+                        )
+                        let group = ServiceGroup(services: [store] + services, logger: logger)
                         groups.append(group)
                         tasks.addTask { try await group.run() }
                         var bound = ports.stream.makeAsyncIterator()
                         let port = await bound.next() ?? 0
-                        nodes.append(Node(id: id, relay: node.relay, store: store, baseURL: "http://127.0.0.1:\(port)"))
+                        nodes.append(
+                            Node(
+                                id: id,
+                                relay: node.relay,
+                                dispatcher: node.dispatcher,
+                                store: store,
+                                baseURL: "http://127.0.0.1:\(port)"
+                            )
+                        )
                     }
                     try await nodes[0].relay.activation.saveApp(
                         AppRecord(id: RelayHarness.bundleID, teamID: RelayHarness.teamID),
@@ -232,9 +249,8 @@ final class TwoNodeCluster: Sendable {
         for node in nodes { await node.store.close() }
         var base = configuration
         base.schema = "public"
-        if let admin = try? await PostgresStore.open(configuration: base, logger: logger) {
+        _ = try? await PostgresStore.withOpen(configuration: base, logger: logger) { admin in
             try? await admin.execute(unsafeSQL: "DROP SCHEMA IF EXISTS \(configuration.schema) CASCADE")
-            await admin.close()
         }
     }
 

@@ -182,82 +182,81 @@ struct ObservabilityTests {
         var logger = Logger(label: "test.ready")
         logger.logLevel = .critical
         let base = try PostgresStoreConfiguration(url: url)
-        let admin = try await PostgresStore.open(configuration: base, logger: logger)
-        let database =
-            "herald_ready_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-        try await admin.execute(unsafeSQL: "CREATE DATABASE \(database)")
-        var configuration = base
-        configuration.database = database
-        configuration.poolSize = 2
-        configuration.connectTimeout = .seconds(1)
-        let store = try await PostgresStore.open(configuration: configuration, logger: logger)
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        do {
-            try await TestMetrics.isolated { registry in
-                var parts = RelayNode.Parts(
-                    store: store,
-                    sender: UnansweredSender(),
-                    masterKey: MasterKey.generate(),
-                    apiKey: RelayHarness.apiKey
-                )
-                parts.metrics = registry
-                let ports = AsyncStream.makeStream(of: Int.self)
-                let node = RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
-                let group = ServiceGroup(services: node.services, logger: logger)
-                try await withThrowingTaskGroup(of: Void.self) { tasks in
-                    tasks.addTask { try await group.run() }
-                    var bound = ports.stream.makeAsyncIterator()
-                    let baseURL = "http://127.0.0.1:\(await bound.next() ?? 0)"
-                    func get(_ path: String) async throws -> (Int, String) {
-                        let response = try await http.execute(
-                            HTTPClientRequest(url: baseURL + path),
-                            timeout: .seconds(10)
-                        )
-                        let body = try await response.body.collect(upTo: 1 << 20)
-                        return (Int(response.status.code), String(buffer: body))
-                    }
-                    func until(_ what: String, _ condition: () async throws -> Bool) async throws {
-                        let deadline = ContinuousClock.now + .seconds(30)
-                        while ContinuousClock.now < deadline {
-                            if try await condition() { return }
-                            try await Task.sleep(for: .milliseconds(50))
+        try await PostgresStore.withOpen(configuration: base, logger: logger) { admin in
+            let database =
+                "herald_ready_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+            try await admin.execute(unsafeSQL: "CREATE DATABASE \(database)")
+            var configuration = base
+            configuration.database = database
+            configuration.poolSize = 2
+            configuration.connectTimeout = .seconds(1)
+            let store = try await PostgresStore.open(configuration: configuration, logger: logger)
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            do {
+                try await TestMetrics.isolated { registry in
+                    var parts = RelayNode.Parts(
+                        store: store,
+                        sender: UnansweredSender(),
+                        masterKey: MasterKey.generate(),
+                        apiKey: RelayHarness.apiKey
+                    )
+                    parts.metrics = registry
+                    let ports = AsyncStream.makeStream(of: Int.self)
+                    let node = RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
+                    let group = ServiceGroup(services: [store] + node.services, logger: logger)
+                    try await withThrowingTaskGroup(of: Void.self) { tasks in
+                        tasks.addTask { try await group.run() }
+                        var bound = ports.stream.makeAsyncIterator()
+                        let baseURL = "http://127.0.0.1:\(await bound.next() ?? 0)"
+                        func get(_ path: String) async throws -> (Int, String) {
+                            let response = try await http.execute(
+                                HTTPClientRequest(url: baseURL + path),
+                                timeout: .seconds(10)
+                            )
+                            let body = try await response.body.collect(upTo: 1 << 20)
+                            return (Int(response.status.code), String(buffer: body))
                         }
-                        Issue.record("timed out waiting for \(what)")
+                        func until(_ what: String, _ condition: () async throws -> Bool) async throws {
+                            let deadline = ContinuousClock.now + .seconds(30)
+                            while ContinuousClock.now < deadline {
+                                if try await condition() { return }
+                                try await Task.sleep(for: .milliseconds(50))
+                            }
+                            Issue.record("timed out waiting for \(what)")
+                        }
+                        #expect(try await get("/health/ready").0 == 200)
+
+                        try await admin.execute(unsafeSQL: "ALTER DATABASE \(database) ALLOW_CONNECTIONS false")
+                        try await admin.execute(
+                            unsafeSQL:
+                                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'"
+                        )
+                        try await until("/health/ready to answer 503") { try await get("/health/ready").0 == 503 }
+                        let (status, body) = try await get("/health/ready")
+                        #expect(
+                            status == 503 && body.contains(#""status":"not_ready""#) && body.contains("store"),
+                            "\(body)"
+                        )
+                        #expect(try await get("/health/live").0 == 200, "the process is alive all along")
+                        let metrics = try await get("/metrics").1
+                        #expect(TestMetrics.value("herald_relay_store_up", in: metrics) == 0)
+
+                        try await admin.execute(unsafeSQL: "ALTER DATABASE \(database) ALLOW_CONNECTIONS true")
+                        try await until("/health/ready to answer 200 again") { try await get("/health/ready").0 == 200 }
+                        await group.triggerGracefulShutdown()
+                        try await tasks.waitForAll()
                     }
-                    #expect(try await get("/health/ready").0 == 200)
-
-                    try await admin.execute(unsafeSQL: "ALTER DATABASE \(database) ALLOW_CONNECTIONS false")
-                    try await admin.execute(
-                        unsafeSQL:
-                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'"
-                    )
-                    try await until("/health/ready to answer 503") { try await get("/health/ready").0 == 503 }
-                    let (status, body) = try await get("/health/ready")
-                    #expect(
-                        status == 503 && body.contains(#""status":"not_ready""#) && body.contains("store"),
-                        "\(body)"
-                    )
-                    #expect(try await get("/health/live").0 == 200, "the process is alive all along")
-                    let metrics = try await get("/metrics").1
-                    #expect(TestMetrics.value("herald_relay_store_up", in: metrics) == 0)
-
-                    try await admin.execute(unsafeSQL: "ALTER DATABASE \(database) ALLOW_CONNECTIONS true")
-                    try await until("/health/ready to answer 200 again") { try await get("/health/ready").0 == 200 }
-                    await group.triggerGracefulShutdown()
-                    try await tasks.waitForAll()
                 }
+            } catch {
+                try? await http.shutdown()
+                await store.close()
+                try? await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
+                throw error
             }
-        } catch {
-            try? await http.shutdown()
+            try await http.shutdown()
             await store.close()
             try? await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
-            await admin.close()
-            throw error
         }
-        try await http.shutdown()
-        await store.close()
-        try? await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
-        await admin.close()
     }
 }
 

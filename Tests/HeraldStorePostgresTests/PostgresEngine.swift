@@ -43,6 +43,13 @@ final class PostgresEngine: StoreEngine {
         return schema
     }
 
+    /// The test cluster's configuration on a new schema of its own (dropped by `tearDown`).
+    func configurationOnNewStorage() -> PostgresStoreConfiguration {
+        var configuration = base
+        configuration.schema = makeStorage()
+        return configuration
+    }
+
     func open(_ schema: String) async throws -> any HeraldStore {
         try await openStore(schema)
     }
@@ -51,7 +58,10 @@ final class PostgresEngine: StoreEngine {
         var configuration = base
         configuration.schema = schema
         if let statementTimeout { configuration.statementTimeout = statementTimeout }
-        let store = try await PostgresStore.open(configuration: configuration, logger: Logger(label: "test.store"))
+        let store = try await PostgresStore.openRunning(
+            configuration: configuration,
+            logger: Logger(label: "test.store")
+        )
         opened.withLock { $0.append(store) }
         return store
     }
@@ -60,19 +70,14 @@ final class PostgresEngine: StoreEngine {
     func exportedRecords(_ schema: String) async throws -> [StoreRecord]? {
         var configuration = base
         configuration.schema = schema
-        let export = try await PostgresExport.open(
+        let records = Mutex<[StoreRecord]>([])
+        try await PostgresExport.withOpen(
             configuration: configuration,
             logger: Logger(label: "test.export"),
             requireStoppedNodes: false
-        )
-        let records = Mutex<[StoreRecord]>([])
-        do {
+        ) { export in
             try await export.export(batchSize: 2) { batch in records.withLock { $0 += batch } }
-        } catch {
-            await export.close()
-            throw error
         }
-        await export.close()
         return records.withLock { $0 }
     }
 
@@ -89,11 +94,10 @@ final class PostgresEngine: StoreEngine {
             return names
         }
         guard !dropped.isEmpty else { return }
-        if let admin = try? await PostgresStore.open(configuration: base, logger: Logger(label: "test.admin")) {
+        _ = try? await PostgresStore.withOpen(configuration: base, logger: Logger(label: "test.admin")) { admin in
             for schema in dropped {
                 try? await admin.execute(unsafeSQL: "DROP SCHEMA IF EXISTS \(schema) CASCADE")
             }
-            await admin.close()
         }
     }
 
@@ -107,5 +111,15 @@ final class PostgresEngine: StoreEngine {
             throw error
         }
         await engine.tearDown()
+    }
+}
+
+extension PostgresStore {
+    /// Opens the store and runs it in a task of its own until `close()`: for tests that open
+    /// stores as they go (a store serves calls only while its service runs).
+    static func openRunning(configuration: PostgresStoreConfiguration, logger: Logger) async throws -> PostgresStore {
+        let store = try await open(configuration: configuration, logger: logger)
+        Task { try? await store.run() }
+        return store
     }
 }

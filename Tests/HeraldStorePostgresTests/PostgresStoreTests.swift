@@ -3,6 +3,7 @@ import HeraldStore
 import HeraldTestSupport
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Testing
 
 @testable import HeraldStorePostgres
@@ -76,6 +77,35 @@ struct PostgresStoreTests {
         #expect(missing?.detail.contains("no_such_database") == true)
     }
 
+    @Test("the store serves while its service runs: a call before run() waits for it; a graceful shutdown closes it")
+    func runsAsAService() async throws {
+        let engine = try PostgresEngine()
+        let configuration = engine.configurationOnNewStorage()
+        let logger = Logger(label: "test.service")
+        let store = try await PostgresStore.open(configuration: configuration, logger: logger)
+        // Asked before the pool runs: answered once it does.
+        let early = Task { try await store.apps() }
+        let group = ServiceGroup(services: [store], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            #expect(try await early.value.isEmpty)
+            try await store.saveApp(StoreFixtures.app())
+            #expect(try await store.apps().count == 1)
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        // Shut down: every connection closed, calls fail at once.
+        let closed = await #expect(throws: StoreError.unavailable) { _ = try await store.apps() }
+        #expect(closed?.detail.contains("the store is closed") == true)
+        // `close()` after the shutdown, and `withOpen`'s close, return at once.
+        await store.close()
+        let apps = try await PostgresStore.withOpen(configuration: configuration, logger: logger) {
+            try await $0.apps()
+        }
+        #expect(apps.count == 1)
+        await engine.tearDown()
+    }
+
     @Test("nodes starting at the same moment migrate once; a schema newer than the build is refused")
     func migrations() async throws {
         let engine = try PostgresEngine()
@@ -138,7 +168,7 @@ struct PostgresStoreTests {
         configuration.schema = schema
         configuration.poolSize = 2
         configuration.connectTimeout = .seconds(1)
-        let node = try await PostgresStore.open(configuration: configuration, logger: Logger(label: "test.pool"))
+        let node = try await PostgresStore.openRunning(configuration: configuration, logger: Logger(label: "test.pool"))
         let queued = Recorded<Int>()
         let handed = Recorded<Int>()
         let chats = Recorded<ChatEventNotice>()
@@ -225,7 +255,7 @@ struct PostgresOutageTests {
         defer { cluster.remove() }
         var configuration = try PostgresStoreConfiguration(url: cluster.url)
         configuration.connectTimeout = .seconds(2)
-        let store = try await PostgresStore.open(configuration: configuration, logger: Logger(label: "test"))
+        let store = try await PostgresStore.openRunning(configuration: configuration, logger: Logger(label: "test"))
         defer { Task { await store.close() } }
         try await store.saveApp(StoreFixtures.app())
         #expect(try await store.apps().count == 1)

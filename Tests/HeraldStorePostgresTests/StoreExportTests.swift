@@ -51,22 +51,21 @@ struct StoreExportTests {
 
         // A node is connected to the schema (its pool's sessions): refused, naming why.
         let refusal = await #expect(throws: StoreError.self) {
-            _ = try await PostgresExport.open(configuration: configuration, logger: logger)
+            try await PostgresExport.withOpen(configuration: configuration, logger: logger) { _ in }
         }
         #expect(refusal == .unavailable && "\(refusal.map { "\($0)" } ?? "")".contains("stop every node first"))
         // Another schema's node does not hold it up.
         let elsewhere = try await engine.openStore(engine.makeStorage())
         await node.close()
-        let export = try await Self.openOnceStopped(configuration, logger)
-        #expect(try await export.exportTally() == StoreMigrateTests.expectedTally)
-        let exported = try await Self.records(export)
-        #expect(Set(exported) == Set(original) && exported.count == original.count)
-        #expect(exported.map(\.kind) == exported.map(\.kind).sorted(), "kinds in transfer order")
-
         let copy = directory.path + "/copy.sqlite"
-        // The new file's store is released before its export opens it (exclusively).
-        try await Self.importInto(copy, from: export)
-        await export.close()
+        try await Self.withExportOnceStopped(configuration, logger) { export in
+            #expect(try await export.exportTally() == StoreMigrateTests.expectedTally)
+            let exported = try await Self.records(export)
+            #expect(Set(exported) == Set(original) && exported.count == original.count)
+            #expect(exported.map(\.kind) == exported.map(\.kind).sorted(), "kinds in transfer order")
+            // The new file's store is released before its export opens it (exclusively).
+            try await Self.importInto(copy, from: export)
+        }
         await elsewhere.close()
         let copied = try await Self.records(try await Self.exportOnceReleased(copy))
         #expect(Set(copied) == Set(original) && copied.count == original.count)
@@ -94,15 +93,16 @@ struct StoreExportTests {
     }
 
     /// The server ends a closed pool's sessions a moment after the client closed them: the
-    /// export is tried until `pg_stat_activity` no longer shows them.
-    static func openOnceStopped(
+    /// export is tried until `pg_stat_activity` no longer shows them, then runs `body`.
+    static func withExportOnceStopped(
         _ configuration: PostgresStoreConfiguration,
-        _ logger: Logger
-    ) async throws -> PostgresExport {
+        _ logger: Logger,
+        _ body: (PostgresExport) async throws -> Void
+    ) async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while true {
             do {
-                return try await PostgresExport.open(configuration: configuration, logger: logger)
+                return try await PostgresExport.withOpen(configuration: configuration, logger: logger, body)
             } catch {
                 let text = String(describing: error)
                 guard ContinuousClock.now < deadline, text.contains("stop every node first") else { throw error }
@@ -114,15 +114,14 @@ struct StoreExportTests {
     @Test("a schema with no Herald data, and a database that cannot be reached, are refused with one line")
     func refusals() async throws {
         let engine = try PostgresEngine()
-        var configuration = engine.base
-        configuration.schema = engine.makeStorage()
+        var configuration = engine.configurationOnNewStorage()
         let logger = Logger(label: "test.export")
         await #expect(throws: StoreError.unavailable) {
-            _ = try await PostgresExport.open(configuration: configuration, logger: logger)
+            try await PostgresExport.withOpen(configuration: configuration, logger: logger) { _ in }
         }
         configuration.port = 1
         await #expect(throws: StoreError.unavailable) {
-            _ = try await PostgresExport.open(configuration: configuration, logger: logger)
+            try await PostgresExport.withOpen(configuration: configuration, logger: logger) { _ in }
         }
         await engine.tearDown()
     }
