@@ -306,10 +306,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The relay's `/v1` requests and answers (JSON), shared by the HTTP service and the phone.
-        // No logic, no transport. (Its views of stored records still read HeraldStore's records.)
+        // No logic, no transport, no store: the relay builds its views of stored records.
         .target(
             name: "HeraldRelayAPI",
-            dependencies: ["HeraldDomain", "HeraldEncoding", "HeraldPush", "HeraldStore"],
+            dependencies: ["HeraldDomain", "HeraldEncoding", "HeraldPush"],
             swiftSettings: swiftSettings
         ),
         // Test support shared by the test targets: the scripted push sender, a manual clock, and

@@ -1,4 +1,4 @@
-public import HeraldStore
+public import HeraldDomain
 
 /// `GET /v1/calls/{id}` and the answer to a call's cancel, ringing, answer or decline: the call's
 /// state, who answered or declined, what each device reported, and when. No caller name.
@@ -39,20 +39,34 @@ public struct CallView: Sendable, Codable, Hashable {
     public var endedAt: Int64?
     public var devices: [Device]
 
-    public init(_ call: CallRecord) {
-        callID = call.id
-        userID = call.userID
-        app = call.appID
-        state = call.state
-        media = call.media
-        answeredBy = call.state == .answered ? call.deviceID : nil
-        declinedBy = call.state == .declined ? call.deviceID : nil
-        reason = call.reason
-        createdAt = call.createdAt
-        expiresAt = call.expiresAt
-        ringingAt = call.ringingAt
-        endedAt = call.endedAt
-        devices = call.devices.map { Device(deviceID: $0.deviceID, report: $0.report, reportedAt: $0.reportedAt) }
+    public init(
+        callID: String,
+        userID: String,
+        app: String,
+        state: CallState,
+        media: String,
+        answeredBy: String? = nil,
+        declinedBy: String? = nil,
+        reason: String? = nil,
+        createdAt: Int64,
+        expiresAt: Int64,
+        ringingAt: Int64? = nil,
+        endedAt: Int64? = nil,
+        devices: [Device]
+    ) {
+        self.callID = callID
+        self.userID = userID
+        self.app = app
+        self.state = state
+        self.media = media
+        self.answeredBy = answeredBy
+        self.declinedBy = declinedBy
+        self.reason = reason
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.ringingAt = ringingAt
+        self.endedAt = endedAt
+        self.devices = devices
     }
 
     enum CodingKeys: String, CodingKey {

@@ -1,5 +1,5 @@
+public import HeraldDomain
 public import HeraldPush
-public import HeraldStore
 
 /// `POST /v1/activations`: a device asks for push, with its half of the key agreement.
 public struct ActivationRequest: Sendable, Codable, Hashable {
@@ -129,17 +129,28 @@ public struct DeviceView: Sendable, Codable, Hashable {
     /// ring). The relay always shows it; optional so older answers still decode.
     public var notifications: NotificationPermission?
 
-    public init(_ device: DeviceRecord) {
-        deviceID = device.id
-        userID = device.userID
-        app = device.appID
-        platform = device.platform
-        messagingToken = device.messagingToken
-        voipToken = device.voipToken
-        keyID = device.keyID
-        tokenDeadReason = device.tokenDeadReason
-        apnsEnvironment = device.apnsEnvironment
-        notifications = device.notificationPermission
+    public init(
+        deviceID: String,
+        userID: String,
+        app: String,
+        platform: DevicePlatform,
+        messagingToken: String?,
+        voipToken: String?,
+        keyID: String,
+        tokenDeadReason: String? = nil,
+        apnsEnvironment: APNsEnvironment? = nil,
+        notifications: NotificationPermission?
+    ) {
+        self.deviceID = deviceID
+        self.userID = userID
+        self.app = app
+        self.platform = platform
+        self.messagingToken = messagingToken
+        self.voipToken = voipToken
+        self.keyID = keyID
+        self.tokenDeadReason = tokenDeadReason
+        self.apnsEnvironment = apnsEnvironment
+        self.notifications = notifications
     }
 
     enum CodingKeys: String, CodingKey {

@@ -1,5 +1,5 @@
+public import HeraldDomain
 public import HeraldPush
-public import HeraldStore
 
 /// `GET /v1/users/{id}/devices`: the user's devices, oldest activation first. A user the relay
 /// has no device for answers an empty list: users are not registered with the relay, they exist
@@ -55,11 +55,11 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
         public var updatedAt: Int64
         public var expiresAt: Int64
 
-        public init(_ record: PresenceRecord) {
-            state = record.state
-            conversation = record.conversation
-            updatedAt = record.updatedAt
-            expiresAt = record.expiresAt
+        public init(state: PresenceState, conversation: String?, updatedAt: Int64, expiresAt: Int64) {
+            self.state = state
+            self.conversation = conversation
+            self.updatedAt = updatedAt
+            self.expiresAt = expiresAt
         }
 
         enum CodingKeys: String, CodingKey {
@@ -69,20 +69,32 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
         }
     }
 
-    public init(_ recipient: Recipient) {
-        let device = recipient.device
-        deviceID = device.id
-        app = device.appID
-        platform = device.platform
-        keyID = device.keyID
-        activatedAt = device.createdAt
-        updatedAt = device.updatedAt
-        hasMessagingToken = device.messagingToken != nil
-        hasVoIPToken = device.voipToken != nil
-        tokenDeadReason = device.tokenDeadReason
-        notifications = device.notificationPermission
-        presence = recipient.presence.map(Presence.init)
-        apnsEnvironment = device.apnsEnvironment
+    public init(
+        deviceID: String,
+        app: String,
+        platform: DevicePlatform,
+        keyID: String,
+        activatedAt: Int64,
+        updatedAt: Int64,
+        hasMessagingToken: Bool,
+        hasVoIPToken: Bool,
+        tokenDeadReason: String? = nil,
+        presence: Presence? = nil,
+        apnsEnvironment: APNsEnvironment? = nil,
+        notifications: NotificationPermission?
+    ) {
+        self.deviceID = deviceID
+        self.app = app
+        self.platform = platform
+        self.keyID = keyID
+        self.activatedAt = activatedAt
+        self.updatedAt = updatedAt
+        self.hasMessagingToken = hasMessagingToken
+        self.hasVoIPToken = hasVoIPToken
+        self.tokenDeadReason = tokenDeadReason
+        self.presence = presence
+        self.apnsEnvironment = apnsEnvironment
+        self.notifications = notifications
     }
 
     enum CodingKeys: String, CodingKey {
@@ -173,26 +185,41 @@ public struct PushItemView: Sendable, Codable, Hashable {
     /// When the push reached its final state; absent while queued or sending.
     public var finishedAt: Int64?
 
-    public init(_ push: PushSummary) {
-        pushID = push.pushID
-        deviceID = push.deviceID
-        app = push.appID
-        network = push.network
-        kind = push.kind
-        state = push.state
-        attempts = push.attempts
-        reason = push.lastReason
-        apnsID = push.apnsID
-        createdAt = push.createdAt
-        updatedAt = push.updatedAt
-        expiresAt = push.expiresAt
-        switch push.state {
+    /// A push's item; when its last attempt was and when it finished follow from its state,
+    /// attempts and last change.
+    public init(
+        pushID: String,
+        deviceID: String,
+        app: String?,
+        network: PushNetwork,
+        kind: OutboxKind,
+        state: PushState,
+        attempts: Int,
+        reason: String?,
+        apnsID: String?,
+        createdAt: Int64,
+        updatedAt: Int64,
+        expiresAt: Int64
+    ) {
+        self.pushID = pushID
+        self.deviceID = deviceID
+        self.app = app
+        self.network = network
+        self.kind = kind
+        self.state = state
+        self.attempts = attempts
+        self.reason = reason
+        self.apnsID = apnsID
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.expiresAt = expiresAt
+        switch state {
         case .sending, .delivered, .failed, .tokenDead:
-            lastAttemptAt = push.attempts > 0 ? push.updatedAt : nil
+            lastAttemptAt = attempts > 0 ? updatedAt : nil
         case .queued, .expired, .skipped:
             lastAttemptAt = nil
         }
-        finishedAt = push.state.isFinal ? push.updatedAt : nil
+        finishedAt = state.isFinal ? updatedAt : nil
     }
 
     enum CodingKeys: String, CodingKey {

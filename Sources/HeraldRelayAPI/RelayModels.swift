@@ -1,5 +1,5 @@
+public import HeraldDomain
 import HeraldPush
-public import HeraldStore
 
 /// Who sent a message or places a call.
 public struct Party: Sendable, Codable, Hashable {
@@ -264,6 +264,12 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         public var at: Int64
         public var state: PushState
         public var reason: String?
+
+        public init(at: Int64, state: PushState, reason: String?) {
+            self.at = at
+            self.state = state
+            self.reason = reason
+        }
     }
 
     public var pushID: String
@@ -287,22 +293,38 @@ public struct PushStatusView: Sendable, Codable, Hashable {
     /// "Now or never": one attempt, expiration 0 on the wire; `expires_at` is the relay's window.
     public var nowOrNever: Bool
 
-    public init(_ entry: OutboxEntry, history: [DeliveryEvent]) {
-        pushID = entry.pushID
-        deviceID = entry.deviceID
-        kind = entry.kind
-        state = entry.state
-        reason = entry.lastReason
-        attempts = entry.attempts
-        apnsID = entry.apnsID
-        priority = entry.priority
-        createdAt = entry.createdAt
-        updatedAt = entry.updatedAt
-        expiresAt = entry.expiresAt
-        self.history = history.map { Event(at: $0.at, state: $0.state, reason: $0.reason) }
-        explanation = Self.explanation(of: entry.state, reason: entry.lastReason)
-        waitingSince = entry.waitingSince
-        nowOrNever = entry.nowOrNever
+    /// A push's status; its explanation follows from its state and reason.
+    public init(
+        pushID: String,
+        deviceID: String,
+        kind: OutboxKind,
+        state: PushState,
+        reason: String?,
+        attempts: Int,
+        apnsID: String,
+        priority: Int,
+        createdAt: Int64,
+        updatedAt: Int64,
+        expiresAt: Int64,
+        history: [Event],
+        waitingSince: Int64? = nil,
+        nowOrNever: Bool = false
+    ) {
+        self.pushID = pushID
+        self.deviceID = deviceID
+        self.kind = kind
+        self.state = state
+        self.reason = reason
+        self.attempts = attempts
+        self.apnsID = apnsID
+        self.priority = priority
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.expiresAt = expiresAt
+        self.history = history
+        explanation = Self.explanation(of: state, reason: reason)
+        self.waitingSince = waitingSince
+        self.nowOrNever = nowOrNever
     }
 
     static func explanation(of state: PushState, reason: String? = nil) -> String? {
