@@ -46,12 +46,10 @@ extension PostgresStore {
             try await insert(events, on: connection, logger: logger)
         case .insertAPIKey(let key, let audit):
             let outcome = try await insertAPIKey(key, on: connection, logger: logger)
-            if outcome == .applied, let audit { try await appendAudit(audit, on: connection, logger: logger) }
-            return outcome
+            return try await audited(outcome, audit, on: connection, logger: logger)
         case .revokeAPIKey(let id, let at, let audit):
             let outcome = try await revokeAPIKey(id: id, at: at, on: connection, logger: logger)
-            if outcome == .applied, let audit { try await appendAudit(audit, on: connection, logger: logger) }
-            return outcome
+            return try await audited(outcome, audit, on: connection, logger: logger)
         case .appendAudit(let entry):
             try await appendAudit(entry, on: connection, logger: logger)
         case .accept(let ingest):
@@ -71,12 +69,7 @@ extension PostgresStore {
         case .saveDisconnect(let disconnect, let events):
             try await saveDisconnect(disconnect, events: events, on: connection, logger: logger)
         case .markDisconnectPushed(let deviceID, let conversation):
-            return try await markDisconnectPushed(
-                deviceID: deviceID,
-                conversation: conversation,
-                on: connection,
-                logger: logger
-            )
+            return try await markDisconnectPushed(deviceID, conversation, on: connection, logger: logger)
         case .endChat(let conversation, let at):
             return try await endChat(conversation: conversation, at: at, on: connection, logger: logger)
         case .saveLiveSession(let session):
@@ -104,16 +97,20 @@ extension PostgresStore {
                 logger: logger
             )
         case .completeWebhookEvent(let id, let owner, let completion, let now):
-            return try await completeWebhookEvent(
-                id: id,
-                owner: owner,
-                completion,
-                now: now,
-                on: connection,
-                logger: logger
-            )
+            return try await completeWebhookEvent(id, owner, completion, now, on: connection, logger: logger)
         }
         return .applied
+    }
+
+    /// A change's outcome, with the audit entry that records it written only when it was applied.
+    private static func audited(
+        _ outcome: ChangeOutcome,
+        _ entry: AuditEntry?,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        if outcome == .applied, let entry { try await appendAudit(entry, on: connection, logger: logger) }
+        return outcome
     }
 
     /// Tells the other nodes what a committed batch gave them (pushes queued, live handovers,

@@ -87,8 +87,8 @@ extension PostgresStore {
 
     /// `StoreChange.markDisconnectPushed`, inside the caller's transaction.
     static func markDisconnectPushed(
-        deviceID: String,
-        conversation: String,
+        _ deviceID: String,
+        _ conversation: String,
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> ChangeOutcome {

@@ -44,10 +44,10 @@ extension PostgresStore {
 
     /// `StoreChange.completeWebhookEvent`, inside the caller's transaction.
     static func completeWebhookEvent(
-        id: String,
-        owner: String,
+        _ id: String,
+        _ owner: String,
         _ completion: WebhookCompletion,
-        now: Int64,
+        _ now: Int64,
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> ChangeOutcome {
