@@ -50,14 +50,11 @@ extension HeraldServer {
             await clients.prepare()
             let reloader = reloader(runtime, defaultTeam: metadata.teamID)
             try await runtime.run(providers: clients.services, listeners: reloader) { port in
-                var lines = [
-                    "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)"
-                ]
-                lines += runtime.commonLines(
+                var lines = runtime.banner(
+                    "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)",
                     port: port,
                     apps: shown,
-                    apiKeySource: secrets.apiKeySource,
-                    masterSource: secrets.masterSource
+                    secrets: secrets
                 )
                 lines += Self.sandboxLines(
                     endpoints,

@@ -97,13 +97,7 @@ public struct HeraldServer: Sendable {
             await fleet.prepare()
             let reloader = reloader(runtime, defaultTeam: configuration.apns?.teamID ?? apns.teamID)
             try await runtime.run(providers: fleet.services, listeners: reloader) { [configuration] port in
-                var lines = ["herald serve"]
-                lines += runtime.commonLines(
-                    port: port,
-                    apps: apps,
-                    apiKeySource: secrets.apiKeySource,
-                    masterSource: secrets.masterSource
-                )
+                var lines = runtime.banner("herald serve", port: port, apps: apps, secrets: secrets)
                 lines += configuration.apnsBannerLines
                 if let fcm = configuration.fcm, let fcmClient {
                     lines.append("  FCM          \(fcm.url) (project \(fcmClient.projectID))")
@@ -183,13 +177,7 @@ public struct HeraldServer: Sendable {
         _ = try await runtime.registerApps(defaultTeam: nil)
         let apps = try await runtime.relay.activation.apps()
         try await runtime.run(providers: [], listeners: reloader(runtime, defaultTeam: nil)) { port in
-            var lines = ["herald relay"]
-            lines += runtime.commonLines(
-                port: port,
-                apps: apps,
-                apiKeySource: secrets.apiKeySource,
-                masterSource: secrets.masterSource
-            )
+            var lines = runtime.banner("herald relay", port: port, apps: apps, secrets: secrets)
             lines.append(
                 "  provider     \(provider.urls.joined(separator: ", ")) (pushes to \(platforms.map(\.rawValue).sorted().joined(separator: " and ")))"
             )

@@ -185,10 +185,12 @@ struct RelayRuntime: Sendable {
         logger.info("stopped: in-flight batches finished", metadata: metadata)
     }
 
-    /// The banner's lines every relay prints.
-    func commonLines(port: Int, apps: [AppRecord], apiKeySource: String, masterSource: String) -> [String] {
+    /// The start-up banner every relay prints: `title`, then where it listens, its keys, database and apps.
+    func banner(_ title: String, port: Int, apps: [AppRecord], secrets: HeraldServer.Secrets) -> [String] {
+        let (apiKeySource, masterSource) = (secrets.apiKeySource, secrets.masterSource)
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         var lines = [
+            title,
             "  relay        http://\(host):\(port)/v1   (health /health, metrics /metrics, API docs/openapi.yaml)",
             "  API key      \(apiKeySource)" + (previousAPIKeysLine.map { "   (also accepted: \($0))" } ?? ""),
             "  master key   \(masterSource)",
