@@ -116,7 +116,7 @@ public final class Dispatcher: Service, Sendable {
         sender: any PushSender,
         configuration: DispatcherConfiguration = DispatcherConfiguration(),
         logger: Logger,
-        now: @escaping @Sendable () -> Int64 = Dispatcher.wallClock
+        now: @escaping @Sendable () -> Int64 = WallClock.now
     ) {
         self.store = store
         self.sender = sender
@@ -153,9 +153,6 @@ public final class Dispatcher: Service, Sendable {
         )
         for gauge in healthGauges.values { gauge.record(1) }
     }
-
-    /// The wall clock by default: milliseconds since the Unix epoch (the relay's `RelayClock.now`).
-    @Sendable public static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// Each network's health as the dispatcher sees it.
     public var networkHealth: [PushNetwork: NetworkHealthMachine.State] {

@@ -150,7 +150,7 @@ extension Relay {
 /// The wall clock the relay uses by default.
 public enum RelayClock {
     /// Milliseconds since the Unix epoch.
-    @Sendable public static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    @Sendable public static func now() -> Int64 { WallClock.now() }
 
     /// Sleeps in real time until `now` reads at least `deadline`; throws `CancellationError`
     /// when the task is cancelled.

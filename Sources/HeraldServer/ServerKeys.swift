@@ -87,9 +87,11 @@ public struct ServerKeys: Sendable {
             guard given.count >= 16 else { throw .credentials("\(variable) must be at least 16 characters") }
             return (given, variable)
         }
-        if let text = try? String(contentsOfFile: file, encoding: .utf8) {
-            let key = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard key.count >= 16 else { throw .credentials("\(file) holds a secret shorter than 16 characters") }
+        // Read without the lock, a file another node is writing under it can be caught half
+        // written: only a whole secret is taken here; anything else is read again under the lock.
+        if let text = try? String(contentsOfFile: file, encoding: .utf8),
+            case let key = text.trimmingCharacters(in: .whitespacesAndNewlines), key.count >= 16
+        {
             return (key, file)
         }
         // Made under the lock, checked again there: another node starting now may have made it.

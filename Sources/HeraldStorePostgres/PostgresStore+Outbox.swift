@@ -83,7 +83,7 @@ extension PostgresStore {
     /// with the ingests beside it (`AcceptBatchStatement`), committed on its own.
     func acceptBatched(_ ingest: Ingest) async throws -> ChangeOutcome {
         if ingest.writesNothing { return .applied }
-        let outcome = try await batched(
+        return try await batched(
             ingests,
             ingest,
             "accept ingests",
@@ -104,7 +104,6 @@ extension PostgresStore {
                 return outcomes
             }
         )
-        return outcome
     }
 
     /// `StoreChange.accept` inside the caller's transaction (a batch of changes, a call's ingest).
