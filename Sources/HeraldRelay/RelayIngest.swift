@@ -280,35 +280,24 @@ public final class RelayIngest: Sendable {
             claim: reserved,
             recipientsVersion: recipientsVersion
         )
-        let stored: IngestOutcome
-        do {
-            stored = try await context.storing { store in
-                if let call { try await store.acceptCall(ingest, call: call) } else { try await store.accept(ingest) }
-            }
-        } catch {
-            if let reserved { context.handOff?.release(reserved) }
-            throw error
-        }
-        switch stored {
-        case .accepted:
-            // Pushes withheld from a device without the notification permission are written finished.
-            let queued = pushes.count { $0.state == .queued }
-            context.metrics.queued.increment(by: queued)
-            context.metrics.skipped.increment(by: receipt.skipped.count)
-            if let reserved { context.handOff?.handOff(sendable, reserved: reserved) }
-            if ingest.queuesPushes { context.accepted() }
+        let change = IngestPlanner.change(ingest, call: call, sendable: sendable, skipped: receipt.skipped.count)
+        switch try await context.commit(change).first {
+        case .applied:
             return receipt
-        case .duplicate(let stored):
-            if let reserved { context.handOff?.release(reserved) }
+        case .duplicate:
             context.metrics.duplicates.increment()
-            guard var first = try? JSONDecoder().decode(IngestReceipt.self, from: Data(stored)) else {
+            // The first ingest committed before this one saw its key, so its receipt is there.
+            var stored: [UInt8]?
+            if let key { stored = try await context.storing { try await $0.receipt(idempotencyKey: key) } }
+            guard let stored, var first = try? JSONDecoder().decode(IngestReceipt.self, from: Data(stored)) else {
                 throw RelayError.unavailable.with(detail: "the first answer for this key is unreadable")
             }
             first.duplicate = true
             return first
         case .stale:
-            if let reserved { context.handOff?.release(reserved) }
             return nil
+        case .answered, nil:
+            throw RelayError.unavailable.with(detail: "the store answered an ingest as no ingest")
         }
     }
 

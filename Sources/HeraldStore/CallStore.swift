@@ -138,16 +138,9 @@ public enum CallEndOutcome: Sendable, Hashable {
 /// Calls and their life: the record written with the call's ingest, the devices' reports, the
 /// end as a compare-and-set, the missed-call timer claimed once across nodes, and the stops
 /// handed to the node holding a device's live channel.
-public protocol CallStore: Sendable {
+public protocol CallStore: ChangeStore {
     /// The call with its devices, or `nil` if unknown.
     func call(id: String) async throws -> CallRecord?
-    /// Claims up to `limit` ringing calls whose time to live passed at `now` and which no other
-    /// owner holds under a lease still running, for `owner` until `leaseUntil`; each is returned
-    /// to one claimer at a time, across stores on the same data. The claimer ends it (`missed`)
-    /// with `endCall`; a claimer that dies leaves it to the next claim after its lease.
-    func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord]
     /// When the next ringing call's time to live passes, if any rings.
     func nextCallDue() async throws -> Int64?
-    /// Removes and returns the stops handed to `nodeID`; each is returned once.
-    func takeCallStops(nodeID: String) async throws -> [CallStop]
 }

@@ -163,27 +163,16 @@ public enum CallbackPushSubject {
 /// transaction, once per push number (id `CallbackPushSubject.pushedEventID`), while the callback
 /// still waits for the answer to that push; a push failed, expired or whose token is dead writes
 /// none. Schedules and changes are `StoreChange`s.
-public protocol CallbackStore: Sendable {
+public protocol CallbackStore: ChangeStore {
     /// A callback as it is now, or `nil`.
     func callback(id: String) async throws -> CallbackRecord?
     /// The callback scheduled under an idempotency key, as it is now, or `nil`.
     func callback(idempotencyKey: String) async throws -> CallbackRecord?
     /// A callback's history, oldest first; empty for an unknown callback.
     func callbackHistory(id: String) async throws -> [CallbackHistoryEntry]
-    /// Claims, in one statement, up to `limit` callbacks that need the relay now: scheduled and
-    /// due or past their expiration, or pushed and past their expiration; not under another
-    /// owner's live lease (a claim `owner` itself left, by an earlier run that stopped between
-    /// claim and change, is taken back at once: one owner claims from one loop). Each is
-    /// returned with its version moved and held by `owner` through `leaseUntil`, soonest due
-    /// first.
-    func claimDueCallbacks(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [CallbackRecord]
     /// When the next scheduled callback is due (or expires), if any.
     func nextCallbackDueTime() async throws -> Int64?
     /// The webhook events written with a callback's changes (ordering key `callback:<id>`),
     /// oldest first, with their delivery state.
     func callbackWebhookEvents(callbackID: String) async throws -> [StoredWebhookEvent]
-    /// Deletes the finished callbacks (connected, cancelled, expired) last changed before
-    /// `before`, with their history; returns how many. Their webhook events are the webhook
-    /// queue's to keep or delete.
-    func deleteFinishedCallbacks(before: Int64) async throws -> Int
 }

@@ -4,12 +4,9 @@
 ///
 /// Holds are shared like the outbox: a release on any node (another relay node's activation)
 /// takes them, and of concurrent releases of one message exactly one writes its pushes.
-public protocol HeldMessageStore: Sendable {
+public protocol HeldMessageStore: ChangeStore {
     /// The user's held messages whose hold ends after `now`, oldest first.
     func heldMessages(userID: String, now: Int64) async throws -> [HeldMessage]
-    /// Ends the holds that ended at or before `now` (their messages stay until retention removes
-    /// them); returns how many ended.
-    func endHolds(now: Int64) async throws -> Int
 }
 
 /// A message held for a user with no activated device.

@@ -11,7 +11,6 @@
 /// node and its restart): every promise below holds across them, not only within one store.
 /// `HeraldStoreConformance` checks each promise, and every engine runs it unchanged.
 public protocol HeraldStore: ChangeStore, AppStore, DeviceStore, OutboxStore, HeldMessageStore, ProviderTokenStore,
-    RetentionStore,
     SealingStore, TranscriptStore, LiveSessionStore, WebhookStore, WebhookQueueStore, CallStore, CallbackStore,
     APIKeyStore
 {}

@@ -60,15 +60,9 @@ public struct ChatEventNotice: Sendable, Hashable, Codable {
 /// of three things removes it, each answering it once: the device's acknowledgement
 /// (`settleLiveHandover`), the delivering node giving up on it (`settleLiveHandover`, then it
 /// pushes), or the sweep past its deadline (`takeOverdueLiveHandovers`, then it pushes).
-public protocol LiveSessionStore: Sendable {
+public protocol LiveSessionStore: ChangeStore {
     /// The sessions of these devices whose lease has not ended at `now`, in no particular order.
     func liveSessions(deviceIDs: [String], now: Int64) async throws -> [LiveSessionRecord]
-    /// The handovers for `nodeID` it has not taken yet, oldest deadline first; each is returned
-    /// once (across concurrent calls too) and stays pending until settled or overdue.
-    func takeLiveHandovers(nodeID: String) async throws -> [LiveHandover]
-    /// Removes and returns up to `limit` handovers whose deadline is at or before `now`, taken or
-    /// not: each is returned once, across concurrent calls and stores.
-    func takeOverdueLiveHandovers(now: Int64, limit: Int) async throws -> [LiveHandover]
     /// Runs until the calling task is cancelled, calling `arrived` soon after a store on the same
     /// data (another relay node) handed `nodeID` a message, and once whenever it may have missed
     /// some (at start, after a lost connection). An engine whose data no other store writes

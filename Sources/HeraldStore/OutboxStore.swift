@@ -6,7 +6,7 @@ public import HeraldPush
 /// `accept(_:)` is durable before it returns. `claim(limit:owner:now:leaseUntil:)` is safe with
 /// several workers, on one node or many, draining the same outbox: a push is claimed by one worker
 /// at a time, and a claim that is not completed by the end of its lease goes back to the queue.
-public protocol OutboxStore: Sendable {
+public protocol OutboxStore: ChangeStore {
     // MARK: Ingest
 
     /// The receipt of the ingest written under an idempotency key (`StoreChange.accept`), or
@@ -23,35 +23,6 @@ public protocol OutboxStore: Sendable {
     /// A push's history, oldest first: its acceptance (`queued`), each return to the queue with
     /// the reason, and its final state if it has one. Empty for an unknown push.
     func deliveryLog(pushID: String) async throws -> [DeliveryEvent]
-    /// Claims up to `limit` due pushes (queued, next attempt at or before `now`, or claimed under
-    /// a lease that ended before `now`) for `owner`, held through `leaseUntil`: calls before
-    /// messages, then the longest waiting first (since `queuedSince`: the customer's wait where
-    /// the push has one, its acceptance otherwise), returned in that order, each
-    /// `sending` with one more attempt and the device's current token for its kind (VoIP pushes
-    /// to the PushKit token, the others to the messaging token). Pushes past their expiration are
-    /// finished `expired` (`expired before sending`), pushes whose device is gone or has no token
-    /// for them `skipped` (`device_deactivated`, `no_token`, `token_dead: <reason>`), instead of
-    /// returned, and count no attempt. Only pushes through one of `networks` are claimed (the
-    /// dispatcher leaves a network's pushes queued while the network is unreachable); the others
-    /// are neither returned nor finished, whatever their state. No networks: nothing is claimed.
-    func claim(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64,
-        networks: Set<PushNetwork>
-    ) async throws -> [ClaimedPush]
-    /// Records what the dispatcher learned: a final state, back to the queue at a given time
-    /// (logged with its reason), or back to the queue as if its claim had not happened
-    /// (`requeue`: the attempt the claim counted is taken back; logged with its reason). A dead token is cleared from its device only if the device still
-    /// has that token (a newer one is kept), and the device remembers why.
-    func complete(_ completions: [PushCompletion], now: Int64) async throws
-    /// Records several batches of outcomes, each as `complete(_:now:)` would at its own `now`,
-    /// in one write where the engine can (the dispatcher gathers its loops' finished batches).
-    func complete(_ batches: [CompletionBatch]) async throws
-    /// Puts back every push `owner` had claimed (after a restart of that owner), due at once;
-    /// returns how many.
-    func releaseClaims(owner: String, now: Int64) async throws -> Int
     /// When the next queued push becomes due, if any is queued (claimed and finished pushes do
     /// not count).
     func nextDueTime() async throws -> Int64?
@@ -78,22 +49,5 @@ public protocol OutboxStore: Sendable {
 extension OutboxStore {
     /// Nothing else writes this store's data: nothing to follow.
     public func followQueuedElsewhere(_ queued: @escaping @Sendable () -> Void) async {}
-
-    /// One batch after the other, each in a write of its own.
-    public func complete(_ batches: [CompletionBatch]) async throws {
-        for batch in batches { try await complete(batch.completions, now: batch.now) }
-    }
 }
 
-extension OutboxStore {
-    /// Claims due pushes through every network (see `claim(limit:owner:now:leaseUntil:networks:)`).
-    public func claim(limit: Int, owner: String, now: Int64, leaseUntil: Int64) async throws -> [ClaimedPush] {
-        try await claim(
-            limit: limit,
-            owner: owner,
-            now: now,
-            leaseUntil: leaseUntil,
-            networks: Set(PushNetwork.allCases)
-        )
-    }
-}

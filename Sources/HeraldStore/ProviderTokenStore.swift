@@ -5,26 +5,9 @@
 /// before it is stored, and opens it after it is read. Replacing it is a compare-and-set on the
 /// version the caller last saw, so when several nodes decide at once that the token is due, one
 /// of them replaces it and the others read the winner's.
-public protocol ProviderTokenStore: Sendable {
+public protocol ProviderTokenStore: ChangeStore {
     /// The stored token of a key, or `nil` when none was ever stored.
     func providerToken(teamID: String, keyID: String) async throws -> ProviderTokenRecord?
-
-    /// Stores a new token for a key if the stored one is still the one the caller saw.
-    ///
-    /// - Parameters:
-    ///   - sealedToken: The token as the caller sealed it; stored and returned as given.
-    ///   - issuedAt: When the token was signed, in milliseconds since the epoch.
-    ///   - version: The version of the stored token the caller saw, or `nil` when it saw none.
-    /// - Returns: `.replaced` with the stored record (version `version + 1`, or 1) when the stored
-    ///   token was still `version`; otherwise `.lost` with the token stored now (another caller's,
-    ///   written since the caller read), which it should use instead.
-    func replaceProviderToken(
-        teamID: String,
-        keyID: String,
-        sealedToken: [UInt8],
-        issuedAt: Int64,
-        replacing version: Int64?
-    ) async throws -> ProviderTokenSwap
 }
 
 /// One key's stored provider token.

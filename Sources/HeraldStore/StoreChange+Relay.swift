@@ -40,6 +40,8 @@ extension HeraldStore {
                 throw StoreError.corrupt.with(detail: "an ingest was answered duplicate, but its key has no receipt")
             }
             return .duplicate(receipt: receipt)
+        case .answered:
+            throw StoreError.corrupt.with(detail: "an ingest was answered as store work")
         }
     }
 

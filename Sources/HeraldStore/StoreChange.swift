@@ -90,6 +90,13 @@ public enum StoreChange: Sendable, Hashable {
     /// Records how a claimed webhook event ended, if `owner` still holds it. `stale` when it does
     /// not (a sender whose lease lapsed and was taken over changes nothing).
     case completeWebhookEvent(id: String, owner: String, WebhookCompletion, now: Int64)
+    /// Removes a device's disconnect if it is still `disconnect` (the one the caller read), with
+    /// the webhook events made of it. `stale` when the device has no disconnect in the
+    /// conversation or another one since.
+    case removeDisconnect(ChatDisconnect, events: [WebhookEvent])
+    /// The store's work on its queues (see `StoreWork`), applied in a batch of its own. Answers
+    /// `answered`.
+    case work(StoreWork)
 }
 
 /// A device's report that a ringing call rings on it: its report becomes `ringing` (a device that
@@ -118,6 +125,8 @@ public enum ChangeOutcome: Sendable, Hashable {
     case duplicate
     /// The row the change was planned against is gone (or was never there): nothing was written.
     case stale
+    /// Store work (`StoreChange.work`) was done: what it took, or how many rows it changed.
+    case answered(WorkAnswer)
 }
 
 /// Late or refreshed tokens for one device.

@@ -4,6 +4,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case unavailable
         case corrupt
         case conflict
+        case invalid
     }
 
     private let code: Code
@@ -26,6 +27,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let corrupt = Self(.corrupt, "a stored record is not readable")
     /// A write conflicts with stored data (a duplicate id).
     public static let conflict = Self(.conflict, "the record conflicts with a stored one")
+    /// The store was asked for something it does not do (a batch it cannot apply as asked): a
+    /// mistake in the caller, never in the data.
+    public static let invalid = Self(.invalid, "the store cannot do what it was asked")
 
     /// The same kind of failure with a more precise message.
     public func with(detail: String) -> Self { Self(code, detail) }

@@ -115,18 +115,7 @@ public struct WebhookEventCursor: Sendable, Hashable {
 /// Order: of the undelivered (pending or sending) events of one ordering key, only the first one
 /// written can be claimed, so a receiver gets a key's events one after the other, each after the
 /// one before was delivered or given up on.
-public protocol WebhookQueueStore: Sendable {
-    /// Takes up to `limit` events that are due: pending with `nextAttemptAt <= now`, or sending
-    /// under a lease that ended at or before `now` (its sender is gone), each the first
-    /// undelivered event of its ordering key. They become `sending`, owned by `owner` until
-    /// `leaseUntil`, one attempt more. One statement: two claimers never take the same event.
-    func claimWebhookEvents(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64
-    ) async throws
-        -> [StoredWebhookEvent]
+public protocol WebhookQueueStore: ChangeStore {
     /// An app's events, oldest first, after `cursor`, in `state` when given.
     func webhookEvents(
         app: String,
@@ -137,7 +126,4 @@ public protocol WebhookQueueStore: Sendable {
         async throws -> [StoredWebhookEvent]
     /// How many events wait to be delivered (pending or sending).
     func webhookQueueDepth() async throws -> Int
-    /// Deletes delivered and failed events last changed before `before`; returns how many went.
-    /// Undelivered events stay, however old.
-    func deleteFinishedWebhookEvents(before: Int64) async throws -> Int
 }

@@ -80,6 +80,7 @@ public enum StoreConformance {
         case queuedMessagesAreCountedPerApp
         case changesAnswerEachInOneTransaction
         case relayChangesAnswerInOneBatch
+        case storeWorkIsAppliedAlone
 
         public var description: String { rawValue }
 
@@ -110,6 +111,7 @@ public enum StoreConformance {
             case .changesAnswerEachInOneTransaction:
                 try await StoreConformance.changesAnswerEachInOneTransaction(engine)
             case .relayChangesAnswerInOneBatch: try await StoreConformance.relayChangesAnswerInOneBatch(engine)
+            case .storeWorkIsAppliedAlone: try await StoreConformance.storeWorkIsAppliedAlone(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

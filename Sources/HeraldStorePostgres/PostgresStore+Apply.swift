@@ -7,6 +7,7 @@ extension PostgresStore {
     /// relay's most frequent write) joins the batched statement of the ingests beside it instead.
     public func apply(_ changes: [StoreChange]) async throws -> [ChangeOutcome] {
         guard !changes.isEmpty else { return [] }
+        if let work = try loneWork(changes) { return [try await doWork(work)] }
         if changes.count == 1, case .accept(let ingest) = changes[0] { return [try await acceptBatched(ingest)] }
         let (outcomes, after) = try await transaction("apply \(changes.count) change(s)") {
             [logger] connection -> ([ChangeOutcome], AfterCommit) in
@@ -98,6 +99,11 @@ extension PostgresStore {
             )
         case .completeWebhookEvent(let id, let owner, let completion, let now):
             return try await completeWebhookEvent(id, owner, completion, now, on: connection, logger: logger)
+        case .removeDisconnect(let disconnect, let events):
+            return try await removeDisconnect(disconnect, events: events, on: connection, logger: logger)
+        case .work:
+            // `loneWork` let none through in a batch.
+            throw StoreError.invalid.with(detail: "store work is applied in a batch of its own")
         }
         return .applied
     }
@@ -145,7 +151,7 @@ struct AfterCommit: Sendable {
             handovers += ingest.handovers
         case .stale:
             if let user = ingest.recipientsVersion?.userID { staleUsers.insert(user) }
-        case .duplicate:
+        case .duplicate, .answered:
             break
         }
     }

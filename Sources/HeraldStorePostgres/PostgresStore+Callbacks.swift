@@ -75,7 +75,7 @@ extension PostgresStore {
         }
     }
 
-    public func claimDueCallbacks(
+    func claimDueCallbacks(
         limit: Int,
         owner: String,
         now: Int64,
@@ -173,7 +173,7 @@ extension PostgresStore {
         ).map(Self.webhookEvent(from:))
     }
 
-    public func deleteFinishedCallbacks(before: Int64) async throws -> Int {
+    func deleteFinishedCallbacks(before: Int64) async throws -> Int {
         try await transaction("delete finished callbacks") { [logger] connection in
             let deleted = try await connection.run(
                 """

@@ -128,7 +128,7 @@ extension PostgresStore {
         return .applied
     }
 
-    public func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord] {
+    func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord] {
         try await transaction("claim due calls") { [logger] connection -> [CallRecord] in
             let ids = try await connection.run(
                 """
@@ -159,7 +159,7 @@ extension PostgresStore {
         }
     }
 
-    public func takeCallStops(nodeID: String) async throws -> [CallStop] {
+    func takeCallStops(nodeID: String) async throws -> [CallStop] {
         let rows = try await rows(
             "take call stops",
             "DELETE FROM call_stops WHERE node_id = \(nodeID) RETURNING call_id, device_id, node_id, reason"

@@ -3,7 +3,7 @@ import NIOCore
 import PostgresNIO
 
 extension PostgresStore {
-    public func appendTranscript(_ event: TranscriptEvent) async throws -> Int {
+    func appendTranscript(_ event: TranscriptEvent) async throws -> Int {
         try await transaction("append to a transcript") { [logger] connection -> Int in
             // The chat's row starts with its first event and is locked by every append, so an
             // end and an append on two nodes happen one after the other.
@@ -103,32 +103,25 @@ extension PostgresStore {
         return marked.isEmpty ? .stale : .applied
     }
 
-    public func removeDisconnect(
-        deviceID: String,
-        conversation: String,
-        events: @escaping @Sendable (ChatDisconnect) -> [WebhookEvent]
-    ) async throws -> ChatDisconnect? {
-        try await transaction("remove a chat disconnect") { [logger] connection -> ChatDisconnect? in
-            let rows = try await connection.run(
-                """
-                DELETE FROM chat_disconnects WHERE device_id = \(deviceID) AND conversation = \(conversation)
-                RETURNING position, at, pushed
-                """,
-                logger: logger
-            )
-            let found = try rows.first.map { row in
-                let (position, at, pushed) = try row.decode((Int64, Int64, Bool).self)
-                return ChatDisconnect(
-                    deviceID: deviceID,
-                    conversation: conversation,
-                    position: Int(position),
-                    at: at,
-                    pushed: pushed
-                )
-            }
-            if let found { try await Self.insert(events(found), on: connection, logger: logger) }
-            return found
-        }
+    /// Removes the disconnect if it is still the one the caller read, with its events.
+    static func removeDisconnect(
+        _ disconnect: ChatDisconnect,
+        events: [WebhookEvent],
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> ChangeOutcome {
+        let removed = try await connection.run(
+            """
+            DELETE FROM chat_disconnects
+            WHERE device_id = \(disconnect.deviceID) AND conversation = \(disconnect.conversation)
+                AND position = \(Int64(disconnect.position)) AND at = \(disconnect.at) AND pushed = \(disconnect.pushed)
+            RETURNING device_id
+            """,
+            logger: logger
+        )
+        if removed.isEmpty { return .stale }
+        try await insert(events, on: connection, logger: logger)
+        return .applied
     }
 
     public func disconnects(conversation: String) async throws -> [ChatDisconnect] {
@@ -199,7 +192,7 @@ extension PostgresStore {
         return found.isEmpty ? .stale : .duplicate
     }
 
-    public func endIdleChats(now: Int64, idle: Int64) async throws -> Int {
+    func endIdleChats(now: Int64, idle: Int64) async throws -> Int {
         try await transaction("end idle chats") { [logger] connection -> Int in
             try await connection.run(
                 """
@@ -212,7 +205,7 @@ extension PostgresStore {
         }
     }
 
-    public func deleteEndedChats(endedBefore: Int64) async throws -> Int {
+    func deleteEndedChats(endedBefore: Int64) async throws -> Int {
         try await transaction("delete ended chats") { [logger] connection -> Int in
             // At most a batch per call; chats another node is deleting now are left to it.
             let ended = try await connection.run(

@@ -176,7 +176,7 @@ extension PostgresStore {
         }
     }
 
-    public func claim(
+    func claim(
         limit: Int,
         owner: String,
         now: Int64,
@@ -288,11 +288,7 @@ extension PostgresStore {
         return entries
     }
 
-    public func complete(_ completions: [PushCompletion], now: Int64) async throws {
-        try await complete([CompletionBatch(completions: completions, now: now)])
-    }
-
-    public func complete(_ batches: [CompletionBatch]) async throws {
+    func complete(_ batches: [CompletionBatch]) async throws {
         if batches.allSatisfy(\.completions.isEmpty) { return }
         if batches.allSatisfy({ $0.completions.allSatisfy(\.onlyFinishes) }) {
             // The usual write: every push finished, each batch at its time, in one statement
@@ -382,7 +378,7 @@ extension PostgresStore {
         }
     }
 
-    public func releaseClaims(owner: String, now: Int64) async throws -> Int {
+    func releaseClaims(owner: String, now: Int64) async throws -> Int {
         let released = try await transaction("release claims") { [logger] connection in
             try await connection.run(
                 """

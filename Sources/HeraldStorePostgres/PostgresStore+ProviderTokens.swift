@@ -13,14 +13,10 @@ extension PostgresStore {
         ).first.map { try Self.providerToken(from: $0, teamID: teamID, keyID: keyID) }
     }
 
-    public func replaceProviderToken(
-        teamID: String,
-        keyID: String,
-        sealedToken: [UInt8],
-        issuedAt: Int64,
-        replacing version: Int64?
-    ) async throws -> ProviderTokenSwap {
-        try await transaction("replace a provider token") { [logger] connection in
+    func replaceProviderToken(_ replacement: ProviderTokenReplacement) async throws -> ProviderTokenSwap {
+        let (teamID, keyID, sealedToken) = (replacement.teamID, replacement.keyID, replacement.sealedToken)
+        let (issuedAt, version) = (replacement.issuedAt, replacement.replacing)
+        return try await transaction("replace a provider token") { [logger] connection -> ProviderTokenSwap in
             // One statement decides: a writer racing on the same version waits for the other's
             // row (or its insert) and then finds the version moved on (or the key taken), so one
             // wins. Read committed: the read after a lost write sees the winner's commit.

@@ -3,7 +3,7 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
-    public func claimWebhookEvents(
+    func claimWebhookEvents(
         limit: Int,
         owner: String,
         now: Int64,
@@ -96,7 +96,7 @@ extension PostgresStore {
         return Int(try columns.next(Int64.self))
     }
 
-    public func deleteFinishedWebhookEvents(before: Int64) async throws -> Int {
+    func deleteFinishedWebhookEvents(before: Int64) async throws -> Int {
         try await rows(
             "delete finished webhook events",
             """

@@ -6,6 +6,7 @@ extension SQLiteStore {
     /// transaction (and its fsync) with the other writers queued beside it.
     public func apply(_ changes: [StoreChange]) async throws -> [ChangeOutcome] {
         guard !changes.isEmpty else { return [] }
+        if let work = try loneWork(changes) { return [try await doWork(work)] }
         let savesApp = changes.contains { if case .saveApp = $0 { true } else { false } }
         let seals = changes.contains { if case .sealSenders = $0 { true } else { false } }
         let (outcomes, sealedLast) = try await write { db in
@@ -94,6 +95,11 @@ extension SQLiteStore {
             try renewLiveSessions(nodeID: nodeID, keeping: sessionIDs, until: until, db)
         case .completeWebhookEvent(let id, let owner, let completion, let now):
             return try completeWebhookEvent(id: id, owner: owner, completion, now: now, db)
+        case .removeDisconnect(let disconnect, let events):
+            return try removeDisconnect(disconnect, events: events, db)
+        case .work:
+            // `loneWork` let none through in a batch.
+            throw StoreError.invalid.with(detail: "store work is applied in a batch of its own")
         }
         return .applied
     }

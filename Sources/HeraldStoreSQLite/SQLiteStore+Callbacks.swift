@@ -81,7 +81,7 @@ extension SQLiteStore {
         }
     }
 
-    public func claimDueCallbacks(
+    func claimDueCallbacks(
         limit: Int,
         owner: String,
         now: Int64,
@@ -159,7 +159,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteFinishedCallbacks(before: Int64) async throws -> Int {
+    func deleteFinishedCallbacks(before: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """

@@ -76,7 +76,7 @@ extension SQLiteStore {
         return .applied
     }
 
-    public func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord] {
+    func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord] {
         try await write { db in
             let ids = try String.fetchAll(
                 db,
@@ -105,7 +105,7 @@ extension SQLiteStore {
         }
     }
 
-    public func takeCallStops(nodeID: String) async throws -> [CallStop] {
+    func takeCallStops(nodeID: String) async throws -> [CallStop] {
         try await write { db in
             let stops = try Row.fetchAll(
                 db,

@@ -3,7 +3,7 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    public func appendTranscript(_ event: TranscriptEvent) async throws -> Int {
+    func appendTranscript(_ event: TranscriptEvent) async throws -> Int {
         try await write { db in
             let ended = try Row.fetchOne(
                 db,
@@ -76,32 +76,22 @@ extension SQLiteStore {
         )
     }
 
-    public func removeDisconnect(
-        deviceID: String,
-        conversation: String,
-        events: @escaping @Sendable (ChatDisconnect) -> [WebhookEvent]
-    ) async throws -> ChatDisconnect? {
-        try await write { db in
-            let found = try Row.fetchOne(
-                db,
-                sql: "SELECT position, at, pushed FROM chat_disconnects WHERE device_id = ? AND conversation = ?",
-                arguments: [deviceID, conversation]
-            ).map { row in
-                ChatDisconnect(
-                    deviceID: deviceID,
-                    conversation: conversation,
-                    position: row[0],
-                    at: row[1],
-                    pushed: row[2]
-                )
-            }
-            try db.execute(
-                sql: "DELETE FROM chat_disconnects WHERE device_id = ? AND conversation = ?",
-                arguments: [deviceID, conversation]
-            )
-            if let found { try Self.insert(events(found), db) }
-            return found
-        }
+    /// Removes the disconnect if it is still the one the caller read, with its events.
+    static func removeDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent], _ db: Database) throws
+        -> ChangeOutcome
+    {
+        let outcome = try changingRow(
+            db,
+            sql: """
+                DELETE FROM chat_disconnects
+                WHERE device_id = ? AND conversation = ? AND position = ? AND at = ? AND pushed = ?
+                """,
+            arguments: [
+                disconnect.deviceID, disconnect.conversation, disconnect.position, disconnect.at, disconnect.pushed,
+            ]
+        )
+        if outcome == .applied { try insert(events, db) }
+        return outcome
     }
 
     public func disconnects(conversation: String) async throws -> [ChatDisconnect] {
@@ -149,7 +139,7 @@ extension SQLiteStore {
         return try chat(db, conversation) == nil ? .stale : .duplicate
     }
 
-    public func endIdleChats(now: Int64, idle: Int64) async throws -> Int {
+    func endIdleChats(now: Int64, idle: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """
@@ -162,7 +152,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteEndedChats(endedBefore: Int64) async throws -> Int {
+    func deleteEndedChats(endedBefore: Int64) async throws -> Int {
         try await write { db in
             // At most a batch per call, so the writer is never held for long.
             let ended = try String.fetchAll(

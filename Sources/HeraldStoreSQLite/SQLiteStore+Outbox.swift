@@ -119,7 +119,7 @@ extension SQLiteStore {
         }
     }
 
-    public func claim(
+    func claim(
         limit: Int,
         owner: String,
         now: Int64,
@@ -241,12 +241,8 @@ extension SQLiteStore {
         return claimed
     }
 
-    public func complete(_ completions: [PushCompletion], now: Int64) async throws {
-        try await complete([CompletionBatch(completions: completions, now: now)])
-    }
-
     /// Every batch in one transaction (one synced commit).
-    public func complete(_ batches: [CompletionBatch]) async throws {
+    func complete(_ batches: [CompletionBatch]) async throws {
         if batches.allSatisfy(\.completions.isEmpty) { return }
         let events = webhooksConfigured.load(ordering: .relaxed)
         try await write { db in
@@ -305,7 +301,7 @@ extension SQLiteStore {
         }
     }
 
-    public func releaseClaims(owner: String, now: Int64) async throws -> Int {
+    func releaseClaims(owner: String, now: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """

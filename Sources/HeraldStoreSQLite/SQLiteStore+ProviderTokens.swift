@@ -7,15 +7,11 @@ extension SQLiteStore {
         try await read { db in try Self.providerToken(db, teamID: teamID, keyID: keyID) }
     }
 
-    public func replaceProviderToken(
-        teamID: String,
-        keyID: String,
-        sealedToken: [UInt8],
-        issuedAt: Int64,
-        replacing version: Int64?
-    ) async throws -> ProviderTokenSwap {
+    func replaceProviderToken(_ replacement: ProviderTokenReplacement) async throws -> ProviderTokenSwap {
+        let (teamID, keyID, sealedToken) = (replacement.teamID, replacement.keyID, replacement.sealedToken)
+        let (issuedAt, version) = (replacement.issuedAt, replacement.replacing)
         // The writer is single: the read and the write below see no other writer in between.
-        try await write { db in
+        return try await write { db -> ProviderTokenSwap in
             let current = try Self.providerToken(db, teamID: teamID, keyID: keyID)
             guard current?.version == version else { return .lost(current: current) }
             let record = ProviderTokenRecord(

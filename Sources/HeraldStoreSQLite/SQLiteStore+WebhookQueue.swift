@@ -3,7 +3,7 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    public func claimWebhookEvents(
+    func claimWebhookEvents(
         limit: Int,
         owner: String,
         now: Int64,
@@ -103,7 +103,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteFinishedWebhookEvents(before: Int64) async throws -> Int {
+    func deleteFinishedWebhookEvents(before: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: "DELETE FROM webhook_events WHERE state IN ('delivered', 'failed') AND updated_at < ?",

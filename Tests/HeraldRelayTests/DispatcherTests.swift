@@ -491,29 +491,28 @@ final class ObservedOutboxStore: OutboxStore {
         }
     }
 
-    func complete(_ completions: [PushCompletion], now: Int64) async throws {
-        try checkWrite(batches: 1)
-        try await base.complete(completions, now: now)
-        self.completions.append(contentsOf: completions)
-    }
-
     /// How many batches each gathered write held.
     let batchWrites = Recorded<Int>()
 
-    func complete(_ batches: [CompletionBatch]) async throws {
-        try checkWrite(batches: batches.count)
-        try await base.complete(batches)
-        batchWrites.append(contentsOf: [batches.count])
-        completions.append(contentsOf: batches.flatMap(\.completions))
+    /// Claims and outcome writes are watched (and fail while the test says so); every other
+    /// change goes to the store behind, unless claims and reads fail.
+    func apply(_ changes: [StoreChange]) async throws -> [ChangeOutcome] {
+        guard changes.count == 1, case .work(let work) = changes[0] else { return try await reachable().apply(changes) }
+        switch work {
+        case .claimPushes(let lease, let networks):
+            return [.answered(.pushes(try await claim(lease, networks: networks)))]
+        case .completePushes(let batches):
+            try checkWrite(batches: batches.count)
+            try await base.complete(batches)
+            batchWrites.append(contentsOf: [batches.count])
+            completions.append(contentsOf: batches.flatMap(\.completions))
+            return [.applied]
+        default:
+            return try await reachable().apply(changes)
+        }
     }
 
-    func claim(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64,
-        networks: Set<PushNetwork>
-    ) async throws -> [ClaimedPush] {
+    private func claim(_ lease: StoreWork.Lease, networks: Set<PushNetwork>) async throws -> [ClaimedPush] {
         claimsMade.append(contentsOf: [networks])
         let serve = claims.withLock { claims -> Bool in
             claims += 1
@@ -529,10 +528,10 @@ final class ObservedOutboxStore: OutboxStore {
             return []
         }
         return try await reachable().claim(
-            limit: limit,
-            owner: owner,
-            now: now,
-            leaseUntil: leaseUntil,
+            limit: lease.limit,
+            owner: lease.owner,
+            now: lease.now,
+            leaseUntil: lease.until,
             networks: networks
         )
     }
@@ -544,9 +543,6 @@ final class ObservedOutboxStore: OutboxStore {
     func push(id: String) async throws -> OutboxEntry? { try await reachable().push(id: id) }
     func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
         try await reachable().deliveryLog(pushID: pushID)
-    }
-    func releaseClaims(owner: String, now: Int64) async throws -> Int {
-        try await reachable().releaseClaims(owner: owner, now: now)
     }
     func nextDueTime() async throws -> Int64? { try await reachable().nextDueTime() }
     func outboxCounts() async throws -> OutboxCounts { try await reachable().outboxCounts() }

@@ -155,4 +155,66 @@ struct IngestPlannerTests {
         )
         #expect(routes == [.push(app), .skip("no_voip_token"), .push(app), .skip("app_not_registered")])
     }
+
+    /// An ingest's commit, by what it writes: a change's effects when applied, and what goes
+    /// back when not.
+    static let commits: [(name: String, change: RelayChange, expected: RelayChange)] = {
+        let queued = StoreFixtures.push("p1", device: "d1", at: 1)
+        var withheld = StoreFixtures.push("p2", device: "d2", at: 1)
+        withheld.state = .skipped
+        let claim = IngestClaim(owner: "node-1", leaseUntil: 9, pushIDs: ["p1"])
+        var claimed = StoreFixtures.ingest([queued, withheld], key: "k")
+        claimed.claim = claim
+        let sendable = [ClaimedPush(entry: queued, deviceToken: "t1")]
+        let call = StoreFixtures.ingest([StoreFixtures.push("p3", device: "d1", kind: .call, at: 1)])
+        let record = CallRecord(
+            id: "c1",
+            appID: "a",
+            userID: "u1",
+            media: "audio",
+            sealedCaller: [],
+            createdAt: 1,
+            expiresAt: 2,
+            updatedAt: 1,
+            devices: []
+        )
+        return [
+            (
+                "queued pushes are counted and wake the dispatchers; a skipped device is counted",
+                IngestPlanner.change(StoreFixtures.ingest([queued, withheld]), call: nil, sendable: [], skipped: 2),
+                RelayChange(
+                    writes: [.accept(StoreFixtures.ingest([queued, withheld]))],
+                    effectsWhenApplied: [.count(.queued, 1), .count(.skipped, 2), .wakeDispatchers]
+                )
+            ),
+            (
+                "pushes written claimed go to this node's dispatcher, or their room goes back; nobody else is woken",
+                IngestPlanner.change(claimed, call: nil, sendable: sendable, skipped: 0),
+                RelayChange(
+                    writes: [.accept(claimed)],
+                    effectsWhenApplied: [.count(.queued, 1), .handOff(sendable, claim)],
+                    effectsUnlessApplied: [.releaseClaim(claim)]
+                )
+            ),
+            (
+                "a call is written with its record",
+                IngestPlanner.change(call, call: record, sendable: [], skipped: 0),
+                RelayChange(
+                    writes: [.acceptCall(call, call: record)],
+                    effectsWhenApplied: [.count(.queued, 1), .wakeDispatchers]
+                )
+            ),
+            (
+                "nothing to push: the write alone",
+                IngestPlanner.change(StoreFixtures.ingest([withheld]), call: nil, sendable: [], skipped: 0),
+                RelayChange(writes: [.accept(StoreFixtures.ingest([withheld]))])
+            ),
+        ]
+    }()
+
+    @Test("an ingest's commit: the write, then counts, hand-off and wake-up once applied", arguments: commits.indices)
+    func commit(_ index: Int) {
+        let (name, change, expected) = Self.commits[index]
+        #expect(change == expected, "\(name)")
+    }
 }

@@ -166,13 +166,7 @@ struct SharedProviderTokenServiceTests {
             throw StoreError.unavailable
         }
 
-        func replaceProviderToken(
-            teamID: String,
-            keyID: String,
-            sealedToken: [UInt8],
-            issuedAt: Int64,
-            replacing version: Int64?
-        ) async throws -> ProviderTokenSwap {
+        func apply(_ changes: [StoreChange]) async throws -> [ChangeOutcome] {
             throw StoreError.unavailable
         }
     }

@@ -8,6 +8,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.relayChangesAnswerInOneBatch)
     }
 
+    @Test func storeWorkIsAppliedAlone() async throws {
+        try await SQLiteEngine.check(.storeWorkIsAppliedAlone)
+    }
+
     @Test func changesAnswerEachInOneTransaction() async throws {
         try await SQLiteEngine.check(.changesAnswerEachInOneTransaction)
     }
@@ -322,6 +326,7 @@ struct SQLiteConformanceTests {
             .queuedMessagesAreCountedPerApp,
             .changesAnswerEachInOneTransaction,
             .relayChangesAnswerInOneBatch,
+            .storeWorkIsAppliedAlone,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

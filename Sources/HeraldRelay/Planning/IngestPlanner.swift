@@ -97,3 +97,28 @@ struct IngestPlanner: Sendable {
         }
     }
 }
+
+extension IngestPlanner {
+    /// The change that commits an ingest (a call's with its record): the write, and once it is
+    /// applied the counts, the hand-off of the pushes written claimed by this node (`sendable`,
+    /// those of `ingest.claim`) and the dispatchers' wake-up; the reserved room goes back if it
+    /// is not applied.
+    static func change(
+        _ ingest: Ingest,
+        call: CallRecord?,
+        sendable: [ClaimedPush],
+        skipped: Int
+    ) -> RelayChange {
+        var change = RelayChange(writes: [call.map { .acceptCall(ingest, call: $0) } ?? .accept(ingest)])
+        // Pushes withheld from a device without the notification permission are written finished.
+        let queued = ingest.pushes.count { $0.state == .queued }
+        if queued > 0 { change.effectsWhenApplied.append(.count(.queued, queued)) }
+        if skipped > 0 { change.effectsWhenApplied.append(.count(.skipped, skipped)) }
+        if let claim = ingest.claim {
+            change.effectsWhenApplied.append(.handOff(sendable, claim))
+            change.effectsUnlessApplied.append(.releaseClaim(claim))
+        }
+        if ingest.queuesPushes { change.effectsWhenApplied.append(.wakeDispatchers) }
+        return change
+    }
+}

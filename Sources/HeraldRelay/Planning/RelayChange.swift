@@ -10,6 +10,9 @@ struct RelayChange: Sendable, Equatable {
     var effects: [RelayEffect] = []
     /// Carried out after the writes committed, only when every write was applied.
     var effectsWhenApplied: [RelayEffect] = []
+    /// Carried out when a write was not applied, or the writes failed: what the operation took
+    /// before it wrote (room in the dispatcher) goes back.
+    var effectsUnlessApplied: [RelayEffect] = []
     /// The refusal when a write found its row gone (`ChangeOutcome.stale`); without one, a stale
     /// write is an answer the operation reads itself.
     var refusalWhenStale: RelayError?
@@ -28,6 +31,20 @@ enum RelayEffect: Sendable, Equatable {
     case appSaved(AppRecord)
     /// One line at `info`: ids and states only, never content.
     case log(String, [String: String])
+    /// Counts pushes queued, or skipped, by an ingest (`herald_relay_pushes_*_total`).
+    case count(RelayCount, Int)
+    /// Hands pushes written claimed by this node to its dispatcher (`PushHandOff.handOff`).
+    case handOff([ClaimedPush], IngestClaim)
+    /// Gives back the dispatcher's room reserved for an ingest that wrote nothing.
+    case releaseClaim(IngestClaim)
+    /// Wakes the dispatchers: pushes were queued.
+    case wakeDispatchers
+}
+
+/// The relay's counters a change's effects move.
+enum RelayCount: Sendable, Equatable {
+    case queued
+    case skipped
 }
 
 /// A change with the answer the operation gives once it is committed.

@@ -10,12 +10,20 @@ extension RelayContext {
     @discardableResult
     func commit(_ change: RelayChange) async throws(RelayError) -> [ChangeOutcome] {
         let writes = change.writes
-        let outcomes = writes.isEmpty ? [] : try await storing { try await $0.apply(writes) }
-        if let refusal = change.refusalWhenStale, outcomes.contains(.stale) { throw refusal }
-        for effect in change.effects { await carryOut(effect) }
-        if outcomes.allSatisfy({ $0 == .applied }) {
-            for effect in change.effectsWhenApplied { await carryOut(effect) }
+        let outcomes: [ChangeOutcome]
+        do {
+            outcomes = writes.isEmpty ? [] : try await storing { try await $0.apply(writes) }
+        } catch {
+            for effect in change.effectsUnlessApplied { await carryOut(effect) }
+            throw error
         }
+        let applied = outcomes.allSatisfy { $0 == .applied }
+        if let refusal = change.refusalWhenStale, outcomes.contains(.stale) {
+            for effect in change.effectsUnlessApplied { await carryOut(effect) }
+            throw refusal
+        }
+        for effect in change.effects { await carryOut(effect) }
+        for effect in applied ? change.effectsWhenApplied : change.effectsUnlessApplied { await carryOut(effect) }
         return outcomes
     }
 
@@ -33,6 +41,16 @@ extension RelayContext {
             onAppSaved(app)
         case .log(let message, let fields):
             logger.info("\(message)", metadata: fields.mapValues { .string($0) })
+        case .count(.queued, let count):
+            metrics.queued.increment(by: count)
+        case .count(.skipped, let count):
+            metrics.skipped.increment(by: count)
+        case .handOff(let pushes, let claim):
+            handOff?.handOff(pushes, reserved: claim)
+        case .releaseClaim(let claim):
+            handOff?.release(claim)
+        case .wakeDispatchers:
+            accepted()
         }
     }
 }
