@@ -112,10 +112,12 @@ public final class WebhookDispatcher: Service, Sendable {
         await refreshDepth(at: time)
         do {
             return try await context.store.claimWebhookEvents(
-                limit: limit,
-                owner: configuration.owner,
-                now: time,
-                leaseUntil: time + configuration.claimLease.milliseconds
+                StoreWork.Lease(
+                    owner: configuration.owner,
+                    now: time,
+                    until: time + configuration.claimLease.milliseconds,
+                    limit: limit
+                )
             )
         } catch {
             logger.warning("cannot claim webhook events", metadata: ["error": "\(error)"])

@@ -50,4 +50,3 @@ extension OutboxStore {
     /// Nothing else writes this store's data: nothing to follow.
     public func followQueuedElsewhere(_ queued: @escaping @Sendable () -> Void) async {}
 }
-

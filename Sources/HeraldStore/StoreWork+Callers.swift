@@ -171,15 +171,10 @@ extension TranscriptStore {
 }
 
 extension WebhookQueueStore {
-    /// Takes up to `limit` due webhook events (see `StoreWork.claimWebhookEvents`).
-    public func claimWebhookEvents(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64
-    ) async throws -> [StoredWebhookEvent] {
-        let lease = StoreWork.Lease(owner: owner, now: now, until: leaseUntil, limit: limit)
-        return try await perform(.claimWebhookEvents(lease), \.webhookEvents)
+    /// Takes up to `lease.limit` due webhook events for the lease's owner (see
+    /// `StoreWork.claimWebhookEvents`).
+    public func claimWebhookEvents(_ lease: StoreWork.Lease) async throws -> [StoredWebhookEvent] {
+        try await perform(.claimWebhookEvents(lease), \.webhookEvents)
     }
 
     /// Deletes delivered and failed events last changed before `before`; returns how many went.

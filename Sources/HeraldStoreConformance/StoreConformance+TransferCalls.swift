@@ -65,7 +65,9 @@ extension StoreConformance {
         let other = try await engine.open(storage)
         let dueCalls = try await store.claimDueCalls(now: 31_000, owner: "new", leaseUntil: 40_000, limit: 10)
         #expect(dueCalls.map(\.id) == ["x-call-ringing"])
-        let events = try await store.claimWebhookEvents(limit: 10, owner: "new", now: 50_000, leaseUntil: 60_000)
+        let events = try await store.claimWebhookEvents(
+            StoreWork.Lease(owner: "new", now: 50_000, until: 60_000, limit: 10)
+        )
         #expect(Set(events.map(\.event.id)) == ["x-cb-pushed", "x-ring"], "one key's events in order")
         #expect(events.first { $0.event.id == "x-ring" }?.attempts == 3, "its two attempts kept, and this one")
 
@@ -209,7 +211,9 @@ extension StoreConformance {
     /// Events: one delivered; one sent, failed and being sent again; one still being sent.
     private static func fillWebhookEvents(_ store: any HeraldStore) async throws {
         // Events: one delivered; one sent, failed and being sent again; one still being sent.
-        let sending = try await store.claimWebhookEvents(limit: 10, owner: "old", now: 2_000, leaseUntil: 1_000_000)
+        let sending = try await store.claimWebhookEvents(
+            StoreWork.Lease(owner: "old", now: 2_000, until: 1_000_000, limit: 10)
+        )
         #expect(Set(sending.map(\.event.id)) == ["x-cb-pushed", "x-ring", "x-answered"])
         #expect(try await store.completeWebhookEvent(id: "x-answered", owner: "old", .delivered, now: 2_100))
         #expect(
@@ -220,7 +224,7 @@ extension StoreConformance {
                 now: 2_100
             )
         )
-        _ = try await store.claimWebhookEvents(limit: 10, owner: "old", now: 3_000, leaseUntil: 1_000_000)
+        _ = try await store.claimWebhookEvents(StoreWork.Lease(owner: "old", now: 3_000, until: 1_000_000, limit: 10))
     }
 
     /// The callbacks, calls and undelivered events `fillCallbacksCallsAndEvents` left, read

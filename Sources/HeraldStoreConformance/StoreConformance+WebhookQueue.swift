@@ -34,10 +34,15 @@ extension StoreConformance {
             webhookEvent("a3", key: "call:a", at: 130),
             webhookEvent("later", key: "call:c", at: 5_000),
         ])
-        let first = try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_000, leaseUntil: 2_000)
+        let first = try await store.claimWebhookEvents(
+            StoreWork.Lease(owner: "n1", now: 1_000, until: 2_000, limit: 10)
+        )
         #expect(first.map(\.event.id) == ["a1", "b1"], "one event per key, due ones only")
         #expect(first.allSatisfy { $0.state == .sending && $0.attempts == 1 })
-        #expect(try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_000, leaseUntil: 2_000).isEmpty)
+        #expect(
+            try await store.claimWebhookEvents(StoreWork.Lease(owner: "n1", now: 1_000, until: 2_000, limit: 10))
+                .isEmpty
+        )
 
         #expect(
             try await store.completeWebhookEvent(
@@ -49,21 +54,28 @@ extension StoreConformance {
         )
         #expect(try await store.completeWebhookEvent(id: "b1", owner: "n1", .delivered, now: 1_000))
         #expect(
-            try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_200, leaseUntil: 2_000).isEmpty,
+            try await store.claimWebhookEvents(StoreWork.Lease(owner: "n1", now: 1_200, until: 2_000, limit: 10))
+                .isEmpty,
             "a2 waits behind a1, which waits for its retry"
         )
-        let retried = try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_500, leaseUntil: 2_500)
+        let retried = try await store.claimWebhookEvents(
+            StoreWork.Lease(owner: "n1", now: 1_500, until: 2_500, limit: 10)
+        )
         #expect(retried.map(\.event.id) == ["a1"])
         #expect(retried.first?.attempts == 2)
         #expect(retried.first?.lastError == "HTTP 503")
         #expect(try await store.completeWebhookEvent(id: "a1", owner: "n1", .delivered, now: 1_600))
         #expect(
-            try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_700, leaseUntil: 2_500).map(\.event.id)
+            try await store.claimWebhookEvents(StoreWork.Lease(owner: "n1", now: 1_700, until: 2_500, limit: 10)).map(
+                \.event.id
+            )
                 == ["a2"]
         )
         #expect(try await store.completeWebhookEvent(id: "a2", owner: "n1", .failed(error: "gave up"), now: 1_700))
         #expect(
-            try await store.claimWebhookEvents(limit: 10, owner: "n1", now: 1_800, leaseUntil: 2_500).map(\.event.id)
+            try await store.claimWebhookEvents(StoreWork.Lease(owner: "n1", now: 1_800, until: 2_500, limit: 10)).map(
+                \.event.id
+            )
                 == ["a3"]
         )
 
@@ -85,13 +97,13 @@ extension StoreConformance {
         let nodeB = try await engine.open(storage)
         let events = (0..<40).map { webhookEvent("e\($0)", key: "push:\($0)", at: Int64($0)) }
         try await nodeA.enqueueWebhookEvents(events)
-        async let takenA = nodeA.claimWebhookEvents(limit: 7, owner: "a", now: 1_000, leaseUntil: 9_000)
-        async let takenB = nodeB.claimWebhookEvents(limit: 7, owner: "b", now: 1_000, leaseUntil: 9_000)
+        async let takenA = nodeA.claimWebhookEvents(StoreWork.Lease(owner: "a", now: 1_000, until: 9_000, limit: 7))
+        async let takenB = nodeB.claimWebhookEvents(StoreWork.Lease(owner: "b", now: 1_000, until: 9_000, limit: 7))
         var seen = Set<String>()
         var rounds = [try await takenA, try await takenB]
         while true {
-            let a = try await nodeA.claimWebhookEvents(limit: 7, owner: "a", now: 1_000, leaseUntil: 9_000)
-            let b = try await nodeB.claimWebhookEvents(limit: 7, owner: "b", now: 1_000, leaseUntil: 9_000)
+            let a = try await nodeA.claimWebhookEvents(StoreWork.Lease(owner: "a", now: 1_000, until: 9_000, limit: 7))
+            let b = try await nodeB.claimWebhookEvents(StoreWork.Lease(owner: "b", now: 1_000, until: 9_000, limit: 7))
             if a.isEmpty && b.isEmpty { break }
             rounds += [a, b]
         }
@@ -108,9 +120,14 @@ extension StoreConformance {
         let nodeA = try await engine.open(storage)
         let nodeB = try await engine.open(storage)
         try await nodeA.enqueueWebhookEvents([webhookEvent("e1", key: "call:x", at: 100)])
-        #expect(try await nodeA.claimWebhookEvents(limit: 5, owner: "a", now: 1_000, leaseUntil: 2_000).count == 1)
-        #expect(try await nodeB.claimWebhookEvents(limit: 5, owner: "b", now: 1_999, leaseUntil: 3_000).isEmpty)
-        let taken = try await nodeB.claimWebhookEvents(limit: 5, owner: "b", now: 2_000, leaseUntil: 3_000)
+        #expect(
+            try await nodeA.claimWebhookEvents(StoreWork.Lease(owner: "a", now: 1_000, until: 2_000, limit: 5)).count
+                == 1
+        )
+        #expect(
+            try await nodeB.claimWebhookEvents(StoreWork.Lease(owner: "b", now: 1_999, until: 3_000, limit: 5)).isEmpty
+        )
+        let taken = try await nodeB.claimWebhookEvents(StoreWork.Lease(owner: "b", now: 2_000, until: 3_000, limit: 5))
         #expect(taken.map(\.event.id) == ["e1"])
         #expect(taken.first?.attempts == 2)
         #expect(try await nodeA.completeWebhookEvent(id: "e1", owner: "a", .delivered, now: 2_100) == false)
@@ -138,7 +155,10 @@ extension StoreConformance {
         }
         #expect(pages.joined().sorted() == (0..<7).map { "e\($0)" })
         #expect(pages.map(\.count) == [3, 3, 1])
-        #expect(try await store.claimWebhookEvents(limit: 10, owner: "n", now: 1_000, leaseUntil: 2_000).count == 8)
+        #expect(
+            try await store.claimWebhookEvents(StoreWork.Lease(owner: "n", now: 1_000, until: 2_000, limit: 10)).count
+                == 8
+        )
         #expect(try await store.completeWebhookEvent(id: "e0", owner: "n", .delivered, now: 1_000))
         #expect(try await store.completeWebhookEvent(id: "e1", owner: "n", .failed(error: "x"), now: 3_000))
         let delivered = try await store.webhookEvents(app: "com.example.chat", state: .delivered, limit: 10, after: nil)

@@ -1,7 +1,7 @@
 public import HeraldStore
 import PostgresNIO
 
-extension PostgresStore {
+extension PostgresStore: StoreWorkEngine {
     /// The store's one write: the batch in one transaction on one connection, run again from the
     /// start when it lost a race the database detected (see `transaction`). An ingest alone (the
     /// relay's most frequent write) joins the batched statement of the ingests beside it instead.

@@ -75,14 +75,10 @@ extension PostgresStore {
         }
     }
 
-    func claimDueCallbacks(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64
-    ) async throws -> [CallbackRecord] {
+    public func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
+        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         // One statement; SKIP LOCKED leaves a callback another node is claiming or changing to it.
-        try await rows(
+        return try await rows(
             "claim due callbacks",
             """
             WITH due AS (
@@ -173,7 +169,7 @@ extension PostgresStore {
         ).map(Self.webhookEvent(from:))
     }
 
-    func deleteFinishedCallbacks(before: Int64) async throws -> Int {
+    public func deleteFinishedCallbacks(changedBefore before: Int64) async throws -> Int {
         try await transaction("delete finished callbacks") { [logger] connection in
             let deleted = try await connection.run(
                 """

@@ -128,8 +128,9 @@ extension PostgresStore {
         return .applied
     }
 
-    func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord] {
-        try await transaction("claim due calls") { [logger] connection -> [CallRecord] in
+    public func claimDueCalls(_ lease: StoreWork.Lease) async throws -> [CallRecord] {
+        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
+        return try await transaction("claim due calls") { [logger] connection -> [CallRecord] in
             let ids = try await connection.run(
                 """
                 UPDATE calls SET timer_owner = \(owner), timer_lease = \(leaseUntil)
@@ -159,7 +160,7 @@ extension PostgresStore {
         }
     }
 
-    func takeCallStops(nodeID: String) async throws -> [CallStop] {
+    public func takeCallStops(for nodeID: String) async throws -> [CallStop] {
         let rows = try await rows(
             "take call stops",
             "DELETE FROM call_stops WHERE node_id = \(nodeID) RETURNING call_id, device_id, node_id, reason"

@@ -107,7 +107,7 @@ extension PostgresStore {
         return .applied
     }
 
-    func endHolds(now: Int64) async throws -> Int {
+    public func endHolds(at now: Int64) async throws -> Int {
         try await rows(
             "end holds",
             "DELETE FROM held_messages WHERE held_until <= \(now) RETURNING message_id"

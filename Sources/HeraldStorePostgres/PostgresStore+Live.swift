@@ -89,7 +89,7 @@ extension PostgresStore {
         }
     }
 
-    func takeLiveHandovers(nodeID: String) async throws -> [LiveHandover] {
+    public func takeLiveHandovers(for nodeID: String) async throws -> [LiveHandover] {
         let rows = try await rows(
             "take live handovers",
             """
@@ -117,7 +117,7 @@ extension PostgresStore {
         return settled.isEmpty ? .stale : .applied
     }
 
-    func takeOverdueLiveHandovers(now: Int64, limit: Int) async throws -> [LiveHandover] {
+    public func takeOverdueLiveHandovers(at now: Int64, limit: Int) async throws -> [LiveHandover] {
         // SKIP LOCKED: two sweeps at once split the overdue handovers rather than wait for each
         // other; each row is deleted, so returned, once.
         let rows = try await rows(

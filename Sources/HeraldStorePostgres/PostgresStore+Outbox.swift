@@ -176,13 +176,8 @@ extension PostgresStore {
         }
     }
 
-    func claim(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64,
-        networks: Set<PushNetwork>
-    ) async throws -> [ClaimedPush] {
+    public func claimPushes(_ lease: StoreWork.Lease, networks: Set<PushNetwork>) async throws -> [ClaimedPush] {
+        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         if networks.isEmpty { return [] }
         let wanted = PushNetwork.allCases.filter(networks.contains).map(\.rawValue)
         // Claims whose owner never came back go back to the queue first; on its own, as every
@@ -288,7 +283,7 @@ extension PostgresStore {
         return entries
     }
 
-    func complete(_ batches: [CompletionBatch]) async throws {
+    public func complete(batches: [CompletionBatch]) async throws {
         if batches.allSatisfy(\.completions.isEmpty) { return }
         if batches.allSatisfy({ $0.completions.allSatisfy(\.onlyFinishes) }) {
             // The usual write: every push finished, each batch at its time, in one statement
@@ -378,7 +373,7 @@ extension PostgresStore {
         }
     }
 
-    func releaseClaims(owner: String, now: Int64) async throws -> Int {
+    public func releaseClaims(of owner: String, now: Int64) async throws -> Int {
         let released = try await transaction("release claims") { [logger] connection in
             try await connection.run(
                 """

@@ -3,14 +3,8 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
-    func claimWebhookEvents(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64
-    ) async throws
-        -> [StoredWebhookEvent]
-    {
+    public func claimWebhookEvents(under lease: StoreWork.Lease) async throws -> [StoredWebhookEvent] {
+        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         guard limit > 0 else { return [] }
         // Pick and take in one statement. SKIP LOCKED: an event another node is taking or
         // finishing right now is left to it. An earlier undelivered event of the same key holds
@@ -96,7 +90,7 @@ extension PostgresStore {
         return Int(try columns.next(Int64.self))
     }
 
-    func deleteFinishedWebhookEvents(before: Int64) async throws -> Int {
+    public func deleteFinishedWebhookEvents(changedBefore before: Int64) async throws -> Int {
         try await rows(
             "delete finished webhook events",
             """

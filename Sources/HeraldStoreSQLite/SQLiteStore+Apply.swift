@@ -1,7 +1,7 @@
 import GRDB
 public import HeraldStore
 
-extension SQLiteStore {
+extension SQLiteStore: StoreWorkEngine {
     /// The store's one write: the batch is one job of the group commit, so it shares its
     /// transaction (and its fsync) with the other writers queued beside it.
     public func apply(_ changes: [StoreChange]) async throws -> [ChangeOutcome] {

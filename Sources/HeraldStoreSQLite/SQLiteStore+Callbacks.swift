@@ -81,13 +81,9 @@ extension SQLiteStore {
         }
     }
 
-    func claimDueCallbacks(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64
-    ) async throws -> [CallbackRecord] {
-        try await write { db in
+    public func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
+        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
+        return try await write { db in
             // One statement: the writer is single, and the version moves with the claim.
             try Row.fetchAll(
                 db,
@@ -159,7 +155,7 @@ extension SQLiteStore {
         }
     }
 
-    func deleteFinishedCallbacks(before: Int64) async throws -> Int {
+    public func deleteFinishedCallbacks(changedBefore before: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """

@@ -76,8 +76,9 @@ extension SQLiteStore {
         return .applied
     }
 
-    func claimDueCalls(now: Int64, owner: String, leaseUntil: Int64, limit: Int) async throws -> [CallRecord] {
-        try await write { db in
+    public func claimDueCalls(_ lease: StoreWork.Lease) async throws -> [CallRecord] {
+        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
+        return try await write { db in
             let ids = try String.fetchAll(
                 db,
                 sql: """
@@ -105,7 +106,7 @@ extension SQLiteStore {
         }
     }
 
-    func takeCallStops(nodeID: String) async throws -> [CallStop] {
+    public func takeCallStops(for nodeID: String) async throws -> [CallStop] {
         try await write { db in
             let stops = try Row.fetchAll(
                 db,

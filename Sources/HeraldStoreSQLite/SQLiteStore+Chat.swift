@@ -3,7 +3,7 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    func appendTranscript(_ event: TranscriptEvent) async throws -> Int {
+    public func appendTranscript(event: TranscriptEvent) async throws -> Int {
         try await write { db in
             let ended = try Row.fetchOne(
                 db,
@@ -77,7 +77,11 @@ extension SQLiteStore {
     }
 
     /// Removes the disconnect if it is still the one the caller read, with its events.
-    static func removeDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent], _ db: Database) throws
+    static func removeDisconnect(
+        _ disconnect: ChatDisconnect,
+        events: [WebhookEvent],
+        _ db: Database
+    ) throws
         -> ChangeOutcome
     {
         let outcome = try changingRow(
@@ -139,7 +143,7 @@ extension SQLiteStore {
         return try chat(db, conversation) == nil ? .stale : .duplicate
     }
 
-    func endIdleChats(now: Int64, idle: Int64) async throws -> Int {
+    public func endIdleChats(at now: Int64, idle: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """
@@ -152,7 +156,7 @@ extension SQLiteStore {
         }
     }
 
-    func deleteEndedChats(endedBefore: Int64) async throws -> Int {
+    public func deleteEndedChats(before endedBefore: Int64) async throws -> Int {
         try await write { db in
             // At most a batch per call, so the writer is never held for long.
             let ended = try String.fetchAll(

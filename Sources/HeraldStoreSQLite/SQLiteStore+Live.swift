@@ -51,7 +51,7 @@ extension SQLiteStore {
         }
     }
 
-    func takeLiveHandovers(nodeID: String) async throws -> [LiveHandover] {
+    public func takeLiveHandovers(for nodeID: String) async throws -> [LiveHandover] {
         try await write { db in
             let taken = try Row.fetchAll(
                 db,
@@ -69,7 +69,7 @@ extension SQLiteStore {
         }
     }
 
-    func takeOverdueLiveHandovers(now: Int64, limit: Int) async throws -> [LiveHandover] {
+    public func takeOverdueLiveHandovers(at now: Int64, limit: Int) async throws -> [LiveHandover] {
         try await write { db in
             let overdue = try Row.fetchAll(
                 db,

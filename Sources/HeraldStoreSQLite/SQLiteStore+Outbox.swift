@@ -119,13 +119,8 @@ extension SQLiteStore {
         }
     }
 
-    func claim(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64,
-        networks: Set<PushNetwork>
-    ) async throws -> [ClaimedPush] {
+    public func claimPushes(_ lease: StoreWork.Lease, networks: Set<PushNetwork>) async throws -> [ClaimedPush] {
+        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         if networks.isEmpty { return [] }
         // Every network: no condition on it, so the usual plan (the queue's order index). One
         // network: `network IN (?)`, which SQLite reads as `network = ?` and the network index
@@ -242,7 +237,7 @@ extension SQLiteStore {
     }
 
     /// Every batch in one transaction (one synced commit).
-    func complete(_ batches: [CompletionBatch]) async throws {
+    public func complete(batches: [CompletionBatch]) async throws {
         if batches.allSatisfy(\.completions.isEmpty) { return }
         let events = webhooksConfigured.load(ordering: .relaxed)
         try await write { db in
@@ -301,7 +296,7 @@ extension SQLiteStore {
         }
     }
 
-    func releaseClaims(owner: String, now: Int64) async throws -> Int {
+    public func releaseClaims(of owner: String, now: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """

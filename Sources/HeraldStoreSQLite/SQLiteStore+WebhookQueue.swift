@@ -3,14 +3,8 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    func claimWebhookEvents(
-        limit: Int,
-        owner: String,
-        now: Int64,
-        leaseUntil: Int64
-    ) async throws
-        -> [StoredWebhookEvent]
-    {
+    public func claimWebhookEvents(under lease: StoreWork.Lease) async throws -> [StoredWebhookEvent] {
+        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         guard limit > 0 else { return [] }
         // A reader looks first: an idle queue (the usual case, and always without webhooks) then
         // costs the single writer nothing. Sending events were due when claimed, so a lapsed
@@ -103,7 +97,7 @@ extension SQLiteStore {
         }
     }
 
-    func deleteFinishedWebhookEvents(before: Int64) async throws -> Int {
+    public func deleteFinishedWebhookEvents(changedBefore before: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: "DELETE FROM webhook_events WHERE state IN ('delivered', 'failed') AND updated_at < ?",

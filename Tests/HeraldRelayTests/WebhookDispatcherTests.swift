@@ -464,7 +464,9 @@ struct WebhookDispatcherTests {
         try await Self.running(dispatcher, transport) {
             try await Self.eventually("the request held open") { transport.open == ["held"] }
             let nodeB = { (now: Int64) in
-                try await setup.store.claimWebhookEvents(limit: 5, owner: "node-b", now: now, leaseUntil: now + 1)
+                try await setup.store.claimWebhookEvents(
+                    StoreWork.Lease(owner: "node-b", now: now, until: now + 1, limit: 5)
+                )
             }
             #expect(try await nodeB(Self.start + 59_999).isEmpty, "leased for 60 s, not the 5 s configured")
             transport.release("held")
@@ -530,10 +532,7 @@ struct WebhookDispatcherTests {
         try await setup.store.enqueueWebhookEvents([Self.event("e1", key: "call:c1", at: Self.start)])
         // Node A claimed it and died.
         let taken = try await setup.store.claimWebhookEvents(
-            limit: 10,
-            owner: "node-a",
-            now: Self.start,
-            leaseUntil: Self.start + 60_000
+            StoreWork.Lease(owner: "node-a", now: Self.start, until: Self.start + 60_000, limit: 10)
         )
         #expect(taken.count == 1)
         let transport = ScriptedWebhookTransport()
