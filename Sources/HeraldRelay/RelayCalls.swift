@@ -2,7 +2,6 @@ import Foundation
 import HeraldCrypto
 public import HeraldRelayAPI
 public import HeraldStore
-import Metrics
 
 /// The relay's calls part: a call's life after its VoIP push (`CallMachine` over the store's
 /// `CallStore`). Devices report ringing, answer or decline (over their live channel or HTTP);
@@ -135,143 +134,41 @@ public final class RelayCalls: Sendable {
         return call
     }
 
-    /// What a call's machine said about one event, gathered from its actions.
-    private struct CallPlan {
-        var transition: CallMachine.State?
-        var events: [WebhookEvent] = []
-        var stops: (devices: [String], reason: CallStopReason)?
-        var missedAlert = false
-    }
-
-    /// Runs the event through the call's machine and does what it says; a compare-and-set lost
-    /// to another end runs the event again on the call as it then is.
+    /// Runs the event through the call's machine and commits what it says; a compare-and-set
+    /// lost to another end runs the event again on the call as it then is.
     private func apply(_ event: CallMachine.Event, to call: CallRecord) async throws(RelayError) -> CallView {
         var machine = CallMachine(call)
         let actions = machine.handle(event)
         let time = context.now()
         let app = try await context.app(id: call.appID)
-        let plan = try Self.plan(actions, machine: machine, call: call, app: app, at: time)
+        let plan = try CallPlanner.plan(actions, machine: machine, call: call, app: app, at: time)
         guard let transition = plan.transition else {
-            // A ringing report, or a late device to stop.
             if case .ringing(let device) = event, call.state == .ringing {
-                return try await reportRinging(event, call: call, device: device, events: plan.events, at: time)
+                let change = CallPlanner.ringing(call: call, device: device, events: plan.events, at: time)
+                try await context.commit(change)
+                let stored = try await record(call.id)
+                // A call that ended meanwhile answers what a late device is told.
+                return stored.state.isEnded ? try await apply(event, to: stored) : CallView(stored)
             }
-            if let stops = plan.stops {
-                sendStops(stops.devices, reason: stops.reason, call: call.id, state: call.state)
-            }
+            try await context.commit(CallPlanner.lateStops(plan, call: call), over: live)
             return CallView(call)
         }
         let elsewhere = try await heldElsewhere(plan.stops?.devices ?? [], now: time)
-        let end = CallEnd(
-            callID: call.id,
-            state: transition.name,
-            deviceID: transition.endedBy,
-            reason: transition.endedBy == nil ? transition.stopReason?.rawValue : nil,
-            at: time,
-            events: plan.events,
-            pushes: plan.missedAlert ? await missedAlerts(call, at: time) : [],
-            stops: plan.stops.map { stops in
-                elsewhere.compactMap { device, node in
-                    CallStop(callID: call.id, deviceID: device, nodeID: node, reason: stops.reason)
-                }
-                .sorted { $0.deviceID < $1.deviceID }
-            } ?? []
+        let alerts = plan.missedAlert ? await missedAlerts(call, at: time) : []
+        let change = CallPlanner.end(
+            plan,
+            transition: transition,
+            call: call,
+            elsewhere: elsewhere,
+            alerts: alerts,
+            at: time
         )
-        switch try await context.storing({ try await $0.endCall(end) }) {
-        case .unknown:
-            throw RelayError.notFound.with(detail: "no call \(call.id)")
-        case .alreadyEnded(let now):
-            // Another device, the caller or the timer came first.
-            return try await apply(event, to: now)
-        case .ended(let ended):
-            if let stops = plan.stops {
-                sendStops(
-                    stops.devices.filter { elsewhere[$0] == nil },
-                    reason: stops.reason,
-                    call: call.id,
-                    state: ended.state
-                )
-            }
-            self.ended(ended, alerts: end.pushes)
-            return CallView(ended)
-        }
-    }
-
-    /// The machine's actions for one event as a plan: the transition, the webhook events (none
-    /// for an app without a webhook), the devices to stop and whether to alert a missed call; a
-    /// refusal throws.
-    private static func plan(
-        _ actions: [CallMachine.Action],
-        machine: CallMachine,
-        call: CallRecord,
-        app: AppRecord?,
-        at time: Int64
-    ) throws(RelayError) -> CallPlan {
-        var plan = CallPlan()
-        for action in actions {
-            switch action {
-            case .transition(let state): plan.transition = state
-            case .recordReport: break
-            case .webhook(let type, let device, let reason):
-                guard let app else { continue }
-                let data = CallEventData(
-                    callID: call.id,
-                    userID: call.userID,
-                    state: type == .callRinging ? .ringing : machine.state.name,
-                    deviceID: device,
-                    reason: reason
-                )
-                plan.events += WebhookEvent.reporting(
-                    app: app,
-                    type,
-                    orderingKey: "call:" + call.id,
-                    data: data,
-                    at: time
-                )
-            case .stop(let devices, let reason): plan.stops = (devices, reason)
-            case .queueMissedAlert: plan.missedAlert = true
-            case .refuse(let ended): throw refusal(call, ended)
-            }
-        }
-        return plan
-    }
-
-    /// Records a device's ringing report (the first one writes `events`); a call that ended
-    /// meanwhile answers what a late device is told.
-    private func reportRinging(
-        _ event: CallMachine.Event,
-        call: CallRecord,
-        device: String,
-        events: [WebhookEvent],
-        at time: Int64
-    ) async throws(RelayError) -> CallView {
-        let stored = try await context.storing {
-            try await $0.reportCallRinging(callID: call.id, deviceID: device, at: time, firstRinging: events)
-        }
-        guard let stored else { throw RelayError.notFound.with(detail: "no call \(call.id)") }
-        if stored.state.isEnded { return try await apply(event, to: stored) }
-        return CallView(stored)
-    }
-
-    /// What follows a call's end: its missed-call alerts wake the dispatcher (those withheld from
-    /// a device without the notification permission were written finished), counted and logged.
-    private func ended(_ call: CallRecord, alerts: [OutboxEntry]) {
-        let queued = alerts.count { $0.state == .queued }
-        if queued > 0 {
-            context.metrics.queued.increment(by: queued)
-            context.accepted()
-        }
-        Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", call.state.rawValue)]).increment()
-        context.logger.info(
-            "call ended",
-            metadata: ["call": "\(call.id)", "state": "\(call.state.rawValue)", "alerts": "\(alerts.count)"]
-        )
-    }
-
-    private func sendStops(_ devices: [String], reason: CallStopReason, call: String, state: CallState) {
-        for device in devices {
-            live.send(.callStop(callID: call, reason: reason, state: state), to: device)
-        }
+        let outcomes = try await context.commit(change, over: live)
+        // A call never leaves an ended state, so the call read now is the one this end (or the
+        // one that came first) left.
+        let stored = try await record(call.id)
+        // Another device, the caller or the timer came first.
+        return outcomes == [.applied] ? CallView(stored) : try await apply(event, to: stored)
     }
 
     /// The nodes holding, elsewhere, these devices' live channels.

@@ -1,3 +1,4 @@
+import HeraldRelayAPI
 import HeraldStore
 
 /// What a planner decided for one relay operation: the rows to write, and what to do once they
@@ -39,12 +40,16 @@ enum RelayEffect: Sendable, Equatable {
     case releaseClaim(IngestClaim)
     /// Wakes the dispatchers: pushes were queued.
     case wakeDispatchers
+    /// A frame to a device over its live channel, if this node holds it (best effort).
+    case frame(LiveServerFrame, to: String)
 }
 
 /// The relay's counters a change's effects move.
 enum RelayCount: Sendable, Equatable {
     case queued
     case skipped
+    /// `herald_relay_calls_ended_total`, by the state the call ended in.
+    case callEnded(CallState)
 }
 
 /// A change with the answer the operation gives once it is committed.

@@ -1,5 +1,6 @@
 import HeraldStore
 import Logging
+import Metrics
 
 extension RelayContext {
     /// Carries out a planner's change: its writes in one transaction, then its effects. The one
@@ -8,26 +9,28 @@ extension RelayContext {
     /// Answers the store's outcome per write; throws the change's `refusalWhenStale` when a write
     /// found its row gone, after the transaction (which wrote nothing for that write).
     @discardableResult
-    func commit(_ change: RelayChange) async throws(RelayError) -> [ChangeOutcome] {
+    func commit(_ change: RelayChange, over live: LiveChannels? = nil) async throws(RelayError) -> [ChangeOutcome] {
         let writes = change.writes
         let outcomes: [ChangeOutcome]
         do {
             outcomes = writes.isEmpty ? [] : try await storing { try await $0.apply(writes) }
         } catch {
-            for effect in change.effectsUnlessApplied { await carryOut(effect) }
+            for effect in change.effectsUnlessApplied { await carryOut(effect, over: live) }
             throw error
         }
         let applied = outcomes.allSatisfy { $0 == .applied }
         if let refusal = change.refusalWhenStale, outcomes.contains(.stale) {
-            for effect in change.effectsUnlessApplied { await carryOut(effect) }
+            for effect in change.effectsUnlessApplied { await carryOut(effect, over: live) }
             throw refusal
         }
-        for effect in change.effects { await carryOut(effect) }
-        for effect in applied ? change.effectsWhenApplied : change.effectsUnlessApplied { await carryOut(effect) }
+        for effect in change.effects { await carryOut(effect, over: live) }
+        for effect in applied ? change.effectsWhenApplied : change.effectsUnlessApplied {
+            await carryOut(effect, over: live)
+        }
         return outcomes
     }
 
-    private func carryOut(_ effect: RelayEffect) async {
+    private func carryOut(_ effect: RelayEffect, over live: LiveChannels?) async {
         switch effect {
         case .countActivation:
             metrics.activations.increment()
@@ -51,6 +54,12 @@ extension RelayContext {
             handOff?.release(claim)
         case .wakeDispatchers:
             accepted()
+        case .count(.callEnded(let state), let count):
+            Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", state.rawValue)]).increment(
+                by: count
+            )
+        case .frame(let frame, let deviceID):
+            _ = live?.send(frame, to: deviceID)
         }
     }
 }
