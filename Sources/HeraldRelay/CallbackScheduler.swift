@@ -86,12 +86,7 @@ extension RelayCallbacks {
             events: events,
             now: time
         )
-        guard try await context.storing({ try await $0.changeCallback(change) }) else { return false }
-        if pushes.contains(where: { $0.state == .queued }) {
-            context.metrics.queued.increment(by: pushes.count { $0.state == .queued })
-            context.metrics.callbackPushes.increment()
-            context.accepted()
-        }
+        guard try await context.commit(CallbackPlanner.due(change)) == [.applied] else { return false }
         return !history.isEmpty
     }
 

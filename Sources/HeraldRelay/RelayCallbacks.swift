@@ -11,7 +11,8 @@ public import HeraldStore
 /// its pushes and webhook events (`CallbackMachine` decides what a change is).
 public final class RelayCallbacks: Sendable {
     let context: RelayContext
-    let signal = WakeSignal()
+    /// Wakes the scheduler: a callback was scheduled or snoozed.
+    var signal: WakeSignal { context.callbacksDue }
 
     /// How far in the past `at` may be (clocks differ a little between a backend and the relay).
     public static let allowedSkew: Int64 = 5_000
@@ -75,15 +76,18 @@ public final class RelayCallbacks: Sendable {
             updatedAt: time
         )
         let line = CallbackHistoryEntry(at: time, event: .scheduled, state: .scheduled, nextPushAt: at)
-        let stored = try await context.storing {
-            try await $0.scheduleCallback(
-                record,
-                history: line,
-                idempotencyKey: request.idempotencyKey.map { "callback:" + $0 }
-            )
+        let key = request.idempotencyKey.map { "callback:" + $0 }
+        var stored = record
+        if try await context.commit(CallbackPlanner.schedule(record, history: line, idempotencyKey: key)) == [
+            .duplicate
+        ] {
+            // The first callback under the key committed before this one saw it.
+            guard let key, let earlier = try await context.storing({ try await $0.callback(idempotencyKey: key) })
+            else {
+                throw RelayError.unavailable.with(detail: "a repeated idempotency key has no callback")
+            }
+            stored = earlier
         }
-        context.metrics.callbacks.increment()
-        signal.signal()
         var view = try await self.view(stored)
         if stored.id != id { view.duplicate = true }
         return view
@@ -230,90 +234,11 @@ public final class RelayCallbacks: Sendable {
             }
             let time = context.now()
             let app = try await context.app(id: record.appID) ?? AppRecord(id: record.appID, teamID: "")
-            let (change, view) = try Self.answering(record, with: action, from: device, app: app, at: time)
-            if try await context.storing({ try await $0.changeCallback(change) }) {
-                if view.nextPushAtMs != nil { signal.signal() }
-                context.metrics.callbackAnswers.increment()
-                return view
-            }
+            let planned = try CallbackPlanner.answer(record, with: action, from: device, app: app, at: time)
+            if try await context.commit(planned.change) == [.applied] { return planned.answer }
             // Another answer or the scheduler changed it first: read it again and decide anew.
         }
         throw RelayError.conflict.with(detail: "callback \(id) changed while answering; try again")
-    }
-
-    /// A device's answer run through the callback's machine: the compare-and-set change to write
-    /// (with its history entry and `callback.action` event) and the answer the device gets, or
-    /// why the callback takes no answer now.
-    static func answering(
-        _ record: CallbackRecord,
-        with action: CallbackAction,
-        from device: DeviceRecord,
-        app: AppRecord,
-        at time: Int64
-    ) throws(RelayError) -> (CallbackChange, CallbackAnswerView) {
-        let id = record.id
-        var machine = CallbackMachine(record)
-        let actions: [CallbackMachine.Action]
-        do {
-            actions = try machine.handle(.answered(action, at: time))
-        } catch {
-            switch error {
-            case .notWaitingForAnAnswer:
-                throw RelayError.conflict.with(
-                    detail:
-                        "callback \(id) is not waiting for an answer: its next push is due at \(format(record.dueAt))"
-                )
-            case .alreadyFinished(let state):
-                throw RelayError.conflict.with(detail: "callback \(id) is \(state.rawValue) already")
-            }
-        }
-        let next =
-            actions.contains(where: { if case .scheduleNextPush = $0 { true } else { false } }) ? machine.dueAt : nil
-        let data = CallbackEventData(
-            callbackID: id,
-            userID: record.userID,
-            state: machine.state.rawValue,
-            action: action.id,
-            kind: action.kind.rawValue,
-            deviceID: device.id,
-            nextPushAt: next.map(format),
-            nextPushAtMs: next
-        )
-        let change = CallbackChange(
-            callbackID: id,
-            expectedVersion: record.version,
-            state: machine.state,
-            dueAt: machine.dueAt,
-            lastAction: action.id,
-            history: [
-                CallbackHistoryEntry(
-                    at: time,
-                    event: .action,
-                    state: machine.state,
-                    action: action.id,
-                    nextPushAt: next
-                )
-            ],
-            events: WebhookEvent.reporting(
-                app: app,
-                .callbackAction,
-                orderingKey: "callback:" + id,
-                data: data,
-                at: time
-            ),
-            // Answered, so the push reached the device: its `callback.pushed` goes first if the
-            // delivery was not recorded yet (the outcome may come after the answer).
-            answeredPush: record.pushes,
-            now: time
-        )
-        let view = CallbackAnswerView(
-            callbackID: id,
-            action: action.id,
-            kind: action.kind.rawValue,
-            state: machine.state,
-            nextPushAtMs: next
-        )
-        return (change, view)
     }
 
     // MARK: At rest

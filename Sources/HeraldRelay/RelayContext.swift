@@ -33,6 +33,8 @@ final class RelayContext: Sendable {
     static let appCacheLifetime: Int64 = 5_000
     /// Signalled when webhook events were written: wakes the webhook dispatcher.
     let webhooksWritten = WakeSignal()
+    /// Signalled when a callback was scheduled or snoozed: wakes the callback scheduler.
+    let callbacksDue = WakeSignal()
     private let onAccepted: @Sendable () -> Void
     /// This node's dispatcher, taking the pushes its ingests keep in memory (nil: every push is
     /// claimed from the store).

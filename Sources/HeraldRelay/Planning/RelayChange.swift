@@ -40,6 +40,8 @@ enum RelayEffect: Sendable, Equatable {
     case releaseClaim(IngestClaim)
     /// Wakes the dispatchers: pushes were queued.
     case wakeDispatchers
+    /// Wakes the callback scheduler: a callback was scheduled or snoozed.
+    case wakeCallbacks
     /// A frame to a device over its live channel, if this node holds it (best effort).
     case frame(LiveServerFrame, to: String)
 }
@@ -48,6 +50,9 @@ enum RelayEffect: Sendable, Equatable {
 enum RelayCount: Sendable, Equatable {
     case queued
     case skipped
+    case callbacksScheduled
+    case callbackAnswers
+    case callbackPushes
     /// `herald_relay_calls_ended_total`, by the state the call ended in.
     case callEnded(CallState)
 }

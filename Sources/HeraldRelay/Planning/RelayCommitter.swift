@@ -54,6 +54,14 @@ extension RelayContext {
             handOff?.release(claim)
         case .wakeDispatchers:
             accepted()
+        case .count(.callbacksScheduled, let count):
+            metrics.callbacks.increment(by: count)
+        case .count(.callbackAnswers, let count):
+            metrics.callbackAnswers.increment(by: count)
+        case .count(.callbackPushes, let count):
+            metrics.callbackPushes.increment(by: count)
+        case .wakeCallbacks:
+            callbacksDue.signal()
         case .count(.callEnded(let state), let count):
             Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", state.rawValue)]).increment(
                 by: count
