@@ -12,6 +12,12 @@ import Testing
 struct CallbackPlannerTests {
     static let ready = CallbackAction(id: "ready", label: "Yes", kind: .connect)
     static let snooze = CallbackAction(id: "snooze", label: "Later", kind: .snooze, delaySeconds: 300)
+    static let device = StoreFixtures.device("d1")
+
+    /// A device's answer at 2 000 ms, from `device`, for an app without a webhook.
+    static func answer(_ record: CallbackRecord, with action: CallbackAction) throws -> Planned<CallbackAnswerView> {
+        try CallbackPlanner.answer(record, with: action, from: device, app: StoreFixtures.app(), at: 2_000)
+    }
 
     static func record(_ state: CallbackState, pushes: Int = 1) -> CallbackRecord {
         CallbackRecord(
@@ -44,15 +50,7 @@ struct CallbackPlannerTests {
 
     @Test("an answer is a compare-and-set on the version read; a snooze also wakes the scheduler")
     func answers() throws {
-        let device = StoreFixtures.device("d1")
-        let app = StoreFixtures.app()
-        let connect = try CallbackPlanner.answer(
-            Self.record(.pushed),
-            with: Self.ready,
-            from: device,
-            app: app,
-            at: 2_000
-        )
+        let connect = try Self.answer(Self.record(.pushed), with: Self.ready)
         guard case .changeCallback(let change) = connect.change.writes.first else {
             Issue.record("no change written: \(connect.change.writes)")
             return
@@ -62,25 +60,15 @@ struct CallbackPlannerTests {
         #expect(connect.change.effectsWhenApplied == [.count(.callbackAnswers, 1)])
         #expect(connect.answer.state == .connected && connect.answer.nextPushAtMs == nil)
 
-        let later = try CallbackPlanner.answer(
-            Self.record(.pushed),
-            with: Self.snooze,
-            from: device,
-            app: app,
-            at: 2_000
-        )
+        let later = try Self.answer(Self.record(.pushed), with: Self.snooze)
         #expect(later.answer.nextPushAtMs == Int64(302_000))
         #expect(later.change.effectsWhenApplied == [.wakeCallbacks, .count(.callbackAnswers, 1)])
     }
 
     @Test("a callback not waiting for an answer, or finished, refuses it")
     func refusals() {
-        let device = StoreFixtures.device("d1")
-        let app = StoreFixtures.app()
         for state in [CallbackState.scheduled, .connected] {
-            #expect(throws: RelayError.conflict) {
-                try CallbackPlanner.answer(Self.record(state), with: Self.ready, from: device, app: app, at: 2_000)
-            }
+            #expect(throws: RelayError.conflict) { try Self.answer(Self.record(state), with: Self.ready) }
         }
     }
 
