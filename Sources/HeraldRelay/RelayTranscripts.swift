@@ -59,17 +59,19 @@ public final class RelayTranscripts: Sendable {
             sealedText: [],
             at: time
         )
-        let position: Int
-        do {
-            position = try await context.store.appendTranscript(sealed(event, text: text, authorID: request.from.id))
-        } catch let error as StoreError where error == .conflict {
+        let append = TranscriptPlanner.append(
+            sealed(event, text: text, authorID: request.from.id),
             // Ended between the check above and the append (by the backend or the janitor).
-            throw Self.ended(conversation)
-        } catch {
-            context.logger.error("store failure", metadata: ["error": "\(error)"])
-            throw RelayError.unavailable
+            ended: Self.ended(conversation)
+        )
+        guard case .answered(.position(let position)) = try await context.commit(append).first else {
+            throw RelayError.unavailable.with(detail: "the store answered an append without a position")
         }
-        let filtered = !fromAgent || context.configuration.chat.filteredTypes.contains(request.type)
+        let filtered = TranscriptPlanner.isFiltered(
+            type: request.type,
+            fromAgent: fromAgent,
+            filteredTypes: context.configuration.chat.filteredTypes
+        )
         var receipt = ChatEventReceipt(position: position, pushes: [], scheduled: [], filtered: filtered)
         if filtered { return receipt }
         let disconnected = try await context.storing { try await $0.disconnects(conversation: conversation) }
@@ -86,18 +88,25 @@ public final class RelayTranscripts: Sendable {
             to: request.to,
             except: Set(disconnected.map(\.deviceID))
         )
+        var userDevices: Set<String> = []
         for disconnect in disconnected {
-            guard
-                let device = try await context.storing({ try await $0.device(id: disconnect.deviceID) }),
-                device.userID == request.to
-            else { continue }
-            if disconnect.pushed || context.configuration.chat.firstPushDelay == .zero {
-                if let push = await pushTranscript(conversation: conversation, deviceID: device.id) {
+            let device = try await context.storing { try await $0.device(id: disconnect.deviceID) }
+            if device?.userID == request.to { userDevices.insert(disconnect.deviceID) }
+        }
+        let deliveries = TranscriptPlanner.deliveries(
+            disconnected,
+            userDevices: userDevices,
+            firstPushDelay: context.configuration.chat.firstPushDelay
+        )
+        for delivery in deliveries {
+            switch delivery {
+            case .pushNow(let deviceID):
+                if let push = await pushTranscript(conversation: conversation, deviceID: deviceID) {
                     receipt.pushes.append(push)
                 }
-            } else {
-                scheduleFirstPush(conversation: conversation, deviceID: device.id)
-                receipt.scheduled.append(device.id)
+            case .firstPushLater(let deviceID):
+                scheduleFirstPush(conversation: conversation, deviceID: deviceID)
+                receipt.scheduled.append(deviceID)
             }
         }
         return receipt

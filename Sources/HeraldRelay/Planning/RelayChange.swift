@@ -17,6 +17,10 @@ struct RelayChange: Sendable, Equatable {
     /// The refusal when a write found its row gone (`ChangeOutcome.stale`); without one, a stale
     /// write is an answer the operation reads itself.
     var refusalWhenStale: RelayError?
+    /// The refusal when the store refused a write as conflicting with what it holds
+    /// (`StoreError.conflict`, e.g. an event for a chat that ended); without one, that is a store
+    /// failure like any other.
+    var refusalWhenConflict: RelayError?
 }
 
 /// Something the relay does after a change committed: never a store write (those are the

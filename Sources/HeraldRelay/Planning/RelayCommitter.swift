@@ -7,16 +7,19 @@ extension RelayContext {
     /// place a planned relay operation does I/O.
     ///
     /// Answers the store's outcome per write; throws the change's `refusalWhenStale` when a write
-    /// found its row gone, after the transaction (which wrote nothing for that write).
+    /// found its row gone, after the transaction (which wrote nothing for that write), and its
+    /// `refusalWhenConflict` when the store refused the batch as conflicting.
     @discardableResult
     func commit(_ change: RelayChange, over live: LiveChannels? = nil) async throws(RelayError) -> [ChangeOutcome] {
         let writes = change.writes
         let outcomes: [ChangeOutcome]
         do {
-            outcomes = writes.isEmpty ? [] : try await storing { try await $0.apply(writes) }
+            outcomes = writes.isEmpty ? [] : try await store.apply(writes)
         } catch {
             for effect in change.effectsUnlessApplied { await carryOut(effect, over: live) }
-            throw error
+            if let refusal = change.refusalWhenConflict, (error as? StoreError) == .conflict { throw refusal }
+            logger.error("store failure", metadata: ["error": "\(error)"])
+            throw RelayError.unavailable
         }
         let applied = outcomes.allSatisfy { $0 == .applied }
         if let refusal = change.refusalWhenStale, outcomes.contains(.stale) {
