@@ -99,14 +99,15 @@ extension RelayIngest {
                 pushes: [entry],
                 receipt: []
             )
-            if try await context.store.accept(ingest) == .accepted, entry.state == .queued {
-                context.metrics.queued.increment()
-                context.logger.info(
+            var change = IngestPlanner.change(ingest, call: nil, sendable: [], skipped: 0)
+            if entry.state == .queued {
+                let line = RelayEffect.log(
                     "live message not acknowledged: pushed instead",
-                    metadata: ["device": "\(deviceID)", "push": "\(entry.pushID)"]
+                    ["device": deviceID, "push": entry.pushID]
                 )
-                context.accepted()
+                change.effectsWhenApplied.append(line)
             }
+            try await context.commit(change)
         } catch {
             context.logger.error(
                 "cannot push a message the live channel did not deliver",

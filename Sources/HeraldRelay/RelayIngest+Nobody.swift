@@ -43,22 +43,17 @@ extension RelayIngest {
             pushes: [],
             receipt: Array(receipt.jsonText.utf8)
         )
-        switch try await context.storing({ try await $0.hold(ingest, until: until, appID: onlyApp) }) {
-        case .accepted:
-            context.metrics.messages.increment()
-            context.metrics.undeliverable(.held).increment()
-            context.logger.info("message held: no device yet", metadata: ["message": "\(messageID)"])
+        let change = IngestPlanner.hold(ingest, until: until, appID: onlyApp, messageID: messageID)
+        switch try await context.commit(change).first {
+        case .applied:
             return receipt
-        case .duplicate(let stored):
-            context.metrics.duplicates.increment()
-            guard var first = try? JSONDecoder().decode(IngestReceipt.self, from: Data(stored)) else {
-                throw RelayError.unavailable.with(detail: "the first answer for this key is unreadable")
-            }
-            first.duplicate = true
-            return first
+        case .duplicate:
+            return try await firstReceipt(key: ingest.idempotencyKey)
         case .stale:
             // A device activated since the recipients were read: the message is made for it.
             return try await sendAgain(draft)
+        case .answered, nil:
+            throw RelayError.unavailable.with(detail: "the store answered a hold as no hold")
         }
     }
 

@@ -285,20 +285,26 @@ public final class RelayIngest: Sendable {
         case .applied:
             return receipt
         case .duplicate:
-            context.metrics.duplicates.increment()
-            // The first ingest committed before this one saw its key, so its receipt is there.
-            var stored: [UInt8]?
-            if let key { stored = try await context.storing { try await $0.receipt(idempotencyKey: key) } }
-            guard let stored, var first = try? JSONDecoder().decode(IngestReceipt.self, from: Data(stored)) else {
-                throw RelayError.unavailable.with(detail: "the first answer for this key is unreadable")
-            }
-            first.duplicate = true
-            return first
+            return try await firstReceipt(key: key)
         case .stale:
             return nil
         case .answered, nil:
             throw RelayError.unavailable.with(detail: "the store answered an ingest as no ingest")
         }
+    }
+
+    /// The receipt the first ingest under `key` answered, marked as a repeat: what a repeated
+    /// key gets.
+    func firstReceipt(key: String?) async throws(RelayError) -> IngestReceipt {
+        context.metrics.duplicates.increment()
+        // The first ingest committed before this one saw its key, so its receipt is there.
+        var stored: [UInt8]?
+        if let key { stored = try await context.storing { try await $0.receipt(idempotencyKey: key) } }
+        guard let stored, var first = try? JSONDecoder().decode(IngestReceipt.self, from: Data(stored)) else {
+            throw RelayError.unavailable.with(detail: "the first answer for this key is unreadable")
+        }
+        first.duplicate = true
+        return first
     }
 
     // MARK: Reading back

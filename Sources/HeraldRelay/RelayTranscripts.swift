@@ -147,7 +147,7 @@ public final class RelayTranscripts: Sendable {
             return nil
         case .recordEnd(let time):
             // An ended chat keeps its first end: a concurrent end changes nothing.
-            _ = try await context.storing { try await $0.endChat(conversation: conversation, at: time) }
+            try await context.commit(RelayChange(writes: [.endChat(conversation: conversation, at: time)]))
             return nil
         case .refuseEnded:
             throw Self.ended(conversation)
@@ -251,8 +251,7 @@ public final class RelayTranscripts: Sendable {
             at: context.now()
         )
         let events = try await chatWebhookEvents(.chatCustomerOffline, device: device, disconnect: disconnect)
-        try await context.storing { try await $0.saveDisconnect(disconnect, events: events) }
-        if !events.isEmpty { context.webhooksWritten.signal() }
+        try await context.commit(TranscriptPlanner.saveDisconnect(disconnect, events: events))
     }
 
     /// The app is back: no more pushes for this chat (a pending first push is cancelled), and
@@ -261,21 +260,27 @@ public final class RelayTranscripts: Sendable {
         try context.configuration.check(conversation, "conversation", pattern: .identifier)
         cancelFirstPush(conversation: conversation, deviceID: device.id)
         let app = try await context.app(id: device.appID)
-        let context = context
         let time = context.now()
-        let disconnect = try await context.storing {
-            try await $0.removeDisconnect(deviceID: device.id, conversation: conversation) { found in
-                guard let app else { return [] }
-                return WebhookEvent.reporting(
-                    app: app,
-                    .chatCustomerBack,
-                    orderingKey: "conversation:" + conversation,
-                    data: ChatWebhookData(device: device, disconnect: found),
-                    at: time
-                )
-            }
-        }
-        if disconnect != nil, app?.webhook != nil { context.webhooksWritten.signal() }
+        var disconnect: ChatDisconnect?
+        // The disconnect as read, removed only if it is still that one: one written in between
+        // (the app left again) is read again.
+        repeat {
+            let disconnects = try await context.storing { try await $0.disconnects(conversation: conversation) }
+            disconnect = disconnects.first { $0.deviceID == device.id }
+            guard let found = disconnect else { break }
+            let events =
+                app.map { app in
+                    WebhookEvent.reporting(
+                        app: app,
+                        .chatCustomerBack,
+                        orderingKey: "conversation:" + conversation,
+                        data: ChatWebhookData(device: device, disconnect: found),
+                        at: time
+                    )
+                } ?? []
+            let change = TranscriptPlanner.removeDisconnect(found, events: events)
+            if try await context.commit(change) == [.applied] { break }
+        } while true
         return try await transcript(conversation: conversation, after: disconnect?.position ?? 0, for: device)
     }
 
@@ -444,11 +449,12 @@ public final class RelayTranscripts: Sendable {
                 pushes: [entry],
                 receipt: []
             )
-            guard try await context.store.accept(ingest) == .accepted else { return nil }
-            try await context.store.markDisconnectPushed(deviceID: deviceID, conversation: conversation)
+            let change = IngestPlanner.change(ingest, call: nil, sendable: [], skipped: 0)
+            guard try await context.commit(change) == [.applied] else { return nil }
+            try await context.commit(
+                RelayChange(writes: [.markDisconnectPushed(deviceID: deviceID, conversation: conversation)])
+            )
             guard entry.state == .queued else { return nil }
-            context.metrics.queued.increment()
-            context.accepted()
             return IngestReceipt.Push(pushID: entry.pushID, deviceID: deviceID)
         } catch {
             context.logger.error("cannot push a chat's transcript", metadata: ["error": "\(error)"])

@@ -121,4 +121,16 @@ extension IngestPlanner {
         if ingest.queuesPushes { change.effectsWhenApplied.append(.wakeDispatchers) }
         return change
     }
+
+    /// A message held for a user with no device (`StoreChange.hold`); once applied, counted as
+    /// accepted and held, and logged.
+    static func hold(_ ingest: Ingest, until: Int64, appID: String?, messageID: String) -> RelayChange {
+        RelayChange(
+            writes: [.hold(ingest, until: until, appID: appID)],
+            effectsWhenApplied: [
+                .count(.messages, 1), .count(.undeliverable(.held), 1),
+                .log("message held: no device yet", ["message": messageID]),
+            ]
+        )
+    }
 }

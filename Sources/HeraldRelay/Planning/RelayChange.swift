@@ -54,6 +54,10 @@ enum RelayEffect: Sendable, Equatable {
 enum RelayCount: Sendable, Equatable {
     case queued
     case skipped
+    /// Messages accepted (`herald_relay_messages_accepted_total`).
+    case messages
+    /// `herald_relay_undeliverable_messages_total`, by what became of the message.
+    case undeliverable(UndeliverableOutcome)
     case callbacksScheduled
     case callbackAnswers
     case callbackPushes

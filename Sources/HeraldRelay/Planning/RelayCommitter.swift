@@ -57,6 +57,10 @@ extension RelayContext {
             handOff?.release(claim)
         case .wakeDispatchers:
             accepted()
+        case .count(.messages, let count):
+            metrics.messages.increment(by: count)
+        case .count(.undeliverable(let outcome), let count):
+            metrics.undeliverable(outcome).increment(by: count)
         case .count(.callbacksScheduled, let count):
             metrics.callbacks.increment(by: count)
         case .count(.callbackAnswers, let count):

@@ -35,4 +35,22 @@ enum TranscriptPlanner {
                 ? .pushNow(deviceID: disconnect.deviceID) : .firstPushLater(deviceID: disconnect.deviceID)
         }
     }
+
+    /// A device's disconnect with the events that report it; once applied, the webhook
+    /// dispatcher woken if there are any.
+    static func saveDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent]) -> RelayChange {
+        RelayChange(
+            writes: [.saveDisconnect(disconnect, events: events)],
+            effectsWhenApplied: events.isEmpty ? [] : [.wakeWebhooks]
+        )
+    }
+
+    /// The device is back: its disconnect as read removed with the events that report it; once
+    /// applied, the webhook dispatcher woken if there are any.
+    static func removeDisconnect(_ disconnect: ChatDisconnect, events: [WebhookEvent]) -> RelayChange {
+        RelayChange(
+            writes: [.removeDisconnect(disconnect, events: events)],
+            effectsWhenApplied: events.isEmpty ? [] : [.wakeWebhooks]
+        )
+    }
 }
