@@ -80,7 +80,7 @@ let package = Package(
         // Depends on libsodium only: no NIO, no Foundation networking.
         .target(
             name: "HeraldCrypto",
-            dependencies: ["CSodium", "HeraldEncoding"],
+            dependencies: ["CSodium", "HeraldDomain", "HeraldEncoding"],
             swiftSettings: swiftSettings
         ),
         // The push every stage passes on (relay, outbox, dispatcher, provider stage) and its
@@ -113,6 +113,7 @@ let package = Package(
         .target(
             name: "HeraldSandbox",
             dependencies: [
+                "HeraldDomain",
                 "HeraldEncoding",
                 "HeraldPush",
                 "HeraldAPNsCore",
@@ -151,6 +152,7 @@ let package = Package(
             name: "HeraldAPNs",
             dependencies: [
                 "HeraldAPNsCore",
+                "HeraldDomain",
                 "HeraldClientSupport",
                 "HeraldPush",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -610,6 +612,7 @@ let package = Package(
             name: "HeraldCryptoTests",
             dependencies: [
                 "HeraldCrypto",
+                "HeraldDomain",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings

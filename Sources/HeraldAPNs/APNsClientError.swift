@@ -1,3 +1,5 @@
+import HeraldDomain
+
 /// Why the client could not get an answer from APNs for a push.
 public struct APNsClientError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
@@ -11,18 +13,14 @@ public struct APNsClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case signing
     }
 
-    private let code: Code
+    /// The kind and the words; equality and hashing look at the kind only.
+    private let kind: ErrorKind<Code>
     /// A sentence for logs and operators; never contains payloads or tokens.
-    public let message: String
+    public var message: String { kind.text }
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
+    private init(_ code: Code, _ message: String) { kind = ErrorKind(code, message) }
 
     public var description: String { message }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The push would be refused by APNs for its shape; not sent.
     public static func invalidNotification(_ detail: String) -> Self { Self(.invalidNotification, detail) }
@@ -44,11 +42,11 @@ public struct APNsClientError: Error, Sendable, Hashable, CustomStringConvertibl
     public static func signing(_ detail: String) -> Self { Self(.signing, "cannot sign the provider token: \(detail)") }
 
     /// Whether no connection to APNs could be made: APNs is unreachable, not this push at fault.
-    public var isUnreachable: Bool { code == .connectFailed }
+    public var isUnreachable: Bool { kind.code == .connectFailed }
 
     /// Whether sending again (same apns-id) is the right reaction.
     public var isRetryable: Bool {
-        switch code {
+        switch kind.code {
         case .timeout, .queueFull, .connectionLost, .notProcessed, .connectFailed: true
         case .invalidNotification, .shutdown, .signing: false
         }

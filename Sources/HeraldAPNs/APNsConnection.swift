@@ -175,8 +175,6 @@ final class APNsClientHandler: ChannelDuplexHandler {
     typealias OutboundOut = HTTP2Frame
     typealias StateMachine = APNsConnectionStateMachine<EventLoopPromise<APNsWireResponse>>
 
-    private static let connectionWindow = 1 << 24
-
     private let authority: String
     private let logger: Logger
     private let onEvent: @Sendable (APNsConnectionEvent) -> Void
@@ -193,22 +191,17 @@ final class APNsClientHandler: ChannelDuplexHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        let frame = HTTP2Frame(
-            streamID: .rootStream,
-            payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - 65_535)
-        )
-        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        writeWindowUpdate(APNsConnectionWindow.opening, context: context)
         context.fireChannelActive()
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive {
-            let frame = HTTP2Frame(
-                streamID: .rootStream,
-                payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - 65_535)
-            )
-            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
-        }
+        if context.channel.isActive { writeWindowUpdate(APNsConnectionWindow.opening, context: context) }
+    }
+
+    private func writeWindowUpdate(_ increment: Int, context: ChannelHandlerContext) {
+        let frame = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))
+        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -266,12 +259,8 @@ final class APNsClientHandler: ChannelDuplexHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case let event as NIOHTTP2WindowUpdatedEvent where event.streamID == .rootStream:
-            if let inbound = event.inboundWindowSize, inbound < Self.connectionWindow / 2 {
-                let frame = HTTP2Frame(
-                    streamID: .rootStream,
-                    payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - inbound)
-                )
-                context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+            if let increment = APNsConnectionWindow.topUp(inbound: event.inboundWindowSize) {
+                writeWindowUpdate(increment, context: context)
             }
         case is IdleStateHandler.IdleStateEvent:
             perform(machine.handle(.idle), context: context)

@@ -56,11 +56,10 @@ public struct ProviderTokenSigner: Sendable {
     }
 
     public func makeToken(issuedAt: Int64) throws -> ProviderToken {
-        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
-        let signingInput = header + "." + claims
-        let signature = try key.signature(for: Array(signingInput.utf8))
-        let text = signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
+        let text = try CompactJWS.sign(
+            header: Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8),
+            claims: Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8)
+        ) { try Array(key.signature(for: $0).rawRepresentation) }
         return ProviderToken(keyID: keyID, teamID: teamID, issuedAt: issuedAt, text: text)
     }
 }
@@ -75,14 +74,9 @@ public struct ParsedProviderToken: Sendable {
 
     /// Parses a compact JWS; nil unless it has an ES256 header with `kid`, and `iss` and `iat` claims.
     public init?(_ text: Substring) {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            let headerBytes = Base64URL.decode(parts[0]),
-            let claimBytes = Base64URL.decode(parts[1]),
-            let signature = Base64URL.decode(parts[2]),
-            signature.count == 64,
-            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
-            let claims = try? JSONSerialization.jsonObject(with: Data(claimBytes)) as? [String: Any],
+        guard let jws = CompactJWS(text), jws.signature.count == 64,
+            let header = try? JSONSerialization.jsonObject(with: Data(jws.header)) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: Data(jws.claims)) as? [String: Any],
             header["alg"] as? String == "ES256",
             let keyID = header["kid"] as? String,
             let teamID = claims["iss"] as? String,
@@ -91,8 +85,8 @@ public struct ParsedProviderToken: Sendable {
         self.keyID = keyID
         self.teamID = teamID
         self.issuedAt = issuedAt
-        self.signingInput = Array(text.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        self.signature = signature
+        signingInput = jws.signingInput
+        signature = jws.signature
     }
 
     /// Whether the signature verifies with `publicKey`.

@@ -7,17 +7,10 @@ import HeraldRelayAPI
 /// `direction` `outbound` with an `authorUser` (a person, not a bot or the system) and text
 /// content. Other event types, inbound messages and messages without an agent are ignored with
 /// their reason.
-public struct CXoneAdapter: ContactCenterAdapter {
-    public let name = "cxone"
-    public let authentication: WebhookAuthentication
-    public let customers: CustomerMapping
+public enum CXoneEvents: ContactCenterEvents {
+    public static let name = "cxone"
 
-    public init(authentication: WebhookAuthentication, customers: CustomerMapping = CustomerMapping()) {
-        self.authentication = authentication
-        self.customers = customers
-    }
-
-    public func decide(_ body: [UInt8]) throws(AdapterError) -> AdapterDecision {
+    public static func decide(_ body: [UInt8]) throws(AdapterError) -> AdapterDecision {
         let event = try JSONFields.parse(body).object("contactEvent")
         let type = try event.string("type")
         let direction = try event.optionalString("direction")
@@ -33,9 +26,7 @@ public struct CXoneAdapter: ContactCenterAdapter {
         let text = try content?.optionalObject("payload")?.optionalString("text")
 
         guard type == "ChatMessageReceived" else { return .ignored(reason: "event type \(type)") }
-        guard direction == "outbound" else {
-            return .ignored(reason: direction == "inbound" ? "inbound (customer to agent)" : "no direction")
-        }
+        if let ignored = ignoredDirection(direction) { return ignored }
         guard let agentID else { return .ignored(reason: "no agent (bot or system message)") }
         guard contentType == nil || contentType == "TEXT" else {
             return .ignored(reason: "content type \(contentType ?? "none")")
@@ -50,14 +41,9 @@ public struct CXoneAdapter: ContactCenterAdapter {
         guard let text, !text.isEmpty else {
             throw AdapterError(field: "contactEvent.messageContent.payload.text", "is missing")
         }
-        return .message(
-            MessageRequest(
-                to: customers.user(for: customer),
-                from: Party(id: agentID, name: agentName ?? "Agent"),
-                conversation: caseID,
-                text: text,
-                idempotencyKey: "cxone:" + messageID
-            )
-        )
+        return agentMessage(messageID, to: customer, from: (agentID, agentName), in: caseID, text: text)
     }
 }
+
+/// The CXone adapter (`CXoneEvents`).
+public typealias CXoneAdapter = PlatformAdapter<CXoneEvents>

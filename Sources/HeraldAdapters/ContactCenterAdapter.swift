@@ -74,6 +74,64 @@ public protocol ContactCenterAdapter: Sendable {
     func decide(_ body: [UInt8]) throws(AdapterError) -> AdapterDecision
 }
 
+/// A contact-center platform's event rules: which webhook events become messages, and how.
+/// `PlatformAdapter` gives them the settings every adapter has.
+public protocol ContactCenterEvents: Sendable {
+    /// `genesys`, `cxone`: the path segment and the metrics label.
+    static var name: String { get }
+    /// Reads the whole event first: an event that cannot be read is an error, never half-used.
+    /// A message is addressed to the platform's customer id; the adapter maps it to a user.
+    static func decide(_ body: [UInt8]) throws(AdapterError) -> AdapterDecision
+}
+
+extension ContactCenterEvents {
+    /// Why an event of this `direction` is ignored; nil when it is `outbound` (agent to customer).
+    static func ignoredDirection(_ direction: String?) -> AdapterDecision? {
+        guard direction != "outbound" else { return nil }
+        return .ignored(reason: direction == "inbound" ? "inbound (customer to agent)" : "no direction")
+    }
+
+    /// An agent's message to a customer: from the agent (`Agent` when the platform gives no
+    /// name), with the platform's message id as its idempotency key, so a webhook delivered twice
+    /// makes one push.
+    static func agentMessage(
+        _ messageID: String,
+        to customer: String,
+        from agent: (id: String, name: String?),
+        in conversation: String,
+        text: String
+    ) -> AdapterDecision {
+        var message = MessageRequest(
+            to: customer,
+            from: Party(id: agent.id, name: agent.name ?? "Agent"),
+            conversation: conversation,
+            text: text
+        )
+        message.idempotencyKey = name + ":" + messageID
+        return .message(message)
+    }
+}
+
+/// The adapter for one platform: how its webhooks prove themselves, how its customers map to
+/// users, and the platform's event rules.
+public struct PlatformAdapter<Events: ContactCenterEvents>: ContactCenterAdapter {
+    public var name: String { Events.name }
+    public let authentication: WebhookAuthentication
+    public let customers: CustomerMapping
+
+    public init(authentication: WebhookAuthentication, customers: CustomerMapping = CustomerMapping()) {
+        self.authentication = authentication
+        self.customers = customers
+    }
+
+    public func decide(_ body: [UInt8]) throws(AdapterError) -> AdapterDecision {
+        let decision = try Events.decide(body)
+        guard case .message(var message) = decision else { return decision }
+        message.to = customers.user(for: message.to)
+        return .message(message)
+    }
+}
+
 /// Maps the platform's customer to a Herald user: an explicit table first, else the customer's
 /// id itself, with an optional prefix.
 public struct CustomerMapping: Sendable, Hashable, Codable {

@@ -9,17 +9,10 @@ import HeraldRelayAPI
 /// written by a person (`fromUser` present, `originatingEntity` not `Bot`). Everything else —
 /// customer → agent, bot and system messages, receipts, typing events — is ignored with its
 /// reason (and counted by the caller).
-public struct GenesysAdapter: ContactCenterAdapter {
-    public let name = "genesys"
-    public let authentication: WebhookAuthentication
-    public let customers: CustomerMapping
+public enum GenesysEvents: ContactCenterEvents {
+    public static let name = "genesys"
 
-    public init(authentication: WebhookAuthentication, customers: CustomerMapping = CustomerMapping()) {
-        self.authentication = authentication
-        self.customers = customers
-    }
-
-    public func decide(_ body: [UInt8]) throws(AdapterError) -> AdapterDecision {
+    public static func decide(_ body: [UInt8]) throws(AdapterError) -> AdapterDecision {
         var event = try JSONFields.parse(body)
         if let detail = try event.optionalObject("detail") { event = detail }
         let topic = try event.string("topicName")
@@ -40,9 +33,7 @@ public struct GenesysAdapter: ContactCenterAdapter {
         guard parts.count == 4, parts[0] == "v2", parts[1] == "conversations", parts[3] == "messages" else {
             return .ignored(reason: "topic \(topic) is not a conversation's messages")
         }
-        guard direction == "outbound" else {
-            return .ignored(reason: direction == "inbound" ? "inbound (customer to agent)" : "no direction")
-        }
+        if let ignored = ignoredDirection(direction) { return ignored }
         guard type == "Text" || type == "Structured" else { return .ignored(reason: "type \(type ?? "none")") }
         guard originatingEntity != "Bot" else { return .ignored(reason: "bot message") }
         guard let agentID else { return .ignored(reason: "system message (no agent)") }
@@ -52,14 +43,11 @@ public struct GenesysAdapter: ContactCenterAdapter {
         guard !words.isEmpty || type == "Structured" else {
             throw AdapterError(field: "eventBody.textBody", "is missing")
         }
-        return .message(
-            MessageRequest(
-                to: customers.user(for: toAddress),
-                from: Party(id: agentID, name: agentName ?? "Agent"),
-                conversation: conversation ?? String(parts[2]),
-                text: words.isEmpty ? "New message" : words,
-                idempotencyKey: "genesys:" + messageID
-            )
-        )
+        let shown = words.isEmpty ? "New message" : words
+        let inConversation = conversation ?? String(parts[2])
+        return agentMessage(messageID, to: toAddress, from: (agentID, agentName), in: inConversation, text: shown)
     }
 }
+
+/// The Genesys Cloud adapter (`GenesysEvents`).
+public typealias GenesysAdapter = PlatformAdapter<GenesysEvents>

@@ -1,3 +1,5 @@
+import HeraldDomain
+
 /// Every way the crypto core can refuse an input or an operation.
 ///
 /// Compare against the static members (`error == .authenticationFailed`); equality looks at the
@@ -24,23 +26,18 @@ public struct HeraldCryptoError: Error, Sendable, Hashable, CustomStringConverti
         case keyFileIO
     }
 
-    private let code: Code
+    /// The kind and the words; equality and hashing look at the kind only.
+    private let kind: ErrorKind<Code>
     /// What went wrong, for a person. Never contains key material or plaintext.
-    public let detail: String
+    public var detail: String { kind.text }
 
-    private init(_ code: Code, _ detail: String) {
-        self.code = code
-        self.detail = detail
-    }
+    private init(_ code: Code, _ detail: String) { kind = ErrorKind(code, detail) }
 
     public var description: String { detail }
 
     /// A stable name for the kind of failure (`"authenticationFailed"`), for JSON error bodies
     /// and test vectors.
-    public var identifier: String { "\(code)" }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var identifier: String { "\(kind.code)" }
 
     /// The input was empty.
     public static let emptyInput = Self(.emptyInput, "the envelope is empty")
@@ -83,5 +80,5 @@ public struct HeraldCryptoError: Error, Sendable, Hashable, CustomStringConverti
     public static let keyFileIO = Self(.keyFileIO, "reading or writing the key file failed")
 
     /// The same failure with a more specific detail (a path, an errno text).
-    public func with(detail: String) -> Self { Self(code, detail) }
+    public func with(detail: String) -> Self { Self(kind.code, detail) }
 }

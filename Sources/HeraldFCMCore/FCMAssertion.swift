@@ -28,16 +28,16 @@ public struct FCMAssertionSigner: Sendable {
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let signingInput =
-            Base64URL.encode(Array(try encoder.encode(header))) + "."
-            + Base64URL.encode(Array(try encoder.encode(claims)))
-        let signature: _RSA.Signing.RSASignature
-        do {
-            signature = try key.signature(for: Array(signingInput.utf8), padding: .insecurePKCS1v1_5)
-        } catch {
-            throw FCMCoreError.signing("RS256 signing failed")
+        return try CompactJWS.sign(
+            header: Array(try encoder.encode(header)),
+            claims: Array(try encoder.encode(claims))
+        ) { input throws(FCMCoreError) in
+            do {
+                return Array(try key.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation)
+            } catch {
+                throw FCMCoreError.signing("RS256 signing failed")
+            }
         }
-        return signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
     }
 
     struct Claims: Codable {
@@ -62,15 +62,11 @@ public struct FCMAssertion: Sendable, Hashable {
 
     /// Parses a compact JWS; nil unless it has an RS256 header with `kid` and the five claims.
     public init?(_ text: String) {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            let headerBytes = Base64URL.decode(parts[0]),
-            let claimBytes = Base64URL.decode(parts[1]),
-            let signature = Base64URL.decode(parts[2]),
-            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
+        guard let jws = CompactJWS(text),
+            let header = try? JSONSerialization.jsonObject(with: Data(jws.header)) as? [String: Any],
             header["alg"] as? String == "RS256",
             let keyID = header["kid"] as? String,
-            let claims = try? JSONDecoder().decode(FCMAssertionSigner.Claims.self, from: Data(claimBytes))
+            let claims = try? JSONDecoder().decode(FCMAssertionSigner.Claims.self, from: Data(jws.claims))
         else { return nil }
         self.keyID = keyID
         issuer = claims.iss
@@ -78,8 +74,8 @@ public struct FCMAssertion: Sendable, Hashable {
         audience = claims.aud
         issuedAt = claims.iat
         expiresAt = claims.exp
-        signingInput = Array(text.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        self.signature = signature
+        signingInput = jws.signingInput
+        signature = jws.signature
     }
 
     /// Whether the RS256 signature verifies with `publicKey`.

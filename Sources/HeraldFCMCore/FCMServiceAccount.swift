@@ -1,5 +1,5 @@
 public import CryptoExtras
-import Foundation
+public import Foundation
 
 /// A Google service-account key file, the JSON the Firebase console downloads: what the sender
 /// signs its OAuth2 assertions with.
@@ -60,12 +60,21 @@ public struct FCMServiceAccount: Sendable, Hashable, Codable {
 
     /// Reads and checks a service-account file.
     public static func load(path: String) throws -> FCMServiceAccount {
-        let data: Data
+        try decode(try contents(of: path), path: path)
+    }
+
+    /// The bytes of the file at `path`, for `load(path:)` and for readers that look at a file
+    /// before deciding it is a Google key file (the sandbox's).
+    public static func contents(of path: String) throws(FCMCoreError) -> Data {
         do {
-            data = try Data(contentsOf: URL(filePath: path))
+            return try Data(contentsOf: URL(filePath: path))
         } catch {
             throw FCMCoreError.serviceAccount("cannot read \(path)")
         }
+    }
+
+    /// Reads and checks the contents of a service-account file; `path` names it in errors.
+    public static func decode(_ data: Data, path: String) throws -> FCMServiceAccount {
         let account: FCMServiceAccount
         do {
             account = try JSONDecoder().decode(FCMServiceAccount.self, from: data)

@@ -142,13 +142,11 @@ public struct CallbackView: Sendable, Codable, Hashable {
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(event, forKey: .event)
-            try container.encode(at, forKey: .at)
-            try container.encode(atMs, forKey: .atMs)
+            try container.encodeTime(atMs, .atMs, and: .at)
             try container.encode(state, forKey: .state)
             try container.encodeIfPresent(action, forKey: .action)
             try container.encodeIfPresent(push, forKey: .push)
-            try container.encodeIfPresent(nextPushAt, forKey: .nextPushAt)
-            try container.encodeIfPresent(nextPushAtMs, forKey: .nextPushAtMs)
+            try container.encodeTime(nextPushAtMs, .nextPushAtMs, and: .nextPushAt)
         }
     }
 
@@ -230,10 +228,8 @@ public struct CallbackView: Sendable, Codable, Hashable {
         try container.encode(userID, forKey: .userID)
         try container.encode(app, forKey: .app)
         try container.encode(state, forKey: .state)
-        try container.encodeIfPresent(nextPushAt, forKey: .nextPushAt)
-        try container.encodeIfPresent(nextPushAtMs, forKey: .nextPushAtMs)
-        try container.encode(expires, forKey: .expires)
-        try container.encode(expiresAt, forKey: .expiresAt)
+        try container.encodeTime(nextPushAtMs, .nextPushAtMs, and: .nextPushAt)
+        try container.encodeTime(expiresAt, .expiresAt, and: .expires)
         try container.encode(pushes, forKey: .pushes)
         try container.encodeIfPresent(lastAction, forKey: .lastAction)
         try container.encode(history, forKey: .history)
@@ -285,8 +281,18 @@ public struct CallbackAnswerView: Sendable, Codable, Hashable {
         try container.encode(action, forKey: .action)
         try container.encode(kind, forKey: .kind)
         try container.encode(state, forKey: .state)
-        try container.encodeIfPresent(nextPushAt, forKey: .nextPushAt)
-        try container.encodeIfPresent(nextPushAtMs, forKey: .nextPushAtMs)
+        try container.encodeTime(nextPushAtMs, .nextPushAtMs, and: .nextPushAt)
+    }
+}
+
+extension KeyedEncodingContainer {
+    /// A time written twice, as `time(_:or:)` reads it: its RFC 3339 field (deprecated, for
+    /// clients older than the milliseconds field) and its milliseconds field, from the one value
+    /// so the two never disagree; neither when there is no time.
+    mutating func encodeTime(_ value: Int64?, _ milliseconds: Key, and text: Key) throws {
+        guard let value else { return }
+        try encode(RequestTime.format(value), forKey: text)
+        try encode(value, forKey: milliseconds)
     }
 }
 

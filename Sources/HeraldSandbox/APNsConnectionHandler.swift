@@ -17,10 +17,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    /// The connection window the sandbox keeps open: requests are small, so a large window
-    /// lets a provider keep hundreds of streams in flight without waiting on WINDOW_UPDATE.
-    private static let connectionWindow = 1 << 24
-
     private let emulator: APNsEmulator
     private let maxConcurrentStreams: Int
     private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
@@ -88,8 +84,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
+    /// The connection window the sandbox keeps open (`APNsConnectionWindow`): requests are small,
+    /// so a large window lets a provider keep hundreds of streams in flight.
     private func openConnectionWindow(context: ChannelHandlerContext) {
-        let increment = Self.connectionWindow - 65_535
+        writeWindowUpdate(APNsConnectionWindow.opening, context: context)
+    }
+
+    private func writeWindowUpdate(_ increment: Int, context: ChannelHandlerContext) {
         context.writeAndFlush(
             wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
             promise: nil
@@ -156,12 +157,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case let event as NIOHTTP2WindowUpdatedEvent where event.streamID == .rootStream:
-            if let inbound = event.inboundWindowSize, inbound < Self.connectionWindow / 2 {
-                let frame = HTTP2Frame(
-                    streamID: .rootStream,
-                    payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - inbound)
-                )
-                context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+            if let increment = APNsConnectionWindow.topUp(inbound: event.inboundWindowSize) {
+                writeWindowUpdate(increment, context: context)
             }
         case let event as StreamClosedEvent:
             requests[event.streamID] = nil

@@ -1,3 +1,4 @@
+import HeraldDomain
 public import HeraldHTTPSupport
 public import Hummingbird
 
@@ -16,19 +17,14 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
         case registryFile
     }
 
-    private let code: Code
+    /// The kind and the words; equality and hashing look at the kind only.
+    private let kind: ErrorKind<Code>
     /// A sentence for the person who sent the request.
-    public let message: String
+    public var message: String { kind.text }
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
+    private init(_ code: Code, _ message: String) { kind = ErrorKind(code, message) }
 
     public var description: String { message }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public static func unknownApp(_ bundleID: String) -> Self {
         Self(.unknownApp, "no app with bundle id '\(bundleID)' is registered; register it first (POST /sandbox/apps)")
@@ -60,7 +56,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Matching helpers for tests: compare with `SandboxError.unknownDevice("")`.
-    public var isUnknownDevice: Bool { code == .unknownDevice }
+    public var isUnknownDevice: Bool { kind.code == .unknownDevice }
 }
 
 /// A refusal is the control API's answer, `{"error": message}` (docs/sandbox.md), which
@@ -68,7 +64,7 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
 extension SandboxError: JSONResponseError {
     /// The HTTP status the control API answers with.
     public var status: HTTPResponse.Status {
-        switch code {
+        switch kind.code {
         case .unknownDevice, .unknownToken, .unknownKey: .notFound
         case .unknownApp, .invalidKey, .invalidServiceAccount, .invalidRequest: .badRequest
         case .appUninstalled: .gone

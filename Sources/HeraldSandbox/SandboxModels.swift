@@ -37,31 +37,11 @@ public struct SandboxDevice: Sendable, Hashable, Codable {
         case connected
         case apnsEnvironment = "apns_environment"
     }
+}
 
-    init(
-        deviceID: String,
-        bundleID: String,
-        platform: SandboxPlatform,
-        projectID: String?,
-        messagingToken: String?,
-        voipToken: String?,
-        messagingTokenReadyInMs: Int64,
-        voipTokenReadyInMs: Int64,
-        connected: Bool,
-        apnsEnvironment: APNsEnvironment? = nil
-    ) {
-        self.deviceID = deviceID
-        self.bundleID = bundleID
-        self.platform = platform
-        self.projectID = projectID
-        self.messagingToken = messagingToken
-        self.voipToken = voipToken
-        self.messagingTokenReadyInMs = messagingTokenReadyInMs
-        self.voipTokenReadyInMs = voipTokenReadyInMs
-        self.connected = connected
-        self.apnsEnvironment = apnsEnvironment
-    }
-
+// In an extension, so that Swift still writes the memberwise initializer the registry builds
+// devices with.
+extension SandboxDevice {
     /// Reads a device; one without `platform` (from an older sandbox) is an iOS device.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

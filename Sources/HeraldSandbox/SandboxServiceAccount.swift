@@ -43,9 +43,9 @@ public struct SandboxServiceAccount: Sendable, Hashable, Codable {
     public static func load(path: String) throws -> SandboxServiceAccount {
         let data: Data
         do {
-            data = try Data(contentsOf: URL(filePath: path))
+            data = try FCMServiceAccount.contents(of: path)
         } catch {
-            throw SandboxError.invalidServiceAccount("cannot read \(path)")
+            throw SandboxError.invalidServiceAccount(error.message)
         }
         let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         guard let object else {
@@ -53,7 +53,7 @@ public struct SandboxServiceAccount: Sendable, Hashable, Codable {
         }
         if object["private_key"] != nil {
             do {
-                return try SandboxServiceAccount(FCMServiceAccount.load(path: path))
+                return try SandboxServiceAccount(FCMServiceAccount.decode(data, path: path))
             } catch {
                 throw SandboxError.invalidServiceAccount("\(error)")
             }

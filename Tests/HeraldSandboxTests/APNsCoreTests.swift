@@ -5,6 +5,23 @@ import HeraldEncoding
 import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct APNsCoreTests {
+    @Test(
+        "the connection window is topped back up to 16 MiB once less than half of it is left",
+        arguments: [
+            (nil, nil), (1 << 24, nil), (1 << 23, nil), ((1 << 23) - 1, (1 << 23) + 1), (1000, (1 << 24) - 1000),
+            (0, 1 << 24),
+        ] as [(Int?, Int?)]
+    )
+    func connectionWindowTopUp(inbound: Int?, increment: Int?) {
+        #expect(APNsConnectionWindow.topUp(inbound: inbound) == increment)
+    }
+
+    @Test("the window is opened from the protocol's initial 65,535 bytes to its size")
+    func connectionWindowOpening() {
+        #expect(APNsConnectionWindow.opening + 65_535 == APNsConnectionWindow.size)
+        #expect(APNsConnectionWindow.size == 16 * 1024 * 1024)
+    }
+
     /// Whether the sandbox takes `bytes` as an APNs payload.
     func isObject(_ bytes: [UInt8]) -> Bool {
         (try? JSONCheck.check(bytes, limits: .apnsPayload)) != nil
