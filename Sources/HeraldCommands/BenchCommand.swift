@@ -71,9 +71,7 @@ extension BenchCommand {
             let token = token
             let bundle = bundle
 
-            let services = ServiceGroup(services: clientServices, logger: logger)
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await services.run() }
+            try await HeraldServer.withServices(clientServices, logger: logger) {
                 // A warm-up push opens the connections and raises their stream limits.
                 _ = await client.send(.alert(to: token, bundleID: bundle, payload: body))
                 let clock = ContinuousClock()
@@ -101,8 +99,6 @@ extension BenchCommand {
                 ]
                 let data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
                 print(String(decoding: data, as: UTF8.self))
-                await services.triggerGracefulShutdown()
-                try await tasks.next()
             }
         }
 

@@ -54,7 +54,7 @@ struct CheckCommand: AsyncParsableCommand {
         layer.fcm = fcm.layer
         layer.provider = .flags(urls: providerURLs, secretFile: providerSecretFile)
         let environment = ProcessInfo.processInfo.environment
-        let file = relay.config ?? environment["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        let file = RelayOptions.configFile(relay.config, environment: environment)
         let configuration: HeraldConfiguration
         do {
             configuration = try relay.resolve(command: layer)

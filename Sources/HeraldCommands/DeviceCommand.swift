@@ -242,7 +242,7 @@ struct PhoneService: Service {
                 }
             }
         }
-        phone.shutdown()
+        await phone.stop()
     }
 
     /// Messages that reached the user: notifications shown and messages received live.

@@ -40,10 +40,7 @@ struct StoreLocationOptions: ParsableArguments {
     func withKeys<T: Sendable>(_ work: (RelayKeys) async throws -> T) async throws -> T {
         var flags = ConfigurationFile()
         flags.data = data
-        if let database {
-            flags.database = ConfigurationFile.Database()
-            flags.database?.url = database
-        }
+        flags.database = ConfigurationFile.Database(url: database)
         let configuration = try RelayOptions.resolve(flags: flags, config: config)
         var logger = Logger(label: "herald.keys")
         logger.logLevel = .warning

@@ -134,14 +134,7 @@ struct ProviderCommand: AsyncParsableCommand {
     )
     var database: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
-
-    @Option(
-        name: .customLong("log-format"),
-        help: "text, or json: one JSON object a line, for log shippers. (HERALD_LOG_FORMAT; default text)"
-    )
-    var logFormat: String?
+    @OptionGroup var logging: LoggingOptions
 
     @OptionGroup var http: HTTPOptions
 
@@ -153,12 +146,8 @@ struct ProviderCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-        if let logFormat, LogFormat(rawValue: logFormat) == nil {
-            throw ValidationError("--log-format must be text or json (got '\(logFormat)')")
-        }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("unknown --log-level '\(logLevel)'")
-        }
+        try logging.checkFormat()
+        try logging.checkLevel()
         _ = try resolve()
     }
 
@@ -168,20 +157,17 @@ struct ProviderCommand: AsyncParsableCommand {
         flags.apns = apns.layer
         flags.fcm = fcm.layer
         flags.http = http.layer
-        flags.logLevel = logLevel
-        flags.logFormat = logFormat
-        if let database {
-            flags.database = ConfigurationFile.Database()
-            flags.database?.url = database
-        }
+        flags.logLevel = logging.logLevel
+        flags.logFormat = logging.logFormat
+        flags.database = ConfigurationFile.Database(url: database)
         return try HeraldServerError.validating {
-            let variables = ProcessInfo.processInfo.environment
-            let environment = try ConfigurationFile.environment(variables)
-            var layers = [flags, environment]
-            if let path = config ?? variables["HERALD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
-                layers.append(try ConfigurationFile.load(path: path))
-            }
-            let configuration = try HeraldConfiguration(layers: layers)
+            let configuration = try HeraldConfiguration(
+                layers: RelayOptions.layers(
+                    flags: flags,
+                    config: config,
+                    environment: ProcessInfo.processInfo.environment
+                )
+            )
             guard !configuration.apnsKeys.isEmpty || !configuration.fcmAccounts.isEmpty else {
                 throw HeraldServerError.configuration(
                     "give --apns-key and --apns-team-id (APNs), --fcm-service-account (FCM), or both"

@@ -74,14 +74,7 @@ struct RelayOptions: ParsableArguments {
     )
     var noSync = false
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
-
-    @Option(
-        name: .customLong("log-format"),
-        help: "text, or json: one JSON object a line, for log shippers. (HERALD_LOG_FORMAT; default text)"
-    )
-    var logFormat: String?
+    @OptionGroup var logging: LoggingOptions
 
     @OptionGroup var http: HTTPOptions
 
@@ -97,12 +90,8 @@ struct RelayOptions: ParsableArguments {
         if let presenceTTL, !(1...3600).contains(presenceTTL) {
             throw ValidationError("--presence-ttl must be between 1 and 3600")
         }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("unknown --log-level '\(logLevel)'")
-        }
-        if let logFormat, LogFormat(rawValue: logFormat) == nil {
-            throw ValidationError("--log-format must be text or json (got '\(logFormat)')")
-        }
+        try logging.checkLevel()
+        try logging.checkFormat()
         for app in apps where HeraldConfiguration.ExtraApp(app) == nil {
             throw ValidationError("--app must be BUNDLE_ID or BUNDLE_ID:TEAM_ID (got '\(app)')")
         }
@@ -116,10 +105,7 @@ struct RelayOptions: ParsableArguments {
         layer.data = data
         layer.keysDir = keysDir
         layer.nodeID = nodeID
-        if let database {
-            layer.database = ConfigurationFile.Database()
-            layer.database?.url = database
-        }
+        layer.database = ConfigurationFile.Database(url: database)
         if workers != nil || batchSize != nil {
             layer.dispatcher = ConfigurationFile.Dispatcher()
             layer.dispatcher?.workers = workers
@@ -133,8 +119,8 @@ struct RelayOptions: ParsableArguments {
         layer.http = http.layer
         if noSync { layer.durable = false }
         // The flag's default is a value, not an absence: only a level other than info overrides.
-        if logLevel != "info" { layer.logLevel = logLevel }
-        layer.logFormat = logFormat
+        if logging.logLevel != "info" { layer.logLevel = logging.logLevel }
+        layer.logFormat = logging.logFormat
         return layer
     }
 
@@ -157,11 +143,10 @@ struct RelayOptions: ParsableArguments {
     ) throws -> HeraldConfiguration {
         let environment = ProcessInfo.processInfo.environment
         do throws(HeraldServerError) {
-            var layers = [flags, try ConfigurationFile.environment(environment)]
-            if let path = config ?? environment["HERALD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
-                layers.append(try ConfigurationFile.load(path: path))
-            }
-            let configuration = try HeraldConfiguration(layers: layers, extraApps: extraApps)
+            let configuration = try HeraldConfiguration(
+                layers: layers(flags: flags, config: config, environment: environment),
+                extraApps: extraApps
+            )
             // The adapters' secrets may come from the environment, so they are checked here,
             // before anything starts: a bad one is one line, not a failure halfway through the
             // start with clients already open (which crashed the process in sandbox mode).
@@ -170,5 +155,25 @@ struct RelayOptions: ParsableArguments {
         } catch {
             throw ValidationError(error.message)
         }
+    }
+
+    /// `flags`, over the environment, over the file (`config`, else HERALD_CONFIG): a
+    /// configuration's layers, the first winning.
+    static func layers(
+        flags: ConfigurationFile,
+        config: String?,
+        environment: [String: String]
+    ) throws(HeraldServerError) -> [ConfigurationFile] {
+        var layers = [flags, try ConfigurationFile.environment(environment)]
+        if let path = configFile(config, environment: environment) {
+            layers.append(try ConfigurationFile.load(path: path))
+        }
+        return layers
+    }
+
+    /// The configuration file: `config` (`--config`), else HERALD_CONFIG; none when neither is
+    /// set (an empty variable sets none).
+    static func configFile(_ config: String?, environment: [String: String]) -> String? {
+        config ?? environment["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
     }
 }

@@ -132,19 +132,13 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "Event-loop threads; defaults to the number of cores.")
     var threads: Int = System.coreCount
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
-
-    @Option(
-        name: .customLong("log-format"),
-        help: "text, or json: one JSON object a line, for log shippers. (HERALD_LOG_FORMAT; default text)"
-    )
-    var logFormat: String?
+    @OptionGroup var logging: LoggingOptions
 
     /// The flag, else HERALD_LOG_FORMAT, else text.
     var resolvedLogFormat: LogFormat? {
         let given =
-            logFormat ?? ProcessInfo.processInfo.environment["HERALD_LOG_FORMAT"].flatMap { $0.isEmpty ? nil : $0 }
+            logging.logFormat
+            ?? ProcessInfo.processInfo.environment["HERALD_LOG_FORMAT"].flatMap { $0.isEmpty ? nil : $0 }
         return given.map(LogFormat.init(rawValue:)) ?? .text
     }
 
@@ -164,9 +158,7 @@ struct SandboxCommand: AsyncParsableCommand {
         guard (1...64).contains(threads) else { throw ValidationError("--threads must be between 1 and 64") }
         guard inspectionCapacity >= 1 else { throw ValidationError("--inspection-capacity must be at least 1") }
         if let problem = httpLimits.problem { throw ValidationError(problem) }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("unknown --log-level '\(logLevel)'")
-        }
+        try logging.checkLevel()
         for app in apps where Self.parseApp(app) == nil {
             throw ValidationError("--app must be BUNDLE_ID:TEAM_ID (got '\(app)')")
         }
@@ -176,7 +168,7 @@ struct SandboxCommand: AsyncParsableCommand {
         let format = resolvedLogFormat ?? .text
         format.bootstrap()
         var logger = Logger(label: "herald.sandbox")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        logger.logLevel = Logger.Level(rawValue: logging.logLevel) ?? .info
         try await HeraldServer.sandbox(makeConfiguration(), threads: threads, logger: logger) { lines in
             format.printBanner(lines, label: "herald.sandbox")
         }

@@ -26,10 +26,9 @@ extension SimulateCommand {
         @OptionGroup var options: Options
 
         func run() async throws {
-            let timeline = try await Simulation.run(options: options, flow: "callback") { phone, backend, clock in
-                try await Simulation.callback(phone: phone, backend: backend, clock: clock)
+            try await Simulation.play("callback", named: "callback", options: options) {
+                try await Simulation.callback(phone: $0, backend: $1, clock: $2)
             }
-            try Simulation.finish(timeline, options: options, title: "Herald: callback flow")
         }
     }
 }

@@ -63,10 +63,9 @@ struct SimulateCommand: AsyncParsableCommand {
         @OptionGroup var options: Options
 
         func run() async throws {
-            let timeline = try await Simulation.run(options: options, flow: "messaging") { phone, backend, clock in
-                try await Simulation.messaging(phone: phone, backend: backend, clock: clock)
+            try await Simulation.play("messaging", named: "messaging", options: options) {
+                try await Simulation.messaging(phone: $0, backend: $1, clock: $2)
             }
-            try Simulation.finish(timeline, options: options, title: "Herald: messaging flow")
         }
     }
 
@@ -87,13 +86,9 @@ struct SimulateCommand: AsyncParsableCommand {
         @OptionGroup var options: Options
 
         func run() async throws {
-            let timeline = try await Simulation.run(options: options, flow: "android", platform: .android) {
-                phone,
-                backend,
-                clock in
-                try await Simulation.messaging(phone: phone, backend: backend, clock: clock)
+            try await Simulation.play("android", named: "messaging", android: true, options: options) {
+                try await Simulation.messaging(phone: $0, backend: $1, clock: $2)
             }
-            try Simulation.finish(timeline, options: options, title: "Herald: Android messaging flow")
         }
     }
 
@@ -120,18 +115,9 @@ struct SimulateCommand: AsyncParsableCommand {
         var android = false
 
         func run() async throws {
-            let platform: DevicePlatform = android ? .android : .ios
-            let timeline = try await Simulation.run(options: options, flow: "telephony", platform: platform) {
-                phone,
-                backend,
-                clock in
-                try await Simulation.telephony(phone: phone, backend: backend, clock: clock)
+            try await Simulation.play("telephony", named: "telephony", android: android, options: options) {
+                try await Simulation.telephony(phone: $0, backend: $1, clock: $2)
             }
-            try Simulation.finish(
-                timeline,
-                options: options,
-                title: android ? "Herald: Android telephony flow" : "Herald: telephony flow"
-            )
         }
     }
 }
@@ -249,6 +235,19 @@ enum Simulation {
     /// Where the running flow's relay and sandbox are (the callback flow reads its webhook events).
     @TaskLocal static var endpoints: SimulationEndpoints?
 
+    /// Plays `body` (the flow `flow`, titled `name`) on an iPhone, or an Android phone, and writes
+    /// and prints its timeline as `options` ask.
+    static func play(
+        _ flow: String,
+        named name: String,
+        android: Bool = false,
+        options: SimulateCommand.Options,
+        _ body: @escaping Flow
+    ) async throws {
+        let timeline = try await run(options: options, flow: flow, platform: android ? .android : .ios, body)
+        try finish(timeline, options: options, title: "Herald: " + (android ? "Android " : "") + name + " flow")
+    }
+
     /// Sets up (or reaches) relay and sandbox, a phone and a backend, and plays `flow`.
     static func run(
         options: SimulateCommand.Options,
@@ -289,13 +288,19 @@ enum Simulation {
                     }
                 }
                 try await phone.launch()
-                defer { phone.shutdown() }
-                try await phone.wait("a session started with every push token") { phone in
-                    guard let session = phone.session else { return false }
-                    return session.isStarted && session.tokens.messaging != nil
-                        && (platform == .android || session.tokens.voip != nil)
+                do {
+                    try await phone.wait("a session started with every push token") { phone in
+                        guard let session = phone.session else { return false }
+                        return session.isStarted && session.tokens.messaging != nil
+                            && (platform == .android || session.tokens.voip != nil)
+                    }
+                    try await Simulation.$endpoints.withValue(endpoints) { try await body(phone, backend, clock) }
+                } catch {
+                    await phone.stop()
+                    throw error
                 }
-                try await Simulation.$endpoints.withValue(endpoints) { try await body(phone, backend, clock) }
+                // The phone's loops end before the stack and the HTTP client they use.
+                await phone.stop()
             }
             if let relay = options.relay, let sandbox = options.sandbox {
                 guard let key = try? String(contentsOfFile: options.apiKeyFile, encoding: .utf8) else {

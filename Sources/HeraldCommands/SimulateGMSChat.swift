@@ -29,18 +29,9 @@ extension SimulateCommand {
         var android = false
 
         func run() async throws {
-            let platform: DevicePlatform = android ? .android : .ios
-            let timeline = try await Simulation.run(options: options, flow: "gms-chat", platform: platform) {
-                phone,
-                backend,
-                clock in
-                try await Simulation.gmsChat(phone: phone, backend: backend, clock: clock)
+            try await Simulation.play("gms-chat", named: "GMS chat", android: android, options: options) {
+                try await Simulation.gmsChat(phone: $0, backend: $1, clock: $2)
             }
-            try Simulation.finish(
-                timeline,
-                options: options,
-                title: android ? "Herald: Android GMS chat flow" : "Herald: GMS chat flow"
-            )
         }
     }
 }

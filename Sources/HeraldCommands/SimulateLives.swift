@@ -30,18 +30,9 @@ extension SimulateCommand {
         var android = false
 
         func run() async throws {
-            let platform: DevicePlatform = android ? .android : .ios
-            let timeline = try await Simulation.run(options: options, flow: "dual-channel", platform: platform) {
-                phone,
-                backend,
-                clock in
-                try await Simulation.dualChannel(phone: phone, backend: backend, clock: clock)
+            try await Simulation.play("dual-channel", named: "dual-channel", android: android, options: options) {
+                try await Simulation.dualChannel(phone: $0, backend: $1, clock: $2)
             }
-            try Simulation.finish(
-                timeline,
-                options: options,
-                title: android ? "Herald: Android dual-channel flow" : "Herald: dual-channel flow"
-            )
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldEncoding
 import HeraldRelay
+import HeraldServer
 import Hummingbird
 import Logging
 import ServiceLifecycle
@@ -44,24 +45,14 @@ struct SimulationWebhookReceiver: Sendable {
             onServerRunning: { channel in ports.continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger
         )
-        let group = ServiceGroup(services: [app], logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
+        return try await HeraldServer.withServices([app], logger: logger) {
             var bound = ports.stream.makeAsyncIterator()
             let port = await bound.next() ?? 0
-            let receiver = SimulationWebhookReceiver(
-                settings: WebhookSettings(url: "http://127.0.0.1:\(port)/herald-events", secret: secret)
+            return try await body(
+                SimulationWebhookReceiver(
+                    settings: WebhookSettings(url: "http://127.0.0.1:\(port)/herald-events", secret: secret)
+                )
             )
-            do {
-                let result = try await body(receiver)
-                await group.triggerGracefulShutdown()
-                try await tasks.waitForAll()
-                return result
-            } catch {
-                await group.triggerGracefulShutdown()
-                try? await tasks.waitForAll()
-                throw error
-            }
         }
     }
 }

@@ -7,13 +7,15 @@ import Logging
 /// seed 004 step 4 has it: after a VoIP push the SDK connects, learns the call and reports it
 /// ringing, answers or declines through it, and hears when the call stops elsewhere.
 ///
-/// Frames sent before the connection is up wait in order and go out once it is.
+/// Frames sent before the connection is up wait in order and go out once it is. The connection
+/// runs in the phone's group (`PhoneTasks`) until `close()` or the phone stops.
 final class CallChannel: Sendable {
     private let outgoing: AsyncStream<String>.Continuation
-    private let task: Task<Void, Never>
+    private let task: PhoneTasks.Handle
 
     /// - Parameter received: called for each frame the relay sends, in order.
     init(
+        tasks: PhoneTasks,
         relay: String,
         deviceID: String,
         credential: String,
@@ -29,7 +31,7 @@ final class CallChannel: Sendable {
             + "/v1/devices/\(deviceID)/live?credential=\(credential)"
         let (frames, outgoing) = AsyncStream.makeStream(of: String.self)
         self.outgoing = outgoing
-        task = Task {
+        task = tasks.start {
             do {
                 try await WebSocketClient.connect(url: url, logger: logger) { inbound, outbound, _ in
                     try await withThrowingTaskGroup(of: Void.self) { group in

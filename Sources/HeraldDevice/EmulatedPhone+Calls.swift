@@ -75,6 +75,7 @@ extension EmulatedPhone {
             state.generation += 1
             let generation = state.generation
             let channel = CallChannel(
+                tasks: tasks,
                 relay: registration.relayURL,
                 deviceID: registration.deviceID,
                 credential: credential,

@@ -28,7 +28,7 @@ final class LifeLink: Sendable {
         var machine: AppLifeMachine
         /// The transcript position seen last, by conversation (kept in the app's storage).
         var positions: [String: Int]
-        var heartbeatTimer: Task<Void, Never>?
+        var heartbeatTimer: PhoneTasks.Handle?
         /// The last life event being handled: events are handled one after another.
         var tail: Task<Void, any Error>?
         var shown: [AppMessage] = []
@@ -104,6 +104,10 @@ extension EmulatedPhone {
     func lifeEvent(_ event: AppLifeMachine.Event) async throws {
         let task = lifeLink.state.withLock { state -> Task<Void, any Error> in
             let previous = state.tail
+            // One task per event, not a loop: it lives while the event's actions run, queued
+            // behind the one before. It is not the caller's child on purpose: a caller that is
+            // cancelled (a heartbeat timer stopped) must not cut an event's actions in half and
+            // leave the app between two states. `stop()` waits for the last one.
             let task = Task {
                 _ = await previous?.result
                 let actions = self.lifeLink.state.withLock { $0.machine.handle(event) }
@@ -428,7 +432,7 @@ extension EmulatedPhone {
         let interval = Int64(AppLifeMachine.heartbeatInterval) * 1000
         // The first deadline now, not when the task first runs: a clock moved meanwhile counts.
         let first = clock.now() + interval
-        let timer = Task { [weak self] in
+        let timer = tasks.start { [weak self] in
             var next = first
             while !Task.isCancelled {
                 do { try await clock.sleepUntil(next) } catch { return }
@@ -445,7 +449,7 @@ extension EmulatedPhone {
                 while next <= woke { next += interval }
             }
         }
-        lifeLink.state.withLock { state -> Task<Void, Never>? in
+        lifeLink.state.withLock { state -> PhoneTasks.Handle? in
             defer { state.heartbeatTimer = timer }
             return state.heartbeatTimer
         }?.cancel()
@@ -463,7 +467,7 @@ extension EmulatedPhone {
     }
 
     func stopHeartbeatTimer() {
-        lifeLink.state.withLock { state -> Task<Void, Never>? in
+        lifeLink.state.withLock { state -> PhoneTasks.Handle? in
             defer { state.heartbeatTimer = nil }
             return state.heartbeatTimer
         }?.cancel()

@@ -28,6 +28,8 @@ public final class EmulatedPhone: Sendable {
     let callLink = CallLink()
     /// The app's life: foreground, background, terminated, logged out (`EmulatedPhone+Life`).
     let lifeLink: LifeLink
+    /// The phone's long-lived loops, cancelled and awaited by `stop()`.
+    let tasks = PhoneTasks()
 
     private struct State {
         var machine = LateTokenMachine()
@@ -37,7 +39,8 @@ public final class EmulatedPhone: Sendable {
         var shown: [DisplayedNotification] = []
         var duplicates = 0
         var diagnostics: [String] = []
-        var loop: Task<Void, Never>?
+        /// The device connection and the late-token timeout, until `shutdown()`.
+        var loop: PhoneTasks.Handle?
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter: UInt64 = 0
         /// Counts the changes, so a waiter knows whether one came since it last looked.
@@ -165,9 +168,9 @@ public final class EmulatedPhone: Sendable {
         let sandbox = configuration.sandboxURL
         let timeout = configuration.tokenTimeout
         let logger = logger
-        // The phone's one task of its own, until `shutdown()`: the device connection and the
-        // late-token timeout are its children.
-        let loop = Task {
+        // The phone's loop until `shutdown()`, in the phone's group: the device connection and
+        // the late-token timeout are its children.
+        let loop = tasks.start {
             await withDiscardingTaskGroup { group in
                 group.addTask {
                     do {
@@ -222,18 +225,37 @@ public final class EmulatedPhone: Sendable {
     }
 
     /// Stops the app (the device connection closes; the sandbox stores what comes meanwhile).
+    /// The phone's loops are cancelled; `stop()` also waits until they have ended.
     public func shutdown() {
+        switchOff()
+    }
+
+    /// Stops the app as `shutdown()` does, and returns once the phone's loops (the device
+    /// connection, the heartbeat timer, the live channel) and the life event in progress have
+    /// ended.
+    public func stop() async {
+        let loops = switchOff()
+        _ = await lifeLink.state.withLock { $0.tail }?.result
+        // What the life event in progress started meanwhile (a live channel) ends too.
+        let late = tasks.cancelAll()
+        await loops?.value
+        await late?.value
+    }
+
+    @discardableResult
+    private func switchOff() -> Task<Void, Never>? {
         stopHeartbeatTimer()
         lifeEnded()
-        let loop = state.withLock { state -> Task<Void, Never>? in
+        state.withLock { state -> PhoneTasks.Handle? in
             defer { state.loop = nil }
             return state.loop
-        }
-        loop?.cancel()
+        }?.cancel()
         closeCallChannel()
+        let loops = tasks.cancelAll()
         if let session = state.withLock({ $0.session }) { session.stop(phone: self) }
         // A later `launch()` starts over from the persisted tokens.
         state.withLock { $0.machine = LateTokenMachine() }
+        return loops
     }
 
     private func sandboxDeviceID() async throws -> String {

@@ -131,24 +131,22 @@ public struct NotificationServiceEmulator: Sendable {
         }
         let herald = object["herald"] as? [String: Any] ?? [:]
         // The extension's work races its budget; when the budget ends first, iOS shows the
-        // original content (serviceExtensionTimeWillExpire).
-        let work = Task { () -> ServiceExtensionResult in
-            if delay > .zero { try? await Task.sleep(for: delay) }
-            return open(herald: herald, threadID: aps["thread-id"] as? String, original: original)
-        }
-        let outcome = await withTaskGroup(of: ServiceExtensionResult?.self) { group in
-            group.addTask { await work.value }
+        // original content (serviceExtensionTimeWillExpire). Opening takes no time of its own:
+        // the race is the extension's delay against the budget, and the loser is cancelled.
+        let inTime = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                if delay > .zero { try? await Task.sleep(for: delay) }
+                return !Task.isCancelled
+            }
             group.addTask {
                 try? await Task.sleep(for: budget)
-                return nil
+                return false
             }
-            let first = await group.next() ?? nil
-            // The child waiting on `work` ends only when `work` does: cancel it, not just the group.
-            work.cancel()
+            let first = await group.next() ?? false
             group.cancelAll()
             return first
         }
-        if let outcome { return outcome }
+        if inTime { return open(herald: herald, threadID: aps["thread-id"] as? String, original: original) }
         return ServiceExtensionResult(
             notification: original,
             ranExtension: true,

@@ -193,43 +193,44 @@ public final class Timeline: Sendable {
         at: Int64? = nil,
         reportedAt: Int64? = nil
     ) {
-        if let (timeline, device) = base {
-            func named(_ component: String) -> String {
-                Self.phoneComponents.contains(component) ? component + " · " + device : component
-            }
-            timeline.record(
-                named(from),
-                named(to),
-                step,
+        record(
+            TimelineEvent(
+                elapsedMs: 0,
+                from: from,
+                to: to,
+                step: step,
                 pushType: pushType,
                 priority: priority,
                 topic: topic,
                 payloadBytes: payloadBytes,
                 detail: detail,
-                // The device's own chain of stages (delivered, opened, shown) for the subject.
-                subject: subject.map { $0 + " · " + device },
+                subject: subject,
                 stage: stage,
-                userSees: userSees,
-                at: at,
-                reportedAt: reportedAt
-            )
+                userSees: userSees
+            ),
+            at: at,
+            reportedAt: reportedAt
+        )
+    }
+
+    /// Records `step` (its time not yet set): on the base timeline when this is a second
+    /// phone's view, with the phone's components and subject named apart.
+    private func record(_ step: TimelineEvent, at: Int64?, reportedAt: Int64?) {
+        if let (timeline, device) = base {
+            func named(_ component: String) -> String {
+                Self.phoneComponents.contains(component) ? component + " · " + device : component
+            }
+            var step = step
+            step.from = named(step.from)
+            step.to = named(step.to)
+            // The device's own chain of stages (delivered, opened, shown) for the subject.
+            step.subject = step.subject.map { $0 + " · " + device }
+            timeline.record(step, at: at, reportedAt: reportedAt)
             return
         }
-        let event = TimelineEvent(
-            elapsedMs: (reportedAt ?? at ?? now()) - start,
-            from: from,
-            to: to,
-            step: step,
-            pushType: pushType,
-            priority: priority,
-            topic: topic,
-            payloadBytes: payloadBytes,
-            detail: detail,
-            subject: subject,
-            stage: stage,
-            userSees: userSees,
-            reportedMs: reportedAt.map { $0 - start }
-        )
+        var event = step
+        event.elapsedMs = (reportedAt ?? at ?? now()) - start
+        event.reportedMs = reportedAt.map { $0 - start }
         events.withLock { $0.append(event) }
         observer(event)
     }

@@ -151,6 +151,12 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public struct Database: Codable, Sendable, Equatable {
         public init() {}
 
+        /// A section that sets only the URL; nil without one (a flag or variable not given).
+        public init?(url: String?) {
+            guard let url else { return nil }
+            self.url = url
+        }
+
         /// `postgres://user[:password]@host[:port]/database[?sslmode=…&schema=…]`.
         public var url: String?
         /// Connections for statements each node keeps at most (10); up to three more listen for wake-ups.
@@ -376,10 +382,7 @@ extension ConfigurationFile {
         layer.logLevel = string("HERALD_LOG_LEVEL")
         layer.logFormat = string("HERALD_LOG_FORMAT")
         layer.nodeID = string("HERALD_NODE_ID")
-        if let url = string("HERALD_DATABASE_URL") {
-            layer.database = Database()
-            layer.database?.url = url
-        }
+        layer.database = Database(url: string("HERALD_DATABASE_URL"))
         if let workers = try int("HERALD_WORKERS") {
             layer.dispatcher = Dispatcher()
             layer.dispatcher?.workers = workers

@@ -2,7 +2,7 @@ import HeraldCrypto
 public import HeraldStore
 import HeraldStorePostgres
 public import Logging
-import ServiceLifecycle
+public import ServiceLifecycle
 
 extension HeraldServer {
     /// Opens the store `configuration` names, runs it while `body` runs, and stops it after
@@ -34,7 +34,7 @@ extension HeraldServer {
     /// outcomes are written to it after the dispatcher drained) and the in-process sandbox (the
     /// provider's clients connect to it). A `ServiceGroup` starts its services without waiting for
     /// one to be ready, so these run in a group around it; see docs/architecture.md, "Shutdown".
-    static func withServices<T: Sendable>(
+    public static func withServices<T: Sendable>(
         _ services: [any Service],
         logger: Logger,
         _ body: () async throws -> T

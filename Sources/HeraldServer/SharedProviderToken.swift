@@ -189,25 +189,13 @@ public final class SharedProviderToken: Service, Sendable {
             )
             return .adopted(record)
         case .publishNew(let replacing):
-            let token: ProviderToken
-            do {
-                token = try signer.makeToken(issuedAt: wallClock() / 1000)
-            } catch {
-                logger.error("cannot sign an APNs provider token", metadata: ["error": "\(error)"])
-                return nil
-            }
+            guard let token = signedNow() else { return nil }
             return await publish(token, replacing: replacing, new: true)
         case .publishHeld(let replacing):
             guard let token = tokens.held else { return nil }
             return await publish(token, replacing: replacing, new: false)
         case .signLocally:
-            let token: ProviderToken
-            do {
-                token = try signer.makeToken(issuedAt: wallClock() / 1000)
-            } catch {
-                logger.error("cannot sign an APNs provider token", metadata: ["error": "\(error)"])
-                return nil
-            }
+            guard let token = signedNow() else { return nil }
             tokens.adopt(token)
             tokenCount("alone")
             logger.warning(
@@ -215,6 +203,16 @@ public final class SharedProviderToken: Service, Sendable {
                 metadata: ["key_id": "\(signer.keyID)"]
             )
             return .signedLocally(issuedAt: token.issuedAt * 1000)
+        }
+    }
+
+    /// A token signed now, or nil (logged) when the key cannot sign.
+    private func signedNow() -> ProviderToken? {
+        do {
+            return try signer.makeToken(issuedAt: wallClock() / 1000)
+        } catch {
+            logger.error("cannot sign an APNs provider token", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 

@@ -12,16 +12,8 @@ extension StoreConformance {
     /// its number, and an app without a webhook get none.
     public static func callbackPushedWhenDelivered(_ engine: some StoreEngine) async throws {
         let (store, _) = try await fresh(engine)
-        var hooked = AppRecord(id: "com.example.hooked", teamID: "TEAM123456")
-        hooked.webhook = AppWebhook(url: "https://backend.example/hooks", sealedSecret: [9, 9, 9])
-        try await store.saveApp(hooked)
-        for id in ["h1", "h2", "h3"] {
-            var device = StoreFixtures.device(id, user: "alice")
-            device.appID = hooked.id
-            try await store.saveDevice(device)
-        }
-        try await store.saveDevice(StoreFixtures.device("d1"))
-        let scene = CallbackPushedScene(store: store, hookedAppID: hooked.id)
+        let hooked = try await saveHookedApp(store, devices: ["h1", "h2", "h3"])
+        let scene = CallbackPushedScene(store: store, hookedAppID: hooked)
         // The steps share one store and one clock: each runs after the one before it.
         let waiting = try await pushedOncePerDelivery(scene)
         try await pushedEventsAroundAnswers(scene, waiting: waiting)

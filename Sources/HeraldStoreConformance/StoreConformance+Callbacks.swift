@@ -19,14 +19,7 @@ extension StoreConformance {
 
     static func callbackEvent(_ id: String, _ type: WebhookEventType, callback: String, at time: Int64) -> WebhookEvent
     {
-        WebhookEvent(
-            id: id,
-            appID: StoreFixtures.appID,
-            type: type,
-            orderingKey: "callback:" + callback,
-            data: #"{"callback_id":"\#(callback)"}"#,
-            createdAt: time
-        )
+        subjectEvent(id, type, subject: "callback", callback, at: time)
     }
 
     /// A scheduled callback is durable with its first history line (another store reads it), once

@@ -18,13 +18,23 @@ extension StoreConformance {
     }
 
     static func callEvent(_ id: String, _ type: WebhookEventType, call: String, at time: Int64) -> WebhookEvent {
-        WebhookEvent(
-            id: id,
-            appID: StoreFixtures.app().id,
-            type: type,
-            orderingKey: "call:" + call,
-            data: #"{"call_id":"\#(call)"}"#,
-            createdAt: time
+        subjectEvent(id, type, subject: "call", call, at: time)
+    }
+
+    /// `device` reports `call` ringing at `time`, with `event` the `call.ringing` event that the
+    /// call's first report writes.
+    static func reportRinging(
+        _ store: any HeraldStore,
+        call: String,
+        device: String,
+        at time: Int64,
+        event: String
+    ) async throws -> CallRecord? {
+        try await store.reportCallRinging(
+            callID: call,
+            deviceID: device,
+            at: time,
+            firstRinging: [callEvent(event, .callRinging, call: call, at: time)]
         )
     }
 
@@ -123,28 +133,14 @@ extension StoreConformance {
         let other = try await engine.open(storage)
         #expect(try await store.reportCallRinging(callID: "nope", deviceID: "d1", at: 1, firstRinging: []) == nil)
 
-        let first = try #require(
-            try await store.reportCallRinging(
-                callID: "r",
-                deviceID: "d2",
-                at: 1_100,
-                firstRinging: [callEvent("ring-1", .callRinging, call: "r", at: 1_100)]
-            )
-        )
+        let first = try #require(try await reportRinging(store, call: "r", device: "d2", at: 1_100, event: "ring-1"))
         #expect(first.ringingAt == 1_100)
         #expect(
             first.devices == [
                 .init(deviceID: "d1", report: .pushed), .init(deviceID: "d2", report: .ringing, reportedAt: 1_100),
             ]
         )
-        let second = try #require(
-            try await other.reportCallRinging(
-                callID: "r",
-                deviceID: "d9",
-                at: 1_200,
-                firstRinging: [callEvent("ring-2", .callRinging, call: "r", at: 1_200)]
-            )
-        )
+        let second = try #require(try await reportRinging(other, call: "r", device: "d9", at: 1_200, event: "ring-2"))
         #expect(second.ringingAt == 1_100)
         #expect(second.devices.map(\.deviceID) == ["d1", "d2", "d9"])
         #expect(try await store.webhookEvent(id: "ring-1") != nil)

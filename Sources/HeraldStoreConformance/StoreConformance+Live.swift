@@ -9,7 +9,6 @@ extension StoreConformance {
     public static func recipientsCarryTheirLiveSession(_ engine: some StoreEngine) async throws {
         let (nodeA, storage) = try await fresh(engine)
         let nodeB = try await engine.open(storage)
-        try await nodeA.saveApp(StoreFixtures.app())
         try await nodeA.saveDevice(StoreFixtures.device("d1", createdAt: 1))
         try await nodeA.saveDevice(StoreFixtures.device("d2", createdAt: 2))
         func sessions() async throws -> [LiveSessionRecord?] {

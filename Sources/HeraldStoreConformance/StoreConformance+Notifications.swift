@@ -131,13 +131,6 @@ extension StoreConformance {
         _ type: WebhookEventType,
         at time: Int64
     ) -> WebhookEvent {
-        WebhookEvent(
-            id: id,
-            appID: StoreFixtures.appID,
-            type: type,
-            orderingKey: "device:" + device,
-            data: #"{"device_id":"\#(device)"}"#,
-            createdAt: time
-        )
+        subjectEvent(id, type, subject: "device", device, at: time)
     }
 }

@@ -11,7 +11,6 @@ extension StoreConformance {
     public static func staleRecipientsAreRefused(_ engine: some StoreEngine) async throws {
         let (store, storage) = try await fresh(engine)
         let otherNode = try await engine.open(storage)
-        try await store.saveApp(StoreFixtures.app())
         try await store.saveDevice(StoreFixtures.device("d1", createdAt: 1))
         let changes: [(String, () async throws -> Void)] = [
             ("a device added", { try await otherNode.saveDevice(StoreFixtures.device("d2", createdAt: 2)) }),

@@ -185,12 +185,7 @@ extension StoreConformance {
             let ingest = Ingest(idempotencyKey: "call:" + id, message: nil, pushes: [], receipt: [1])
             #expect(try await store.acceptCall(ingest, call: callRecord(id, devices: ["x1", "x2"])) == .accepted)
         }
-        _ = try await store.reportCallRinging(
-            callID: "x-call-ringing",
-            deviceID: "x1",
-            at: 1_500,
-            firstRinging: [callEvent("x-ring", .callRinging, call: "x-call-ringing", at: 1_500)]
-        )
+        _ = try await reportRinging(store, call: "x-call-ringing", device: "x1", at: 1_500, event: "x-ring")
         let end = CallEnd(
             callID: "x-call-ended",
             state: .answered,

@@ -195,13 +195,7 @@ extension StoreConformance {
     /// reason, for apps that have a webhook only; a retried push writes none.
     public static func pushFinalStatesWriteWebhookEvents(_ engine: some StoreEngine) async throws {
         let (store, _) = try await fresh(engine)
-        var hooked = AppRecord(id: "com.example.hooked", teamID: "TEAM123456")
-        hooked.webhook = AppWebhook(url: "https://backend.example/hooks", sealedSecret: [9, 9, 9])
-        try await store.saveApp(hooked)
-        try await store.saveDevice(StoreFixtures.device("d1"))
-        var device = StoreFixtures.device("h1", user: "alice")
-        device.appID = hooked.id
-        try await store.saveDevice(device)
+        let hooked = try await saveHookedApp(store, devices: ["h1"])
         let pushes = [
             StoreFixtures.push("n1", device: "d1", at: 1),
             StoreFixtures.push("h-del", device: "h1", at: 2),
@@ -243,7 +237,7 @@ extension StoreConformance {
             now: 30
         )
         #expect(try await store.webhookEvents(app: StoreFixtures.appID, state: nil, limit: 10, after: nil).isEmpty)
-        let events = try await store.webhookEvents(app: hooked.id, state: nil, limit: 10, after: nil)
+        let events = try await store.webhookEvents(app: hooked, state: nil, limit: 10, after: nil)
         let byPush = Dictionary(uniqueKeysWithValues: events.map { ($0.event.orderingKey, $0) })
         #expect(Set(byPush.keys) == ["push:h-del", "push:h-fail", "push:h-dead", "push:h-exp"])
         let expected: [String: (WebhookEventType, String?, Int64)] = [

@@ -168,6 +168,40 @@ public enum StoreConformance {
         }
     }
 
+    /// An event of the fixture app about one subject: keyed `<subject>:<id>` (the subject's events
+    /// are delivered in order), with `{"<subject>_id": id}` for data.
+    static func subjectEvent(
+        _ id: String,
+        _ type: WebhookEventType,
+        subject: String,
+        _ subjectID: String,
+        at time: Int64
+    ) -> WebhookEvent {
+        WebhookEvent(
+            id: id,
+            appID: StoreFixtures.appID,
+            type: type,
+            orderingKey: subject + ":" + subjectID,
+            data: #"{"\#(subject)_id":"\#(subjectID)"}"#,
+            createdAt: time
+        )
+    }
+
+    /// Saves an app with a webhook (its id returned) and alice's `devices` in it, beside `d1` of
+    /// the fixture app, which has none.
+    static func saveHookedApp(_ store: any HeraldStore, devices: [String]) async throws -> String {
+        var hooked = AppRecord(id: "com.example.hooked", teamID: "TEAM123456")
+        hooked.webhook = AppWebhook(url: "https://backend.example/hooks", sealedSecret: [9, 9, 9])
+        try await store.saveApp(hooked)
+        for id in devices {
+            var device = StoreFixtures.device(id, user: "alice")
+            device.appID = hooked.id
+            try await store.saveDevice(device)
+        }
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        return hooked.id
+    }
+
     /// Fresh storage holding the fixture app, and a store on it.
     static func fresh<Engine: StoreEngine>(
         _ engine: Engine
