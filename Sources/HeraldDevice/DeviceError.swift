@@ -1,3 +1,5 @@
+import HeraldDomain
+
 /// Why the device side could not do something.
 public struct DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Hashable, Sendable {
@@ -7,22 +9,17 @@ public struct DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
         case payload
     }
 
-    private let code: Code
+    /// The kind and the words; equality and hashing look at the kind only.
+    private let kind: ErrorKind<Code>
     /// What went wrong, for a person; never key material or message text.
-    public let detail: String
+    public var detail: String { kind.text }
 
-    private init(_ code: Code, _ detail: String) {
-        self.code = code
-        self.detail = detail
-    }
+    private init(_ code: Code, _ detail: String) { kind = ErrorKind(code, detail) }
 
     public var description: String { detail }
 
     /// A stable name for the kind of failure.
-    public var identifier: String { code.rawValue }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var identifier: String { kind.code.rawValue }
 
     /// The app-group store cannot be read or written.
     public static func store(_ detail: String) -> Self { Self(.store, detail) }

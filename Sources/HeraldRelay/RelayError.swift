@@ -1,3 +1,5 @@
+import HeraldDomain
+
 /// Why the relay refused a request. Knows no transport: HeraldRelayHTTP makes it Hummingbird's
 /// `HTTPResponseError`, each kind's status and JSON answer.
 public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -12,9 +14,12 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         case tooManyRequests = "too_many_requests"
     }
 
-    private let code: Code
+    /// The kind and the words; equality and hashing look at the kind only (the field, the user
+    /// and the retry time are details of one refusal).
+    private let kind: ErrorKind<Code>
+    private var code: Code { kind.code }
     /// What went wrong, for the caller. Never holds secrets or message text.
-    public let detail: String
+    public var detail: String { kind.text }
     /// The request field at fault, for `invalidField`.
     public let field: String?
     /// The user a refused message was for, for `noDevices`.
@@ -29,8 +34,7 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         retryAfter: Duration? = nil,
         user: String? = nil
     ) {
-        self.code = code
-        self.detail = detail
+        self.kind = ErrorKind(code, detail)
         self.field = field
         self.user = user
         self.retryAfter = retryAfter
@@ -41,8 +45,8 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable name for the kind of failure (`"invalid_field"`), for JSON error bodies.
     public var identifier: String { code.rawValue }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.kind == rhs.kind }
+    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 
     /// A request field is missing or malformed.
     public static func invalidField(_ field: String, _ reason: String) -> Self {

@@ -7,19 +7,14 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalid
     }
 
-    private let code: Code
+    /// The kind and the words; equality and hashing look at the kind only.
+    private let kind: ErrorKind<Code>
     /// What went wrong, for the operator; never holds secrets or message text.
-    public let detail: String
+    public var detail: String { kind.text }
 
-    private init(_ code: Code, _ detail: String) {
-        self.code = code
-        self.detail = detail
-    }
+    private init(_ code: Code, _ detail: String) { kind = ErrorKind(code, detail) }
 
     public var description: String { detail }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The database cannot be opened, read or written.
     public static let unavailable = Self(.unavailable, "the store is not available")
@@ -32,5 +27,5 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let invalid = Self(.invalid, "the store cannot do what it was asked")
 
     /// The same kind of failure with a more precise message.
-    public func with(detail: String) -> Self { Self(code, detail) }
+    public func with(detail: String) -> Self { Self(kind.code, detail) }
 }
