@@ -88,10 +88,22 @@ public final class RelayTranscripts: Sendable {
             to: request.to,
             except: Set(disconnected.map(\.deviceID))
         )
+        try await deliver(to: disconnected, of: request.to, conversation: conversation, receipt: &receipt)
+        return receipt
+    }
+
+    /// Pushes the transcript to the disconnected devices of `userID`, now or after the first
+    /// push's delay (`TranscriptPlanner.deliveries`), and notes each in the receipt.
+    private func deliver(
+        to disconnected: [ChatDisconnect],
+        of userID: String,
+        conversation: String,
+        receipt: inout ChatEventReceipt
+    ) async throws(RelayError) {
         var userDevices: Set<String> = []
         for disconnect in disconnected {
             let device = try await context.storing { try await $0.device(id: disconnect.deviceID) }
-            if device?.userID == request.to { userDevices.insert(disconnect.deviceID) }
+            if device?.userID == userID { userDevices.insert(disconnect.deviceID) }
         }
         let deliveries = TranscriptPlanner.deliveries(
             disconnected,
@@ -109,7 +121,6 @@ public final class RelayTranscripts: Sendable {
                 receipt.scheduled.append(deviceID)
             }
         }
-        return receipt
     }
 
     // MARK: Chat lifecycle

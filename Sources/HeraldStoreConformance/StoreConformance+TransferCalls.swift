@@ -65,9 +65,7 @@ extension StoreConformance {
         let other = try await engine.open(storage)
         let dueCalls = try await store.claimDueCalls(now: 31_000, owner: "new", leaseUntil: 40_000, limit: 10)
         #expect(dueCalls.map(\.id) == ["x-call-ringing"])
-        let events = try await store.claimWebhookEvents(
-            StoreWork.Lease(owner: "new", now: 50_000, until: 60_000, limit: 10)
-        )
+        let events = try await store.claimWebhookEvents(.init(owner: "new", now: 50_000, until: 60_000, limit: 10))
         #expect(Set(events.map(\.event.id)) == ["x-cb-pushed", "x-ring"], "one key's events in order")
         #expect(events.first { $0.event.id == "x-ring" }?.attempts == 3, "its two attempts kept, and this one")
 

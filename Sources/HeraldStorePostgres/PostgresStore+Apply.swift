@@ -83,20 +83,9 @@ extension PostgresStore: StoreWorkEngine {
         case .releaseHeld(let release, let now):
             return try await Self.release(release, now: now, on: connection, logger: logger, after: &after)
         case .settleLiveHandover(let messageID, let deviceID):
-            return try await settleLiveHandover(
-                messageID: messageID,
-                deviceID: deviceID,
-                on: connection,
-                logger: logger
-            )
+            return try await settleLiveHandover(messageID, deviceID, on: connection, logger: logger)
         case .renewLiveSessions(let nodeID, let sessionIDs, let until):
-            try await renewLiveSessions(
-                nodeID: nodeID,
-                keeping: sessionIDs,
-                until: until,
-                on: connection,
-                logger: logger
-            )
+            try await renewLiveSessions(nodeID, sessionIDs, until, on: connection, logger: logger)
         case .completeWebhookEvent(let id, let owner, let completion, let now):
             return try await completeWebhookEvent(id, owner, completion, now, on: connection, logger: logger)
         case .removeDisconnect(let disconnect, let events):

@@ -44,9 +44,9 @@ extension PostgresStore {
 
     /// `StoreChange.renewLiveSessions`, inside the caller's transaction.
     static func renewLiveSessions(
-        nodeID: String,
-        keeping sessionIDs: Set<String>,
-        until: Int64,
+        _ nodeID: String,
+        _ sessionIDs: Set<String>,
+        _ until: Int64,
         on connection: PostgresConnection,
         logger: Logger
     ) async throws {
@@ -105,8 +105,8 @@ extension PostgresStore {
 
     /// `StoreChange.settleLiveHandover`, inside the caller's transaction.
     static func settleLiveHandover(
-        messageID: String,
-        deviceID: String,
+        _ messageID: String,
+        _ deviceID: String,
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> ChangeOutcome {
