@@ -6,8 +6,9 @@ public import HeraldPush
 /// `doWork(_:)`, which maps it to its function here and its answer to a `WorkAnswer` in one place
 /// for every engine.
 ///
-/// Each function's promise is its `StoreWork` case's.
-public protocol StoreWorkEngine: Sendable {
+/// Each function's promise is its `StoreWork` case's. Package-wide, not public: the store's
+/// public write is `apply` alone.
+package protocol StoreWorkEngine: Sendable {
     func claimPushes(_ lease: StoreWork.Lease, networks: Set<PushNetwork>) async throws -> [ClaimedPush]
     func complete(batches: [CompletionBatch]) async throws
     func releaseClaims(of owner: String, now: Int64) async throws -> Int
@@ -30,7 +31,7 @@ public protocol StoreWorkEngine: Sendable {
 extension StoreWorkEngine {
     /// Does one piece of store work and answers what it took (`ChangeOutcome.answered`), or
     /// `applied` for completions.
-    public func doWork(_ work: StoreWork) async throws -> ChangeOutcome {
+    package func doWork(_ work: StoreWork) async throws -> ChangeOutcome {
         switch work {
         case .claimPushes(let lease, let networks):
             return .answered(.pushes(try await claimPushes(lease, networks: networks)))

@@ -75,7 +75,7 @@ extension PostgresStore {
         }
     }
 
-    public func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
+    package func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         // One statement; SKIP LOCKED leaves a callback another node is claiming or changing to it.
         return try await rows(
@@ -169,7 +169,7 @@ extension PostgresStore {
         ).map(Self.webhookEvent(from:))
     }
 
-    public func deleteFinishedCallbacks(changedBefore before: Int64) async throws -> Int {
+    package func deleteFinishedCallbacks(changedBefore before: Int64) async throws -> Int {
         try await transaction("delete finished callbacks") { [logger] connection in
             let deleted = try await connection.run(
                 """

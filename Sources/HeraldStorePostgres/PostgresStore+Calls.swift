@@ -128,7 +128,7 @@ extension PostgresStore {
         return .applied
     }
 
-    public func claimDueCalls(_ lease: StoreWork.Lease) async throws -> [CallRecord] {
+    package func claimDueCalls(_ lease: StoreWork.Lease) async throws -> [CallRecord] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         return try await transaction("claim due calls") { [logger] connection -> [CallRecord] in
             let ids = try await connection.run(
@@ -160,7 +160,7 @@ extension PostgresStore {
         }
     }
 
-    public func takeCallStops(for nodeID: String) async throws -> [CallStop] {
+    package func takeCallStops(for nodeID: String) async throws -> [CallStop] {
         let rows = try await rows(
             "take call stops",
             "DELETE FROM call_stops WHERE node_id = \(nodeID) RETURNING call_id, device_id, node_id, reason"

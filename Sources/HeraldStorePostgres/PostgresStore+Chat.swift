@@ -3,7 +3,7 @@ import NIOCore
 import PostgresNIO
 
 extension PostgresStore {
-    public func appendTranscript(event: TranscriptEvent) async throws -> Int {
+    package func appendTranscript(event: TranscriptEvent) async throws -> Int {
         try await transaction("append to a transcript") { [logger] connection -> Int in
             // The chat's row starts with its first event and is locked by every append, so an
             // end and an append on two nodes happen one after the other.
@@ -192,7 +192,7 @@ extension PostgresStore {
         return found.isEmpty ? .stale : .duplicate
     }
 
-    public func endIdleChats(at now: Int64, idle: Int64) async throws -> Int {
+    package func endIdleChats(at now: Int64, idle: Int64) async throws -> Int {
         try await transaction("end idle chats") { [logger] connection -> Int in
             try await connection.run(
                 """
@@ -205,7 +205,7 @@ extension PostgresStore {
         }
     }
 
-    public func deleteEndedChats(before endedBefore: Int64) async throws -> Int {
+    package func deleteEndedChats(before endedBefore: Int64) async throws -> Int {
         try await transaction("delete ended chats") { [logger] connection -> Int in
             // At most a batch per call; chats another node is deleting now are left to it.
             let ended = try await connection.run(

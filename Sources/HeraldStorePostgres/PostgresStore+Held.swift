@@ -107,7 +107,7 @@ extension PostgresStore {
         return .applied
     }
 
-    public func endHolds(at now: Int64) async throws -> Int {
+    package func endHolds(at now: Int64) async throws -> Int {
         try await rows(
             "end holds",
             "DELETE FROM held_messages WHERE held_until <= \(now) RETURNING message_id"

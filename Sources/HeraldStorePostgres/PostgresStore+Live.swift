@@ -89,7 +89,7 @@ extension PostgresStore {
         }
     }
 
-    public func takeLiveHandovers(for nodeID: String) async throws -> [LiveHandover] {
+    package func takeLiveHandovers(for nodeID: String) async throws -> [LiveHandover] {
         let rows = try await rows(
             "take live handovers",
             """
@@ -117,7 +117,7 @@ extension PostgresStore {
         return settled.isEmpty ? .stale : .applied
     }
 
-    public func takeOverdueLiveHandovers(at now: Int64, limit: Int) async throws -> [LiveHandover] {
+    package func takeOverdueLiveHandovers(at now: Int64, limit: Int) async throws -> [LiveHandover] {
         // SKIP LOCKED: two sweeps at once split the overdue handovers rather than wait for each
         // other; each row is deleted, so returned, once.
         let rows = try await rows(

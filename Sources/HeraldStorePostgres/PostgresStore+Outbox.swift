@@ -176,7 +176,7 @@ extension PostgresStore {
         }
     }
 
-    public func claimPushes(_ lease: StoreWork.Lease, networks: Set<PushNetwork>) async throws -> [ClaimedPush] {
+    package func claimPushes(_ lease: StoreWork.Lease, networks: Set<PushNetwork>) async throws -> [ClaimedPush] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         if networks.isEmpty { return [] }
         let wanted = PushNetwork.allCases.filter(networks.contains).map(\.rawValue)
@@ -283,7 +283,7 @@ extension PostgresStore {
         return entries
     }
 
-    public func complete(batches: [CompletionBatch]) async throws {
+    package func complete(batches: [CompletionBatch]) async throws {
         if batches.allSatisfy(\.completions.isEmpty) { return }
         if batches.allSatisfy({ $0.completions.allSatisfy(\.onlyFinishes) }) {
             // The usual write: every push finished, each batch at its time, in one statement
@@ -373,7 +373,7 @@ extension PostgresStore {
         }
     }
 
-    public func releaseClaims(of owner: String, now: Int64) async throws -> Int {
+    package func releaseClaims(of owner: String, now: Int64) async throws -> Int {
         let released = try await transaction("release claims") { [logger] connection in
             try await connection.run(
                 """

@@ -13,7 +13,7 @@ extension PostgresStore {
         ).first.map { try Self.providerToken(from: $0, teamID: teamID, keyID: keyID) }
     }
 
-    public func replaceProviderToken(_ replacement: ProviderTokenReplacement) async throws -> ProviderTokenSwap {
+    package func replaceProviderToken(_ replacement: ProviderTokenReplacement) async throws -> ProviderTokenSwap {
         let (teamID, keyID, sealedToken) = (replacement.teamID, replacement.keyID, replacement.sealedToken)
         let (issuedAt, version) = (replacement.issuedAt, replacement.replacing)
         return try await transaction("replace a provider token") { [logger] connection -> ProviderTokenSwap in

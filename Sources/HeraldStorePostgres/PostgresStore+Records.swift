@@ -343,7 +343,7 @@ extension PostgresStore {
 
     /// On one node at a time: the sweep holds an advisory lock, and a node that finds it taken
     /// skips its turn (another node is doing the same work).
-    public func deleteExpired(at now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
+    package func deleteExpired(at now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
         try await transaction("delete expired records") { [logger] connection -> (messages: Int, pushes: Int) in
             var locked = false
             for row in try await connection.run(

@@ -3,7 +3,7 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
-    public func claimWebhookEvents(under lease: StoreWork.Lease) async throws -> [StoredWebhookEvent] {
+    package func claimWebhookEvents(under lease: StoreWork.Lease) async throws -> [StoredWebhookEvent] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         guard limit > 0 else { return [] }
         // Pick and take in one statement. SKIP LOCKED: an event another node is taking or
@@ -90,7 +90,7 @@ extension PostgresStore {
         return Int(try columns.next(Int64.self))
     }
 
-    public func deleteFinishedWebhookEvents(changedBefore before: Int64) async throws -> Int {
+    package func deleteFinishedWebhookEvents(changedBefore before: Int64) async throws -> Int {
         try await rows(
             "delete finished webhook events",
             """

@@ -81,7 +81,7 @@ extension SQLiteStore {
         }
     }
 
-    public func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
+    package func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         return try await write { db in
             // One statement: the writer is single, and the version moves with the claim.
@@ -155,7 +155,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteFinishedCallbacks(changedBefore before: Int64) async throws -> Int {
+    package func deleteFinishedCallbacks(changedBefore before: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """

@@ -76,7 +76,7 @@ extension SQLiteStore {
         return .applied
     }
 
-    public func claimDueCalls(_ lease: StoreWork.Lease) async throws -> [CallRecord] {
+    package func claimDueCalls(_ lease: StoreWork.Lease) async throws -> [CallRecord] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         return try await write { db in
             let ids = try String.fetchAll(
@@ -106,7 +106,7 @@ extension SQLiteStore {
         }
     }
 
-    public func takeCallStops(for nodeID: String) async throws -> [CallStop] {
+    package func takeCallStops(for nodeID: String) async throws -> [CallStop] {
         try await write { db in
             let stops = try Row.fetchAll(
                 db,

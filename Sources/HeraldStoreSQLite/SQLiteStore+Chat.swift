@@ -3,7 +3,7 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    public func appendTranscript(event: TranscriptEvent) async throws -> Int {
+    package func appendTranscript(event: TranscriptEvent) async throws -> Int {
         try await write { db in
             let ended = try Row.fetchOne(
                 db,
@@ -143,7 +143,7 @@ extension SQLiteStore {
         return try chat(db, conversation) == nil ? .stale : .duplicate
     }
 
-    public func endIdleChats(at now: Int64, idle: Int64) async throws -> Int {
+    package func endIdleChats(at now: Int64, idle: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """
@@ -156,7 +156,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteEndedChats(before endedBefore: Int64) async throws -> Int {
+    package func deleteEndedChats(before endedBefore: Int64) async throws -> Int {
         try await write { db in
             // At most a batch per call, so the writer is never held for long.
             let ended = try String.fetchAll(

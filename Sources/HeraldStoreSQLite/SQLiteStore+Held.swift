@@ -65,7 +65,7 @@ extension SQLiteStore {
         return .applied
     }
 
-    public func endHolds(at now: Int64) async throws -> Int {
+    package func endHolds(at now: Int64) async throws -> Int {
         try await write { db in
             try db.execute(sql: "DELETE FROM held_messages WHERE held_until <= ?", arguments: [now])
             return db.changesCount

@@ -51,7 +51,7 @@ extension SQLiteStore {
         }
     }
 
-    public func takeLiveHandovers(for nodeID: String) async throws -> [LiveHandover] {
+    package func takeLiveHandovers(for nodeID: String) async throws -> [LiveHandover] {
         try await write { db in
             let taken = try Row.fetchAll(
                 db,
@@ -69,7 +69,7 @@ extension SQLiteStore {
         }
     }
 
-    public func takeOverdueLiveHandovers(at now: Int64, limit: Int) async throws -> [LiveHandover] {
+    package func takeOverdueLiveHandovers(at now: Int64, limit: Int) async throws -> [LiveHandover] {
         try await write { db in
             let overdue = try Row.fetchAll(
                 db,

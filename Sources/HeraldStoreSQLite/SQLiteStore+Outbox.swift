@@ -119,7 +119,7 @@ extension SQLiteStore {
         }
     }
 
-    public func claimPushes(_ lease: StoreWork.Lease, networks: Set<PushNetwork>) async throws -> [ClaimedPush] {
+    package func claimPushes(_ lease: StoreWork.Lease, networks: Set<PushNetwork>) async throws -> [ClaimedPush] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         if networks.isEmpty { return [] }
         // Every network: no condition on it, so the usual plan (the queue's order index). One
@@ -237,7 +237,7 @@ extension SQLiteStore {
     }
 
     /// Every batch in one transaction (one synced commit).
-    public func complete(batches: [CompletionBatch]) async throws {
+    package func complete(batches: [CompletionBatch]) async throws {
         if batches.allSatisfy(\.completions.isEmpty) { return }
         let events = webhooksConfigured.load(ordering: .relaxed)
         try await write { db in
@@ -296,7 +296,7 @@ extension SQLiteStore {
         }
     }
 
-    public func releaseClaims(of owner: String, now: Int64) async throws -> Int {
+    package func releaseClaims(of owner: String, now: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: """

@@ -7,7 +7,7 @@ extension SQLiteStore {
         try await read { db in try Self.providerToken(db, teamID: teamID, keyID: keyID) }
     }
 
-    public func replaceProviderToken(_ replacement: ProviderTokenReplacement) async throws -> ProviderTokenSwap {
+    package func replaceProviderToken(_ replacement: ProviderTokenReplacement) async throws -> ProviderTokenSwap {
         let (teamID, keyID, sealedToken) = (replacement.teamID, replacement.keyID, replacement.sealedToken)
         let (issuedAt, version) = (replacement.issuedAt, replacement.replacing)
         // The writer is single: the read and the write below see no other writer in between.

@@ -353,7 +353,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteExpired(at now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
+    package func deleteExpired(at now: Int64, historyBefore: Int64) async throws -> (messages: Int, pushes: Int) {
         try await write { db in
             try db.execute(
                 sql: """

@@ -3,7 +3,7 @@ import GRDB
 public import HeraldStore
 
 extension SQLiteStore {
-    public func claimWebhookEvents(under lease: StoreWork.Lease) async throws -> [StoredWebhookEvent] {
+    package func claimWebhookEvents(under lease: StoreWork.Lease) async throws -> [StoredWebhookEvent] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
         guard limit > 0 else { return [] }
         // A reader looks first: an idle queue (the usual case, and always without webhooks) then
@@ -97,7 +97,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteFinishedWebhookEvents(changedBefore before: Int64) async throws -> Int {
+    package func deleteFinishedWebhookEvents(changedBefore before: Int64) async throws -> Int {
         try await write { db in
             try db.execute(
                 sql: "DELETE FROM webhook_events WHERE state IN ('delivered', 'failed') AND updated_at < ?",
