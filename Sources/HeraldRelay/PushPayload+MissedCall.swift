@@ -15,12 +15,9 @@ extension PushPayload {
         deviceID: String,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> String {
-        let surrounding = missedCallBody(callID: content.callID, sealed: "").utf8.count
-        guard content.encodedLength <= PayloadBudget.apnsAlert.plaintextCapacity(surroundingBytes: surrounding) else {
-            throw HeraldCryptoError.doesNotFit
+        try sealedWhole(.missedCall(content), content.encodedLength, in: .apnsAlert, for: deviceID, sealer) {
+            missedCallBody(callID: content.callID, sealed: $0)
         }
-        let envelope = try sealer.seal(.missedCall(content), deviceID: deviceID)
-        return missedCallBody(callID: content.callID, sealed: envelope.text)
     }
 
     /// The FCM data of a missed-call alert for one device.
@@ -29,13 +26,8 @@ extension PushPayload {
         deviceID: String,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> [String: String] {
-        var fields = ["v": "1", "kind": "missed_call", "call_id": content.callID]
-        let surrounding = dataBytes(fields) + "sealed".utf8.count
-        guard content.encodedLength <= PayloadBudget.fcmData.plaintextCapacity(surroundingBytes: surrounding) else {
-            throw HeraldCryptoError.doesNotFit
-        }
-        fields["sealed"] = try sealer.seal(.missedCall(content), deviceID: deviceID).text
-        return fields
+        let fields = ["v": "1", "kind": "missed_call", "call_id": content.callID]
+        return try sealedWhole(.missedCall(content), content.encodedLength, into: fields, for: deviceID, sealer)
     }
 
     static func missedCallBody(callID: String, sealed: String) -> String {

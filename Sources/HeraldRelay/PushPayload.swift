@@ -43,12 +43,42 @@ public enum PushPayload {
     ) throws(HeraldCryptoError)
         -> String
     {
-        let surrounding = callBody(callID: content.callID, sealed: "").utf8.count
-        guard content.encodedLength <= PayloadBudget.apnsVoIP.plaintextCapacity(surroundingBytes: surrounding) else {
-            throw HeraldCryptoError.doesNotFit
+        try sealedWhole(.call(content), content.encodedLength, in: .apnsVoIP, for: deviceID, sealer) {
+            callBody(callID: content.callID, sealed: $0)
         }
-        let envelope = try sealer.seal(.call(content), deviceID: deviceID)
-        return callBody(callID: content.callID, sealed: envelope.text)
+    }
+
+    /// An APNs body around content sealed whole (never cut): refused when the content does not
+    /// fit the budget's room around `body`'s other bytes.
+    static func sealedWhole(
+        _ content: HeraldCrypto.PushContent,
+        _ encodedLength: Int,
+        in budget: PayloadBudget,
+        for deviceID: String,
+        _ sealer: EnvelopeSealer,
+        body: (_ sealed: String) -> String
+    ) throws(HeraldCryptoError) -> String {
+        let surrounding = body("").utf8.count
+        guard encodedLength <= budget.plaintextCapacity(surroundingBytes: surrounding) else { throw .doesNotFit }
+        return body(try sealer.seal(content, deviceID: deviceID).text)
+    }
+
+    /// FCM data fields with content sealed whole under `sealed`: refused when the content does not
+    /// fit the data budget's room around the other fields.
+    static func sealedWhole(
+        _ content: HeraldCrypto.PushContent,
+        _ encodedLength: Int,
+        into fields: [String: String],
+        for deviceID: String,
+        _ sealer: EnvelopeSealer
+    ) throws(HeraldCryptoError) -> [String: String] {
+        var fields = fields
+        let surrounding = dataBytes(fields) + "sealed".utf8.count
+        guard encodedLength <= PayloadBudget.fcmData.plaintextCapacity(surroundingBytes: surrounding) else {
+            throw .doesNotFit
+        }
+        fields["sealed"] = try sealer.seal(content, deviceID: deviceID).text
+        return fields
     }
 
     /// The data of an FCM messaging push for one device (string keys and values): the same
@@ -90,13 +120,8 @@ public enum PushPayload {
         deviceID: String,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> [String: String] {
-        var fields = ["v": "1", "kind": "call", "call_id": content.callID]
-        let surrounding = dataBytes(fields) + "sealed".utf8.count
-        guard content.encodedLength <= PayloadBudget.fcmData.plaintextCapacity(surroundingBytes: surrounding) else {
-            throw HeraldCryptoError.doesNotFit
-        }
-        fields["sealed"] = try sealer.seal(.call(content), deviceID: deviceID).text
-        return fields
+        let fields = ["v": "1", "kind": "call", "call_id": content.callID]
+        return try sealedWhole(.call(content), content.encodedLength, into: fields, for: deviceID, sealer)
     }
 
     /// FCM counts a data message's size over its keys and values.
