@@ -137,8 +137,9 @@ struct DeviceFlowTests {
         try await Self.withPhone(store: directory) { phone, _, backend in
             try await phone.wait("both tokens") { Self.started($0) }
             let before = try #require(phone.store.registration()?.keyID)
-            // Offline: the push waits at the sandbox, sealed with the current keys.
-            phone.shutdown()
+            // Offline: the push waits at the sandbox, sealed with the current keys. Stopped and
+            // waited for: a device connection still closing must not take the push (CI caught it).
+            await phone.stop()
             _ = try await backend.post(
                 "/v1/messages",
                 #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"sealed before"}"#
