@@ -9,7 +9,8 @@ struct RelayChange: Sendable, Equatable {
     var writes: [StoreChange]
     /// Carried out after the writes committed, whatever they answered.
     var effects: [RelayEffect] = []
-    /// Carried out after the writes committed, only when every write was applied.
+    /// Carried out after the writes committed, only when every write was applied (store work:
+    /// done, whatever it answered).
     var effectsWhenApplied: [RelayEffect] = []
     /// Carried out when a write was not applied, or the writes failed: what the operation took
     /// before it wrote (room in the dispatcher) goes back.

@@ -21,7 +21,8 @@ extension RelayContext {
             logger.error("store failure", metadata: ["error": "\(error)"])
             throw RelayError.unavailable
         }
-        let applied = outcomes.allSatisfy { $0 == .applied }
+        // Store work that answered was done, as a change that was applied.
+        let applied = outcomes.allSatisfy { if case .answered = $0 { true } else { $0 == .applied } }
         if let refusal = change.refusalWhenStale, outcomes.contains(.stale) {
             for effect in change.effectsUnlessApplied { await carryOut(effect, over: live) }
             throw refusal
