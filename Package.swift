@@ -174,6 +174,7 @@ let package = Package(
             name: "HeraldFCM",
             dependencies: [
                 "HeraldFCMCore",
+                "HeraldDomain",
                 "HeraldClientSupport",
                 "HeraldPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -193,6 +194,7 @@ let package = Package(
             name: "HeraldProvider",
             dependencies: [
                 "HeraldPush",
+                "HeraldDomain",
                 "HeraldAPNs",
                 "HeraldFCM",
                 "HeraldFCMCore",
@@ -319,6 +321,7 @@ let package = Package(
         .target(
             name: "HeraldTestSupport",
             dependencies: [
+                "HeraldDomain",
                 "HeraldPush",
                 "HeraldStore",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -340,6 +343,7 @@ let package = Package(
             name: "HeraldDispatch",
             dependencies: [
                 "HeraldBatching",
+                "HeraldDomain",
                 "HeraldPush",
                 "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldClientSupport
+public import HeraldDomain
 public import Logging
 import Metrics
 public import NIOCore
@@ -24,17 +25,20 @@ public final class APNsClient: Service, Sendable {
     private let tokens: ProviderTokenManager
     private let pool: APNsConnectionPool
     private let logger: Logger
+    private let clock: any HeraldClock
     private let feedback: @Sendable (APNsTokenFeedback) async -> Void
     private let metrics: PushClientMetrics
     private let warnings = RateLimitedAlerts(interval: .seconds(60))
 
     /// - Parameters:
+    ///   - clock: What a push's expiration is checked against.
     ///   - feedback: Called once per push whose token APNs declared dead, before `send` returns.
     public init(
         configuration: APNsClientConfiguration,
         tokens: ProviderTokenManager,
         logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        clock: any HeraldClock = WallClock(),
         feedback: @escaping @Sendable (APNsTokenFeedback) async -> Void = { _ in }
     ) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -47,6 +51,7 @@ public final class APNsClient: Service, Sendable {
         self.tokens = tokens
         self.logger = logger
         self.feedback = feedback
+        self.clock = clock
         pool = APNsConnectionPool(configuration: configuration, sslContext: sslContext, group: group, logger: logger)
         metrics = PushClientMetrics(network: "apns")
     }
@@ -121,7 +126,7 @@ public final class APNsClient: Service, Sendable {
         if attempt > 1 {
             metrics.retries.increment()
             let delay = backoff(attempt: attempt - 1)
-            if notification.isExpired(after: delay) {
+            if notification.isExpired(after: delay, now: clock.now()) {
                 metrics.failed(reason: "expired")
                 return .expired
             }
@@ -129,7 +134,7 @@ public final class APNsClient: Service, Sendable {
         }
         // A push is never sent after its expiration: a call that could not ring in time must
         // not ring later. Checked again after the backoff, which a busy machine can stretch.
-        if notification.isExpired(after: .zero) {
+        if notification.isExpired(after: .zero, now: clock.now()) {
             metrics.failed(reason: "expired")
             return .expired
         }

@@ -84,11 +84,11 @@ public struct APNsNotification: Sendable {
         )
     }
 
-    /// Whether the expiration will have passed `delay` from now. `0` ("now or never") is never
-    /// expired before the first attempt.
-    func isExpired(after delay: Duration) -> Bool {
+    /// Whether the expiration will have passed `delay` after `now` (milliseconds since the
+    /// epoch). `0` ("now or never") is never expired before the first attempt.
+    func isExpired(after delay: Duration, now: Int64) -> Bool {
         guard let expiration, expiration > 0 else { return false }
-        return Date().timeIntervalSince1970 + Double(delay.nanoseconds) / 1e9 >= Double(expiration)
+        return now + delay.milliseconds >= expiration * 1000
     }
 
     /// Checks what APNs would refuse for the request's shape.

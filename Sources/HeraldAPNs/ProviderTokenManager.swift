@@ -1,4 +1,5 @@
 public import HeraldAPNsCore
+public import HeraldDomain
 import Synchronization
 
 /// The one provider token of a (team, key), shared by every connection and request.
@@ -37,8 +38,11 @@ public final class ProviderTokenManager: Sendable {
     private let signer: ProviderTokenSigner
     private let refreshAfter: Duration
     private let minimumInterval: Duration
+    /// Ages tokens: monotonic, so a step of the wall clock neither keeps a token past its hour nor
+    /// throws a young one away.
     private let clock = ContinuousClock()
-    private let wallClock: @Sendable () -> Int64
+    /// Stamps `iat` and dates a restored token.
+    private let wallClock: any HeraldClock
     private let onNewToken: @Sendable (ProviderToken) -> Void
     private let coordination: Coordination
     private let state = Mutex(State())
@@ -46,7 +50,8 @@ public final class ProviderTokenManager: Sendable {
     /// - Parameters:
     ///   - refreshAfter: Age at which a token is replaced before use.
     ///   - minimumInterval: The least time between two new tokens, even after ExpiredProviderToken.
-    ///   - now: Seconds since the epoch, for `iat`.
+    ///   - wallClock: The time `iat` says (in whole seconds), and a restored token's age is read
+    ///     against.
     ///   - onNewToken: Told each token made, so it can be kept across a restart (`restore(_:)`):
     ///     a restarted provider that signs a new token at once would be refused by APNs as
     ///     TooManyProviderTokenUpdates.
@@ -55,7 +60,7 @@ public final class ProviderTokenManager: Sendable {
         signer: ProviderTokenSigner,
         refreshAfter: Duration = defaultRefreshAfter,
         minimumInterval: Duration = defaultMinimumInterval,
-        now: @escaping @Sendable () -> Int64,
+        wallClock: any HeraldClock = WallClock(),
         onNewToken: @escaping @Sendable (ProviderToken) -> Void = { _ in },
         coordination: Coordination = .local
     ) {
@@ -64,7 +69,7 @@ public final class ProviderTokenManager: Sendable {
         self.signer = signer
         self.refreshAfter = refreshAfter
         self.minimumInterval = minimumInterval
-        self.wallClock = now
+        self.wallClock = wallClock
     }
 
     /// How many tokens have been signed: a test checks this stays at one per refresh window.
@@ -75,7 +80,7 @@ public final class ProviderTokenManager: Sendable {
     @discardableResult
     public func restore(_ text: String) -> Bool {
         guard let token = signer.restore(text) else { return false }
-        let age = wallClock() - token.issuedAt
+        let age = wallClock.seconds() - token.issuedAt
         guard age >= 0, Duration.seconds(age) < refreshAfter else { return false }
         let now = clock.now
         state.withLock { state in
@@ -92,7 +97,7 @@ public final class ProviderTokenManager: Sendable {
     @discardableResult
     public func adopt(_ token: ProviderToken) -> Bool {
         guard let verified = signer.restore(token.text) else { return false }
-        let age = max(0, wallClock() - verified.issuedAt)
+        let age = max(0, wallClock.seconds() - verified.issuedAt)
         let now = clock.now
         state.withLock { state in
             guard state.token != verified else { return }
@@ -158,7 +163,7 @@ public final class ProviderTokenManager: Sendable {
 
     private func make(_ state: inout State, now: ContinuousClock.Instant) throws(APNsClientError) -> ProviderToken {
         do {
-            let token = try signer.makeToken(issuedAt: wallClock())
+            let token = try signer.makeToken(issuedAt: wallClock.seconds())
             state.token = token
             state.madeAt = now
             state.generation += 1

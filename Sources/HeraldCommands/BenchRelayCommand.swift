@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+import HeraldDomain
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -110,7 +111,7 @@ extension BenchCommand {
 
             // The load.
             let started = ContinuousClock.now
-            let startedWall = RelayClockBench.now()
+            let startedWall = WallClock().now()
             let results = try await postAll(to: nodes, authorization: "Bearer " + apiKey, started: started)
             let ingestSeconds = Double((ContinuousClock.now - started).nanoseconds) / 1e9
             let accepted = results.reduce(0) { $0 + $1.accepted }
@@ -378,10 +379,6 @@ private struct BenchHTTP: Sendable {
         let object = (try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView))) as? [String: Any]
         return Reply(status: Int(response.status.code), object: object ?? [:])
     }
-}
-
-private enum RelayClockBench {
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }
 
 /// Hands out 0, 1, 2, … to concurrent workers.

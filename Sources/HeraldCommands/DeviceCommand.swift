@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldDevice
+import HeraldDomain
 import HeraldPush
 import HeraldStore
 import Logging
@@ -150,7 +151,7 @@ struct DeviceCommand: AsyncParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let timeline = Timeline(
-            now: { Int64(Date().timeIntervalSince1970 * 1000) },
+            clock: WallClock(),
             observer: { event in
                 if json, let data = try? encoder.encode(event) {
                     print(String(decoding: data, as: UTF8.self))

@@ -116,11 +116,7 @@ struct ExtensionCommand: AsyncParsableCommand {
 
     /// What the Android app's messaging service makes of a data message.
     static func openFCM(_ data: [String: String], store: AppGroupStore) -> Outcome {
-        let service = FirebaseMessagingServiceEmulator(
-            store: store,
-            rememberedPushes: 0,
-            now: { Int64(Date().timeIntervalSince1970 * 1000) }
-        )
+        let service = FirebaseMessagingServiceEmulator(store: store, rememberedPushes: 0)
         if data["kind"] == "callback" {
             return callbackOutcome(service.onCallbackReceived(data), pushType: "fcm")
         }

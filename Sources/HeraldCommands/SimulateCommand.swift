@@ -222,7 +222,7 @@ extension SimulationEndpoints {
             bundleID: bundleID,
             storeDirectory: storeDirectory
         )
-        configuration.clock = AppClock(now: { clock.now() }, sleepUntil: { try await clock.sleep(until: $0) })
+        configuration.clock = clock
         configure(&configuration)
         let phone = try EmulatedPhone(configuration: configuration, http: http, timeline: timeline, logger: logger)
         let backend = SimulatedBackend(http: http, relayURL: relayURL, apiKey: apiKey, timeline: timeline)
@@ -261,7 +261,7 @@ enum Simulation {
         let quiet = options.quiet
         // Printed once played, in causal order: a step reported late (APNs's acceptance, as the
         // relay recorded it) takes its place before the delivery it caused.
-        let timeline = Timeline(now: { clock.now() })
+        let timeline = Timeline(clock: clock)
         func printed() {
             guard !quiet else { return }
             for event in timeline.all { print(Timeline.line(event)) }

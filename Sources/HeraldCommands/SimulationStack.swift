@@ -59,8 +59,7 @@ enum SimulationStack {
         options.logger = logger
         var relay = HeraldTestStack.RelayOptions()
         relay.apiKey = "sim_" + ByteEncoding.hex(SecureBytes.random(count: 16).copyBytes())
-        relay.now = { clock.now() }
-        relay.sleep = { try await clock.sleep(until: $0) }
+        relay.clock = clock
         return try await SimulationWebhookReceiver.with(logger: logger) { receiver in
             var options = options
             var relay = relay

@@ -435,7 +435,7 @@ extension EmulatedPhone {
         let timer = tasks.start { [weak self] in
             var next = first
             while !Task.isCancelled {
-                do { try await clock.sleepUntil(next) } catch { return }
+                do { try await clock.sleep(until: next) } catch { return }
                 // When it woke, not when the heartbeat's request returned: a deadline reached
                 // while the request was in flight is due, not missed.
                 let woke = clock.now()

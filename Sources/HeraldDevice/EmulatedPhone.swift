@@ -61,18 +61,17 @@ public final class EmulatedPhone: Sendable {
             ? CallKitEmulator(timeline: timeline)
             : CallKitEmulator(timeline: timeline, reporter: "fcm-service", screen: "call-screen")
         pushKit = PushKitEmulator(callKit: callKit, violationLimit: configuration.violationLimit, timeline: timeline)
-        let clock: @Sendable () -> Int64 = { timeline.time }
         serviceExtension = NotificationServiceEmulator(
             store: store,
             budget: configuration.extensionBudget,
             delay: configuration.extensionDelay,
             rememberedPushes: configuration.rememberedPushes,
-            now: clock
+            clock: timeline.clock
         )
         messagingService = FirebaseMessagingServiceEmulator(
             store: store,
             rememberedPushes: configuration.rememberedPushes,
-            now: clock
+            clock: timeline.clock
         )
     }
 

@@ -1,4 +1,5 @@
 import HeraldCrypto
+public import HeraldDomain
 
 /// A data message as FCM hands it to the app.
 public struct DeliveredFCMMessage: Sendable, Hashable {
@@ -48,16 +49,17 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
     /// How many shown pushes the app-group store remembers to drop a repeat; 0 remembers none
     /// (the `herald extension` harness, which opens captures again on purpose).
     public var rememberedPushes: Int
-    let now: @Sendable () -> Int64
+    /// The phone's clock: when a notification is shown.
+    let clock: any HeraldClock
 
     public init(
         store: AppGroupStore,
         rememberedPushes: Int = AppGroupStore.defaultRememberedPushes,
-        now: @escaping @Sendable () -> Int64
+        clock: any HeraldClock = WallClock()
     ) {
         self.store = store
         self.rememberedPushes = rememberedPushes
-        self.now = now
+        self.clock = clock
     }
 
     /// Handles one data message.
@@ -78,7 +80,7 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
             messageID: data["message_id"],
             conversationID: nil,
             fetchOnTap: false,
-            shownAt: now()
+            shownAt: clock.now()
         )
         guard let sealed = data["sealed"] else {
             // Content policy "none": only ids travel, nothing authenticates them, so the clear

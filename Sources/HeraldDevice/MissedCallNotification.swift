@@ -58,7 +58,7 @@ extension FirebaseMessagingServiceEmulator {
             messageID: nil,
             conversationID: nil,
             fetchOnTap: false,
-            shownAt: now()
+            shownAt: clock.now()
         )
         guard let callID = data["call_id"], let sealed = data["sealed"] else {
             return .notification(
@@ -73,7 +73,7 @@ extension FirebaseMessagingServiceEmulator {
                 return .notification(generic, opened: false, diagnostic: "the sealed content is not a missed call")
             }
             if let repeated = repeated(.missedCall, call.callID) { return repeated }
-            return .notification(.missedCall(call, at: now()), opened: true, diagnostic: nil)
+            return .notification(.missedCall(call, at: clock.now()), opened: true, diagnostic: nil)
         } catch {
             return .notification(generic, opened: false, diagnostic: error.detail)
         }

@@ -47,7 +47,7 @@ extension NotificationServiceEmulator {
         }
         let aps = object["aps"] as? [String: Any] ?? [:]
         let herald = object["herald"] as? [String: Any] ?? [:]
-        guard let shown = Self.generic(aps: aps, herald: nil, at: now()) else {
+        guard let shown = Self.generic(aps: aps, herald: nil, at: clock.now()) else {
             return CallbackPushResult(diagnostic: "the callback push has no alert")
         }
         guard pushType == "alert", (aps["mutable-content"] as? Int) == 1 else {
@@ -86,7 +86,7 @@ extension FirebaseMessagingServiceEmulator {
             messageID: nil,
             conversationID: nil,
             fetchOnTap: false,
-            shownAt: now()
+            shownAt: clock.now()
         )
         guard let callbackID = data["callback_id"], let sequence = data["push"].flatMap({ UInt16($0) }),
             let sealed = data["sealed"]

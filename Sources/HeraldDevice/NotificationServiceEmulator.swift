@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCrypto
+public import HeraldDomain
 import HeraldRelayAPI
 
 /// What the user sees in the notification center.
@@ -95,20 +96,21 @@ public struct NotificationServiceEmulator: Sendable {
     /// How many shown pushes the app-group store remembers to drop a repeat; 0 remembers none
     /// (the `herald extension` harness, which opens captures again on purpose).
     public let rememberedPushes: Int
-    let now: @Sendable () -> Int64
+    /// The phone's clock: when a notification is shown.
+    let clock: any HeraldClock
 
     public init(
         store: AppGroupStore,
         budget: Duration = .seconds(30),
         delay: Duration = .zero,
         rememberedPushes: Int = AppGroupStore.defaultRememberedPushes,
-        now: @escaping @Sendable () -> Int64 = PhoneClock.now
+        clock: any HeraldClock = WallClock()
     ) {
         self.store = store
         self.budget = budget
         self.delay = delay
         self.rememberedPushes = rememberedPushes
-        self.now = now
+        self.clock = clock
     }
 
     /// Handles one delivered push: the APNs JSON body and its push type.
@@ -122,7 +124,7 @@ public struct NotificationServiceEmulator: Sendable {
             )
         }
         let aps = object["aps"] as? [String: Any] ?? [:]
-        let generic = Self.generic(aps: aps, herald: object["herald"] as? [String: Any], at: now())
+        let generic = Self.generic(aps: aps, herald: object["herald"] as? [String: Any], at: clock.now())
         guard pushType == "alert", let original = generic else {
             return ServiceExtensionResult(notification: generic, ranExtension: false, opened: false, diagnostic: nil)
         }
@@ -255,10 +257,4 @@ public struct NotificationServiceEmulator: Sendable {
             shownAt: time
         )
     }
-}
-
-/// The phone's wall clock.
-public enum PhoneClock {
-    /// Milliseconds since the Unix epoch.
-    @Sendable public static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }

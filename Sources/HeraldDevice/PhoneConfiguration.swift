@@ -46,7 +46,7 @@ public struct PhoneConfiguration: Sendable {
     public var callbackChoice: CallbackChoice?
     /// The app's clock for its timers (the presence heartbeat). Real time by default; tests and
     /// simulations pass the clock the relay shares, so thirty seconds pass when they say.
-    public var clock: AppClock = .system
+    public var clock: any HeraldClock = WallClock()
     /// The notification permission the user gave (`herald device --notifications`); nil: the app
     /// has not asked, and reports nothing (the relay assumes granted).
     public var notificationPermission: NotificationPermission?
@@ -70,26 +70,4 @@ public struct PhoneConfiguration: Sendable {
         self.bundleID = bundleID
         self.storeDirectory = storeDirectory
     }
-}
-
-/// A clock the app's timers run on: real time, or one a test moves.
-public struct AppClock: Sendable {
-    /// Milliseconds since the epoch.
-    public var now: @Sendable () -> Int64
-    /// Returns once `now()` reads at least the deadline; throws when the task is cancelled.
-    public var sleepUntil: @Sendable (Int64) async throws -> Void
-
-    public init(now: @escaping @Sendable () -> Int64, sleepUntil: @escaping @Sendable (Int64) async throws -> Void) {
-        self.now = now
-        self.sleepUntil = sleepUntil
-    }
-
-    /// The system's clock.
-    public static let system = AppClock(
-        now: { Int64(Date().timeIntervalSince1970 * 1000) },
-        sleepUntil: { deadline in
-            let remaining = deadline - Int64(Date().timeIntervalSince1970 * 1000)
-            if remaining > 0 { try await Task.sleep(for: .milliseconds(remaining)) }
-        }
-    )
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldDomain
 import Synchronization
 
 /// Where a step stands in the life of one push, from the backend's request to what the user did
@@ -134,11 +135,12 @@ public struct TimelineEvent: Codable, Sendable, Hashable {
 }
 
 /// The events of a flow in order, shared by every component of one emulated phone (and the
-/// simulation driving it). `now` is the clock: real, or simulated.
+/// simulation driving it), on one clock: real, or simulated.
 public final class Timeline: Sendable {
     private let events = Mutex<[TimelineEvent]>([])
     private let start: Int64
-    private let now: @Sendable () -> Int64
+    /// The clock events are timed on, which the phone's parts share.
+    public let clock: any HeraldClock
     private let observer: @Sendable (TimelineEvent) -> Void
     /// A second phone's view of a shared timeline: its steps go to `base`, its own components
     /// named apart (`callkit · pad`).
@@ -153,26 +155,25 @@ public final class Timeline: Sendable {
     /// components and its subjects suffixed with `device`, so two phones of one user stand side
     /// by side, each with its own order of a push's stages.
     public init(sharing timeline: Timeline, device: String) {
-        self.now = timeline.now
+        self.clock = timeline.clock
         self.start = timeline.start
         self.observer = { _ in }
         self.base = (timeline, device)
     }
 
     /// - Parameters:
-    ///   - now: milliseconds since the epoch.
+    ///   - clock: what events are timed on (a `TestClock` in simulations).
     ///   - observer: told of each event as it is recorded (say, to print it), in the order of
     ///     recording, which for a step reported late is not its place in `all`.
-    public init(now: @escaping @Sendable () -> Int64, observer: @escaping @Sendable (TimelineEvent) -> Void = { _ in })
-    {
-        self.now = now
-        self.start = now()
+    public init(clock: any HeraldClock, observer: @escaping @Sendable (TimelineEvent) -> Void = { _ in }) {
+        self.clock = clock
+        self.start = clock.now()
         self.observer = observer
         self.base = nil
     }
 
     /// The clock, in milliseconds since the epoch.
-    public var time: Int64 { now() }
+    public var time: Int64 { clock.now() }
 
     /// Records a step: now, at `at` (milliseconds since the epoch on this timeline's clock) when
     /// it began earlier (a request recorded once answered), or as reported at `reportedAt` on
@@ -229,7 +230,7 @@ public final class Timeline: Sendable {
             return
         }
         var event = step
-        event.elapsedMs = (reportedAt ?? at ?? now()) - start
+        event.elapsedMs = (reportedAt ?? at ?? clock.now()) - start
         event.reportedMs = reportedAt.map { $0 - start }
         events.withLock { $0.append(event) }
         observer(event)

@@ -101,7 +101,7 @@ struct HandOffQueue: Sendable {
 
 extension Dispatcher: PushHandOff {
     public func reserve(_ pushes: [OutboxEntry]) -> IngestClaim? {
-        let time = now()
+        let time = clock.now()
         let healthy = health.withLock { machines in Set(machines.filter(\.value.isHealthy).keys) }
         // Deferred pushes and those of a network held down go through claims, as before.
         let candidates = pushes.filter {
@@ -144,7 +144,7 @@ extension Dispatcher: PushHandOff {
     /// attempt not counted.
     func putBack(_ pushes: [ClaimedPush], reason: String) async {
         guard !pushes.isEmpty else { return }
-        let time = now()
+        let time = clock.now()
         let completions = pushes.map {
             PushCompletion(pushID: $0.entry.pushID, disposition: .requeue(at: time), reason: reason, deadToken: nil)
         }

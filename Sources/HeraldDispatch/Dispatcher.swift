@@ -1,5 +1,6 @@
 import Foundation
 import HeraldBatching
+public import HeraldDomain
 public import HeraldPush
 public import HeraldStore
 public import Logging
@@ -76,7 +77,8 @@ public final class Dispatcher: Service, Sendable {
     private let sender: any PushSender
     let configuration: DispatcherConfiguration
     let logger: Logger
-    let now: @Sendable () -> Int64
+    /// The time pushes are due, claimed and completed by.
+    let clock: any HeraldClock
     let signal = WakeSignal()
     /// Pushes this node's ingests handed over in memory, waiting for a loop.
     let handOffs: Mutex<HandOffQueue>
@@ -116,16 +118,16 @@ public final class Dispatcher: Service, Sendable {
         sender: any PushSender,
         configuration: DispatcherConfiguration = DispatcherConfiguration(),
         logger: Logger,
-        now: @escaping @Sendable () -> Int64 = WallClock.now
+        clock: any HeraldClock = WallClock()
     ) {
         self.store = store
         self.sender = sender
         self.configuration = configuration
         self.logger = logger
-        self.now = now
+        self.clock = clock
         let held = max(1, configuration.workers) * max(1, configuration.batchSize)
         self.handOffs = Mutex(HandOffQueue(capacity: max(0, min(configuration.handOffCapacity, held))))
-        let writer = OutcomeWriter(store: store, logger: logger, now: now)
+        let writer = OutcomeWriter(store: store, logger: logger, clock: clock)
         self.writer = writer
         if configuration.outcomeLinger > .zero {
             // One batch's worth: enough to gather every loop's outcomes of the linger at full load,
@@ -142,7 +144,7 @@ public final class Dispatcher: Service, Sendable {
         } else {
             recorder = nil
         }
-        let start = now()
+        let start = clock.now()
         let interval = configuration.probeInterval.milliseconds
         health = Mutex(
             Dictionary(
@@ -180,7 +182,7 @@ public final class Dispatcher: Service, Sendable {
 
     public func run() async throws {
         do {
-            let released = try await store.releaseClaims(owner: configuration.owner, now: now())
+            let released = try await store.releaseClaims(owner: configuration.owner, now: clock.now())
             if released > 0 {
                 logger.notice(
                     "re-queued pushes claimed before a restart",
@@ -273,7 +275,7 @@ public final class Dispatcher: Service, Sendable {
                 case .findNextDue:
                     next = .nextDue(in: await nextDue())
                 case .sleep(let until):
-                    let signalled = await signal.wait(timeout: .milliseconds(max(1, until - now())))
+                    let signalled = await signal.wait(timeout: .milliseconds(max(1, until - clock.now())))
                     next = .woke(signalled: signalled)
                 case .send:
                     // Handed-over pushes left for another loop.
@@ -301,7 +303,7 @@ public final class Dispatcher: Service, Sendable {
         let stopping = Task.isCancelled
         let held = writer.holdsClaims
         let wanted = !stopping && !held && claimWanted.exchange(false, ordering: .acquiringAndReleasing)
-        return .ready(now: now(), claimWanted: wanted, outcomesHeld: held, stopping: stopping)
+        return .ready(now: clock.now(), claimWanted: wanted, outcomesHeld: held, stopping: stopping)
     }
 
     /// Claims up to `limit` due pushes through the networks that answer, and a probe for each
@@ -365,23 +367,23 @@ public final class Dispatcher: Service, Sendable {
     /// nil when unknown. While a network is down, until its next probe instead: its queued pushes
     /// are due but not claimed, and would make the store's next due time always now.
     private func nextDue() async -> Int64? {
-        let time = now()
+        let time = clock.now()
         let (down, probe) = health.withLock { machines in
             (machines.values.contains { !$0.isHealthy }, machines.values.compactMap(\.nextProbeAt).min())
         }
         // No probe time: one is out; the idle poll.
         if down { return probe.map { $0 - time } }
         guard let due = try? await store.nextDueTime() else { return nil }
-        return due - now()
+        return due - clock.now()
     }
 
     private func deliver(_ claimed: [ClaimedPush]) async {
         let pushes = claimed.map(\.push)
-        let sentAt = now()
+        let sentAt = clock.now()
         inFlightGauge.record(inFlight.add(claimed.count, ordering: .relaxed).newValue)
         let outcomes = await sender.send(pushes)
         inFlightGauge.record(inFlight.subtract(claimed.count, ordering: .relaxed).newValue)
-        let time = now()
+        let time = clock.now()
         var completions: [PushCompletion] = []
         completions.reserveCapacity(claimed.count)
         // Per network: whether it answered any push of the batch, and why it did not if none.

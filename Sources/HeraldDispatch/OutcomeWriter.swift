@@ -1,4 +1,5 @@
 import HeraldBatching
+import HeraldDomain
 import HeraldStore
 import Logging
 import Synchronization
@@ -10,7 +11,7 @@ import Synchronization
 final class OutcomeWriter: Sendable {
     private let store: any OutboxStore
     private let logger: Logger
-    private let now: @Sendable () -> Int64
+    private let clock: any HeraldClock
     private let machine = Mutex(OutcomeWriteMachine())
     /// When writes stop being retried (set at a graceful stop); a monotonic instant, since the
     /// relay's clock may be a test's and stand still.
@@ -20,10 +21,10 @@ final class OutcomeWriter: Sendable {
     /// Wakes loops held while outcomes wait (`waitWhileHeld`).
     private let resumed = WakeSignal()
 
-    init(store: any OutboxStore, logger: Logger, now: @escaping @Sendable () -> Int64) {
+    init(store: any OutboxStore, logger: Logger, clock: any HeraldClock) {
         self.store = store
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
 
     /// Whether the loops must not claim: outcomes wait that a write failed to record.
@@ -64,16 +65,16 @@ final class OutcomeWriter: Sendable {
         while true {
             do {
                 try await store.complete(batches)
-                act(machine.withLock { $0.handle(.written(count: count, at: now())) }, error: nil)
+                act(machine.withLock { $0.handle(.written(count: count, at: clock.now())) }, error: nil)
                 return
             } catch {
                 attempt += 1
-                act(machine.withLock { $0.handle(.failed(at: now())) }, error: error)
+                act(machine.withLock { $0.handle(.failed(at: clock.now())) }, error: error)
                 let delay = machine.withLock { $0.retryDelay(attempt: attempt) }
                 let left = Task.isCancelled ? .zero : deadline.withLock({ $0 }).map({ $0 - .now })
                 if let left {
                     guard left > .zero else {
-                        act(machine.withLock { $0.handle(.gaveUp(count: count, at: now())) }, error: error)
+                        act(machine.withLock { $0.handle(.gaveUp(count: count, at: clock.now())) }, error: error)
                         return
                     }
                     await stopping.wait(timeout: min(delay, left))

@@ -11,8 +11,44 @@ extension Duration {
     }
 }
 
-/// The wall clock every part takes by default (tests inject their own).
-public enum WallClock {
+/// The one clock every part reads and waits on: production passes `WallClock`, tests pass a
+/// clock they move themselves (`TestClock`), so that a timer fires when the test says, never by a
+/// race with real time. Times are whole milliseconds since the Unix epoch, as stored.
+public protocol HeraldClock: Sendable {
     /// Milliseconds since the Unix epoch.
-    @Sendable public static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    func now() -> Int64
+
+    /// Returns once `now()` reads at least `deadline` (milliseconds since the epoch); throws
+    /// `CancellationError` when the task is cancelled.
+    func sleep(until deadline: Int64) async throws
+}
+
+extension HeraldClock {
+    /// Whole seconds since the Unix epoch, as JWT `iat` and the push networks' expirations count.
+    public func seconds() -> Int64 { now() / 1000 }
+
+    /// Returns once `duration` has passed on this clock; throws `CancellationError` when the task
+    /// is cancelled.
+    public func sleep(for duration: Duration) async throws {
+        try await sleep(until: now() + duration.milliseconds)
+    }
+}
+
+/// The wall clock: what production runs on.
+public struct WallClock: HeraldClock {
+    public init() {}
+
+    /// Milliseconds since the Unix epoch.
+    public func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Sleeps in real time until `now()` reads at least `deadline`; throws `CancellationError`
+    /// when the task is cancelled.
+    public func sleep(until deadline: Int64) async throws {
+        // Task.sleep may return a little early against the wall clock: sleep again until it
+        // reads the deadline.
+        while case let remaining = deadline - now(), remaining > 0 {
+            try await Task.sleep(for: .milliseconds(remaining))
+        }
+        try Task.checkCancellation()
+    }
 }

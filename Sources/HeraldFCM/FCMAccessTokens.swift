@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldDomain
 import HeraldFCMCore
 import Logging
 import Metrics
@@ -21,11 +22,21 @@ actor FCMAccessTokens {
     private let margin: Duration
     private let timeout: Duration
     private let logger: Logger
+    /// What the assertion's `iat` says.
+    private let clock: any HeraldClock
     private var current: Current?
     private var refreshing: Task<Current, any Error>?
     private let refreshes = Counter(label: "herald_fcm_token_refreshes_total")
 
-    init(signer: FCMAssertionSigner, http: HTTPClient, margin: Duration, timeout: Duration, logger: Logger) {
+    init(
+        signer: FCMAssertionSigner,
+        http: HTTPClient,
+        margin: Duration,
+        timeout: Duration,
+        clock: any HeraldClock,
+        logger: Logger
+    ) {
+        self.clock = clock
         self.signer = signer
         self.http = http
         self.margin = margin
@@ -56,7 +67,7 @@ actor FCMAccessTokens {
 
     private func fetch() async throws -> Current {
         refreshes.increment()
-        let assertion = try signer.assertion(issuedAt: Int64(Date().timeIntervalSince1970))
+        let assertion = try signer.assertion(issuedAt: clock.seconds())
         var request = HTTPClientRequest(url: signer.account.tokenURI)
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")

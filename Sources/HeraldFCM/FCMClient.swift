@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldClientSupport
+public import HeraldDomain
 public import HeraldFCMCore
 public import Logging
 import Metrics
@@ -26,16 +27,19 @@ public final class FCMClient: Service, Sendable {
     private let tokens: FCMAccessTokens
     private let sendURL: String
     private let logger: Logger
+    private let clock: any HeraldClock
     private let feedback: @Sendable (FCMTokenFeedback) async -> Void
     private let metrics = PushClientMetrics(network: "fcm")
     private let alerts = RateLimitedAlerts(interval: .seconds(60))
 
     /// - Parameters:
+    ///   - clock: What expirations and the OAuth assertion's `iat` are read from.
     ///   - feedback: Called once per message whose token FCM declared dead, before `send` returns.
     public init(
         configuration: FCMClientConfiguration,
         logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        clock: any HeraldClock = WallClock(),
         feedback: @escaping @Sendable (FCMTokenFeedback) async -> Void = { _ in }
     ) throws {
         try configuration.account.check()
@@ -52,6 +56,7 @@ public final class FCMClient: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.feedback = feedback
+        self.clock = clock
         let base =
             configuration.baseURL.hasSuffix("/") ? String(configuration.baseURL.dropLast()) : configuration.baseURL
         sendURL = base + "/v1/projects/" + configuration.account.projectID + "/messages:send"
@@ -60,6 +65,7 @@ public final class FCMClient: Service, Sendable {
             http: http,
             margin: configuration.tokenRefreshMargin,
             timeout: configuration.requestTimeout,
+            clock: clock,
             logger: logger
         )
     }
@@ -117,7 +123,7 @@ public final class FCMClient: Service, Sendable {
             if attempt > 1 {
                 metrics.retries.increment()
                 wait = max(wait, backoff(attempt: attempt - 1))
-                if Self.now() + Self.wholeSeconds(wait) >= push.expiration {
+                if clock.seconds() + Self.wholeSeconds(wait) >= push.expiration {
                     metrics.failed(reason: "expired")
                     return .expired
                 }
@@ -125,7 +131,7 @@ public final class FCMClient: Service, Sendable {
                 wait = .zero
             }
             // Never sent after its expiration: a call that could not ring in time must not ring later.
-            let now = Self.now()
+            let now = clock.seconds()
             guard now < push.expiration || push.isNowOrNever else {
                 metrics.failed(reason: "expired")
                 return .expired
@@ -297,8 +303,6 @@ public final class FCMClient: Service, Sendable {
     private func backoff(attempt: Int) -> Duration {
         Backoff(base: configuration.retryBaseDelay, maximum: configuration.retryMaximumDelay).delay(attempt: attempt)
     }
-
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     static func wholeSeconds(_ duration: Duration) -> Int64 { duration.components.seconds }
 }

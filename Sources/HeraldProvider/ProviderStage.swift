@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldAPNs
 import HeraldAPNsCore
+public import HeraldDomain
 public import HeraldFCM
 import HeraldFCMCore
 public import HeraldPush
@@ -42,6 +43,8 @@ public struct ProviderStage: Sendable {
     /// The account of a push that names none.
     public let defaultFCMAccount: String?
     private let logger: Logger
+    /// What an FCM push without an expiration is dated from.
+    private let clock: any HeraldClock
 
     /// The name of the one key or account of a stage made from a single client.
     public static let defaultName = "default"
@@ -75,13 +78,16 @@ public struct ProviderStage: Sendable {
     /// - Parameters:
     ///   - defaultAPNsKey: The key of a push that names none: the only key when nil.
     ///   - defaultFCMAccount: The account of a push that names none: the only account when nil.
+    ///   - clock: What an FCM push without an expiration is dated from.
     public init(
         apnsKeys: [APNsKey],
         defaultAPNsKey: String? = nil,
         fcmAccounts: [String: FCMClient],
         defaultFCMAccount: String? = nil,
+        clock: any HeraldClock = WallClock(),
         logger: Logger = Logger(label: "herald.provider")
     ) {
+        self.clock = clock
         self.apnsKeys = Dictionary(apnsKeys.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.defaultAPNsKey = defaultAPNsKey ?? (apnsKeys.count == 1 ? apnsKeys[0].name : nil)
         self.fcmAccounts = fcmAccounts
@@ -225,7 +231,7 @@ public struct ProviderStage: Sendable {
     private func sendFCM(_ pushes: [(Push, FCMPayload)]) async -> [PushOutcome] {
         guard !pushes.isEmpty else { return [] }
         var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = clock.seconds()
         var groups: [String: [(index: Int, message: FCMPush)]] = [:]
         for (index, (push, payload)) in pushes.enumerated() {
             guard !fcmAccounts.isEmpty else {

@@ -18,7 +18,7 @@ public struct CallTimerService: Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await calls.expireDue()
-                let now = calls.context.now()
+                let now = calls.context.clock.now()
                 let next = min(await calls.nextDue() ?? Int64.max, now + interval.milliseconds)
                 // Real time, not the relay's timers: a call's due time is checked again within
                 // `interval` whatever moves the relay's clock (tests move it by hand).

@@ -20,7 +20,7 @@ extension RelayCallbacks {
     ) async throws(RelayError)
         -> Int
     {
-        let time = context.now()
+        let time = context.clock.now()
         let claimed = try await context.storing {
             try await $0.claimDueCallbacks(limit: limit, owner: owner, now: time, leaseUntil: time + lease.milliseconds)
         }
@@ -139,7 +139,7 @@ extension RelayCallbacks {
     /// Deletes the callbacks that finished longer ago than the relay keeps messages, with their
     /// history; returns how many.
     public func purgeFinished() async throws(RelayError) -> Int {
-        let cut = context.now() - context.configuration.messageRetention.milliseconds
+        let cut = context.clock.now() - context.configuration.messageRetention.milliseconds
         return try await context.storing { try await $0.deleteFinishedCallbacks(before: cut) }
     }
 
@@ -147,7 +147,7 @@ extension RelayCallbacks {
     /// still ahead (a time already past is a callback another claim holds).
     func nextDueTime() async -> Int64? {
         let due = (try? await context.store.nextCallbackDueTime()) ?? nil
-        guard let due, due > context.now() else { return nil }
+        guard let due, due > context.clock.now() else { return nil }
         return due
     }
 
@@ -155,9 +155,9 @@ extension RelayCallbacks {
     /// callback is scheduled or snoozed on this node, or for `poll` of real time (what other
     /// nodes wrote). With nothing due it does not sleep on the relay's clock at all.
     func wait(until deadline: Int64?, poll: Duration) async {
-        let sleep = context.sleep
+        let clock = context.clock
         await withTaskGroup(of: Void.self) { group in
-            if let deadline { group.addTask { try? await sleep(deadline) } }
+            if let deadline { group.addTask { try? await clock.sleep(until: deadline) } }
             group.addTask { await self.signal.wait(timeout: poll) }
             await group.next()
             group.cancelAll()

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 public import HeraldRelayAPI
 import Synchronization
 
@@ -37,7 +38,7 @@ public final class LiveChannels: Sendable {
         var fallback: (@Sendable (String, String) async -> Void)?
         var directory: any LiveSessionDirectory = ProcessLiveDirectory()
         /// The relay's clock (see `attach`); the wall clock until then.
-        var now: @Sendable () -> Int64 = RelayClock.now
+        var clock: any HeraldClock = WallClock()
         /// Where acknowledgement deadlines wait (see `attach`); none fall back before then.
         var timers: RelayTimers?
     }
@@ -51,17 +52,17 @@ public final class LiveChannels: Sendable {
         self.ackTimeout = ackTimeout
     }
 
-    /// The relay these channels serve: its clock (`now`, milliseconds since the epoch) and
+    /// The relay these channels serve: its `clock` and
     /// `timers` time the acknowledgements, `directory` learns of the channels, and `fallback`
     /// queues the push for a message the device did not acknowledge: (device id, message id).
     func attach(
-        now: @escaping @Sendable () -> Int64,
+        clock: any HeraldClock,
         timers: RelayTimers,
         directory: any LiveSessionDirectory,
         fallback: @escaping @Sendable (String, String) async -> Void
     ) {
         state.withLock { state in
-            state.now = now
+            state.clock = clock
             state.timers = timers
             state.directory = directory
             state.fallback = fallback
@@ -69,7 +70,7 @@ public final class LiveChannels: Sendable {
     }
 
     private var directory: (any LiveSessionDirectory, Int64) {
-        state.withLock { ($0.directory, $0.now()) }
+        state.withLock { ($0.directory, $0.clock.now()) }
     }
 
     /// How many channels are open now.
@@ -152,8 +153,8 @@ public final class LiveChannels: Sendable {
 
     /// Sends a message over the device's channel; false when it has none (the caller pushes).
     func deliver(_ message: LiveMessage, to deviceID: String) -> Bool {
-        let (now, timers) = state.withLock { ($0.now, $0.timers) }
-        let deadline = now() + ackTimeout.milliseconds
+        let (clock, timers) = state.withLock { ($0.clock, $0.timers) }
+        let deadline = clock.now() + ackTimeout.milliseconds
         let sent = state.withLock { state -> Bool in
             guard var open = state.open[deviceID] else { return false }
             open.pending[message.messageID] = message

@@ -1,3 +1,4 @@
+public import HeraldDomain
 public import HeraldStore
 import Logging
 public import ServiceLifecycle
@@ -12,20 +13,20 @@ public struct LiveClusterService: Service {
     let relay: Relay
     let configuration: LiveConfiguration
     let store: any LiveSessionStore
-    let now: @Sendable () -> Int64
+    let clock: any HeraldClock
 
     /// `nil` when the relay's live channels are one process's (no node id).
     public init?(
         relay: Relay,
         configuration: LiveConfiguration,
         store: any LiveSessionStore,
-        now: @escaping @Sendable () -> Int64
+        clock: any HeraldClock
     ) {
         guard configuration.nodeID != nil else { return nil }
         self.relay = relay
         self.configuration = configuration
         self.store = store
-        self.now = now
+        self.clock = clock
     }
 
     public func run() async throws {
@@ -61,7 +62,7 @@ public struct LiveClusterService: Service {
                     while !Task.isCancelled {
                         if lastRenewal.map({ ContinuousClock.now - $0 >= renewEvery }) ?? true {
                             do {
-                                try await relay.liveDirectory.renew(sessionIDs: relay.live.sessionIDs, now: now())
+                                try await relay.liveDirectory.renew(sessionIDs: relay.live.sessionIDs, now: clock.now())
                                 lastRenewal = .now
                             } catch {
                                 relay.logger.warning(

@@ -86,7 +86,7 @@ extension RelayContext {
             options.expiration = expiration
         }
         if let since = request.waitingSince {
-            options.waitingSince = try waitingSince(since, "waiting_since", now: now())
+            options.waitingSince = try waitingSince(since, "waiting_since", now: clock.now())
         }
         if let badge = request.badge {
             guard (0...99_999).contains(badge) else { throw .invalidField("badge", "must be 0 to 99999") }

@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldCrypto
 public import HeraldDispatch
+public import HeraldDomain
 import HeraldRelayAPI
 public import HeraldStore
 public import Logging
@@ -43,7 +44,7 @@ public final class Relay: Sendable {
     /// Admits `count` messages of `caller` against its key's and its app's quotas and its app's
     /// cap on queued messages, now; a 429 (`tooManyRequests`) when one is spent.
     public func admit(_ caller: Caller, messages count: Int) async throws(RelayError) {
-        let now = context.now()
+        let now = context.clock.now()
         if let app = caller.appID {
             try await queueCaps.admit(app: app, count: count, at: now) { app throws(RelayError) in
                 try await context.storing { try await $0.queuedMessages(appID: app) }
@@ -53,11 +54,9 @@ public final class Relay: Sendable {
     }
 
     /// - Parameters:
-    ///   - now: the clock, in milliseconds since the epoch.
-    ///   - sleep: waits until `now` reads at least the given time, throwing when the task is
-    ///     cancelled; `timers` (the chat delays, the live channels' acknowledgement timeouts)
-    ///     wait with it.
-    ///     `nil` sleeps in real time until `now` reaches it. Tests pass a clock they can advance.
+    ///   - clock: the relay's one clock: what it stamps, and what `timers` (the chat delays, the
+    ///     live channels' acknowledgement timeouts) and the callback scheduler wait on. Tests
+    ///     pass a `TestClock` they move.
     ///   - onAccepted: called after each ingest that queued pushes (wakes the dispatcher).
     ///   - onAppSaved: called after an app was added or changed (say, to register it with a sandbox).
     ///   - handOff: this node's dispatcher: the pushes an ingest can hand it in memory are written
@@ -67,8 +66,7 @@ public final class Relay: Sendable {
         store: any HeraldStore,
         masterKey: MasterKey,
         logger: Logger,
-        now: @escaping @Sendable () -> Int64 = RelayClock.now,
-        sleep: (@Sendable (_ until: Int64) async throws -> Void)? = nil,
+        clock: any HeraldClock = WallClock(),
         onAccepted: @escaping @Sendable () -> Void = {},
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
         live: LiveChannels? = nil,
@@ -81,27 +79,25 @@ public final class Relay: Sendable {
             } else {
                 ProcessLiveDirectory()
             }
-        let sleep = sleep ?? { deadline in try await RelayClock.sleep(until: deadline, now: now) }
         let context = RelayContext(
             configuration: configuration,
             store: store,
             masterKey: masterKey,
             logger: logger,
-            now: now,
-            sleep: sleep,
+            clock: clock,
             onAccepted: onAccepted,
             onAppSaved: onAppSaved,
             handOff: handOff
         )
         let ingest = RelayIngest(context: context, live: live, directory: directory)
-        let timers = RelayTimers(now: now, sleep: sleep)
+        let timers = RelayTimers(clock: clock)
         self.activation = RelayActivation(context: context)
         self.ingest = ingest
         self.transcripts = RelayTranscripts(context: context, live: live, directory: directory, timers: timers)
         self.webhooks = RelayWebhooks(context: context)
         self.calls = RelayCalls(context: context, live: live, directory: directory)
         self.callbacks = RelayCallbacks(context: context)
-        self.keys = RelayKeys(store: store, now: now, logger: logger)
+        self.keys = RelayKeys(store: store, clock: clock, logger: logger)
         self.quotas = QuotaBook(apps: configuration.quotas.apps, defaultQuota: configuration.quotas.defaultQuota)
         self.queueCaps = QueueCaps(apps: configuration.quotas.appCaps, defaultCap: configuration.quotas.defaultCap)
         self.live = live
@@ -109,7 +105,7 @@ public final class Relay: Sendable {
         self.timers = timers
         self.logger = logger
         self.context = context
-        live.attach(now: now, timers: timers, directory: directory) { [weak ingest] deviceID, messageID in
+        live.attach(clock: clock, timers: timers, directory: directory) { [weak ingest] deviceID, messageID in
             await ingest?.unacknowledged(messageID: messageID, deviceID: deviceID)
         }
     }
@@ -144,20 +140,5 @@ extension Relay {
             }
             sealed += batch.count
         }
-    }
-}
-
-/// The wall clock the relay uses by default.
-public enum RelayClock {
-    /// Milliseconds since the Unix epoch.
-    @Sendable public static func now() -> Int64 { WallClock.now() }
-
-    /// Sleeps in real time until `now` reads at least `deadline`; throws `CancellationError`
-    /// when the task is cancelled.
-    public static func sleep(until deadline: Int64, now: @Sendable () -> Int64 = RelayClock.now) async throws {
-        while case let remaining = deadline - now(), remaining > 0 {
-            try await Task.sleep(for: .milliseconds(remaining))
-        }
-        try Task.checkCancellation()
     }
 }

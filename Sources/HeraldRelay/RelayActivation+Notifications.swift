@@ -13,7 +13,7 @@ extension RelayActivation {
         _ request: NotificationPermissionRequest
     ) async throws(RelayError) -> NotificationPermissionView {
         let app = try await context.app(id: device.appID)
-        let planned = planner.permissionReport(device: device, request, app: app, now: context.now())
+        let planned = planner.permissionReport(device: device, request, app: app, now: context.clock.now())
         let outcomes = try await context.commit(planned.change)
         return outcomes == [.applied] ? planned.answer.changed : planned.answer.unchanged
     }

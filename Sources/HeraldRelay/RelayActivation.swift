@@ -58,7 +58,7 @@ public final class RelayActivation: Sendable {
             previous: previous,
             devicePublicKey: devicePublicKey,
             keys: keys,
-            now: context.now()
+            now: context.clock.now()
         )
         try await context.commit(planned.change)
         return planned.answer
@@ -117,7 +117,7 @@ public final class RelayActivation: Sendable {
     public func updateTokens(deviceID: String, _ request: TokenUpdateRequest) async throws(RelayError) -> DeviceView {
         let current =
             request.messagingToken == nil && request.voipToken == nil ? nil : try await device(record: deviceID)
-        let planned = try planner.tokenUpdate(request, deviceID: deviceID, current: current, now: context.now())
+        let planned = try planner.tokenUpdate(request, deviceID: deviceID, current: current, now: context.clock.now())
         try await context.commit(planned.change)
         return planned.answer
     }
@@ -131,7 +131,7 @@ public final class RelayActivation: Sendable {
 
     /// Records a heartbeat.
     public func heartbeat(device: DeviceRecord, _ request: HeartbeatRequest) async throws(RelayError) -> PresenceView {
-        let planned = try planner.heartbeat(device: device, request, now: context.now())
+        let planned = try planner.heartbeat(device: device, request, now: context.clock.now())
         try await context.commit(planned.change)
         return planned.answer
     }

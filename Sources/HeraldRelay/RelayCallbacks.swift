@@ -34,7 +34,7 @@ public final class RelayCallbacks: Sendable {
         if let key = request.idempotencyKey {
             try context.configuration.check(key, "idempotency_key", pattern: .identifier)
         }
-        let time = context.now()
+        let time = context.clock.now()
         let at = try request.at.map { value throws(RelayError) in try Self.time(value, "at") } ?? time
         guard at >= time - Self.allowedSkew else {
             throw .invalidField("at", "is in the past (\(Self.format(at)); the relay's time is \(Self.format(time)))")
@@ -232,7 +232,7 @@ public final class RelayCallbacks: Sendable {
                     "is not one the dialog offered (\(dialog.actions.map(\.id).joined(separator: ", ")))"
                 )
             }
-            let time = context.now()
+            let time = context.clock.now()
             let app = try await context.app(id: record.appID) ?? AppRecord(id: record.appID, teamID: "")
             let planned = try CallbackPlanner.answer(record, with: action, from: device, app: app, at: time)
             if try await context.commit(planned.change) == [.applied] { return planned.answer }

@@ -67,7 +67,7 @@ public final class RelayCalls: Sendable {
     public func expireDue() async -> Int {
         var missed = 0
         while true {
-            let time = context.now()
+            let time = context.clock.now()
             let due: [CallRecord]
             do {
                 due = try await context.store.claimDueCalls(
@@ -139,7 +139,7 @@ public final class RelayCalls: Sendable {
     private func apply(_ event: CallMachine.Event, to call: CallRecord) async throws(RelayError) -> CallView {
         var machine = CallMachine(call)
         let actions = machine.handle(event)
-        let time = context.now()
+        let time = context.clock.now()
         let app = try await context.app(id: call.appID)
         let plan = try CallPlanner.plan(actions, machine: machine, call: call, app: app, at: time)
         guard let transition = plan.transition else {

@@ -9,7 +9,7 @@ extension RelayContext {
     /// the user activated or got a token; a failure is logged and the messages stay held, for
     /// the next activation or token, until their hold ends.
     func releaseHeld(userID: String) async {
-        let time = now()
+        let time = clock.now()
         do {
             let held = try await store.heldMessages(userID: userID, now: time)
             if held.isEmpty { return }

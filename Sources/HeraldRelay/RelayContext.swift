@@ -3,6 +3,7 @@ import Foundation
 import HeraldBatching
 import HeraldCrypto
 import HeraldDispatch
+import HeraldDomain
 import HeraldPush
 import HeraldRelayAPI
 import HeraldStore
@@ -20,10 +21,8 @@ final class RelayContext: Sendable {
     let configuration: RelayConfiguration
     let masterKey: MasterKey
     let logger: Logger
-    /// The clock, in milliseconds since the epoch.
-    let now: @Sendable () -> Int64
-    /// Waits until `now` reaches a time (milliseconds since the epoch): the chat timers' wait.
-    let sleep: @Sendable (_ until: Int64) async throws -> Void
+    /// The relay's one clock: what it stamps, and what its timers wait on.
+    let clock: any HeraldClock
     let metrics = RelayMetrics()
     /// Apps by id, with when each was read: every push looks its app up, and apps change rarely.
     /// A change made here is cached at once; one made on another node sharing the store is read
@@ -47,8 +46,7 @@ final class RelayContext: Sendable {
         store: any HeraldStore,
         masterKey: MasterKey,
         logger: Logger,
-        now: @escaping @Sendable () -> Int64,
-        sleep: @escaping @Sendable (_ until: Int64) async throws -> Void,
+        clock: any HeraldClock,
         onAccepted: @escaping @Sendable () -> Void,
         onAppSaved: @escaping @Sendable (AppRecord) -> Void,
         handOff: (any PushHandOff)? = nil
@@ -57,8 +55,7 @@ final class RelayContext: Sendable {
         self.store = store
         self.masterKey = masterKey
         self.logger = logger
-        self.now = now
-        self.sleep = sleep
+        self.clock = clock
         self.onAccepted = onAccepted
         self.onAppSaved = onAppSaved
         self.handOff = handOff
@@ -83,7 +80,7 @@ final class RelayContext: Sendable {
 
     /// An app, from the cache or the store.
     func app(id: String) async throws(RelayError) -> AppRecord? {
-        let time = now()
+        let time = clock.now()
         if let cached = appCache.withLock({ $0[id] }), time - cached.readAt < Self.appCacheLifetime {
             return cached.app
         }

@@ -10,7 +10,7 @@ extension RelayIngest {
     /// - Parameter app: only this app's devices ring (an app's API key); every app's when `nil`.
     public func send(call request: CallRequest, app: String? = nil) async throws(RelayError) -> IngestReceipt {
         let media = try checkCall(request)
-        let time = context.now()
+        let time = context.clock.now()
         let devices = try await context.storing { try await $0.recipients(userID: request.to) }
             .map(\.device).filter { app == nil || $0.appID == app }
         let content = CallContent(

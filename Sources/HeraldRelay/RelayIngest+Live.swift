@@ -47,7 +47,7 @@ extension RelayIngest {
         while true {
             let overdue: [LiveHandover]
             do {
-                overdue = try await context.store.takeOverdueLiveHandovers(now: context.now(), limit: 100)
+                overdue = try await context.store.takeOverdueLiveHandovers(now: context.clock.now(), limit: 100)
             } catch {
                 context.logger.warning("cannot read overdue live messages", metadata: ["error": "\(error)"])
                 return pushed
@@ -87,7 +87,7 @@ extension RelayIngest {
                     content,
                     app: app,
                     device: device,
-                    at: context.now(),
+                    at: context.clock.now(),
                     options: stored.options,
                     acceptedAt: message.createdAt
                 ),

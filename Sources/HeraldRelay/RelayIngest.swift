@@ -60,7 +60,7 @@ public final class RelayIngest: Sendable {
         let options = try context.pushOptions(request)
         let extras = try context.sealedExtras(request)
 
-        let time = context.now()
+        let time = context.clock.now()
         let messageID = TimeOrderedID.make(milliseconds: time)
         let snapshot = try await context.storing { try await $0.recipientsForIngest(userID: request.to) }
         let draft = MessageDraft(
@@ -344,7 +344,7 @@ public final class RelayIngest: Sendable {
     /// Deletes messages past retention, and idempotency keys and finished pushes older than it.
     /// Holds that ended first (their messages were never pushed: counted `expired`).
     public func purgeExpired() async throws(RelayError) -> (messages: Int, pushes: Int) {
-        let time = context.now()
+        let time = context.clock.now()
         let ended = try await context.storing { try await $0.endHolds(now: time) }
         if ended > 0 { context.metrics.undeliverable(.expired).increment(by: ended) }
         return try await context.storing { store in

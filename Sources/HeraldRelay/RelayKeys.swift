@@ -1,3 +1,4 @@
+public import HeraldDomain
 public import HeraldStore
 public import Logging
 import Metrics
@@ -13,7 +14,7 @@ public final class RelayKeys: Sendable {
     /// The keys every request is checked against.
     public let keyring: APIKeyring
     let store: any HeraldStore
-    let now: @Sendable () -> Int64
+    let clock: any HeraldClock
     let logger: Logger
     private let auditFailures = Counter(label: "herald_relay_audit_failures_total")
 
@@ -23,12 +24,12 @@ public final class RelayKeys: Sendable {
     public init(
         store: any HeraldStore,
         keyring: APIKeyring = APIKeyring(),
-        now: @escaping @Sendable () -> Int64 = RelayClock.now,
+        clock: any HeraldClock = WallClock(),
         logger: Logger
     ) {
         self.store = store
         self.keyring = keyring
-        self.now = now
+        self.clock = clock
         self.logger = logger
     }
 
@@ -98,7 +99,7 @@ public final class RelayKeys: Sendable {
                 secretDigest: token.digest,
                 ratePerSecond: key.ratePerSecond,
                 burst: key.ratePerSecond.map { MessageQuota(messagesPerSecond: $0, burst: key.burst).burst },
-                createdAt: now()
+                createdAt: clock.now()
             )
             // 64 random bits: a taken id is all but impossible, and simply drawn again.
             let entry = auditEntry(actor: actor, action: "key.created", target: record.id, app: record.appID)
@@ -148,7 +149,7 @@ public final class RelayKeys: Sendable {
 
     /// An audit entry for a change made now.
     private func auditEntry(actor: String, action: String, target: String, app: String?) -> AuditEntry {
-        let at = now()
+        let at = clock.now()
         return AuditEntry(
             id: TimeOrderedID.make(milliseconds: at),
             at: at,

@@ -1,4 +1,5 @@
 import HeraldBatching
+import HeraldDomain
 public import ServiceLifecycle
 import Synchronization
 
@@ -32,15 +33,11 @@ public final class RelayTimers: Service, Sendable {
 
     private let state = Mutex(State())
     private let wake = WakeSignal()
-    private let now: @Sendable () -> Int64
-    private let sleep: @Sendable (Int64) async throws -> Void
+    private let clock: any HeraldClock
 
-    /// - Parameters:
-    ///   - now: the relay's clock, milliseconds since the epoch.
-    ///   - sleep: waits until `now` reads the given time, throwing when cancelled.
-    init(now: @escaping @Sendable () -> Int64, sleep: @escaping @Sendable (Int64) async throws -> Void) {
-        self.now = now
-        self.sleep = sleep
+    /// Timers on `clock`: the relay's, which tests move.
+    init(clock: any HeraldClock) {
+        self.clock = clock
     }
 
     /// How many timers are armed.
@@ -86,7 +83,7 @@ public final class RelayTimers: Service, Sendable {
 
     /// Disarms the timers due now; answers their actions and the next deadline.
     private func takeDue() -> (actions: [Action], next: Int64?) {
-        let time = now()
+        let time = clock.now()
         return state.withLock { state in
             let due = state.table.fireDue(at: time)
             return (due.keys.compactMap { state.actions.removeValue(forKey: $0) }, due.nextWake)
@@ -102,7 +99,7 @@ public final class RelayTimers: Service, Sendable {
             return
         }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await self.sleep(deadline) }
+            group.addTask { try? await self.clock.sleep(until: deadline) }
             group.addTask { await self.wake.wait(timeout: idle) }
             await group.next()
             group.cancelAll()

@@ -25,7 +25,7 @@ extension RelayTranscripts {
         // One node and no channel open: nobody to send to, and no read to make.
         guard live.openCount > 0 || directory.nodeID != nil else { return [] }
         guard let recipients = await liveRecipients(of: userID, except: disconnected) else { return [] }
-        let elsewhere = directory.nodesElsewhere(recipients, now: context.now())
+        let elsewhere = directory.nodesElsewhere(recipients, now: context.clock.now())
         if !elsewhere.isEmpty {
             await directory.announceChatEvent(
                 ChatEventNotice(conversation: conversation, position: event.position),

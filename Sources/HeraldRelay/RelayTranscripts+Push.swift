@@ -39,7 +39,7 @@ extension RelayTranscripts {
     /// Pushes at `deadline` (milliseconds since the epoch; by default `firstPushDelay` from now)
     /// unless cancelled first; a timer already armed for the device and chat is kept.
     func scheduleFirstPush(conversation: String, deviceID: String, at deadline: Int64? = nil) {
-        let deadline = deadline ?? context.now() + context.configuration.chat.firstPushDelay.milliseconds
+        let deadline = deadline ?? context.clock.now() + context.configuration.chat.firstPushDelay.milliseconds
         timers.schedule(.firstPush(conversation: conversation, deviceID: deviceID), at: deadline) { [weak self] in
             _ = await self?.pushTranscript(conversation: conversation, deviceID: deviceID, onlyFirst: true)
         }
@@ -89,7 +89,7 @@ extension RelayTranscripts {
                 lines.append((author, text.isEmpty ? event.type : text))
             }
             let last = try context.openAuthor(lastEvent)
-            let time = context.now()
+            let time = context.clock.now()
             let messageID = TimeOrderedID.make(milliseconds: time)
             let text = Self.pushText(lines, sender: last)
             let message = MessageRecord(

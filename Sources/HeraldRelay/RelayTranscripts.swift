@@ -47,7 +47,7 @@ public final class RelayTranscripts: Sendable {
         if request.type == "Message.Text", text.isEmpty {
             throw .invalidField("text", "must not be empty for Message.Text")
         }
-        let time = context.now()
+        let time = context.clock.now()
         try await refuseIfEnded(conversation, at: time)
         let fromAgent = request.fromAgent ?? true
         let event = TranscriptEvent(
@@ -176,7 +176,7 @@ public final class RelayTranscripts: Sendable {
         try context.configuration.check(conversation, "conversation", pattern: .identifier)
         var lifecycle = try await lifecycle(conversation)
         var answered: Int64?
-        for action in lifecycle.handle(.end(at: context.now())) {
+        for action in lifecycle.handle(.end(at: context.clock.now())) {
             answered = try await perform(action, conversation) ?? answered
         }
         // Another end may have been recorded first: the store's is the one that stands.
@@ -195,7 +195,7 @@ public final class RelayTranscripts: Sendable {
     /// more than `messageRetention` ago with their transcripts and disconnects. Returns how many
     /// ended and how many went.
     public func purgeChats() async throws(RelayError) -> (ended: Int, deleted: Int) {
-        let time = context.now()
+        let time = context.clock.now()
         let idle = context.configuration.chat.idleEnd.milliseconds
         let retention = context.configuration.messageRetention.milliseconds
         return try await context.storing { store in
@@ -259,7 +259,7 @@ public final class RelayTranscripts: Sendable {
             deviceID: device.id,
             conversation: conversation,
             position: request.transcriptPosition,
-            at: context.now()
+            at: context.clock.now()
         )
         let events = try await chatWebhookEvents(.chatCustomerOffline, device: device, disconnect: disconnect)
         try await context.commit(TranscriptPlanner.saveDisconnect(disconnect, events: events))
@@ -271,7 +271,7 @@ public final class RelayTranscripts: Sendable {
         try context.configuration.check(conversation, "conversation", pattern: .identifier)
         cancelFirstPush(conversation: conversation, deviceID: device.id)
         let app = try await context.app(id: device.appID)
-        let time = context.now()
+        let time = context.clock.now()
         var disconnect: ChatDisconnect?
         // The disconnect as read, removed only if it is still that one: one written in between
         // (the app left again) is read again.

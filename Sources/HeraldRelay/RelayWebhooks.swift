@@ -13,7 +13,7 @@ public final class RelayWebhooks: Sendable {
     /// The janitor's part for webhooks: deletes the events delivered or failed longer ago than
     /// `messageRetention` (as finished pushes); undelivered ones stay. Returns how many went.
     public func purgeFinished() async throws(RelayError) -> Int {
-        let before = context.now() - context.configuration.messageRetention.milliseconds
+        let before = context.clock.now() - context.configuration.messageRetention.milliseconds
         return try await context.storing { try await $0.deleteFinishedWebhookEvents(before: before) }
     }
 

@@ -108,7 +108,7 @@ public final class WebhookDispatcher: Service, Sendable {
 
     /// Claims up to `limit` due events under this node's lease; none when the store fails (logged).
     private func claim(limit: Int) async -> [StoredWebhookEvent] {
-        let time = context.now()
+        let time = context.clock.now()
         await refreshDepth(at: time)
         do {
             return try await context.store.claimWebhookEvents(
@@ -149,7 +149,7 @@ public final class WebhookDispatcher: Service, Sendable {
                 completion = retryOrGiveUp(stored, error: reason)
             }
         }
-        let time = context.now()
+        let time = context.clock.now()
         let recorded: Bool
         do {
             recorded = try await context.store.completeWebhookEvent(
@@ -223,7 +223,7 @@ public final class WebhookDispatcher: Service, Sendable {
             return .failure(Failure("the app's webhook secret cannot be opened"))
         }
         let body = Array(Self.body(of: event).utf8)
-        let timestamp = context.now() / 1000
+        let timestamp = context.clock.now() / 1000
         let signature = secret.withUnsafeBytes { key in
             WebhookSignature.header(secret: Array(key), timestamp: timestamp, body: body)
         }
@@ -251,7 +251,7 @@ public final class WebhookDispatcher: Service, Sendable {
     /// A failed attempt's completion: another attempt after the backoff, or `failed` once the
     /// next attempt would fall past the retry window.
     private func retryOrGiveUp(_ stored: StoredWebhookEvent, error: String) -> WebhookCompletion {
-        let next = context.now() + configuration.backoff.delay(attempt: stored.attempts).milliseconds
+        let next = context.clock.now() + configuration.backoff.delay(attempt: stored.attempts).milliseconds
         if next - stored.event.createdAt > configuration.retryWindow.milliseconds {
             return .failed(error: "gave up after \(stored.attempts) attempts: \(error)")
         }

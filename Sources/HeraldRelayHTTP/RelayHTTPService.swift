@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldAdapters
+public import HeraldDomain
 import HeraldEncoding
 import HeraldHTTPSupport
 import HeraldObservability
@@ -67,7 +68,7 @@ public enum RelayHTTPService {
     ///   - accessLogger: where the access log goes, one line per request at info.
     ///   - ready: what else `/health/ready` checks besides the store (the remote provider), as
     ///     the reasons the relay cannot serve now; empty when it can.
-    ///   - now: the clock the oldest queued push's age is measured with (milliseconds).
+    ///   - clock: the clock the oldest queued push's age is measured with.
     public static func router(
         relay: Relay,
         configuration: RelayHTTPConfiguration,
@@ -76,7 +77,7 @@ public enum RelayHTTPService {
         accessLogger: Logger? = nil,
         health: @escaping @Sendable () async -> [String: Int] = { [:] },
         ready: @escaping @Sendable () async -> [String] = { [] },
-        now: @escaping @Sendable () -> Int64 = RelayClock.now
+        clock: any HeraldClock = WallClock()
     ) -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
         // First, so it sees every route and the final status, JSON errors included.
@@ -109,7 +110,7 @@ public enum RelayHTTPService {
         if let registry {
             let queue = QueueGauges()
             HTTPObservability.addMetrics(to: router, exposition: MetricsExposition(registry: registry)) {
-                await queue.refresh(relay: relay, now: now())
+                await queue.refresh(relay: relay, now: clock.now())
             }
         }
 

@@ -147,7 +147,6 @@ public struct APNsSettings: Sendable {
         let cache = tokenCache
         let tokens = ProviderTokenManager(
             signer: signer,
-            now: { Int64(Date().timeIntervalSince1970) },
             onNewToken: { token in
                 guard let cache else { return }
                 // Written beside, then renamed: a crash never leaves half a token.

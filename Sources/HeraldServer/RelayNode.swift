@@ -2,6 +2,7 @@ import Foundation
 public import HeraldAdapters
 public import HeraldCrypto
 public import HeraldDispatch
+public import HeraldDomain
 public import HeraldHTTPSupport
 public import HeraldPush
 public import HeraldRelay
@@ -68,10 +69,8 @@ public struct RelayNode: Sendable {
         /// Serves `GET /metrics` from it.
         public var metrics: PrometheusCollectorRegistry?
         public var adapters: [any ContactCenterAdapter] = []
-        /// The relay's and the dispatcher's clock (milliseconds since the epoch) and the relay
-        /// timers' sleep; the wall clock when not given.
-        public var now: @Sendable () -> Int64 = RelayClock.now
-        public var sleep: (@Sendable (Int64) async throws -> Void)?
+        /// The node's one clock: the relay's, its timers', the dispatcher's and the API's.
+        public var clock: any HeraldClock = WallClock()
         /// Called after an app was added or changed (to register it with an in-process sandbox).
         public var onAppSaved: @Sendable (AppRecord) -> Void = { _ in }
         /// Where the access log goes (one line per request at info); the node's logger when nil.
@@ -95,15 +94,14 @@ public struct RelayNode: Sendable {
             sender: parts.sender,
             configuration: parts.dispatcher,
             logger: logger,
-            now: parts.now
+            clock: parts.clock
         )
         let relay = Relay(
             configuration: parts.relay,
             store: parts.store,
             masterKey: parts.masterKey,
             logger: logger,
-            now: parts.now,
-            sleep: parts.sleep,
+            clock: parts.clock,
             onAccepted: { dispatcher.wake() },
             onAppSaved: parts.onAppSaved,
             handOff: dispatcher
@@ -120,7 +118,7 @@ public struct RelayNode: Sendable {
             accessLogger: parts.accessLogger,
             health: { ["pushes_in_flight": dispatcher.pushesInFlight] },
             ready: parts.ready,
-            now: parts.now
+            clock: parts.clock
         )
         let app = Application(
             router: router,
@@ -145,7 +143,7 @@ public struct RelayNode: Sendable {
             relay: relay,
             configuration: parts.relay.live,
             store: parts.store,
-            now: parts.now
+            clock: parts.clock
         )
         // Calls nobody answered end as missed on whichever node claims them first.
         let callTimers = CallTimerService(relay: relay)

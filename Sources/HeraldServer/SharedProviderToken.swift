@@ -3,6 +3,7 @@ import Foundation
 public import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCrypto
+public import HeraldDomain
 public import HeraldStore
 public import Logging
 public import Metrics
@@ -49,13 +50,13 @@ public final class SharedProviderToken: Service, Sendable {
     private let machine: Mutex<SharedTokenMachine>
     private let looks: AsyncStream<Void>
     private let lookNow: AsyncStream<Void>.Continuation
-    private let wallClock: @Sendable () -> Int64
+    private let clock: any HeraldClock
     private let logger: Logger
     private let metrics: any MetricsFactory
 
     /// - Parameters:
     ///   - privateKey: The .p8's key: it signs the tokens and derives the key that seals them.
-    ///   - now: Milliseconds since the epoch (the system clock when nil).
+    ///   - clock: What tokens are dated and aged by.
     ///   - metrics: Where `herald_apns_provider_tokens_total` goes (the process's backend when nil).
     public init(
         store: any ProviderTokenStore,
@@ -63,15 +64,14 @@ public final class SharedProviderToken: Service, Sendable {
         keyID: String,
         teamID: String,
         configuration: Configuration = Configuration(),
-        now: (@Sendable () -> Int64)? = nil,
+        clock: any HeraldClock = WallClock(),
         metrics: (any MetricsFactory)? = nil,
         logger: Logger
     ) throws {
-        let now = now ?? { Int64(Date().timeIntervalSince1970 * 1000) }
         self.metrics = metrics ?? MetricsSystem.factory
         self.store = store
         self.configuration = configuration
-        self.wallClock = now
+        self.clock = clock
         self.logger = logger
         signer = ProviderTokenSigner(privateKey: privateKey, keyID: keyID, teamID: teamID)
         seal = try ProviderTokenSeal(privateKey: privateKey, keyID: keyID, teamID: teamID)
@@ -89,7 +89,7 @@ public final class SharedProviderToken: Service, Sendable {
         tokens = ProviderTokenManager(
             signer: signer,
             refreshAfter: configuration.refreshAfter,
-            now: { now() / 1000 },
+            wallClock: clock,
             coordination: .shared(onStale: { _ in lookNow.yield() })
         )
     }
@@ -101,7 +101,7 @@ public final class SharedProviderToken: Service, Sendable {
     @discardableResult
     public func seed(_ text: String) -> Bool {
         guard let token = signer.restore(text), tokens.held == nil else { return false }
-        let age = wallClock() - token.issuedAt * 1000
+        let age = clock.now() - token.issuedAt * 1000
         guard age >= 0, age < configuration.refreshAfter.milliseconds, tokens.adopt(token) else { return false }
         _ = machine.withLock { $0.handle(.signedLocally(issuedAt: token.issuedAt * 1000)) }
         return true
@@ -112,7 +112,7 @@ public final class SharedProviderToken: Service, Sendable {
     public func prepare() async {
         await step(.look)
         if tokens.held == nil {
-            await step(.storeFailed(now: wallClock()))
+            await step(.storeFailed(now: clock.now()))
         }
     }
 
@@ -159,13 +159,13 @@ public final class SharedProviderToken: Service, Sendable {
         case .read:
             do {
                 let record = try await store.providerToken(teamID: signer.teamID, keyID: signer.keyID)
-                return .stored(record, now: wallClock())
+                return .stored(record, now: clock.now())
             } catch {
                 logger.warning(
                     "cannot read the shared APNs provider token; keeping the one held",
                     metadata: ["error": "\(error)"]
                 )
-                return .storeFailed(now: wallClock())
+                return .storeFailed(now: clock.now())
             }
         case .adopt(let record):
             // Its own token, read back after publishing it, is not counted as adopted.
@@ -177,14 +177,14 @@ public final class SharedProviderToken: Service, Sendable {
                     "the shared APNs provider token does not open with this key; replacing it",
                     metadata: ["key_id": "\(signer.keyID)", "version": "\(record.version)"]
                 )
-                return .unopenable(record, now: wallClock())
+                return .unopenable(record, now: clock.now())
             }
             if held != token { tokenCount("adopted") }
             logger.info(
                 "using the stored APNs provider token",
                 metadata: [
                     "key_id": "\(signer.keyID)", "version": "\(record.version)",
-                    "age_seconds": "\((wallClock() - record.issuedAt) / 1000)",
+                    "age_seconds": "\((clock.now() - record.issuedAt) / 1000)",
                 ]
             )
             return .adopted(record)
@@ -209,7 +209,7 @@ public final class SharedProviderToken: Service, Sendable {
     /// A token signed now, or nil (logged) when the key cannot sign.
     private func signedNow() -> ProviderToken? {
         do {
-            return try signer.makeToken(issuedAt: wallClock() / 1000)
+            return try signer.makeToken(issuedAt: clock.now() / 1000)
         } catch {
             logger.error("cannot sign an APNs provider token", metadata: ["error": "\(error)"])
             return nil
@@ -245,9 +245,9 @@ public final class SharedProviderToken: Service, Sendable {
                     metadata: ["key_id": "\(signer.keyID)", "version": "\(record.version)"]
                 )
             }
-            return .stored(swap.stored, now: wallClock())
+            return .stored(swap.stored, now: clock.now())
         } catch {
-            guard new else { return .storeFailed(now: wallClock()) }
+            guard new else { return .storeFailed(now: clock.now()) }
             // Signed but perhaps not stored: send with it rather than sign yet another.
             tokens.adopt(token)
             tokenCount("alone")

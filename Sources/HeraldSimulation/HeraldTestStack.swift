@@ -6,6 +6,7 @@ public import HeraldAPNsCore
 public import HeraldAdapters
 public import HeraldCrypto
 public import HeraldDispatch
+public import HeraldDomain
 public import HeraldFCM
 public import HeraldFCMCore
 public import HeraldHTTPSupport
@@ -132,9 +133,8 @@ public final class HeraldTestStack: Sendable {
         public var apiKey = "test-api-key-0123456789"
         /// Keys accepted besides `apiKey` (an API key rotation).
         public var previousAPIKeys: [String] = []
-        /// The relay's and the dispatcher's clock (milliseconds), and the relay's timers' sleep.
-        public var now: @Sendable () -> Int64 = RelayClock.now
-        public var sleep: (@Sendable (Int64) async throws -> Void)?
+        /// The node's one clock (a `TestClock` to move time).
+        public var clock: any HeraldClock = WallClock()
         /// Commit with fsync (off for tests: a crash of the test process loses nothing it checks).
         public var durable = false
         /// The relay's (and the remote provider's) HTTP timeouts and connection cap.
@@ -310,8 +310,7 @@ public final class HeraldTestStack: Sendable {
         let tokens = ProviderTokenManager(
             signer: ProviderTokenSigner(privateKey: key, keyID: options.keyID, teamID: options.teamID),
             refreshAfter: settings.refreshAfter,
-            minimumInterval: settings.minimumInterval,
-            now: { Int64(Date().timeIntervalSince1970) }
+            minimumInterval: settings.minimumInterval
         )
         let client = try APNsClient(configuration: configuration, tokens: tokens, logger: logger) {
             feedback.record($0)
@@ -403,9 +402,8 @@ public final class HeraldTestStack: Sendable {
         settings.webhooks(&node.webhooks)
         node.metrics = settings.metrics
         node.adapters = settings.adapters
-        node.now = settings.now
+        node.clock = settings.clock
         node.http = settings.http
-        node.sleep = settings.sleep
         let ports = AsyncStream.makeStream(of: Int.self)
         let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }
         let relay = relayNode.relay

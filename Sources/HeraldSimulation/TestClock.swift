@@ -1,12 +1,12 @@
-import HeraldRelay
+public import HeraldDomain
 import Synchronization
 
-/// The relay's and the dispatcher's clock in tests: real time plus an offset the test moves
-/// with `advance(by:)`, or, after `freeze()`, a time that moves only then (for exact
-/// boundaries). `sleep(until:)` returns once `now()` reads the deadline, whether real time or an
-/// advance brought it there: a timer set far ahead fires when the test moves the clock, never by
-/// winning or losing a race with real time.
-public final class TestClock: Sendable {
+/// The clock tests inject: real time plus an offset the test moves with `advance(by:)`, or, after
+/// `freeze()` (or from `init(frozenAt:)`), a time that moves only when the test advances or sets
+/// it (for exact boundaries). `sleep(until:)` returns once `now()` reads the deadline, whether
+/// real time or the test brought it there: a timer set far ahead fires when the test moves the
+/// clock, never by winning or losing a race with real time.
+public final class TestClock: HeraldClock {
     private enum Waiter {
         case waiting(CheckedContinuation<Void, Never>)
         case cancelled
@@ -20,12 +20,19 @@ public final class TestClock: Sendable {
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiter: UInt64 = 0
 
-        var now: Int64 { frozenAt ?? RelayClock.now() + offset }
+        var now: Int64 { frozenAt ?? WallClock().now() + offset }
     }
 
     private let state = Mutex(State())
 
+    /// A clock running with real time until the test moves it or freezes it.
     public init() {}
+
+    /// A clock frozen at `start` (milliseconds since the epoch): it moves only when the test
+    /// advances it or sets it.
+    public init(frozenAt start: Int64) {
+        state.withLock { $0.frozenAt = start }
+    }
 
     /// Milliseconds since the epoch.
     public func now() -> Int64 { state.withLock { $0.now } }
@@ -47,13 +54,26 @@ public final class TestClock: Sendable {
 
     /// Moves the clock forward and wakes every sleeper to check its deadline again.
     public func advance(by duration: Duration) {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let milliseconds = duration.milliseconds
+        move { state in
             if let frozenAt = state.frozenAt {
                 state.frozenAt = frozenAt + milliseconds
             } else {
                 state.offset += milliseconds
             }
+        }
+    }
+
+    /// Freezes the clock at `time` (milliseconds since the epoch; it may go back: a test
+    /// decides) and wakes every sleeper to check its deadline again.
+    public func set(_ time: Int64) {
+        move { state in state.frozenAt = time }
+    }
+
+    /// Changes the time with `change`, then wakes every sleeper.
+    private func move(_ change: (inout State) -> Void) {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            change(&state)
             state.generation += 1
             defer { state.waiters.removeAll() }
             return state.waiters.values.compactMap { waiter in

@@ -1,3 +1,4 @@
+public import HeraldDomain
 public import HeraldPush
 import Synchronization
 
@@ -39,21 +40,21 @@ public final class ScriptedPushSender: PushSender {
     private let state: Mutex<State>
     private let recorded = Recorded<Call>()
     private let otherwise: PushOutcome
-    private let now: @Sendable () -> Int64
+    private let clock: any HeraldClock
 
     /// A sender answering from `script`; a push the script has no answer left for gets `otherwise`.
-    /// `now` stamps each call (the test's clock).
+    /// `clock` (the test's) stamps each call.
     public init(
         _ script: Script,
         otherwise: PushOutcome = .delivered(receipt: nil),
-        now: @escaping @Sendable () -> Int64
+        clock: any HeraldClock
     ) {
         switch script {
         case .inOrder(let outcomes): state = Mutex(State(inOrder: outcomes, perPush: [:]))
         case .perPush(let outcomes): state = Mutex(State(inOrder: [], perPush: outcomes))
         }
         self.otherwise = otherwise
-        self.now = now
+        self.clock = clock
     }
 
     /// Every call so far, in the order they came (held ones included).
@@ -97,7 +98,7 @@ public final class ScriptedPushSender: PushSender {
     }
 
     public func send(_ pushes: [Push]) async -> [PushOutcome] {
-        let time = now()
+        let time = clock.now()
         let (outcomes, hold) = state.withLock { state in
             var outcomes: [PushOutcome] = []
             outcomes.reserveCapacity(pushes.count)

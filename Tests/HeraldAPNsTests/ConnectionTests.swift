@@ -177,8 +177,7 @@ import Testing
         configuration.requestTimeout = .seconds(20)
         configuration.reconnectBaseDelay = .milliseconds(5)
         let tokens = ProviderTokenManager(
-            signer: ProviderTokenSigner(privateKey: .init(), keyID: "K", teamID: "T"),
-            now: { Int64(Date().timeIntervalSince1970) }
+            signer: ProviderTokenSigner(privateKey: .init(), keyID: "K", teamID: "T")
         )
         var logger = Logger(label: "test")
         logger.logLevel = .critical

@@ -1,6 +1,7 @@
 import Crypto
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldSimulation
 import Synchronization
 import Testing
 
@@ -16,14 +17,14 @@ struct ProviderTokenRestoreTests {
         let kept = Mutex<[String]>([])
         let first = ProviderTokenManager(
             signer: Self.signer,
-            now: { 1_000_000 },
+            wallClock: TestClock(frozenAt: 1_000_000_000),
             onNewToken: { token in kept.withLock { $0.append(token.text) } }
         )
         let made = try first.current()
         #expect(kept.withLock { $0 } == [made.text])
 
         // Ten minutes later, after a restart.
-        let second = ProviderTokenManager(signer: Self.signer, now: { 1_000_600 })
+        let second = ProviderTokenManager(signer: Self.signer, wallClock: TestClock(frozenAt: 1_000_600_000))
         #expect(second.restore(made.text + "\n"))
         #expect(try second.current() == made)
         #expect(second.tokensMade == 0)
@@ -37,7 +38,7 @@ struct ProviderTokenRestoreTests {
             teamID: "TEAM123456"
         )
         let foreign = try other.makeToken(issuedAt: 1_000_000)
-        let manager = ProviderTokenManager(signer: Self.signer, now: { 1_000_600 })
+        let manager = ProviderTokenManager(signer: Self.signer, wallClock: TestClock(frozenAt: 1_000_600_000))
         #expect(!manager.restore(foreign.text))
         let otherTeam = ProviderTokenSigner(privateKey: Self.key, keyID: "KEY1234567", teamID: "TEAM999999")
         #expect(!manager.restore(try otherTeam.makeToken(issuedAt: 1_000_000).text))

@@ -33,7 +33,6 @@ struct SharedTokenFeedbackTests {
             let stale = Mutex<[ProviderToken]>([])
             let tokens = ProviderTokenManager(
                 signer: stack.signer,
-                now: { Int64(Date().timeIntervalSince1970) },
                 coordination: .shared(onStale: { token in stale.withLock { $0.append(token) } })
             )
             // Nothing adopted yet: a shared manager has no token to give, and makes none.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldDevice
+import HeraldSimulation
 import HeraldStore
 import Testing
 
@@ -80,7 +81,10 @@ struct AndroidPhoneTests {
     func messagingServiceRules() throws {
         let directory = NSTemporaryDirectory() + "herald-fms-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let service = FirebaseMessagingServiceEmulator(store: try AppGroupStore(directory: directory), now: { 1 })
+        let service = FirebaseMessagingServiceEmulator(
+            store: try AppGroupStore(directory: directory),
+            clock: TestClock(frozenAt: 1)
+        )
         guard case .ignored = service.onMessageReceived(["hello": "world"]) else {
             Issue.record("foreign data was not ignored")
             return

@@ -38,7 +38,7 @@ struct AppLifeTests {
                     userID: "u1",
                     storeDirectory: directory,
                     clock: clock,
-                    timeline: Timeline(now: { clock.now() }),
+                    timeline: Timeline(clock: clock),
                     http: http,
                     logger: logger
                 ) { configuration in

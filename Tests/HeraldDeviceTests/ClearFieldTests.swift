@@ -2,6 +2,7 @@ import Foundation
 import HeraldCrypto
 import HeraldDevice
 import HeraldRelay
+import HeraldSimulation
 import HeraldStore
 import Testing
 
@@ -77,7 +78,11 @@ struct ClearRoutingTests {
         changed["conversation_id"] = "evil-thread"
         var removed = sent
         removed["conversation_id"] = nil
-        let service = FirebaseMessagingServiceEmulator(store: pairing.store, rememberedPushes: 0, now: { 1 })
+        let service = FirebaseMessagingServiceEmulator(
+            store: pairing.store,
+            rememberedPushes: 0,
+            clock: TestClock(frozenAt: 1)
+        )
         for data in [changed, removed] {
             guard case .notification(let shown, let opened, let diagnostic) = service.onMessageReceived(data) else {
                 Issue.record("a tampered message did not become a notification")
@@ -142,7 +147,11 @@ struct ClearRoutingTests {
                     .receive(payload: try #require(entry.payload), pushType: entry.pushType ?? "alert")
                 (opened, diagnostic) = (result.opened, result.diagnostic)
             } else {
-                let service = FirebaseMessagingServiceEmulator(store: store, rememberedPushes: 0, now: { 1 })
+                let service = FirebaseMessagingServiceEmulator(
+                    store: store,
+                    rememberedPushes: 0,
+                    clock: TestClock(frozenAt: 1)
+                )
                 switch service.onMessageReceived(try #require(entry.data)) {
                 case .notification(_, let isOpened, let why): (opened, diagnostic) = (isOpened, why)
                 case .call(_, _, _, let why): (opened, diagnostic) = (why == nil, why)
@@ -187,7 +196,7 @@ struct RepeatedPushTests {
     func android() throws {
         let pairing = try Pairing()
         defer { pairing.remove() }
-        let service = FirebaseMessagingServiceEmulator(store: pairing.store, now: { 1 })
+        let service = FirebaseMessagingServiceEmulator(store: pairing.store, clock: TestClock(frozenAt: 1))
         let message = try pairing.messageData()
         guard case .notification(_, true, nil) = service.onMessageReceived(message) else {
             Issue.record("the message did not open")

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldDevice
+import HeraldDomain
 import HeraldSimulation
 import HeraldStore
 import Logging
@@ -41,7 +42,7 @@ struct DeviceFlowTests {
                     userID: "u1",
                     storeDirectory: directory,
                     clock: clock,
-                    timeline: Timeline(now: { clock.now() }),
+                    timeline: Timeline(clock: clock),
                     http: http,
                     logger: logger
                 ) { configuration in
@@ -52,7 +53,7 @@ struct DeviceFlowTests {
                     configuration.violationLimit = tweaks.violationLimit
                     configuration.platform = tweaks.platform
                     // These flows keep the app's timers on real time, as they always have.
-                    configuration.clock = .system
+                    configuration.clock = WallClock()
                 }
                 try await phone.launch()
                 defer { phone.shutdown() }

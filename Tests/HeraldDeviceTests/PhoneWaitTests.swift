@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldSimulation
 import Logging
 import Synchronization
 import Testing
@@ -26,7 +27,7 @@ struct PhoneWaitTests {
                 storeDirectory: directory
             ),
             http: http,
-            timeline: Timeline(now: { 0 }),
+            timeline: Timeline(clock: TestClock(frozenAt: 0)),
             logger: Logger(label: "test.wait")
         )
         do {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldDevice
+import HeraldSimulation
 import Testing
 
 /// The diagram's lanes grouped by where they run: a second device's lanes stand under its own
@@ -18,7 +19,7 @@ struct TimelineDiagramTests {
     @Test("servers, then the phone, then the pad: each device's lanes under its header, in one order")
     func lanesGroupedByDevice() {
         // One instant: the steps stand in the order recorded.
-        let timeline = Timeline(now: { 1_000 })
+        let timeline = Timeline(clock: TestClock(frozenAt: 1_000))
         let pad = Timeline(sharing: timeline, device: "pad")
         // Recorded in an order unlike the lanes': the pad's user and app first, a server late.
         pad.record("user", "app", "app launched")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldDevice
+import HeraldSimulation
 import Synchronization
 import Testing
 
@@ -11,26 +12,22 @@ import Testing
 /// is shown.
 @Suite("Timeline order and page", .timeLimit(.minutes(3)))
 struct TimelineOrderTests {
-    /// A clock the test sets.
-    final class ManualClock: Sendable {
-        private let value = Mutex<Int64>(1_000_000)
-        func now() -> Int64 { value.withLock { $0 } }
-        func set(_ elapsed: Int64) { value.withLock { $0 = 1_000_000 + elapsed } }
-    }
+    /// Where the test's clock starts (milliseconds since the epoch).
+    static let start: Int64 = 1_000_000
 
     @Test("a step reported late, on another clock, is placed before the delivery it caused")
     func reportedStepPlacedByCause() {
-        let clock = ManualClock()
-        let timeline = Timeline(now: { clock.now() })
-        clock.set(100)
+        let clock = TestClock(frozenAt: Self.start)
+        let timeline = Timeline(clock: clock)
+        clock.set(Self.start + 100)
         timeline.record("backend", "relay", "POST /v1/messages → 202", subject: "m1", stage: .requested, at: 1_000_050)
-        clock.set(120)
+        clock.set(Self.start + 120)
         timeline.record("apns", "app", "push delivered", subject: "m1", stage: .delivered)
-        clock.set(125)
+        clock.set(Self.start + 125)
         timeline.record("app", "app", "something else")
         timeline.record("nse", "notification-center", "notification shown", subject: "m1", stage: .shown)
         // The relay recorded APNs's answer after the phone showed the push.
-        clock.set(140)
+        clock.set(Self.start + 140)
         timeline.record(
             "relay",
             "apns",
@@ -48,7 +45,7 @@ struct TimelineOrderTests {
             stage: .accepted,
             reportedAt: 1_000_010
         )
-        clock.set(600_000)
+        clock.set(Self.start + 600_000)
         timeline.record("backend", "relay", "POST /v1/messages → 202", subject: "m2", stage: .requested)
         timeline.record("fcm", "app", "data message delivered", subject: "m2", stage: .delivered)
 

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
+import HeraldSimulation
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
@@ -15,9 +16,9 @@ struct CallbackRestartTests {
     static let logger = Logger(label: "test.callback-restart")
 
     /// A relay node over the database at `path`, on `clock`.
-    static func node(_ path: String, _ masterKey: MasterKey, _ clock: ManualClock) throws -> Relay {
+    static func node(_ path: String, _ masterKey: MasterKey, _ clock: TestClock) throws -> Relay {
         let store = try SQLiteStore(configuration: .init(path: path), logger: logger)
-        return Relay(store: store, masterKey: masterKey, logger: logger, now: { clock.now() })
+        return Relay(store: store, masterKey: masterKey, logger: logger, clock: clock)
     }
 
     /// The callback pushes queued for `callback`.
@@ -31,7 +32,7 @@ struct CallbackRestartTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/herald.sqlite"
         let masterKey = MasterKey.generate()
-        let clock = ManualClock(at: 1_800_000_000_000)
+        let clock = TestClock(frozenAt: 1_800_000_000_000)
 
         var first: Relay? = try Self.node(path, masterKey, clock)
         try await first!.activation.saveApp(StoreFixtures.app())
@@ -52,7 +53,7 @@ struct CallbackRestartTests {
         first = nil
 
         // The next run, after the due time.
-        _ = clock.advance(by: 121_000)
+        clock.advance(by: .milliseconds(121_000))
         let second = try Self.node(path, masterKey, clock)
         #expect(try await second.callbacks.pushDue(owner: "node-1") == 1)
         #expect(try await second.callbacks.pushDue(owner: "node-1") == 0)
@@ -73,7 +74,7 @@ struct CallbackRestartTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/herald.sqlite"
         let masterKey = MasterKey.generate()
-        let clock = ManualClock(at: 1_800_000_000_000)
+        let clock = TestClock(frozenAt: 1_800_000_000_000)
         let relay = try Self.node(path, masterKey, clock)
         try await relay.activation.saveApp(StoreFixtures.app())
         _ = try await relay.activation.activate(
@@ -97,7 +98,7 @@ struct CallbackRestartTests {
         #expect(claimed.map(\.id) == [scheduled.callbackID])
 
         #expect(try await relay.callbacks.pushDue(owner: "alive") == 0)
-        _ = clock.advance(by: 31_000)
+        clock.advance(by: .milliseconds(31_000))
         #expect(try await relay.callbacks.pushDue(owner: "alive") == 1)
         #expect(try await relay.callbacks.pushDue(owner: "alive") == 0)
         #expect(try await Self.pushes(relay, callback: scheduled.callbackID).count == 1)

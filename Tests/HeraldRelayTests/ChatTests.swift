@@ -214,8 +214,7 @@ struct ChatTests {
                     store: harness.store,
                     masterKey: harness.masterKey,
                     logger: Logger(label: "test.restarted"),
-                    now: { harness.clock.now() },
-                    sleep: { try await harness.clock.sleep(until: $0) },
+                    clock: harness.clock,
                     onAccepted: {}
                 )
             }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldPush
 import HeraldServer
+import HeraldSimulation
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
@@ -328,7 +329,7 @@ struct Rig {
     let sqlite: SQLiteStore
     let store: ObservedOutboxStore
     let sender: ScriptedPushSender
-    let clock: ManualClock
+    let clock: TestClock
     let dispatcher: Dispatcher
     let group: ServiceGroup
     let run: Task<Void, any Error>
@@ -395,8 +396,8 @@ struct Rig {
             #expect(taken.count == pushes.count)
         }
 
-        let clock = ManualClock(at: DispatcherTests.start)
-        let sender = ScriptedPushSender(script, now: { clock.now() })
+        let clock = TestClock(frozenAt: DispatcherTests.start)
+        let sender = ScriptedPushSender(script, clock: clock)
         if holdSender { sender.closeGate() }
         if let unreachable { sender.setUnreachable(unreachable) }
         let store = ObservedOutboxStore(sqlite, claimsServed: claimsServed)
@@ -405,7 +406,7 @@ struct Rig {
             sender: sender,
             configuration: configuration,
             logger: dispatcherLogger,
-            now: { clock.now() }
+            clock: clock
         )
         let group = ServiceGroup(services: [dispatcher], logger: logger)
         let run = Task { try await group.run() }

@@ -199,8 +199,7 @@ final class TwoNodeCluster: Sendable {
                         parts.relay.live.sweepInterval = .milliseconds(50)
                         parts.dispatcher.owner = id
                         parts.dispatcher.idlePoll = .milliseconds(50)
-                        parts.now = { clock.now() }
-                        parts.sleep = { try await clock.sleep(until: $0) }
+                        parts.clock = clock
                         let ports = AsyncStream.makeStream(of: Int.self)
                         let node = RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
                         // In `herald serve`'s order, the store first: it stops last.

@@ -41,7 +41,7 @@ struct OutageDispatchTests {
 
             // While down: one push per probe interval, the first call, and nothing else.
             for round in 1...3 {
-                rig.clock.advance(by: 250)
+                rig.clock.advance(by: .milliseconds(250))
                 rig.dispatcher.wake()
                 let calls = await rig.sender.waitForCalls(1 + round)
                 #expect(calls.last?.pushIDs == ["c0"], "probe \(round)")
@@ -54,7 +54,7 @@ struct OutageDispatchTests {
             // Back: the next probe is delivered, and the backlog goes at once, calls first; the
             // call that expired meanwhile is finished, not sent.
             rig.sender.setReachable(.apns)
-            rig.clock.advance(by: 250)
+            rig.clock.advance(by: .milliseconds(250))
             rig.dispatcher.wake()
             let calls = await rig.sender.waitForCalls(6)
             #expect(calls[4].pushIDs == ["c0"])

@@ -111,7 +111,7 @@ struct OutcomeOutageTests {
             rig.store.fail(claims: true, completes: true)
             // Their leases (60 s) end while the store is away: once it answers, a claim would
             // take them again.
-            rig.clock.advance(by: 61_000)
+            rig.clock.advance(by: .seconds(61))
             rig.sender.openGate()
             // The outcomes' writes fail, and are tried again: in all more tries than the five
             // after which a write used to be given up.

@@ -1,5 +1,6 @@
 import HeraldPush
 import HeraldRelayProvider
+import HeraldSimulation
 import HeraldTestSupport
 import Logging
 import Testing
@@ -29,8 +30,8 @@ struct ProviderPoolTests {
 
     @Test("batches go to each provider in turn")
     func roundRobin() async {
-        let first = ScriptedPushSender(.inOrder([]), now: { 0 })
-        let second = ScriptedPushSender(.inOrder([]), now: { 0 })
+        let first = ScriptedPushSender(.inOrder([]), clock: TestClock(frozenAt: 0))
+        let second = ScriptedPushSender(.inOrder([]), clock: TestClock(frozenAt: 0))
         let pool = ProviderPool([("a", first), ("b", second)], logger: Logger(label: "test"))
         for _ in 0..<4 {
             let outcomes = await pool.send(Self.pushes(2))
@@ -42,9 +43,9 @@ struct ProviderPoolTests {
 
     @Test("a provider that gives no answer is skipped: its batch goes to the next at once, and later batches too")
     func failover() async {
-        let dead = ScriptedPushSender(.inOrder([]), now: { 0 })
+        let dead = ScriptedPushSender(.inOrder([]), clock: TestClock(frozenAt: 0))
         dead.setUnreachable(.apns)
-        let alive = ScriptedPushSender(.inOrder([]), now: { 0 })
+        let alive = ScriptedPushSender(.inOrder([]), clock: TestClock(frozenAt: 0))
         let pool = ProviderPool(
             [("dead", dead), ("alive", alive)],
             cooldown: .seconds(60),
@@ -62,8 +63,8 @@ struct ProviderPoolTests {
 
     @Test("when every provider gives no answer the batch is unreachable, for the dispatcher to hold")
     func allDown() async {
-        let first = ScriptedPushSender(.inOrder([]), now: { 0 })
-        let second = ScriptedPushSender(.inOrder([]), now: { 0 })
+        let first = ScriptedPushSender(.inOrder([]), clock: TestClock(frozenAt: 0))
+        let second = ScriptedPushSender(.inOrder([]), clock: TestClock(frozenAt: 0))
         first.setUnreachable(.apns)
         second.setUnreachable(.apns)
         let pool = ProviderPool([("a", first), ("b", second)], logger: Logger(label: "test"))

@@ -154,8 +154,7 @@ final class RelayHarness: Sendable {
         relay.metrics = setup.servesMetrics ? metrics : nil
         relay.apiKey = apiKey
         relay.previousAPIKeys = setup.previousAPIKeys
-        relay.now = { clock.now() }
-        relay.sleep = { try await clock.sleep(until: $0) }
+        relay.clock = clock
         options.relay = relay
         try await HeraldTestStack.with(options) { stack in
             let parts = try #require(stack.relay)

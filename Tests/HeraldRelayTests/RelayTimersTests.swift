@@ -100,7 +100,7 @@ struct RelayTimersTests {
     static func onFrozenClock() -> (TestClock, Int64, RelayTimers) {
         let clock = TestClock()
         clock.freeze()
-        return (clock, clock.now(), RelayTimers(now: { clock.now() }, sleep: { try await clock.sleep(until: $0) }))
+        return (clock, clock.now(), RelayTimers(clock: clock))
     }
 
     static func firstPush(_ device: String) -> RelayTimers.Timer {

@@ -4,6 +4,7 @@ import HeraldCrypto
 import HeraldPush
 import HeraldRelay
 import HeraldRelayAPI
+import HeraldSimulation
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
@@ -122,7 +123,7 @@ struct WebhookDispatcherTests {
     struct Setup {
         let relay: Relay
         let store: SQLiteStore
-        let clock: ManualClock
+        let clock: TestClock
         let directory: String
         let path: String
     }
@@ -131,12 +132,12 @@ struct WebhookDispatcherTests {
         let directory = NSTemporaryDirectory() + "herald-webhooks-\(UUID().uuidString)"
         let path = directory + "/herald.sqlite"
         let store = try SQLiteStore(configuration: .init(path: path), logger: Logger(label: "test.webhooks"))
-        let clock = ManualClock(at: start)
+        let clock = TestClock(frozenAt: start)
         let relay = Relay(
             store: store,
             masterKey: MasterKey.generate(),
             logger: Logger(label: "test.webhooks"),
-            now: clock.now
+            clock: clock
         )
         try await relay.activation.saveApp(
             AppRecord(id: app, teamID: "TEAM123456"),
@@ -186,7 +187,7 @@ struct WebhookDispatcherTests {
         defer { try? FileManager.default.removeItem(atPath: setup.directory) }
         try await setup.store.enqueueWebhookEvents([Self.event("e1", key: "push:p1", at: Self.start - 5)])
         let transport = ScriptedWebhookTransport()
-        setup.clock.advance(by: 2_500)
+        setup.clock.advance(by: .milliseconds(2_500))
         #expect(await Self.dispatcher(setup, transport).deliverBatch() == 1)
 
         let request = try #require(transport.requests.first)
@@ -299,7 +300,7 @@ struct WebhookDispatcherTests {
         #expect(failed.lastError?.hasPrefix("gave up after \(failed.attempts) attempts: HTTP 500") == true)
         #expect(failed.attempts > 5)
         let sent = transport.requests.count
-        setup.clock.advance(by: 86_400_000)
+        setup.clock.advance(by: .milliseconds(86_400_000))
         #expect(await dispatcher.deliverBatch() == 1, "the key's next event goes once the first is given up")
         #expect(transport.eventIDs.dropFirst(sent) == ["e2"])
         #expect(try await setup.store.webhookEvent(id: "e2")?.state == .delivered)
@@ -520,7 +521,7 @@ struct WebhookDispatcherTests {
         #expect(!capture.text.contains("push_id"), "no body in the logs")
 
         // A minute on, the next failure warns again.
-        setup.clock.advance(by: 60_000)
+        setup.clock.advance(by: .milliseconds(60_000))
         #expect(await dispatcher.deliverBatch() == 2)
         #expect(warnings().count == 2)
     }
@@ -604,7 +605,7 @@ struct WebhookDispatcherTests {
             conversation: "chat-1",
             ChatDisconnectRequest(transcriptPosition: 3)
         )
-        setup.clock.advance(by: 1_000)
+        setup.clock.advance(by: .milliseconds(1_000))
         _ = try await setup.relay.transcripts.chatConnect(device: device, conversation: "chat-1")
         // Connected already: nothing to report.
         _ = try await setup.relay.transcripts.chatConnect(device: device, conversation: "chat-1")
@@ -653,10 +654,10 @@ struct WebhookDispatcherTests {
             Self.event("waiting", key: "push:p2", at: Self.start + 10 * 86_400_000),
         ])
         #expect(await Self.dispatcher(setup, ScriptedWebhookTransport()).deliverBatch() == 1)
-        let retention = RelayConfiguration().messageRetention.milliseconds
+        let retention = RelayConfiguration().messageRetention
         setup.clock.advance(by: retention)
         #expect(try await setup.relay.webhooks.purgeFinished() == 0, "not before the retention ends")
-        setup.clock.advance(by: 1)
+        setup.clock.advance(by: .milliseconds(1))
         #expect(try await setup.relay.webhooks.purgeFinished() == 1)
         #expect(try await setup.store.webhookEvent(id: "done") == nil)
         #expect(try await setup.store.webhookEvent(id: "waiting")?.state == .pending)

@@ -3,6 +3,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldObservability
+import HeraldSimulation
 import HeraldStore
 import HeraldStoreSQLite
 import Logging
@@ -40,12 +41,15 @@ struct SharedProviderTokenServiceTests {
         aheadBy offset: Int64 = 0,
         metrics: (any MetricsFactory)? = nil
     ) throws -> SharedProviderToken {
-        try SharedProviderToken(
+        // Real time, `offset` ahead.
+        let clock = TestClock()
+        clock.advance(by: .milliseconds(offset))
+        return try SharedProviderToken(
             store: store,
             privateKey: key,
             keyID: keyID,
             teamID: teamID,
-            now: { Int64(Date().timeIntervalSince1970 * 1000) + offset },
+            clock: clock,
             metrics: metrics,
             logger: logger
         )

@@ -43,7 +43,7 @@ extension RelayContext {
         case .wakeWebhooks:
             webhooksWritten.signal()
         case .appSaved(let app):
-            let readAt = now()
+            let readAt = clock.now()
             appCache.withLock { $0[app.id] = (app, readAt) }
             onAppSaved(app)
         case .log(let message, let fields):
