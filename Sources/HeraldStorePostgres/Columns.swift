@@ -51,3 +51,10 @@ extension PostgresBindings {
         }
     }
 }
+
+/// A prepared statement whose rows are read as they come (by `Columns`, or `decode`).
+protocol RowsStatement: PostgresPreparedStatement where Row == PostgresRow {}
+
+extension RowsStatement {
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}

@@ -103,9 +103,7 @@ extension PostgresStore {
 /// of the database's CPU in a three-node benchmark run). The length of a JSON array is not seen,
 /// so after its first five calls a connection keeps one plan; the plan's shape being fixed by
 /// the lookups above, that plan is the one a fresh table would get too.
-struct RecipientsStatement: PostgresPreparedStatement {
-    typealias Row = PostgresRow
-
+struct RecipientsStatement: RowsStatement {
     static let sql = """
         SELECT \(Recipient.columns),
             COALESCE((SELECT version FROM recipient_versions r WHERE r.user_id = u.user_id), 0)
@@ -123,8 +121,6 @@ struct RecipientsStatement: PostgresPreparedStatement {
         bindings.append(try Self.jsonArray(userIDs))
         return bindings
     }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 
     /// `strings` as a JSON array of strings.
     static func jsonArray(_ strings: [String]) throws -> String {
