@@ -146,15 +146,13 @@ public final class PostgresExport: StoreExport {
         ) { row in
             var entry = try PostgresStore.entry(row)
             entry.state = .queued
-            let requeues = try await store.rows(
-                "read a push's returns to the queue",
-                "SELECT at, state, reason FROM delivery_log WHERE push_id = \(entry.pushID) ORDER BY id"
-            ).compactMap { row -> DeliveryEvent? in
-                let (at, state, reason) = try row.decode((Int64, String, String?).self)
-                return PushState(rawValue: state).map {
-                    DeliveryEvent(pushID: entry.pushID, at: at, state: $0, reason: reason)
-                }
-            }
+            let requeues = try PostgresStore.requeues(
+                of: entry.pushID,
+                try await store.rows(
+                    "read a push's returns to the queue",
+                    PostgresStore.requeuesQuery(of: entry.pushID)
+                )
+            )
             try await add([.push(PendingPush(entry: entry, requeues: requeues))])
         }
     }

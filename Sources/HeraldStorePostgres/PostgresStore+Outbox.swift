@@ -97,26 +97,24 @@ extension PostgresStore {
     public func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
         try await transaction("read a push's history") { [logger] connection -> [DeliveryEvent] in
             let rows = try await connection.run(
-                "SELECT created_at, state, updated_at, last_reason FROM outbox WHERE push_id = \(pushID)",
+                "SELECT \(unescaped: PushHistory.columns) FROM outbox WHERE push_id = \(pushID)",
                 logger: logger
             )
-            guard let row = rows.first else { return [] }
-            let (createdAt, stateText, updatedAt, lastReason) = try row.decode((Int64, String, Int64, String?).self)
-            guard let state = PushState(rawValue: stateText) else { return [] }
-            var events = [DeliveryEvent(pushID: pushID, at: createdAt, state: .queued, reason: nil)]
-            for row in try await connection.run(
-                "SELECT at, state, reason FROM delivery_log WHERE push_id = \(pushID) ORDER BY id",
-                logger: logger
-            ) {
-                let (at, logged, reason) = try row.decode((Int64, String, String?).self)
-                if let logged = PushState(rawValue: logged) {
-                    events.append(DeliveryEvent(pushID: pushID, at: at, state: logged, reason: reason))
-                }
-            }
-            if state != .queued {
-                events.append(DeliveryEvent(pushID: pushID, at: updatedAt, state: state, reason: lastReason))
-            }
-            return events
+            guard let history = try rows.first?.record(PushHistory.self) else { return [] }
+            let requeues = try await connection.run(Self.requeuesQuery(of: pushID), logger: logger)
+            return history.events(of: pushID, requeues: try Self.requeues(of: pushID, requeues))
+        }
+    }
+
+    /// The times `pushID` went back to the queue, in order (read by `requeues(of:_:)`).
+    static func requeuesQuery(of pushID: String) -> PostgresQuery {
+        "SELECT \(unescaped: PushHistory.requeueColumns) FROM delivery_log WHERE push_id = \(pushID) ORDER BY id"
+    }
+
+    static func requeues(of pushID: String, _ rows: [PostgresRow]) throws -> [DeliveryEvent] {
+        try rows.compactMap { row in
+            var columns = Columns(row)
+            return try PushHistory.requeue(of: pushID, &columns)
         }
     }
 

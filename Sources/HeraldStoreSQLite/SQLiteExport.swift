@@ -161,14 +161,7 @@ public final class SQLiteExport: StoreExport {
                     ) ?? ""
                 )
                 entry.state = .queued
-                let requeues = try Row.fetchAll(
-                    db.cachedStatement(sql: "SELECT at, state, reason FROM delivery_log WHERE push_id = ? ORDER BY id"),
-                    arguments: [entry.pushID]
-                ).compactMap { row -> DeliveryEvent? in
-                    PushState(rawValue: row[1]).map {
-                        DeliveryEvent(pushID: entry.pushID, at: row[0], state: $0, reason: row[2])
-                    }
-                }
+                let requeues = try SQLiteStore.requeues(of: entry.pushID, db)
                 return .push(PendingPush(entry: entry, requeues: requeues))
             }
         ),

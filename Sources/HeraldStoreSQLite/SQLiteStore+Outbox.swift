@@ -97,25 +97,26 @@ extension SQLiteStore {
     public func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
         try await read { db in
             guard
-                let row = try Row.fetchOne(
+                let history = try Row.fetchOne(
                     db,
-                    sql: "SELECT created_at, state, updated_at, last_reason FROM outbox WHERE push_id = ?",
+                    sql: "SELECT \(PushHistory.columns) FROM outbox WHERE push_id = ?",
                     arguments: [pushID]
-                ), let state = PushState(rawValue: row[1])
+                )?.record(PushHistory.self)
             else { return [] }
-            let requeued = try Row.fetchAll(
-                db,
-                sql: "SELECT at, state, reason FROM delivery_log WHERE push_id = ? ORDER BY id",
-                arguments: [pushID]
-            ).compactMap { row -> DeliveryEvent? in
-                guard let state = PushState(rawValue: row[1]) else { return nil }
-                return DeliveryEvent(pushID: pushID, at: row[0], state: state, reason: row[2])
-            }
-            var events = [DeliveryEvent(pushID: pushID, at: row[0], state: .queued, reason: nil)] + requeued
-            if state != .queued {
-                events.append(DeliveryEvent(pushID: pushID, at: row[2], state: state, reason: row[3]))
-            }
-            return events
+            return history.events(of: pushID, requeues: try Self.requeues(of: pushID, db))
+        }
+    }
+
+    /// The times `pushID` went back to the queue, in order.
+    static func requeues(of pushID: String, _ db: Database) throws -> [DeliveryEvent] {
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: "SELECT \(PushHistory.requeueColumns) FROM delivery_log WHERE push_id = ? ORDER BY id"
+            ),
+            arguments: [pushID]
+        ).compactMap { row in
+            var columns = SQLiteColumns(row)
+            return try PushHistory.requeue(of: pushID, &columns)
         }
     }
 

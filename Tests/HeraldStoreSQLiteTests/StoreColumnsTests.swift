@@ -112,4 +112,26 @@ struct StoreColumnsTests {
             try AppRecord(columns: &unknown)
         }
     }
+
+    /// (the outbox row's state, the history told: states in order).
+    static let histories: [(String, [PushState])] = [
+        ("queued", [.queued, .queued]),
+        ("sending", [.queued, .queued, .sending]),
+        ("delivered", [.queued, .queued, .delivered]),
+        ("vanished", []),
+    ]
+
+    @Test("a push's history: accepted, its returns to the queue, and where it is unless queued", arguments: histories)
+    func history(_ state: String, _ expected: [PushState]) throws {
+        var row = Values(values: [.integer(1), .text(state), .integer(9), .text("sent")])
+        let history = try PushHistory(columns: &row)
+        var logged = Values(values: [.integer(5), .text("queued"), .text("HTTP 503")])
+        var unknown = Values(values: [.integer(6), .text("parked"), .text(nil)])
+        let requeues = try [PushHistory.requeue(of: "p1", &logged), PushHistory.requeue(of: "p1", &unknown)]
+        #expect(requeues[1] == nil)
+        let events = history.events(of: "p1", requeues: requeues.compactMap { $0 })
+        #expect(events.map(\.state) == expected)
+        #expect(events.map(\.at) == Array([1, 5, 9].prefix(expected.count)))
+    }
+
 }
