@@ -9,9 +9,7 @@ import PostgresNIO
 /// The device columns come from the same statement (a join on the rows being taken) rather than a
 /// second read in a transaction: one round trip instead of five (BEGIN, two statements, a read,
 /// COMMIT), and a statement is atomic on its own.
-struct ClaimStatement: PostgresPreparedStatement {
-    typealias Row = PostgresRow
-
+struct ClaimStatement: RowsStatement {
     /// The tokens of a claimed push's device, as the claim saw them.
     struct Device {
         var messaging: String?
@@ -55,15 +53,11 @@ struct ClaimStatement: PostgresPreparedStatement {
         bindings.append(leaseUntil)
         return bindings
     }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
 /// Claims whose owner never came back (their lease ran out) go back to the queue. SKIP LOCKED: a
 /// lease another node is putting back or finishing right now is left to it.
-struct ExpiredClaimsStatement: PostgresPreparedStatement {
-    typealias Row = PostgresRow
-
+struct ExpiredClaimsStatement: RowsStatement {
     static let sql = """
         UPDATE outbox SET state = 'queued', claim_owner = NULL, claim_until = NULL
         WHERE push_id IN (
@@ -78,16 +72,12 @@ struct ExpiredClaimsStatement: PostgresPreparedStatement {
         bindings.append(now)
         return bindings
     }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
 /// Pushes finished (delivered, token dead, failed, expired), each with its reason or none and
 /// its time: the dispatchers' usual outcomes, several batches' in one statement
 /// (`PostgresStore.complete(_:)`).
-struct FinishStatement: PostgresPreparedStatement {
-    typealias Row = PostgresRow
-
+struct FinishStatement: RowsStatement {
     /// With the pushes' webhook events (`PushEvents`) and the delivered callback pushes'
     /// `callback.pushed` (`CallbackPushedEvents`), in the same statement.
     static let sql = """
@@ -127,8 +117,6 @@ struct FinishStatement: PostgresPreparedStatement {
         bindings.append(times)
         return bindings
     }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
 /// The webhook events of finished pushes, for the apps that have a webhook: appended to a

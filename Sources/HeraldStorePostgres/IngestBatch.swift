@@ -12,9 +12,7 @@ import PostgresNIO
 /// Its shape is the same for every batch, so each connection parses and plans it once. Of two
 /// batches holding one key, the second's `ON CONFLICT DO NOTHING` waits for the first to commit
 /// and then inserts nothing for that ingest.
-struct AcceptBatchStatement: PostgresPreparedStatement {
-    typealias Row = PostgresRow
-
+struct AcceptBatchStatement: RowsStatement {
     static let sql = """
         WITH given AS (
             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bigint[], $44::text[], $45::bigint[])
@@ -132,6 +130,4 @@ struct AcceptBatchStatement: PostgresPreparedStatement {
         bindings.append(ingests.map { $0.recipientsVersion?.version ?? 0 })
         return bindings
     }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }

@@ -100,22 +100,21 @@ public final class PostgresExport: StoreExport {
         }
         try await add(try await store.apps().map(StoreRecord.app))
         try await endOfKind()
-        try await page("devices d", key: "d.id", columns: PostgresStore.deviceColumns, limit: limit) { row in
-            var columns = Columns(row)
-            try await add([.device(try PostgresStore.device(&columns))])
+        try await page("devices d", key: "d.id", columns: DeviceRecord.columns, limit: limit) { row in
+            try await add([.device(try row.record())])
         }
         try await endOfKind()
         try await page(
             "presence",
             key: "device_id",
-            columns: "device_id, user_id, conversation, state, updated_at, expires_at",
+            columns: PresenceRecord.columns,
             limit: limit
         ) { row in
-            try await add([.presence(try Self.presence(row))])
+            try await add([.presence(try row.record())])
         }
         try await endOfKind()
-        try await page("messages", key: "id", columns: PostgresStore.messageColumns, limit: limit) { row in
-            try await add([.message(try PostgresStore.message(from: row))])
+        try await page("messages", key: "id", columns: MessageRecord.columns, limit: limit) { row in
+            try await add([.message(try row.record())])
         }
         try await endOfKind()
         try await page("ingests", key: "idempotency_key", columns: "idempotency_key, receipt, created_at", limit: limit)
@@ -147,15 +146,13 @@ public final class PostgresExport: StoreExport {
         ) { row in
             var entry = try PostgresStore.entry(row)
             entry.state = .queued
-            let requeues = try await store.rows(
-                "read a push's returns to the queue",
-                "SELECT at, state, reason FROM delivery_log WHERE push_id = \(entry.pushID) ORDER BY id"
-            ).compactMap { row -> DeliveryEvent? in
-                let (at, state, reason) = try row.decode((Int64, String, String?).self)
-                return PushState(rawValue: state).map {
-                    DeliveryEvent(pushID: entry.pushID, at: at, state: $0, reason: reason)
-                }
-            }
+            let requeues = try PostgresStore.requeues(
+                of: entry.pushID,
+                try await store.rows(
+                    "read a push's returns to the queue",
+                    PostgresStore.requeuesQuery(of: entry.pushID)
+                )
+            )
             try await add([.push(PendingPush(entry: entry, requeues: requeues))])
         }
     }
@@ -208,12 +205,12 @@ public final class PostgresExport: StoreExport {
         try await page(
             "webhook_events",
             key: "sequence",
-            columns: PostgresStore.webhookEventColumns,
+            columns: StoredWebhookEvent.columns,
             filter: "state IN ('pending', 'sending')",
             limit: limit,
             numericKey: true
         ) { row in
-            var stored = try PostgresStore.webhookEvent(from: row)
+            var stored = try row.record(StoredWebhookEvent.self)
             stored.state = .pending
             try await add([.webhookEvent(stored)])
         }
@@ -289,22 +286,4 @@ public final class PostgresExport: StoreExport {
         }
     }
 
-    private static func presence(_ row: PostgresRow) throws -> PresenceRecord {
-        var columns = Columns(row)
-        let deviceID: String = try columns.next()
-        let userID: String = try columns.next()
-        let conversation: String? = try columns.next()
-        let stateName: String = try columns.next()
-        guard let state = PresenceState(rawValue: stateName) else {
-            throw StoreError.corrupt.with(detail: "presence of \(deviceID) has an unknown state")
-        }
-        return PresenceRecord(
-            deviceID: deviceID,
-            userID: userID,
-            conversation: conversation,
-            state: state,
-            updatedAt: try columns.next(),
-            expiresAt: try columns.next()
-        )
-    }
 }

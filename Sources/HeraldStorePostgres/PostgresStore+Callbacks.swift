@@ -36,43 +36,25 @@ extension PostgresStore {
     public func callback(idempotencyKey: String) async throws -> CallbackRecord? {
         try await rows(
             "read a callback by its key",
-            "SELECT \(unescaped: Self.callbackColumns) FROM callbacks WHERE idempotency_key = \(idempotencyKey)"
-        ).first.map(Self.callback(from:))
+            "SELECT \(unescaped: CallbackRecord.columns) FROM callbacks WHERE idempotency_key = \(idempotencyKey)"
+        ).first.map { try $0.record(CallbackRecord.self) }
     }
 
     public func callback(id: String) async throws -> CallbackRecord? {
         try await rows(
             "read a callback",
-            "SELECT \(unescaped: Self.callbackColumns) FROM callbacks WHERE id = \(id)"
-        ).first.map(Self.callback(from:))
+            "SELECT \(unescaped: CallbackRecord.columns) FROM callbacks WHERE id = \(id)"
+        ).first.map { try $0.record(CallbackRecord.self) }
     }
 
     public func callbackHistory(id: String) async throws -> [CallbackHistoryEntry] {
         try await rows(
             "read a callback's history",
             """
-            SELECT at, event, state, action, sequence, next_push_at FROM callback_history
+            SELECT \(unescaped: CallbackHistoryEntry.columns) FROM callback_history
             WHERE callback_id = \(id) ORDER BY position
             """
-        ).map { row in
-            var columns = Columns(row)
-            let at: Int64 = try columns.next()
-            let eventName: String = try columns.next()
-            let stateName: String = try columns.next()
-            guard let event = CallbackHistoryEntry.Event(rawValue: eventName),
-                let state = CallbackState(rawValue: stateName)
-            else {
-                throw StoreError.corrupt.with(detail: "a callback's history has an unknown event or state")
-            }
-            return CallbackHistoryEntry(
-                at: at,
-                event: event,
-                state: state,
-                action: try columns.next(String?.self),
-                sequence: try columns.next(Int32?.self).map(Int.init),
-                nextPushAt: try columns.next(Int64?.self)
-            )
-        }
+        ).map { try $0.record(CallbackHistoryEntry.self) }
     }
 
     package func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
@@ -90,9 +72,9 @@ extension PostgresStore {
                 FOR UPDATE SKIP LOCKED)
             UPDATE callbacks c SET owner = \(owner), lease_until = \(leaseUntil), version = c.version + 1
             FROM due WHERE c.id = due.id
-            RETURNING \(unescaped: Self.callbackColumns.split(separator: ",").map { "c." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+            RETURNING \(unescaped: CallbackRecord.columns.split(separator: ",").map { "c." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
             """
-        ).map(Self.callback(from:)).sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+        ).map { try $0.record(CallbackRecord.self) }.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
     }
 
     /// `StoreChange.changeCallback`, inside the caller's transaction.
@@ -163,10 +145,10 @@ extension PostgresStore {
         return try await rows(
             "read a callback's webhook events",
             """
-            SELECT \(unescaped: Self.webhookEventColumns) FROM webhook_events
+            SELECT \(unescaped: StoredWebhookEvent.columns) FROM webhook_events
             WHERE ordering_key = \(key) ORDER BY sequence
             """
-        ).map(Self.webhookEvent(from:))
+        ).map { try $0.record(StoredWebhookEvent.self) }
     }
 
     package func deleteFinishedCallbacks(changedBefore before: Int64) async throws -> Int {
@@ -188,36 +170,6 @@ extension PostgresStore {
             }
             return ids.count
         }
-    }
-
-    static let callbackColumns = """
-        id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
-        created_at, updated_at
-        """
-
-    static func callback(from row: PostgresRow) throws -> CallbackRecord {
-        var columns = Columns(row)
-        let id: String = try columns.next()
-        let appID: String = try columns.next()
-        let userID: String = try columns.next()
-        let stateName: String = try columns.next()
-        guard let state = CallbackState(rawValue: stateName) else {
-            throw StoreError.corrupt.with(detail: "a callback has an unknown state: \(stateName)")
-        }
-        return CallbackRecord(
-            id: id,
-            appID: appID,
-            userID: userID,
-            state: state,
-            sealedDialog: try columns.bytes(),
-            dueAt: try columns.next(),
-            expiresAt: try columns.next(),
-            pushes: Int(try columns.next(Int32.self)),
-            version: Int(try columns.next(Int64.self)),
-            lastAction: try columns.next(String?.self),
-            createdAt: try columns.next(),
-            updatedAt: try columns.next()
-        )
     }
 
     private static func appendHistory(

@@ -7,11 +7,8 @@ import PostgresNIO
 extension PostgresStore {
     /// The columns `entry(_:)` reads, in its order: the outbox row (alias `o`), then the payload's
     /// body (alias `p`, joined).
-    static let outboxColumns = """
-        o.push_id, o.device_id, o.kind, o.subject_id, o.priority, o.network, o.topic, o.push_type, \
-        o.apns_priority, o.apns_id, o.fcm_priority, o.collapse_id, o.attempts, o.next_attempt_at, o.expires_at, \
-        o.state, o.last_reason, o.created_at, o.updated_at, o.waiting_since, o.now_or_never, COALESCE(p.payload, '')
-        """
+    static let outboxColumns =
+        OutboxRow.columnNames.map { "o." + $0 }.joined(separator: ", ") + ", COALESCE(p.payload, '')"
 
     static func entry(_ row: PostgresRow) throws -> OutboxEntry {
         var columns = Columns(row)
@@ -20,61 +17,8 @@ extension PostgresStore {
 
     /// Reads `outboxColumns` and leaves `columns` at the next one.
     static func entry(_ columns: inout Columns) throws -> OutboxEntry {
-        let pushID: String = try columns.next()
-        let deviceID: String = try columns.next()
-        let kindText: String = try columns.next()
-        let subjectID: String = try columns.next()
-        let priority: Int64 = try columns.next()
-        let networkText: String = try columns.next()
-        let topic: String = try columns.next()
-        let pushType: String? = try columns.next()
-        let apnsPriority: Int64? = try columns.next()
-        let apnsID: String? = try columns.next()
-        let fcmPriority: String? = try columns.next()
-        let collapseID: String? = try columns.next()
-        let attempts: Int64 = try columns.next()
-        let nextAttemptAt: Int64 = try columns.next()
-        let expiresAt: Int64 = try columns.next()
-        let stateText: String = try columns.next()
-        let lastReason: String? = try columns.next()
-        let createdAt: Int64 = try columns.next()
-        let updatedAt: Int64 = try columns.next()
-        let waitingSince: Int64? = try columns.next()
-        let nowOrNever: Bool = try columns.next()
-        let body: String = try columns.next()
-        guard let kind = OutboxKind(rawValue: kindText), let state = PushState(rawValue: stateText) else {
-            throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown kind or state")
-        }
-        guard let network = PushNetwork(rawValue: networkText) else {
-            throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown network \(networkText)")
-        }
-        let payload = try StoredPayload(
-            network: network,
-            topic: topic,
-            pushType: pushType,
-            apnsPriority: apnsPriority.map { Int($0) },
-            apnsID: apnsID,
-            fcmPriority: fcmPriority,
-            body: body
-        ).payload(pushID: pushID)
-        return OutboxEntry(
-            pushID: pushID,
-            deviceID: deviceID,
-            kind: kind,
-            subjectID: subjectID,
-            priority: Int(priority),
-            payload: payload,
-            collapseID: collapseID,
-            attempts: Int(attempts),
-            nextAttemptAt: nextAttemptAt,
-            expiresAt: expiresAt,
-            state: state,
-            lastReason: lastReason,
-            createdAt: createdAt,
-            updatedAt: updatedAt,
-            waitingSince: waitingSince,
-            nowOrNever: nowOrNever
-        )
+        let row = try OutboxRow(columns: &columns)
+        return try row.entry(body: try columns.text())
     }
 
     // MARK: Ingest
@@ -153,26 +97,24 @@ extension PostgresStore {
     public func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
         try await transaction("read a push's history") { [logger] connection -> [DeliveryEvent] in
             let rows = try await connection.run(
-                "SELECT created_at, state, updated_at, last_reason FROM outbox WHERE push_id = \(pushID)",
+                "SELECT \(unescaped: PushHistory.columns) FROM outbox WHERE push_id = \(pushID)",
                 logger: logger
             )
-            guard let row = rows.first else { return [] }
-            let (createdAt, stateText, updatedAt, lastReason) = try row.decode((Int64, String, Int64, String?).self)
-            guard let state = PushState(rawValue: stateText) else { return [] }
-            var events = [DeliveryEvent(pushID: pushID, at: createdAt, state: .queued, reason: nil)]
-            for row in try await connection.run(
-                "SELECT at, state, reason FROM delivery_log WHERE push_id = \(pushID) ORDER BY id",
-                logger: logger
-            ) {
-                let (at, logged, reason) = try row.decode((Int64, String, String?).self)
-                if let logged = PushState(rawValue: logged) {
-                    events.append(DeliveryEvent(pushID: pushID, at: at, state: logged, reason: reason))
-                }
-            }
-            if state != .queued {
-                events.append(DeliveryEvent(pushID: pushID, at: updatedAt, state: state, reason: lastReason))
-            }
-            return events
+            guard let history = try rows.first?.record(PushHistory.self) else { return [] }
+            let requeues = try await connection.run(Self.requeuesQuery(of: pushID), logger: logger)
+            return history.events(of: pushID, requeues: try Self.requeues(of: pushID, requeues))
+        }
+    }
+
+    /// The times `pushID` went back to the queue, in order (read by `requeues(of:_:)`).
+    static func requeuesQuery(of pushID: String) -> PostgresQuery {
+        "SELECT \(unescaped: PushHistory.requeueColumns) FROM delivery_log WHERE push_id = \(pushID) ORDER BY id"
+    }
+
+    static func requeues(of pushID: String, _ rows: [PostgresRow]) throws -> [DeliveryEvent] {
+        try rows.compactMap { row in
+            var columns = Columns(row)
+            return try PushHistory.requeue(of: pushID, &columns)
         }
     }
 

@@ -64,41 +64,11 @@ extension PostgresStore {
                 do {
                     for row in rows {
                         var columns = Columns(row)
-                        let device = try Self.device(&columns)
-                        let conversation: String? = try columns.next()
-                        let state: String? = try columns.next()
-                        let updatedAt: Int64? = try columns.next()
-                        let expiresAt: Int64? = try columns.next()
-                        var presence: PresenceRecord?
-                        if let state = state.flatMap(PresenceState.init(rawValue:)), let updatedAt, let expiresAt {
-                            presence = PresenceRecord(
-                                deviceID: device.id,
-                                userID: device.userID,
-                                conversation: conversation,
-                                state: state,
-                                updatedAt: updatedAt,
-                                expiresAt: expiresAt
-                            )
-                        }
-                        let node: String? = try columns.next()
-                        let session: String? = try columns.next()
-                        let liveConversation: String? = try columns.next()
-                        let liveUntil: Int64? = try columns.next()
-                        var liveSession: LiveSessionRecord?
-                        if let node, let session, let liveUntil {
-                            liveSession = LiveSessionRecord(
-                                deviceID: device.id,
-                                nodeID: node,
-                                sessionID: session,
-                                conversation: liveConversation,
-                                expiresAt: liveUntil
-                            )
-                        }
+                        let recipient = try Recipient(columns: &columns)
+                        let device = recipient.device
                         let version = RecipientsVersion(userID: device.userID, version: try columns.next())
                         found[device.userID, default: RecipientsSnapshot(recipients: [], version: version)].recipients
-                            .append(
-                                Recipient(device: device, presence: presence, liveSession: liveSession)
-                            )
+                            .append(recipient)
                     }
                 } catch {
                     throw StoreError.corrupt.with(detail: "read users' devices: \(error)")
@@ -133,12 +103,9 @@ extension PostgresStore {
 /// of the database's CPU in a three-node benchmark run). The length of a JSON array is not seen,
 /// so after its first five calls a connection keeps one plan; the plan's shape being fixed by
 /// the lookups above, that plan is the one a fresh table would get too.
-struct RecipientsStatement: PostgresPreparedStatement {
-    typealias Row = PostgresRow
-
+struct RecipientsStatement: RowsStatement {
     static let sql = """
-        SELECT \(PostgresStore.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at,
-            l.node_id, l.session_id, l.conversation, l.expires_at,
+        SELECT \(Recipient.columns),
             COALESCE((SELECT version FROM recipient_versions r WHERE r.user_id = u.user_id), 0)
         FROM jsonb_array_elements_text($1::jsonb) AS u(user_id)
             CROSS JOIN LATERAL (SELECT * FROM devices WHERE devices.user_id = u.user_id OFFSET 0) d
@@ -154,8 +121,6 @@ struct RecipientsStatement: PostgresPreparedStatement {
         bindings.append(try Self.jsonArray(userIDs))
         return bindings
     }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 
     /// `strings` as a JSON array of strings.
     static func jsonArray(_ strings: [String]) throws -> String {

@@ -3,43 +3,13 @@ public import HeraldStore
 import NIOCore
 import PostgresNIO
 
-/// Reads a row's columns in order, so a record's reader and its SELECT list cannot drift apart
-/// by name, and a column is found by position rather than by a name search.
-struct Columns {
-    private let row: PostgresRandomAccessRow
-    private var index = 0
-
-    init(_ row: PostgresRow) {
-        self.row = PostgresRandomAccessRow(row)
-    }
-
-    mutating func next<T: PostgresDecodable>(_ type: T.Type = T.self) throws -> T {
-        defer { index += 1 }
-        return try row[index].decode(T.self)
-    }
-
-    mutating func bytes() throws -> [UInt8] {
-        try next(ByteBuffer.self).bytes
-    }
-
-    mutating func optionalBytes() throws -> [UInt8]? {
-        try next(ByteBuffer?.self)?.bytes
-    }
-}
-
 extension PostgresStore {
     // MARK: Apps
-
-    static let appColumns = """
-        id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
-        webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy, message_priority,
-        queue_order, undeliverable, hold_for
-        """
 
     static func saveApp(_ app: AppRecord, on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.run(
             """
-            INSERT INTO apps (\(unescaped: Self.appColumns))
+            INSERT INTO apps (\(unescaped: AppRecord.columns))
             VALUES (\(app.id), \(app.teamID), \(app.contentPolicy.rawValue), \(app.alertTitle), \(app.alertBody),
                 \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
                 \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }),
@@ -61,118 +31,16 @@ extension PostgresStore {
     }
 
     public func app(id: String) async throws -> AppRecord? {
-        try await rows("read an app", "SELECT \(unescaped: Self.appColumns) FROM apps WHERE id = \(id)")
-            .first.map(Self.app(from:))
+        try await rows("read an app", "SELECT \(unescaped: AppRecord.columns) FROM apps WHERE id = \(id)")
+            .first.map { try $0.record(AppRecord.self) }
     }
 
     public func apps() async throws -> [AppRecord] {
-        try await rows("read the apps", "SELECT \(unescaped: Self.appColumns) FROM apps ORDER BY id")
-            .map(Self.app(from:))
-    }
-
-    static func app(from row: PostgresRow) throws -> AppRecord {
-        var columns = Columns(row)
-        let id: String = try columns.next()
-        let teamID: String = try columns.next()
-        guard let policy = ContentPolicy(rawValue: try columns.next()) else {
-            throw StoreError.corrupt.with(detail: "app \(id) has an unknown content policy")
-        }
-        var app = AppRecord(
-            id: id,
-            teamID: teamID,
-            contentPolicy: policy,
-            alertTitle: try columns.next(),
-            alertBody: try columns.next(),
-            messageTTL: try columns.next(),
-            callTTL: try columns.next(),
-            collapseByConversation: try columns.next(),
-            webhook: try {
-                let url: String? = try columns.next()
-                let secret: ByteBuffer? = try columns.next()
-                guard let url, let secret else { return nil }
-                return AppWebhook(url: url, sealedSecret: Array(secret.readableBytesView))
-            }(),
-            apnsKey: try columns.next(),
-            fcmAccount: try columns.next(),
-            apnsEnvironment: try environment(try columns.next(), of: "app", id)
-        )
-        guard let presencePolicy = PresencePolicy(rawValue: try columns.next()) else {
-            throw StoreError.corrupt.with(detail: "app \(id) has an unknown presence policy")
-        }
-        app.presencePolicy = presencePolicy
-        let priority: Int32 = try columns.next()
-        app.messagePriority = Int(priority)
-        guard let queueOrder = QueueOrder(rawValue: try columns.next()) else {
-            throw StoreError.corrupt.with(detail: "app \(id) has an unknown queue order")
-        }
-        app.queueOrder = queueOrder
-        let undeliverable: String? = try columns.next()
-        if let undeliverable {
-            guard let policy = Undeliverable(rawValue: undeliverable) else {
-                throw StoreError.corrupt.with(detail: "app \(id) has an unknown undeliverable policy")
-            }
-            app.undeliverable = policy
-        }
-        app.holdFor = try columns.next()
-        return app
+        try await rows("read the apps", "SELECT \(unescaped: AppRecord.columns) FROM apps ORDER BY id")
+            .map { try $0.record(AppRecord.self) }
     }
 
     // MARK: Devices
-
-    /// The device columns in the order `device(_:)` reads them, from table alias `d`.
-    static let deviceColumns = """
-        d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
-        d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
-        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment, \
-        d.notification_permission, d.notification_permission_at
-        """
-
-    static func device(_ columns: inout Columns) throws -> DeviceRecord {
-        let id: String = try columns.next()
-        let userID: String = try columns.next()
-        let appID: String = try columns.next()
-        guard let platform = DevicePlatform(rawValue: try columns.next()) else {
-            throw StoreError.corrupt.with(detail: "device \(id) has an unknown platform")
-        }
-        return DeviceRecord(
-            id: id,
-            userID: userID,
-            appID: appID,
-            platform: platform,
-            messagingToken: try columns.next(),
-            voipToken: try columns.next(),
-            keyID: try columns.next(),
-            previousKeyID: try columns.next(),
-            devicePublicKey: try columns.bytes(),
-            relayPublicKey: try columns.bytes(),
-            sealedRelaySecretKey: try columns.bytes(),
-            sealedSessionKeys: try columns.bytes(),
-            credentialHash: try columns.bytes(),
-            tokenDeadReason: try columns.next(),
-            createdAt: try columns.next(),
-            updatedAt: try columns.next(),
-            apnsEnvironment: try environment(try columns.next(), of: "device", id),
-            notificationPermission: try permission(try columns.next(), of: id),
-            notificationPermissionAt: try columns.next()
-        )
-    }
-
-    /// A stored notification permission.
-    static func permission(_ text: String, of id: String) throws -> NotificationPermission {
-        guard let permission = NotificationPermission(rawValue: text) else {
-            throw StoreError.corrupt.with(detail: "device \(id) has an unknown notification permission")
-        }
-        return permission
-    }
-
-    /// A stored APNs environment: none, or one of APNs' two.
-    static func environment(_ text: String?, of kind: String, _ id: String) throws -> APNsEnvironment? {
-        guard let text else { return nil }
-        guard let environment = APNsEnvironment(rawValue: text) else {
-            throw StoreError.corrupt.with(detail: "\(kind) \(id) has an unknown APNs environment")
-        }
-        return environment
-    }
 
     static func saveDevice(_ device: DeviceRecord, on connection: PostgresConnection, logger: Logger) async throws {
         try await Self.takeTokens(
@@ -237,11 +105,8 @@ extension PostgresStore {
     }
 
     public func device(id: String) async throws -> DeviceRecord? {
-        try await rows("read a device", "SELECT \(unescaped: Self.deviceColumns) FROM devices d WHERE d.id = \(id)")
-            .first.map { row in
-                var columns = Columns(row)
-                return try Self.device(&columns)
-            }
+        try await rows("read a device", "SELECT \(unescaped: DeviceRecord.columns) FROM devices d WHERE d.id = \(id)")
+            .first.map { try $0.record(DeviceRecord.self) }
     }
 
     static func updateTokens(
@@ -318,27 +183,9 @@ extension PostgresStore {
 
     // MARK: Messages and retention
 
-    static let messageColumns =
-        "id, user_id, conversation, sealed_sender, sealed_text, created_at, expires_at, sealed_push_options"
-
     public func message(id: String) async throws -> MessageRecord? {
-        try await rows("read a message", "SELECT \(unescaped: Self.messageColumns) FROM messages WHERE id = \(id)")
-            .first.map(Self.message(from:))
-    }
-
-    /// A row of `messageColumns`.
-    static func message(from row: PostgresRow) throws -> MessageRecord {
-        var columns = Columns(row)
-        return MessageRecord(
-            id: try columns.next(),
-            userID: try columns.next(),
-            conversation: try columns.next(),
-            sealedSender: try columns.bytes(),
-            sealedText: try columns.bytes(),
-            createdAt: try columns.next(),
-            expiresAt: try columns.next(),
-            sealedPushOptions: try columns.optionalBytes()
-        )
+        try await rows("read a message", "SELECT \(unescaped: MessageRecord.columns) FROM messages WHERE id = \(id)")
+            .first.map { try $0.record(MessageRecord.self) }
     }
 
     /// On one node at a time: the sweep holds an advisory lock, and a node that finds it taken

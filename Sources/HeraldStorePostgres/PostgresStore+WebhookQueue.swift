@@ -30,10 +30,12 @@ extension PostgresStore {
             SET state = 'sending', owner = \(owner), lease_until = \(leaseUntil), attempts = w.attempts + 1,
                 updated_at = \(now)
             FROM picked WHERE w.sequence = picked.sequence
-            RETURNING \(unescaped: Self.webhookEventColumns)
+            RETURNING \(unescaped: StoredWebhookEvent.columns)
             """
         )
-        return try rows.map(Self.webhookEvent(from:)).sorted { $0.event.createdAt < $1.event.createdAt }
+        return try rows.map { try $0.record(StoredWebhookEvent.self) }.sorted {
+            $0.event.createdAt < $1.event.createdAt
+        }
     }
 
     /// `StoreChange.completeWebhookEvent`, inside the caller's transaction.
@@ -69,7 +71,7 @@ extension PostgresStore {
         try await rows(
             "list webhook events",
             """
-            SELECT \(unescaped: Self.webhookEventColumns) FROM webhook_events
+            SELECT \(unescaped: StoredWebhookEvent.columns) FROM webhook_events
             WHERE app_id = \(app)
               AND (\(state?.rawValue)::TEXT IS NULL OR state = \(state?.rawValue)::TEXT)
               AND (\(cursor?.createdAt)::BIGINT IS NULL
@@ -77,7 +79,7 @@ extension PostgresStore {
             ORDER BY created_at, id
             LIMIT \(Int64(max(0, limit)))
             """
-        ).map(Self.webhookEvent(from:))
+        ).map { try $0.record(StoredWebhookEvent.self) }
     }
 
     public func webhookQueueDepth() async throws -> Int {

@@ -122,14 +122,8 @@ public final class PostgresStore: HeraldStore {
     /// Runs one statement on a pooled connection and collects its rows.
     func rows(_ what: String, _ query: PostgresQuery) async throws(StoreError) -> [PostgresRow] {
         let logger = logger
-        do {
-            return try await withConnection(what) { connection in
-                try await connection.run(query, logger: logger)
-            }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw PostgresFailure.storeError(error, while: what)
+        return try await connected(what) { connection in
+            try await connection.run(query, logger: logger)
         }
     }
 
@@ -140,12 +134,21 @@ public final class PostgresStore: HeraldStore {
         prepared statement: Statement
     ) async throws(StoreError) -> [PostgresRow] where Statement.Row == PostgresRow {
         let logger = logger
+        return try await connected(what) { connection in
+            var rows: [PostgresRow] = []
+            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        }
+    }
+
+    /// `withConnection`, its failures as the store's: a `StoreError` as it is, any other as
+    /// `PostgresFailure` reads it.
+    private func connected<T: Sendable>(
+        _ what: String,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws(StoreError) -> T {
         do {
-            return try await withConnection(what) { connection in
-                var rows: [PostgresRow] = []
-                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-                return rows
-            }
+            return try await withConnection(what, body)
         } catch let error as StoreError {
             throw error
         } catch {

@@ -109,56 +109,28 @@ public final class SQLiteExport: StoreExport {
         Source(
             kind: .apps,
             count: "SELECT COUNT(*) FROM apps",
-            page: "SELECT *, rowid AS _r FROM apps WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            record: { _, row in .app(try SQLiteStore.app(from: row)) }
+            page: "SELECT \(AppRecord.columns), rowid AS _r FROM apps WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            record: { _, row in .app(try row.record()) }
         ),
         Source(
             kind: .devices,
             count: "SELECT COUNT(*) FROM devices",
-            page: "SELECT *, rowid AS _r FROM devices WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            record: { _, row in .device(try SQLiteStore.device(from: row)) }
+            page:
+                "SELECT \(DeviceRecord.columns), d.rowid AS _r FROM devices d WHERE d.rowid > ? ORDER BY d.rowid LIMIT ?",
+            record: { _, row in .device(try row.record()) }
         ),
         Source(
             kind: .presence,
             count: "SELECT COUNT(*) FROM presence",
-            page: "SELECT *, rowid AS _r FROM presence WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            record: { _, row in
-                guard let state = PresenceState(rawValue: row["state"]) else {
-                    throw StoreError.corrupt.with(
-                        detail: "presence of \((row["device_id"] as String?) ?? "?") has an unknown state"
-                    )
-                }
-                return .presence(
-                    PresenceRecord(
-                        deviceID: row["device_id"],
-                        userID: row["user_id"],
-                        conversation: row["conversation"],
-                        state: state,
-                        updatedAt: row["updated_at"],
-                        expiresAt: row["expires_at"]
-                    )
-                )
-            }
+            page: "SELECT \(PresenceRecord.columns), rowid AS _r FROM presence WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            record: { _, row in .presence(try row.record()) }
         ),
         Source(
             kind: .messages,
             count: "SELECT COUNT(*) FROM messages",
-            page: "SELECT *, rowid AS _r FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            record: { _, row in
-                .message(
-                    MessageRecord(
-                        id: row["id"],
-                        userID: row["user_id"],
-                        conversation: row["conversation"],
-                        // Never NULL here: the export refuses a database with senders in the clear.
-                        sealedSender: (row["sealed_sender"] as Data?).map { [UInt8]($0) } ?? [],
-                        sealedText: [UInt8](row["sealed_text"] as Data),
-                        createdAt: row["created_at"],
-                        expiresAt: row["expires_at"],
-                        sealedPushOptions: (row["sealed_push_options"] as Data?).map { [UInt8]($0) }
-                    )
-                )
-            }
+            // Never a NULL sender here: the export refuses a database with senders in the clear.
+            page: "SELECT \(MessageRecord.columns), rowid AS _r FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            record: { _, row in .message(try row.record()) }
         ),
         Source(
             kind: .idempotencyKeys,
@@ -182,21 +154,14 @@ public final class SQLiteExport: StoreExport {
                 WHERE \(pending) AND rowid > ? ORDER BY rowid LIMIT ?
                 """,
             record: { db, row in
-                var entry = try OutboxRow(row: row).entry(
+                var entry = try row.record(OutboxRow.self).entry(
                     body: try String.fetchOne(
                         db.cachedStatement(sql: "SELECT payload FROM outbox_payloads WHERE push_id = ?"),
                         arguments: [row[0] as String]
                     ) ?? ""
                 )
                 entry.state = .queued
-                let requeues = try Row.fetchAll(
-                    db.cachedStatement(sql: "SELECT at, state, reason FROM delivery_log WHERE push_id = ? ORDER BY id"),
-                    arguments: [entry.pushID]
-                ).compactMap { row -> DeliveryEvent? in
-                    PushState(rawValue: row[1]).map {
-                        DeliveryEvent(pushID: entry.pushID, at: row[0], state: $0, reason: row[2])
-                    }
-                }
+                let requeues = try SQLiteStore.requeues(of: entry.pushID, db)
                 return .push(PendingPush(entry: entry, requeues: requeues))
             }
         ),
@@ -255,35 +220,13 @@ public final class SQLiteExport: StoreExport {
             kind: .callbacks,
             count: "SELECT COUNT(*) FROM callbacks",
             page: """
-                SELECT \(SQLiteStore.callbackColumns), idempotency_key, rowid AS _r FROM callbacks
+                SELECT \(CallbackRecord.columns), idempotency_key, rowid AS _r FROM callbacks
                 WHERE rowid > ? ORDER BY rowid LIMIT ?
                 """,
             record: { db, row in
                 // Read without the claim (`owner`, `lease_until`): handed over unclaimed.
-                let callback = try SQLiteStore.callback(from: row)
-                let history = try Row.fetchAll(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT at, event, state, action, sequence, next_push_at FROM callback_history
-                            WHERE callback_id = ? ORDER BY position
-                            """
-                    ),
-                    arguments: [callback.id]
-                ).map { line -> CallbackHistoryEntry in
-                    guard let event = CallbackHistoryEntry.Event(rawValue: line[1]),
-                        let state = CallbackState(rawValue: line[2])
-                    else {
-                        throw StoreError.corrupt.with(detail: "callback \(callback.id)'s history has an unknown event")
-                    }
-                    return CallbackHistoryEntry(
-                        at: line[0],
-                        event: event,
-                        state: state,
-                        action: line[3],
-                        sequence: line[4],
-                        nextPushAt: line[5]
-                    )
-                }
+                let callback = try row.record(CallbackRecord.self)
+                let history = try SQLiteStore.callbackHistory(id: callback.id, db)
                 return .callback(
                     CallbackTransfer(callback: callback, history: history, idempotencyKey: row["idempotency_key"])
                 )
@@ -308,11 +251,11 @@ public final class SQLiteExport: StoreExport {
             // `sequence` is the rowid: events go in the order they were written, which is the
             // order a receiver gets one key's events in.
             page: """
-                SELECT \(SQLiteStore.webhookEventColumns), sequence AS _r FROM webhook_events
+                SELECT \(StoredWebhookEvent.columns), sequence AS _r FROM webhook_events
                 WHERE state IN ('pending', 'sending') AND sequence > ? ORDER BY sequence LIMIT ?
                 """,
             record: { _, row in
-                var stored = try SQLiteStore.webhookEvent(from: row)
+                var stored = try row.record(StoredWebhookEvent.self)
                 stored.state = .pending
                 return .webhookEvent(stored)
             }

@@ -21,9 +21,9 @@ extension SQLiteStore {
     }
 
     public func callback(idempotencyKey: String) async throws -> CallbackRecord? {
-        let sql = "SELECT \(Self.callbackColumns) FROM callbacks WHERE idempotency_key = ?"
+        let sql = "SELECT \(CallbackRecord.columns) FROM callbacks WHERE idempotency_key = ?"
         return try await read { db in
-            try Row.fetchOne(db, sql: sql, arguments: [idempotencyKey]).map(Self.callback(from:))
+            try Row.fetchOne(db, sql: sql, arguments: [idempotencyKey]).map { try $0.record(CallbackRecord.self) }
         }
     }
 
@@ -47,38 +47,28 @@ extension SQLiteStore {
 
     public func callback(id: String) async throws -> CallbackRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.callbackColumns) FROM callbacks WHERE id = ?", arguments: [id])
-                .map(Self.callback(from:))
+            try Row.fetchOne(db, sql: "SELECT \(CallbackRecord.columns) FROM callbacks WHERE id = ?", arguments: [id])
+                .map { try $0.record(CallbackRecord.self) }
         }
     }
 
     public func callbackHistory(id: String) async throws -> [CallbackHistoryEntry] {
         try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT at, event, state, action, sequence, next_push_at FROM callback_history
-                    WHERE callback_id = ? ORDER BY position
-                    """,
-                arguments: [id]
-            ).map { row in
-                let eventName: String = row[1]
-                let stateName: String = row[2]
-                guard let event = CallbackHistoryEntry.Event(rawValue: eventName),
-                    let state = CallbackState(rawValue: stateName)
-                else {
-                    throw StoreError.corrupt.with(detail: "a callback's history has an unknown event or state")
-                }
-                return CallbackHistoryEntry(
-                    at: row[0],
-                    event: event,
-                    state: state,
-                    action: row[3],
-                    sequence: row[4],
-                    nextPushAt: row[5]
-                )
-            }
+            try Self.callbackHistory(id: id, db)
         }
+    }
+
+    /// A callback's history, oldest first.
+    static func callbackHistory(id: String, _ db: Database) throws -> [CallbackHistoryEntry] {
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT \(CallbackHistoryEntry.columns) FROM callback_history
+                    WHERE callback_id = ? ORDER BY position
+                    """
+            ),
+            arguments: [id]
+        ).map { try $0.record(CallbackHistoryEntry.self) }
     }
 
     package func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
@@ -95,10 +85,10 @@ extension SQLiteStore {
                                OR (state = 'pushed' AND expires_at <= ?))
                           AND (lease_until IS NULL OR lease_until < ? OR owner = ?)
                         ORDER BY due_at, id LIMIT ?)
-                    RETURNING \(Self.callbackColumns)
+                    RETURNING \(CallbackRecord.columns)
                     """,
                 arguments: [owner, leaseUntil, now, now, now, now, owner, limit]
-            ).map(Self.callback(from:)).sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+            ).map { try $0.record(CallbackRecord.self) }.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
         }
     }
 
@@ -147,11 +137,11 @@ extension SQLiteStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT \(Self.webhookEventColumns) FROM webhook_events
+                    SELECT \(StoredWebhookEvent.columns) FROM webhook_events
                     WHERE ordering_key = ? ORDER BY sequence
                     """,
                 arguments: ["callback:" + callbackID]
-            ).map(Self.webhookEvent(from:))
+            ).map { try $0.record(StoredWebhookEvent.self) }
         }
     }
 
@@ -212,32 +202,6 @@ extension SQLiteStore {
         WHERE c.id = ?7 AND a.webhook_url IS NOT NULL
         ON CONFLICT (id) DO NOTHING
         """
-
-    static let callbackColumns = """
-        id, app_id, user_id, state, sealed_dialog, due_at, expires_at, pushes, version, last_action,
-        created_at, updated_at
-        """
-
-    static func callback(from row: Row) throws -> CallbackRecord {
-        let stateName: String = row[3]
-        guard let state = CallbackState(rawValue: stateName) else {
-            throw StoreError.corrupt.with(detail: "a callback has an unknown state: \(stateName)")
-        }
-        return CallbackRecord(
-            id: row[0],
-            appID: row[1],
-            userID: row[2],
-            state: state,
-            sealedDialog: [UInt8](row[4] as Data),
-            dueAt: row[5],
-            expiresAt: row[6],
-            pushes: row[7],
-            version: row[8],
-            lastAction: row[9],
-            createdAt: row[10],
-            updatedAt: row[11]
-        )
-    }
 
     private static func appendHistory(_ lines: [CallbackHistoryEntry], callbackID: String, _ db: Database) throws {
         for line in lines {

@@ -83,7 +83,7 @@ extension SQLiteStore {
                     db,
                     sql: "SELECT \(OutboxRow.columns) FROM outbox WHERE push_id = ?",
                     arguments: [id]
-                ).map(OutboxRow.init(row:))
+                )?.record(OutboxRow.self)
             else { return nil }
             let body =
                 try String.fetchOne(db, sql: "SELECT payload FROM outbox_payloads WHERE push_id = ?", arguments: [id])
@@ -97,25 +97,26 @@ extension SQLiteStore {
     public func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
         try await read { db in
             guard
-                let row = try Row.fetchOne(
+                let history = try Row.fetchOne(
                     db,
-                    sql: "SELECT created_at, state, updated_at, last_reason FROM outbox WHERE push_id = ?",
+                    sql: "SELECT \(PushHistory.columns) FROM outbox WHERE push_id = ?",
                     arguments: [pushID]
-                ), let state = PushState(rawValue: row[1])
+                )?.record(PushHistory.self)
             else { return [] }
-            let requeued = try Row.fetchAll(
-                db,
-                sql: "SELECT at, state, reason FROM delivery_log WHERE push_id = ? ORDER BY id",
-                arguments: [pushID]
-            ).compactMap { row -> DeliveryEvent? in
-                guard let state = PushState(rawValue: row[1]) else { return nil }
-                return DeliveryEvent(pushID: pushID, at: row[0], state: state, reason: row[2])
-            }
-            var events = [DeliveryEvent(pushID: pushID, at: row[0], state: .queued, reason: nil)] + requeued
-            if state != .queued {
-                events.append(DeliveryEvent(pushID: pushID, at: row[2], state: state, reason: row[3]))
-            }
-            return events
+            return history.events(of: pushID, requeues: try Self.requeues(of: pushID, db))
+        }
+    }
+
+    /// The times `pushID` went back to the queue, in order.
+    static func requeues(of pushID: String, _ db: Database) throws -> [DeliveryEvent] {
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: "SELECT \(PushHistory.requeueColumns) FROM delivery_log WHERE push_id = ? ORDER BY id"
+            ),
+            arguments: [pushID]
+        ).compactMap { row in
+            var columns = SQLiteColumns(row)
+            return try PushHistory.requeue(of: pushID, &columns)
         }
     }
 
@@ -174,7 +175,7 @@ extension SQLiteStore {
             ),
             arguments: StatementArguments(values)
         )
-        .map(OutboxRow.init(row:))
+        .map { try $0.record(OutboxRow.self) }
         .sorted { ($0.priority, -$0.queuedSince, $0.pushID) > ($1.priority, -$1.queuedSince, $1.pushID) }
     }
 
@@ -387,105 +388,5 @@ extension SQLiteStore {
             sql: "INSERT INTO delivery_log (push_id, at, state, reason) VALUES (?, ?, ?, ?)"
         )
         try statement.execute(arguments: [pushID, at, state.rawValue, reason])
-    }
-}
-
-/// An outbox row as read, before its payload (kept in `outbox_payloads`) is joined to it.
-struct OutboxRow {
-    /// The columns, in the order `init(row:)` reads them.
-    static let columns = """
-        push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id, \
-        fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at, updated_at, \
-        waiting_since, now_or_never
-        """
-
-    var pushID: String
-    var deviceID: String
-    var kind: String
-    var subjectID: String
-    var priority: Int
-    var network: String
-    var topic: String
-    var pushType: String?
-    var apnsPriority: Int?
-    var apnsID: String?
-    var fcmPriority: String?
-    var collapseID: String?
-    var attempts: Int
-    var nextAttemptAt: Int64
-    var expiresAt: Int64
-    var state: String
-    var lastReason: String?
-    var createdAt: Int64
-    var updatedAt: Int64
-    var waitingSince: Int64?
-    var nowOrNever: Bool
-
-    /// Where the claim's order puts it among pushes of its priority.
-    var queuedSince: Int64 { waitingSince ?? createdAt }
-
-    /// Read by position from a row of `columns`.
-    init(row: Row) {
-        pushID = row[0]
-        deviceID = row[1]
-        kind = row[2]
-        subjectID = row[3]
-        priority = row[4]
-        network = row[5]
-        topic = row[6]
-        pushType = row[7]
-        apnsPriority = row[8]
-        apnsID = row[9]
-        fcmPriority = row[10]
-        collapseID = row[11]
-        attempts = row[12]
-        nextAttemptAt = row[13]
-        expiresAt = row[14]
-        state = row[15]
-        lastReason = row[16]
-        createdAt = row[17]
-        updatedAt = row[18]
-        waitingSince = row[19]
-        nowOrNever = row[20]
-    }
-
-    /// The entry, with its payload's body (APNs' JSON, or FCM's data as a JSON object of strings).
-    func entry(body: String) throws(StoreError) -> OutboxEntry {
-        guard let kind = OutboxKind(rawValue: kind), let state = PushState(rawValue: state) else {
-            throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown kind or state")
-        }
-        return OutboxEntry(
-            pushID: pushID,
-            deviceID: deviceID,
-            kind: kind,
-            subjectID: subjectID,
-            priority: priority,
-            payload: try payload(body: body),
-            collapseID: collapseID,
-            attempts: attempts,
-            nextAttemptAt: nextAttemptAt,
-            expiresAt: expiresAt,
-            state: state,
-            lastReason: lastReason,
-            createdAt: createdAt,
-            updatedAt: updatedAt,
-            waitingSince: waitingSince,
-            nowOrNever: nowOrNever
-        )
-    }
-
-    private func payload(body: String) throws(StoreError) -> Push.Payload {
-        guard let network = PushNetwork(rawValue: network) else {
-            throw StoreError.corrupt.with(detail: "push \(pushID) has an unknown network \(network)")
-        }
-        return try StoredPayload(
-            network: network,
-            topic: topic,
-            pushType: pushType,
-            apnsPriority: apnsPriority,
-            apnsID: apnsID,
-            fcmPriority: fcmPriority,
-            body: body
-        ).payload(pushID: pushID)
     }
 }

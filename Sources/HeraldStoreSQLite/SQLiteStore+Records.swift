@@ -38,60 +38,17 @@ extension SQLiteStore {
 
     public func app(id: String) async throws -> AppRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM apps WHERE id = ?", arguments: [id]).map(Self.app(from:))
+            try Row.fetchOne(db, sql: "SELECT \(AppRecord.columns) FROM apps WHERE id = ?", arguments: [id])?
+                .record(AppRecord.self)
         }
     }
 
     public func apps() async throws -> [AppRecord] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM apps ORDER BY id").map(Self.app(from:))
+            try Row.fetchAll(db, sql: "SELECT \(AppRecord.columns) FROM apps ORDER BY id").map {
+                try $0.record(AppRecord.self)
+            }
         }
-    }
-
-    static func app(from row: Row) throws -> AppRecord {
-        guard let policy = ContentPolicy(rawValue: row["content_policy"]) else {
-            throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown content policy")
-        }
-        guard let presencePolicy = PresencePolicy(rawValue: row["presence_policy"]) else {
-            throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown presence policy")
-        }
-        guard let queueOrder = QueueOrder(rawValue: row["queue_order"]) else {
-            throw StoreError.corrupt.with(detail: "app \(row["id"] as String? ?? "?") has an unknown queue order")
-        }
-        var app = AppRecord(
-            id: row["id"],
-            teamID: row["team_id"],
-            contentPolicy: policy,
-            alertTitle: row["alert_title"],
-            alertBody: row["alert_body"],
-            messageTTL: row["message_ttl"],
-            callTTL: row["call_ttl"],
-            collapseByConversation: row["collapse_by_conversation"],
-            webhook: Self.webhook(url: row["webhook_url"], secret: row["webhook_secret"]),
-            apnsKey: row["apns_key"],
-            fcmAccount: row["fcm_account"],
-            apnsEnvironment: try environment(row["apns_environment"], of: "app", row["id"])
-        )
-        app.presencePolicy = presencePolicy
-        app.messagePriority = row["message_priority"]
-        app.queueOrder = queueOrder
-        app.undeliverable = try undeliverable(row["undeliverable"], of: row["id"])
-        app.holdFor = row["hold_for"]
-        return app
-    }
-
-    /// An app's stored policy for messages to users without a device; NULL is the relay's default.
-    static func undeliverable(_ name: String?, of app: String?) throws -> Undeliverable? {
-        guard let name else { return nil }
-        guard let policy = Undeliverable(rawValue: name) else {
-            throw StoreError.corrupt.with(detail: "app \(app ?? "?") has an unknown undeliverable policy")
-        }
-        return policy
-    }
-
-    static func webhook(url: String?, secret: Data?) -> AppWebhook? {
-        guard let url, let secret else { return nil }
-        return AppWebhook(url: url, sealedSecret: [UInt8](secret))
     }
 
     // MARK: Devices
@@ -142,7 +99,8 @@ extension SQLiteStore {
 
     public func device(id: String) async throws -> DeviceRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id]).map(Self.device(from:))
+            try Row.fetchOne(db, sql: "SELECT \(DeviceRecord.columns) FROM devices d WHERE d.id = ?", arguments: [id])?
+                .record(DeviceRecord.self)
         }
     }
 
@@ -150,8 +108,7 @@ extension SQLiteStore {
         try readNow { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT \(Self.deviceColumns), p.conversation, p.state, p.updated_at, p.expires_at,
-                        l.node_id, l.session_id, l.conversation, l.expires_at
+                    SELECT \(Recipient.columns)
                     FROM devices d LEFT JOIN presence p ON p.device_id = d.id
                         LEFT JOIN live_sessions l ON l.device_id = d.id
                     WHERE d.user_id = ? ORDER BY d.created_at, d.id
@@ -160,69 +117,10 @@ extension SQLiteStore {
             let rows = try Row.fetchCursor(statement, arguments: [userID])
             var recipients: [Recipient] = []
             while let row = try rows.next() {
-                let device = try Self.device(columns: row)
-                var presence: PresenceRecord?
-                if let stateText: String = row[20], let state = PresenceState(rawValue: stateText) {
-                    presence = PresenceRecord(
-                        deviceID: device.id,
-                        userID: device.userID,
-                        conversation: row[19],
-                        state: state,
-                        updatedAt: row[21],
-                        expiresAt: row[22]
-                    )
-                }
-                var liveSession: LiveSessionRecord?
-                if let node: String = row[23], let session: String = row[24], let expiresAt: Int64 = row[26] {
-                    liveSession = LiveSessionRecord(
-                        deviceID: device.id,
-                        nodeID: node,
-                        sessionID: session,
-                        conversation: row[25],
-                        expiresAt: expiresAt
-                    )
-                }
-                recipients.append(Recipient(device: device, presence: presence, liveSession: liveSession))
+                recipients.append(try row.record(Recipient.self))
             }
             return recipients
         }
-    }
-
-    /// The device columns in the order `device(columns:)` reads them, from table alias `d`.
-    static let deviceColumns = """
-        d.id, d.user_id, d.app_id, d.platform, d.messaging_token, d.voip_token, d.key_id, d.previous_key_id, \
-        d.device_public_key, d.relay_public_key, d.sealed_relay_secret_key, d.sealed_session_keys, \
-        d.credential_hash, d.token_dead_reason, d.created_at, d.updated_at, d.apns_environment, \
-        d.notification_permission, d.notification_permission_at
-        """
-
-    /// A device from a row that starts with `deviceColumns`, read by position (by-name lookups
-    /// cost a column-name search per field).
-    static func device(columns row: Row) throws -> DeviceRecord {
-        guard let platform = DevicePlatform(rawValue: row[3]) else {
-            throw StoreError.corrupt.with(detail: "device \(row[0] as String? ?? "?") has an unknown platform")
-        }
-        return DeviceRecord(
-            id: row[0],
-            userID: row[1],
-            appID: row[2],
-            platform: platform,
-            messagingToken: row[4],
-            voipToken: row[5],
-            keyID: row[6],
-            previousKeyID: row[7],
-            devicePublicKey: [UInt8](row[8] as Data),
-            relayPublicKey: [UInt8](row[9] as Data),
-            sealedRelaySecretKey: [UInt8](row[10] as Data),
-            sealedSessionKeys: [UInt8](row[11] as Data),
-            credentialHash: [UInt8](row[12] as Data),
-            tokenDeadReason: row[13],
-            createdAt: row[14],
-            updatedAt: row[15],
-            apnsEnvironment: try environment(row[16], of: "device", row[0]),
-            notificationPermission: try permission(row[17], of: row[0]),
-            notificationPermissionAt: row[18]
-        )
     }
 
     static func updateTokens(_ update: TokenUpdate, _ db: Database) throws -> ChangeOutcome {
@@ -254,50 +152,6 @@ extension SQLiteStore {
 
     public func deviceCount() async throws -> Int {
         try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM devices") ?? 0 }
-    }
-
-    static func device(from row: Row) throws -> DeviceRecord {
-        guard let platform = DevicePlatform(rawValue: row["platform"]) else {
-            throw StoreError.corrupt.with(detail: "device \(row["id"] as String? ?? "?") has an unknown platform")
-        }
-        return DeviceRecord(
-            id: row["id"],
-            userID: row["user_id"],
-            appID: row["app_id"],
-            platform: platform,
-            messagingToken: row["messaging_token"],
-            voipToken: row["voip_token"],
-            keyID: row["key_id"],
-            previousKeyID: row["previous_key_id"],
-            devicePublicKey: [UInt8](row["device_public_key"] as Data),
-            relayPublicKey: [UInt8](row["relay_public_key"] as Data),
-            sealedRelaySecretKey: [UInt8](row["sealed_relay_secret_key"] as Data),
-            sealedSessionKeys: [UInt8](row["sealed_session_keys"] as Data),
-            credentialHash: [UInt8](row["credential_hash"] as Data),
-            tokenDeadReason: row["token_dead_reason"],
-            createdAt: row["created_at"],
-            updatedAt: row["updated_at"],
-            apnsEnvironment: try environment(row["apns_environment"], of: "device", row["id"]),
-            notificationPermission: try permission(row["notification_permission"], of: row["id"]),
-            notificationPermissionAt: row["notification_permission_at"]
-        )
-    }
-
-    /// A stored notification permission.
-    static func permission(_ text: String, of id: String?) throws -> NotificationPermission {
-        guard let permission = NotificationPermission(rawValue: text) else {
-            throw StoreError.corrupt.with(detail: "device \(id ?? "?") has an unknown notification permission")
-        }
-        return permission
-    }
-
-    /// A stored APNs environment: none, or one of APNs' two.
-    static func environment(_ text: String?, of kind: String, _ id: String?) throws -> APNsEnvironment? {
-        guard let text else { return nil }
-        guard let environment = APNsEnvironment(rawValue: text) else {
-            throw StoreError.corrupt.with(detail: "\(kind) \(id ?? "?") has an unknown APNs environment")
-        }
-        return environment
     }
 
     static func setNotificationPermission(_ report: PermissionReport, _ db: Database) throws -> ChangeOutcome {
@@ -336,20 +190,8 @@ extension SQLiteStore {
 
     public func message(id: String) async throws -> MessageRecord? {
         try await read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id]) else {
-                return nil
-            }
-            return MessageRecord(
-                id: row["id"],
-                userID: row["user_id"],
-                conversation: row["conversation"],
-                // NULL until the relay sealed a sender stored in the clear by an older version.
-                sealedSender: (row["sealed_sender"] as Data?).map { [UInt8]($0) } ?? [],
-                sealedText: [UInt8](row["sealed_text"] as Data),
-                createdAt: row["created_at"],
-                expiresAt: row["expires_at"],
-                sealedPushOptions: (row["sealed_push_options"] as Data?).map { [UInt8]($0) }
-            )
+            try Row.fetchOne(db, sql: "SELECT \(MessageRecord.columns) FROM messages WHERE id = ?", arguments: [id])?
+                .record(MessageRecord.self)
         }
     }
 

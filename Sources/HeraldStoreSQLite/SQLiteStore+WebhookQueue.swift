@@ -39,10 +39,10 @@ extension SQLiteStore {
                                 AND f.sequence < e.sequence)
                         ORDER BY e.next_attempt_at, e.sequence
                         LIMIT ?)
-                    RETURNING \(Self.webhookEventColumns)
+                    RETURNING \(StoredWebhookEvent.columns)
                     """,
                 arguments: [owner, leaseUntil, now, now, now, limit]
-            ).map(Self.webhookEvent(from:)).sorted { $0.event.createdAt < $1.event.createdAt }
+            ).map { try $0.record(StoredWebhookEvent.self) }.sorted { $0.event.createdAt < $1.event.createdAt }
         }
     }
 
@@ -75,7 +75,7 @@ extension SQLiteStore {
         after cursor: WebhookEventCursor?
     ) async throws -> [StoredWebhookEvent] {
         try await read { db in
-            var sql = "SELECT \(Self.webhookEventColumns) FROM webhook_events WHERE app_id = ?"
+            var sql = "SELECT \(StoredWebhookEvent.columns) FROM webhook_events WHERE app_id = ?"
             var arguments: StatementArguments = [app]
             if let state {
                 sql += " AND state = ?"
@@ -87,7 +87,7 @@ extension SQLiteStore {
             }
             sql += " ORDER BY created_at, id LIMIT ?"
             arguments += [max(0, limit)]
-            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.webhookEvent(from:))
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map { try $0.record(StoredWebhookEvent.self) }
         }
     }
 

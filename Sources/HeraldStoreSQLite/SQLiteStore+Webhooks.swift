@@ -7,9 +7,9 @@ extension SQLiteStore {
         try await read { db in
             try Row.fetchOne(
                 db,
-                sql: "SELECT \(Self.webhookEventColumns) FROM webhook_events WHERE id = ?",
+                sql: "SELECT \(StoredWebhookEvent.columns) FROM webhook_events WHERE id = ?",
                 arguments: [id]
-            ).map(Self.webhookEvent(from:))
+            ).map { try $0.record(StoredWebhookEvent.self) }
         }
     }
 
@@ -30,38 +30,5 @@ extension SQLiteStore {
                 ]
             )
         }
-    }
-
-    static let webhookEventColumns = """
-        id, app_id, type, ordering_key, data, created_at, state, attempts, next_attempt_at, last_error,
-        delivered_at, updated_at
-        """
-
-    /// A row of `webhookEventColumns`.
-    static func webhookEvent(from row: Row) throws -> StoredWebhookEvent {
-        let typeName: String = row[2]
-        let stateName: String = row[6]
-        guard let type = WebhookEventType(rawValue: typeName), let state = WebhookEventState(rawValue: stateName)
-        else {
-            throw StoreError.unavailable.with(
-                detail: "a webhook event has an unknown type or state: \(typeName), \(stateName)"
-            )
-        }
-        return StoredWebhookEvent(
-            event: WebhookEvent(
-                id: row[0],
-                appID: row[1],
-                type: type,
-                orderingKey: row[3],
-                data: row[4],
-                createdAt: row[5]
-            ),
-            state: state,
-            attempts: row[7],
-            nextAttemptAt: row[8],
-            lastError: row[9],
-            deliveredAt: row[10],
-            updatedAt: row[11]
-        )
     }
 }

@@ -1,0 +1,81 @@
+import HeraldPush
+
+extension PushSummary: ColumnsDecodable {
+    /// The columns a listing reads, from the outbox as `o` joined to its device as `d`.
+    package static let columns = """
+        o.push_id, o.device_id, d.app_id, o.network, o.kind, o.state, o.attempts, o.last_reason,
+            o.apns_id, o.created_at, o.updated_at, o.expires_at
+        """
+
+    package init(columns: inout some StoreColumns) throws {
+        let pushID = try columns.text()
+        let unknown = { (_: String) in "push \(pushID) has an unknown network, kind or state" }
+        self.init(
+            pushID: pushID,
+            deviceID: try columns.text(),
+            appID: try columns.optionalText(),
+            network: try columns.named(PushNetwork.self, unknown),
+            kind: try columns.named(OutboxKind.self, unknown),
+            state: try columns.named(PushState.self, unknown),
+            attempts: try columns.int(),
+            lastReason: try columns.optionalText(),
+            apnsID: try columns.optionalText(),
+            createdAt: try columns.integer(),
+            updatedAt: try columns.integer(),
+            expiresAt: try columns.integer()
+        )
+    }
+}
+
+/// A value an engine binds to one of a statement's parameters.
+package enum StoreValue: Sendable, Hashable {
+    case text(String)
+    case integer(Int64)
+}
+
+extension PushQuery {
+    /// The page size asked for, taken within `limits`.
+    package var pageSize: Int { min(max(limit, Self.limits.lowerBound), Self.limits.upperBound) }
+
+    /// The listing as one statement for any combination of conditions, the same on every engine:
+    /// one row more than `pageSize`, to know whether another page follows, in the order of the
+    /// outbox's `outbox_by_device` and `outbox_by_age` indexes, so a page reads its rows from an
+    /// index instead of sorting the outbox. `placeholder` spells the engine's parameter number
+    /// `n` (from 1); the values are bound in that order.
+    package func listingStatement(placeholder: (Int) -> String) -> (sql: String, values: [StoreValue]) {
+        var conditions: [String] = []
+        var values: [StoreValue] = []
+        func next(_ value: StoreValue) -> String {
+            values.append(value)
+            return placeholder(values.count)
+        }
+        if let userID { conditions.append("d.user_id = \(next(.text(userID)))") }
+        if let deviceID { conditions.append("o.device_id = \(next(.text(deviceID)))") }
+        if let state { conditions.append("o.state = \(next(.text(state.rawValue)))") }
+        if let since { conditions.append("o.created_at >= \(next(.integer(since)))") }
+        if let after {
+            let time = next(.integer(after.createdAt))
+            conditions.append("(o.created_at, o.push_id) < (\(time), \(next(.text(after.pushID))))")
+        }
+        let sql = """
+            SELECT \(PushSummary.columns)
+            FROM outbox o LEFT JOIN devices d ON d.id = o.device_id
+            \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
+            ORDER BY o.created_at DESC, o.push_id DESC LIMIT \(next(.integer(Int64(pageSize + 1))))
+            """
+        return (sql, values)
+    }
+}
+
+extension PushPage {
+    /// The page that `rows`, read by `query`'s statement, make: one row more than the page
+    /// size says that another page follows.
+    package init(rows: [PushSummary], of query: PushQuery) {
+        let size = query.pageSize
+        if rows.count > size {
+            self.init(pushes: Array(rows.prefix(size)), next: rows[size - 1].cursor)
+        } else {
+            self.init(pushes: rows, next: nil)
+        }
+    }
+}
