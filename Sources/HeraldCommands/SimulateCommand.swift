@@ -47,6 +47,20 @@ struct SimulateCommand: AsyncParsableCommand {
         }
     }
 
+    /// The shared options and the phone's platform, for a flow that runs on an iPhone or, with
+    /// `--android`, on an Android phone.
+    struct PhoneOptions: ParsableArguments {
+        @OptionGroup var options: Options
+
+        @Flag(help: "An Android phone (FCM data messages) instead of an iPhone.")
+        var android = false
+
+        /// Plays `flow` on the chosen phone.
+        func play(_ flow: String, named name: String, _ body: @escaping Simulation.Flow) async throws {
+            try await Simulation.play(flow, named: name, android: android, options: options, body)
+        }
+    }
+
     struct Messaging: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "messaging",
@@ -129,26 +143,34 @@ struct SimulatedBackend: Sendable {
     let apiKey: String
     let timeline: Timeline
 
+    /// Posts a message or a call: the relay answers 202 and an ingest receipt.
     func post(_ path: String, _ body: String) async throws -> IngestReceipt {
-        var request = HTTPClientRequest(url: relayURL + path)
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "Bearer " + apiKey)
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(string: body))
-        let response = try await http.execute(request, timeout: .seconds(30))
-        let bytes = try await response.body.collect(upTo: 1 << 20)
-        guard response.status.code == 202 else {
-            throw ValidationError("\(path) answered \(response.status.code): \(String(buffer: bytes))")
-        }
-        return try JSONDecoder().decode(IngestReceipt.self, from: Data(bytes.readableBytesView))
+        try await request(.POST, path, body, expect: 202)
+    }
+
+    /// Posts a message or a call and records the request on the timeline, once answered, at the
+    /// time it was sent: the push can reach the phone before the 202 reaches the backend.
+    func postRecorded(
+        _ path: String,
+        _ body: String,
+        detail: (IngestReceipt) -> String
+    ) async throws -> IngestReceipt {
+        let sent = timeline.time
+        let receipt = try await post(path, body)
+        timeline.record(
+            "backend",
+            "relay",
+            "POST \(path) → 202",
+            detail: detail(receipt),
+            subject: receipt.id,
+            stage: .requested,
+            at: sent
+        )
+        return receipt
     }
 
     func status(_ pushID: String) async throws -> PushStatusView {
-        var request = HTTPClientRequest(url: relayURL + "/v1/pushes/" + pushID)
-        request.headers.add(name: "authorization", value: "Bearer " + apiKey)
-        let response = try await http.execute(request, timeout: .seconds(30))
-        let bytes = try await response.body.collect(upTo: 1 << 20)
-        return try JSONDecoder().decode(PushStatusView.self, from: Data(bytes.readableBytesView))
+        try await request(.GET, "/v1/pushes/" + pushID, nil, expect: 200)
     }
 
     /// Records when APNs or FCM (the sandbox) accepted a push, as the relay reports it on its own
@@ -340,19 +362,9 @@ enum Simulation {
             minute = at
             let body =
                 #"{"to":"customer-42","from":{"id":"agent-dana","name":"Dana (Acme support)"},"conversation":"case-1001","text":"\#(text)","idempotency_key":"case-1001-\#(index)"}"#
-            // Recorded once answered, at the time it was sent: the push can reach the phone
-            // before the 202 reaches the backend.
-            let sent = backend.timeline.time
-            let receipt = try await backend.post("/v1/messages", body)
-            backend.timeline.record(
-                "backend",
-                "relay",
-                "POST /v1/messages → 202",
-                detail: "message \(index + 1) of 3 at minute \(at), \(receipt.pushes.count) push(es)",
-                subject: receipt.id,
-                stage: .requested,
-                at: sent
-            )
+            let receipt = try await backend.postRecorded("/v1/messages", body) {
+                "message \(index + 1) of 3 at minute \(at), \($0.pushes.count) push(es)"
+            }
             try await phone.wait("notification \(index + 1)") { $0.notifications.count >= index + 1 }
             try await backend.recordAlertsAccepted(receipt.pushes.map(\.pushID), subject: receipt.id, phone: phone)
         }

@@ -23,13 +23,10 @@ extension SimulateCommand {
                 """
         )
 
-        @OptionGroup var options: Options
-
-        @Flag(help: "An Android phone (FCM data messages) instead of an iPhone.")
-        var android = false
+        @OptionGroup var phone: PhoneOptions
 
         func run() async throws {
-            try await Simulation.play("gms-chat", named: "GMS chat", android: android, options: options) {
+            try await phone.play("gms-chat", named: "GMS chat") {
                 try await Simulation.gmsChat(phone: $0, backend: $1, clock: $2)
             }
         }

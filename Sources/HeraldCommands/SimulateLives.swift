@@ -24,13 +24,10 @@ extension SimulateCommand {
                 """
         )
 
-        @OptionGroup var options: Options
-
-        @Flag(help: "An Android phone (FCM data messages) instead of an iPhone.")
-        var android = false
+        @OptionGroup var phone: PhoneOptions
 
         func run() async throws {
-            try await Simulation.play("dual-channel", named: "dual-channel", android: android, options: options) {
+            try await phone.play("dual-channel", named: "dual-channel") {
                 try await Simulation.dualChannel(phone: $0, backend: $1, clock: $2)
             }
         }
@@ -115,17 +112,9 @@ extension Simulation {
         backend: SimulatedBackend
     ) async throws {
         let shown = phone.notifications.count
-        let sent = backend.timeline.time
-        let receipt = try await backend.post("/v1/messages", quizMessage(number, text))
-        backend.timeline.record(
-            "backend",
-            "relay",
-            "POST /v1/messages → 202",
-            detail: "message \(number): \(receipt.pushes.count) push(es), app \(phone.life.description)",
-            subject: receipt.id,
-            stage: .requested,
-            at: sent
-        )
+        let receipt = try await backend.postRecorded("/v1/messages", quizMessage(number, text)) {
+            "message \(number): \($0.pushes.count) push(es), app \(phone.life.description)"
+        }
         guard receipt.pushes.count == 1 else {
             throw ValidationError("message \(number) was not pushed: \(receipt)")
         }

@@ -69,21 +69,13 @@ extension Simulation {
         backend: SimulatedBackend,
         ttl: Int? = nil
     ) async throws {
-        let sent = backend.timeline.time
-        let receipt = try await backend.post(
+        let receipt = try await backend.postRecorded(
             "/v1/calls",
             #"{"to":"customer-42","from":\#(caller),"call_id":"\#(callID)","media":"audio"\#(ttl.map { #","ttl":\#($0)"# } ?? "")}"#
-        )
-        backend.timeline.record(
-            "backend",
-            "relay",
-            "POST /v1/calls → 202",
-            detail: "\(receipt.pushes.count) push(es)" + (ttl.map { ", rings \($0) s" } ?? "")
-                + receipt.skipped.map { ", skipped \($0.deviceID): \($0.reason)" }.joined(),
-            subject: receipt.id,
-            stage: .requested,
-            at: sent
-        )
+        ) { receipt in
+            "\(receipt.pushes.count) push(es)" + (ttl.map { ", rings \($0) s" } ?? "")
+                + receipt.skipped.map { ", skipped \($0.deviceID): \($0.reason)" }.joined()
+        }
         for device in devices {
             try await device.wait("the device to ring") { $0.callKit.call(callID)?.state == .ringing }
             try await device.wait("the relay to hear it ring") { $0.relayState(ofCall: callID) == .ringing }

@@ -27,15 +27,8 @@ extension DeviceRegistry {
             var device: Device?
         }
 
-        struct App: Codable, Equatable {
-            var bundleID: String
-            var teamID: String
-
-            enum CodingKeys: String, CodingKey {
-                case bundleID = "bundle_id"
-                case teamID = "team_id"
-            }
-        }
+        /// An app's line is the app as the control API takes it (`bundle_id`, `team_id`).
+        typealias App = SandboxApp
 
         /// A token's state; `at` in milliseconds since the epoch for the unregistered and
         /// expired states.
