@@ -5,6 +5,7 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldSimulation
 import HeraldStore
+import HeraldTestSupport
 import Synchronization
 import Testing
 
@@ -48,7 +49,7 @@ struct CallFlowTests {
     /// A live channel, open once the relay knows it.
     static func channel(_ harness: RelayHarness, _ phone: RelayHarness.Phone) async throws -> LiveClient {
         let client = LiveClient(harness: harness, phone: phone)
-        try await harness.eventually("the live channel of \(phone.deviceID)") {
+        try await eventually("the live channel of \(phone.deviceID)") {
             harness.relay.live.isOpen(deviceID: phone.deviceID)
         }
         return client
@@ -142,7 +143,7 @@ struct CallFlowTests {
             #expect(read.status == 200)
             // No push was sent to stop the phone: only the two VoIP pushes of the call.
             for device in [phone, pad] {
-                try await harness.eventually("the VoIP push") { !harness.accepted(token: device.voipToken).isEmpty }
+                try await eventually("the VoIP push") { !harness.accepted(token: device.voipToken).isEmpty }
                 #expect(harness.accepted(token: device.voipToken).count == 1)
                 #expect(harness.accepted(token: device.messagingToken).isEmpty)
             }
@@ -209,7 +210,7 @@ struct CallFlowTests {
             #expect(view.state == .missed && view.reason == "unanswered")
             #expect(try await Self.events(harness, call: "call-3").map(\.type) == ["call.missed"])
 
-            try await harness.eventually("the missed-call alert") {
+            try await eventually("the missed-call alert") {
                 !harness.accepted(token: phone.messagingToken).isEmpty
             }
             let alerts = harness.accepted(token: phone.messagingToken)

@@ -335,7 +335,7 @@ struct WebhookDispatcherTests {
         timeout: Duration = .seconds(10),
         _ condition: () async throws -> Bool
     ) async throws {
-        try await RelayHarness.eventually(what, timeout: timeout, condition)
+        try await HeraldTestSupport.eventually(what, timeout: timeout, condition)
     }
 
     static func state(_ setup: Setup, _ id: String) async throws -> WebhookEventState? {
