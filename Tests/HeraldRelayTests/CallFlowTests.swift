@@ -55,14 +55,16 @@ struct CallFlowTests {
         return client
     }
 
-    /// The frames a channel receives, read in order, each waited for at most a given time.
+    /// The frames a channel receives, read in order, each waited for (as it arrives) at most a
+    /// given time.
     final class Frames: Sendable {
-        private let state = Mutex<(received: [String], read: Int)>(([], 0))
+        private let received = Recorded<String>()
+        private let read = Mutex(0)
         private let task = Mutex<Task<Void, Never>?>(nil)
 
         init(_ client: LiveClient) {
-            let reading = Task { [weak self] in
-                for await text in client.received { self?.state.withLock { $0.received.append(text) } }
+            let reading = Task { [received] in
+                for await text in client.received { received.append(contentsOf: [text]) }
             }
             task.withLock { $0 = reading }
         }
@@ -71,19 +73,12 @@ struct CallFlowTests {
 
         /// The next frame, failing if none came within `within`.
         func next(within: Duration = .seconds(5)) async throws -> LiveServerFrame {
-            let deadline = ContinuousClock.now + within
-            while ContinuousClock.now < deadline {
-                let text = state.withLock { state -> String? in
-                    guard state.received.count > state.read else { return nil }
-                    state.read += 1
-                    return state.received[state.read - 1]
-                }
-                if let text {
-                    return try #require(LiveServerFrame(jsonText: text), "not a frame: \(text)")
-                }
-                try await Task.sleep(for: .milliseconds(5))
+            let count = read.withLock { read in
+                read += 1
+                return read
             }
-            throw HarnessError.timeout("a frame within \(within)")
+            let text = try await received.wait(forCount: count, within: within, "a frame within \(within)")[count - 1]
+            return try #require(LiveServerFrame(jsonText: text), "not a frame: \(text)")
         }
     }
 
