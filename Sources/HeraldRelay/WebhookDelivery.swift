@@ -109,6 +109,9 @@ public struct WebhookDispatcherConfiguration: Sendable {
     public var backoff = Backoff(base: .seconds(1), maximum: .seconds(600), jitter: .equal)
     /// How long after its creation an event is still retried; past that it is `failed`. 72 h.
     public var retryWindow: Duration = .seconds(72 * 3600)
+    /// Told of each step of the dispatcher's loop, so a test can wait until the loop has looked
+    /// again, or has seen a graceful shutdown, instead of sleeping. Nil outside tests.
+    package var watch: (@Sendable (WebhookLoopStep) -> Void)?
 
     public init() {}
 
@@ -122,4 +125,12 @@ public struct WebhookDispatcherConfiguration: Sendable {
     func claimLimit(inFlight: Int) -> Int {
         max(0, min(max(1, concurrency) - inFlight, batchSize))
     }
+}
+
+/// A step of the webhook dispatcher's loop, as `WebhookDispatcherConfiguration.watch` hears it.
+package enum WebhookLoopStep: Sendable, Equatable {
+    /// A pass: it claimed what was due, or nothing with every slot taken.
+    case passed
+    /// A graceful shutdown was seen: no more claims; the attempts in flight are being finished.
+    case draining
 }

@@ -75,6 +75,7 @@ public final class WebhookDispatcher: Service, Sendable {
                         self.context.webhooksWritten.signal()
                     }
                 }
+                configuration.watch?(.passed)
                 // A full claim with slots still free: more may be due at once.
                 if limit > 0 && claimed.count == limit
                     && configuration.claimLimit(inFlight: inFlight.load(ordering: .relaxed)) > 0
@@ -85,6 +86,7 @@ public final class WebhookDispatcher: Service, Sendable {
                     await self.context.webhooksWritten.wait(timeout: self.configuration.idlePoll)
                 }
             }
+            configuration.watch?(.draining)
         }
     }
 

@@ -193,7 +193,8 @@ public final class HeraldTestStack: Sendable {
     ) async throws -> T {
         let logger = options.logger ?? defaultLogger()
         let key = P256.Signing.PrivateKey()
-        let sandbox = try Sandbox(configuration: try sandboxConfiguration(options, key: key), logger: logger)
+        let sandboxSettings = try sandboxConfiguration(options, key: key)
+        let sandbox = try Sandbox(configuration: sandboxSettings, logger: logger)
         let sandboxGroup = ServiceGroup(services: [sandbox], logger: logger)
         let directory = NSTemporaryDirectory() + "herald-test-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -205,7 +206,15 @@ public final class HeraldTestStack: Sendable {
             do {
                 let apnsFeedback = Feedback<APNsTokenFeedback>()
                 let apns = try options.apns.map { settings in
-                    try makeAPNs(settings, options, endpoints, key: key, logger: logger, feedback: apnsFeedback)
+                    try makeAPNs(
+                        settings,
+                        options,
+                        endpoints,
+                        key: key,
+                        clock: sandboxSettings.clock,
+                        logger: logger,
+                        feedback: apnsFeedback
+                    )
                 }
                 let fcmFeedback = Feedback<FCMTokenFeedback>()
                 let fcm = try options.fcm.map { settings in
@@ -292,12 +301,15 @@ public final class HeraldTestStack: Sendable {
         return configuration
     }
 
-    /// An APNs client on the sandbox, trusting its CA, retrying quickly, with tokens signed by `key`.
+    /// An APNs client on the sandbox, trusting its CA, retrying quickly, with tokens signed by `key`
+    /// and issued at the sandbox's time (`clock`): the provider and APNs share one wall clock, so
+    /// a test that moves the sandbox's clock on ages the tokens too, instead of waiting.
     private static func makeAPNs(
         _ settings: APNs,
         _ options: Options,
         _ endpoints: SandboxEndpoints,
         key: P256.Signing.PrivateKey,
+        clock: SandboxClock,
         logger: Logger,
         feedback: Feedback<APNsTokenFeedback>
     ) throws -> (client: APNsClient, tokens: ProviderTokenManager) {
@@ -310,7 +322,8 @@ public final class HeraldTestStack: Sendable {
         let tokens = ProviderTokenManager(
             signer: ProviderTokenSigner(privateKey: key, keyID: options.keyID, teamID: options.teamID),
             refreshAfter: settings.refreshAfter,
-            minimumInterval: settings.minimumInterval
+            minimumInterval: settings.minimumInterval,
+            wallClock: SandboxWallClock(sandbox: clock)
         )
         let client = try APNsClient(configuration: configuration, tokens: tokens, logger: logger) {
             feedback.record($0)

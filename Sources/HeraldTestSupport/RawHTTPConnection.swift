@@ -86,18 +86,10 @@ public final class RawHTTPConnection: Sendable {
         _ what: String,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: deadline)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw Timeout(description: "no \(what) within \(deadline)")
-            }
-            return value
+        guard let value = try await withDeadline(deadline, body) else {
+            throw Timeout(description: "no \(what) within \(deadline)")
         }
+        return value
     }
 
     /// What came in, and who waits for more.

@@ -48,4 +48,19 @@ public final class Recorded<Element: Sendable>: Sendable {
         }
         return all
     }
+
+    /// Returns everything recorded once there are at least `count`, or throws `TimedOut` if
+    /// there are fewer after `timeout`: the deadline guards against a hang; it is not a wait,
+    /// since this returns as soon as the `count`-th arrives.
+    @discardableResult
+    public func wait(
+        forCount count: Int,
+        within timeout: Duration,
+        _ what: String
+    ) async throws -> [Element] {
+        guard let recorded = try await withDeadline(timeout, { await self.wait(forCount: count) }),
+            recorded.count >= count
+        else { throw TimedOut(what: what, after: timeout) }
+        return recorded
+    }
 }

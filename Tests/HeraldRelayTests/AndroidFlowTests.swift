@@ -5,6 +5,7 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldSandbox
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// Android devices: activation → message / call → the FCM data message the sandbox received.
@@ -226,7 +227,7 @@ struct AndroidFlowTests {
                 body: RelayFlowTests.message(to: "hank", text: "hi")
             )
             let pushID = try #require(try reply.decode(IngestReceipt.self).pushes.first?.pushID)
-            try await harness.eventually("the push to be retried") {
+            try await eventually("the push to be retried") {
                 try await harness.store.push(id: pushID)?.lastReason != nil
             }
             let next = try #require(try await harness.store.push(id: pushID)?.nextAttemptAt)

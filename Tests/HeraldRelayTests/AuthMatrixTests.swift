@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAdapters
 import HeraldRelayAPI
+import HeraldTestSupport
 import NIOHTTP1
 import Synchronization
 import Testing
@@ -400,7 +401,7 @@ struct AuthMatrixTests {
         private func settle(_ receipt: [String: Any]) async throws -> [String] {
             let pushes = (receipt["pushes"] as? [[String: Any]] ?? []).compactMap { $0["push_id"] as? String }
             for push in pushes {
-                try await harness.eventually("push \(push) to be sent") {
+                try await eventually("push \(push) to be sent") {
                     let state = try await harness.relay.ingest.pushStatus(id: push).state
                     return state != .queued && state != .sending
                 }
@@ -442,7 +443,7 @@ struct AuthMatrixTests {
             try await once("callback") {
                 let body = #"{"user_id":"\#(user)","service_id":"service-1"}"#
                 let id = try #require(try await post("/v1/callbacks", body, 201)["callback_id"] as? String)
-                try await harness.eventually("callback \(id) to be pushed") {
+                try await eventually("callback \(id) to be pushed") {
                     try await harness.call(.GET, "/v1/callbacks/\(id)").json["state"] as? String == "pushed"
                 }
                 return id
@@ -454,7 +455,7 @@ struct AuthMatrixTests {
             try await once("event") {
                 _ = try await messageID()
                 var id: String?
-                try await harness.eventually("a webhook event") {
+                try await eventually("a webhook event") {
                     let page = try await harness.call(.GET, "/v1/webhooks/events?app=\(RelayHarness.bundleID)").json
                     id = (page["events"] as? [[String: Any]])?.first?["id"] as? String
                     return id != nil

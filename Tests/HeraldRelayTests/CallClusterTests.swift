@@ -2,6 +2,7 @@ import Foundation
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldStorePostgres
@@ -35,7 +36,7 @@ struct CallClusterTests {
             deviceID: phone.deviceID,
             credential: phone.activation.deviceCredential
         )
-        try await cluster.eventually("the channel seen from \(other.id)") {
+        try await eventually("the channel seen from \(other.id)") {
             try await other.store.liveSessions(deviceIDs: [phone.deviceID], now: cluster.clock.now()).map(\.nodeID)
                 == [node.id]
         }
@@ -87,7 +88,7 @@ struct CallClusterTests {
 
             cluster.clock.advance(by: .seconds(21))
             let token = phone.sandboxDevice.messagingToken
-            try await cluster.eventually("the missed-call alert") { cluster.accepted(token: token).count == 1 }
+            try await eventually("the missed-call alert") { cluster.accepted(token: token).count == 1 }
             #expect(try await b.relay.calls.call(id: "c-m").state == .missed)
             // Past any claim's lease, and every node's timer run again: still one.
             cluster.clock.advance(by: .seconds(120))

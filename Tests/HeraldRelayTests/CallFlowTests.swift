@@ -5,6 +5,7 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldSimulation
 import HeraldStore
+import HeraldTestSupport
 import Synchronization
 import Testing
 
@@ -48,20 +49,22 @@ struct CallFlowTests {
     /// A live channel, open once the relay knows it.
     static func channel(_ harness: RelayHarness, _ phone: RelayHarness.Phone) async throws -> LiveClient {
         let client = LiveClient(harness: harness, phone: phone)
-        try await harness.eventually("the live channel of \(phone.deviceID)") {
+        try await eventually("the live channel of \(phone.deviceID)") {
             harness.relay.live.isOpen(deviceID: phone.deviceID)
         }
         return client
     }
 
-    /// The frames a channel receives, read in order, each waited for at most a given time.
+    /// The frames a channel receives, read in order, each waited for (as it arrives) at most a
+    /// given time.
     final class Frames: Sendable {
-        private let state = Mutex<(received: [String], read: Int)>(([], 0))
+        private let received = Recorded<String>()
+        private let read = Mutex(0)
         private let task = Mutex<Task<Void, Never>?>(nil)
 
         init(_ client: LiveClient) {
-            let reading = Task { [weak self] in
-                for await text in client.received { self?.state.withLock { $0.received.append(text) } }
+            let reading = Task { [received] in
+                for await text in client.received { received.append(contentsOf: [text]) }
             }
             task.withLock { $0 = reading }
         }
@@ -70,19 +73,12 @@ struct CallFlowTests {
 
         /// The next frame, failing if none came within `within`.
         func next(within: Duration = .seconds(5)) async throws -> LiveServerFrame {
-            let deadline = ContinuousClock.now + within
-            while ContinuousClock.now < deadline {
-                let text = state.withLock { state -> String? in
-                    guard state.received.count > state.read else { return nil }
-                    state.read += 1
-                    return state.received[state.read - 1]
-                }
-                if let text {
-                    return try #require(LiveServerFrame(jsonText: text), "not a frame: \(text)")
-                }
-                try await Task.sleep(for: .milliseconds(5))
+            let count = read.withLock { read in
+                read += 1
+                return read
             }
-            throw HarnessError.timeout("a frame within \(within)")
+            let text = try await received.wait(forCount: count, within: within, "a frame within \(within)")[count - 1]
+            return try #require(LiveServerFrame(jsonText: text), "not a frame: \(text)")
         }
     }
 
@@ -142,7 +138,7 @@ struct CallFlowTests {
             #expect(read.status == 200)
             // No push was sent to stop the phone: only the two VoIP pushes of the call.
             for device in [phone, pad] {
-                try await harness.eventually("the VoIP push") { !harness.accepted(token: device.voipToken).isEmpty }
+                try await eventually("the VoIP push") { !harness.accepted(token: device.voipToken).isEmpty }
                 #expect(harness.accepted(token: device.voipToken).count == 1)
                 #expect(harness.accepted(token: device.messagingToken).isEmpty)
             }
@@ -209,7 +205,7 @@ struct CallFlowTests {
             #expect(view.state == .missed && view.reason == "unanswered")
             #expect(try await Self.events(harness, call: "call-3").map(\.type) == ["call.missed"])
 
-            try await harness.eventually("the missed-call alert") {
+            try await eventually("the missed-call alert") {
                 !harness.accepted(token: phone.messagingToken).isEmpty
             }
             let alerts = harness.accepted(token: phone.messagingToken)

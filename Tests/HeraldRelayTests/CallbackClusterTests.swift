@@ -2,6 +2,7 @@ import Foundation
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldStorePostgres
@@ -28,7 +29,7 @@ struct CallbackClusterTests {
             #expect(try await a.relay.callbacks.pushDue(owner: "node-a") == 0)
             // Both nodes' schedulers wake on the same advance and race for the claims.
             cluster.clock.advance(by: .seconds(60))
-            try await cluster.eventually("every callback pushed") {
+            try await eventually("every callback pushed") {
                 var pushed = 0
                 for id in ids where try await b.relay.callbacks.callback(id: id).state == .pushed { pushed += 1 }
                 return pushed == ids.count
@@ -40,13 +41,13 @@ struct CallbackClusterTests {
                 let view = try await a.relay.callbacks.callback(id: id)
                 #expect(view.pushes == 1 && view.history.filter { $0.event == "pushed" }.count == 1)
             }
-            try await cluster.eventually("the alerts at the sandbox") {
+            try await eventually("the alerts at the sandbox") {
                 cluster.accepted(token: phone.sandboxDevice.messagingToken).count >= ids.count
             }
             #expect(cluster.accepted(token: phone.sandboxDevice.messagingToken).count == ids.count)
             // Each reported once, when the node that sent it recorded APNs' answer.
             for id in ids {
-                try await cluster.eventually("callback.pushed of \(id)") {
+                try await eventually("callback.pushed of \(id)") {
                     try await a.store.callbackWebhookEvents(callbackID: id).map(\.event.type) == [.callbackPushed]
                 }
             }
@@ -59,7 +60,7 @@ struct CallbackClusterTests {
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
             let phone = try await cluster.phone(user: "u2", on: a)
             let id = try await a.relay.callbacks.schedule(CallbackRequest(userID: "u2", serviceID: "svc")).callbackID
-            try await cluster.eventually("the push") { try await b.relay.callbacks.callback(id: id).state == .pushed }
+            try await eventually("the push") { try await b.relay.callbacks.callback(id: id).state == .pushed }
             let device = try #require(try await a.store.device(id: phone.deviceID))
             async let ready = Self.outcome(a.relay, id, "ready", device)
             async let cancel = Self.outcome(b.relay, id, "cancel", device)

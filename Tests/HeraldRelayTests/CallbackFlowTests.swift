@@ -4,6 +4,7 @@ import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldStoreSQLite
@@ -41,7 +42,7 @@ struct CallbackFlowTests {
         count: Int,
         sequence: UInt16
     ) async throws -> (content: CallbackContent, payload: String) {
-        try await harness.eventually("push \(count) of callback \(callback)") {
+        try await eventually("push \(count) of callback \(callback)") {
             harness.accepted(token: phone.messagingToken).count >= count
         }
         let record = harness.accepted(token: phone.messagingToken)[count - 1]
@@ -198,11 +199,11 @@ struct CallbackFlowTests {
             _ = try await Self.dialog(harness, phone, callback: scheduled.callbackID, count: 1, sequence: 1)
             // Reported once the relay recorded APNs' answer; an outcome recorded after the
             // expiry would report nothing (the expiry is a callback's last event).
-            try await harness.eventually("callback.pushed") {
+            try await eventually("callback.pushed") {
                 try await Self.events(harness, callback: scheduled.callbackID).map(\.type) == ["callback.pushed"]
             }
             harness.clock.advance(by: .seconds(61))
-            try await harness.eventually("the callback to expire") {
+            try await eventually("the callback to expire") {
                 try await harness.relay.callbacks.callback(id: scheduled.callbackID).state == .expired
             }
             let late = try await harness.call(

@@ -5,6 +5,7 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldSandbox
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldStoreSQLite
@@ -46,7 +47,7 @@ struct CallbackPushedTests {
             let scheduled = try await CallbackFlowTests.schedule(harness, user: "ivy")
             let id = scheduled.callbackID
             // Both outcomes recorded: each push finished, its event written with it.
-            try await harness.eventually("both pushes finished") {
+            try await eventually("both pushes finished") {
                 try await Self.pushes(harness, callback: id)
                     == [dead.deviceID: "token_dead", refused.deviceID: "failed"]
             }
@@ -76,7 +77,7 @@ struct CallbackPushedTests {
             harness.core.setLatency(.seconds(1))
             let scheduled = try await CallbackFlowTests.schedule(harness, user: "jay")
             let id = scheduled.callbackID
-            try await harness.eventually("the sandbox to accept both pushes") {
+            try await eventually("the sandbox to accept both pushes") {
                 harness.accepted(token: first.messagingToken).count == 1
                     && harness.accepted(token: second.messagingToken).count == 1
             }
@@ -84,7 +85,7 @@ struct CallbackPushedTests {
             #expect(Set(inFlight.values) == ["sending"], "\(inFlight)")
             #expect(try await Self.events(harness, key: "callback:" + id).isEmpty)
 
-            try await harness.eventually("both pushes delivered") {
+            try await eventually("both pushes delivered") {
                 try await Self.pushes(harness, callback: id)
                     == [first.deviceID: "delivered", second.deviceID: "delivered"]
             }

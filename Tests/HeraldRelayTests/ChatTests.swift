@@ -2,6 +2,7 @@ import Foundation
 import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
+import HeraldTestSupport
 import Logging
 import Testing
 
@@ -63,18 +64,18 @@ struct ChatTests {
             .decode(ChatEventReceipt.self)
             #expect(second.pushes.isEmpty && second.scheduled == [phone.deviceID])
             // One timer for the device and chat; the relay's timers asleep until its deadline.
-            try await harness.eventually("the first push's timer") {
+            try await eventually("the first push's timer") {
                 harness.relay.timers.armed == 1 && harness.clock.sleepers == 1
             }
 
             // A millisecond short of the delay: the timer wakes, finds it early and sleeps again.
             harness.clock.advance(by: Self.delay - .milliseconds(1))
-            try await harness.eventually("the timer asleep again") { harness.clock.sleepers == 1 }
+            try await eventually("the timer asleep again") { harness.clock.sleepers == 1 }
             #expect(try await harness.store.outboxCounts().byState.isEmpty)
             #expect(harness.accepted(token: phone.messagingToken).isEmpty)
 
             harness.clock.advance(by: .milliseconds(1))
-            try await harness.eventually("the delayed push") { !harness.accepted(token: phone.messagingToken).isEmpty }
+            try await eventually("the delayed push") { !harness.accepted(token: phone.messagingToken).isEmpty }
             // The notification's title is the sender: the lines do not repeat it.
             #expect(try Self.sealedText(harness, phone) == "Hello\nAre you there?")
             let record = try #require(harness.accepted(token: phone.messagingToken).first)
@@ -100,7 +101,7 @@ struct ChatTests {
             let receipt = try await harness.call(.POST, "/v1/chats/chat-1/events", body: Self.event(text: "Hello"))
                 .decode(ChatEventReceipt.self)
             #expect(Set(receipt.scheduled) == [phone.deviceID, tablet.deviceID])
-            try await harness.eventually("both timers") {
+            try await eventually("both timers") {
                 harness.relay.timers.armed == 2 && harness.clock.sleepers == 1
             }
             let back = try await harness.call(
@@ -115,11 +116,11 @@ struct ChatTests {
             #expect(harness.relay.timers.armed == 1)
 
             harness.clock.advance(by: Self.delay)
-            try await harness.eventually("the tablet's push") {
+            try await eventually("the tablet's push") {
                 !harness.accepted(token: tablet.messagingToken).isEmpty
             }
             #expect(harness.accepted(token: phone.messagingToken).isEmpty)
-            try await harness.eventually("the tablet's push recorded") {
+            try await eventually("the tablet's push recorded") {
                 try await harness.store.outboxCounts().byState == [.delivered: 1]
             }
         }
@@ -243,17 +244,17 @@ struct ChatTests {
             try await withThrowingTaskGroup(of: Void.self) { timers in
                 timers.addTask { try await restarted.timers.run() }
                 await restarted.transcripts.resumeChatPushes()
-                try await harness.eventually("the re-armed timer asleep") {
+                try await eventually("the re-armed timer asleep") {
                     restarted.timers.armed == 1 && harness.clock.sleepers == 1
                 }
                 #expect(try await harness.store.pendingDisconnects().count == 1)
                 #expect(try await harness.store.outboxCounts().byState.isEmpty)
                 // The hour is up: the push goes, with the line sealed in it.
                 harness.clock.advance(by: .seconds(1))
-                try await harness.eventually("the re-armed push") {
+                try await eventually("the re-armed push") {
                     !harness.accepted(token: phone.messagingToken).isEmpty
                 }
-                try await harness.eventually("the push marked sent") {
+                try await eventually("the push marked sent") {
                     try await harness.store.pendingDisconnects().isEmpty
                 }
                 timers.cancelAll()

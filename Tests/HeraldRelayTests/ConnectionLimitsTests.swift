@@ -85,7 +85,7 @@ struct ConnectionLimitsTests {
 
             await held[0].close()
             // The relay frees the place when it sees the close; no signal says when.
-            try await harness.eventually("a freed place") {
+            try await eventually("a freed place") {
                 let next = try await RawHTTPConnection.connect(port: harness.port)
                 var status: Int?
                 do {

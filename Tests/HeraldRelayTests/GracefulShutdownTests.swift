@@ -2,6 +2,7 @@ import Foundation
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldStorePostgres
@@ -25,11 +26,11 @@ struct GracefulShutdownTests {
                 pushes.formUnion(receipt.pushes.map(\.pushID))
             }
             #expect(pushes.count == 20)
-            try await cluster.eventually("pushes in flight on node a") { a.dispatcher.pushesInFlight > 0 }
+            try await eventually("pushes in flight on node a") { a.dispatcher.pushesInFlight > 0 }
 
             await cluster.stop(a)
             // The store stops last: once it answers "closed", every service before it returned.
-            try await cluster.eventually("node a stopped, its store last", timeout: .seconds(30)) {
+            try await eventually("node a stopped, its store last", timeout: .seconds(30)) {
                 do {
                     _ = try await a.store.apps()
                     return false
@@ -42,7 +43,7 @@ struct GracefulShutdownTests {
             #expect(a.dispatcher.pushesInFlight == 0)
             // Node a recorded what it sent and put back what it held (the test clock stands still,
             // so a claim it had left would never expire): node b sends the rest, each push once.
-            try await cluster.eventually("every push delivered", timeout: .seconds(60)) {
+            try await eventually("every push delivered", timeout: .seconds(60)) {
                 try await b.store.outboxCounts().byState == [.delivered: 20]
             }
             let accepted = cluster.accepted(token: phone.sandboxDevice.messagingToken)

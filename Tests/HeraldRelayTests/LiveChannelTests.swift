@@ -81,9 +81,9 @@ struct LiveChannelTests {
         async throws -> LiveClient
     {
         let client = LiveClient(harness: harness, phone: phone)
-        try await harness.eventually("the live channel") { harness.relay.live.isOpen(deviceID: phone.deviceID) }
+        try await eventually("the live channel") { harness.relay.live.isOpen(deviceID: phone.deviceID) }
         client.send(#"{"type":"presence","state":"active","conversation":"\#(conversation)"}"#)
-        try await harness.eventually("the presence on the channel") {
+        try await eventually("the presence on the channel") {
             harness.relay.live.isActive(deviceID: phone.deviceID, in: conversation)
         }
         return client
@@ -103,7 +103,7 @@ struct LiveChannelTests {
     ) async throws {
         for frame in frames { client.send(frame) }
         client.send(#"{"type":"presence","state":"active","conversation":"\#(conversation)"}"#)
-        try await harness.eventually("the frames handled") {
+        try await eventually("the frames handled") {
             harness.relay.live.isActive(deviceID: phone.deviceID, in: conversation)
         }
     }
@@ -135,19 +135,19 @@ struct LiveChannelTests {
                 thenActiveIn: "c-9"
             )
             // The acknowledged message's timer is disarmed; the other's waits, asleep.
-            try await harness.eventually("the unacknowledged message's timer") {
+            try await eventually("the unacknowledged message's timer") {
                 harness.relay.timers.armed == 1 && harness.clock.sleepers == 1
             }
             // The timeout passes: the unacknowledged message is pushed, the acknowledged one not.
             harness.clock.advance(by: Self.ackTimeout)
-            try await harness.eventually("the unacknowledged message's push") {
+            try await eventually("the unacknowledged message's push") {
                 !harness.accepted(token: phone.messagingToken).isEmpty
             }
             let pushed = try RelayFlowTests.heraldField(
                 try #require(harness.accepted(token: phone.messagingToken).first).payload
             )
             #expect(pushed["message_id"] as? String == receipts[1].id)
-            try await harness.eventually("the push recorded") {
+            try await eventually("the push recorded") {
                 try await harness.store.outboxCounts().byState == [.delivered: 1]
             }
             #expect(harness.accepted(token: phone.messagingToken).count == 1)
@@ -156,7 +156,7 @@ struct LiveChannelTests {
             // Another conversation is not on screen: pushed.
             let other = LiveClient(harness: harness, phone: phone)
             defer { other.close() }
-            try await harness.eventually("the second channel") { harness.relay.live.isOpen(deviceID: phone.deviceID) }
+            try await eventually("the second channel") { harness.relay.live.isOpen(deviceID: phone.deviceID) }
             let elsewhere = try await harness.call(
                 .POST,
                 "/v1/messages",
@@ -177,7 +177,7 @@ struct LiveChannelTests {
             #expect(try #require(await LiveClient.next(&iterator))["message_id"] as? String == receipt.id)
             client.close()
             await client.ended
-            try await harness.eventually("the fallback push") { !harness.accepted(token: phone.messagingToken).isEmpty }
+            try await eventually("the fallback push") { !harness.accepted(token: phone.messagingToken).isEmpty }
             let record = try #require(harness.accepted(token: phone.messagingToken).first)
             let herald = try RelayFlowTests.heraldField(record.payload)
             #expect(herald["message_id"] as? String == receipt.id)
@@ -201,13 +201,13 @@ struct LiveChannelTests {
             )
             .decode(IngestReceipt.self)
             #expect(receipt.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
-            try await harness.eventually("the acknowledgement timer") { harness.clock.sleepers == 1 }
+            try await eventually("the acknowledgement timer") { harness.clock.sleepers == 1 }
             // A millisecond short: the timer wakes, finds it early and sleeps again.
             harness.clock.advance(by: Self.ackTimeout - .milliseconds(1))
-            try await harness.eventually("the timer asleep again") { harness.clock.sleepers == 1 }
+            try await eventually("the timer asleep again") { harness.clock.sleepers == 1 }
             #expect(try await harness.store.outboxCounts().byState.isEmpty)
             harness.clock.advance(by: .milliseconds(1))
-            try await harness.eventually("the fallback push") { !harness.accepted(token: phone.messagingToken).isEmpty }
+            try await eventually("the fallback push") { !harness.accepted(token: phone.messagingToken).isEmpty }
             let pushed = try RelayFlowTests.heraldField(
                 try #require(harness.accepted(token: phone.messagingToken).first).payload
             )
@@ -237,7 +237,7 @@ struct LiveChannelTests {
             defer { second.close() }
             #expect(await LiveClient.next(&firstFrames) == nil)
             await first.ended
-            try await harness.eventually("the replaced channel's push") {
+            try await eventually("the replaced channel's push") {
                 !harness.accepted(token: phone.messagingToken).isEmpty
             }
             let pushed = try RelayFlowTests.heraldField(
@@ -266,7 +266,7 @@ struct LiveChannelTests {
             // Neither acknowledgement timer is left: the first message was pushed when its
             // channel was replaced, the second acknowledged. The timeout passes all the same; a
             // control message to another conversation shows when the relay has handled it.
-            try await harness.eventually("both acknowledgement timers disarmed") { harness.relay.timers.armed == 0 }
+            try await eventually("both acknowledgement timers disarmed") { harness.relay.timers.armed == 0 }
             harness.clock.advance(by: Self.ackTimeout)
             let control = try await harness.call(
                 .POST,
@@ -278,7 +278,7 @@ struct LiveChannelTests {
                 try RelayFlowTests.heraldField($0.payload)["message_id"] as? String
             }
             #expect(ids == [receipt.id, control.id])
-            try await harness.eventually("both pushes recorded") {
+            try await eventually("both pushes recorded") {
                 try await harness.store.outboxCounts().byState == [.delivered: 2]
             }
         }

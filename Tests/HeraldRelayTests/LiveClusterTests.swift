@@ -8,6 +8,7 @@ import HeraldRelayAPI
 import HeraldSandbox
 import HeraldSimulation
 import HeraldStore
+import HeraldTestSupport
 import Logging
 import NIOCore
 import PostgresNIO
@@ -42,7 +43,7 @@ struct LiveClusterTests {
                 #expect(event["message_id"] as? String == receipt.id)
                 client.send(#"{"type":"ack","message_id":"\#(receipt.id)"}"#)
             }
-            try await cluster.eventually("the acknowledgements settled both handovers") {
+            try await eventually("the acknowledgements settled both handovers") {
                 try await cluster.pendingHandovers() == 0
             }
             // Past the deadline every path that pushes has had its turn: the channel's timers
@@ -68,10 +69,10 @@ struct LiveClusterTests {
             #expect(cluster.accepted(token: phone.sandboxDevice.messagingToken).isEmpty)
 
             cluster.clock.advance(by: Self.ackTimeout)
-            try await cluster.eventually("the push") {
+            try await eventually("the push") {
                 try await a.store.outboxCounts().byState == [.delivered: 1]
             }
-            try await cluster.eventually("no handover left") { try await cluster.pendingHandovers() == 0 }
+            try await eventually("no handover left") { try await cluster.pendingHandovers() == 0 }
             for node in cluster.nodes { #expect(await node.relay.ingest.pushOverdueHandovers() == 0) }
             let pushes = cluster.accepted(token: phone.sandboxDevice.messagingToken)
             #expect(pushes.count == 1)
@@ -102,7 +103,7 @@ struct LiveClusterTests {
             try await b.store.saveLiveSession(session(until: cluster.clock.now()))
             let afterLease = try await cluster.sendMessage(to: "u1", text: "lease over", via: b)
             #expect(afterLease.pushes.count == 1)
-            try await cluster.eventually("the push after the lease") { cluster.accepted(token: token).count == 1 }
+            try await eventually("the push after the lease") { cluster.accepted(token: token).count == 1 }
 
             // It died right after its last renewal: the message is handed over, nobody takes it,
             // and once its deadline passes a sweep pushes it, once.
@@ -111,8 +112,8 @@ struct LiveClusterTests {
             try #require(handedOver.skipped == [.init(deviceID: phone.deviceID, reason: "delivered_live")])
             #expect(try await cluster.pendingHandovers() == 1)
             cluster.clock.advance(by: Self.ackTimeout)
-            try await cluster.eventually("the push after the timeout") { cluster.accepted(token: token).count == 2 }
-            try await cluster.eventually("both pushes recorded") {
+            try await eventually("the push after the timeout") { cluster.accepted(token: token).count == 2 }
+            try await eventually("both pushes recorded") {
                 try await b.store.outboxCounts().byState == [.delivered: 2]
             }
             #expect(try await cluster.pendingHandovers() == 0)
@@ -334,26 +335,5 @@ final class TwoNodeCluster: Sendable {
                 == ["c-1"]
         }
         return client
-    }
-
-    func eventually(
-        _ what: String,
-        timeout: Duration = .seconds(10),
-        _ condition: () async throws -> Bool
-    )
-        async throws
-    {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw TimedOut(what: what, after: timeout)
-    }
-
-    struct TimedOut: Error, CustomStringConvertible {
-        let what: String
-        let after: Duration
-        var description: String { "timed out after \(after) waiting for \(what)" }
     }
 }

@@ -4,6 +4,7 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldSandbox
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// A message delivered over a live channel and not acknowledged is pushed with the push options
@@ -85,9 +86,9 @@ struct LiveFallbackOptionsTests {
             let stored = try #require(try await harness.store.message(id: receipt.id)?.sealedPushOptions)
             #expect(!String(decoding: stored, as: UTF8.self).contains("Refund"))
 
-            try await harness.eventually("the acknowledgement timer") { harness.clock.sleepers == 1 }
+            try await eventually("the acknowledgement timer") { harness.clock.sleepers == 1 }
             harness.clock.advance(by: LiveChannelTests.ackTimeout)
-            try await harness.eventually("the fallback push") { !harness.accepted(token: phone.messagingToken).isEmpty }
+            try await eventually("the fallback push") { !harness.accepted(token: phone.messagingToken).isEmpty }
             let records = harness.accepted(token: phone.messagingToken)
             #expect(records.count == 1)
             try Self.check(
@@ -130,7 +131,7 @@ struct LiveFallbackOptionsTests {
             #expect(try #require(await LiveClient.next(&frames))["message_id"] as? String == receipt.id)
 
             cluster.clock.advance(by: LiveClusterTests.ackTimeout)
-            try await cluster.eventually("the fallback push") {
+            try await eventually("the fallback push") {
                 !cluster.accepted(token: device.messagingToken).isEmpty
             }
             let records = cluster.accepted(token: device.messagingToken)

@@ -3,6 +3,7 @@ import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// A device's notification permission (docs/relay.md, "Notification permission"), through the
@@ -113,10 +114,10 @@ struct NotificationPermissionTests {
             )
             #expect(ring.status == 202, "\(ring.text)")
             harness.clock.advance(by: .seconds(21))
-            try await harness.eventually("the other device's missed-call alert") {
+            try await eventually("the other device's missed-call alert") {
                 !harness.accepted(token: other.messagingToken).isEmpty
             }
-            try await harness.eventually("the denied device's alert written skipped") {
+            try await eventually("the denied device's alert written skipped") {
                 try await Self.pushes(harness, device: denied.deviceID).contains([
                     "missed_call", "skipped", "notifications_denied",
                 ])
@@ -128,10 +129,10 @@ struct NotificationPermissionTests {
                 body: #"{"user_id":"rita","service_id":"3SQI3S31693JL9L3R00506T40C000U73"}"#
             )
             #expect(scheduled.status == 201, "\(scheduled.text)")
-            try await harness.eventually("the other device's callback push") {
+            try await eventually("the other device's callback push") {
                 harness.accepted(token: other.messagingToken).count == 2
             }
-            try await harness.eventually("the denied device's callback written skipped") {
+            try await eventually("the denied device's callback written skipped") {
                 try await Self.pushes(harness, device: denied.deviceID).contains([
                     "callback", "skipped", "notifications_denied",
                 ])

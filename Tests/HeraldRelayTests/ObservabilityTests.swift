@@ -8,6 +8,7 @@ import HeraldRelayAPI
 import HeraldServer
 import HeraldSimulation
 import HeraldStore
+import HeraldTestSupport
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -64,7 +65,7 @@ struct ObservabilityTests {
             defer { harness.sandbox.apnsServer.endOutage() }
             let waiting = try await harness.call(.POST, "/v1/messages", body: RelayAPITests.message)
             #expect(waiting.status == 202)
-            try await harness.eventually("the relay to hold APNs as unreachable") {
+            try await eventually("the relay to hold APNs as unreachable") {
                 harness.metric(#"herald_relay_network_up{network="apns"}"#) == 0
             }
             harness.clock.advance(by: .seconds(90))
@@ -108,7 +109,7 @@ struct ObservabilityTests {
             // The dispatcher probes the held network now and then (it claims the push to try it),
             // so a scrape may find the push sending for a moment: scrape until it is queued.
             var queued = exposition
-            try await harness.eventually("a scrape with the push queued, not claimed by a probe") {
+            try await eventually("a scrape with the push queued, not claimed by a probe") {
                 guard let reply = try? await harness.call(.GET, "/metrics", auth: .none) else { return false }
                 queued = Exposition(reply.text)
                 return queued.value("herald_relay_queue_depth") == 1
@@ -145,7 +146,7 @@ struct ObservabilityTests {
             func accessLines() -> [Substring] {
                 capture.text.split(separator: "\n").filter { $0.hasPrefix("info herald.test request [") }
             }
-            try await harness.eventually("the access line") {
+            try await eventually("the access line") {
                 accessLines().contains { $0.contains("/v1/devices/{id}") }
             }
             let line = try #require(accessLines().first { $0.contains("/v1/devices/{id}") })
@@ -216,14 +217,6 @@ struct ObservabilityTests {
                             let body = try await response.body.collect(upTo: 1 << 20)
                             return (Int(response.status.code), String(buffer: body))
                         }
-                        func until(_ what: String, _ condition: () async throws -> Bool) async throws {
-                            let deadline = ContinuousClock.now + .seconds(30)
-                            while ContinuousClock.now < deadline {
-                                if try await condition() { return }
-                                try await Task.sleep(for: .milliseconds(50))
-                            }
-                            Issue.record("timed out waiting for \(what)")
-                        }
                         #expect(try await get("/health/ready").0 == 200)
 
                         try await admin.execute(unsafeSQL: "ALTER DATABASE \(database) ALLOW_CONNECTIONS false")
@@ -231,7 +224,14 @@ struct ObservabilityTests {
                             unsafeSQL:
                                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'"
                         )
-                        try await until("/health/ready to answer 503") { try await get("/health/ready").0 == 503 }
+                        // The store's state is PostgreSQL's, with no signal: polled.
+                        try await eventually(
+                            "/health/ready to answer 503",
+                            timeout: .seconds(30),
+                            every: .milliseconds(50)
+                        ) {
+                            try await get("/health/ready").0 == 503
+                        }
                         let (status, body) = try await get("/health/ready")
                         #expect(
                             status == 503 && body.contains(#""status":"not_ready""#) && body.contains("store"),
@@ -242,7 +242,13 @@ struct ObservabilityTests {
                         #expect(TestMetrics.value("herald_relay_store_up", in: metrics) == 0)
 
                         try await admin.execute(unsafeSQL: "ALTER DATABASE \(database) ALLOW_CONNECTIONS true")
-                        try await until("/health/ready to answer 200 again") { try await get("/health/ready").0 == 200 }
+                        try await eventually(
+                            "/health/ready to answer 200 again",
+                            timeout: .seconds(30),
+                            every: .milliseconds(50)
+                        ) {
+                            try await get("/health/ready").0 == 200
+                        }
                         await group.triggerGracefulShutdown()
                         try await tasks.waitForAll()
                     }

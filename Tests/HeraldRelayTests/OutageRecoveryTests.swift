@@ -1,6 +1,7 @@
 import Foundation
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTestSupport
 import NIOCore
 import Testing
 
@@ -56,11 +57,11 @@ struct OutageRecoveryTests {
                 pushIDs += try reply.decode(IngestReceipt.self).pushes.map(\.pushID)
             }
             // The relay found APNs unreachable (its gauge says so); then APNs comes back.
-            try await harness.eventually("the relay to mark APNs down") { harness.metric(up) == 0 }
+            try await eventually("the relay to mark APNs down") { harness.metric(up) == 0 }
             // And every push tried before it knew is back in the queue: one still out in the APNs
             // client when APNs returns would be answered first, whatever its priority (a loaded CI
             // machine once saw eight messages delivered so before the calls).
-            try await harness.eventually("no push in flight") {
+            try await eventually("no push in flight") {
                 for id in pushIDs where try await harness.relay.ingest.pushStatus(id: id).state == .sending {
                     return false
                 }

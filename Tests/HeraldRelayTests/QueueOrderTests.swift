@@ -1,6 +1,7 @@
 import Foundation
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// An app's queue order (docs/relay.md, "Queue order"): `customer_wait` sends the pushes of the
@@ -67,12 +68,12 @@ struct QueueOrderTests {
                 #expect((status.waitingSince != nil) == (order == .customerWait), "\(id): \(status)")
             }
 
-            try await harness.eventually("the relay to mark APNs down") { harness.metric(up) == 0 }
+            try await eventually("the relay to mark APNs down") { harness.metric(up) == 0 }
             // Two probes held since the call was queued: the second was claimed after it, so
             // the probe that finds APNs back takes the queue's first push.
             let held = "herald_relay_pushes_held_total"
             let heldBefore = harness.metric(held)
-            try await harness.eventually("two probes after the call") { harness.metric(held) >= heldBefore + 2 }
+            try await eventually("two probes after the call") { harness.metric(held) >= heldBefore + 2 }
             let released = Int64(Date().timeIntervalSince1970 * 1000)
             harness.sandbox.apnsServer.endOutage()
             for id in pushIDs { try await harness.push(id, reaches: .delivered, timeout: .seconds(20)) }

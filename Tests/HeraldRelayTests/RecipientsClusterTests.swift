@@ -1,4 +1,5 @@
 import HeraldRelayAPI
+import HeraldTestSupport
 import Prometheus
 import Testing
 
@@ -32,7 +33,7 @@ struct RecipientsClusterTests {
             let three = try await cluster.sendMessage(to: "u1", text: "three", via: a)
             #expect(three.pushes.map(\.deviceID) == [second.deviceID])
 
-            try await cluster.eventually("each phone got what was sent while it was there") {
+            try await eventually("each phone got what was sent while it was there") {
                 cluster.accepted(token: first.sandboxDevice.messagingToken).count == 2
                     && cluster.accepted(token: second.sandboxDevice.messagingToken).count == 2
             }

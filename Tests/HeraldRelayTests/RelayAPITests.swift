@@ -5,6 +5,7 @@ import HeraldRelay
 import HeraldRelayAPI
 import HeraldSandbox
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// Authentication, malformed input, device life cycle, retries and expiry through the HTTP API.
@@ -243,7 +244,7 @@ struct RelayAPITests {
             )
             let inFlight = try await harness.call(.POST, "/v1/messages", body: Self.message).decode(IngestReceipt.self)
             let inFlightID = try #require(inFlight.pushes.first).pushID
-            try await harness.eventually("a refused attempt") {
+            try await eventually("a refused attempt") {
                 let status = try await harness.relay.ingest.pushStatus(id: inFlightID)
                 return status.attempts >= 1 && status.state == .queued
             }

@@ -20,6 +20,7 @@ import HeraldSandbox
 import HeraldSimulation
 import HeraldStore
 import HeraldStoreSQLite
+import HeraldTestSupport
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -303,31 +304,6 @@ final class RelayHarness: Sendable {
     }
 
     // MARK: Waiting
-
-    /// Polls until `condition` holds (state kept by the store has no change signal), failing
-    /// after `timeout`.
-    func eventually(
-        _ what: String,
-        timeout: Duration = .seconds(10),
-        _ condition: () async throws -> Bool
-    ) async throws {
-        try await Self.eventually(what, timeout: timeout, condition)
-    }
-
-    /// `eventually`, for tests without a harness.
-    static func eventually(
-        _ what: String,
-        timeout: Duration = .seconds(10),
-        _ condition: () async throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("timed out waiting for \(what)")
-        throw HarnessError.timeout(what)
-    }
 
     /// Waits until the push reaches `state`, and returns its status.
     @discardableResult

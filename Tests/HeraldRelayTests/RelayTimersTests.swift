@@ -116,7 +116,7 @@ struct RelayTimersTests {
             timers.schedule(Self.firstPush("late"), at: start + 1_000) { fired.append(contentsOf: ["late"]) }
             timers.schedule(Self.firstPush("gone"), at: start + 500) { fired.append(contentsOf: ["gone"]) }
             #expect(!timers.schedule(Self.firstPush("late"), at: start + 1) { fired.append(contentsOf: ["again"]) })
-            try await RelayHarness.eventually("the loop asleep") { clock.sleepers == 1 }
+            try await eventually("the loop asleep") { clock.sleepers == 1 }
             // Armed while the loop sleeps until a later deadline: it wakes, and sleeps until this one.
             timers.schedule(Self.firstPush("soon"), at: start + 10) { fired.append(contentsOf: ["soon"]) }
             timers.cancel(Self.firstPush("gone"))
@@ -144,9 +144,9 @@ struct RelayTimersTests {
                 fired.append(contentsOf: ["due, finished"])
             }
             timers.schedule(Self.firstPush("later"), at: start + 200) { fired.append(contentsOf: ["later"]) }
-            try await RelayHarness.eventually("the loop asleep") { clock.sleepers == 1 }
+            try await eventually("the loop asleep") { clock.sleepers == 1 }
             clock.advance(by: .milliseconds(100))
-            try await RelayHarness.eventually("the due timer fired") { timers.armed == 1 }
+            try await eventually("the due timer fired") { timers.armed == 1 }
             await group.triggerGracefulShutdown()
             fired.append(contentsOf: ["shutdown"])
             try await tasks.waitForAll()

@@ -4,6 +4,7 @@ import HeraldCrypto
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// A message to a user with no activated device yet: refused with `no_devices` (its key unused,
@@ -63,7 +64,7 @@ struct UndeliverableTests {
             #expect(try again.decode(IngestReceipt.self).status == .held)
 
             let phone = try await harness.phone(user: "alice")
-            try await harness.eventually("the held message to reach the sandbox") {
+            try await eventually("the held message to reach the sandbox") {
                 !harness.accepted(token: phone.messagingToken).isEmpty
             }
             let record = try #require(harness.accepted(token: phone.messagingToken).first)

@@ -201,14 +201,14 @@ struct WebhookDeliveryTests {
             Self.event("slow-1", key: "call:slow", at: now),
             Self.event("slow-2", key: "call:slow", at: now + 1),
         ])
-        try await harness.eventually("slow-1 held open") { receiver.open == ["slow-1"] }
+        try await eventually("slow-1 held open") { receiver.open == ["slow-1"] }
 
         // Other users' events, written while slow-1's POST is open.
         let written = ContinuousClock.now
         try await harness.store.enqueueWebhookEvents(
             (1...3).map { Self.event("fast-\($0)", key: "push:fast-\($0)", at: harness.clock.now()) }
         )
-        try await harness.eventually("the fast keys' events delivered", timeout: .seconds(15)) {
+        try await eventually("the fast keys' events delivered", timeout: .seconds(15)) {
             let delivered = try await harness.relay.webhooks.events(
                 app: RelayHarness.bundleID,
                 state: "delivered",
@@ -231,7 +231,7 @@ struct WebhookDeliveryTests {
         #expect(!receiver.arrived.contains("slow-2"))
 
         receiver.release("slow-1")
-        try await harness.eventually("slow-2 delivered after slow-1") {
+        try await eventually("slow-2 delivered after slow-1") {
             try await Self.shown(harness, "slow-2")["state"] as? String == "delivered"
         }
         #expect(receiver.arrived.filter { $0.hasPrefix("slow") } == ["slow-1", "slow-2"])
@@ -256,7 +256,7 @@ struct WebhookDeliveryTests {
         try await RelayHarness.with(setup) { harness in
             let written = ContinuousClock.now
             try await harness.store.enqueueWebhookEvents([Self.event("dead-1", key: "call:a", at: harness.clock.now())])
-            try await harness.eventually("dead-1's first attempt recorded", timeout: .seconds(15)) {
+            try await eventually("dead-1's first attempt recorded", timeout: .seconds(15)) {
                 let shown = try await Self.shown(harness, "dead-1")
                 let attempts = (shown["attempts"] as? NSNumber)?.intValue ?? 0
                 return attempts >= 1 && shown["state"] as? String == "pending"
@@ -278,7 +278,7 @@ struct WebhookDeliveryTests {
             // A new event of another key gets its own attempt while dead-1 waits for its next.
             let second = ContinuousClock.now
             try await harness.store.enqueueWebhookEvents([Self.event("new-1", key: "call:b", at: harness.clock.now())])
-            try await harness.eventually("new-1 attempted", timeout: .seconds(15)) {
+            try await eventually("new-1 attempted", timeout: .seconds(15)) {
                 let attempts = (try await Self.shown(harness, "new-1")["attempts"] as? NSNumber)?.intValue ?? 0
                 return attempts >= 1
             }
@@ -335,7 +335,7 @@ struct WebhookDeliveryTests {
                     )
                     _ = try await harness.relay.transcripts.chatConnect(device: device, conversation: chat)
                 }
-                try await harness.eventually("8 events queued") {
+                try await eventually("8 events queued") {
                     try await harness.store.webhookEvents(
                         app: RelayHarness.bundleID,
                         state: nil,
@@ -353,11 +353,11 @@ struct WebhookDeliveryTests {
                     let before = receiver.requests.withLock { $0.count }
                     harness.clock.advance(by: .seconds(600))
                     if step < 3 {
-                        try await harness.eventually("attempts in step \(step)") {
+                        try await eventually("attempts in step \(step)") {
                             receiver.requests.withLock { $0.count } > before
                         }
                     } else {
-                        try await harness.eventually("refused attempts in step \(step)") {
+                        try await eventually("refused attempts in step \(step)") {
                             let events = try await harness.relay.webhooks.events(
                                 app: RelayHarness.bundleID,
                                 state: "pending",
@@ -382,7 +382,7 @@ struct WebhookDeliveryTests {
                 receiver.mode.withLock { $0 = .accept }
                 (group, port) = await Self.start(receiver, port: port, tasks: &tasks)
                 harness.clock.advance(by: .seconds(900))
-                try await harness.eventually("every event delivered", timeout: .seconds(30)) {
+                try await eventually("every event delivered", timeout: .seconds(30)) {
                     try await harness.relay.webhooks.events(
                         app: RelayHarness.bundleID,
                         state: "delivered",

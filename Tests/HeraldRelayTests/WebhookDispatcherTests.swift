@@ -336,7 +336,7 @@ struct WebhookDispatcherTests {
         timeout: Duration = .seconds(10),
         _ condition: () async throws -> Bool
     ) async throws {
-        try await RelayHarness.eventually(what, timeout: timeout, condition)
+        try await HeraldTestSupport.eventually(what, timeout: timeout, condition)
     }
 
     static func state(_ setup: Setup, _ id: String) async throws -> WebhookEventState? {
@@ -397,14 +397,16 @@ struct WebhookDispatcherTests {
             Self.event("next", key: "call:c", at: Self.start - 1),
         ])
         let transport = HeldWebhookTransport(holding: ["held-a", "held-b"])
+        let steps = Recorded<WebhookLoopStep>()
         let dispatcher = Self.dispatcher(setup, transport) {
             $0.concurrency = 2
             $0.idlePoll = .milliseconds(10)
+            $0.watch = { steps.append(contentsOf: [$0]) }
         }
         try await Self.running(dispatcher, transport) {
             try await Self.eventually("both slots taken") { transport.open == ["held-a", "held-b"] }
-            // Polled a few times over: the third key is not claimed while both slots are taken.
-            try await Task.sleep(for: .milliseconds(100))
+            // Three passes of the loop more: the third key is not claimed while both slots are taken.
+            try await steps.wait(forCount: steps.all.count + 3, within: .seconds(10), "three more passes")
             #expect(transport.sent.count == 2)
             #expect(try await setup.store.webhookEvent(id: "next")?.attempts == 0)
             #expect(dispatcher.attemptsInFlight == 2)
@@ -428,7 +430,11 @@ struct WebhookDispatcherTests {
         defer { try? FileManager.default.removeItem(atPath: setup.directory) }
         try await setup.store.enqueueWebhookEvents([Self.event("held", key: "call:a", at: Self.start - 1)])
         let transport = HeldWebhookTransport(holding: ["held"])
-        let dispatcher = Self.dispatcher(setup, transport) { $0.idlePoll = .milliseconds(10) }
+        let draining = Recorded<Bool>()
+        let dispatcher = Self.dispatcher(setup, transport) {
+            $0.idlePoll = .milliseconds(10)
+            $0.watch = { if $0 == .draining { draining.append(contentsOf: [true]) } }
+        }
         let group = ServiceGroup(services: [dispatcher], logger: Logger(label: "test.webhooks"))
         let stopped = Recorded<Bool>()
         try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -438,9 +444,11 @@ struct WebhookDispatcherTests {
             }
             try await Self.eventually("the request held open") { transport.open == ["held"] }
             await group.triggerGracefulShutdown()
-            // Given time to stop: it does not while its attempt is open.
-            try await Task.sleep(for: .milliseconds(100))
+            // The loop has seen the shutdown and claims no more: the dispatcher does not stop
+            // while its attempt is open.
+            try await draining.wait(forCount: 1, within: .seconds(10), "the dispatcher to see the shutdown")
             #expect(stopped.all.isEmpty, "stopped with an attempt in flight")
+            #expect(dispatcher.attemptsInFlight == 1)
             #expect(try await Self.state(setup, "held") == .sending)
             transport.release("held")
             try await tasks.waitForAll()

@@ -9,6 +9,7 @@ import HeraldSandbox
 import HeraldServer
 import HeraldSimulation
 import HeraldStoreSQLite
+import HeraldTestSupport
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -327,14 +328,12 @@ struct FleetServeTests {
             return try #require(pushes.first?["push_id"] as? String, "\(answer.text)")
         }
 
-        /// The push's status once it is final (polled: the relay offers no signal for it).
+        /// The push's status once it is final (polled: the relay's API offers no signal for it).
         func settled(_ pushID: String) async throws -> [String: Any] {
-            let deadline = ContinuousClock.now + .seconds(20)
-            while true {
+            try await eventually("push \(pushID) to settle", timeout: .seconds(20), every: .milliseconds(50)) {
                 let status = try await call("GET", "/v1/pushes/\(pushID)").json
-                if let state = status["state"] as? String, !["queued", "sending"].contains(state) { return status }
-                try #require(ContinuousClock.now < deadline, "push \(pushID) did not settle: \(status)")
-                try await Task.sleep(for: .milliseconds(50))
+                guard let state = status["state"] as? String, !["queued", "sending"].contains(state) else { return nil }
+                return status
             }
         }
     }

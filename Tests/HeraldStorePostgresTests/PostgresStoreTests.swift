@@ -180,15 +180,15 @@ struct PostgresStoreTests {
         // Each says "listening" with its first call; the chat channel, by hearing an announcement.
         _ = await queued.wait(forCount: 1)
         _ = await handed.wait(forCount: 1)
+        // The chat listener cannot say when its LISTEN is in place (PostgreSQL tells no one), so
+        // the announcement is repeated until it is heard.
         let notice = ChatEventNotice(conversation: "c1", position: 1)
-        let announcer = Task {
-            while !Task.isCancelled {
-                await other.announceChatEvent(notice, to: ["n1"])
-                try? await Task.sleep(for: .milliseconds(50))
-            }
+        try await eventually("the chat channel to hear an announcement", every: .milliseconds(50)) {
+            if !chats.all.isEmpty { return true }
+            await other.announceChatEvent(notice, to: ["n1"])
+            return false
         }
-        #expect(await chats.wait(forCount: 1).first == notice)
-        announcer.cancel()
+        #expect(chats.all.first == notice)
         // Three connections listen; both of the pool's are still there for statements.
         async let first = node.deviceCount()
         async let second = node.apps()
@@ -269,12 +269,10 @@ struct PostgresOutageTests {
         #expect(waited < .seconds(6), "failed after \(waited)")
 
         try cluster.start()
-        // Back without a restart of the store: the pool connects again on the next call.
-        var answered = false
-        for _ in 0..<50 where !answered {
-            answered = (try? await store.apps().count) == 1
-            if !answered { try await Task.sleep(for: .milliseconds(200)) }
+        // Back without a restart of the store: the pool connects again on a later call (its
+        // reconnection has no signal: polled).
+        try await eventually("the store answering again", every: .milliseconds(200)) {
+            (try? await store.apps().count) == 1
         }
-        #expect(answered)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldStore
 import HeraldStoreSQLite
+import HeraldTestSupport
 import Logging
 import Synchronization
 import Testing
@@ -80,15 +81,12 @@ struct StoreExportTests {
     /// which a task finishing its write may hold a moment longer (seen under AddressSanitizer):
     /// the export, which takes the file exclusively, is tried until they are closed.
     static func exportOnceReleased(_ path: String) async throws -> SQLiteExport {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
+        try await eventually("the SQLite file released", every: .milliseconds(20)) {
             do {
                 return try SQLiteExport(path: path)
-            } catch {
-                let text = String(describing: error)
-                guard ContinuousClock.now < deadline, text.contains("open in another process") else { throw error }
+            } catch let error where String(describing: error).contains("open in another process") {
+                return nil
             }
-            try await Task.sleep(for: .milliseconds(20))
         }
     }
 
@@ -99,15 +97,13 @@ struct StoreExportTests {
         _ logger: Logger,
         _ body: (PostgresExport) async throws -> Void
     ) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
+        let _: Bool = try await eventually("the closed pool's sessions ended", every: .milliseconds(20)) {
             do {
-                return try await PostgresExport.withOpen(configuration: configuration, logger: logger, body)
-            } catch {
-                let text = String(describing: error)
-                guard ContinuousClock.now < deadline, text.contains("stop every node first") else { throw error }
+                try await PostgresExport.withOpen(configuration: configuration, logger: logger, body)
+                return true
+            } catch let error where String(describing: error).contains("stop every node first") {
+                return nil
             }
-            try await Task.sleep(for: .milliseconds(20))
         }
     }
 

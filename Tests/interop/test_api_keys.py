@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from test_relay_crash import activate_iphone, call
 from test_serve_restart import APP, HERALD, Serve
+from waiting import eventually
 
 
 def keys_api(serve: Serve, *argv: str) -> subprocess.CompletedProcess:
@@ -38,15 +38,6 @@ def send(serve: Serve, token: str, text: str = "hello") -> tuple[int, object]:
     body = {"to": "alice", "from": {"id": "agent-1", "name": "Dana"}, "conversation": "c-1", "text": text}
     return call(f"{serve.relay}/v1/messages", "POST", body, token=token)
 
-
-def eventually(predicate, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "not within the time"
-        time.sleep(0.1)
 
 
 def test_keys_made_and_revoked_beside_a_running_node(tmp_path: Path) -> None:

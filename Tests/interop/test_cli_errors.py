@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from waiting import eventually
+
 ROOT = Path(__file__).resolve().parents[2]
 HERALD = os.path.abspath(os.environ.get("HERALD_BIN", str(ROOT / ".build" / "debug" / "herald")))
 
@@ -176,7 +178,6 @@ def test_serve_starts_with_relative_directories() -> None:
     deletingLastPathComponent trapped on such a path."""
     import signal
     import socket
-    import time
     import urllib.request
 
     with socket.socket() as probe:
@@ -192,15 +193,17 @@ def test_serve_starts_with_relative_directories() -> None:
             text=True,
         )
         try:
-            deadline = time.monotonic() + 45
-            ready = False
-            while time.monotonic() < deadline and serve.poll() is None and not ready:
+            def answered() -> str | None:
+                if serve.poll() is not None:
+                    return "exited"
                 try:
                     with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/ready", timeout=2) as answer:
-                        ready = answer.status == 200
+                        return "ready" if answer.status == 200 else None
                 except OSError:
-                    time.sleep(0.2)
-            assert ready, serve.stderr.read() if serve.poll() is not None else "not ready within 45 s"
+                    return None
+
+            outcome = eventually(answered, 45, 0.2, "herald serve ready")
+            assert outcome == "ready", serve.stderr.read()
             assert (Path(directory) / "data" / "herald.sqlite").is_file()
             assert (Path(directory) / "keys" / "api.key").is_file()
         finally:

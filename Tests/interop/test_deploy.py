@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from nacl.public import PrivateKey
@@ -33,6 +32,7 @@ from test_relay_crash import (  # noqa: F401  (herald and workdir are fixtures)
     stop,
     workdir,
 )
+from waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT = REPO / "deploy" / "herald.service"
@@ -212,13 +212,13 @@ def test_the_unit_runs_herald_as_documented(herald: Path, workdir):  # noqa: F81
     )
     assert status == 202, receipt
     push_id = receipt["pushes"][0]["push_id"]
-    deadline = time.monotonic() + 30
-    while True:
-        status, push = call(f"{relay}/v1/pushes/{push_id}", token=api_key)
-        if status == 200 and push["state"] == "delivered":
-            break
-        assert time.monotonic() < deadline, push
-        time.sleep(0.1)
+    last: list = [None]
+
+    def delivered() -> bool:
+        last[0] = call(f"{relay}/v1/pushes/{push_id}", token=api_key)
+        return last[0][0] == 200 and last[0][1]["state"] == "delivered"
+
+    eventually(delivered, 30, what=lambda: f"push {push_id} delivered (last: {last[0]})")
 
     # operations.md, "Backups": the command as written, in the working directory, while serving.
     backup = re.search(r"<!-- backup -->\n```sh\n(herald store backup [^\n]*)\n", OPERATIONS.read_text())

@@ -34,6 +34,7 @@ from test_relay_crash import (  # noqa: F401  (herald and workdir are fixtures)
     stop,
     workdir,
 )
+from waiting import eventually
 
 TEAM_ID = "TEAM123456"
 BUNDLE_ID = "com.example.observability"
@@ -96,14 +97,14 @@ def check_exposition(what: str, text: str, route: str) -> dict[str, float]:
 
 
 def wait_status(url: str, status: int, timeout: float = READY_TIMEOUT) -> object:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = call(url)
-        if last[0] == status:
-            return last[1]
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not answer {status} within {timeout} s (last: {last})")
+    """The body once `url` answers `status` (polled: the relay's readiness has no signal)."""
+    last: list = [None]
+
+    def answered():
+        last[0] = call(url)
+        return last[0] if last[0][0] == status else None
+
+    return eventually(answered, timeout, what=lambda: f"{url} to answer {status} (last: {last[0]})")[1]
 
 
 def test_every_http_process_serves_metrics_and_health(herald: Path, workdir):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -39,6 +38,7 @@ from test_relay_crash import (  # noqa: F401  (herald and workdir are fixtures)
     stop,
     workdir,
 )
+from waiting import eventually
 
 TEAM_ID = "TEAM123456"
 BUNDLE_ID = "com.example.operator"
@@ -83,15 +83,21 @@ def start_sandbox(herald: Path, root: Path, processes, keys: Path, extra: list[s
 
 
 def wait_for_text(process: Process, text: str, timeout: float = STARTUP_TIMEOUT) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """The process's output once it has printed `text` (polled: its output has no signal but its
+    exit, which ends the wait at once)."""
+
+    def printed() -> str | None:
         out = process.stdout()
         if text in out:
             return out
-        if process.popen.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise AssertionError(f"{process.name}: {text!r} never printed\nstdout:\n{process.stdout()}\nstderr:\n{process.stderr_tail()}")
+        assert process.popen.poll() is None, never_printed(process, text)
+        return None
+
+    return eventually(printed, timeout, 0.05, lambda: never_printed(process, text))
+
+
+def never_printed(process: Process, text: str) -> str:
+    return f"{process.name}: {text!r} never printed\nstdout:\n{process.stdout()}\nstderr:\n{process.stderr_tail()}"
 
 
 def check(herald: Path, root: Path, config: Path) -> subprocess.CompletedProcess:
@@ -274,14 +280,8 @@ apns:
         assert answer.status == 202 and answer.headers["x-request-id"] == "abc123", dict(answer.headers)
         receipt = json.loads(answer.read())
     push_id = receipt["pushes"][0]["push_id"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        status, push = call(f"{relay_url}/v1/pushes/{push_id}", token=api_key)
-        if status == 200 and push.get("state") == "delivered":
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError(f"push {push_id} not delivered: {push}")
+    eventually(lambda: (answer := call(f"{relay_url}/v1/pushes/{push_id}", token=api_key))[0] == 200
+               and answer[1].get("state") == "delivered", 30, what=f"push {push_id} delivered")  # fmt: skip
 
     # A provider, through HERALD_LOG_FORMAT, started and stopped.
     provider_port = free_port()

@@ -55,6 +55,8 @@ from openapi_spec_validator import validate as validate_openapi
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
+from waiting import eventually
+
 REPO = Path(__file__).resolve().parents[2]
 SPEC_PATH = REPO / "docs" / "openapi.yaml"
 SPEC_URI = "https://herald.invalid/docs/openapi.yaml"  # a base URI for $ref resolution only
@@ -348,13 +350,13 @@ class Relay:
 
     def wait_final(self, push_id: str) -> dict:
         """Polls the push until it reaches a final state (the dispatcher's answer is the signal)."""
-        deadline = time.monotonic() + DELIVERY_TIMEOUT
-        while True:
-            status = self.call("GET", f"/v1/pushes/{push_id}", 200, token=self.api_key)
-            if status["state"] in FINAL_STATES:
-                return status
-            assert time.monotonic() < deadline, f"push {push_id} still {status['state']} after {DELIVERY_TIMEOUT}s"
-            time.sleep(0.05)
+        last: list = [None]
+
+        def final():
+            last[0] = self.call("GET", f"/v1/pushes/{push_id}", 200, token=self.api_key)
+            return last[0] if last[0]["state"] in FINAL_STATES else None
+
+        return eventually(final, DELIVERY_TIMEOUT, 0.05, lambda: f"push {push_id} final (still {last[0]['state']})")
 
     def inspection(self, token: str) -> list[dict]:
         return self.sandbox("GET", f"/inspection?token={token}")["records"]
@@ -425,15 +427,14 @@ def _serve(process: subprocess.Popen, workdir: Path, spec: Spec, stderr_file):
         assert relay_match and control_match, f"unexpected banner: {banner!r}"
         api_key = (workdir / "keys" / "api.key").read_text(encoding="utf-8").strip()
         server = Relay(process, workdir, relay_match.group(1), control_match.group(1), api_key, spec, banner)
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:  # the banner is printed once the API listens; /health confirms the store answers
+        def healthy() -> bool:
             try:
-                if server._send("GET", server.url + "/health").status == 200:
-                    break
+                return server._send("GET", server.url + "/health").status == 200
             except OSError:
-                pass
-            assert time.monotonic() < deadline, "/health did not answer 200"
-            time.sleep(0.1)
+                return False
+
+        # The banner is printed once the API listens; /health confirms the store answers.
+        eventually(healthy, STARTUP_TIMEOUT, what="/health to answer 200")
         yield server
     finally:
         if process.poll() is None:  # a test failed before the SIGTERM test: stop our own process
@@ -511,13 +512,13 @@ def _milliseconds(text: str) -> int:
 
 
 def _wait_callback(relay: "Relay", callback_id: str, state: str, pushes: int) -> dict:
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while True:
-        view = relay.call("GET", f"/v1/callbacks/{callback_id}", 200, token=relay.api_key)
-        if view["state"] == state and view["pushes"] == pushes:
-            return view
-        assert time.monotonic() < deadline, f"callback {callback_id} still {view['state']} after {DELIVERY_TIMEOUT}s"
-        time.sleep(0.05)
+    last: list = [None]
+
+    def reached():
+        last[0] = relay.call("GET", f"/v1/callbacks/{callback_id}", 200, token=relay.api_key)
+        return last[0] if last[0]["state"] == state and last[0]["pushes"] == pushes else None
+
+    return eventually(reached, DELIVERY_TIMEOUT, 0.05, lambda: f"callback {callback_id} {state} (still {last[0]})")
 
 
 QUOTA_APP = "com.example.openapi-quota"
@@ -535,10 +536,9 @@ def exercise_keys_and_quotas(relay: "Relay", herald: Path, credential: str) -> N
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     token = json.loads(made.stdout)["token"]
-    deadline = time.monotonic() + 10  # the node reads the stored keys every 2 s
-    while relay._send("GET", relay.url + "/v1/audit", token=token).status != 200:
-        assert time.monotonic() < deadline, "the new key was not taken within 10 s"
-        time.sleep(0.1)
+    # The node reads the stored keys every 2 s.
+    eventually(lambda: relay._send("GET", relay.url + "/v1/audit", token=token).status == 200, 10,
+               what="the new key taken")  # fmt: skip
 
     audit = relay.call("GET", "/v1/audit", 200, token=token)
     assert audit["entries"] and all(entry.get("app") == QUOTA_APP for entry in audit["entries"]), audit
@@ -587,10 +587,8 @@ def exercise_callbacks(relay: "Relay", spec: Spec) -> None:
     assert [e["event"] for e in pushed["history"]] == ["scheduled", "pushed"]
 
     # The push: a priority-10 alert with the callback category; the dialog only in the envelope.
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while not (records := [r for r in relay.inspection(phone["messaging_token"]) if r["status"] == 200]):
-        assert time.monotonic() < deadline, "the callback push never reached the sandbox"
-        time.sleep(0.05)
+    records = eventually(lambda: [r for r in relay.inspection(phone["messaging_token"]) if r["status"] == 200],
+                         DELIVERY_TIMEOUT, 0.05, "the callback push at the sandbox")  # fmt: skip
     (record,) = records
     assert (record["topic"], record["push_type"], record["priority"]) == (DEFAULT_APP, "alert", "10")
     payload = json.loads(record["payload"])
@@ -1399,7 +1397,16 @@ def exercise_webhooks(relay: Relay, key: str, credential: str) -> None:
     secret = "interop-webhook-secret-" + "x" * 16
     os.environ["HERALD_WEBHOOK_SECRET"] = secret
     receiver = webhook_receiver_from_docs()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), receiver["Receiver"])
+    # The docs' receiver, unchanged, telling the test each request it has handled.
+    handled = threading.Condition()
+
+    class Signalling(receiver["Receiver"]):
+        def do_POST(self):
+            super().do_POST()
+            with handled:
+                handled.notify_all()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Signalling)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         team = relay.default_team()
@@ -1422,9 +1429,8 @@ def exercise_webhooks(relay: Relay, key: str, credential: str) -> None:
                    device_credential)
         relay.call("POST", f"/v1/devices/{device}/chats/{chat}/connect", 200, token=device_credential)
 
-        deadline = time.monotonic() + DELIVERY_TIMEOUT
-        while len(receiver["events"]) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with handled:
+            handled.wait_for(lambda: len(receiver["events"]) >= 2, timeout=DELIVERY_TIMEOUT)
         events = receiver["events"]
         assert [event["type"] for event in events] == ["chat.customer_offline", "chat.customer_back"], events
         assert all(event["app"] == app_id and event["data"]["conversation"] == chat for event in events)
@@ -1554,15 +1560,10 @@ def test_missed_call_alert_matches_the_spec(relay: Relay, spec: Spec):
     sender = {"id": unique("agent"), "name": "Grace Hopper"}
     call_id = unique("call")
     relay.call("POST", "/v1/calls", 202, {"to": user, "from": sender, "call_id": call_id, "ttl": 1}, key)
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while relay.call("GET", f"/v1/calls/{call_id}", 200, token=key)["state"] != "missed":
-        assert time.monotonic() < deadline, "the call was never missed"
-        time.sleep(0.1)
-    records = []
-    while not records:
-        assert time.monotonic() < deadline, "no missed-call alert"
-        records = [r for r in relay.inspection(phone["messaging_token"]) if r["status"] == 200]
-        time.sleep(0.05)
+    eventually(lambda: relay.call("GET", f"/v1/calls/{call_id}", 200, token=key)["state"] == "missed",
+               DELIVERY_TIMEOUT, what="the call missed")  # fmt: skip
+    records = eventually(lambda: [r for r in relay.inspection(phone["messaging_token"]) if r["status"] == 200],
+                         DELIVERY_TIMEOUT, 0.05, "the missed-call alert")  # fmt: skip
     (record,) = records
     assert (record["topic"], record["push_type"], record["priority"]) == (app_id, "alert", "5")
     payload = json.loads(record["payload"])
@@ -1599,12 +1600,10 @@ def test_android_missed_call_matches_the_spec(relay: Relay, spec: Spec):
     sender = {"id": unique("agent"), "name": "Ada Lovelace"}
     call_id = unique("call")
     relay.call("POST", "/v1/calls", 202, {"to": user, "from": sender, "call_id": call_id, "ttl": 1}, key)
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while not (
-        records := [r for r in relay.fcm_inspection(phone["messaging_token"]) if r["data"]["kind"] == "missed_call"]
-    ):
-        assert time.monotonic() < deadline, "no missed-call alert"
-        time.sleep(0.05)
+    records = eventually(
+        lambda: [r for r in relay.fcm_inspection(phone["messaging_token"]) if r["data"]["kind"] == "missed_call"],
+        DELIVERY_TIMEOUT, 0.05, "the missed-call alert",
+    )  # fmt: skip
     (record,) = records
     assert record["priority"] == "NORMAL"
     data = record["data"]
@@ -1700,10 +1699,10 @@ def test_fcm_callback_payload_matches_the_spec(relay: Relay, spec: Spec):
     activation, device_key = relay.activate(user, platform="android", messaging_token=phone["messaging_token"])
     made = relay.call("POST", "/v1/callbacks", 201, {"user_id": user, "service_id": "svc-android"}, key)
     _wait_callback(relay, made["callback_id"], "pushed", 1)
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while not (records := [r for r in relay.fcm_inspection(phone["messaging_token"]) if r["data"]["kind"] == "callback"]):
-        assert time.monotonic() < deadline, "the callback push never reached the sandbox's FCM"
-        time.sleep(0.05)
+    records = eventually(
+        lambda: [r for r in relay.fcm_inspection(phone["messaging_token"]) if r["data"]["kind"] == "callback"],
+        DELIVERY_TIMEOUT, 0.05, "the callback push at the sandbox's FCM",
+    )  # fmt: skip
     (record,) = records
     assert record["priority"] == "HIGH"
     data = record["data"]

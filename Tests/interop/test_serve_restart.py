@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nacl.public
 
+from waiting import eventually
+
 ROOT = Path(__file__).resolve().parents[2]
 HERALD = os.path.abspath(os.environ.get("HERALD_BIN", str(ROOT / ".build" / "debug" / "herald")))
 APP = "com.example.herald"
@@ -41,17 +43,19 @@ class Serve:
              "--keys-dir", str(directory / "keys")],
             cwd=directory, env=env, stdout=self.log.open("wb"), stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 30
-        while True:
+
+        def banner():
             text = self.log.read_text(errors="replace")
             relay = re.search(r"relay\s+(http://\S+)/v1", text)
             control = re.search(r"control (http://\S+)/sandbox", text)
             if relay and control:
-                self.relay, self.control = relay.group(1), control.group(1)
-                break
+                return relay.group(1), control.group(1)
             assert self.process.poll() is None, f"herald serve exited:\n{text}"
-            assert time.monotonic() < deadline, f"no banner within 30 s:\n{text}"
-            time.sleep(0.1)
+            return None
+
+        self.relay, self.control = eventually(
+            banner, 30, what=lambda: f"the banner:\n{self.log.read_text(errors='replace')}"
+        )
         self.api_key = (directory / "keys" / "api.key").read_text().strip()
 
     def stop(self) -> None:
@@ -87,13 +91,13 @@ class Serve:
         return receipt["pushes"][0]["push_id"]
 
     def settled(self, push_id: str) -> dict:
-        deadline = time.monotonic() + 20
-        while True:
-            status = self.call(f"{self.relay}/v1/pushes/{push_id}")
-            if status["state"] not in ("queued", "sending"):
-                return status
-            assert time.monotonic() < deadline, status
-            time.sleep(0.1)
+        last: list = [None]
+
+        def final():
+            last[0] = self.call(f"{self.relay}/v1/pushes/{push_id}")
+            return last[0] if last[0]["state"] not in ("queued", "sending") else None
+
+        return eventually(final, 20, what=lambda: f"push {push_id} settled (last: {last[0]})")
 
 
 def test_devices_activated_before_a_restart_get_pushes_after_it(tmp_path: Path) -> None:
@@ -148,11 +152,13 @@ def test_an_emulated_phone_from_before_a_restart_connects_and_shows_the_message(
         )
 
     def wait_for(log: Path, text: str, process: subprocess.Popen[bytes]) -> None:
-        deadline = time.monotonic() + 20
-        while text not in log.read_text(errors="replace"):
+        def printed() -> bool:
+            if text in log.read_text(errors="replace"):
+                return True
             assert process.poll() is None, log.read_text(errors="replace")
-            assert time.monotonic() < deadline, log.read_text(errors="replace")
-            time.sleep(0.1)
+            return False
+
+        eventually(printed, 20, what=lambda: f"{text!r} in:\n{log.read_text(errors='replace')}")
 
     serve = Serve(tmp_path)
     try:

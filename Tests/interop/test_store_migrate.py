@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -52,6 +51,7 @@ from test_cluster import (  # noqa: F401  (postgres and workdir are fixtures)
     workdir,
 )
 from test_relay_crash import accepted_apns_ids, activate_iphone, call, free_port, herald, stop  # noqa: F401
+from waiting import eventually
 
 DELIVERY_TIMEOUT = 30.0
 # When the callback is due, counted from its scheduling: after the SQLite node stopped and the
@@ -140,10 +140,8 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     )  # fmt: skip
     assert revoked.returncode == 0, revoked.stderr
     # The node reads the keys again every few seconds: the new one taken, the revoked one not.
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while call(f"{relay_url}/v1/pushes/{push_ids[0]}", token=crm["token"])[0] != 200:
-        assert time.monotonic() < deadline, "the new key is not taken"
-        time.sleep(0.2)
+    eventually(lambda: call(f"{relay_url}/v1/pushes/{push_ids[0]}", token=crm["token"])[0] == 200,
+               DELIVERY_TIMEOUT, 0.2, "the new key taken")  # fmt: skip
     assert call(f"{relay_url}/v1/pushes/{push_ids[0]}", token=old["token"])[0] == 401
     waiting = dict(message, to="waiting-user", idempotency_key="migrate-held-1", text="kept for the first phone")
     status, held = call(f"{relay_url}/v1/messages", "POST", waiting, token=crm["token"])
@@ -211,23 +209,11 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     status, _ = call(f"{backends.control_url}/sandbox/faults", "DELETE")
     assert status == 204
 
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while True:
-        accepted, _ = accepted_apns_ids(backends.control_url)
-        if all(accepted[push_id.lower()] >= 1 for push_id in push_ids):
-            break
-        assert time.monotonic() < deadline, (
-            f"not delivered within {DELIVERY_TIMEOUT} s: {push_ids}\n{second.stderr_tail()}"
-        )
-        time.sleep(0.1)
+    eventually(lambda: all(accepted_apns_ids(backends.control_url)[0][push_id.lower()] >= 1 for push_id in push_ids),
+               DELIVERY_TIMEOUT, what=lambda: f"{push_ids} at the sandbox\n{second.stderr_tail()}")  # fmt: skip
     for push_id in push_ids:
-        deadline = time.monotonic() + DELIVERY_TIMEOUT
-        while True:
-            status, push = call(f"{relay_url}/v1/pushes/{push_id}", token=api_key)
-            if status == 200 and push["state"] == "delivered":
-                break
-            assert time.monotonic() < deadline, push
-            time.sleep(0.1)
+        eventually(lambda: (answer := call(f"{relay_url}/v1/pushes/{push_id}", token=api_key))[0] == 200
+                   and answer[1]["state"] == "delivered", DELIVERY_TIMEOUT, what=f"push {push_id} delivered")  # fmt: skip
 
     status, again = call(f"{relay_url}/v1/messages", "POST", message, token=api_key)
     assert status == 202, again
@@ -252,28 +238,25 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
 
     # The held message waited for its user's first phone: released on PostgreSQL, delivered once.
     first_phone = activate_iphone(backends.control_url, relay_url, api_key, BUNDLE_ID, "waiting-user")
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while True:
+    def released_messages():
         status, listed = call(f"{relay_url}/v1/pushes?device={first_phone['device_id']}", token=api_key)
         assert status == 200, listed
         released = [push for push in listed["pushes"] if push["kind"] == "message"]
-        if released and released[0]["state"] == "delivered":
-            break
-        assert time.monotonic() < deadline, f"the held message was not delivered: {listed}"
-        time.sleep(0.1)
-    assert len(released) == 1, listed
+        return released if released and released[0]["state"] == "delivered" else None
+
+    released = eventually(released_messages, DELIVERY_TIMEOUT, what="the held message delivered")
+    assert len(released) == 1, released
     status, again = call(f"{relay_url}/v1/messages", "POST", waiting, token=crm["token"])
     assert status == 202 and again["duplicate"] is True and again["id"] == held["id"], again
 
     # The callback comes due on PostgreSQL: pushed once, and its push reaches the sandbox.
-    deadline = time.monotonic() + CALLBACK_DELAY_S + DELIVERY_TIMEOUT
-    while True:
+    def pushed_callback():
         status, pushed = call(f"{relay_url}/v1/callbacks/{callback_id}", token=api_key)
         assert status == 200, pushed
-        if pushed["state"] == "pushed":
-            break
-        assert time.monotonic() < deadline, f"callback not pushed: {pushed}\n{second.stderr_tail()}"
-        time.sleep(0.2)
+        return pushed if pushed["state"] == "pushed" else None
+
+    pushed = eventually(pushed_callback, CALLBACK_DELAY_S + DELIVERY_TIMEOUT, 0.2,
+                        lambda: f"callback pushed\n{second.stderr_tail()}")  # fmt: skip
     assert pushed["pushes"] == 1, pushed
     assert [line["event"] for line in pushed["history"]] == ["scheduled", "pushed"], pushed
     status, again = call(f"{relay_url}/v1/callbacks", "POST", callback_request, token=api_key)
@@ -282,10 +265,8 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     assert status == 200, listed
     callback_pushes = [push["push_id"] for push in listed["pushes"] if push["kind"] == "callback"]
     assert len(callback_pushes) == 1, listed
-    deadline = time.monotonic() + DELIVERY_TIMEOUT
-    while accepted_apns_ids(backends.control_url)[0][callback_pushes[0].lower()] == 0:
-        assert time.monotonic() < deadline, f"the callback's push did not reach the sandbox: {listed}"
-        time.sleep(0.1)
+    eventually(lambda: accepted_apns_ids(backends.control_url)[0][callback_pushes[0].lower()] > 0,
+               DELIVERY_TIMEOUT, what=f"the callback's push at the sandbox: {listed}")  # fmt: skip
 
     # The way back: the PostgreSQL node's data into a new SQLite file, and a node on it.
     back = root / "back"
