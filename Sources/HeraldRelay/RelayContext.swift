@@ -226,6 +226,11 @@ final class RelayContext: Sendable {
 
     /// The sealer for a device, from its stored session keys.
     func sealer(for device: DeviceRecord) throws(RelayError) -> EnvelopeSealer {
+        EnvelopeSealer(sessionKeys: try sessionKeys(for: device))
+    }
+
+    /// A device's session keys (the relay's side), opened with the master key.
+    func sessionKeys(for device: DeviceRecord) throws(RelayError) -> SessionKeys {
         guard let keyID = KeyID(hex: device.keyID) else {
             throw RelayError.unavailable.with(detail: "device \(device.id) has an unreadable key id")
         }
@@ -233,12 +238,11 @@ final class RelayContext: Sendable {
             let bytes = try masterKey.open(device.sealedSessionKeys, context: Self.sessionContext(device.id))
                 .copyBytes()
             guard bytes.count == 64 else { throw HeraldCryptoError.invalidKey }
-            let keys = try SessionKeys(
+            return try SessionKeys(
                 receive: SecureBytes(copying: bytes[0..<32]),
                 transmit: SecureBytes(copying: bytes[32..<64]),
                 keyID: keyID
             )
-            return EnvelopeSealer(sessionKeys: keys)
         } catch {
             // A wrong master key, or a damaged row: the operator must know, the caller must not
             // see details.
