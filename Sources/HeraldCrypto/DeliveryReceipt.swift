@@ -86,3 +86,16 @@ public struct DeliveryReceipt: Sendable, Hashable {
         return digest
     }
 }
+
+extension ReceiptFailure {
+    /// What a `failed` receipt says when an envelope did not open with `error`: a key id the
+    /// device does not hold, an envelope or content it cannot read, or (anything else) one that
+    /// did not authenticate.
+    public init(_ error: HeraldCryptoError) {
+        switch error {
+        case .unknownKeyID: self = .unknownKey
+        case .emptyInput, .tooShort, .badFormat, .unknownVersion, .malformedContent, .wrongKind: self = .malformed
+        default: self = .tampered
+        }
+    }
+}
