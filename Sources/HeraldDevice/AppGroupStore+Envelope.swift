@@ -1,4 +1,5 @@
 public import HeraldCrypto
+import HeraldDomain
 
 extension AppGroupStore {
     /// Opens sealed push content with the key this store holds for the envelope's key id: what
@@ -24,16 +25,16 @@ extension AppGroupStore {
         do {
             envelope = try Envelope(text: sealed)
         } catch {
-            throw .payload("the sealed content is not an envelope (\(error.identifier))")
+            throw .unopened("the sealed content is not an envelope (\(error.identifier))", .malformed)
         }
         guard let keys = sessionKeys(for: envelope.keyID) else {
-            throw .payload("no key in the app-group store for key id \(envelope.keyID.hex)")
+            throw .unopened("no key in the app-group store for key id \(envelope.keyID.hex)", .unknownKey)
         }
         do {
             return try EnvelopeOpener(sessionKeys: [keys])
                 .openContent(envelope, context: context(registration.deviceID))
         } catch {
-            throw .payload("the sealed content did not open (\(error.identifier))")
+            throw .unopened("the sealed content did not open (\(error.identifier))", ReceiptFailure(error))
         }
     }
 }

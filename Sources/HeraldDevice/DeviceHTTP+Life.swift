@@ -87,4 +87,23 @@ extension DeviceHTTP {
             failure: DeviceError.relay
         )
     }
+
+    /// `POST /v1/devices/{id}/receipts`: what happened to a push on the phone, tagged with its
+    /// session keys (docs/receipts.md). Answers the receipt as the relay recorded it.
+    public func sendReceipt(
+        relay: String,
+        deviceID: String,
+        _ receipt: ReceiptRequest,
+        credential: String
+    ) async throws -> PushReceipt {
+        try await call(
+            .POST,
+            relay + "/v1/devices/\(deviceID)/receipts",
+            bearer: credential,
+            body: receipt,
+            expect: 201,
+            as: PushReceipt.self,
+            failure: DeviceError.relay
+        )
+    }
 }

@@ -1,7 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
-import HeraldDomain
+public import HeraldDomain
 import HeraldPush
 import HeraldRelayAPI
 public import Logging
@@ -37,6 +37,8 @@ public final class EmulatedPhone: Sendable {
         var sessions = 0
         var pushAvailable = false
         var shown: [DisplayedNotification] = []
+        /// The receipts the relay took, as it recorded them.
+        var receipts: [PushReceipt] = []
         var duplicates = 0
         var diagnostics: [String] = []
         /// The device connection and the late-token timeout, until `shutdown()`.
@@ -82,6 +84,14 @@ public final class EmulatedPhone: Sendable {
 
     /// The notification center, oldest first.
     public var notifications: [DisplayedNotification] { state.withLock { $0.shown } }
+    /// The receipts the relay took from this phone, in the order they were sent.
+    public var receipts: [PushReceipt] { state.withLock { $0.receipts } }
+
+    /// Keeps a receipt the relay recorded, for `receipts` and the phone's waiters.
+    func recorded(_ receipt: PushReceipt) {
+        state.withLock { $0.receipts.append(receipt) }
+        changed()
+    }
     /// Pushes dropped because they were shown before (re-sent by the relay, at least once).
     public var duplicatesDropped: Int { state.withLock { $0.duplicates } }
     /// What the extension or PushKit reported when they could not do their job.
@@ -385,8 +395,10 @@ public final class EmulatedPhone: Sendable {
             )
         }
         if let diagnostic = result.diagnostic { record(diagnostic: diagnostic) }
-        guard let shown = result.notification else { return }
-        show(shown, from: result.ranExtension ? "nse" : "apns", subject: subject)
+        if let shown = result.notification {
+            show(shown, from: result.ranExtension ? "nse" : "apns", subject: subject)
+        }
+        await sendReceipts(pushID: Self.pushID(ofPayload: push.payload), Self.receiptStages(result), subject: subject)
     }
 
     /// `component` hands `shown` to the notification center: kept, written to the notification

@@ -1,4 +1,5 @@
 import HeraldCrypto
+import HeraldDomain
 
 /// The missed-call alert on the phone: the generic "Missed call" until the extension (Android:
 /// the messaging service) opens the sealed caller, then "Missed call" from the caller, threaded
@@ -27,16 +28,16 @@ extension NotificationServiceEmulator {
     /// An alert whose clear `herald.kind` is `missed_call`.
     func openMissedCall(herald: [String: Any], original: DisplayedNotification) -> ServiceExtensionResult {
         guard let callID = herald["call_id"] as? String, let sealed = herald["sealed"] as? String else {
-            return failed(original, "the missed call carries no call id or no sealed content")
+            return failed(original, "the missed call carries no call id or no sealed content", .malformed)
         }
         let content: PushContent
         do {
             content = try store.open(sealed: sealed, kind: .missedCall, subjectID: callID)
         } catch {
-            return failed(original, error.detail)
+            return failed(original, error.detail, error.unopened ?? .malformed)
         }
         guard case .missedCall(let call) = content else {
-            return failed(original, "the sealed content is not a missed call")
+            return failed(original, "the sealed content is not a missed call", .malformed)
         }
         if let repeated = repeated(.missedCall, call.callID) { return repeated }
         return ServiceExtensionResult(

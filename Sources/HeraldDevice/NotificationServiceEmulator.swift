@@ -76,6 +76,9 @@ public struct ServiceExtensionResult: Sendable, Hashable {
     public var diagnostic: String?
     /// The push was shown before (the relay sends at least once): nothing is shown again.
     public var duplicate: Bool = false
+    /// Why the content could not be shown, as the phone's `failed` receipt says it
+    /// (docs/receipts.md); nil when it opened, or when there was nothing to open.
+    public var failure: ReceiptFailure?
 }
 
 /// The Notification Service Extension, as iOS runs it: only for alert pushes with
@@ -153,7 +156,8 @@ public struct NotificationServiceEmulator: Sendable {
             notification: original,
             ranExtension: true,
             opened: false,
-            diagnostic: "the extension's time budget (\(budget)) expired; the original content is shown"
+            diagnostic: "the extension's time budget (\(budget)) expired; the original content is shown",
+            failure: .budgetExceeded
         )
     }
 
@@ -180,16 +184,16 @@ public struct NotificationServiceEmulator: Sendable {
             )
         }
         guard let messageID = herald["message_id"] as? String else {
-            return failed(original, "the push carries no message id")
+            return failed(original, "the push carries no message id", .malformed)
         }
         let content: PushContent
         do {
             content = try store.open(sealed: sealed, kind: .message, subjectID: messageID)
         } catch {
-            return failed(original, error.detail)
+            return failed(original, error.detail, error.unopened ?? .malformed)
         }
         guard case .message(let message) = content else {
-            return failed(original, "the sealed content is not a message")
+            return failed(original, "the sealed content is not a message", .malformed)
         }
         if let repeated = repeated(.message, message.messageID) { return repeated }
         // The envelope authenticated: from here on the sealed content decides the routing.
@@ -205,7 +209,13 @@ public struct NotificationServiceEmulator: Sendable {
             // The generic text, under the sealed conversation; a tap fetches the message by its
             // authenticated id.
             shown.fetchOnTap = true
-            return ServiceExtensionResult(notification: shown, ranExtension: true, opened: false, diagnostic: tampered)
+            return ServiceExtensionResult(
+                notification: shown,
+                ranExtension: true,
+                opened: false,
+                diagnostic: tampered,
+                failure: .tampered
+            )
         }
         shown.show(message)
         return ServiceExtensionResult(notification: shown, ranExtension: true, opened: true, diagnostic: nil)
@@ -226,11 +236,17 @@ public struct NotificationServiceEmulator: Sendable {
     }
 
     /// The generic text, under no conversation: the clear one is not authenticated.
-    func failed(_ original: DisplayedNotification, _ why: String) -> ServiceExtensionResult {
+    func failed(_ original: DisplayedNotification, _ why: String, _ failure: ReceiptFailure) -> ServiceExtensionResult {
         var shown = original
         shown.thread = nil
         shown.conversationID = nil
-        return ServiceExtensionResult(notification: shown, ranExtension: true, opened: false, diagnostic: why)
+        return ServiceExtensionResult(
+            notification: shown,
+            ranExtension: true,
+            opened: false,
+            diagnostic: why,
+            failure: failure
+        )
     }
 
     /// The notification as APNs delivered it (the generic text); nil when there is no alert.

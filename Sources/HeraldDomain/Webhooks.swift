@@ -7,6 +7,12 @@ public enum WebhookEventType: String, Sendable, Hashable, Codable, CaseIterable 
     case pushTokenDead = "push.token_dead"
     case pushFailed = "push.failed"
     case pushExpired = "push.expired"
+    /// The phone's receipt says the notification was shown.
+    case pushShown = "push.shown"
+    /// The phone's receipt says it could not show the push (tampered, unknown key, out of time).
+    case pushFailedOnDevice = "push.failed_on_device"
+    /// The app's receipt says the user tapped the notification.
+    case pushTapped = "push.tapped"
     case chatCustomerOffline = "chat.customer_offline"
     case chatCustomerBack = "chat.customer_back"
     case callRinging = "call.ringing"

@@ -80,6 +80,26 @@ public enum MetricCatalog {
                     "Calls that stopped ringing, by how: answered, declined, cancelled (the caller hung up), missed (nobody answered in time)."
             ),
             Entry(
+                name: "herald_relay_receipts_total",
+                kind: .counter,
+                labels: ["stage", "app", "network"],
+                help:
+                    "Receipts recorded from the phones, by stage (delivered, opened, shown, failed, tapped), app and network: shown over delivered pushes is the ratio accepted to shown."
+            ),
+            Entry(
+                name: "herald_relay_receipts_refused_total",
+                kind: .counter,
+                labels: ["reason"],
+                help:
+                    "Receipts not recorded: unknown_push (not sent to that device), bad_tag (not made with its keys), replayed (that stage was recorded already)."
+            ),
+            Entry(
+                name: "herald_relay_push_shown_seconds",
+                kind: .histogram,
+                labels: ["app", "network"],
+                help: "From a push's acceptance to the relay receiving the phone's shown receipt."
+            ),
+            Entry(
                 name: "herald_relay_chat_events_live_total",
                 kind: .counter,
                 labels: [],

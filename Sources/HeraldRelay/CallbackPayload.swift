@@ -17,47 +17,69 @@ public enum CallbackPayload {
     public static func apns(
         _ content: CallbackContent,
         app: AppRecord,
-        deviceID: String,
+        for target: PushTarget,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> String {
         try check(content, app: app)
-        let envelope = try sealer.seal(.callback(content), deviceID: deviceID)
-        return apnsBody(app: app, callbackID: content.callbackID, sequence: content.sequence, sealed: envelope.text)
+        let envelope = try sealer.seal(.callback(content), deviceID: target.deviceID)
+        return apnsBody(
+            app: app,
+            callbackID: content.callbackID,
+            sequence: content.sequence,
+            pushID: target.pushID,
+            sealed: envelope.text
+        )
     }
 
     /// The data of the FCM message for one device (string keys and values).
     public static func fcm(
         _ content: CallbackContent,
         app: AppRecord,
-        deviceID: String,
+        for target: PushTarget,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> [String: String] {
         try check(content, app: app)
-        var fields = fcmFields(callbackID: content.callbackID, sequence: content.sequence)
-        fields["sealed"] = try sealer.seal(.callback(content), deviceID: deviceID).text
+        var fields = fcmFields(callbackID: content.callbackID, sequence: content.sequence, pushID: target.pushID)
+        fields["sealed"] = try sealer.seal(.callback(content), deviceID: target.deviceID).text
         return fields
     }
 
     /// Throws `doesNotFit` unless the content's envelope fits in both networks' budgets with the
-    /// longest push number, so a callback accepted is never refused at its fifth push.
+    /// longest push number and a push id, so a callback accepted is never refused at its fifth push.
     public static func check(_ content: CallbackContent, app: AppRecord) throws(HeraldCryptoError) {
         let apnsRoom = PayloadBudget.apnsAlert.plaintextCapacity(
-            surroundingBytes: apnsBody(app: app, callbackID: content.callbackID, sequence: .max, sealed: "").utf8.count
+            surroundingBytes: apnsBody(
+                app: app,
+                callbackID: content.callbackID,
+                sequence: .max,
+                pushID: longestPushID,
+                sealed: ""
+            )
+            .utf8.count
         )
         let fcmRoom = PayloadBudget.fcmData.plaintextCapacity(
-            surroundingBytes: PushPayload.dataBytes(fcmFields(callbackID: content.callbackID, sequence: .max))
+            surroundingBytes: PushPayload.dataBytes(
+                fcmFields(callbackID: content.callbackID, sequence: .max, pushID: longestPushID)
+            )
                 + "sealed".utf8.count
         )
         guard content.encodedLength <= min(apnsRoom, fcmRoom) else { throw .doesNotFit }
     }
 
-    static func apnsBody(app: AppRecord, callbackID: String, sequence: UInt16, sealed: String) -> String {
+    static func apnsBody(
+        app: AppRecord,
+        callbackID: String,
+        sequence: UInt16,
+        pushID: String,
+        sealed: String
+    ) -> String {
         var json = "{\"aps\":{\"alert\":{\"title\":"
         json += JSONText.quoted(app.alertTitle)
         json += ",\"body\":"
         json += JSONText.quoted(app.alertBody)
         json += "},\"category\":\"\(category)\",\"interruption-level\":\"time-sensitive\",\"mutable-content\":1,"
-        json += "\"sound\":\"default\"},\"herald\":{\"v\":1,\"kind\":\"callback\",\"callback_id\":"
+        json += "\"sound\":\"default\"}," + PushPayload.heraldHeader(pushID: pushID)
+        json += "\"kind\":\"callback\",\"callback_id\":"
         json += JSONText.quoted(callbackID)
         json += ",\"push\":\(sequence),\"sealed\":"
         json += JSONText.quoted(sealed)
@@ -65,7 +87,13 @@ public enum CallbackPayload {
         return json
     }
 
-    static func fcmFields(callbackID: String, sequence: UInt16) -> [String: String] {
-        ["v": "1", "kind": "callback", "callback_id": callbackID, "push": String(sequence)]
+    static func fcmFields(callbackID: String, sequence: UInt16, pushID: String) -> [String: String] {
+        PushPayload.fcmHeader(pushID: pushID, kind: "callback").merging([
+            "callback_id": callbackID, "push": String(sequence),
+        ]) { _, new in new }
     }
+
+    /// A push id as long as any the relay makes (`TimeOrderedID`): what the budget check leaves
+    /// room for.
+    static let longestPushID = TimeOrderedID.make(milliseconds: 0)
 }

@@ -12,32 +12,33 @@ extension PushPayload {
     /// The APNs body of a missed-call alert for one device.
     public static func missedCall(
         _ content: CallContent,
-        deviceID: String,
+        for target: PushTarget,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> String {
-        try sealedWhole(.missedCall(content), content.encodedLength, in: .apnsAlert, for: deviceID, sealer) {
-            missedCallBody(callID: content.callID, sealed: $0)
+        try sealedWhole(.missedCall(content), content.encodedLength, in: .apnsAlert, for: target.deviceID, sealer) {
+            missedCallBody(callID: content.callID, pushID: target.pushID, sealed: $0)
         }
     }
 
     /// The FCM data of a missed-call alert for one device.
     public static func fcmMissedCall(
         _ content: CallContent,
-        deviceID: String,
+        for target: PushTarget,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> [String: String] {
-        let fields = ["v": "1", "kind": "missed_call", "call_id": content.callID]
-        return try sealedWhole(.missedCall(content), content.encodedLength, into: fields, for: deviceID, sealer)
+        var fields = fcmHeader(pushID: target.pushID, kind: "missed_call")
+        fields["call_id"] = content.callID
+        return try sealedWhole(.missedCall(content), content.encodedLength, into: fields, for: target.deviceID, sealer)
     }
 
-    static func missedCallBody(callID: String, sealed: String) -> String {
+    static func missedCallBody(callID: String, pushID: String, sealed: String) -> String {
         var json = "{\"aps\":{\"alert\":{\"title\":"
         json += JSONText.quoted(missedCallTitle)
         json += ",\"body\":"
         json += JSONText.quoted(missedCallBody)
         json += "},\"mutable-content\":1,\"sound\":\"default\",\"thread-id\":"
         json += JSONText.quoted("call:" + callID)
-        json += "},\"herald\":{\"v\":1,\"kind\":\"missed_call\",\"call_id\":"
+        json += "}," + heraldHeader(pushID: pushID) + "\"kind\":\"missed_call\",\"call_id\":"
         json += JSONText.quoted(callID)
         json += ",\"sealed\":"
         json += JSONText.quoted(sealed)

@@ -2,6 +2,18 @@ public import HeraldCrypto
 import HeraldRelayAPI
 public import HeraldStore
 
+/// Which push a body is for: the device whose keys seal it, and the relay's id of the push, which
+/// travels in clear for the phone's receipts (docs/receipts.md).
+public struct PushTarget: Sendable, Hashable {
+    public var deviceID: String
+    public var pushID: String
+
+    public init(deviceID: String, pushID: String) {
+        self.deviceID = deviceID
+        self.pushID = pushID
+    }
+}
+
 /// Builds the APNs JSON bodies and FCM data messages the relay sends, with the sealed content inside the budget.
 ///
 /// The lock-screen text is always the app's generic one: the sender and the text travel only in
@@ -15,7 +27,7 @@ public enum PushPayload {
     public static func message(
         _ content: MessageContent,
         app: AppRecord,
-        deviceID: String,
+        for target: PushTarget,
         sealer: EnvelopeSealer,
         options: MessagePushOptions = MessagePushOptions()
     ) throws(HeraldCryptoError) -> (body: String, truncated: Bool) {
@@ -24,27 +36,32 @@ public enum PushPayload {
         case .full: break
         case .senderOnly: content.text = ""
         case .none:
-            let body = messageBody(app: app, content: content, sealed: nil, options: options)
+            let body = messageBody(app: app, content: content, pushID: target.pushID, sealed: nil, options: options)
             guard body.utf8.count <= PayloadBudget.apnsAlert.bodyLimit else { throw .doesNotFit }
             return (body, false)
         }
-        let surrounding = messageBody(app: app, content: content, sealed: "", options: options).utf8.count
+        let surrounding = messageBody(app: app, content: content, pushID: target.pushID, sealed: "", options: options)
+            .utf8
+            .count
         let capacity = PayloadBudget.apnsAlert.plaintextCapacity(surroundingBytes: surrounding)
         let fitted = try content.fitted(toPlaintextCapacity: capacity)
-        let envelope = try sealer.seal(.message(fitted), deviceID: deviceID)
-        return (messageBody(app: app, content: content, sealed: envelope.text, options: options), fitted.truncated)
+        let envelope = try sealer.seal(.message(fitted), deviceID: target.deviceID)
+        return (
+            messageBody(app: app, content: content, pushID: target.pushID, sealed: envelope.text, options: options),
+            fitted.truncated
+        )
     }
 
     /// The body of a call push for one device.
     public static func call(
         _ content: CallContent,
-        deviceID: String,
+        for target: PushTarget,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError)
         -> String
     {
-        try sealedWhole(.call(content), content.encodedLength, in: .apnsVoIP, for: deviceID, sealer) {
-            callBody(callID: content.callID, sealed: $0)
+        try sealedWhole(.call(content), content.encodedLength, in: .apnsVoIP, for: target.deviceID, sealer) {
+            callBody(callID: content.callID, pushID: target.pushID, sealed: $0)
         }
     }
 
@@ -86,17 +103,19 @@ public enum PushPayload {
     public static func fcmMessage(
         _ content: MessageContent,
         app: AppRecord,
-        deviceID: String,
+        for target: PushTarget,
         sealer: EnvelopeSealer,
         options: MessagePushOptions = MessagePushOptions()
     ) throws(HeraldCryptoError) -> (data: [String: String], truncated: Bool) {
         var content = content
         // Custom keys first: Herald's own keys win, though ingest already refused collisions.
         var fields = options.publicData
-        fields.merge([
-            "v": "1", "kind": "message", "message_id": content.messageID, "conversation_id": content.conversationID,
-            "policy": app.contentPolicy.rawValue,
-        ]) { _, own in own }
+        fields.merge(
+            fcmHeader(pushID: target.pushID, kind: "message").merging([
+                "message_id": content.messageID, "conversation_id": content.conversationID,
+                "policy": app.contentPolicy.rawValue,
+            ]) { _, new in new }
+        ) { _, own in own }
         if let badge = options.badge { fields["badge"] = String(badge) }
         if let category = options.category { fields["category"] = category }
         switch app.contentPolicy {
@@ -110,18 +129,19 @@ public enum PushPayload {
             surroundingBytes: dataBytes(fields) + "sealed".utf8.count
         )
         let fitted = try content.fitted(toPlaintextCapacity: capacity)
-        fields["sealed"] = try sealer.seal(.message(fitted), deviceID: deviceID).text
+        fields["sealed"] = try sealer.seal(.message(fitted), deviceID: target.deviceID).text
         return (fields, fitted.truncated)
     }
 
     /// The data of an FCM call push for one device.
     public static func fcmCall(
         _ content: CallContent,
-        deviceID: String,
+        for target: PushTarget,
         sealer: EnvelopeSealer
     ) throws(HeraldCryptoError) -> [String: String] {
-        let fields = ["v": "1", "kind": "call", "call_id": content.callID]
-        return try sealedWhole(.call(content), content.encodedLength, into: fields, for: deviceID, sealer)
+        var fields = fcmHeader(pushID: target.pushID, kind: "call")
+        fields["call_id"] = content.callID
+        return try sealedWhole(.call(content), content.encodedLength, into: fields, for: target.deviceID, sealer)
     }
 
     /// FCM counts a data message's size over its keys and values.
@@ -132,6 +152,7 @@ public enum PushPayload {
     static func messageBody(
         app: AppRecord,
         content: MessageContent,
+        pushID: String,
         sealed: String?,
         options: MessagePushOptions = MessagePushOptions()
     ) -> String {
@@ -144,7 +165,7 @@ public enum PushPayload {
         if let category = options.category { json += ",\"category\":" + JSONText.quoted(category) }
         json += ",\"mutable-content\":1,\"sound\":\"default\",\"thread-id\":"
         json += JSONText.quoted(content.conversationID)
-        json += "},\"herald\":{\"v\":1,\"kind\":\"message\",\"message_id\":"
+        json += "}," + heraldHeader(pushID: pushID) + "\"kind\":\"message\",\"message_id\":"
         json += JSONText.quoted(content.messageID)
         json += ",\"conversation_id\":"
         json += JSONText.quoted(content.conversationID)
@@ -164,9 +185,22 @@ public enum PushPayload {
         return json
     }
 
-    static func callBody(callID: String, sealed: String) -> String {
-        "{\"herald\":{\"v\":1,\"kind\":\"call\",\"call_id\":" + JSONText.quoted(callID) + ",\"sealed\":"
+    static func callBody(callID: String, pushID: String, sealed: String) -> String {
+        "{" + heraldHeader(pushID: pushID) + "\"kind\":\"call\",\"call_id\":" + JSONText.quoted(callID) + ",\"sealed\":"
             + JSONText.quoted(sealed) + "}}"
+    }
+
+    /// How every APNs body's `herald` object begins: the payload layout (1) and the push's id,
+    /// which the phone's receipts name (docs/receipts.md). Not authenticated: a changed id only
+    /// makes a receipt name a push the relay then refuses unless it was sent to that device.
+    static func heraldHeader(pushID: String) -> String {
+        "\"herald\":{\"v\":1,\"push_id\":" + JSONText.quoted(pushID) + ","
+    }
+
+    /// The FCM data fields every push begins with: the layout, the push's id (as `heraldHeader`)
+    /// and the kind.
+    static func fcmHeader(pushID: String, kind: String) -> [String: String] {
+        ["v": "1", "push_id": pushID, "kind": kind]
     }
 
 }

@@ -20,6 +20,8 @@ public final class Relay: Sendable {
     public let transcripts: RelayTranscripts
     /// The delivery state of the events for the apps' webhooks.
     public let webhooks: RelayWebhooks
+    /// The phones' receipts for the pushes they were sent.
+    public let receipts: RelayReceipts
     /// A call's life after its VoIP push: ringing, answer, decline, cancel, missed.
     public let calls: RelayCalls
     /// Callbacks: scheduling, the due pushes (`CallbackScheduler`), answers, state and history.
@@ -95,6 +97,7 @@ public final class Relay: Sendable {
         self.ingest = ingest
         self.transcripts = RelayTranscripts(context: context, live: live, directory: directory, timers: timers)
         self.webhooks = RelayWebhooks(context: context)
+        self.receipts = RelayReceipts(context: context)
         self.calls = RelayCalls(context: context, live: live, directory: directory)
         self.callbacks = RelayCallbacks(context: context)
         self.keys = RelayKeys(store: store, clock: clock, logger: logger)

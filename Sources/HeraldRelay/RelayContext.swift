@@ -196,7 +196,7 @@ final class RelayContext: Sendable {
         let pushID = TimeOrderedID.make(milliseconds: time)
         let sealer = try sealer(for: device)
         let payload: Push.Payload =
-            switch try content.seal(for: device, app: app, sealer: sealer) {
+            switch try content.seal(for: device, pushID: pushID, app: app, sealer: sealer) {
             case .fcm(let data):
                 .fcm(FCMPayload(package: app.id, priority: content.fcmPriority, data: data))
             case .apns(let json):
@@ -226,6 +226,11 @@ final class RelayContext: Sendable {
 
     /// The sealer for a device, from its stored session keys.
     func sealer(for device: DeviceRecord) throws(RelayError) -> EnvelopeSealer {
+        EnvelopeSealer(sessionKeys: try sessionKeys(for: device))
+    }
+
+    /// A device's session keys (the relay's side), opened with the master key.
+    func sessionKeys(for device: DeviceRecord) throws(RelayError) -> SessionKeys {
         guard let keyID = KeyID(hex: device.keyID) else {
             throw RelayError.unavailable.with(detail: "device \(device.id) has an unreadable key id")
         }
@@ -233,12 +238,11 @@ final class RelayContext: Sendable {
             let bytes = try masterKey.open(device.sealedSessionKeys, context: Self.sessionContext(device.id))
                 .copyBytes()
             guard bytes.count == 64 else { throw HeraldCryptoError.invalidKey }
-            let keys = try SessionKeys(
+            return try SessionKeys(
                 receive: SecureBytes(copying: bytes[0..<32]),
                 transmit: SecureBytes(copying: bytes[32..<64]),
                 keyID: keyID
             )
-            return EnvelopeSealer(sessionKeys: keys)
         } catch {
             // A wrong master key, or a damaged row: the operator must know, the caller must not
             // see details.
@@ -377,27 +381,25 @@ enum PushContent: Sendable {
     }
 
     /// Seals the content for one device: `android` answers the FCM data, `ios` the APNs JSON.
-    func seal(for device: DeviceRecord, app: AppRecord, sealer: EnvelopeSealer) throws -> Sealed {
-        let id = device.id
+    func seal(for device: DeviceRecord, pushID: String, app: AppRecord, sealer: EnvelopeSealer) throws -> Sealed {
+        let target = PushTarget(deviceID: device.id, pushID: pushID)
         switch (self, device.platform) {
         case (.message(let content, let options), .android):
             return .fcm(
-                try PushPayload.fcmMessage(content, app: app, deviceID: id, sealer: sealer, options: options).data
+                try PushPayload.fcmMessage(content, app: app, for: target, sealer: sealer, options: options).data
             )
         case (.message(let content, let options), .ios):
-            return .apns(
-                try PushPayload.message(content, app: app, deviceID: id, sealer: sealer, options: options).body
-            )
-        case (.call(let content), .android): return .fcm(try PushPayload.fcmCall(content, deviceID: id, sealer: sealer))
-        case (.call(let content), .ios): return .apns(try PushPayload.call(content, deviceID: id, sealer: sealer))
+            return .apns(try PushPayload.message(content, app: app, for: target, sealer: sealer, options: options).body)
+        case (.call(let content), .android): return .fcm(try PushPayload.fcmCall(content, for: target, sealer: sealer))
+        case (.call(let content), .ios): return .apns(try PushPayload.call(content, for: target, sealer: sealer))
         case (.missedCall(let content), .android):
-            return .fcm(try PushPayload.fcmMissedCall(content, deviceID: id, sealer: sealer))
+            return .fcm(try PushPayload.fcmMissedCall(content, for: target, sealer: sealer))
         case (.missedCall(let content), .ios):
-            return .apns(try PushPayload.missedCall(content, deviceID: id, sealer: sealer))
+            return .apns(try PushPayload.missedCall(content, for: target, sealer: sealer))
         case (.callback(let content), .android):
-            return .fcm(try CallbackPayload.fcm(content, app: app, deviceID: id, sealer: sealer))
+            return .fcm(try CallbackPayload.fcm(content, app: app, for: target, sealer: sealer))
         case (.callback(let content), .ios):
-            return .apns(try CallbackPayload.apns(content, app: app, deviceID: id, sealer: sealer))
+            return .apns(try CallbackPayload.apns(content, app: app, for: target, sealer: sealer))
         }
     }
 

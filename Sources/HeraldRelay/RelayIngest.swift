@@ -338,7 +338,8 @@ public final class RelayIngest: Sendable {
             throw RelayError.notFound.with(detail: "no push \(id)")
         }
         let history = try await context.storing { try await $0.deliveryLog(pushID: id) }
-        return PushStatusView(entry, history: history)
+        let receipts = try await context.storing { try await $0.receipts(pushID: id) }
+        return PushStatusView(entry, history: history, receipts: receipts)
     }
 
     /// Deletes messages past retention, and idempotency keys and finished pushes older than it.

@@ -99,8 +99,8 @@ extension PushItemView {
 }
 
 extension PushStatusView {
-    /// A push's status with its delivery history, oldest first.
-    public init(_ entry: OutboxEntry, history: [DeliveryEvent]) {
+    /// A push's status with its delivery history, oldest first, and the phone's receipts.
+    public init(_ entry: OutboxEntry, history: [DeliveryEvent], receipts: [PushReceipt] = []) {
         self.init(
             pushID: entry.pushID,
             deviceID: entry.deviceID,
@@ -115,7 +115,8 @@ extension PushStatusView {
             expiresAt: entry.expiresAt,
             history: history.map { Event(at: $0.at, state: $0.state, reason: $0.reason) },
             waitingSince: entry.waitingSince,
-            nowOrNever: entry.nowOrNever
+            nowOrNever: entry.nowOrNever,
+            receipts: receipts
         )
     }
 }

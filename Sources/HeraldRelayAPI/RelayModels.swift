@@ -292,6 +292,10 @@ public struct PushStatusView: Sendable, Codable, Hashable {
     public var waitingSince: Int64?
     /// "Now or never": one attempt, expiration 0 on the wire; `expires_at` is the relay's window.
     public var nowOrNever: Bool
+    /// The furthest stage the phone's receipts reached (docs/receipts.md); nil: none came.
+    public var deviceStage: ReceiptStage?
+    /// The phone's receipts, in the order of their stages.
+    public var receipts: [PushReceipt]
 
     /// A push's status; its explanation follows from its state and reason.
     public init(
@@ -308,7 +312,8 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         expiresAt: Int64,
         history: [Event],
         waitingSince: Int64? = nil,
-        nowOrNever: Bool = false
+        nowOrNever: Bool = false,
+        receipts: [PushReceipt] = []
     ) {
         self.pushID = pushID
         self.deviceID = deviceID
@@ -325,6 +330,8 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         explanation = Self.explanation(of: state, reason: reason)
         self.waitingSince = waitingSince
         self.nowOrNever = nowOrNever
+        self.receipts = receipts
+        deviceStage = receipts.map(\.stage).max()
     }
 
     static func explanation(of state: PushState, reason: String? = nil) -> String? {
@@ -354,6 +361,8 @@ public struct PushStatusView: Sendable, Codable, Hashable {
         case history, explanation
         case waitingSince = "waiting_since"
         case nowOrNever = "now_or_never"
+        case deviceStage = "device_stage"
+        case receipts
     }
 }
 

@@ -36,6 +36,10 @@ extension NotificationPermissionRequest: KnownJSONFields {
     public static let jsonFields = JSONFields.object(CodingKeys.self)
 }
 
+extension ReceiptRequest: KnownJSONFields {
+    public static let jsonFields = JSONFields.object(CodingKeys.self)
+}
+
 extension ChatEventRequest: KnownJSONFields {
     public static let jsonFields = JSONFields.object(CodingKeys.self, nested: ["from": Party.jsonFields])
 }

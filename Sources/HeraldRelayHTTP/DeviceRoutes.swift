@@ -107,6 +107,13 @@ enum DeviceRoutes {
                 try await relay.activation.setNotificationPermission(device: device, body)
             )
         }
+        pathDevices.post("devices/:id/receipts") { request, context -> Response in
+            let device = try context.device
+            let body = try await api.decode(ReceiptRequest.self, request)
+            let (receipt, recorded) = try await relay.receipts.record(device: device, body)
+            // 201 for a receipt this request recorded, 200 for one recorded before (a retry).
+            return try JSONResponse.make(recorded ? .created : .ok, receipt)
+        }
     }
 }
 

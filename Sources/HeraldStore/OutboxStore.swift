@@ -23,6 +23,9 @@ public protocol OutboxStore: ChangeStore {
     /// A push's history, oldest first: its acceptance (`queued`), each return to the queue with
     /// the reason, and its final state if it has one. Empty for an unknown push.
     func deliveryLog(pushID: String) async throws -> [DeliveryEvent]
+    /// The receipts the phone sent for a push, in the order of their stages (empty for an unknown
+    /// push).
+    func receipts(pushID: String) async throws -> [PushReceipt]
     /// When the next queued push becomes due, if any is queued (claimed and finished pushes do
     /// not count).
     func nextDueTime() async throws -> Int64?

@@ -51,6 +51,10 @@ public enum StoreChange: Sendable, Hashable {
     /// A device of a ringing call reports it rings (see `CallRinging`). `stale` when the call is
     /// unknown or ended (nothing is written).
     case reportCallRinging(CallRinging)
+    /// A phone's receipt for a push it was sent, with the webhook events it writes. `duplicate`
+    /// when the push has a receipt of that stage already (a receipt sent again), `stale` when the
+    /// push is gone; neither writes anything.
+    case recordReceipt(PushReceipt, events: [WebhookEvent])
     /// Writes a new callback with its first history line, once per idempotency key: `duplicate`
     /// when the key was taken (nothing is written; `CallbackStore.callback(idempotencyKey:)`
     /// reads the one stored under it).

@@ -13,7 +13,7 @@
 /// no store ever holds a secret.
 ///
 /// Not moved: finished pushes (delivered, failed, expired, token dead, skipped) and their
-/// history. Their outcome was final and reported; they are retention's to delete, and they are
+/// history, the phones' receipts included. Their outcome was final and reported; they are retention's to delete, and they are
 /// most of a store's rows. Claims are not moved either: a push a node held in flight is handed
 /// over queued, due at once (sent at least once, as after a node's restart). Likewise a callback
 /// under a claim is handed over unclaimed (its version kept), a ringing call's missed-call timer

@@ -60,6 +60,7 @@ public enum StoreConformance {
         case callIsWrittenWithItsIngest
         case callEndsOnce
         case callRingingIsReportedOnce
+        case receiptsAreRecordedOncePerStage
         case dueCallsAreClaimedOnce
         case callStopsAreTakenOnce
         case fleetRoutesTravelWithTheToken
@@ -151,6 +152,7 @@ public enum StoreConformance {
             case .callIsWrittenWithItsIngest: try await StoreConformance.callIsWrittenWithItsIngest(engine)
             case .callEndsOnce: try await StoreConformance.callEndsOnce(engine)
             case .callRingingIsReportedOnce: try await StoreConformance.callRingingIsReportedOnce(engine)
+            case .receiptsAreRecordedOncePerStage: try await StoreConformance.receiptsAreRecordedOncePerStage(engine)
             case .dueCallsAreClaimedOnce: try await StoreConformance.dueCallsAreClaimedOnce(engine)
             case .callStopsAreTakenOnce: try await StoreConformance.callStopsAreTakenOnce(engine)
             case .fleetRoutesTravelWithTheToken: try await StoreConformance.fleetRoutesTravelWithTheToken(engine)

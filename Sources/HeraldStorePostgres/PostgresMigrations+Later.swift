@@ -303,5 +303,22 @@ extension PostgresMigrations {
                 "CREATE INDEX outbox_callback_pushes ON outbox (subject_id) WHERE kind = 'callback'"
             ]
         ),
+        (
+            "v18: receipts from the phones",
+            [
+                // As on SQLite's v25: one row per push and stage the phone reported; the stage
+                // is the key's second half, so a receipt sent again finds its row.
+                """
+                CREATE TABLE push_receipts (
+                    push_id TEXT NOT NULL,
+                    stage TEXT NOT NULL,
+                    device_at BIGINT NOT NULL,
+                    received_at BIGINT NOT NULL,
+                    failure TEXT,
+                    PRIMARY KEY (push_id, stage)
+                )
+                """
+            ]
+        ),
     ]
 }

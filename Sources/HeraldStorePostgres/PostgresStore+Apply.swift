@@ -63,6 +63,8 @@ extension PostgresStore: StoreWorkEngine {
             return try await endCall(end, on: connection, logger: logger, after: &after)
         case .reportCallRinging(let ringing):
             return try await reportRinging(ringing, on: connection, logger: logger)
+        case .recordReceipt(let receipt, let events):
+            return try await record(receipt, events: events, on: connection, logger: logger)
         case .scheduleCallback(let record, let history, let key):
             return try await schedule(record, history: history, idempotencyKey: key, on: connection, logger: logger)
         case .changeCallback(let change):

@@ -235,6 +235,7 @@ extension PostgresStore {
                     "DELETE FROM outbox_payloads WHERE push_id = ANY(\(finished))",
                     logger: logger
                 )
+                try await connection.run("DELETE FROM push_receipts WHERE push_id = ANY(\(finished))", logger: logger)
             }
             return (messages, finished.count)
         }

@@ -68,6 +68,8 @@ extension SQLiteStore: StoreWorkEngine {
             return try endCall(end, db)
         case .reportCallRinging(let ringing):
             return try reportRinging(ringing, db)
+        case .recordReceipt(let receipt, let events):
+            return try record(receipt, events: events, db)
         case .scheduleCallback(let record, let history, let key):
             return try schedule(record, history: history, idempotencyKey: key, db)
         case .changeCallback(let change):

@@ -234,5 +234,21 @@ extension SQLiteStore {
                 sql: "CREATE INDEX outbox_callback_pushes ON outbox(subject_id) WHERE kind = 'callback'"
             )
         }
+        migrator.registerMigration("v25: receipts from the phones") { db in
+            // One row per push and stage the phone reported (docs/receipts.md); the stage is the
+            // key's second half, so a receipt sent again finds its row and changes nothing.
+            try db.execute(
+                sql: """
+                    CREATE TABLE push_receipts (
+                        push_id TEXT NOT NULL,
+                        stage TEXT NOT NULL,
+                        device_at INTEGER NOT NULL,
+                        received_at INTEGER NOT NULL,
+                        failure TEXT,
+                        PRIMARY KEY (push_id, stage)
+                    ) WITHOUT ROWID
+                    """
+            )
+        }
     }
 }

@@ -227,6 +227,7 @@ extension SQLiteStore {
             )
             for id in finished {
                 try db.cachedStatement(sql: "DELETE FROM delivery_log WHERE push_id = ?").execute(arguments: [id])
+                try db.cachedStatement(sql: "DELETE FROM push_receipts WHERE push_id = ?").execute(arguments: [id])
                 try db.cachedStatement(sql: "DELETE FROM outbox_payloads WHERE push_id = ?").execute(arguments: [id])
                 try db.cachedStatement(sql: "DELETE FROM outbox WHERE push_id = ?").execute(arguments: [id])
             }

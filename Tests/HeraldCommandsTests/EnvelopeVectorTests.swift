@@ -453,6 +453,12 @@ enum VectorGenerator {
                 "Informational. With policy none there is no envelope: nothing is authenticated and the app fetches the message by id."
         ),
         .init(
+            network: "apns",
+            field: "herald.push_id",
+            boundBy: "none",
+            rule: "The relay's id of this push (its apns-id), which receipts name (docs/receipts.md). Informational."
+        ),
+        .init(
             network: "fcm",
             field: "v",
             boundBy: "none",
@@ -482,6 +488,12 @@ enum VectorGenerator {
             boundBy: "none",
             rule:
                 "Informational. With policy none there is no envelope: nothing is authenticated and the app fetches the message by id."
+        ),
+        .init(
+            network: "fcm",
+            field: "push_id",
+            boundBy: "none",
+            rule: "The relay's id of this push, which receipts name (docs/receipts.md). Informational."
         ),
     ]
 

@@ -20,12 +20,17 @@ extension Pairing {
             sentAt: 1
         )
         let app = AppRecord(id: "com.example.chat", teamID: "T")
-        return try PushPayload.fcmMessage(content, app: app, deviceID: deviceID, sealer: sealer).data
+        return try PushPayload.fcmMessage(
+            content,
+            app: app,
+            for: PushTarget(deviceID: deviceID, pushID: "push-1"),
+            sealer: sealer
+        ).data
     }
 
     func callData() throws -> [String: String] {
         let call = CallContent(callID: "call-9", callerID: "a", callerName: "Dana", media: .audio, startedAt: 1)
-        return try PushPayload.fcmCall(call, deviceID: deviceID, sealer: sealer)
+        return try PushPayload.fcmCall(call, for: PushTarget(deviceID: deviceID, pushID: "push-1"), sealer: sealer)
     }
 }
 
@@ -218,7 +223,11 @@ struct RepeatedPushTests {
         let call = CallContent(callID: "call-9", callerID: "a", callerName: "Dana", media: .audio, startedAt: 1)
         let push = VoIPPush(
             apnsID: "id",
-            payload: try PushPayload.call(call, deviceID: pairing.deviceID, sealer: pairing.sealer)
+            payload: try PushPayload.call(
+                call,
+                for: PushTarget(deviceID: pairing.deviceID, pushID: "push-1"),
+                sealer: pairing.sealer
+            )
         )
         let callKit = CallKitEmulator()
         let pushKit = PushKitEmulator(callKit: callKit)

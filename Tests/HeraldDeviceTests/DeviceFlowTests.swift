@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import HeraldCrypto
 import HeraldDevice
 import HeraldDomain
 import HeraldSimulation
@@ -71,6 +72,18 @@ struct DeviceFlowTests {
         return (session.tokens.messaging != nil) == messaging && (session.tokens.voip != nil) == voip
     }
 
+    /// `phone`'s app launched again (a new process on the same store and timeline), launched.
+    static func relaunch(_ phone: EmulatedPhone, _ backend: SimulatedBackend) async throws -> EmulatedPhone {
+        let again = try EmulatedPhone(
+            configuration: phone.configuration,
+            http: backend.http,
+            timeline: phone.timeline,
+            logger: Logger(label: "test")
+        )
+        try await again.launch()
+        return again
+    }
+
     @Test("late tokens: push unavailable at first, one restart per token, tokens persisted")
     func lateTokens() async throws {
         try await Self.withPhone(Tweaks(messagingTokenDelay: .milliseconds(300), voipTokenDelay: .milliseconds(600))) {
@@ -115,13 +128,7 @@ struct DeviceFlowTests {
             try phone.store.save(tokens)
             phone.shutdown()
 
-            let relaunched = try EmulatedPhone(
-                configuration: phone.configuration,
-                http: backend.http,
-                timeline: phone.timeline,
-                logger: Logger(label: "test")
-            )
-            try await relaunched.launch()
+            let relaunched = try await Self.relaunch(phone, backend)
             defer { relaunched.shutdown() }
             try await relaunched.wait("the replaced token") { phone in
                 Self.started(phone) && phone.session?.tokens.messaging != "00112233445566778899aabbccddeeff"
@@ -150,17 +157,51 @@ struct DeviceFlowTests {
             #expect(registration.previousKeyID == before && registration.keyID != before)
             #expect(phone.store.keyIDs().count == 2)
 
-            let back = try EmulatedPhone(
-                configuration: phone.configuration,
-                http: backend.http,
-                timeline: phone.timeline,
-                logger: Logger(label: "test")
-            )
-            try await back.launch()
+            let back = try await Self.relaunch(phone, backend)
             defer { back.shutdown() }
             try await back.wait("the stored push") { !$0.notifications.isEmpty }
             #expect(back.notifications.first?.body == "sealed before")
             #expect(back.notifications.first?.title == "Agent")
+        }
+    }
+
+    @Test(
+        "the phone's receipts: delivered, opened, shown for a push it opened; failed: unknown_key for one it holds no key for"
+    )
+    func receipts() async throws {
+        let directory = NSTemporaryDirectory() + "herald-phone-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await Self.withPhone(store: directory) { phone, _, backend in
+            try await phone.wait("both tokens") { Self.started($0) }
+            let opened = try await backend.post(
+                "/v1/messages",
+                #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"first"}"#
+            )
+            let first = try #require(opened.pushes.first?.pushID)
+            try await phone.wait("the notification") { !$0.notifications.isEmpty }
+            try await phone.wait("the shown receipt") { phone in
+                phone.receipts.contains { $0.pushID == first && $0.stage == .shown }
+            }
+            #expect(try await backend.status(first).receipts.map(\.stage) == [.delivered, .opened, .shown])
+
+            // Sealed with keys the phone then loses: it cannot open it, and says why.
+            await phone.stop()
+            let lost = try await backend.post(
+                "/v1/messages",
+                #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"second"}"#
+            )
+            let second = try #require(lost.pushes.first?.pushID)
+            try await phone.rotateKeys()
+            let current = try #require(phone.store.registration().flatMap { KeyID(hex: $0.keyID) })
+            phone.store.removeKeys(except: [current])
+            let back = try await Self.relaunch(phone, backend)
+            defer { back.shutdown() }
+            try await back.wait("the failed receipt") { phone in
+                phone.receipts.contains { $0.pushID == second && $0.stage == .failed }
+            }
+            let receipts = try await backend.status(second).receipts
+            #expect(receipts.map(\.stage) == [.delivered, .failed])
+            #expect(receipts.last?.failure == .unknownKey)
         }
     }
 

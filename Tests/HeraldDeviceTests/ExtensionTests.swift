@@ -43,7 +43,12 @@ struct Pairing {
             text: text,
             sentAt: 1
         )
-        return try PushPayload.message(content, app: app, deviceID: deviceID, sealer: sealer).body
+        return try PushPayload.message(
+            content,
+            app: app,
+            for: PushTarget(deviceID: deviceID, pushID: "push-1"),
+            sealer: sealer
+        ).body
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
@@ -150,7 +155,11 @@ struct PushKitTests {
         let pairing = try Pairing()
         defer { pairing.remove() }
         let call = CallContent(callID: "call-9", callerID: "a", callerName: "Dana", media: .video, startedAt: 1)
-        let payload = try PushPayload.call(call, deviceID: pairing.deviceID, sealer: pairing.sealer)
+        let payload = try PushPayload.call(
+            call,
+            for: PushTarget(deviceID: pairing.deviceID, pushID: "push-1"),
+            sealer: pairing.sealer
+        )
         let callKit = CallKitEmulator()
         let pushKit = PushKitEmulator(callKit: callKit)
         let delivery = await pushKit.deliver(

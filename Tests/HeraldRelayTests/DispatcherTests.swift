@@ -545,6 +545,7 @@ final class ObservedOutboxStore: OutboxStore {
     func deliveryLog(pushID: String) async throws -> [DeliveryEvent] {
         try await reachable().deliveryLog(pushID: pushID)
     }
+    func receipts(pushID: String) async throws -> [PushReceipt] { try await reachable().receipts(pushID: pushID) }
     func nextDueTime() async throws -> Int64? { try await reachable().nextDueTime() }
     func outboxCounts() async throws -> OutboxCounts { try await reachable().outboxCounts() }
     func queuedMessages(appID: String) async throws -> Int { try await reachable().queuedMessages(appID: appID) }

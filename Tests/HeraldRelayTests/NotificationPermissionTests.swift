@@ -173,14 +173,7 @@ struct NotificationPermissionTests {
             for permission in ["denied", "denied", "granted", "denied"] {
                 #expect(try await Self.report(harness, phone, permission).status == 200)
             }
-            let events = try await harness.store.webhookEvents(
-                app: RelayHarness.bundleID,
-                state: nil,
-                limit: 100,
-                after: nil
-            )
-            .map(\.event)
-            .filter { $0.orderingKey == "device:" + phone.deviceID }
+            let events = try await harness.events(orderingKey: "device:" + phone.deviceID)
             #expect(
                 events.map(\.type) == [
                     .deviceNotificationsDenied, .deviceNotificationsGranted, .deviceNotificationsDenied,

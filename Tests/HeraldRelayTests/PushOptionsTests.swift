@@ -256,7 +256,13 @@ struct PushOptionsTests {
         )
         func body(_ length: Int) throws(HeraldCryptoError) -> String {
             let options = MessagePushOptions(publicData: ["d": String(repeating: "x", count: length)])
-            return try PushPayload.message(content, app: app, deviceID: "dev-1", sealer: sealer, options: options).body
+            return try PushPayload.message(
+                content,
+                app: app,
+                for: PushTarget(deviceID: "dev-1", pushID: "push-1"),
+                sealer: sealer,
+                options: options
+            ).body
         }
         // The largest value that still fits with an empty text.
         var low = 0
@@ -273,7 +279,13 @@ struct PushOptionsTests {
         var long = content
         long.text = String(repeating: "é", count: 3000)
         let options = MessagePushOptions(publicData: ["d": String(repeating: "x", count: 1000)])
-        let cut = try PushPayload.message(long, app: app, deviceID: "dev-1", sealer: sealer, options: options)
+        let cut = try PushPayload.message(
+            long,
+            app: app,
+            for: PushTarget(deviceID: "dev-1", pushID: "push-1"),
+            sealer: sealer,
+            options: options
+        )
         #expect(cut.truncated)
         #expect(cut.body.utf8.count <= 4096 && cut.body.utf8.count > 4090)
     }

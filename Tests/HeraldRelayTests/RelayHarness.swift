@@ -323,6 +323,14 @@ final class RelayHarness: Sendable {
     func accepted(token: String) -> [SandboxInspectionRecord] {
         core.inspection(token: token).filter { $0.status == 200 }
     }
+
+    /// The harness app's webhook events of one ordering key (`push:<id>`, `device:<id>`), oldest
+    /// first, whatever their delivery state.
+    func events(orderingKey: String) async throws -> [WebhookEvent] {
+        try await store.webhookEvents(app: RelayHarness.bundleID, state: nil, limit: 500, after: nil)
+            .map(\.event)
+            .filter { $0.orderingKey == orderingKey }
+    }
 }
 
 enum HarnessError: Error {

@@ -207,13 +207,21 @@ struct WireViewsTests {
             DeliveryEvent(pushID: "p1", at: 10, state: .queued, reason: nil),
             DeliveryEvent(pushID: "p1", at: 20, state: state, reason: reason),
         ]
+        // The phone's receipts, furthest last: `device_stage` is the furthest.
+        let receipts = [
+            PushReceipt(pushID: "p1", stage: .delivered, deviceTime: 21, receivedAt: 22, failure: nil),
+            PushReceipt(pushID: "p1", stage: .shown, deviceTime: 23, receivedAt: 24, failure: nil),
+        ]
         let reasonJSON = reason.map { #""reason":"\#($0)","# } ?? ""
         let historyReason = reason.map { #","reason":"\#($0)""# } ?? ""
         #expect(
-            try Self.json(PushStatusView(entry, history: history))
-                == #"{"apns_id":"p1","attempts":1,"created_at":10,"device_id":"d1","expires_at":30,"# + row.explanation
+            try Self.json(PushStatusView(entry, history: history, receipts: receipts))
+                == #"{"apns_id":"p1","attempts":1,"created_at":10,"device_id":"d1","device_stage":"shown","#
+                + #""expires_at":30,"# + row.explanation
                 + #""history":[{"at":10,"state":"queued"},{"at":20\#(historyReason),"state":"\#(state.rawValue)"}],"#
                 + #""kind":"call","now_or_never":true,"priority":10,"push_id":"p1","# + reasonJSON
+                + #""receipts":[{"device_time":21,"push_id":"p1","received_at":22,"stage":"delivered"},"#
+                + #"{"device_time":23,"push_id":"p1","received_at":24,"stage":"shown"}],"#
                 + #""state":"\#(state.rawValue)","updated_at":20,"waiting_since":5}"#
         )
     }

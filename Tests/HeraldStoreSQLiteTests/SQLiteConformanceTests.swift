@@ -260,6 +260,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.lateOutcomesAfterALapsedLease)
     }
 
+    @Test func receiptsAreRecordedOncePerStage() async throws {
+        try await SQLiteEngine.check(.receiptsAreRecordedOncePerStage)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -306,6 +310,7 @@ struct SQLiteConformanceTests {
             .callIsWrittenWithItsIngest,
             .callEndsOnce,
             .callRingingIsReportedOnce,
+            .receiptsAreRecordedOncePerStage,
             .dueCallsAreClaimedOnce,
             .callStopsAreTakenOnce,
             .fleetRoutesTravelWithTheToken,

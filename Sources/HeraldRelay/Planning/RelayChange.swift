@@ -1,3 +1,4 @@
+import HeraldPush
 import HeraldRelayAPI
 import HeraldStore
 
@@ -49,6 +50,9 @@ enum RelayEffect: Sendable, Equatable {
     case wakeCallbacks
     /// A frame to a device over its live channel, if this node holds it (best effort).
     case frame(LiveServerFrame, to: String)
+    /// Times a push from its acceptance to the phone's `shown` receipt
+    /// (`herald_relay_push_shown_seconds`, by app and network).
+    case observeShown(app: String, network: PushNetwork, after: Int64)
 }
 
 /// The relay's counters a change's effects move.
@@ -64,6 +68,9 @@ enum RelayCount: Sendable, Equatable {
     case callbackPushes
     /// `herald_relay_calls_ended_total`, by the state the call ended in.
     case callEnded(CallState)
+    /// `herald_relay_receipts_total`, by stage, app and network: with the pushes delivered, the
+    /// ratio accepted → shown.
+    case receipts(ReceiptStage, app: String, network: PushNetwork)
 }
 
 /// A change with the answer the operation gives once it is committed.

@@ -74,6 +74,16 @@ extension RelayContext {
             Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", state.rawValue)]).increment(
                 by: count
             )
+        case .count(.receipts(let stage, let app, let network), let count):
+            Counter(
+                label: "herald_relay_receipts_total",
+                dimensions: [("stage", stage.rawValue), ("app", app), ("network", network.rawValue)]
+            ).increment(by: count)
+        case .observeShown(let app, let network, let milliseconds):
+            Metrics.Timer(
+                label: "herald_relay_push_shown_seconds",
+                dimensions: [("app", app), ("network", network.rawValue)]
+            ).recordMilliseconds(max(0, milliseconds))
         case .frame(let frame, let deviceID):
             _ = live?.send(frame, to: deviceID)
         }
