@@ -153,6 +153,16 @@ struct AuthMatrixTests {
                 body: #"{"permission":"denied"}"#
             )
         },
+        // A push the relay does not know: the device's own credential gets 404 (admitted) before
+        // any tag is checked, every other credential 401 or 403.
+        Route("POST /v1/devices/{id}/receipts", device) { world in
+            Request(
+                method: .POST,
+                path: "/v1/devices/\(world.own.deviceID)/receipts",
+                body: #"{"push_id":"no-such-push","stage":"shown","device_time":1,"key_id":"0123456789abcdef","#
+                    + #""tag":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}"#
+            )
+        },
         Route("GET /v1/devices/{id}/live (no upgrade headers)", device) { world in
             Request(method: .GET, path: "/v1/devices/\(world.own.deviceID)/live")
         },

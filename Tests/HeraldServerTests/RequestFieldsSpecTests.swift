@@ -56,6 +56,7 @@ struct RequestFieldsSpecTests {
             ("TokenUpdateRequest", TokenUpdateRequest.jsonFields),
             ("HeartbeatRequest", HeartbeatRequest.jsonFields),
             ("NotificationPermissionRequest", NotificationPermissionRequest.jsonFields),
+            ("ReceiptRequest", ReceiptRequest.jsonFields),
             ("ChatEventRequest", ChatEventRequest.jsonFields),
             ("CallbackRequest", CallbackRequest.jsonFields),
         ]

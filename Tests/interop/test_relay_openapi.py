@@ -698,6 +698,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/v1/devices/{id}", "delete"),
         ("/v1/devices/{id}/presence", "put"),
         ("/v1/devices/{id}/notifications", "put"),
+        ("/v1/devices/{id}/receipts", "post"),
         ("/v1/devices/{id}/live", "get"),
         ("/v1/messages", "post"),
         ("/v1/messages/{id}", "get"),
@@ -1367,6 +1368,10 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec, herald: Path):
     exercise_keys_and_quotas(relay, herald, credential)
     exercise_callbacks(relay, spec)
     exercise_notification_permission(relay)
+    # Imported here: test_receipts_pynacl imports this module's fixtures at its top.
+    from test_receipts_pynacl import exercise_receipts
+
+    exercise_receipts(relay)
 
     # Every documented status of every operation was seen, except failures of the relay itself.
     missing = [
