@@ -121,7 +121,7 @@ struct ExtensionCommand: AsyncParsableCommand {
             return callbackOutcome(service.onCallbackReceived(data), pushType: "fcm")
         }
         switch service.onMessageReceived(data) {
-        case .notification(let shown, let opened, let diagnostic):
+        case .notification(let shown, let opened, let diagnostic, _):
             return Outcome(pushType: "fcm", notification: shown, call: nil, opened: opened, diagnostic: diagnostic)
         case .call(let callID, let callerName, let video, let diagnostic):
             return Outcome(

@@ -41,7 +41,7 @@ extension EmulatedPhone {
             return
         }
         switch messagingService.onMessageReceived(message.data) {
-        case .notification(let shown, let opened, let diagnostic):
+        case .notification(let shown, let opened, let diagnostic, let failure):
             timeline.record(
                 "app",
                 "fcm-service",
@@ -52,6 +52,11 @@ extension EmulatedPhone {
             )
             if let diagnostic { record(diagnostic: diagnostic) }
             show(shown, from: "fcm-service", subject: subject)
+            await sendReceipts(
+                pushID: message.data["push_id"],
+                Self.receiptStages(opened: opened, shown: true, failure: failure),
+                subject: subject
+            )
         case .call(let callID, let callerName, let video, let diagnostic):
             timeline.record(
                 "app",

@@ -10,18 +10,25 @@ extension EmulatedPhone {
         return (object?["herald"] as? [String: Any])?["push_id"] as? String
     }
 
-    /// The receipts an extension's result makes (docs/receipts.md): `delivered` once it ran, then
-    /// `opened` and `shown` when the content opened, or `failed` with why it did not; `shown`
-    /// alone for a push with nothing sealed (content policy none) that was shown.
+    /// The receipts an extension's result makes (docs/receipts.md): none unless it ran with a
+    /// new push.
     static func receiptStages(_ result: ServiceExtensionResult) -> [(ReceiptStage, ReceiptFailure?)] {
         guard result.ranExtension, !result.duplicate else { return [] }
+        return receiptStages(opened: result.opened, shown: result.notification != nil, failure: result.failure)
+    }
+
+    /// The receipts of a push the extension (or the messaging service) ran with: `delivered`,
+    /// then `opened` and `shown` when the content opened, or `failed` with why it did not;
+    /// `shown` alone for a push with nothing sealed (content policy none) that was shown.
+    static func receiptStages(opened: Bool, shown: Bool, failure: ReceiptFailure?) -> [(ReceiptStage, ReceiptFailure?)]
+    {
         var stages: [(ReceiptStage, ReceiptFailure?)] = [(.delivered, nil)]
-        if let failure = result.failure {
+        if let failure {
             stages.append((.failed, failure))
-        } else if result.opened {
+        } else if opened {
             stages.append((.opened, nil))
-            if result.notification != nil { stages.append((.shown, nil)) }
-        } else if result.notification != nil {
+            if shown { stages.append((.shown, nil)) }
+        } else if shown {
             stages.append((.shown, nil))
         }
         return stages

@@ -30,8 +30,9 @@ public struct DeliveredFCMMessage: Sendable, Hashable {
 public struct FirebaseMessagingServiceEmulator: Sendable {
     /// What the app made of one data message.
     public enum Outcome: Sendable, Hashable {
-        /// A notification to show; `opened` when the sealed content replaced the generic text.
-        case notification(DisplayedNotification, opened: Bool, diagnostic: String?)
+        /// A notification to show; `opened` when the sealed content replaced the generic text;
+        /// `failure` why it did not, as the phone's `failed` receipt says it (docs/receipts.md).
+        case notification(DisplayedNotification, opened: Bool, diagnostic: String?, failure: ReceiptFailure? = nil)
         /// An incoming call to ring; an unknown caller when the content did not open (the
         /// diagnostic says why).
         case call(callID: String, callerName: String, video: Bool, diagnostic: String?)
@@ -93,15 +94,27 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
             return .notification(shown, opened: false, diagnostic: diagnostic)
         }
         guard let messageID = data["message_id"] else {
-            return .notification(shown, opened: false, diagnostic: "the message carries no message id")
+            return .notification(
+                shown,
+                opened: false,
+                diagnostic: "the message carries no message id",
+                failure: .malformed
+            )
         }
         let message: MessageContent
         do {
             guard case .message(let opened) = try store.open(sealed: sealed, kind: .message, subjectID: messageID)
-            else { return .notification(shown, opened: false, diagnostic: "the sealed content is not a message") }
+            else {
+                return .notification(
+                    shown,
+                    opened: false,
+                    diagnostic: "the sealed content is not a message",
+                    failure: .malformed
+                )
+            }
             message = opened
         } catch {
-            return .notification(shown, opened: false, diagnostic: error.detail)
+            return .notification(shown, opened: false, diagnostic: error.detail, failure: error.unopened ?? .malformed)
         }
         if let repeated = repeated(.message, message.messageID) { return repeated }
         // The envelope authenticated (its additional data binds `kind` and `message_id`): the
@@ -112,7 +125,7 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
             ("conversation_id", data["conversation_id"], message.conversationID)
         ]) {
             shown.fetchOnTap = true
-            return .notification(shown, opened: false, diagnostic: tampered)
+            return .notification(shown, opened: false, diagnostic: tampered, failure: .tampered)
         }
         shown.show(message)
         return .notification(shown, opened: true, diagnostic: nil)

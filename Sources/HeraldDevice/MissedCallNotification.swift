@@ -65,18 +65,29 @@ extension FirebaseMessagingServiceEmulator {
             return .notification(
                 generic,
                 opened: false,
-                diagnostic: "the missed call carries no call id or no sealed content"
+                diagnostic: "the missed call carries no call id or no sealed content",
+                failure: .malformed
             )
         }
         do {
             guard case .missedCall(let call) = try store.open(sealed: sealed, kind: .missedCall, subjectID: callID)
             else {
-                return .notification(generic, opened: false, diagnostic: "the sealed content is not a missed call")
+                return .notification(
+                    generic,
+                    opened: false,
+                    diagnostic: "the sealed content is not a missed call",
+                    failure: .malformed
+                )
             }
             if let repeated = repeated(.missedCall, call.callID) { return repeated }
             return .notification(.missedCall(call, at: clock.now()), opened: true, diagnostic: nil)
         } catch {
-            return .notification(generic, opened: false, diagnostic: error.detail)
+            return .notification(
+                generic,
+                opened: false,
+                diagnostic: error.detail,
+                failure: error.unopened ?? .malformed
+            )
         }
     }
 }

@@ -90,7 +90,7 @@ struct AndroidPhoneTests {
             return
         }
         guard
-            case .notification(let shown, let opened, let diagnostic) = service.onMessageReceived([
+            case .notification(let shown, let opened, let diagnostic, _) = service.onMessageReceived([
                 "v": "1", "kind": "message", "message_id": "m1", "conversation_id": "c", "policy": "full",
                 "sealed": "not-an-envelope",
             ])
@@ -100,7 +100,7 @@ struct AndroidPhoneTests {
         }
         #expect(!opened && shown.title == "New message" && diagnostic != nil)
         guard
-            case .notification(let none, false, nil) = service.onMessageReceived([
+            case .notification(let none, false, nil, nil) = service.onMessageReceived([
                 "v": "1", "kind": "message", "message_id": "m2", "conversation_id": "c", "policy": "none",
             ])
         else {

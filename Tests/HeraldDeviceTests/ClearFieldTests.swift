@@ -89,13 +89,13 @@ struct ClearRoutingTests {
             clock: TestClock(frozenAt: 1)
         )
         for data in [changed, removed] {
-            guard case .notification(let shown, let opened, let diagnostic) = service.onMessageReceived(data) else {
+            guard case .notification(let shown, let opened, let diagnostic, _) = service.onMessageReceived(data) else {
                 Issue.record("a tampered message did not become a notification")
                 continue
             }
             Self.expectTampered(shown, opened: opened, diagnostic: diagnostic)
         }
-        guard case .notification(let shown, true, nil) = service.onMessageReceived(sent) else {
+        guard case .notification(let shown, true, nil, nil) = service.onMessageReceived(sent) else {
             Issue.record("the untouched message did not open")
             return
         }
@@ -158,7 +158,7 @@ struct ClearRoutingTests {
                     clock: TestClock(frozenAt: 1)
                 )
                 switch service.onMessageReceived(try #require(entry.data)) {
-                case .notification(_, let isOpened, let why): (opened, diagnostic) = (isOpened, why)
+                case .notification(_, let isOpened, let why, _): (opened, diagnostic) = (isOpened, why)
                 case .call(_, _, _, let why): (opened, diagnostic) = (why == nil, why)
                 case .ignored(let why), .duplicate(let why): (opened, diagnostic) = (false, why)
                 }
@@ -203,7 +203,7 @@ struct RepeatedPushTests {
         defer { pairing.remove() }
         let service = FirebaseMessagingServiceEmulator(store: pairing.store, clock: TestClock(frozenAt: 1))
         let message = try pairing.messageData()
-        guard case .notification(_, true, nil) = service.onMessageReceived(message) else {
+        guard case .notification(_, true, nil, nil) = service.onMessageReceived(message) else {
             Issue.record("the message did not open")
             return
         }

@@ -205,6 +205,24 @@ struct DeviceFlowTests {
         }
     }
 
+    @Test("an Android phone's messaging service sends the same receipts, naming the push by its FCM push_id")
+    func androidReceipts() async throws {
+        try await Self.withPhone(Tweaks(platform: .android)) { phone, _, backend in
+            try await phone.wait("the FCM token") { Self.started($0, voip: false) }
+            let sent = try await backend.post(
+                "/v1/messages",
+                #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"on Android"}"#
+            )
+            let pushID = try #require(sent.pushes.first?.pushID)
+            try await phone.wait("the shown receipt") { phone in
+                phone.receipts.contains { $0.pushID == pushID && $0.stage == .shown }
+            }
+            let status = try await backend.status(pushID)
+            #expect(status.receipts.map(\.stage) == [.delivered, .opened, .shown])
+            #expect(status.deviceStage == .shown)
+        }
+    }
+
     @Test("waiting on the phone ends when the waiting task is cancelled (herald device stops on SIGTERM)")
     func waitIsCancellable() async throws {
         try await Self.withPhone { phone, _, _ in
