@@ -25,6 +25,12 @@ public enum ReceiptStage: String, Sendable, Hashable, Codable, CaseIterable, Com
         }
     }
 
+    /// The stage whose `code` is `code`, or nil.
+    public init?(code: Int64) {
+        guard let stage = Self.allCases.first(where: { Int64($0.code) == code }) else { return nil }
+        self = stage
+    }
+
     /// Furthest wins: a tap is further than a show, a failure further than a delivery (the
     /// phone tried and gave up).
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.code < rhs.code }

@@ -95,6 +95,7 @@ extension PushItemView {
             updatedAt: push.updatedAt,
             expiresAt: push.expiresAt
         )
+        deviceStage = push.deviceStage
     }
 }
 

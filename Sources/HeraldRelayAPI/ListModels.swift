@@ -184,6 +184,8 @@ public struct PushItemView: Sendable, Codable, Hashable {
     public var lastAttemptAt: Int64?
     /// When the push reached its final state; absent while queued or sending.
     public var finishedAt: Int64?
+    /// The furthest stage the phone's receipts reached (docs/receipts.md); absent: none came.
+    public var deviceStage: ReceiptStage?
 
     /// A push's item; when its last attempt was and when it finished follow from its state,
     /// attempts and last change.
@@ -232,5 +234,6 @@ public struct PushItemView: Sendable, Codable, Hashable {
         case expiresAt = "expires_at"
         case lastAttemptAt = "last_attempt_at"
         case finishedAt = "finished_at"
+        case deviceStage = "device_stage"
     }
 }

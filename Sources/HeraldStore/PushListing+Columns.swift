@@ -1,11 +1,21 @@
+import HeraldDomain
 import HeraldPush
 
 extension PushSummary: ColumnsDecodable {
-    /// The columns a listing reads, from the outbox as `o` joined to its device as `d`.
+    /// The columns a listing reads, from the outbox as `o` joined to its device as `d`, and the
+    /// code of the furthest stage the push's receipts reached (`ReceiptStage.code`; NULL: none),
+    /// read from `push_receipts` by its key.
     package static let columns = """
         o.push_id, o.device_id, d.app_id, o.network, o.kind, o.state, o.attempts, o.last_reason,
-            o.apns_id, o.created_at, o.updated_at, o.expires_at
+            o.apns_id, o.created_at, o.updated_at, o.expires_at,
+            (SELECT MAX(\(furthestStage)) FROM push_receipts r WHERE r.push_id = o.push_id)
         """
+
+    /// A receipt's stage as its `ReceiptStage.code`, in SQL both engines speak.
+    static let furthestStage =
+        "CASE r.stage "
+        + ReceiptStage.allCases.map { "WHEN '\($0.rawValue)' THEN \($0.code) " }.joined()
+        + "END"
 
     package init(columns: inout some StoreColumns) throws {
         let pushID = try columns.text()
@@ -22,7 +32,8 @@ extension PushSummary: ColumnsDecodable {
             apnsID: try columns.optionalText(),
             createdAt: try columns.integer(),
             updatedAt: try columns.integer(),
-            expiresAt: try columns.integer()
+            expiresAt: try columns.integer(),
+            deviceStage: try columns.optionalInteger().flatMap(ReceiptStage.init(code:))
         )
     }
 }

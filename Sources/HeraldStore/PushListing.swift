@@ -1,3 +1,4 @@
+public import HeraldDomain
 public import HeraldPush
 
 /// Which pushes `OutboxStore.pushes(matching:)` lists, newest first: every condition given must
@@ -74,6 +75,8 @@ public struct PushSummary: Sendable, Hashable {
     public var createdAt: Int64
     public var updatedAt: Int64
     public var expiresAt: Int64
+    /// The furthest stage the phone's receipts reached (docs/receipts.md); nil: none came.
+    public var deviceStage: ReceiptStage?
 
     public init(
         pushID: String,
@@ -87,7 +90,8 @@ public struct PushSummary: Sendable, Hashable {
         apnsID: String?,
         createdAt: Int64,
         updatedAt: Int64,
-        expiresAt: Int64
+        expiresAt: Int64,
+        deviceStage: ReceiptStage? = nil
     ) {
         self.pushID = pushID
         self.deviceID = deviceID
@@ -101,6 +105,7 @@ public struct PushSummary: Sendable, Hashable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.expiresAt = expiresAt
+        self.deviceStage = deviceStage
     }
 
     /// Where this push is in the listing's order.

@@ -5,7 +5,8 @@ import Testing
 extension StoreConformance {
     /// A receipt is written once per push and stage, with its events, and read back by every
     /// store in the order of the stages; the same stage again is `duplicate` and writes no event;
-    /// a receipt for an unknown push is `stale`; retention deletes a push's receipts with it.
+    /// a receipt for an unknown push is `stale`; the listing shows the furthest stage; retention
+    /// deletes a push's receipts with it.
     public static func receiptsAreRecordedOncePerStage(_ engine: some StoreEngine) async throws {
         let (store, storage) = try await fresh(engine)
         #expect(
@@ -36,6 +37,8 @@ extension StoreConformance {
 
         let other = try await engine.open(storage)
         #expect(try await other.receipts(pushID: "p") == [delivered, shown])
+        #expect(try await other.pushes(matching: PushQuery(deviceID: "d1")).pushes.map(\.deviceStage) == [.shown])
+        #expect(try await other.pushes(matching: PushQuery(deviceID: "nobody")).pushes.isEmpty)
 
         _ = try await other.deleteExpired(now: 1_000, historyBefore: 500)
         #expect(try await other.push(id: "p") == nil)

@@ -72,6 +72,9 @@ struct ReceiptTests {
             #expect(status.deviceStage == .shown)
             #expect(status.receipts.map(\.stage) == [.delivered, .shown])
             #expect(status.receipts.map(\.deviceTime) == [10, 20])
+            let listed = try await harness.call(.GET, "/v1/pushes?device=\(phone.deviceID)")
+            let items = try #require(listed.json["pushes"] as? [[String: Any]])
+            #expect(items.first { $0["push_id"] as? String == pushID }?["device_stage"] as? String == "shown")
 
             // A changed field under the same tag, another device's keys, and a push of another
             // device: refused.
