@@ -32,6 +32,18 @@ extension HeraldClock {
     public func sleep(for duration: Duration) async throws {
         try await sleep(until: now() + duration.milliseconds)
     }
+
+    /// Sleeps in real time until `now()` reads at least `deadline`: for a clock that moves with
+    /// real time (plus whatever a test adds); throws `CancellationError` when the task is
+    /// cancelled.
+    public func sleepInRealTime(until deadline: Int64) async throws {
+        // Task.sleep may return a little early against this clock: sleep again until it reads
+        // the deadline.
+        while case let remaining = deadline - now(), remaining > 0 {
+            try await Task.sleep(for: .milliseconds(remaining))
+        }
+        try Task.checkCancellation()
+    }
 }
 
 /// The wall clock: what production runs on.
@@ -43,12 +55,5 @@ public struct WallClock: HeraldClock {
 
     /// Sleeps in real time until `now()` reads at least `deadline`; throws `CancellationError`
     /// when the task is cancelled.
-    public func sleep(until deadline: Int64) async throws {
-        // Task.sleep may return a little early against the wall clock: sleep again until it
-        // reads the deadline.
-        while case let remaining = deadline - now(), remaining > 0 {
-            try await Task.sleep(for: .milliseconds(remaining))
-        }
-        try Task.checkCancellation()
-    }
+    public func sleep(until deadline: Int64) async throws { try await sleepInRealTime(until: deadline) }
 }

@@ -10,10 +10,5 @@ struct SandboxWallClock: HeraldClock {
     func now() -> Int64 { sandbox.epochMilliseconds }
 
     /// Sleeps in real time until the sandbox's clock reads `deadline` (an advance brings it closer).
-    func sleep(until deadline: Int64) async throws {
-        while case let remaining = deadline - now(), remaining > 0 {
-            try await Task.sleep(for: .milliseconds(remaining))
-        }
-        try Task.checkCancellation()
-    }
+    func sleep(until deadline: Int64) async throws { try await sleepInRealTime(until: deadline) }
 }

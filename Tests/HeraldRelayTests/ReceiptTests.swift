@@ -14,9 +14,10 @@ struct ReceiptTests {
         _ harness: RelayHarness,
         _ phone: RelayHarness.Phone,
         _ receipt: DeliveryReceipt,
-        taggedBy keys: SessionKeys? = nil
+        taggedBy keys: SessionKeys? = nil,
+        tag given: [UInt8]? = nil
     ) async throws -> RelayHarness.Reply {
-        let tag = try receipt.tag(deviceKeys: try keys ?? phone.sessionKeys())
+        let tag = try given ?? receipt.tag(deviceKeys: try keys ?? phone.sessionKeys())
         let body = ReceiptRequest(
             pushID: receipt.pushID,
             stage: receipt.stage,
@@ -80,23 +81,8 @@ struct ReceiptTests {
             // device: refused.
             var tapped = shown
             tapped.stage = .tapped
-            let forgedTag = try await harness.call(
-                .POST,
-                "/v1/devices/\(phone.deviceID)/receipts",
-                auth: .bearer(phone.credential),
-                body: String(
-                    decoding: try JSONEncoder().encode(
-                        ReceiptRequest(
-                            pushID: pushID,
-                            stage: .tapped,
-                            deviceTime: 20,
-                            keyID: keys.keyID.hex,
-                            tag: ByteEncoding.base64URL(try shown.tag(deviceKeys: keys))
-                        )
-                    ),
-                    as: UTF8.self
-                )
-            )
+            // The shown receipt's tag on a tapped receipt.
+            let forgedTag = try await Self.post(harness, phone, tapped, tag: try shown.tag(deviceKeys: keys))
             #expect(forgedTag.status == 403, "\(forgedTag.text)")
             let strangersKeys = try other.sessionKeys()
             let withOtherKeys = try await Self.post(harness, phone, tapped, taggedBy: strangersKeys)
