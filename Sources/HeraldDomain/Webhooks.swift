@@ -13,6 +13,11 @@ public enum WebhookEventType: String, Sendable, Hashable, Codable, CaseIterable 
     case pushFailedOnDevice = "push.failed_on_device"
     /// The app's receipt says the user tapped the notification.
     case pushTapped = "push.tapped"
+    /// A push was not shown within its app's deadline: what the relay did about it.
+    case pushUnseen = "push.unseen"
+    /// A VoIP push the phone did not report to CallKit in time (Apple stops VoIP pushes to an app
+    /// that keeps failing to report them).
+    case pushCallUnreported = "push.call_unreported"
     case chatCustomerOffline = "chat.customer_offline"
     case chatCustomerBack = "chat.customer_back"
     case callRinging = "call.ringing"

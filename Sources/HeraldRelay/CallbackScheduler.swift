@@ -24,19 +24,9 @@ extension RelayCallbacks {
         let claimed = try await context.storing {
             try await $0.claimDueCallbacks(limit: limit, owner: owner, now: time, leaseUntil: time + lease.milliseconds)
         }
-        var changed = 0
-        for record in claimed {
-            do {
-                if try await act(on: record, at: time) { changed += 1 }
-            } catch {
-                // Left under its claim: claimed again once the lease ends.
-                context.logger.error(
-                    "cannot push a due callback",
-                    metadata: ["callback": "\(record.id)", "error": "\(error)"]
-                )
-            }
+        return await context.act(on: claimed, "a due callback", id: \.id) { record throws(RelayError) in
+            try await act(on: record, at: time)
         }
-        return changed
     }
 
     private func act(on record: CallbackRecord, at time: Int64) async throws(RelayError) -> Bool {
@@ -142,27 +132,6 @@ extension RelayCallbacks {
         let cut = context.clock.now() - context.configuration.messageRetention.milliseconds
         return try await context.storing { try await $0.deleteFinishedCallbacks(before: cut) }
     }
-
-    /// When the next callback needs the relay, if one is waiting on this store and its time is
-    /// still ahead (a time already past is a callback another claim holds).
-    func nextDueTime() async -> Int64? {
-        let due = (try? await context.store.nextCallbackDueTime()) ?? nil
-        guard let due, due > context.clock.now() else { return nil }
-        return due
-    }
-
-    /// Waits until `deadline` on the relay's clock (so a test clock's advance wakes it), until a
-    /// callback is scheduled or snoozed on this node, or for `poll` of real time (what other
-    /// nodes wrote). With nothing due it does not sleep on the relay's clock at all.
-    func wait(until deadline: Int64?, poll: Duration) async {
-        let clock = context.clock
-        await withTaskGroup(of: Void.self) { group in
-            if let deadline { group.addTask { try? await clock.sleep(until: deadline) } }
-            group.addTask { await self.signal.wait(timeout: poll) }
-            await group.next()
-            group.cancelAll()
-        }
-    }
 }
 
 /// Pushes due callbacks and expires unanswered ones, as a service: on a callback scheduled or
@@ -183,15 +152,11 @@ public struct CallbackScheduler: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    while try await callbacks.pushDue(owner: owner) > 0 {}
-                } catch {
-                    callbacks.context.logger.warning("cannot push due callbacks", metadata: ["error": "\(error)"])
-                }
-                await callbacks.wait(until: await callbacks.nextDueTime(), poll: poll)
-            }
+        let (callbacks, owner, context) = (callbacks, owner, callbacks.context)
+        await context.runDue("due callbacks", wake: callbacks.signal, poll: poll) { () throws(RelayError) in
+            try await callbacks.pushDue(owner: owner)
+        } next: {
+            context.ahead((try? await context.store.nextCallbackDueTime()) ?? nil)
         }
     }
 }

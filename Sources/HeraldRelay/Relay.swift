@@ -22,6 +22,8 @@ public final class Relay: Sendable {
     public let webhooks: RelayWebhooks
     /// The phones' receipts for the pushes they were sent.
     public let receipts: RelayReceipts
+    /// The pushes' deadlines: escalations and the CallKit guard (`DeadlineScheduler` runs them).
+    public let deadlines: RelayDeadlines
     /// A call's life after its VoIP push: ringing, answer, decline, cancel, missed.
     public let calls: RelayCalls
     /// Callbacks: scheduling, the due pushes (`CallbackScheduler`), answers, state and history.
@@ -98,6 +100,7 @@ public final class Relay: Sendable {
         self.transcripts = RelayTranscripts(context: context, live: live, directory: directory, timers: timers)
         self.webhooks = RelayWebhooks(context: context)
         self.receipts = RelayReceipts(context: context)
+        self.deadlines = RelayDeadlines(context: context, ingest: ingest)
         self.calls = RelayCalls(context: context, live: live, directory: directory)
         self.callbacks = RelayCallbacks(context: context)
         self.keys = RelayKeys(store: store, clock: clock, logger: logger)

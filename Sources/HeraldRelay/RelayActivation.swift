@@ -105,7 +105,9 @@ public final class RelayActivation: Sendable {
         guard let device = try await device(record: id) else {
             throw RelayError.notFound.with(detail: "no device \(id)")
         }
-        return DeviceView(device)
+        var view = DeviceView(device)
+        view.unreportedCalls = try await context.storing { try await $0.unreportedCalls(deviceID: id) }
+        return view
     }
 
     /// The app of a device; `nil` when there is no such device (any more).

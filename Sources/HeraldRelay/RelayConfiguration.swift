@@ -30,8 +30,21 @@ public struct RelayConfiguration: Sendable {
 
     /// The apps' message quotas (docs/relay.md, "Keys and quotas").
     public var quotas = QuotaConfiguration()
+    /// The relay's own push deadline: the CallKit report of a VoIP push (docs/receipts.md).
+    public var deadlines = DeadlineConfiguration()
 
     public init() {}
+}
+
+/// The relay's own push deadlines; an app's escalations are the app's (`AppRecord.deadlines`).
+public struct DeadlineConfiguration: Sendable, Hashable {
+    /// How long after a VoIP push's `delivered` receipt the phone's CallKit report (its `shown`
+    /// receipt, or the call's ringing report) may come before the push counts as unreported.
+    public var callKitReportWindow: Duration = .seconds(30)
+
+    public init(callKitReportWindow: Duration = .seconds(30)) {
+        self.callKitReportWindow = callKitReportWindow
+    }
 }
 
 /// Messages a second per app, counted over the messages sent with the app's API keys, and a cap on

@@ -109,6 +109,11 @@ final class RelayContext: Sendable {
     }
 
     /// Whether pushes can reach this device's platform through the configured provider stage.
+    /// The deadlines' rules with this relay's configuration.
+    var deadlinePlanner: DeadlinePlanner {
+        DeadlinePlanner(callKitReportWindow: configuration.deadlines.callKitReportWindow)
+    }
+
     func isPushable(_ device: DeviceRecord) -> Bool {
         configuration.platforms.contains(device.platform)
     }

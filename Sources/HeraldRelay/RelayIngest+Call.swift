@@ -21,6 +21,7 @@ extension RelayIngest {
             startedAt: time
         )
         var pushes: [OutboxEntry] = []
+        var deadlines: [PushDeadline] = []
         var sendable: [ClaimedPush] = []
         var receipt = IngestReceipt(id: request.callID, pushes: [], skipped: [])
         var callApp: AppRecord?
@@ -32,6 +33,7 @@ extension RelayIngest {
             }
             let push = try callPush(content, to: device, app: app, ttl: request.ttl ?? app.callTTL, at: time)
             pushes.append(push)
+            deadlines += context.deadlinePlanner.armed(push, app: app)
             if let push = context.sendable(push, device: device, app: app) { sendable.append(push) }
             receipt.pushes.append(.init(pushID: push.pushID, deviceID: device.id))
             if callApp == nil { callApp = app }
@@ -53,6 +55,7 @@ extension RelayIngest {
                 message: nil,
                 pushes: pushes,
                 sendable: sendable,
+                deadlines: deadlines,
                 call: call
             )
         else { throw RelayError.unavailable.with(detail: "the call's recipients changed while it was written") }

@@ -135,6 +135,7 @@ public final class RelayIngest: Sendable {
                 pushes: pushes,
                 sendable: sendable,
                 handovers: handovers,
+                deadlines: load.deadlines,
                 recipientsVersion: snapshot.version
             )
         else {
@@ -154,6 +155,8 @@ public final class RelayIngest: Sendable {
         var sendable: [ClaimedPush] = []
         var liveDevices: [String] = []
         var handovers: [LiveHandover] = []
+        /// The pushes' deadlines, from their apps' rules.
+        var deadlines: [PushDeadline] = []
         var receipt: IngestReceipt
     }
 
@@ -184,6 +187,7 @@ public final class RelayIngest: Sendable {
                     for: device
                 )
                 load.pushes.append(push)
+                load.deadlines += context.deadlinePlanner.armed(push, app: app)
                 guard push.state == .queued else {
                     load.receipt.skipped.append(.init(deviceID: device.id, reason: RelayContext.notificationsDenied))
                     continue
@@ -266,12 +270,13 @@ public final class RelayIngest: Sendable {
         pushes: [OutboxEntry],
         sendable: [ClaimedPush] = [],
         handovers: [LiveHandover] = [],
+        deadlines: [PushDeadline] = [],
         call: CallRecord? = nil,
         recipientsVersion: RecipientsVersion? = nil
     ) async throws(RelayError) -> IngestReceipt? {
         let encoded = Array(receipt.jsonText.utf8)
         let reserved = sendable.isEmpty ? nil : context.handOff?.reserve(sendable.map(\.entry))
-        let ingest = Ingest(
+        var ingest = Ingest(
             idempotencyKey: key,
             message: message,
             pushes: pushes,
@@ -280,6 +285,7 @@ public final class RelayIngest: Sendable {
             claim: reserved,
             recipientsVersion: recipientsVersion
         )
+        ingest.deadlines = deadlines
         let change = IngestPlanner.change(ingest, call: call, sendable: sendable, skipped: receipt.skipped.count)
         switch try await context.commit(change).first {
         case .applied:

@@ -7,10 +7,11 @@ import Metrics
 /// tells the backend by webhook, and counts it.
 public final class RelayReceipts: Sendable {
     let context: RelayContext
-    private let planner = ReceiptPlanner()
+    private let planner: ReceiptPlanner
 
     init(context: RelayContext) {
         self.context = context
+        self.planner = ReceiptPlanner(deadlines: context.deadlinePlanner)
     }
 
     /// Records `request` from `device` (authenticated by its credential) and answers the receipt
@@ -48,7 +49,8 @@ public final class RelayReceipts: Sendable {
             }
         case .success(let planned):
             let outcomes = try await context.commit(planned.change)
-            guard outcomes == [.applied] else {
+            // The receipt's own write is the first; the deadlines' beside it are always applied.
+            guard outcomes.first == .applied else {
                 refused("replayed")
                 let first = try await context.storing { try await $0.receipts(pushID: receipt.pushID) }
                 return (first.first { $0.stage == receipt.stage } ?? planned.answer, false)

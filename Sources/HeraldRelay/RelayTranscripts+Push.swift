@@ -116,12 +116,13 @@ extension RelayTranscripts {
                 try context.messagePush(content, app: app, device: device, at: time, options: options),
                 for: device
             )
-            let ingest = Ingest(
+            var ingest = Ingest(
                 idempotencyKey: "chat:\(conversation):\(deviceID):\(lastEvent.position)",
                 message: message,
                 pushes: [entry],
                 receipt: []
             )
+            ingest.deadlines = context.deadlinePlanner.armed(entry, app: app)
             let change = IngestPlanner.change(ingest, call: nil, sendable: [], skipped: 0)
             guard try await context.commit(change) == [.applied] else { return nil }
             try await context.commit(

@@ -128,6 +128,9 @@ public struct DeviceView: Sendable, Codable, Hashable {
     /// Whether the user lets the app show notifications (`denied`: it gets no alerts, calls still
     /// ring). The relay always shows it; optional so older answers still decode.
     public var notifications: NotificationPermission?
+    /// iOS: how often the app left a VoIP push unreported to CallKit (docs/receipts.md, "The
+    /// PushKit guard"); absent when it never did. Shown by `GET /v1/devices/{id}` only.
+    public var unreportedCalls: UnreportedCalls?
 
     public init(
         deviceID: String,
@@ -163,6 +166,7 @@ public struct DeviceView: Sendable, Codable, Hashable {
         case keyID = "key_id"
         case tokenDeadReason = "token_dead_reason"
         case apnsEnvironment = "apns_environment"
+        case unreportedCalls = "unreported_calls"
     }
 }
 

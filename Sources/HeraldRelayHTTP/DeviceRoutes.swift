@@ -140,6 +140,8 @@ struct AppBody: Decodable, KnownJSONFields {
     var queueOrder: QueueOrder?
     var undeliverable: Undeliverable?
     var holdFor: Int64?
+    /// What the relay does with a push not shown in time (docs/receipts.md); none when absent.
+    var deadlines: [DeadlineRule]?
     /// The app's webhook; without it the app has none.
     var webhook: WebhookBody?
 
@@ -170,6 +172,7 @@ struct AppBody: Decodable, KnownJSONFields {
         case queueOrder = "queue_order"
         case undeliverable
         case holdFor = "hold_for"
+        case deadlines
     }
 
     func record() throws -> AppRecord {
@@ -188,6 +191,7 @@ struct AppBody: Decodable, KnownJSONFields {
         if let queueOrder { app.queueOrder = queueOrder }
         app.undeliverable = undeliverable
         app.holdFor = holdFor
+        app.deadlines = deadlines ?? []
         return app
     }
 }

@@ -149,10 +149,12 @@ public struct RelayNode: Sendable {
         let callTimers = CallTimerService(relay: relay)
         // Stops before the dispatcher, which then drains what it queued.
         let callbacks = CallbackScheduler(callbacks: relay.callbacks, owner: parts.dispatcher.owner)
+        // Escalations queue pushes: it stops before the dispatcher too.
+        let deadlines = DeadlineScheduler(deadlines: relay.deadlines, owner: parts.dispatcher.owner)
         let keys = APIKeyRefresh(keys: relay.keys, interval: .seconds(Self.keyRefreshSeconds))
         self.tiers = Tiers(
             delivery: [dispatcher, webhookDispatcher],
-            ingest: [keys, callbacks, relay.timers, callTimers] + (live.map { [$0] } ?? []),
+            ingest: [keys, callbacks, deadlines, relay.timers, callTimers] + (live.map { [$0] } ?? []),
             listeners: [NamedListener(base: app, listener: "the relay", host: parts.host, port: parts.port)]
         )
     }

@@ -236,6 +236,8 @@ public struct Ingest: Sendable, Hashable {
     /// the answer is `stale`. `nil`: written whatever changed. Only an engine that gives versions
     /// (PostgreSQL) checks them; SQLite reads afresh each time and gives none.
     public var recipientsVersion: RecipientsVersion?
+    /// The pushes' deadlines (`PushDeadline`); written with them, or not at all.
+    public var deadlines: [PushDeadline] = []
 
     public init(
         idempotencyKey: String?,

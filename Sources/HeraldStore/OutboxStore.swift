@@ -40,6 +40,16 @@ public protocol OutboxStore: ChangeStore {
     /// every push that matches from the first page to the last.
     func pushes(matching query: PushQuery) async throws -> PushPage
 
+    // MARK: Deadlines
+
+    /// Of `deviceIDs`, those sent a push of `subjectID` (a message's id) accepted at or after
+    /// `since`: who a message reached already, when a deadline pushes it to the others.
+    func devicesSent(subjectID: String, since: Int64, among deviceIDs: [String]) async throws -> Set<String>
+    /// When the next push deadline is due, if one waits unclaimed (or under a lapsed claim).
+    func nextDeadlineDueTime() async throws -> Int64?
+    /// How often a device's VoIP pushes went unreported to CallKit; `nil`: never.
+    func unreportedCalls(deviceID: String) async throws -> UnreportedCalls?
+
     // MARK: Other writers
 
     /// Runs until the calling task is cancelled, calling `queued` soon after another store on the

@@ -98,6 +98,20 @@ public enum StoreChange: Sendable, Hashable {
     /// the webhook events made of it. `stale` when the device has no disconnect in the
     /// conversation or another one since.
     case removeDisconnect(ChatDisconnect, events: [WebhookEvent])
+    /// Writes deadlines for pushes already written (one a receipt arms); a push's deadline for
+    /// the same action that is there already is kept. Always `applied`.
+    case armDeadlines([PushDeadline])
+    /// Removes the deadlines of these pushes (a phone's receipt says it was shown): none fires.
+    /// Always `applied`, whether there were any or not.
+    case cancelDeadlines(pushIDs: [String])
+    /// Removes a push's deadline that `owner` claimed (`StoreWork.claimDueDeadlines`) and writes
+    /// `then`, what its action wrote, in the same transaction. `stale` when `owner` no longer
+    /// holds it (a receipt cancelled it, or its claim lapsed and another node took it): nothing
+    /// of `then` is written. So a deadline acts at most once, across nodes and restarts.
+    case settleDeadline(PushDeadline, owner: String, then: [StoreChange])
+    /// Counts a VoIP push the device did not report to CallKit (`UnreportedCalls`). Always
+    /// `applied`.
+    case countUnreportedCall(deviceID: String, at: Int64)
     /// The store's work on its queues (see `StoreWork`), applied in a batch of its own. Answers
     /// `answered`.
     case work(StoreWork)

@@ -5,7 +5,7 @@ extension AppRecord: ColumnsDecodable {
     package static let columns = """
         id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
         webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy, message_priority,
-        queue_order, undeliverable, hold_for
+        queue_order, undeliverable, hold_for, deadlines
         """
 
     package init(columns: inout some StoreColumns) throws {
@@ -31,6 +31,7 @@ extension AppRecord: ColumnsDecodable {
             "app \(id) has an unknown undeliverable policy"
         }
         holdFor = try columns.optionalInteger()
+        deadlines = try DeadlineRule.rules(stored: columns.optionalText())
     }
 }
 

@@ -42,6 +42,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
     /// How long, in seconds, a message for a user without a device is held for the app; nil: the
     /// relay's default.
     public var holdFor: Int64?
+    /// What the relay does when a push of the app is not shown in time (docs/receipts.md,
+    /// "Deadlines that escalate"): at most one rule per kind.
+    public var deadlines: [DeadlineRule] = []
 
     /// The longest `messageTTL`: 30 days.
     public static let maximumMessageTTL: Int64 = 30 * 24 * 60 * 60
@@ -92,6 +95,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         case queueOrder = "queue_order"
         case undeliverable
         case holdFor = "hold_for"
+        case deadlines
     }
 
     /// The record as the API shows it: the webhook's url and `secret_set`, never its secret.
@@ -110,6 +114,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         try container.encode(queueOrder, forKey: .queueOrder)
         try container.encodeIfPresent(undeliverable, forKey: .undeliverable)
         try container.encodeIfPresent(holdFor, forKey: .holdFor)
+        if !deadlines.isEmpty { try container.encode(deadlines, forKey: .deadlines) }
         if let webhook {
             var nested = container.nestedContainer(keyedBy: AppWebhook.ShownKeys.self, forKey: .webhook)
             try nested.encode(webhook.url, forKey: .url)
@@ -143,6 +148,7 @@ public struct AppRecord: Sendable, Hashable, Codable {
         queueOrder = try container.decodeIfPresent(QueueOrder.self, forKey: .queueOrder) ?? defaults.queueOrder
         undeliverable = try container.decodeIfPresent(Undeliverable.self, forKey: .undeliverable)
         holdFor = try container.decodeIfPresent(Int64.self, forKey: .holdFor)
+        deadlines = try container.decodeIfPresent([DeadlineRule].self, forKey: .deadlines) ?? []
         guard messagePriority == 5 || messagePriority == 10 else {
             throw DecodingError.dataCorruptedError(
                 forKey: .messagePriority,

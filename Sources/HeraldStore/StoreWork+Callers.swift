@@ -12,6 +12,8 @@ extension WorkAnswer {
     public var callStops: [CallStop]? { if case .callStops(let rows) = self { rows } else { nil } }
     /// The rows of a `callbacks` answer.
     public var callbacks: [CallbackRecord]? { if case .callbacks(let rows) = self { rows } else { nil } }
+    /// The rows of a `deadlines` answer.
+    public var deadlines: [PushDeadline]? { if case .deadlines(let rows) = self { rows } else { nil } }
     /// The rows of a `liveHandovers` answer.
     public var liveHandovers: [LiveHandover]? { if case .liveHandovers(let rows) = self { rows } else { nil } }
     /// The rows of a `webhookEvents` answer.
@@ -82,6 +84,21 @@ extension CallbackStore {
     /// Deletes the finished callbacks last changed before `before`; returns how many.
     public func deleteFinishedCallbacks(before: Int64) async throws -> Int {
         try await perform(.deleteFinishedCallbacks(before: before), \.count)
+    }
+}
+
+extension OutboxStore {
+    /// Claims up to `limit` push deadlines due at `now` (see `StoreWork.claimDueDeadlines`).
+    public func claimDueDeadlines(
+        limit: Int,
+        owner: String,
+        now: Int64,
+        leaseUntil: Int64
+    ) async throws
+        -> [PushDeadline]
+    {
+        let lease = StoreWork.Lease(owner: owner, now: now, until: leaseUntil, limit: limit)
+        return try await perform(.claimDueDeadlines(lease), \.deadlines)
     }
 }
 

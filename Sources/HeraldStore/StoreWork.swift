@@ -52,6 +52,12 @@ public enum StoreWork: Sendable, Hashable {
     /// `before`, with their history. Their webhook events are the webhook queue's to keep or
     /// delete. Answers `count`.
     case deleteFinishedCallbacks(before: Int64)
+    /// Claims, in one statement, push deadlines due at `lease.now` that no other owner holds
+    /// under a lease still running (a claim `owner` itself left is taken back at once), held by
+    /// the owner through the lease, soonest first. The claimer settles each with
+    /// `StoreChange.settleDeadline`; one that dies leaves it to the next claim after its lease.
+    /// Answers `deadlines`.
+    case claimDueDeadlines(Lease)
     /// Ends the holds that ended at or before `now` (their messages stay until retention removes
     /// them). Answers `count`.
     case endHolds(now: Int64)
@@ -140,6 +146,7 @@ public enum WorkAnswer: Sendable, Hashable {
     case calls([CallRecord])
     case callStops([CallStop])
     case callbacks([CallbackRecord])
+    case deadlines([PushDeadline])
     case liveHandovers([LiveHandover])
     case webhookEvents([StoredWebhookEvent])
     case providerToken(ProviderTokenSwap)

@@ -16,6 +16,7 @@ package protocol StoreWorkEngine: Sendable {
     func takeCallStops(for nodeID: String) async throws -> [CallStop]
     func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord]
     func deleteFinishedCallbacks(changedBefore before: Int64) async throws -> Int
+    func claimDueDeadlines(_ lease: StoreWork.Lease) async throws -> [PushDeadline]
     func endHolds(at now: Int64) async throws -> Int
     func takeLiveHandovers(for nodeID: String) async throws -> [LiveHandover]
     func takeOverdueLiveHandovers(at now: Int64, limit: Int) async throws -> [LiveHandover]
@@ -48,6 +49,8 @@ extension StoreWorkEngine {
             return .answered(.callbacks(try await claimDueCallbacks(lease)))
         case .deleteFinishedCallbacks(let before):
             return .answered(.count(try await deleteFinishedCallbacks(changedBefore: before)))
+        case .claimDueDeadlines(let lease):
+            return .answered(.deadlines(try await claimDueDeadlines(lease)))
         case .endHolds(let now):
             return .answered(.count(try await endHolds(at: now)))
         case .takeLiveHandovers(let nodeID):

@@ -61,6 +61,7 @@ public enum StoreConformance {
         case callEndsOnce
         case callRingingIsReportedOnce
         case receiptsAreRecordedOncePerStage
+        case deadlinesAreSettledOnce
         case dueCallsAreClaimedOnce
         case callStopsAreTakenOnce
         case fleetRoutesTravelWithTheToken
@@ -153,6 +154,7 @@ public enum StoreConformance {
             case .callEndsOnce: try await StoreConformance.callEndsOnce(engine)
             case .callRingingIsReportedOnce: try await StoreConformance.callRingingIsReportedOnce(engine)
             case .receiptsAreRecordedOncePerStage: try await StoreConformance.receiptsAreRecordedOncePerStage(engine)
+            case .deadlinesAreSettledOnce: try await StoreConformance.deadlinesAreSettledOnce(engine)
             case .dueCallsAreClaimedOnce: try await StoreConformance.dueCallsAreClaimedOnce(engine)
             case .callStopsAreTakenOnce: try await StoreConformance.callStopsAreTakenOnce(engine)
             case .fleetRoutesTravelWithTheToken: try await StoreConformance.fleetRoutesTravelWithTheToken(engine)

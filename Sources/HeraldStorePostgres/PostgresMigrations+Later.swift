@@ -320,5 +320,27 @@ extension PostgresMigrations {
                 """
             ]
         ),
+        (
+            "v19: push deadlines and unreported calls",
+            [
+                // As on SQLite's v26: a push's deadline until a receipt cancels it or the node
+                // that claimed it settles it; an app's rules as one JSON column; a device's VoIP
+                // pushes left unreported to CallKit.
+                """
+                CREATE TABLE push_deadlines (
+                    push_id TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    due_at BIGINT NOT NULL,
+                    owner TEXT,
+                    lease_until BIGINT,
+                    PRIMARY KEY (push_id, action)
+                )
+                """,
+                "CREATE INDEX push_deadlines_due ON push_deadlines (due_at)",
+                "CREATE TABLE unreported_calls (device_id TEXT PRIMARY KEY, count BIGINT NOT NULL, last_at BIGINT NOT NULL)",
+                "ALTER TABLE apps ADD COLUMN deadlines TEXT",
+            ]
+        ),
     ]
 }

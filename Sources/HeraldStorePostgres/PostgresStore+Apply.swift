@@ -8,7 +8,10 @@ extension PostgresStore: StoreWorkEngine {
     public func apply(_ changes: [StoreChange]) async throws -> [ChangeOutcome] {
         guard !changes.isEmpty else { return [] }
         if let work = try loneWork(changes) { return [try await doWork(work)] }
-        if changes.count == 1, case .accept(let ingest) = changes[0] { return [try await acceptBatched(ingest)] }
+        // An ingest with deadlines is rare (an app's rule, a VoIP push): it takes the transaction's path.
+        if changes.count == 1, case .accept(let ingest) = changes[0], ingest.deadlines.isEmpty {
+            return [try await acceptBatched(ingest)]
+        }
         let (outcomes, after) = try await transaction("apply \(changes.count) change(s)") {
             [logger] connection -> ([ChangeOutcome], AfterCommit) in
             var after = AfterCommit()
@@ -92,6 +95,15 @@ extension PostgresStore: StoreWorkEngine {
             return try await completeWebhookEvent(id, owner, completion, now, on: connection, logger: logger)
         case .removeDisconnect(let disconnect, let events):
             return try await removeDisconnect(disconnect, events: events, on: connection, logger: logger)
+        case .armDeadlines(let deadlines):
+            try await insert(deadlines, on: connection, logger: logger)
+        case .cancelDeadlines(let pushIDs):
+            try await cancelDeadlines(pushIDs, on: connection, logger: logger)
+        case .settleDeadline(let deadline, let owner, let then):
+            guard try await settle(deadline, owner: owner, on: connection, logger: logger) else { return .stale }
+            for change in then { _ = try await apply(change, on: connection, logger: logger, after: &after) }
+        case .countUnreportedCall(let deviceID, let at):
+            try await countUnreportedCall(deviceID: deviceID, at: at, on: connection, logger: logger)
         case .work:
             // `loneWork` let none through in a batch.
             throw StoreError.invalid.with(detail: "store work is applied in a batch of its own")

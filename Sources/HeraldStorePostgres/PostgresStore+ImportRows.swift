@@ -9,7 +9,7 @@ struct ImportRows {
         """
         apps (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl, collapse_by_conversation,
             webhook_url, webhook_secret, apns_key, fcm_account, apns_environment, presence_policy,
-            message_priority, queue_order, undeliverable, hold_for)
+            message_priority, queue_order, undeliverable, hold_for, deadlines)
         """
     )
     private var devices = RowsInsert(
@@ -124,6 +124,7 @@ struct ImportRows {
             $0.text(app.queueOrder.rawValue)
             $0.text(app.undeliverable?.rawValue)
             $0.integer(app.holdFor)
+            $0.text(DeadlineRule.stored(app.deadlines))
         }
     }
 

@@ -62,6 +62,7 @@ extension PostgresStore {
         for try await row in try await connection.execute(AcceptBatchStatement(ingests: [ingest]), logger: logger) {
             outcome = try row.decode((Int64, Bool).self).1 ? .stale : .applied
         }
+        if outcome == .applied { try await insert(ingest.deadlines, on: connection, logger: logger) }
         after.note(ingest, outcome)
         return outcome
     }

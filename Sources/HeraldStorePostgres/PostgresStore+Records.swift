@@ -14,7 +14,8 @@ extension PostgresStore {
                 \(app.messageTTL), \(app.callTTL), \(app.collapseByConversation), \(app.webhook?.url),
                 \(app.webhook.map { ByteBuffer(bytes: $0.sealedSecret) }),
                 \(app.apnsKey), \(app.fcmAccount), \(app.apnsEnvironment?.rawValue), \(app.presencePolicy.rawValue),
-                \(app.messagePriority), \(app.queueOrder.rawValue), \(app.undeliverable?.rawValue), \(app.holdFor))
+                \(app.messagePriority), \(app.queueOrder.rawValue), \(app.undeliverable?.rawValue), \(app.holdFor),
+                \(DeadlineRule.stored(app.deadlines)))
             ON CONFLICT (id) DO UPDATE SET team_id = EXCLUDED.team_id, content_policy = EXCLUDED.content_policy,
                 alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body,
                 message_ttl = EXCLUDED.message_ttl, call_ttl = EXCLUDED.call_ttl,
@@ -24,7 +25,7 @@ extension PostgresStore {
                 apns_environment = EXCLUDED.apns_environment,
                 presence_policy = EXCLUDED.presence_policy, message_priority = EXCLUDED.message_priority,
                 queue_order = EXCLUDED.queue_order, undeliverable = EXCLUDED.undeliverable,
-                hold_for = EXCLUDED.hold_for
+                hold_for = EXCLUDED.hold_for, deadlines = EXCLUDED.deadlines
             """,
             logger: logger
         )
@@ -150,6 +151,7 @@ extension PostgresStore {
         -> ChangeOutcome
     {
         // Presence and chat disconnects go with the device (ON DELETE CASCADE).
+        try await connection.run("DELETE FROM unreported_calls WHERE device_id = \(id)", logger: logger)
         let deleted = try await connection.run("DELETE FROM devices WHERE id = \(id) RETURNING id", logger: logger)
         return deleted.isEmpty ? .stale : .applied
     }
@@ -236,6 +238,7 @@ extension PostgresStore {
                     logger: logger
                 )
                 try await connection.run("DELETE FROM push_receipts WHERE push_id = ANY(\(finished))", logger: logger)
+                try await connection.run("DELETE FROM push_deadlines WHERE push_id = ANY(\(finished))", logger: logger)
             }
             return (messages, finished.count)
         }

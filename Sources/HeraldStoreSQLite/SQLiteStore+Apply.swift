@@ -99,6 +99,15 @@ extension SQLiteStore: StoreWorkEngine {
             return try completeWebhookEvent(id: id, owner: owner, completion, now: now, db)
         case .removeDisconnect(let disconnect, let events):
             return try removeDisconnect(disconnect, events: events, db)
+        case .armDeadlines(let deadlines):
+            try insert(deadlines, db)
+        case .cancelDeadlines(let pushIDs):
+            try cancelDeadlines(pushIDs, db)
+        case .settleDeadline(let deadline, let owner, let then):
+            guard try settle(deadline, owner: owner, db) else { return .stale }
+            for change in then { _ = try apply(change, db) }
+        case .countUnreportedCall(let deviceID, let at):
+            try countUnreportedCall(deviceID: deviceID, at: at, db)
         case .work:
             // `loneWork` let none through in a batch.
             throw StoreError.invalid.with(detail: "store work is applied in a batch of its own")

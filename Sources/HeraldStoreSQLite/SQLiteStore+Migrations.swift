@@ -250,5 +250,30 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v26: push deadlines and unreported calls") { db in
+            // A push's deadline (docs/receipts.md): one row per push and action until a receipt
+            // cancels it or the node that claimed it when due settles it. An app's rules are one
+            // JSON column; a device's VoIP pushes left unreported to CallKit, one counter row.
+            try db.execute(
+                sql: """
+                    CREATE TABLE push_deadlines (
+                        push_id TEXT NOT NULL,
+                        action TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        due_at INTEGER NOT NULL,
+                        owner TEXT,
+                        lease_until INTEGER,
+                        PRIMARY KEY (push_id, action)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX push_deadlines_due ON push_deadlines(due_at);
+                    CREATE TABLE unreported_calls (
+                        device_id TEXT PRIMARY KEY,
+                        count INTEGER NOT NULL,
+                        last_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    ALTER TABLE apps ADD COLUMN deadlines TEXT;
+                    """
+            )
+        }
     }
 }

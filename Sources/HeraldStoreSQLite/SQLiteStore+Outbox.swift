@@ -73,6 +73,7 @@ extension SQLiteStore {
                 try handover.execute(arguments: [live.messageID, live.deviceID, live.nodeID, live.deadline])
             }
         }
+        try Self.insert(ingest.deadlines, db)
         return .accepted
     }
 

@@ -18,8 +18,9 @@ extension SQLiteStore {
                 \(replacing ? "INSERT OR REPLACE" : "INSERT") INTO apps
                     (id, team_id, content_policy, alert_title, alert_body, message_ttl, call_ttl,
                      collapse_by_conversation, webhook_url, webhook_secret, apns_key, fcm_account,
-                     apns_environment, presence_policy, message_priority, queue_order, undeliverable, hold_for)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     apns_environment, presence_policy, message_priority, queue_order, undeliverable, hold_for,
+                     deadlines)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 app.id, app.teamID, app.contentPolicy.rawValue, app.alertTitle, app.alertBody, app.messageTTL,
@@ -27,6 +28,7 @@ extension SQLiteStore {
                 app.webhook.map { Data($0.sealedSecret) },
                 app.apnsKey, app.fcmAccount, app.apnsEnvironment?.rawValue, app.presencePolicy.rawValue,
                 app.messagePriority, app.queueOrder.rawValue, app.undeliverable?.rawValue, app.holdFor,
+                DeadlineRule.stored(app.deadlines),
             ]
         )
     }
@@ -146,6 +148,7 @@ extension SQLiteStore {
 
     static func deleteDevice(id: String, _ db: Database) throws -> ChangeOutcome {
         try db.execute(sql: "DELETE FROM presence WHERE device_id = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM unreported_calls WHERE device_id = ?", arguments: [id])
         try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [id])
         return db.changesCount > 0 ? .applied : .stale
     }
@@ -228,6 +231,7 @@ extension SQLiteStore {
             for id in finished {
                 try db.cachedStatement(sql: "DELETE FROM delivery_log WHERE push_id = ?").execute(arguments: [id])
                 try db.cachedStatement(sql: "DELETE FROM push_receipts WHERE push_id = ?").execute(arguments: [id])
+                try db.cachedStatement(sql: "DELETE FROM push_deadlines WHERE push_id = ?").execute(arguments: [id])
                 try db.cachedStatement(sql: "DELETE FROM outbox_payloads WHERE push_id = ?").execute(arguments: [id])
                 try db.cachedStatement(sql: "DELETE FROM outbox WHERE push_id = ?").execute(arguments: [id])
             }

@@ -550,4 +550,11 @@ final class ObservedOutboxStore: OutboxStore {
     func outboxCounts() async throws -> OutboxCounts { try await reachable().outboxCounts() }
     func queuedMessages(appID: String) async throws -> Int { try await reachable().queuedMessages(appID: appID) }
     func pushes(matching query: PushQuery) async throws -> PushPage { try await reachable().pushes(matching: query) }
+    func devicesSent(subjectID: String, since: Int64, among deviceIDs: [String]) async throws -> Set<String> {
+        try await reachable().devicesSent(subjectID: subjectID, since: since, among: deviceIDs)
+    }
+    func nextDeadlineDueTime() async throws -> Int64? { try await reachable().nextDeadlineDueTime() }
+    func unreportedCalls(deviceID: String) async throws -> UnreportedCalls? {
+        try await reachable().unreportedCalls(deviceID: deviceID)
+    }
 }

@@ -264,6 +264,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.receiptsAreRecordedOncePerStage)
     }
 
+    @Test func deadlinesAreSettledOnce() async throws {
+        try await SQLiteEngine.check(.deadlinesAreSettledOnce)
+    }
+
     @Test("this suite runs every rule: a new rule fails here until it has its test above")
     func runsEveryRule() {
         let tested: Set<StoreConformance.Rule> = [
@@ -311,6 +315,7 @@ struct SQLiteConformanceTests {
             .callEndsOnce,
             .callRingingIsReportedOnce,
             .receiptsAreRecordedOncePerStage,
+            .deadlinesAreSettledOnce,
             .dueCallsAreClaimedOnce,
             .callStopsAreTakenOnce,
             .fleetRoutesTravelWithTheToken,

@@ -33,6 +33,9 @@ struct DevicePlanner: Sendable {
                 "must be between 1 and \(UndeliverableConfiguration.holdForSeconds.upperBound) seconds (7 days)"
             )
         }
+        if let problem = DeadlinePlanner.problem(with: app.deadlines) {
+            throw .invalidField(problem.field, problem.reason)
+        }
         try configuration.checkText(app.alertTitle, "alert_title")
         try configuration.checkText(app.alertBody, "alert_body")
         let fleet = configuration.fleet

@@ -7,6 +7,9 @@ import HeraldStore
 /// backend acts on (`shown`, `failed`, `tapped`) its webhook event, in one transaction; or why it
 /// is refused. Pure: the caller reads the push and checks the tag.
 struct ReceiptPlanner: Sendable {
+    /// The deadlines a receipt cancels or arms.
+    var deadlines = DeadlinePlanner(callKitReportWindow: DeadlineConfiguration().callKitReportWindow)
+
     /// Why a well-formed receipt is refused; each is counted by its raw value
     /// (`herald_relay_receipts_refused_total{reason}`).
     enum Refusal: String, Error, Sendable, Equatable {
@@ -82,8 +85,11 @@ struct ReceiptPlanner: Sendable {
             effects.append(.observeShown(app: device.appID, network: push.network, after: now - push.createdAt))
         }
         if !events.isEmpty { effects.append(.wakeWebhooks) }
+        var writes: [StoreChange] = [.recordReceipt(stored, events: events)]
+        if DeadlinePlanner.cancels(receipt.stage) { writes.append(.cancelDeadlines(pushIDs: [push.pushID])) }
+        if let armed = deadlines.armed(by: receipt.stage, for: push, at: now) { writes.append(.armDeadlines([armed])) }
         let change = RelayChange(
-            writes: [.recordReceipt(stored, events: events)],
+            writes: writes,
             effectsWhenApplied: effects,
             // Retention deleted the push between the read and the write.
             refusalWhenStale: RelayError.notFound.with(detail: "no push \(push.pushID) sent to this device")

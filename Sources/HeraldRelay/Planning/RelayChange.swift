@@ -71,6 +71,11 @@ enum RelayCount: Sendable, Equatable {
     /// `herald_relay_receipts_total`, by stage, app and network: with the pushes delivered, the
     /// ratio accepted → shown.
     case receipts(ReceiptStage, app: String, network: PushNetwork)
+    /// `herald_relay_push_escalations_total`, by action and app: pushes not shown in time.
+    case escalations(DeadlineAction, app: String)
+    /// `herald_relay_calls_unreported_total`, by app: VoIP pushes the app did not report to
+    /// CallKit.
+    case callsUnreported(app: String)
 }
 
 /// A change with the answer the operation gives once it is committed.

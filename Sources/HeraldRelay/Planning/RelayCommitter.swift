@@ -79,6 +79,13 @@ extension RelayContext {
                 label: "herald_relay_receipts_total",
                 dimensions: [("stage", stage.rawValue), ("app", app), ("network", network.rawValue)]
             ).increment(by: count)
+        case .count(.escalations(let action, let app), let count):
+            Counter(
+                label: "herald_relay_push_escalations_total",
+                dimensions: [("action", action.rawValue), ("app", app)]
+            ).increment(by: count)
+        case .count(.callsUnreported(let app), let count):
+            Counter(label: "herald_relay_calls_unreported_total", dimensions: [("app", app)]).increment(by: count)
         case .observeShown(let app, let network, let milliseconds):
             Metrics.Timer(
                 label: "herald_relay_push_shown_seconds",

@@ -1,0 +1,64 @@
+// The vocabulary of push deadlines (docs/receipts.md, "Deadlines that escalate").
+
+/// What the relay does when a push's deadline passes without the phone's `shown` (or `tapped`)
+/// receipt (docs/receipts.md, "Deadlines that escalate").
+public enum DeadlineAction: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Only tell the backend: a `push.unseen` webhook event.
+    case notify
+    /// Push the message to the user's devices it did not go to (and tell the backend).
+    case otherDevices = "other_devices"
+    /// Send the message again to the same device with priority 10 (and tell the backend).
+    case resend
+    /// Ring the user as a call from the message's sender (and tell the backend).
+    case ring
+    /// The relay's own guard on VoIP pushes (never an app's rule): a VoIP push the phone did not
+    /// report to CallKit is counted against its device and app (Apple stops VoIP pushes to apps
+    /// that keep failing to report them).
+    case callKitReport = "callkit_report"
+
+    /// The actions an app's rule may name.
+    public static let escalations: [DeadlineAction] = [.notify, .otherDevices, .resend, .ring]
+}
+
+/// The pushes a deadline rule watches.
+public enum DeadlineKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Message pushes (a chat's transcript pushes among them).
+    case message
+    /// Call pushes (PushKit on iOS, a high-priority data message on Android).
+    case call
+}
+
+/// An app's rule: a push of `kind` not shown within `after` seconds of its acceptance gets
+/// `action`, once.
+public struct DeadlineRule: Sendable, Hashable, Codable {
+    public var kind: DeadlineKind
+    /// Seconds from the push's acceptance.
+    public var after: Int64
+    public var action: DeadlineAction
+
+    /// The longest deadline: a day (a push is rarely worth escalating later).
+    public static let afterSeconds: ClosedRange<Int64> = 1...86_400
+
+    public init(kind: DeadlineKind, after: Int64, action: DeadlineAction) {
+        self.kind = kind
+        self.after = after
+        self.action = action
+    }
+}
+
+/// How often a device's VoIP pushes went without a CallKit report (`DeadlineAction.callKitReport`).
+public struct UnreportedCalls: Sendable, Hashable, Codable {
+    public var count: Int
+    /// The last one's deadline, milliseconds since the epoch.
+    public var lastAt: Int64
+
+    public init(count: Int, lastAt: Int64) {
+        self.count = count
+        self.lastAt = lastAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case count
+        case lastAt = "last_at"
+    }
+}
