@@ -362,6 +362,15 @@ public final class EmulatedPhone: Sendable {
             if case .violation(let count) = delivery {
                 record(diagnostic: "VoIP push \(push.apnsID) was not reported to CallKit (\(count))")
             }
+            // The app's receipts (docs/receipts.md, "The PushKit guard"): `delivered` as its handler
+            // runs, `shown` once the call is reported to CallKit.
+            let stages: [(ReceiptStage, ReceiptFailure?)] =
+                switch delivery {
+                case .reported: [(.delivered, nil), (.shown, nil)]
+                case .violation: [(.delivered, nil)]
+                case .suppressed: []
+                }
+            await sendReceipts(pushID: Self.pushID(ofPayload: push.payload), stages, subject: subject)
             if delivery == .reported, let call = PushKitEmulator.openCall(push.payload, store: store),
                 callKit.call(call.callID)?.state == .ringing
             {

@@ -87,6 +87,20 @@ public enum MetricCatalog {
                     "Receipts recorded from the phones, by stage (delivered, opened, shown, failed, tapped), app and network: shown over delivered pushes is the ratio accepted to shown."
             ),
             Entry(
+                name: "herald_relay_push_escalations_total",
+                kind: .counter,
+                labels: ["action", "app"],
+                help:
+                    "Pushes not shown within their app's deadline, by what the relay did: notify, other_devices, resend, ring."
+            ),
+            Entry(
+                name: "herald_relay_calls_unreported_total",
+                kind: .counter,
+                labels: ["app"],
+                help:
+                    "VoIP pushes PushKit delivered that the app did not report to CallKit in time (iOS stops VoIP pushes to such apps)."
+            ),
+            Entry(
                 name: "herald_relay_receipts_refused_total",
                 kind: .counter,
                 labels: ["reason"],

@@ -98,6 +98,22 @@ struct ReceiptPlannerTests {
         ]
     }()
 
+    @Test("a VoIP push's delivered receipt arms the CallKit guard in the receipt's transaction")
+    func deliveredVoIPArmsTheGuard() throws {
+        let call = StoreFixtures.push("p1", device: "d1", kind: .call, at: 1_000)
+        let (receipt, _) = try Self.planner.receipt(Self.request(.delivered))
+        let planned = try Self.planner.record(
+            receipt,
+            device: Self.device,
+            push: call,
+            app: Self.hooked,
+            verified: true,
+            now: 2_000
+        ).get()
+        let guardDeadline = PushDeadline(pushID: "p1", deviceID: "d1", action: .callKitReport, dueAt: 32_000)
+        #expect(planned.change.writes.dropFirst() == [.armDeadlines([guardDeadline])])
+    }
+
     @Test("what a receipt writes, or why it is refused", arguments: cases)
     func plans(_ testCase: Case) throws {
         let (receipt, _) = try Self.planner.receipt(Self.request(testCase.stage, failure: testCase.failure))
@@ -118,7 +134,9 @@ struct ReceiptPlannerTests {
                 Issue.record("not a receipt write: \(planned.change.writes)")
                 return
             }
-            #expect(planned.change.writes.count == 1)
+            // Beside the receipt: a shown or tapped receipt cancels the push's deadlines.
+            let cancels = testCase.stage == .shown || testCase.stage == .tapped
+            #expect(planned.change.writes.dropFirst() == (cancels ? [.cancelDeadlines(pushIDs: ["p1"])] : []))
             #expect(
                 stored
                     == PushReceipt(

@@ -97,16 +97,23 @@ struct StoreColumnsTests {
 
     @Test("an app's optional names read NULL as none, and an unknown one is corrupt")
     func optionalNames() throws {
-        func app(environment: String?, undeliverable: String?) -> [Values.Value] {
+        func app(environment: String?, undeliverable: String?, deadlines: String? = nil) -> [Values.Value] {
             [
                 .text("app1"), .text("team"), .text("full"), .text("t"), .text("b"), .integer(60), .integer(30),
                 .boolean(false), .text(nil), .bytes(nil), .text(nil), .text(nil), .text(environment),
                 .text("per_device"), .integer(5), .text("queue_time"), .text(undeliverable), .integer(nil),
+                .text(deadlines),
             ]
         }
         var plain = Values(values: app(environment: nil, undeliverable: nil))
         let read = try AppRecord(columns: &plain)
         #expect(read.apnsEnvironment == nil && read.undeliverable == nil && read.webhook == nil)
+        #expect(read.deadlines.isEmpty)
+        let rules = #"[{"kind":"message","after":60,"action":"ring"}]"#
+        var ruled = Values(values: app(environment: nil, undeliverable: nil, deadlines: rules))
+        #expect(try AppRecord(columns: &ruled).deadlines == [DeadlineRule(kind: .message, after: 60, action: .ring)])
+        var garbled = Values(values: app(environment: nil, undeliverable: nil, deadlines: "[{"))
+        #expect(throws: StoreError.self) { try AppRecord(columns: &garbled) }
         var unknown = Values(values: app(environment: "staging", undeliverable: nil))
         #expect(throws: StoreError.corrupt.with(detail: "app app1 has an unknown APNs environment")) {
             try AppRecord(columns: &unknown)
