@@ -257,6 +257,9 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var undeliverable: Undeliverable?
     /// Seconds a held message waits for the user's first device (86400; at most 604800).
     public var holdFor: Int64?
+    /// Seconds after a VoIP push's `delivered` receipt within which the app must report it to
+    /// CallKit (30; 1 to 600): docs/receipts.md, "The PushKit guard".
+    public var callKitReportWindow: Int64?
     public var durable: Bool?
     public var database: Database?
     /// This relay node's name among several on one database (claims are leased in its name).
@@ -284,6 +287,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case messageRetention = "message_retention"
         case undeliverable
         case holdFor = "hold_for"
+        case callKitReportWindow = "callkit_report_window"
         case durable, database
         case nodeID = "node_id"
         case adapters, chat, quotas, webhooks, sandbox, http

@@ -16,4 +16,17 @@ extension HeraldConfiguration {
         }
         return settings
     }
+
+    /// The relay's own deadlines, from the file's `callkit_report_window` (docs/receipts.md, "The
+    /// PushKit guard").
+    static func deadlines(_ file: ConfigurationFile) throws(HeraldServerError) -> DeadlineConfiguration {
+        var settings = DeadlineConfiguration()
+        if let seconds = file.callKitReportWindow {
+            guard (1...600).contains(seconds) else {
+                throw .configuration("callkit_report_window must be between 1 and 600 seconds")
+            }
+            settings.callKitReportWindow = .seconds(seconds)
+        }
+        return settings
+    }
 }

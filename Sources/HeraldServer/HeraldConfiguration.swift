@@ -58,6 +58,8 @@ public struct HeraldConfiguration: Sendable {
     public var undeliverable = UndeliverableConfiguration()
     /// The apps' message quotas.
     public var quotas = QuotaConfiguration()
+    /// The relay's own push deadlines (the CallKit report window).
+    public var deadlines = DeadlineConfiguration()
     /// Every APNs key (key id, team, .p8), each with its name: the one `apns` (the flags) gives is
     /// `default` and comes first, then `apns_keys`. Without any, `herald serve` runs the sandbox
     /// in process.
@@ -197,6 +199,7 @@ public struct HeraldConfiguration: Sendable {
         chatFilteredTypes = file.chat?.filteredTypes.map(Set.init)
         if let seconds = file.chat?.idleEnd { chatIdleEnd = .seconds(seconds) }
         undeliverable = try Self.undeliverable(file)
+        deadlines = try Self.deadlines(file)
         quotas = try Self.quotas(file)
         adapters = file.adapters ?? [:]
         if let seconds = file.http?.headerReadTimeout { http.headerReadTimeout = .seconds(seconds) }
@@ -314,6 +317,7 @@ public struct HeraldConfiguration: Sendable {
         configuration.chat.idleEnd = chatIdleEnd
         if let chatFilteredTypes { configuration.chat.filteredTypes = chatFilteredTypes }
         configuration.undeliverable = undeliverable
+        configuration.deadlines = deadlines
         configuration.quotas = quotas
         // On a shared database the live channels are published under the node's id, so a message
         // ingested on any node reaches the node holding the device's channel.

@@ -105,6 +105,7 @@ extension StoreConformance {
         var app = StoreFixtures.app()
         app.undeliverable = .hold
         app.holdFor = 86_400_000
+        app.deadlines = [DeadlineRule(kind: .message, after: 120, action: .otherDevices)]
         try await store.saveApp(app)
 
         let valid = APIKeyRecord(

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldServer
+import HeraldDomain
 import Testing
 
 /// A configuration file may be YAML as well as JSON: the same keys, the same refusals (unknown
@@ -152,6 +153,31 @@ struct YAMLConfigurationTests {
         #expect(try HeraldConfiguration(layers: [environment, file]).logFormat == .text)
         #expect(throws: HeraldServerError.configuration("unknown log format 'xml' (text or json)")) {
             try HeraldConfiguration(layers: [try Self.load("log_format: xml\n")])
+        }
+    }
+}
+
+/// Deadlines in a configuration file: an app's rules and the relay's CallKit report window.
+@Suite(.timeLimit(.minutes(1)))
+struct DeadlineConfigurationTests {
+    @Test("an app's deadlines and callkit_report_window are read; a window out of range is refused")
+    func deadlines() throws {
+        let file = try YAMLConfigurationTests.load(
+            """
+            callkit_report_window: 45
+            apps:
+              - id: com.example.chat
+                team_id: ABCDE12345
+                deadlines: [{kind: message, after: 120, action: other_devices}]
+            """
+        )
+        #expect(file.apps?.first?.deadlines == [DeadlineRule(kind: .message, after: 120, action: .otherDevices)])
+        let configuration = try HeraldConfiguration(layers: [file])
+        #expect(configuration.relayConfiguration.deadlines.callKitReportWindow == .seconds(45))
+        #expect(HeraldConfiguration().relayConfiguration.deadlines.callKitReportWindow == .seconds(30))
+        let wrong = try YAMLConfigurationTests.load("callkit_report_window: 0\n")
+        #expect(throws: HeraldServerError.configuration("callkit_report_window must be between 1 and 600 seconds")) {
+            try HeraldConfiguration(layers: [wrong])
         }
     }
 }
