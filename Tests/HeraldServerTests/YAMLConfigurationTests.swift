@@ -1,6 +1,6 @@
 import Foundation
-import HeraldServer
 import HeraldDomain
+import HeraldServer
 import Testing
 
 /// A configuration file may be YAML as well as JSON: the same keys, the same refusals (unknown
