@@ -3,6 +3,21 @@ import HeraldCrypto
 import HeraldDomain
 import HeraldRelayAPI
 
+/// Which taps the app reports (docs/receipts.md): the app, not the extension, sends `tapped`,
+/// once per push, naming the push the notification came with; a notification that came with no
+/// push id (a capture, an older relay) gets none.
+struct TapReceipts: Sendable, Hashable {
+    /// The pushes already reported tapped, for as long as the app runs (a repeat after a relaunch
+    /// is answered 200 by the relay and writes nothing).
+    private(set) var reported: Set<String> = []
+
+    /// The push whose `tapped` receipt a tap on `notification` sends, or nil when none is sent.
+    mutating func tap(_ notification: DisplayedNotification) -> String? {
+        guard let pushID = notification.pushID, reported.insert(pushID).inserted else { return nil }
+        return pushID
+    }
+}
+
 extension EmulatedPhone {
     /// The relay's id of a delivered APNs push (`herald.push_id`), which its receipts name.
     static func pushID(ofPayload payload: String) -> String? {

@@ -7,7 +7,9 @@ import HeraldRelayAPI
 /// What the user does with the phone (taps, where they are) and how a notification reads to them.
 extension EmulatedPhone {
     /// The user taps a notification: the conversation opens, with the message fetched from the
-    /// relay when the push did not carry it whole. Returns the text shown.
+    /// relay when the push did not carry it whole. The app reports the tap with a `tapped`
+    /// receipt for the push the notification came with (once per push; one the relay does not
+    /// take is a diagnostic, never a failed tap). Returns the text shown.
     @discardableResult
     public func tap(_ notification: DisplayedNotification) async throws -> String {
         timeline.record(
@@ -21,6 +23,11 @@ extension EmulatedPhone {
         )
         // A terminated app launches (and resyncs), one in the background comes back.
         try await appOpened(by: notification.conversationID)
+        // As iOS's `userNotificationCenter(_:didReceive:)` or Android's content intent, in the
+        // app it opened: the tap is reported before the conversation loads.
+        if let pushID = tapReceipt(for: notification) {
+            await sendReceipts(pushID: pushID, [(.tapped, nil)], subject: notification.messageID)
+        }
         var text = notification.body
         if notification.fetchOnTap, let id = notification.messageID, let registration = store.registration(),
             let credential = store.credential()

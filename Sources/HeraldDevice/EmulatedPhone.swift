@@ -39,6 +39,8 @@ public final class EmulatedPhone: Sendable {
         var shown: [DisplayedNotification] = []
         /// The receipts the relay took, as it recorded them.
         var receipts: [PushReceipt] = []
+        /// The pushes whose notification the user tapped (one `tapped` receipt each).
+        var taps = TapReceipts()
         var duplicates = 0
         var diagnostics: [String] = []
         /// The device connection and the late-token timeout, until `shutdown()`.
@@ -91,6 +93,10 @@ public final class EmulatedPhone: Sendable {
     func recorded(_ receipt: PushReceipt) {
         state.withLock { $0.receipts.append(receipt) }
         changed()
+    }
+    /// The push whose `tapped` receipt a tap on `notification` sends, or nil (`TapReceipts`).
+    func tapReceipt(for notification: DisplayedNotification) -> String? {
+        state.withLock { $0.taps.tap(notification) }
     }
     /// Pushes dropped because they were shown before (re-sent by the relay, at least once).
     public var duplicatesDropped: Int { state.withLock { $0.duplicates } }

@@ -73,16 +73,29 @@ public struct FirebaseMessagingServiceEmulator: Sendable {
         }
     }
 
-    private func message(_ data: [String: String]) -> Outcome {
+    /// The app's generic notification for a data message, keeping the push's id (`push_id`) for
+    /// the content intent, whose tap sends the `tapped` receipt (docs/receipts.md).
+    func generic(
+        _ data: [String: String],
+        title: String? = nil,
+        body: String? = nil,
+        messageID: String? = nil
+    ) -> DisplayedNotification {
         var shown = DisplayedNotification(
-            title: genericTitle,
-            body: genericBody,
+            title: title ?? genericTitle,
+            body: body ?? genericBody,
             thread: nil,
-            messageID: data["message_id"],
+            messageID: messageID,
             conversationID: nil,
             fetchOnTap: false,
             shownAt: clock.now()
         )
+        shown.pushID = data["push_id"]
+        return shown
+    }
+
+    private func message(_ data: [String: String]) -> Outcome {
+        var shown = generic(data, messageID: data["message_id"])
         guard let sealed = data["sealed"] else {
             // Content policy "none": only ids travel, nothing authenticates them, so the clear
             // conversation is all there is; a tap fetches the message by the clear id.

@@ -10,9 +10,9 @@ extension DisplayedNotification {
     static let missedCallTitle = "Missed call"
     static let missedCallBody = "You missed a call"
 
-    /// A missed call's notification, from its opened content.
-    static func missedCall(_ call: CallContent, at time: Int64) -> DisplayedNotification {
-        DisplayedNotification(
+    /// A missed call's notification, from its opened content, for the push `pushID`.
+    static func missedCall(_ call: CallContent, pushID: String?, at time: Int64) -> DisplayedNotification {
+        var shown = DisplayedNotification(
             title: missedCallTitle,
             body: call.callerName + (call.media == .video ? " (video)" : ""),
             thread: "call:" + call.callID,
@@ -21,6 +21,8 @@ extension DisplayedNotification {
             fetchOnTap: false,
             shownAt: time
         )
+        shown.pushID = pushID
+        return shown
     }
 }
 
@@ -41,7 +43,7 @@ extension NotificationServiceEmulator {
         }
         if let repeated = repeated(.missedCall, call.callID) { return repeated }
         return ServiceExtensionResult(
-            notification: .missedCall(call, at: original.shownAt),
+            notification: .missedCall(call, pushID: original.pushID, at: original.shownAt),
             ranExtension: true,
             opened: true,
             diagnostic: nil
@@ -52,18 +54,14 @@ extension NotificationServiceEmulator {
 extension FirebaseMessagingServiceEmulator {
     /// A data message whose `kind` is `missed_call`.
     func missedCall(_ data: [String: String]) -> Outcome {
-        let generic = DisplayedNotification(
+        let unopened = generic(
+            data,
             title: DisplayedNotification.missedCallTitle,
-            body: DisplayedNotification.missedCallBody,
-            thread: nil,
-            messageID: nil,
-            conversationID: nil,
-            fetchOnTap: false,
-            shownAt: clock.now()
+            body: DisplayedNotification.missedCallBody
         )
         guard let callID = data["call_id"], let sealed = data["sealed"] else {
             return .notification(
-                generic,
+                unopened,
                 opened: false,
                 diagnostic: "the missed call carries no call id or no sealed content",
                 failure: .malformed
@@ -73,17 +71,21 @@ extension FirebaseMessagingServiceEmulator {
             guard case .missedCall(let call) = try store.open(sealed: sealed, kind: .missedCall, subjectID: callID)
             else {
                 return .notification(
-                    generic,
+                    unopened,
                     opened: false,
                     diagnostic: "the sealed content is not a missed call",
                     failure: .malformed
                 )
             }
             if let repeated = repeated(.missedCall, call.callID) { return repeated }
-            return .notification(.missedCall(call, at: clock.now()), opened: true, diagnostic: nil)
+            return .notification(
+                .missedCall(call, pushID: unopened.pushID, at: unopened.shownAt),
+                opened: true,
+                diagnostic: nil
+            )
         } catch {
             return .notification(
-                generic,
+                unopened,
                 opened: false,
                 diagnostic: error.detail,
                 failure: error.unopened ?? .malformed

@@ -47,7 +47,9 @@ extension NotificationServiceEmulator {
         }
         let aps = object["aps"] as? [String: Any] ?? [:]
         let herald = object["herald"] as? [String: Any] ?? [:]
-        guard let shown = Self.generic(aps: aps, herald: nil, at: clock.now()) else {
+        // The clear ids are not trusted for a callback; the push's id is only what its receipt names.
+        guard let shown = Self.generic(aps: aps, herald: nil, pushID: herald["push_id"] as? String, at: clock.now())
+        else {
             return CallbackPushResult(diagnostic: "the callback push has no alert")
         }
         guard pushType == "alert", (aps["mutable-content"] as? Int) == 1 else {
@@ -79,15 +81,7 @@ extension FirebaseMessagingServiceEmulator {
     /// its actions. One that does not open shows the app's generic text and offers nothing (a
     /// high-priority message must show something).
     public func onCallbackReceived(_ data: [String: String]) -> CallbackPushResult {
-        let shown = DisplayedNotification(
-            title: genericTitle,
-            body: genericBody,
-            thread: nil,
-            messageID: nil,
-            conversationID: nil,
-            fetchOnTap: false,
-            shownAt: clock.now()
-        )
+        let shown = generic(data)
         guard let callbackID = data["callback_id"], let sequence = data["push"].flatMap({ UInt16($0) }),
             let sealed = data["sealed"]
         else {

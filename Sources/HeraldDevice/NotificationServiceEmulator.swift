@@ -18,6 +18,9 @@ public struct DisplayedNotification: Codable, Sendable, Hashable {
     public var shownAt: Int64
     /// The custom data sealed with the message, kept for the app (a tap's deep link).
     public var data: [String: String]? = nil
+    /// The relay's id of the push it came with (`herald.push_id`, FCM's `push_id`): the app's
+    /// `tapped` receipt names it (docs/receipts.md). Nil for one that named none.
+    public var pushID: String? = nil
 
     public init(
         title: String,
@@ -41,6 +44,7 @@ public struct DisplayedNotification: Codable, Sendable, Hashable {
         case title, body, thread, data
         case messageID = "message_id"
         case conversationID = "conversation_id"
+        case pushID = "push_id"
         case fetchOnTap = "fetch_on_tap"
         case shownAt = "shown_at"
     }
@@ -127,14 +131,14 @@ public struct NotificationServiceEmulator: Sendable {
             )
         }
         let aps = object["aps"] as? [String: Any] ?? [:]
-        let generic = Self.generic(aps: aps, herald: object["herald"] as? [String: Any], at: clock.now())
+        let herald = object["herald"] as? [String: Any]
+        let generic = Self.generic(aps: aps, herald: herald, pushID: herald?["push_id"] as? String, at: clock.now())
         guard pushType == "alert", let original = generic else {
             return ServiceExtensionResult(notification: generic, ranExtension: false, opened: false, diagnostic: nil)
         }
         guard (aps["mutable-content"] as? Int) == 1 else {
             return ServiceExtensionResult(notification: original, ranExtension: false, opened: false, diagnostic: nil)
         }
-        let herald = object["herald"] as? [String: Any] ?? [:]
         // The extension's work races its budget; when the budget ends first, iOS shows the
         // original content (serviceExtensionTimeWillExpire). Opening takes no time of its own:
         // the race is the extension's delay against the budget, and the loser is cancelled.
@@ -151,7 +155,7 @@ public struct NotificationServiceEmulator: Sendable {
             group.cancelAll()
             return first
         }
-        if inTime { return open(herald: herald, threadID: aps["thread-id"] as? String, original: original) }
+        if inTime { return open(herald: herald ?? [:], threadID: aps["thread-id"] as? String, original: original) }
         return ServiceExtensionResult(
             notification: original,
             ranExtension: true,
@@ -249,8 +253,14 @@ public struct NotificationServiceEmulator: Sendable {
         )
     }
 
-    /// The notification as APNs delivered it (the generic text); nil when there is no alert.
-    static func generic(aps: [String: Any], herald: [String: Any]?, at time: Int64) -> DisplayedNotification? {
+    /// The notification as APNs delivered it (the generic text), keeping the push's id; nil when
+    /// there is no alert. `herald` gives the clear message and conversation ids, when trusted.
+    static func generic(
+        aps: [String: Any],
+        herald: [String: Any]?,
+        pushID: String?,
+        at time: Int64
+    ) -> DisplayedNotification? {
         let title: String
         let body: String
         switch aps["alert"] {
@@ -263,7 +273,7 @@ public struct NotificationServiceEmulator: Sendable {
         default:
             return nil
         }
-        return DisplayedNotification(
+        var shown = DisplayedNotification(
             title: title,
             body: body,
             thread: aps["thread-id"] as? String,
@@ -272,5 +282,7 @@ public struct NotificationServiceEmulator: Sendable {
             fetchOnTap: false,
             shownAt: time
         )
+        shown.pushID = pushID
+        return shown
     }
 }

@@ -23,6 +23,13 @@ public indirect enum JSONFields: Sendable, Hashable {
         return .object(known)
     }
 
+    /// An object with the keys of both (a request whose body holds the fields of a type it
+    /// shares with another); `other`'s value wins for a key both have. Anything else: self.
+    public func merging(_ other: JSONFields) -> JSONFields {
+        guard case .object(let mine) = self, case .object(let theirs) = other else { return self }
+        return .object(mine.merging(theirs) { _, theirs in theirs })
+    }
+
     /// What a container of this kind checks: self when it is one (an object for an object, an
     /// array for an array); nil when anything goes, or when the value is of another kind (the
     /// decoder names that).

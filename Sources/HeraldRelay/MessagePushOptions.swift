@@ -66,7 +66,8 @@ public struct MessagePushOptions: Sendable, Hashable {
 
 extension RelayContext {
     /// The push options of a message request, or a 400 naming the field that is wrong.
-    func pushOptions(_ request: MessageRequest) throws(RelayError) -> MessagePushOptions {
+    func pushOptions(_ message: MessageRequest) throws(RelayError) -> MessagePushOptions {
+        let request = message.options
         var options = MessagePushOptions()
         options.priorityRequested = request.priority != nil
         if let priority = request.priority {
@@ -85,7 +86,7 @@ extension RelayContext {
             }
             options.expiration = expiration
         }
-        if let since = request.waitingSince {
+        if let since = message.waitingSince {
             options.waitingSince = try waitingSince(since, "waiting_since", now: clock.now())
         }
         if let badge = request.badge {
@@ -136,7 +137,7 @@ extension RelayContext {
     }
 
     /// The sealed title and data of a message request, checked; a 400 naming the field otherwise.
-    func sealedExtras(_ request: MessageRequest) throws(RelayError) -> (title: String?, data: [String: String]?) {
+    func sealedExtras(_ request: MessagePushFields) throws(RelayError) -> (title: String?, data: [String: String]?) {
         if let title = request.title { try configuration.checkText(title, "title") }
         if let data = request.data {
             guard data.count <= MessagePushOptions.maximumDataKeys else {

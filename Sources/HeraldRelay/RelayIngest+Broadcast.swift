@@ -28,13 +28,7 @@ extension RelayIngest {
                     conversation: request.conversation,
                     text: request.text,
                     idempotencyKey: request.idempotencyKey.map { "broadcast:\($0):\(user)" },
-                    priority: request.priority,
-                    expiration: request.expiration,
-                    badge: request.badge,
-                    category: request.category,
-                    publicData: request.publicData,
-                    title: request.title,
-                    data: request.data
+                    options: request.options
                 ),
                 app: app
             )

@@ -58,7 +58,7 @@ public final class RelayIngest: Sendable {
             try context.configuration.check(key, "idempotency_key", pattern: .identifier)
         }
         let options = try context.pushOptions(request)
-        let extras = try context.sealedExtras(request)
+        let extras = try context.sealedExtras(request.options)
 
         let time = context.clock.now()
         let messageID = TimeOrderedID.make(milliseconds: time)

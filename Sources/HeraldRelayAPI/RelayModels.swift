@@ -25,22 +25,8 @@ public struct MessageRequest: Sendable, Codable, Hashable {
     public var text: String
     /// The same key never makes a second push; the first answer is returned again.
     public var idempotencyKey: String?
-    /// APNs priority, 5 (default) or 10 (docs/relay.md, "Push options").
-    public var priority: Int?
-    /// Seconds from now the push may still be delivered; 0 is "now or never". The app's
-    /// `message_ttl` when absent.
-    public var expiration: Int64?
-    /// The app icon's badge (APNs `aps.badge`; FCM data `badge`), in clear.
-    public var badge: Int?
-    /// The notification category or push tag (APNs `aps.category`; FCM data `category`), in clear.
-    public var category: String?
-    /// Custom data sent in clear next to the sealed envelope (APNs top-level keys; FCM data).
-    public var publicData: [String: String]?
-    /// A per-message notification title, sealed: the extension shows it; the lock screen's clear
-    /// title stays the app's generic one.
-    public var title: String?
-    /// Custom data sealed for the app with the message.
-    public var data: [String: String]?
+    /// The push options: fields of the body itself (`priority`, `badge` …), not an object.
+    public var options: MessagePushFields
     /// When the customer began waiting for this reply (milliseconds since the epoch): for an app
     /// whose queue order is `customer_wait`, the push is queued by it (docs/relay.md, "Queue
     /// order").
@@ -52,36 +38,37 @@ public struct MessageRequest: Sendable, Codable, Hashable {
         conversation: String,
         text: String,
         idempotencyKey: String? = nil,
-        priority: Int? = nil,
-        expiration: Int64? = nil,
-        badge: Int? = nil,
-        category: String? = nil,
-        publicData: [String: String]? = nil,
-        title: String? = nil,
-        data: [String: String]? = nil,
+        options: MessagePushFields = .init(),
         waitingSince: Int64? = nil
     ) {
         self.waitingSince = waitingSince
-        self.title = title
-        self.data = data
+        self.options = options
         self.to = to
         self.from = from
         self.conversation = conversation
         self.text = text
         self.idempotencyKey = idempotencyKey
-        self.priority = priority
-        self.expiration = expiration
-        self.badge = badge
-        self.category = category
-        self.publicData = publicData
     }
 
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        to = try container.decode(String.self, forKey: .to)
+        // In the order the fields are declared: a body wrong in several is refused for the
+        // first of them.
+        (from, conversation, text, idempotencyKey, options) = try MessagePushFields.message(from: decoder)
+        waitingSince = try container.decodeIfPresent(Int64.self, forKey: .waitingSince)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(to, forKey: .to)
+        try container.encodeIfPresent(waitingSince, forKey: .waitingSince)
+        try options.encode(message: (from, conversation, text, idempotencyKey), to: encoder)
+    }
+
+    /// The fields besides the ones a broadcast shares (`MessagePushFields.MessageKeys`).
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case to, from, conversation, text
-        case idempotencyKey = "idempotency_key"
-        case priority, expiration, badge, category
-        case publicData = "public_data"
-        case title, data
+        case to
         case waitingSince = "waiting_since"
     }
 }
@@ -375,28 +362,38 @@ public struct BroadcastRequest: Sendable, Codable, Hashable {
     public var text: String
     public var idempotencyKey: String?
     /// The push options, as on `MessageRequest`, for every member's pushes.
-    public var priority: Int?
-    public var expiration: Int64?
-    public var badge: Int?
-    public var category: String?
-    public var publicData: [String: String]?
-    public var title: String?
-    public var data: [String: String]?
+    public var options: MessagePushFields
 
-    public init(to: [String], from: Party, conversation: String, text: String, idempotencyKey: String? = nil) {
+    public init(
+        to: [String],
+        from: Party,
+        conversation: String,
+        text: String,
+        idempotencyKey: String? = nil,
+        options: MessagePushFields = .init()
+    ) {
         self.to = to
         self.from = from
         self.conversation = conversation
         self.text = text
         self.idempotencyKey = idempotencyKey
+        self.options = options
     }
 
+    public init(from decoder: any Decoder) throws {
+        to = try decoder.container(keyedBy: CodingKeys.self).decode([String].self, forKey: .to)
+        (from, conversation, text, idempotencyKey, options) = try MessagePushFields.message(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(to, forKey: .to)
+        try options.encode(message: (from, conversation, text, idempotencyKey), to: encoder)
+    }
+
+    /// The field besides the ones a message shares (`MessagePushFields.MessageKeys`).
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case to, from, conversation, text
-        case idempotencyKey = "idempotency_key"
-        case priority, expiration, badge, category
-        case publicData = "public_data"
-        case title, data
+        case to
     }
 }
 

@@ -8,12 +8,18 @@ extension Party: KnownJSONFields {
     public static let jsonFields = JSONFields.object(CodingKeys.self)
 }
 
+extension MessagePushFields {
+    /// The fields a message and a broadcast share: the push options and the message itself.
+    static let sharedJSONFields = JSONFields.object(CodingKeys.self)
+        .merging(.object(MessageKeys.self, nested: ["from": Party.jsonFields]))
+}
+
 extension MessageRequest: KnownJSONFields {
-    public static let jsonFields = JSONFields.object(CodingKeys.self, nested: ["from": Party.jsonFields])
+    public static let jsonFields = JSONFields.object(CodingKeys.self).merging(MessagePushFields.sharedJSONFields)
 }
 
 extension BroadcastRequest: KnownJSONFields {
-    public static let jsonFields = JSONFields.object(CodingKeys.self, nested: ["from": Party.jsonFields])
+    public static let jsonFields = JSONFields.object(CodingKeys.self).merging(MessagePushFields.sharedJSONFields)
 }
 
 extension CallRequest: KnownJSONFields {

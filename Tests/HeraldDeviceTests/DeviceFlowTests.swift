@@ -72,6 +72,20 @@ struct DeviceFlowTests {
         return (session.tokens.messaging != nil) == messaging && (session.tokens.voip != nil) == voip
     }
 
+    /// Sends `text` to u1 in conversation c and waits for the phone's `shown` receipt of its one
+    /// push; returns the push's id.
+    static func sendShown(_ text: String, to phone: EmulatedPhone, _ backend: SimulatedBackend) async throws -> String {
+        let sent = try await backend.post(
+            "/v1/messages",
+            #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"\#(text)"}"#
+        )
+        let pushID = try #require(sent.pushes.first?.pushID)
+        try await phone.wait("the shown receipt") { phone in
+            phone.receipts.contains { $0.pushID == pushID && $0.stage == .shown }
+        }
+        return pushID
+    }
+
     /// `phone`'s app launched again (a new process on the same store and timeline), launched.
     static func relaunch(_ phone: EmulatedPhone, _ backend: SimulatedBackend) async throws -> EmulatedPhone {
         let again = try EmulatedPhone(
@@ -173,15 +187,7 @@ struct DeviceFlowTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await Self.withPhone(store: directory) { phone, _, backend in
             try await phone.wait("both tokens") { Self.started($0) }
-            let opened = try await backend.post(
-                "/v1/messages",
-                #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"first"}"#
-            )
-            let first = try #require(opened.pushes.first?.pushID)
-            try await phone.wait("the notification") { !$0.notifications.isEmpty }
-            try await phone.wait("the shown receipt") { phone in
-                phone.receipts.contains { $0.pushID == first && $0.stage == .shown }
-            }
+            let first = try await Self.sendShown("first", to: phone, backend)
             #expect(try await backend.status(first).receipts.map(\.stage) == [.delivered, .opened, .shown])
 
             // Sealed with keys the phone then loses: it cannot open it, and says why.
@@ -209,14 +215,7 @@ struct DeviceFlowTests {
     func androidReceipts() async throws {
         try await Self.withPhone(Tweaks(platform: .android)) { phone, _, backend in
             try await phone.wait("the FCM token") { Self.started($0, voip: false) }
-            let sent = try await backend.post(
-                "/v1/messages",
-                #"{"to":"u1","from":{"id":"a","name":"Agent"},"conversation":"c","text":"on Android"}"#
-            )
-            let pushID = try #require(sent.pushes.first?.pushID)
-            try await phone.wait("the shown receipt") { phone in
-                phone.receipts.contains { $0.pushID == pushID && $0.stage == .shown }
-            }
+            let pushID = try await Self.sendShown("on Android", to: phone, backend)
             let status = try await backend.status(pushID)
             #expect(status.receipts.map(\.stage) == [.delivered, .opened, .shown])
             #expect(status.deviceStage == .shown)

@@ -136,6 +136,24 @@ struct JSONCheckTests {
         #expect((try? JSONCheck.check(Array(#"{"to":"a","idempotency_ky":"k"}"#.utf8), limits: .request)) != nil)
     }
 
+    /// Two field sets merged, and what the merge is.
+    static let merges: [(JSONFields, JSONFields, JSONFields)] = [
+        (.object(["to": .any]), .object(["text": .any]), .object(["to": .any, "text": .any])),
+        (.object(["from": .any]), .object(["from": .object(["id": .any])]), .object(["from": .object(["id": .any])])),
+        (.object(["to": .any]), .object([:]), .object(["to": .any])),
+        (.any, .object(["text": .any]), .any),
+        (.object(["to": .any]), .any, .object(["to": .any])),
+        (.array(of: .any), .object(["text": .any]), .array(of: .any)),
+    ]
+
+    @Test(
+        "merged fields: an object with both's keys, the other's value for a shared key; anything else kept",
+        arguments: merges
+    )
+    func merging(mine: JSONFields, theirs: JSONFields, expected: JSONFields) {
+        #expect(mine.merging(theirs) == expected)
+    }
+
     @Test("a decoded body names the field at fault the same way on every listener")
     func decodeNamesTheField() {
         struct Body: Decodable {

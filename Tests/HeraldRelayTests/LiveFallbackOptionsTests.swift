@@ -16,20 +16,20 @@ struct LiveFallbackOptionsTests {
     static let expiration: Int64 = 3600
 
     static func request(to user: String, text: String) -> MessageRequest {
-        MessageRequest(
+        var request = MessageRequest(
             to: user,
             from: Party(id: "agent-7", name: "Dana"),
             conversation: "c-1",
-            text: text,
-            idempotencyKey: nil,
-            priority: 10,
-            expiration: expiration,
-            badge: 4,
-            category: "chat.newagentmessage",
-            publicData: ["deep_link": "app://chat/c-1"],
-            title: "Refund update",
-            data: ["order_ref": "ORD-77"]
+            text: text
         )
+        request.options.priority = 10
+        request.options.expiration = expiration
+        request.options.badge = 4
+        request.options.category = "chat.newagentmessage"
+        request.options.publicData = ["deep_link": "app://chat/c-1"]
+        request.options.title = "Refund update"
+        request.options.data = ["order_ref": "ORD-77"]
+        return request
     }
 
     /// Checks the fallback push the sandbox accepted: headers, clear options, and the sealed

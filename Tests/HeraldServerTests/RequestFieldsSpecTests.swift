@@ -66,6 +66,45 @@ struct RequestFieldsSpecTests {
         #expect(Self.fields(Self.schema(schema)) == fields)
     }
 
+    @Test("a message's and a broadcast's shared fields are read from and written to the body itself, not an object")
+    func sharedFieldsAreFlat() throws {
+        let shared =
+            #""from":{"id":"a","name":"Dana"},"conversation":"c","text":"hi","idempotency_key":"k","priority":10,"expiration":60,"badge":2,"category":"chat","public_data":{"p":"1"},"title":"T","data":{"d":"2"}"#
+        let message = try JSONDecoder().decode(
+            MessageRequest.self,
+            from: Data(("{" + #""to":"u","waiting_since":5,"# + shared + "}").utf8)
+        )
+        let broadcast = try JSONDecoder().decode(
+            BroadcastRequest.self,
+            from: Data(("{" + #""to":["u","v"],"# + shared + "}").utf8)
+        )
+        // The options alone, read from the same fields.
+        let options = try JSONDecoder().decode(MessagePushFields.self, from: Data(("{" + shared + "}").utf8))
+        #expect(options.priority == 10 && options.publicData == ["p": "1"] && options.data == ["d": "2"])
+        #expect(options.expiration == 60 && options.badge == 2 && options.category == "chat" && options.title == "T")
+        #expect(message.options == options && broadcast.options == options)
+        #expect(message.from == Party(id: "a", name: "Dana") && broadcast.from == message.from)
+        #expect(message.idempotencyKey == "k" && broadcast.idempotencyKey == "k" && message.waitingSince == 5)
+        #expect(broadcast.to == ["u", "v"] && message.text == "hi" && broadcast.conversation == "c")
+        // Written back, every field at the top level, the same keys the relay knows.
+        for (encoded, fields) in [
+            (try JSONEncoder().encode(message), MessageRequest.jsonFields),
+            (try JSONEncoder().encode(broadcast), BroadcastRequest.jsonFields),
+        ] {
+            let object = try #require(try JSONSerialization.jsonObject(with: encoded) as? [String: Any])
+            guard case .object(let known) = fields else {
+                Issue.record("the fields are not an object")
+                continue
+            }
+            #expect(Set(object.keys) == Set(known.keys))
+            #expect(object["priority"] as? Int == 10 && (object["public_data"] as? [String: String]) == ["p": "1"])
+        }
+        // Absent options are absent, not null.
+        let bare = try JSONEncoder().encode(MessageRequest(to: "u", from: message.from, conversation: "c", text: "hi"))
+        let keys = try #require(try JSONSerialization.jsonObject(with: bare) as? [String: Any]).keys
+        #expect(Set(keys) == ["to", "from", "conversation", "text"])
+    }
+
     @Test("the chat disconnect's inline body, too")
     func disconnect() throws {
         let route = try #require(Self.spec?["paths"]?["/v1/devices/{id}/chats/{conversation}/disconnect"])
