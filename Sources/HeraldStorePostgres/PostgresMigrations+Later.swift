@@ -320,5 +320,15 @@ extension PostgresMigrations {
                 """
             ]
         ),
+        (
+            "v19: a push's trace context",
+            [
+                // As on SQLite's v26: the W3C traceparent of the request that made a push, and
+                // of a webhook event made from a push, written only while tracing is on
+                // (docs/tracing.md); NULL otherwise, and for every row written before.
+                "ALTER TABLE outbox ADD COLUMN trace_context TEXT",
+                "ALTER TABLE webhook_events ADD COLUMN trace_context TEXT",
+            ]
+        ),
     ]
 }
