@@ -209,6 +209,9 @@ struct RelayRuntime: Sendable {
         if !adapterNames.isEmpty {
             lines.append("  webhooks     \(adapterNames.map { "POST /v1/adapters/\($0)" }.joined(separator: ", "))")
         }
+        if let tracing = configuration.tracing {
+            lines.append("  tracing      \(tracing.description)")
+        }
         return lines
     }
 }

@@ -9,6 +9,13 @@ extension ConfigurationFile {
     public struct Tracing: Codable, Sendable, Equatable {
         public init() {}
 
+        // The file's names, in snake case.
+        enum CodingKeys: String, CodingKey {
+            case endpoint
+            case serviceName = "service_name"
+            case samplingRatio = "sampling_ratio"
+        }
+
         /// The OTLP/HTTP traces endpoint (`http://collector:4318/v1/traces`); tracing is off
         /// without one.
         public var endpoint: String?
@@ -17,12 +24,6 @@ extension ConfigurationFile {
         /// The share of traces the relay starts that are kept, 0 to 1 (1); a trace the backend
         /// started follows the backend's sampling decision.
         public var samplingRatio: Double?
-
-        enum CodingKeys: String, CodingKey {
-            case endpoint
-            case serviceName = "service_name"
-            case samplingRatio = "sampling_ratio"
-        }
     }
 }
 
@@ -66,6 +67,16 @@ public struct TracingConfiguration: Sendable, Hashable {
             }
             samplingRatio = ratio
         }
+    }
+
+    /// What the banner says: where spans go (without any credentials in the URL), as whom, and
+    /// the share kept.
+    public var description: String {
+        var url = URLComponents(string: endpoint)
+        url?.user = nil
+        url?.password = nil
+        let shown = url?.string ?? endpoint
+        return "OTLP/HTTP \(shown)   (service \(serviceName), sampling \(samplingRatio))"
     }
 
     /// The tracer every part makes its spans with, and the exporter's service (its batch

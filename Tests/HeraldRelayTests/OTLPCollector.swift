@@ -9,15 +9,13 @@ import NIOCore
 /// field by field (opentelemetry-proto's trace.proto and common.proto numbers).
 final class OTLPCollector: Sendable {
     struct Span: Sendable, Equatable {
-        var traceID: String
-        var spanID: String
-        var parentSpanID: String
-        var name: String
-        var kind: Int
+        /// The ids in hex; no parent: empty.
+        var traceID = "", spanID = "", parentSpanID = ""
+        var name = ""
+        /// `SpanKind` (1 internal, 2 server, 3 client), and the status code (0 unset, 1 ok, 2 error).
+        var kind = 0, status = 0
         /// Every attribute's value as text (strings as they are, numbers and booleans printed).
-        var attributes: [String: String]
-        /// The status code (0 unset, 1 ok, 2 error).
-        var status: Int
+        var attributes: [String: String] = [:]
     }
 
     /// Every span received, in arrival order.
@@ -55,7 +53,7 @@ final class OTLPCollector: Sendable {
     }
 
     private static func span(_ bytes: ArraySlice<UInt8>) throws -> Span {
-        var span = Span(traceID: "", spanID: "", parentSpanID: "", name: "", kind: 0, attributes: [:], status: 0)
+        var span = Span()
         for field in try ProtoReader.fields(bytes) {
             switch field.number {
             case 1: span.traceID = hex(field.bytes)

@@ -47,9 +47,11 @@ struct TracingTests {
     static let backendSpan = "00f067aa0ba902b7"
 
     /// Runs `body` with a relay whose app's webhook is `hooks`, traced to `collector` when
-    /// `traced` (else with tracing off), the message sent with the backend's `traceparent`.
+    /// `traced` (else with tracing off), the message sent with the backend's `traceparent`; with
+    /// `remoteProvider`, its pushes go through a `herald provider` service (the batch API).
     static func run(
         traced: Bool,
+        remoteProvider: Bool = false,
         _ body: (RelayHarness, OTLPCollector, TraceHeaderReceiver, RelayHarness.Phone, String) async throws -> Void
     ) async throws {
         var logger = Logger(label: "test.tracing")
@@ -64,6 +66,7 @@ struct TracingTests {
             )
             let (hookGroup, hookPort) = await WebhookDeliveryTests.start(router: hooks.router(), port: 0, tasks: &tasks)
             var setup = RelayHarness.Setup()
+            setup.remoteProvider = remoteProvider
             setup.appWebhook = WebhookSettings(
                 url: "http://127.0.0.1:\(hookPort)/hooks",
                 secret: LoopbackReceiver.secret
@@ -102,9 +105,12 @@ struct TracingTests {
         }
     }
 
-    @Test("the backend's trace runs through ingest, commit, claim, APNs attempt, receipt and webhook; no content")
-    func oneTracePerPush() async throws {
-        try await Self.run(traced: true) { harness, collector, hooks, phone, pushID in
+    @Test(
+        "the backend's trace runs through ingest, commit, claim, APNs attempt (in process or through the batch API), receipt and webhook; no content",
+        arguments: [false, true]
+    )
+    func oneTracePerPush(remoteProvider: Bool) async throws {
+        try await Self.run(traced: true, remoteProvider: remoteProvider) { harness, collector, hooks, phone, pushID in
             // The push keeps the request's span context in the outbox.
             let stored = try #require(try await harness.store.push(id: pushID))
             #expect(stored.traceParent?.contains(Self.backendTrace) == true)
