@@ -42,5 +42,18 @@ extension StoreConformance {
         #expect(byKey["push:t-plain"]?.traceParent == nil)
         // The context is never part of what the receiver gets.
         #expect(events.allSatisfy { !$0.event.data.contains(traceParent) })
+
+        // An event the relay writes itself (a receipt's) keeps the context it is given.
+        let shown = WebhookEvent(
+            id: "push.shown:t-traced",
+            appID: hooked,
+            type: .pushShown,
+            orderingKey: "push:t-traced",
+            data: "{}",
+            createdAt: 30,
+            traceParent: traceParent
+        )
+        try await store.apply([.enqueueWebhookEvents([shown])])
+        #expect(try await store.webhookEvent(id: shown.id)?.event == shown)
     }
 }

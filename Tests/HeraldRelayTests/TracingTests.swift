@@ -115,39 +115,44 @@ struct TracingTests {
             let stored = try #require(try await harness.store.push(id: pushID))
             #expect(stored.traceParent?.contains(Self.backendTrace) == true)
 
-            let hook = try await hooks.received.wait(forCount: 1, within: .seconds(10), "the push's webhook")[0]
-            #expect(hook.type == "push.delivered")
+            // The push's outcome and the phone's receipt, each a webhook event of the push.
+            let hooked = try await hooks.received.wait(forCount: 2, within: .seconds(10), "the push's two webhooks")
+            #expect(Set(hooked.map(\.type)) == ["push.delivered", "push.shown"])
             let names: Set<String> = [
                 "POST /v1/messages", "herald.store.commit", "herald.dispatch.claim", "herald.provider.attempt",
                 "herald.receipt", "herald.webhook.deliver",
             ]
             var spans: [String: OTLPCollector.Span] = [:]
-            try await eventually("the push's six spans exported", timeout: .seconds(15)) {
+            try await eventually("the push's spans exported (two webhook deliveries)", timeout: .seconds(15)) {
                 spans = Dictionary(
                     collector.spans.all.filter { names.contains($0.name) }.map { ($0.name, $0) },
                     uniquingKeysWith: { first, _ in first }
                 )
-                return spans.count == names.count
+                let deliveries = collector.spans.all.filter { $0.name == "herald.webhook.deliver" }
+                return spans.count == names.count && deliveries.count == 2
             }
             #expect(collector.undecodable.all.isEmpty)
             for span in spans.values { #expect(span.traceID == Self.backendTrace, "\(span.name)") }
             let ingest = try #require(spans["POST /v1/messages"])
             let claim = try #require(spans["herald.dispatch.claim"])
             let attempt = try #require(spans["herald.provider.attempt"])
-            let webhook = try #require(spans["herald.webhook.deliver"])
+            let deliveries = collector.spans.all.filter { $0.name == "herald.webhook.deliver" }
             #expect(ingest.parentSpanID == Self.backendSpan)
             #expect(ingest.kind == 2)  // server
             #expect(spans["herald.store.commit"]?.parentSpanID == ingest.spanID)
             #expect(claim.parentSpanID == ingest.spanID)
             #expect(attempt.parentSpanID == claim.spanID)
             #expect(spans["herald.receipt"]?.parentSpanID == ingest.spanID)
-            #expect(webhook.parentSpanID == ingest.spanID)
+            #expect(deliveries.allSatisfy { $0.parentSpanID == ingest.spanID && $0.traceID == Self.backendTrace })
             #expect(attempt.attributes["apns.id"] == stored.apnsID)
             #expect(attempt.attributes["http.response.status_code"] == "200")
             #expect(attempt.attributes["herald.push.outcome"] == "delivered")
             #expect(spans["herald.receipt"]?.attributes["herald.receipt.stage"] == "shown")
-            // The webhook request carried the delivery span's context.
-            #expect(hook.traceParent == "00-\(Self.backendTrace)-\(webhook.spanID)-01")
+            // Each webhook request carried its delivery span's context.
+            #expect(
+                Set(hooked.compactMap(\.traceParent))
+                    == Set(deliveries.map { "00-\(Self.backendTrace)-\($0.spanID)-01" })
+            )
 
             // No span says what the message said, who sent it, or where it went.
             let secrets = [Self.text, Self.sender, phone.messagingToken, phone.voipToken]
@@ -165,9 +170,9 @@ struct TracingTests {
     @Test("with tracing off the outbox keeps no trace context and the webhook request has no traceparent")
     func tracingOff() async throws {
         try await Self.run(traced: false) { harness, collector, hooks, _, pushID in
-            let hook = try await hooks.received.wait(forCount: 1, within: .seconds(10), "the push's webhook")[0]
-            #expect(hook.type == "push.delivered")
-            #expect(hook.traceParent == nil)
+            let hooked = try await hooks.received.wait(forCount: 2, within: .seconds(10), "the push's two webhooks")
+            #expect(Set(hooked.map(\.type)) == ["push.delivered", "push.shown"])
+            #expect(hooked.allSatisfy { $0.traceParent == nil })
             #expect(try await harness.store.push(id: pushID)?.traceParent == nil)
             let events = try await harness.events(orderingKey: "push:" + pushID)
             #expect(!events.isEmpty && events.allSatisfy { $0.traceParent == nil })
