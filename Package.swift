@@ -62,6 +62,10 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        // OTLP over HTTP only: the default traits add the gRPC exporter, whose packages would add
+        // minutes to every clean build. Only HeraldServer, which bootstraps the exporter, uses it.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // libsodium from the system (Debian: libsodium-dev), found through pkg-config.
@@ -193,6 +197,7 @@ let package = Package(
         .target(
             name: "HeraldProvider",
             dependencies: [
+                "HeraldTracing",
                 "HeraldPush",
                 "HeraldDomain",
                 "HeraldAPNs",
@@ -265,6 +270,14 @@ let package = Package(
         // that drain such work wait on. No dependencies.
         .target(
             name: "HeraldBatching",
+            swiftSettings: swiftSettings
+        ),
+        // One trace per push (docs/tracing.md): spans through swift-distributed-tracing's API, and
+        // a push's span context as a W3C `traceparent` that travels with it through the queue.
+        // No exporter: HeraldServer bootstraps one when tracing is configured.
+        .target(
+            name: "HeraldTracing",
+            dependencies: [.product(name: "Tracing", package: "swift-distributed-tracing")],
             swiftSettings: swiftSettings
         ),
         // The vocabulary every layer speaks (platforms, push and call states, policies, scopes):
@@ -342,6 +355,7 @@ let package = Package(
         .target(
             name: "HeraldDispatch",
             dependencies: [
+                "HeraldTracing",
                 "HeraldBatching",
                 "HeraldDomain",
                 "HeraldPush",
@@ -357,6 +371,7 @@ let package = Package(
         .target(
             name: "HeraldRelay",
             dependencies: [
+                "HeraldTracing",
                 "HeraldBatching",
                 "HeraldDispatch",
                 "HeraldEncoding",
@@ -387,6 +402,7 @@ let package = Package(
         .target(
             name: "HeraldRelayHTTP",
             dependencies: [
+                "HeraldTracing",
                 "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldPush",
@@ -449,6 +465,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                "HeraldTracing",
                 "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldObservability",
@@ -483,6 +500,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
@@ -493,6 +511,7 @@ let package = Package(
         .target(
             name: "HeraldSimulation",
             dependencies: [
+                "HeraldTracing",
                 "HeraldHTTPSupport",
                 "HeraldServer",
                 "HeraldAdapters",
@@ -761,6 +780,7 @@ let package = Package(
         .testTarget(
             name: "HeraldRelayTests",
             dependencies: [
+                "HeraldTracing",
                 "HeraldEncoding",
                 "HeraldSimulation",
                 "HeraldObservability",

@@ -1,5 +1,6 @@
 import HeraldPush
 import HeraldStore
+import HeraldTracing
 import Logging
 import Metrics
 
@@ -112,5 +113,26 @@ extension OutboxEntry {
         case .apns(let apns): apns.topic.hasSuffix(".voip") ? String(apns.topic.dropLast(5)) : apns.topic
         case .fcm(let fcm): fcm.package
         }
+    }
+}
+
+extension Dispatcher {
+    /// The push to send, after a claim span in its trace (a child of the request that made it):
+    /// its attempts are children of the claim. A push made while tracing was off has no trace.
+    func traced(_ item: ClaimedPush) -> Push {
+        var push = item.push
+        guard let parent = item.entry.traceParent,
+            let span = tracing.startSpan("herald.dispatch.claim", parent: parent)
+        else {
+            return push
+        }
+        span.set("herald.push.id", item.entry.pushID)
+        span.set("herald.push.network", item.entry.network.rawValue)
+        span.set("herald.push.kind", item.entry.kind.rawValue)
+        span.set("herald.push.attempt", item.entry.attempts + 1)
+        span.set("herald.dispatch.owner", configuration.owner)
+        push.traceParent = tracing.traceParent(of: span)
+        span.end()
+        return push
     }
 }

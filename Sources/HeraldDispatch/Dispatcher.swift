@@ -3,6 +3,7 @@ import HeraldBatching
 public import HeraldDomain
 public import HeraldPush
 public import HeraldStore
+public import HeraldTracing
 public import Logging
 import Metrics
 public import ServiceLifecycle
@@ -107,6 +108,8 @@ public final class Dispatcher: Service, Sendable {
     /// When a retry was last logged (milliseconds): one warning a minute says why pushes wait.
     let lastRetryWarning = Atomic<Int64>(Int64.min)
     let health: Mutex<[PushNetwork: NetworkHealthMachine]>
+    /// The claim span of each traced push (docs/tracing.md); off unless configured.
+    let tracing: PushTracing
     private let healthGauges: [PushNetwork: Gauge] = Dictionary(
         uniqueKeysWithValues: PushNetwork.allCases.map {
             ($0, Gauge(label: "herald_relay_network_up", dimensions: [("network", $0.rawValue)]))
@@ -118,8 +121,10 @@ public final class Dispatcher: Service, Sendable {
         sender: any PushSender,
         configuration: DispatcherConfiguration = DispatcherConfiguration(),
         logger: Logger,
-        clock: any HeraldClock = WallClock()
+        clock: any HeraldClock = WallClock(),
+        tracing: PushTracing = .off
     ) {
+        self.tracing = tracing
         self.store = store
         self.sender = sender
         self.configuration = configuration
@@ -378,7 +383,7 @@ public final class Dispatcher: Service, Sendable {
     }
 
     private func deliver(_ claimed: [ClaimedPush]) async {
-        let pushes = claimed.map(\.push)
+        let pushes = tracing.isOn ? claimed.map(traced) : claimed.map(\.push)
         let sentAt = clock.now()
         inFlightGauge.record(inFlight.add(claimed.count, ordering: .relaxed).newValue)
         let outcomes = await sender.send(pushes)

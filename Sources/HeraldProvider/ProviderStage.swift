@@ -5,6 +5,7 @@ public import HeraldDomain
 public import HeraldFCM
 import HeraldFCMCore
 public import HeraldPush
+public import HeraldTracing
 public import Logging
 import Metrics
 import NIOCore
@@ -42,9 +43,11 @@ public struct ProviderStage: Sendable {
     public let fcmAccounts: [String: FCMClient]
     /// The account of a push that names none.
     public let defaultFCMAccount: String?
-    private let logger: Logger
+    let logger: Logger
     /// What an FCM push without an expiration is dated from.
-    private let clock: any HeraldClock
+    let clock: any HeraldClock
+    /// Each traced push's attempt span (docs/tracing.md); off unless configured.
+    let tracing: PushTracing
 
     /// The name of the one key or account of a stage made from a single client.
     public static let defaultName = "default"
@@ -85,8 +88,10 @@ public struct ProviderStage: Sendable {
         fcmAccounts: [String: FCMClient],
         defaultFCMAccount: String? = nil,
         clock: any HeraldClock = WallClock(),
-        logger: Logger = Logger(label: "herald.provider")
+        logger: Logger = Logger(label: "herald.provider"),
+        tracing: PushTracing = .off
     ) {
+        self.tracing = tracing
         self.clock = clock
         self.apnsKeys = Dictionary(apnsKeys.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.defaultAPNsKey = defaultAPNsKey ?? (apnsKeys.count == 1 ? apnsKeys[0].name : nil)
@@ -108,8 +113,9 @@ public struct ProviderStage: Sendable {
         return (apns, fcmAccounts.keys.sorted().compactMap { fcmAccounts[$0] })
     }
 
-    /// Sends every push through its network (both at once) and answers one outcome per push, in order.
-    public func send(_ pushes: [Push]) async -> [PushOutcome] {
+    /// Sends every push through its network (both at once) and answers one outcome per push, in
+    /// order, without spans (`send(_:)` adds each traced push's attempt span around it).
+    func sendUntraced(_ pushes: [Push]) async -> [PushOutcome] {
         var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
         var apnsPushes: [(index: Int, push: Push, payload: APNsPayload)] = []
         var fcmPushes: [(index: Int, push: Push, payload: FCMPayload)] = []

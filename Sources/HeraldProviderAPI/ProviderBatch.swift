@@ -31,6 +31,9 @@ public struct ProviderPush: Sendable, Codable, Hashable {
     public var apnsEnvironment: APNsEnvironment?
     /// FCM: the name of the configured service account that sends it; absent: the default.
     public var fcmAccount: String?
+    /// The W3C `traceparent` of the relay's claim span when tracing is on there: the provider's
+    /// attempt span joins that trace when its own tracing is on (docs/tracing.md).
+    public var traceParent: String?
 
     public init(
         id: String,
@@ -45,7 +48,8 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         payload: String,
         apnsKey: String? = nil,
         apnsEnvironment: APNsEnvironment? = nil,
-        fcmAccount: String? = nil
+        fcmAccount: String? = nil,
+        traceParent: String? = nil
     ) {
         self.id = id
         self.network = network
@@ -60,6 +64,7 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         self.apnsKey = apnsKey
         self.apnsEnvironment = apnsEnvironment
         self.fcmAccount = fcmAccount
+        self.traceParent = traceParent
     }
 
     /// The wire form of a push.
@@ -78,7 +83,8 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 apnsID: apns.apnsID,
                 payload: apns.json,
                 apnsKey: apns.key,
-                apnsEnvironment: apns.environment
+                apnsEnvironment: apns.environment,
+                traceParent: push.traceParent
             )
         case .fcm(let fcm):
             self.init(
@@ -91,7 +97,8 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 expiration: push.expiration,
                 collapseID: push.collapseID,
                 payload: Self.text(fcm.data),
-                fcmAccount: fcm.account
+                fcmAccount: fcm.account,
+                traceParent: push.traceParent
             )
         }
     }
@@ -121,7 +128,8 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                     token: deviceToken,
                     payload: .apns(payload),
                     expiration: expiration,
-                    collapseID: collapseID
+                    collapseID: collapseID,
+                    traceParent: traceParent
                 )
             )
         case .fcm:
@@ -136,7 +144,14 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 account: fcmAccount
             )
             return .success(
-                Push(id: id, token: deviceToken, payload: .fcm(payload), expiration: expiration, collapseID: collapseID)
+                Push(
+                    id: id,
+                    token: deviceToken,
+                    payload: .fcm(payload),
+                    expiration: expiration,
+                    collapseID: collapseID,
+                    traceParent: traceParent
+                )
             )
         }
     }
@@ -162,6 +177,7 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         case apnsKey = "apns_key"
         case apnsEnvironment = "apns_environment"
         case fcmAccount = "fcm_account"
+        case traceParent = "trace_parent"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -179,6 +195,7 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         apnsKey = try container.decodeIfPresent(String.self, forKey: .apnsKey)
         apnsEnvironment = try container.decodeIfPresent(APNsEnvironment.self, forKey: .apnsEnvironment)
         fcmAccount = try container.decodeIfPresent(String.self, forKey: .fcmAccount)
+        traceParent = try container.decodeIfPresent(String.self, forKey: .traceParent)
     }
 }
 

@@ -24,13 +24,24 @@ public struct Push: Sendable, Hashable {
     public var expiration: Int64?
     /// `apns-collapse-id` (at most 64 bytes), or FCM's `collapse_key`.
     public var collapseID: String?
+    /// The W3C `traceparent` of the span this push's attempt belongs under (the dispatcher's
+    /// claim), when tracing is on and the push was traced; nil otherwise (docs/tracing.md).
+    public var traceParent: String?
 
-    public init(id: String, token: String, payload: Payload, expiration: Int64?, collapseID: String? = nil) {
+    public init(
+        id: String,
+        token: String,
+        payload: Payload,
+        expiration: Int64?,
+        collapseID: String? = nil,
+        traceParent: String? = nil
+    ) {
         self.id = id
         self.token = token
         self.payload = payload
         self.expiration = expiration
         self.collapseID = collapseID
+        self.traceParent = traceParent
     }
 
     /// The network this push goes through.

@@ -4,6 +4,7 @@ public import HeraldDispatch
 public import HeraldDomain
 import HeraldRelayAPI
 public import HeraldStore
+public import HeraldTracing
 public import Logging
 
 /// The relay: activation with key agreement, tokens, presence, and ingest of messages, calls and
@@ -41,6 +42,8 @@ public final class Relay: Sendable {
     /// The chats' delayed first pushes and the live channels' acknowledgement deadlines: a
     /// service to run beside the relay (`RelayNode` has it among its own); none fires without it.
     public let timers: RelayTimers
+    /// The spans of each push's trace (off unless configured): the HTTP API's ingest spans use it.
+    public var tracing: PushTracing { context.tracing }
     /// Where the relay logs; the HTTP API logs its own events here too.
     public let logger: Logger
     let context: RelayContext
@@ -65,6 +68,7 @@ public final class Relay: Sendable {
     ///   - onAppSaved: called after an app was added or changed (say, to register it with a sandbox).
     ///   - handOff: this node's dispatcher: the pushes an ingest can hand it in memory are written
     ///     claimed by it and sent without a claim statement (nil: every push is claimed).
+    ///   - tracing: the spans of each push's trace (docs/tracing.md); off by default.
     public init(
         configuration: RelayConfiguration = RelayConfiguration(),
         store: any HeraldStore,
@@ -74,7 +78,8 @@ public final class Relay: Sendable {
         onAccepted: @escaping @Sendable () -> Void = {},
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
         live: LiveChannels? = nil,
-        handOff: (any PushHandOff)? = nil
+        handOff: (any PushHandOff)? = nil,
+        tracing: PushTracing = .off
     ) {
         let live = live ?? LiveChannels(ackTimeout: configuration.live.ackTimeout)
         let directory: any LiveSessionDirectory =
@@ -91,7 +96,8 @@ public final class Relay: Sendable {
             clock: clock,
             onAccepted: onAccepted,
             onAppSaved: onAppSaved,
-            handOff: handOff
+            handOff: handOff,
+            tracing: tracing
         )
         let ingest = RelayIngest(context: context, live: live, directory: directory)
         let timers = RelayTimers(clock: clock)

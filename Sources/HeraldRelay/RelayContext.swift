@@ -7,6 +7,7 @@ import HeraldDomain
 import HeraldPush
 import HeraldRelayAPI
 import HeraldStore
+import HeraldTracing
 import Logging
 import Metrics
 import Synchronization
@@ -40,6 +41,8 @@ final class RelayContext: Sendable {
     let handOff: (any PushHandOff)?
     /// Called after an app was added or changed.
     let onAppSaved: @Sendable (AppRecord) -> Void
+    /// The spans of each push's trace; off unless the server configured tracing.
+    let tracing: PushTracing
 
     init(
         configuration: RelayConfiguration,
@@ -49,8 +52,10 @@ final class RelayContext: Sendable {
         clock: any HeraldClock,
         onAccepted: @escaping @Sendable () -> Void,
         onAppSaved: @escaping @Sendable (AppRecord) -> Void,
-        handOff: (any PushHandOff)? = nil
+        handOff: (any PushHandOff)? = nil,
+        tracing: PushTracing = .off
     ) {
+        self.tracing = tracing
         self.configuration = configuration
         self.store = store
         self.masterKey = masterKey

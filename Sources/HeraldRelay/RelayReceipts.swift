@@ -1,5 +1,7 @@
+import HeraldCrypto
 public import HeraldRelayAPI
 public import HeraldStore
+import HeraldTracing
 import Metrics
 
 /// The relay's receipt part (docs/receipts.md): a phone says what happened to a push it was sent
@@ -25,6 +27,21 @@ public final class RelayReceipts: Sendable {
     ) async throws(RelayError) -> (receipt: PushReceipt, recorded: Bool) {
         let (receipt, tag) = try planner.receipt(request)
         let push = try await context.storing { try await $0.push(id: receipt.pushID) }
+        // In the push's trace when it has one (docs/tracing.md): ids and the stage only.
+        return try await context.tracing.withSpan("herald.receipt", kind: .server, inTraceOf: push?.traceParent) {
+            span throws(RelayError) in
+            span.set("herald.push.id", receipt.pushID)
+            span.set("herald.receipt.stage", receipt.stage.rawValue)
+            return try await record(receipt, tag: tag, push: push, device: device)
+        }
+    }
+
+    private func record(
+        _ receipt: DeliveryReceipt,
+        tag: [UInt8],
+        push: OutboxEntry?,
+        device: DeviceRecord
+    ) async throws(RelayError) -> (receipt: PushReceipt, recorded: Bool) {
         let verified = receipt.verify(tag: tag, relayKeys: try context.sessionKeys(for: device))
         let app = try await context.app(id: device.appID)
         let planned = planner.record(

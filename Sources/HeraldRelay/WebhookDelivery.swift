@@ -22,7 +22,8 @@ public struct WebhookSettings: Sendable, Hashable {
 /// One signed POST to a webhook receiver.
 public struct WebhookRequest: Sendable, Hashable {
     public var url: String
-    /// `Content-Type` and the `Herald-*` headers, in order.
+    /// `Content-Type` and the `Herald-*` headers, in order, then `traceparent` for an event of
+    /// a traced push (docs/tracing.md).
     public var headers: [WebhookHeader]
     /// The event's JSON body, exactly as signed.
     public var body: [UInt8]

@@ -3,6 +3,7 @@ import HeraldCrypto
 import HeraldPush
 import HeraldRelayAPI
 public import HeraldStore
+import HeraldTracing
 public import Logging
 import Metrics
 public import ServiceLifecycle
@@ -137,19 +138,17 @@ public final class WebhookDispatcher: Service, Sendable {
 
     private func deliver(_ stored: StoredWebhookEvent) async {
         let event = stored.event
-        let completion: WebhookCompletion
-        switch await request(for: event) {
-        case .failure(let reason):
-            completion = .failed(error: reason.reason)
-        case .success(let request):
-            switch await transport.send(request) {
-            case .status(let status) where (200..<300).contains(status):
-                completion = .delivered
-            case .status(let status):
-                completion = retryOrGiveUp(stored, error: "HTTP \(status)")
-            case .unreachable(let reason):
-                completion = retryOrGiveUp(stored, error: reason)
-            }
+        // An event made from a traced push is sent in a span of that push's trace, and the
+        // request carries the span as `traceparent` (docs/tracing.md).
+        let completion = await context.tracing.withSpan(
+            "herald.webhook.deliver",
+            kind: .client,
+            inTraceOf: event.traceParent
+        ) { span in
+            span.set("herald.webhook.event_id", event.id)
+            span.set("herald.webhook.event_type", event.type.rawValue)
+            span.set("herald.webhook.attempt", stored.attempts)
+            return await attempt(stored, traceParent: context.tracing.traceParent(of: span), span: span)
         }
         let time = context.clock.now()
         let recorded: Bool
@@ -194,6 +193,35 @@ public final class WebhookDispatcher: Service, Sendable {
             label: "herald_relay_webhook_events_total",
             dimensions: [("type", event.type.rawValue), ("outcome", outcome)]
         ).increment()
+    }
+
+    /// One attempt at an event: its signed request sent, and what to record of the answer.
+    private func attempt(
+        _ stored: StoredWebhookEvent,
+        traceParent: String?,
+        span: TraceSpan
+    ) async
+        -> WebhookCompletion
+    {
+        switch await request(for: stored.event) {
+        case .failure(let reason):
+            span.fail(reason.reason)
+            return .failed(error: reason.reason)
+        case .success(var request):
+            if let traceParent { request.headers.append(WebhookHeader(PushTracing.traceParentHeader, traceParent)) }
+            switch await transport.send(request) {
+            case .status(let status) where (200..<300).contains(status):
+                span.set("http.response.status_code", status)
+                return .delivered
+            case .status(let status):
+                span.set("http.response.status_code", status)
+                span.fail("HTTP \(status)")
+                return retryOrGiveUp(stored, error: "HTTP \(status)")
+            case .unreachable(let reason):
+                span.fail(reason)
+                return retryOrGiveUp(stored, error: reason)
+            }
+        }
     }
 
     /// Logs a failed attempt to be retried: a warning at most once a minute (a receiver that is

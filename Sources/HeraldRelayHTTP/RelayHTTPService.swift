@@ -126,7 +126,9 @@ public enum RelayHTTPService {
             let body = try await api.decode(MessageRequest.self, request)
             try await relay.admit(caller, messages: 1)
             let receipt = context.accessLog.name(
-                try await relay.ingest.send(message: body, app: caller.appID),
+                try await api.traced("/v1/messages", request) {
+                    try await relay.ingest.send(message: body, app: caller.appID)
+                },
                 as: "message"
             )
             return JSONResponse.text(.accepted, receipt.jsonText)
@@ -139,7 +141,9 @@ public enum RelayHTTPService {
             let caller = try context.caller
             let body = try await api.decode(CallRequest.self, request)
             let receipt = context.accessLog.name(
-                try await relay.ingest.send(call: body, app: caller.appID),
+                try await api.traced("/v1/calls", request) {
+                    try await relay.ingest.send(call: body, app: caller.appID)
+                },
                 as: "call"
             )
             return JSONResponse.text(.accepted, receipt.jsonText)
@@ -154,7 +158,11 @@ public enum RelayHTTPService {
             try await relay.admit(caller, messages: Set(body.to).count)
             return try JSONResponse.make(
                 .accepted,
-                context.accessLog.name(try await relay.ingest.broadcast(body, app: caller.appID))
+                context.accessLog.name(
+                    try await api.traced("/v1/broadcasts", request) {
+                        try await relay.ingest.broadcast(body, app: caller.appID)
+                    }
+                )
             )
         }
         LiveChannelRoute.add(to: router, relay: relay, api: api)

@@ -275,6 +275,8 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var logLevel: String?
     /// text (the default) or json: one JSON object a line.
     public var logFormat: String?
+    /// One trace per push, exported over OTLP/HTTP (off unless `endpoint` is set; docs/tracing.md).
+    public var tracing: Tracing?
 
     enum CodingKeys: String, CodingKey {
         case host, port, data
@@ -293,6 +295,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case adapters, chat, quotas, webhooks, sandbox, http
         case logLevel = "log_level"
         case logFormat = "log_format"
+        case tracing
     }
 }
 
@@ -378,7 +381,17 @@ extension ConfigurationFile {
             guard let value = Int(text) else { throw .configuration("\(name) must be a whole number (got '\(text)')") }
             return value
         }
+        func ratio(_ name: String) throws(HeraldServerError) -> Double? {
+            guard let text = string(name) else { return nil }
+            guard let value = Double(text) else { throw .configuration("\(name) must be a number (got '\(text)')") }
+            return value
+        }
         var layer = ConfigurationFile()
+        var tracing = Tracing()
+        tracing.endpoint = string("HERALD_TRACING_ENDPOINT")
+        tracing.serviceName = string("HERALD_TRACING_SERVICE_NAME")
+        tracing.samplingRatio = try ratio("HERALD_TRACING_SAMPLING_RATIO")
+        if tracing != Tracing() { layer.tracing = tracing }
         layer.host = string("HERALD_HOST")
         layer.port = try int("HERALD_PORT")
         layer.data = string("HERALD_DATA")

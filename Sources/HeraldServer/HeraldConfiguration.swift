@@ -13,6 +13,8 @@ public import Logging
 public struct HeraldConfiguration: Sendable {
     /// The address the relay listens on (127.0.0.1).
     public var host = "127.0.0.1"
+    /// One trace per push over OTLP/HTTP; nil (the default): tracing off (docs/tracing.md).
+    public var tracing: TracingConfiguration?
     /// The relay's HTTP port (8080); 0 picks one.
     public var port = 8080
     /// Where the database and the provider token live (`data`).
@@ -217,6 +219,7 @@ public struct HeraldConfiguration: Sendable {
             try checkNames(of: app)
         }
         provider = try Self.remoteProvider(file.provider)
+        tracing = try TracingConfiguration(file.tracing)
         try check()
     }
 

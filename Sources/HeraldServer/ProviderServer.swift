@@ -58,12 +58,16 @@ extension HeraldServer {
             group: group
         )
         await fleet.prepare()
+        // With tracing on, each push's attempt joins the trace the relay's claim sent with it; the
+        // exporter starts first, so it stops last (docs/tracing.md).
+        let tracing = try configuration.tracing?.makeBackend(logger: logger)
+        let stage = tracing.map { fleet.stage.traced(by: $0.tracing) } ?? fleet.stage
         let keys = ServerKeys(keysDirectory: configuration.keysDirectory, environment: environment)
         let (secret, secretSource) = try keys.providerSecret(file: listener.secretFile, make: true)
         let ports = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: ProviderHTTPService.router(
-                stage: fleet.stage,
+                stage: stage,
                 secret: secret,
                 registry: registry,
                 accessLogger: configuration.accessLogger
@@ -75,7 +79,7 @@ extension HeraldServer {
         )
         let services = ServiceGroup(
             configuration: .init(
-                services: fleet.services.map { .init(service: $0) } + [
+                services: ((tracing.map { [$0.service] } ?? []) + fleet.services).map { .init(service: $0) } + [
                     .init(
                         service: NamedListener(
                             base: app,

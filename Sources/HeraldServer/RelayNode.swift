@@ -8,6 +8,7 @@ public import HeraldPush
 public import HeraldRelay
 import HeraldRelayHTTP
 public import HeraldStore
+public import HeraldTracing
 import HeraldWebhookHTTP
 import Hummingbird
 import HummingbirdWebSocket
@@ -78,6 +79,8 @@ public struct RelayNode: Sendable {
         /// What `/health/ready` checks besides the store (a remote provider): the reasons the node
         /// cannot serve now, empty when it can.
         public var ready: @Sendable () async -> [String] = { [] }
+        /// The spans of each push's trace (docs/tracing.md): off unless tracing is configured.
+        public var tracing = PushTracing.off
 
         public init(store: any HeraldStore, sender: any PushSender, masterKey: MasterKey, apiKey: String) {
             self.store = store
@@ -94,7 +97,8 @@ public struct RelayNode: Sendable {
             sender: parts.sender,
             configuration: parts.dispatcher,
             logger: logger,
-            clock: parts.clock
+            clock: parts.clock,
+            tracing: parts.tracing
         )
         let relay = Relay(
             configuration: parts.relay,
@@ -104,7 +108,8 @@ public struct RelayNode: Sendable {
             clock: parts.clock,
             onAccepted: { dispatcher.wake() },
             onAppSaved: parts.onAppSaved,
-            handOff: dispatcher
+            handOff: dispatcher,
+            tracing: parts.tracing
         )
         let router = RelayHTTPService.router(
             relay: relay,

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCrypto
+import HeraldProvider
 import HeraldPush
 import HeraldRelay
 import HeraldStore
@@ -22,6 +23,9 @@ struct RelayRuntime: Sendable {
     private let store: any HeraldStore
     /// How many previous API keys are accepted and where they come from, for the banner.
     private let previousAPIKeysLine: String?
+    /// The span exporter when tracing is configured (docs/tracing.md): started first, so it
+    /// stops last and exports the spans of the last pushes the dispatcher drained.
+    private let tracingServices: [any Service]
 
     var relay: Relay { node.relay }
 
@@ -39,7 +43,12 @@ struct RelayRuntime: Sendable {
         ready: @escaping @Sendable () async -> [String] = { [] },
         environment: [String: String]
     ) throws(HeraldServerError) {
+        let backend = try configuration.tracing?.makeBackend(logger: logger)
+        tracingServices = backend.map { [$0.service] } ?? []
+        // The provider stage in process makes each push's attempt span in the same traces.
+        let sender = backend.flatMap { backend in (sender as? ProviderStage)?.traced(by: backend.tracing) } ?? sender
         var parts = RelayNode.Parts(store: store, sender: sender, masterKey: masterKey, apiKey: apiKey)
+        parts.tracing = backend?.tracing ?? .off
         // During a rotation the keys backends still use (read here so every command that runs a
         // relay takes them alike).
         let previous = try ServerKeys(keysDirectory: configuration.keysDirectory, environment: environment)
@@ -126,7 +135,7 @@ struct RelayRuntime: Sendable {
         let group = ServiceGroup(
             configuration: .init(
                 services: Self.startOrder(
-                    providers: providers,
+                    providers: tracingServices + providers,
                     node: node.tiers,
                     background: background,
                     listeners: listeners + [witness]
@@ -199,6 +208,9 @@ struct RelayRuntime: Sendable {
         ]
         if !adapterNames.isEmpty {
             lines.append("  webhooks     \(adapterNames.map { "POST /v1/adapters/\($0)" }.joined(separator: ", "))")
+        }
+        if let tracing = configuration.tracing {
+            lines.append("  tracing      \(tracing.description)")
         }
         return lines
     }

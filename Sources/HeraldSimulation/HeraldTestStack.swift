@@ -19,6 +19,7 @@ public import HeraldSandbox
 import HeraldServer
 public import HeraldStore
 public import HeraldStoreSQLite
+public import HeraldTracing
 import Hummingbird
 public import Logging
 import NIOCore
@@ -139,6 +140,8 @@ public final class HeraldTestStack: Sendable {
         public var durable = false
         /// The relay's (and the remote provider's) HTTP timeouts and connection cap.
         public var http = HTTPConnectionLimits()
+        /// The spans of each push's trace, the in-process provider stage's included (off).
+        public var tracing = PushTracing.off
 
         public init() {}
     }
@@ -229,7 +232,7 @@ public final class HeraldTestStack: Sendable {
 
                 var parts: RelayParts?
                 if let settings = options.relay {
-                    let stage = ProviderStage(apns: apns?.client, fcm: fcm)
+                    let stage = ProviderStage(apns: apns?.client, fcm: fcm).traced(by: settings.tracing)
                     var sender: any PushSender = stage
                     if settings.remoteProvider {
                         sender = await startRemoteProvider(stage, settings, logger: logger, &tasks, &started)
@@ -417,6 +420,7 @@ public final class HeraldTestStack: Sendable {
         node.adapters = settings.adapters
         node.clock = settings.clock
         node.http = settings.http
+        node.tracing = settings.tracing
         let ports = AsyncStream.makeStream(of: Int.self)
         let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }
         let relay = relayNode.relay

@@ -32,6 +32,10 @@ public struct OutboxEntry: Sendable, Hashable {
     /// `ttl: "0s"`) and the push has one attempt; `expiresAt` is only the relay's window to make
     /// it.
     public var nowOrNever: Bool
+    /// The W3C `traceparent` of the request that made the push (its ingest span), kept so its
+    /// claim, attempts, receipts and webhook events join that trace on any node; written only
+    /// while tracing is on (docs/tracing.md).
+    public var traceParent: String?
 
     public init(
         pushID: String,
@@ -49,7 +53,8 @@ public struct OutboxEntry: Sendable, Hashable {
         createdAt: Int64,
         updatedAt: Int64,
         waitingSince: Int64? = nil,
-        nowOrNever: Bool = false
+        nowOrNever: Bool = false,
+        traceParent: String? = nil
     ) {
         self.pushID = pushID
         self.deviceID = deviceID
@@ -67,6 +72,7 @@ public struct OutboxEntry: Sendable, Hashable {
         self.updatedAt = updatedAt
         self.waitingSince = waitingSince
         self.nowOrNever = nowOrNever
+        self.traceParent = traceParent
     }
 }
 
@@ -150,7 +156,8 @@ public struct ClaimedPush: Sendable, Hashable {
             token: deviceToken,
             payload: payload,
             expiration: entry.nowOrNever ? 0 : entry.expiresAt / 1000,
-            collapseID: entry.collapseID
+            collapseID: entry.collapseID,
+            traceParent: entry.traceParent
         )
     }
 }

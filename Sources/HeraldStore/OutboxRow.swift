@@ -9,6 +9,7 @@ package struct OutboxRow: Sendable, ColumnsDecodable {
         "push_id", "device_id", "kind", "subject_id", "priority", "network", "topic", "push_type", "apns_priority",
         "apns_id", "fcm_priority", "collapse_id", "attempts", "next_attempt_at", "expires_at", "state", "last_reason",
         "created_at", "updated_at", "waiting_since", "now_or_never",
+        "trace_context",
     ]
     /// `columnNames` as a select list.
     package static let columns = columnNames.joined(separator: ", ")
@@ -34,6 +35,7 @@ package struct OutboxRow: Sendable, ColumnsDecodable {
     package var updatedAt: Int64
     package var waitingSince: Int64?
     package var nowOrNever: Bool
+    package var traceContext: String?
 
     /// Where the claim's order puts it among pushes of its priority.
     package var queuedSince: Int64 { waitingSince ?? createdAt }
@@ -61,6 +63,7 @@ package struct OutboxRow: Sendable, ColumnsDecodable {
         updatedAt = try columns.integer()
         waitingSince = try columns.optionalInteger()
         nowOrNever = try columns.boolean()
+        traceContext = try columns.optionalText()
     }
 
     /// The entry, with its payload's body (APNs' JSON, or FCM's data as a JSON object of strings).
@@ -84,7 +87,8 @@ package struct OutboxRow: Sendable, ColumnsDecodable {
             createdAt: createdAt,
             updatedAt: updatedAt,
             waitingSince: waitingSince,
-            nowOrNever: nowOrNever
+            nowOrNever: nowOrNever,
+            traceParent: traceContext
         )
     }
 

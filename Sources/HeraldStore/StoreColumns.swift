@@ -92,7 +92,7 @@ extension StoredWebhookEvent: ColumnsDecodable {
     /// The columns of `webhook_events` that `init(columns:)` reads, in its order.
     package static let columns = """
         id, app_id, type, ordering_key, data, created_at, state, attempts, next_attempt_at, last_error,
-        delivered_at, updated_at
+        delivered_at, updated_at, trace_context
         """
 
     package init(columns: inout some StoreColumns) throws {
@@ -114,5 +114,6 @@ extension StoredWebhookEvent: ColumnsDecodable {
             deliveredAt: try columns.optionalInteger(),
             updatedAt: try columns.integer()
         )
+        event.traceParent = try columns.optionalText()
     }
 }

@@ -18,15 +18,27 @@ public struct WebhookEvent: Sendable, Hashable {
     public var data: String
     /// When the change happened, milliseconds since the epoch.
     public var createdAt: Int64
+    /// The W3C `traceparent` of the push the event reports, when tracing was on as the push was
+    /// made: the webhook's delivery joins that push's trace (docs/tracing.md). Written by the
+    /// store from the push's row; never part of the event's body.
+    public var traceParent: String?
 
-    public init(id: String, appID: String, type: WebhookEventType, orderingKey: String, data: String, createdAt: Int64)
-    {
+    public init(
+        id: String,
+        appID: String,
+        type: WebhookEventType,
+        orderingKey: String,
+        data: String,
+        createdAt: Int64,
+        traceParent: String? = nil
+    ) {
         self.id = id
         self.appID = appID
         self.type = type
         self.orderingKey = orderingKey
         self.data = data
         self.createdAt = createdAt
+        self.traceParent = traceParent
     }
 }
 

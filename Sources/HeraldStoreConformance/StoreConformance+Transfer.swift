@@ -106,6 +106,8 @@ extension StoreConformance {
         // A customer_wait app's push (its customer's wait) and a now-or-never one move as they are.
         retried.waitingSince = 900
         claimed.nowOrNever = true
+        // A push made while tracing was on keeps its trace context on the way (docs/tracing.md).
+        retried.traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         var app = StoreFixtures.app()
         app.queueOrder = .customerWait
         var device = StoreFixtures.device("x1", user: "xu1", createdAt: 1_000)

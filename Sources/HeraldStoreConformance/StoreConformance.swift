@@ -56,6 +56,7 @@ public enum StoreConformance {
         case webhookEventsListAndExpire
         case appWebhookIsKept
         case pushFinalStatesWriteWebhookEvents
+        case aPushKeepsItsTraceContext
         case chatDisconnectsWriteWebhookEvents
         case callIsWrittenWithItsIngest
         case callEndsOnce
@@ -150,6 +151,7 @@ public enum StoreConformance {
                 try await StoreConformance.chatDisconnectsWriteWebhookEvents(engine)
             case .pushFinalStatesWriteWebhookEvents:
                 try await StoreConformance.pushFinalStatesWriteWebhookEvents(engine)
+            case .aPushKeepsItsTraceContext: try await StoreConformance.aPushKeepsItsTraceContext(engine)
             case .callIsWrittenWithItsIngest: try await StoreConformance.callIsWrittenWithItsIngest(engine)
             case .callEndsOnce: try await StoreConformance.callEndsOnce(engine)
             case .callRingingIsReportedOnce: try await StoreConformance.callRingingIsReportedOnce(engine)

@@ -86,7 +86,8 @@ struct FinishStatement: RowsStatement {
                 claim_owner = NULL, claim_until = NULL, updated_at = u.at
             FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::bigint[]) AS u(id, state, reason, has, at)
             WHERE o.push_id = u.id
-            RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason, o.updated_at, o.subject_id
+            RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason, o.updated_at, o.subject_id,
+                o.trace_context
         ),
         """ + CallbackPushedEvents.delivered + PushEvents.insert(now: "done.updated_at")
 
@@ -131,12 +132,13 @@ struct FinishStatement: RowsStatement {
 enum PushEvents {
     static func insert(now: String) -> String {
         """
-        INSERT INTO webhook_events (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+        INSERT INTO webhook_events
+            (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at, trace_context)
         SELECT 'push.' || done.state || ':' || done.push_id, d.app_id, 'push.' || done.state,
             'push:' || done.push_id,
             json_build_object('device_id', done.device_id, 'kind', done.kind, 'push_id', done.push_id,
                 'reason', done.last_reason, 'state', done.state, 'user_id', d.user_id)::text,
-            \(now), \(now), \(now)
+            \(now), \(now), \(now), done.trace_context
         FROM done JOIN devices d ON d.id = done.device_id JOIN apps a ON a.id = d.app_id
         WHERE a.webhook_url IS NOT NULL AND done.state IN ('delivered', 'token_dead', 'failed', 'expired')
             AND EXISTS (SELECT 1 FROM apps WHERE webhook_url IS NOT NULL)

@@ -39,18 +39,18 @@ struct AcceptBatchStatement: RowsStatement {
             INSERT INTO outbox
                 (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
                  fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                 updated_at, waiting_since, now_or_never, claim_owner, claim_until)
+                 updated_at, waiting_since, now_or_never, claim_owner, claim_until, trace_context)
             SELECT push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
                  fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-                 updated_at, waiting_since, now_or_never, claim_owner, claim_until
+                 updated_at, waiting_since, now_or_never, claim_owner, claim_until, trace_context
             FROM unnest(
                 $13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::bigint[], $19::text[],
                 $20::text[], $21::text[], $22::bigint[], $23::text[], $24::text[], $25::text[], $26::bigint[],
                 $27::bigint[], $28::bigint[], $29::text[], $30::text[], $31::bigint[], $32::bigint[],
-                $39::bigint[], $40::bool[], $42::text[], $43::bigint[])
+                $39::bigint[], $40::bool[], $42::text[], $43::bigint[], $46::text[])
                 AS o(n, push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
                     apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason,
-                    created_at, updated_at, waiting_since, now_or_never, claim_owner, claim_until)
+                    created_at, updated_at, waiting_since, now_or_never, claim_owner, claim_until, trace_context)
             WHERE n IN (SELECT n FROM ok)),
         p AS (
             INSERT INTO outbox_payloads (push_id, payload)
@@ -68,7 +68,7 @@ struct AcceptBatchStatement: RowsStatement {
     let ingests: [Ingest]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 45)
+        var bindings = PostgresBindings(capacity: 46)
         let numbers = ingests.indices.map { Int64($0) }
         bindings.append(numbers)
         bindings.append(NullableArray(ingests.map(\.idempotencyKey)))
@@ -128,6 +128,8 @@ struct AcceptBatchStatement: RowsStatement {
         // $44 and $45, the recipients version each ingest was made for (NULL: not checked).
         bindings.append(NullableArray(ingests.map { $0.recipientsVersion?.userID }))
         bindings.append(ingests.map { $0.recipientsVersion?.version ?? 0 })
+        // $46, each push's trace context (NULL unless tracing is on).
+        bindings.append(NullableArray(pushes.map(\.traceParent)))
         return bindings
     }
 }

@@ -342,5 +342,15 @@ extension PostgresMigrations {
                 "ALTER TABLE apps ADD COLUMN deadlines TEXT",
             ]
         ),
+        (
+            "v20: a push's trace context",
+            [
+                // As on SQLite's v27: the W3C traceparent of the request that made a push, and
+                // of a webhook event made from a push, written only while tracing is on
+                // (docs/tracing.md); NULL otherwise, and for every row written before.
+                "ALTER TABLE outbox ADD COLUMN trace_context TEXT",
+                "ALTER TABLE webhook_events ADD COLUMN trace_context TEXT",
+            ]
+        ),
     ]
 }

@@ -29,7 +29,7 @@ struct ImportRows {
         """
         outbox (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority, apns_id,
             fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state, last_reason, created_at,
-            updated_at, waiting_since, now_or_never)
+            updated_at, waiting_since, now_or_never, trace_context)
         """
     )
     private var payloads = RowsInsert("outbox_payloads (push_id, payload)")
@@ -62,7 +62,7 @@ struct ImportRows {
     private var webhookEvents = RowsInsert(
         """
         webhook_events (id, app_id, type, ordering_key, data, created_at, state, attempts, next_attempt_at,
-            last_error, updated_at)
+            last_error, updated_at, trace_context)
         """
     )
     private var apiKeys = RowsInsert(
@@ -214,6 +214,7 @@ struct ImportRows {
             $0.integer(push.updatedAt)
             $0.integer(push.waitingSince)
             $0.boolean(push.nowOrNever)
+            $0.text(push.traceParent)
         }
         payloads.row {
             $0.text(push.pushID)
@@ -340,6 +341,7 @@ struct ImportRows {
             $0.integer(stored.nextAttemptAt)
             $0.text(stored.lastError)
             $0.integer(stored.updatedAt)
+            $0.text(event.traceParent)
         }
     }
 

@@ -182,7 +182,7 @@ extension PostgresStore {
                     FROM unnest(\(unsendable.ids)::text[], \(unsendable.states)::text[], \(unsendable.reasons)::text[])
                         AS u(id, state, reason)
                     WHERE o.push_id = u.id AND o.state = 'sending' AND o.claim_owner = \(owner)
-                    RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason
+                    RETURNING o.push_id, o.device_id, o.kind, o.state, o.last_reason, o.trace_context
                 )
                 \(unescaped: PushEvents.insert(now: String(now)))
                 """

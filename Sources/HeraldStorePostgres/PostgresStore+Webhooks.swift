@@ -17,9 +17,9 @@ extension PostgresStore {
             try await connection.run(
                 """
                 INSERT INTO webhook_events
-                    (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+                    (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at, trace_context)
                 VALUES (\(event.id), \(event.appID), \(event.type.rawValue), \(event.orderingKey), \(event.data),
-                    \(event.createdAt), \(event.createdAt), \(event.createdAt))
+                    \(event.createdAt), \(event.createdAt), \(event.createdAt), \(event.traceParent))
                 ON CONFLICT (id) DO NOTHING
                 """,
                 logger: logger

@@ -229,15 +229,15 @@ extension SQLiteStore {
                     INSERT INTO outbox
                         (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
                          apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
-                         last_reason, created_at, updated_at, waiting_since, now_or_never)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         last_reason, created_at, updated_at, waiting_since, now_or_never, trace_context)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     push.pushID, push.deviceID, push.kind.rawValue, push.subjectID, push.priority,
                     push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
                     columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
                     push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt, push.waitingSince,
-                    push.nowOrNever,
+                    push.nowOrNever, push.traceParent,
                 ]
             )
             try db.execute(

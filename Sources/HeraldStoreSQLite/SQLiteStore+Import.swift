@@ -199,12 +199,12 @@ extension SQLiteStore: StoreImport {
             sql: """
                 INSERT INTO webhook_events
                     (id, app_id, type, ordering_key, data, created_at, state, attempts, next_attempt_at,
-                     last_error, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)
+                     last_error, updated_at, trace_context)
+                VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 event.id, event.appID, event.type.rawValue, event.orderingKey, event.data, event.createdAt,
-                stored.attempts, stored.nextAttemptAt, stored.lastError, stored.updatedAt,
+                stored.attempts, stored.nextAttemptAt, stored.lastError, stored.updatedAt, event.traceParent,
             ]
         )
     }

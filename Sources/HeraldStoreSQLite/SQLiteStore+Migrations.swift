@@ -275,5 +275,16 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v27: a push's trace context") { db in
+            // The W3C traceparent of the request that made a push, and of a webhook event made
+            // from a push, written only while tracing is on (docs/tracing.md); NULL otherwise,
+            // and for every row written before.
+            try db.execute(
+                sql: """
+                    ALTER TABLE outbox ADD COLUMN trace_context TEXT;
+                    ALTER TABLE webhook_events ADD COLUMN trace_context TEXT;
+                    """
+            )
+        }
     }
 }

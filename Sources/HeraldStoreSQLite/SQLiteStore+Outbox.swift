@@ -46,8 +46,9 @@ extension SQLiteStore {
                 INSERT INTO outbox
                     (push_id, device_id, kind, subject_id, priority, network, topic, push_type, apns_priority,
                      apns_id, fcm_priority, collapse_id, attempts, next_attempt_at, expires_at, state,
-                     last_reason, created_at, updated_at, waiting_since, now_or_never, claim_owner, claim_until)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     last_reason, created_at, updated_at, waiting_since, now_or_never, claim_owner, claim_until,
+                     trace_context)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
         let insertPayload = try db.cachedStatement(
@@ -61,7 +62,7 @@ extension SQLiteStore {
                 push.network.rawValue, columns.topic, columns.pushType, columns.apnsPriority, columns.apnsID,
                 columns.fcmPriority, push.collapseID, push.attempts, push.nextAttemptAt, push.expiresAt,
                 push.state.rawValue, push.lastReason, push.createdAt, push.updatedAt, push.waitingSince,
-                push.nowOrNever, claimOwner, claimUntil,
+                push.nowOrNever, claimOwner, claimUntil, push.traceParent,
             ])
             try insertPayload.execute(arguments: [push.pushID, columns.body])
         }
@@ -374,11 +375,12 @@ extension SQLiteStore {
     /// Writes a finished push's event when its device's app has a webhook: ids and states only.
     /// The event id is the type and the push id, so a push's final state is one event.
     static let pushEventSQL = """
-        INSERT INTO webhook_events (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
+        INSERT INTO webhook_events
+            (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at, trace_context)
         SELECT 'push.' || o.state || ':' || o.push_id, d.app_id, 'push.' || o.state, 'push:' || o.push_id,
             json_object('device_id', o.device_id, 'kind', o.kind, 'push_id', o.push_id, 'reason', o.last_reason,
                 'state', o.state, 'user_id', d.user_id),
-            ?, ?, ?
+            ?, ?, ?, o.trace_context
         FROM outbox o JOIN devices d ON d.id = o.device_id JOIN apps a ON a.id = d.app_id
         WHERE o.push_id = ? AND a.webhook_url IS NOT NULL
         ON CONFLICT (id) DO NOTHING

@@ -20,13 +20,13 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     INSERT INTO webhook_events
-                        (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        (id, app_id, type, ordering_key, data, created_at, next_attempt_at, updated_at, trace_context)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (id) DO NOTHING
                     """,
                 arguments: [
                     event.id, event.appID, event.type.rawValue, event.orderingKey, event.data, event.createdAt,
-                    event.createdAt, event.createdAt,
+                    event.createdAt, event.createdAt, event.traceParent,
                 ]
             )
         }

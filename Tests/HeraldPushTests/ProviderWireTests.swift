@@ -67,14 +67,17 @@ struct ProviderWireTests {
                 environment: .production
             )
         ),
-        expiration: 1_900_000_000
+        expiration: 1_900_000_000,
+        traceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
     )
 
     static let routedAndroid = Push(
         id: "p5",
         token: "fcm-token:5",
         payload: .fcm(FCMPayload(package: "com.example.beta", priority: .high, data: ["k": "v"], account: "project-b")),
-        expiration: nil
+        expiration: nil,
+        // A traced push's claim span crosses with it (docs/tracing.md).
+        traceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     )
 
     @Test(

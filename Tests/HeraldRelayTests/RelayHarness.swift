@@ -21,6 +21,7 @@ import HeraldSimulation
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
+import HeraldTracing
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -112,6 +113,8 @@ final class RelayHarness: Sendable {
         var http = HTTPConnectionLimits()
         /// Keys accepted besides the harness's API key (a rotation).
         var previousAPIKeys: [String] = []
+        /// The spans of each push's trace (off).
+        var tracing = PushTracing.off
     }
 
     /// A webhook no receiver answers (connections refused): the relay queues the app's events and
@@ -155,6 +158,7 @@ final class RelayHarness: Sendable {
         relay.metrics = setup.servesMetrics ? metrics : nil
         relay.apiKey = apiKey
         relay.previousAPIKeys = setup.previousAPIKeys
+        relay.tracing = setup.tracing
         relay.clock = clock
         options.relay = relay
         try await HeraldTestStack.with(options) { stack in

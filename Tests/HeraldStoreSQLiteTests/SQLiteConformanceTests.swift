@@ -188,6 +188,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.pushFinalStatesWriteWebhookEvents)
     }
 
+    @Test func aPushKeepsItsTraceContext() async throws {
+        try await SQLiteEngine.check(.aPushKeepsItsTraceContext)
+    }
+
     @Test func chatDisconnectsWriteWebhookEvents() async throws {
         try await SQLiteEngine.check(.chatDisconnectsWriteWebhookEvents)
     }
@@ -310,6 +314,7 @@ struct SQLiteConformanceTests {
             .webhookEventsListAndExpire,
             .appWebhookIsKept,
             .pushFinalStatesWriteWebhookEvents,
+            .aPushKeepsItsTraceContext,
             .chatDisconnectsWriteWebhookEvents,
             .callIsWrittenWithItsIngest,
             .callEndsOnce,

@@ -77,6 +77,8 @@ struct ReceiptPlanner: Sendable {
                 data: ReceiptEventData(stored, device: device),
                 at: now
             )
+            // Delivered in the push's trace, when it has one (docs/tracing.md).
+            for index in events.indices { events[index].traceParent = push.traceParent }
         }
         var effects: [RelayEffect] = [
             .count(.receipts(receipt.stage, app: device.appID, network: push.network), 1)

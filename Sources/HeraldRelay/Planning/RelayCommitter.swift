@@ -1,4 +1,5 @@
 import HeraldStore
+import HeraldTracing
 import Logging
 import Metrics
 
@@ -9,8 +10,21 @@ extension RelayContext {
     /// Answers the store's outcome per write; throws the change's `refusalWhenStale` when a write
     /// found its row gone, after the transaction (which wrote nothing for that write), and its
     /// `refusalWhenConflict` when the store refused the batch as conflicting.
+    ///
+    /// With tracing on, a change that queues pushes is committed in a span of its own (a child
+    /// of the request's), and each push keeps the request's `traceparent` (docs/tracing.md).
     @discardableResult
     func commit(_ change: RelayChange, over live: LiveChannels? = nil) async throws(RelayError) -> [ChangeOutcome] {
+        guard tracing.isOn, change.queuesPushes, let traceParent = tracing.currentTraceParent() else {
+            return try await apply(change, over: live)
+        }
+        return try await tracing.withSpan("herald.store.commit") { span throws(RelayError) in
+            span.set("herald.store.writes", change.writes.count)
+            return try await apply(change.traced(traceParent), over: live)
+        }
+    }
+
+    private func apply(_ change: RelayChange, over live: LiveChannels?) async throws(RelayError) -> [ChangeOutcome] {
         let writes = change.writes
         let outcomes: [ChangeOutcome]
         do {
