@@ -50,7 +50,6 @@ from pathlib import Path
 # The cluster test's PostgreSQL, processes and nodes (Tests/interop is on sys.path under pytest).
 from test_cluster import (  # noqa: F401  (herald, postgres and workdir are fixtures)
     BUNDLE_ID,
-    STARTUP_TIMEOUT,
     TEAM_ID,
     Node,
     Postgres,
