@@ -37,6 +37,12 @@ extension SimulatedBackend {
     /// Sends a request with the API key and decodes the answer; a status other than `expect`
     /// fails with the relay's reason.
     func request<T: Decodable>(_ method: HTTPMethod, _ path: String, _ body: String?, expect: Int) async throws -> T {
+        try JSONDecoder().decode(T.self, from: try await data(method, path, body, expect: expect))
+    }
+
+    /// Sends a request with the API key and answers the response's body; a status other than
+    /// `expect` fails with the relay's reason.
+    func data(_ method: HTTPMethod, _ path: String, _ body: String?, expect: Int) async throws -> Data {
         var request = HTTPClientRequest(url: relayURL + path)
         request.method = method
         request.headers.add(name: "authorization", value: "Bearer " + apiKey)
@@ -49,7 +55,7 @@ extension SimulatedBackend {
         guard response.status.code == expect else {
             throw ValidationError("\(path) answered \(response.status.code): \(String(buffer: bytes))")
         }
-        return try JSONDecoder().decode(T.self, from: Data(bytes.readableBytesView))
+        return Data(bytes.readableBytesView)
     }
 }
 

@@ -9,14 +9,17 @@ import HeraldStore
 import Logging
 import NIOCore
 
-/// `herald simulate messaging|telephony|android|callback|dual-channel|gms-chat`: the flows end to
-/// end, with a timeline.
+/// `herald simulate messaging|telephony|android|callback|dual-channel|gms-chat|escalation`: the
+/// flows end to end, with a timeline.
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
         abstract:
-            "Play a flow end to end (messaging, telephony, Android, callback, dual channel, GMS chat) and print its timeline.",
-        subcommands: [Messaging.self, Telephony.self, Android.self, Callback.self, DualChannel.self, GMSChat.self]
+            "Play a flow end to end (messaging, telephony, Android, callback, dual channel, GMS chat, escalation) and print its timeline.",
+        subcommands: [
+            Messaging.self, Telephony.self, Android.self, Callback.self, DualChannel.self, GMSChat.self,
+            Escalation.self,
+        ]
     )
 
     /// Options both flows take.
@@ -176,13 +179,16 @@ struct SimulatedBackend: Sendable {
     /// Records when APNs or FCM (the sandbox) accepted a push, as the relay reports it on its own
     /// clock: the relay records the answer once the sender returns, which can be after the phone
     /// got the push, and a running relay's clock knows nothing of the simulated minutes; the
-    /// timeline places the step before the push's delivery (`subject`, `stage`).
+    /// timeline places the step before the push's delivery (`subject`, `stage`). `priority` is
+    /// the APNs priority the push was sent with when the flow knows it (an escalation's 10): the
+    /// relay's status shows its queue's, 10 for calls and callbacks, 5 for messages.
     func recordAccepted(
         _ pushID: String,
         subject: String,
         pushType: String,
         topic: String?,
-        network: String = "apns"
+        network: String = "apns",
+        priority: Int? = nil
     ) async throws {
         // The phone may show a push before the relay has recorded the network's answer (the
         // dispatcher records a batch's outcomes after the sender returns): ask until it has.
@@ -200,7 +206,8 @@ struct SimulatedBackend: Sendable {
             pushType: pushType,
             // FCM has HIGH and NORMAL: the provider sends priority 5 and above as HIGH
             // (ProviderBatch).
-            priority: network == "fcm" ? .fcm(status.priority >= 5 ? "HIGH" : "NORMAL") : .apns(status.priority),
+            priority: network == "fcm"
+                ? .fcm((priority ?? status.priority) >= 5 ? "HIGH" : "NORMAL") : .apns(priority ?? status.priority),
             topic: topic,
             detail: network == "fcm" ? "push id \(status.pushID)" : "apns-id \(status.apnsID)",
             subject: subject,
@@ -210,7 +217,12 @@ struct SimulatedBackend: Sendable {
     }
 
     /// `recordAccepted` for alert pushes to `phone`: APNs alerts on iOS, FCM messages on Android.
-    func recordAlertsAccepted(_ pushIDs: [String], subject: String, phone: EmulatedPhone) async throws {
+    func recordAlertsAccepted(
+        _ pushIDs: [String],
+        subject: String,
+        phone: EmulatedPhone,
+        priority: Int? = nil
+    ) async throws {
         let android = phone.configuration.platform == .android
         for pushID in pushIDs {
             try await recordAccepted(
@@ -218,7 +230,8 @@ struct SimulatedBackend: Sendable {
                 subject: subject,
                 pushType: android ? "fcm" : "alert",
                 topic: phone.configuration.bundleID,
-                network: android ? "fcm" : "apns"
+                network: android ? "fcm" : "apns",
+                priority: priority
             )
         }
     }
@@ -303,7 +316,7 @@ enum Simulation {
                     logger: logger
                 ) { configuration in
                     configuration.platform = platform
-                    if flow != "telephony" {
+                    if flow != "telephony" && flow != "escalation" {
                         // Tokens come late: the SDK restarts as each arrives.
                         configuration.messagingTokenDelay = .milliseconds(600)
                         configuration.voipTokenDelay = .milliseconds(1200)

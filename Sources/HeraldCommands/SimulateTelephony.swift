@@ -40,16 +40,20 @@ extension Simulation {
     }
 
     /// The user's second device (an iPad, or a second Android phone), on the same timeline with
-    /// its components named apart.
-    static func secondDevice(like phone: EmulatedPhone, backend: SimulatedBackend) async throws -> EmulatedPhone {
+    /// its components named apart (`callkit · pad`).
+    static func secondDevice(
+        like phone: EmulatedPhone,
+        backend: SimulatedBackend,
+        named device: String = "pad"
+    ) async throws -> EmulatedPhone {
         var configuration = phone.configuration
-        configuration.storeDirectory = NSTemporaryDirectory() + "herald-pad-\(UUID().uuidString)"
-        var logger = Logger(label: "herald.simulate.pad")
+        configuration.storeDirectory = NSTemporaryDirectory() + "herald-\(device)-\(UUID().uuidString)"
+        var logger = Logger(label: "herald.simulate.\(device)")
         logger.logLevel = .critical
         let pad = try EmulatedPhone(
             configuration: configuration,
             http: backend.http,
-            timeline: Timeline(sharing: phone.timeline, device: "pad"),
+            timeline: Timeline(sharing: phone.timeline, device: device),
             logger: logger
         )
         try await pad.launch()

@@ -36,6 +36,12 @@ struct SimulationEndpoints: Sendable {
     /// The in-process relay's live channels (nil against a running relay): where a flow waits
     /// until the relay has seen the app's channel open or close.
     var live: LiveChannels? = nil
+    /// The backend's webhook receiver the in-process relay delivers the app's events to (nil
+    /// against a running relay: a flow that reads events starts its own and names it in the app).
+    var webhook: SimulationWebhookReceiver? = nil
+    /// Whether the relay runs on the simulation's clock (in-process): a flow then moves the
+    /// relay's timers on by advancing the clock; a running relay's pass in real time.
+    var sharesClock = false
 }
 
 /// Sandbox (APNs and FCM), provider and relay in this process, on loopback ports the system picks, in a
@@ -43,9 +49,12 @@ struct SimulationEndpoints: Sendable {
 enum SimulationStack {
     static let bundleID = "com.example.herald"
 
+    /// - Parameter webhook: whether the app has the backend's webhook (the simulation's receiver);
+    ///   without it the stack stands in for a running relay whose app has none.
     static func with<T: Sendable>(
         clock: TestClock,
         logger: Logger,
+        webhook: Bool = true,
         _ body: (SimulationEndpoints) async throws -> T
     ) async throws -> T {
         let (account, _) = try FCMServiceAccount.generate(
@@ -64,7 +73,7 @@ enum SimulationStack {
             var options = options
             var relay = relay
             // The backend's webhook, answered on loopback: the relay delivers the app's events.
-            relay.appWebhook = receiver.settings
+            if webhook { relay.appWebhook = receiver.settings }
             options.relay = relay
             return try await HeraldTestStack.with(options) { stack in
                 let parts = try stack.relay.orThrow()
@@ -77,7 +86,9 @@ enum SimulationStack {
                         callbackEvents: { [store = parts.store] id in
                             try await store.callbackWebhookEvents(callbackID: id)
                         },
-                        live: parts.relay.live
+                        live: parts.relay.live,
+                        webhook: webhook ? receiver : nil,
+                        sharesClock: true
                     )
                 )
             }
