@@ -29,7 +29,7 @@ extension RelayContext {
     /// wrote). With nothing due it does not sleep on the relay's clock at all.
     func runDue(
         _ what: String,
-        wake: WakeSignal? = nil,
+        wake: WakeSignal,
         poll: Duration,
         due: @escaping @Sendable () async throws(RelayError) -> Int,
         next: @escaping @Sendable () async -> Int64?
@@ -45,11 +45,7 @@ extension RelayContext {
                 let deadline = await next()
                 await withTaskGroup(of: Void.self) { group in
                     if let deadline { group.addTask { try? await clock.sleep(until: deadline) } }
-                    if let wake {
-                        group.addTask { await wake.wait(timeout: poll) }
-                    } else {
-                        group.addTask { try? await Task.sleep(for: poll) }
-                    }
+                    group.addTask { await wake.wait(timeout: poll) }
                     await group.next()
                     group.cancelAll()
                 }

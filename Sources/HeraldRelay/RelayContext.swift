@@ -35,6 +35,9 @@ final class RelayContext: Sendable {
     let webhooksWritten = WakeSignal()
     /// Signalled when a callback was scheduled or snoozed: wakes the callback scheduler.
     let callbacksDue = WakeSignal()
+    /// Wakes the deadline scheduler: a deadline was armed here (it may be due before the one the
+    /// scheduler sleeps for).
+    let deadlinesArmed = WakeSignal()
     private let onAccepted: @Sendable () -> Void
     /// This node's dispatcher, taking the pushes its ingests keep in memory (nil: every push is
     /// claimed from the store).

@@ -120,7 +120,8 @@ public struct DeadlineScheduler: Service {
 
     public func run() async throws {
         let (deadlines, owner, context) = (deadlines, owner, deadlines.context)
-        await context.runDue("due push deadlines", poll: poll) { () throws(RelayError) in
+        await context.runDue("due push deadlines", wake: context.deadlinesArmed, poll: poll) {
+            () throws(RelayError) in
             try await deadlines.fireDue(owner: owner)
         } next: {
             context.ahead((try? await context.store.nextDeadlineDueTime()) ?? nil)

@@ -47,7 +47,7 @@ struct StoreColumnsTests {
     static func webhookEvent(type: String, state: String) -> [Values.Value] {
         [
             .text("e1"), .text("a1"), .text(type), .text("call:c1"), .text("{}"), .integer(1), .text(state),
-            .integer(0), .integer(1), .text(nil), .integer(nil), .integer(1),
+            .integer(0), .integer(1), .text(nil), .integer(nil), .integer(1), .text(nil),
         ]
     }
 

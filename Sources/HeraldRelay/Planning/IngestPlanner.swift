@@ -119,6 +119,7 @@ extension IngestPlanner {
             change.effectsUnlessApplied.append(.releaseClaim(claim))
         }
         if ingest.queuesPushes { change.effectsWhenApplied.append(.wakeDispatchers) }
+        if !ingest.deadlines.isEmpty { change.effectsWhenApplied.append(.wakeDeadlines) }
         return change
     }
 

@@ -89,7 +89,10 @@ struct ReceiptPlanner: Sendable {
         if !events.isEmpty { effects.append(.wakeWebhooks) }
         var writes: [StoreChange] = [.recordReceipt(stored, events: events)]
         if DeadlinePlanner.cancels(receipt.stage) { writes.append(.cancelDeadlines(pushIDs: [push.pushID])) }
-        if let armed = deadlines.armed(by: receipt.stage, for: push, at: now) { writes.append(.armDeadlines([armed])) }
+        if let armed = deadlines.armed(by: receipt.stage, for: push, at: now) {
+            writes.append(.armDeadlines([armed]))
+            effects.append(.wakeDeadlines)
+        }
         let change = RelayChange(
             writes: writes,
             effectsWhenApplied: effects,

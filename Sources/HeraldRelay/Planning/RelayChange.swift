@@ -48,6 +48,8 @@ enum RelayEffect: Sendable, Equatable {
     case wakeDispatchers
     /// Wakes the callback scheduler: a callback was scheduled or snoozed.
     case wakeCallbacks
+    /// Wakes the deadline scheduler: deadlines were armed.
+    case wakeDeadlines
     /// A frame to a device over its live channel, if this node holds it (best effort).
     case frame(LiveServerFrame, to: String)
     /// Times a push from its acceptance to the phone's `shown` receipt

@@ -84,6 +84,8 @@ extension RelayContext {
             metrics.callbackPushes.increment(by: count)
         case .wakeCallbacks:
             callbacksDue.signal()
+        case .wakeDeadlines:
+            deadlinesArmed.signal()
         case .count(.callEnded(let state), let count):
             Counter(label: "herald_relay_calls_ended_total", dimensions: [("state", state.rawValue)]).increment(
                 by: count
