@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -62,12 +63,33 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         // OTLP over HTTP only: the default traits add the gRPC exporter, whose packages would add
         // minutes to every clean build. Only HeraldServer, which bootstraps the exporter, uses it.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
+        // `@MemberwiseInit`: a struct's synthesized memberwise initializer at the struct's own
+        // access level (a public wire type's public init, not written out by hand).
+        .macro(
+            name: "HeraldMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "HeraldMacros", dependencies: ["HeraldMacrosPlugin"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldMacrosTests",
+            dependencies: [
+                "HeraldMacrosPlugin",
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // libsodium from the system (Debian: libsodium-dev), found through pkg-config.
         .systemLibrary(
             name: "CSodium",
@@ -75,22 +97,24 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]
         ),
         // Byte encodings shared by the crypto core and the APNs/FCM protocol code (base64url).
-        // No dependencies.
+        // No dependencies but the memberwise-init macro.
         .target(
             name: "HeraldEncoding",
+            dependencies: ["HeraldMacros"],
             swiftSettings: swiftSettings
         ),
         // The crypto core: key agreement, the envelope, contents, budget, keys at rest.
         // Depends on libsodium only: no NIO, no Foundation networking.
         .target(
             name: "HeraldCrypto",
-            dependencies: ["CSodium", "HeraldDomain", "HeraldEncoding"],
+            dependencies: ["HeraldMacros", "CSodium", "HeraldDomain", "HeraldEncoding"],
             swiftSettings: swiftSettings
         ),
         // The push every stage passes on (relay, outbox, dispatcher, provider stage) and its
-        // outcome, typed per network. No dependencies at all.
+        // outcome, typed per network. No dependencies but the memberwise-init macro.
         .target(
             name: "HeraldPush",
+            dependencies: ["HeraldMacros"],
             swiftSettings: swiftSettings
         ),
         // APNs protocol facts shared by the sandbox and the provider: reasons, headers, ES256
@@ -105,6 +129,7 @@ let package = Package(
         .target(
             name: "HeraldFCMCore",
             dependencies: [
+                "HeraldMacros",
                 "HeraldEncoding",
                 "HeraldPush",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -117,6 +142,7 @@ let package = Package(
         .target(
             name: "HeraldSandbox",
             dependencies: [
+                "HeraldMacros",
                 "HeraldDomain",
                 "HeraldEncoding",
                 "HeraldPush",
@@ -155,6 +181,7 @@ let package = Package(
         .target(
             name: "HeraldAPNs",
             dependencies: [
+                "HeraldMacros",
                 "HeraldAPNsCore",
                 "HeraldDomain",
                 "HeraldClientSupport",
@@ -177,6 +204,7 @@ let package = Package(
         .target(
             name: "HeraldFCM",
             dependencies: [
+                "HeraldMacros",
                 "HeraldFCMCore",
                 "HeraldDomain",
                 "HeraldClientSupport",
@@ -197,6 +225,7 @@ let package = Package(
         .target(
             name: "HeraldProvider",
             dependencies: [
+                "HeraldMacros",
                 "HeraldTracing",
                 "HeraldPush",
                 "HeraldDomain",
@@ -214,7 +243,7 @@ let package = Package(
         // shared by `herald provider`'s service and the relay's remote sender.
         .target(
             name: "HeraldProviderAPI",
-            dependencies: ["HeraldPush", "HeraldAPNsCore", "HeraldFCMCore"],
+            dependencies: ["HeraldMacros", "HeraldPush", "HeraldAPNsCore", "HeraldFCMCore"],
             swiftSettings: swiftSettings
         ),
         // What every Herald HTTP service does alike: bearer credentials compared in constant time,
@@ -223,6 +252,7 @@ let package = Package(
         .target(
             name: "HeraldHTTPSupport",
             dependencies: [
+                "HeraldMacros",
                 "HeraldEncoding",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -284,12 +314,13 @@ let package = Package(
         // plain enums with no I/O, below the store, the wire types and the phone.
         .target(
             name: "HeraldDomain",
+            dependencies: ["HeraldMacros"],
             swiftSettings: swiftSettings
         ),
         // What the relay keeps: the records and the `HeraldStore` protocol. No storage engine.
         .target(
             name: "HeraldStore",
-            dependencies: ["HeraldDomain", "HeraldPush"],
+            dependencies: ["HeraldMacros", "HeraldDomain", "HeraldPush"],
             swiftSettings: swiftSettings
         ),
         // `HeraldStore` on embedded SQLite (GRDB): WAL, migrations, group commit, leased claims.
@@ -326,7 +357,7 @@ let package = Package(
         // No logic, no transport, no store: the relay builds its views of stored records.
         .target(
             name: "HeraldRelayAPI",
-            dependencies: ["HeraldDomain", "HeraldEncoding", "HeraldPush"],
+            dependencies: ["HeraldMacros", "HeraldDomain", "HeraldEncoding", "HeraldPush"],
             swiftSettings: swiftSettings
         ),
         // Test support shared by the test targets: the scripted push sender, a manual clock, and
@@ -334,6 +365,7 @@ let package = Package(
         .target(
             name: "HeraldTestSupport",
             dependencies: [
+                "HeraldMacros",
                 "HeraldDomain",
                 "HeraldPush",
                 "HeraldStore",
@@ -371,6 +403,7 @@ let package = Package(
         .target(
             name: "HeraldRelay",
             dependencies: [
+                "HeraldMacros",
                 "HeraldTracing",
                 "HeraldBatching",
                 "HeraldDispatch",
@@ -448,6 +481,7 @@ let package = Package(
         .target(
             name: "HeraldDevice",
             dependencies: [
+                "HeraldMacros",
                 "HeraldCrypto",
                 "HeraldPush",
                 "HeraldDomain",
@@ -465,6 +499,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                "HeraldMacros",
                 "HeraldTracing",
                 "HeraldEncoding",
                 "HeraldHTTPSupport",

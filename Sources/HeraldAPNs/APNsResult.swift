@@ -1,5 +1,6 @@
 public import HeraldAPNsCore
 import HeraldClientSupport
+import HeraldMacros
 
 /// What became of a push, after the client's own retries.
 public enum APNsResult: Sendable, Equatable {
@@ -31,19 +32,13 @@ public enum APNsResult: Sendable, Equatable {
 }
 
 /// Told to the feedback handler when APNs says a device token is dead.
+@MemberwiseInit
 public struct APNsTokenFeedback: Sendable, Hashable {
     public var deviceToken: String
     public var topic: String
     public var reason: APNsReason
     /// For 410: when APNs learned the token was no longer valid, in milliseconds since the epoch.
     public var timestamp: Int64?
-
-    public init(deviceToken: String, topic: String, reason: APNsReason, timestamp: Int64?) {
-        self.deviceToken = deviceToken
-        self.topic = topic
-        self.reason = reason
-        self.timestamp = timestamp
-    }
 }
 
 /// How an APNs answer is handled.

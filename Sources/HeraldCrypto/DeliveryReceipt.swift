@@ -1,5 +1,6 @@
 import CSodium
 public import HeraldDomain
+import HeraldMacros
 
 /// What a phone says happened to one push, authenticated with a key only the device and the
 /// relay hold (docs/receipts.md).
@@ -9,6 +10,7 @@ public import HeraldDomain
 /// where the relay holds the same bytes as its `relay_rx`. The tag is BLAKE2b-256 keyed with
 /// `receipt_key` over `signedBytes`: the relay cannot be handed a receipt made with another
 /// device's keys, for another push or another stage.
+@MemberwiseInit
 public struct DeliveryReceipt: Sendable, Hashable {
     /// The receipt format's version, the first byte of what is tagged.
     public static let version: UInt8 = 1
@@ -25,14 +27,6 @@ public struct DeliveryReceipt: Sendable, Hashable {
     public var deviceTime: Int64
     /// Why the phone could not show it; only for `failed`.
     public var failure: ReceiptFailure?
-
-    public init(keyID: KeyID, pushID: String, stage: ReceiptStage, deviceTime: Int64, failure: ReceiptFailure? = nil) {
-        self.keyID = keyID
-        self.pushID = pushID
-        self.stage = stage
-        self.deviceTime = deviceTime
-        self.failure = failure
-    }
 
     /// The bytes the tag covers:
     /// `"herald-receipt-v1" ‖ version ‖ key_id ‖ u16be len ‖ push_id ‖ stage ‖ i64be device_time ‖

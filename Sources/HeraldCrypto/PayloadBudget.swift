@@ -1,9 +1,12 @@
+import HeraldMacros
+
 /// How much sealed content fits in a push body.
 ///
 /// APNs refuses bodies over 4096 bytes (5120 for VoIP); FCM data messages over 4096. The sealed
 /// content travels as the envelope's base64url text inside that body, so the plaintext budget is
 /// `floor(3 × (limit − surrounding) / 4) − 49`, where `surrounding` is the byte length of the JSON
 /// body with the envelope field's value empty (`""`).
+@MemberwiseInit
 public struct PayloadBudget: Sendable, Hashable {
     /// APNs limit for every push type but VoIP.
     public static let apnsAlert = PayloadBudget(bodyLimit: 4096)
@@ -14,10 +17,6 @@ public struct PayloadBudget: Sendable, Hashable {
 
     /// The largest body the push network accepts, in bytes.
     public let bodyLimit: Int
-
-    public init(bodyLimit: Int) {
-        self.bodyLimit = bodyLimit
-    }
 
     /// The APNs budget for a push kind: messages and callbacks are alerts, calls are VoIP.
     public static func apns(_ kind: PushKind) -> PayloadBudget {

@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// What the user's choice in a callback dialog does (seed 002's "Yes, I'm ready to talk / No,
 /// try again in 5 minutes / Cancel, my problem has been solved").
 public enum CallbackActionKind: String, Sendable, Hashable, Codable, CaseIterable {
@@ -47,17 +49,12 @@ public struct CallbackAction: Sendable, Hashable, Codable {
 }
 
 /// The dialog a callback push shows: seed 002's "Agent is available right now / Are you ready?".
+@MemberwiseInit
 public struct CallbackDialog: Sendable, Hashable, Codable {
     public var title: String
     public var text: String
     /// One to four choices, ids unique.
     public var actions: [CallbackAction]
-
-    public init(title: String, text: String, actions: [CallbackAction]) {
-        self.title = title
-        self.text = text
-        self.actions = actions
-    }
 
     /// Seed 002's dialog, used when a request names none.
     public static let standard = CallbackDialog(
@@ -73,6 +70,7 @@ public struct CallbackDialog: Sendable, Hashable, Codable {
 
 /// The content of a callback push, sealed for one device: the callback, which push of it this is,
 /// the contact center's service id and the dialog.
+@MemberwiseInit
 public struct CallbackContent: Sendable, Hashable, Codable {
     /// The relay's callback id; also the `push_id` of the additional data.
     public var callbackID: String
@@ -84,14 +82,6 @@ public struct CallbackContent: Sendable, Hashable, Codable {
     public var dialog: CallbackDialog
     /// When the relay pushed it, in milliseconds since the Unix epoch.
     public var pushedAt: Int64
-
-    public init(callbackID: String, sequence: UInt16, serviceID: String, dialog: CallbackDialog, pushedAt: Int64) {
-        self.callbackID = callbackID
-        self.sequence = sequence
-        self.serviceID = serviceID
-        self.dialog = dialog
-        self.pushedAt = pushedAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case callbackID = "callback_id"

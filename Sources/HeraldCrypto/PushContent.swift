@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// The content of a messaging push, sealed for one device.
 public struct MessageContent: Sendable, Hashable, Codable {
     /// The relay's message id; also bound into the envelope's additional data.
@@ -60,6 +62,7 @@ public enum CallMedia: String, Sendable, Hashable, Codable, CaseIterable {
 }
 
 /// The content of a call push, sealed for one device.
+@MemberwiseInit
 public struct CallContent: Sendable, Hashable, Codable {
     /// The call id; also bound into the envelope's additional data.
     public var callID: String
@@ -71,14 +74,6 @@ public struct CallContent: Sendable, Hashable, Codable {
     public var media: CallMedia
     /// When the call started ringing at the backend, in milliseconds since the Unix epoch.
     public var startedAt: Int64
-
-    public init(callID: String, callerID: String, callerName: String, media: CallMedia, startedAt: Int64) {
-        self.callID = callID
-        self.callerID = callerID
-        self.callerName = callerName
-        self.media = media
-        self.startedAt = startedAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case callID = "call_id"

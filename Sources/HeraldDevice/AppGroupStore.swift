@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldCrypto
 public import HeraldDomain
+import HeraldMacros
 public import HeraldRelayAPI
 
 /// What the emulated app and its extensions share, as iOS shares an app-group container: a
@@ -12,6 +13,7 @@ public import HeraldRelayAPI
 /// `shown-pushes.json` names the last pushes shown, so a repeat is dropped.
 public struct AppGroupStore: Sendable {
     /// Who the device is at the relay.
+    @MemberwiseInit
     public struct Registration: Codable, Sendable, Hashable {
         public var deviceID: String
         public var userID: String
@@ -20,24 +22,6 @@ public struct AppGroupStore: Sendable {
         public var keyID: String
         public var previousKeyID: String?
         public var contentPolicy: ContentPolicy
-
-        public init(
-            deviceID: String,
-            userID: String,
-            app: String,
-            relayURL: String,
-            keyID: String,
-            previousKeyID: String?,
-            contentPolicy: ContentPolicy
-        ) {
-            self.deviceID = deviceID
-            self.userID = userID
-            self.app = app
-            self.relayURL = relayURL
-            self.keyID = keyID
-            self.previousKeyID = previousKeyID
-            self.contentPolicy = contentPolicy
-        }
 
         enum CodingKeys: String, CodingKey {
             case deviceID = "device_id"

@@ -1,18 +1,16 @@
 public import AsyncHTTPClient
 import Foundation
 public import HeraldDomain
+import HeraldMacros
 public import HeraldPush
 public import HeraldRelayAPI
 import NIOCore
 import NIOHTTP1
 
 /// The phone's calls to the relay (and its setup calls to the sandbox), JSON over HTTP.
+@MemberwiseInit
 public struct DeviceHTTP: Sendable {
     let http: HTTPClient
-
-    public init(http: HTTPClient) {
-        self.http = http
-    }
 
     /// Sends a request; a status other than `expect` is a `DeviceError` holding the JSON reason.
     func call<Response: Decodable>(

@@ -1,7 +1,9 @@
 import HeraldCrypto
 public import HeraldDomain
+import HeraldMacros
 
 /// A data message as FCM hands it to the app.
+@MemberwiseInit
 public struct DeliveredFCMMessage: Sendable, Hashable {
     /// FCM's message name.
     public var name: String
@@ -9,13 +11,6 @@ public struct DeliveredFCMMessage: Sendable, Hashable {
     /// `HIGH` or `NORMAL`.
     public var priority: String
     public var collapseKey: String?
-
-    public init(name: String, data: [String: String], priority: String, collapseKey: String? = nil) {
-        self.name = name
-        self.data = data
-        self.priority = priority
-        self.collapseKey = collapseKey
-    }
 }
 
 /// The Android app's `FirebaseMessagingService.onMessageReceived`: Herald sends data messages

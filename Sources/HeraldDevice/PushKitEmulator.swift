@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCrypto
+import HeraldMacros
 import Synchronization
 
 /// The system call UI: calls reported by the app ring, and the user answers or declines. On iOS
@@ -150,14 +151,10 @@ public final class CallKitEmulator: Sendable {
 }
 
 /// A VoIP push as PushKit hands it to the app.
+@MemberwiseInit
 public struct VoIPPush: Sendable, Hashable {
     public var apnsID: String
     public var payload: String
-
-    public init(apnsID: String, payload: String) {
-        self.apnsID = apnsID
-        self.payload = payload
-    }
 }
 
 /// PushKit as iOS 13+ runs it: each VoIP push goes to the app's handler, which must report an

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldMacros
 import HummingbirdWSClient
 public import Logging
 
@@ -13,20 +14,13 @@ public enum SandboxEvent: Sendable, Hashable {
 }
 
 /// A push as the phone receives it.
+@MemberwiseInit
 public struct DeliveredPush: Sendable, Hashable {
     public var apnsID: String
     public var topic: String
     public var pushType: String
     public var priority: Int
     public var payload: String
-
-    public init(apnsID: String, topic: String, pushType: String, priority: Int, payload: String) {
-        self.apnsID = apnsID
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority
-        self.payload = payload
-    }
 }
 
 /// The phone's persistent connection to the sandbox (`/sandbox/devices/{id}/connect`).

@@ -1,5 +1,6 @@
 public import Foundation
 public import HeraldDomain
+import HeraldMacros
 import Synchronization
 
 /// Where a step stands in the life of one push, from the backend's request to what the user did
@@ -64,6 +65,7 @@ public enum TimelinePriority: Codable, Sendable, Hashable, CustomStringConvertib
 }
 
 /// One step of a flow: who did what to whom, and what travelled.
+@MemberwiseInit
 public struct TimelineEvent: Codable, Sendable, Hashable {
     /// Milliseconds since the timeline started (simulated time where the clock is simulated).
     public var elapsedMs: Int64
@@ -91,36 +93,6 @@ public struct TimelineEvent: Codable, Sendable, Hashable {
     /// then where the step must have been: the report, moved between the steps of the same push
     /// that come before and after it when the other clock (or the moment it recorded) disagrees.
     public var reportedMs: Int64?
-
-    public init(
-        elapsedMs: Int64,
-        from: String,
-        to: String,
-        step: String,
-        pushType: String? = nil,
-        priority: TimelinePriority? = nil,
-        topic: String? = nil,
-        payloadBytes: Int? = nil,
-        detail: String? = nil,
-        subject: String? = nil,
-        stage: TimelineStage? = nil,
-        userSees: String? = nil,
-        reportedMs: Int64? = nil
-    ) {
-        self.elapsedMs = elapsedMs
-        self.from = from
-        self.to = to
-        self.step = step
-        self.pushType = pushType
-        self.priority = priority
-        self.topic = topic
-        self.payloadBytes = payloadBytes
-        self.detail = detail
-        self.subject = subject
-        self.stage = stage
-        self.userSees = userSees
-        self.reportedMs = reportedMs
-    }
 
     enum CodingKeys: String, CodingKey {
         case elapsedMs = "elapsed_ms"

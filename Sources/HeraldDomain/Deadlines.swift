@@ -1,3 +1,5 @@
+import HeraldMacros
+
 // The vocabulary of push deadlines (docs/receipts.md, "Deadlines that escalate").
 
 /// What the relay does when a push's deadline passes without the phone's `shown` (or `tapped`)
@@ -30,6 +32,7 @@ public enum DeadlineKind: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// An app's rule: a push of `kind` not shown within `after` seconds of its acceptance gets
 /// `action`, once.
+@MemberwiseInit
 public struct DeadlineRule: Sendable, Hashable, Codable {
     public var kind: DeadlineKind
     /// Seconds from the push's acceptance.
@@ -38,24 +41,14 @@ public struct DeadlineRule: Sendable, Hashable, Codable {
 
     /// The longest deadline: a day (a push is rarely worth escalating later).
     public static let afterSeconds: ClosedRange<Int64> = 1...86_400
-
-    public init(kind: DeadlineKind, after: Int64, action: DeadlineAction) {
-        self.kind = kind
-        self.after = after
-        self.action = action
-    }
 }
 
 /// How often a device's VoIP pushes went without a CallKit report (`DeadlineAction.callKitReport`).
+@MemberwiseInit
 public struct UnreportedCalls: Sendable, Hashable, Codable {
     public var count: Int
     /// The last one's deadline, milliseconds since the epoch.
     public var lastAt: Int64
-
-    public init(count: Int, lastAt: Int64) {
-        self.count = count
-        self.lastAt = lastAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case count

@@ -1,3 +1,5 @@
+import HeraldMacros
+
 // What a phone reports about a push it was sent (docs/receipts.md): the stages and the reasons a
 // push could not be shown. The receipt's bytes and tag are HeraldCrypto's `DeliveryReceipt`.
 
@@ -50,6 +52,7 @@ public enum ReceiptFailure: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// One receipt the relay recorded for a push: what the phone said (its stage, its clock, the
 /// failure) and when the relay received it. The store keeps it and the API shows it as is.
+@MemberwiseInit
 public struct PushReceipt: Sendable, Hashable, Codable {
     public var pushID: String
     public var stage: ReceiptStage
@@ -59,14 +62,6 @@ public struct PushReceipt: Sendable, Hashable, Codable {
     public var receivedAt: Int64
     /// Why the phone could not show the push (stage `failed` only).
     public var failure: ReceiptFailure?
-
-    public init(pushID: String, stage: ReceiptStage, deviceTime: Int64, receivedAt: Int64, failure: ReceiptFailure?) {
-        self.pushID = pushID
-        self.stage = stage
-        self.deviceTime = deviceTime
-        self.receivedAt = receivedAt
-        self.failure = failure
-    }
 
     public enum CodingKeys: String, CodingKey, CaseIterable {
         case pushID = "push_id"

@@ -1,8 +1,11 @@
+import HeraldMacros
+
 /// What one JSON document may hold before Herald decodes it. Every listener checks a body against
 /// its limits before `JSONDecoder` or `JSONSerialization` sees it, so the work and memory a
 /// request can cause (authenticated or not) are bounded by its size: nesting is what makes a small
 /// body expensive (each level is a container, a coding path and a stack frame in the decoders),
 /// and a flood of members is what makes a set of keys expensive.
+@MemberwiseInit
 public struct JSONLimits: Sendable, Hashable {
     /// The deepest nesting of objects and arrays; the top-level object is level 1.
     public var maximumDepth: Int
@@ -14,13 +17,6 @@ public struct JSONLimits: Sendable, Hashable {
     /// Whether a key given twice in one object is refused. `JSONDecoder` keeps one of the two
     /// without a word, so `{"to":"a","to":"b"}` would reach someone the sender may not have meant.
     public var refusesDuplicateKeys: Bool
-
-    public init(maximumDepth: Int, maximumValues: Int, maximumNumberLength: Int, refusesDuplicateKeys: Bool) {
-        self.maximumDepth = maximumDepth
-        self.maximumValues = maximumValues
-        self.maximumNumberLength = maximumNumberLength
-        self.refusesDuplicateKeys = refusesDuplicateKeys
-    }
 
     /// A request to one of Herald's APIs (relay, adapters, sandbox control, webhook receivers):
     /// 32 levels (the deepest body Herald takes has 4), 4,096 values (a broadcast to 1,000 users

@@ -3,6 +3,7 @@ import Foundation
 import HeraldClientSupport
 public import HeraldDomain
 public import HeraldFCMCore
+import HeraldMacros
 public import Logging
 import Metrics
 public import NIOCore
@@ -308,14 +309,10 @@ public final class FCMClient: Service, Sendable {
 }
 
 /// Told to the feedback handler when FCM says a registration token is dead.
+@MemberwiseInit
 public struct FCMTokenFeedback: Sendable, Hashable {
     public var token: String
     public var code: FCMErrorCode
-
-    public init(token: String, code: FCMErrorCode) {
-        self.token = token
-        self.code = code
-    }
 }
 
 /// How an FCM answer is handled.

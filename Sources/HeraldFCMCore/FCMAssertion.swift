@@ -1,6 +1,7 @@
 public import CryptoExtras
 import Foundation
 import HeraldEncoding
+import HeraldMacros
 
 /// Signs the OAuth2 JWT-bearer assertions a service account exchanges for access tokens
 /// (RS256, `kid` = the key id; `iss` = the account, `scope`, `aud` = the token URI, `iat`, `exp`).
@@ -109,14 +110,10 @@ public struct FCMAccessTokenResponse: Sendable, Hashable, Codable {
 }
 
 /// The token endpoint's refusal (RFC 6749 §5.2): `{"error": "invalid_grant", "error_description": …}`.
+@MemberwiseInit
 public struct FCMOAuthErrorBody: Sendable, Hashable, Codable {
     public var error: String
     public var errorDescription: String?
-
-    public init(error: String, errorDescription: String?) {
-        self.error = error
-        self.errorDescription = errorDescription
-    }
 
     enum CodingKeys: String, CodingKey {
         case error

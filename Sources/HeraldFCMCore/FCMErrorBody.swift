@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// An FCM HTTP v1 error body, as Google's APIs return it:
 ///
 /// ```json
@@ -5,36 +7,26 @@
 ///   "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError",
 ///                "errorCode": "UNREGISTERED"}]}}
 /// ```
+@MemberwiseInit
 public struct FCMErrorBody: Sendable, Hashable, Codable {
     public var error: Status
 
     /// The `error` object: a `google.rpc.Status`.
+    @MemberwiseInit
     public struct Status: Sendable, Hashable, Codable {
         public var code: Int
         public var message: String
         /// The `google.rpc.Code` name (`NOT_FOUND`, `UNAUTHENTICATED`, …).
         public var status: String
         public var details: [Detail]?
-
-        public init(code: Int, message: String, status: String, details: [Detail]? = nil) {
-            self.code = code
-            self.message = message
-            self.status = status
-            self.details = details
-        }
     }
 
     /// One entry of `details`: an `FcmError` with its code, or a `BadRequest` naming fields.
+    @MemberwiseInit
     public struct Detail: Sendable, Hashable, Codable {
         public var type: String
         public var errorCode: String?
         public var fieldViolations: [FieldViolation]?
-
-        public init(type: String, errorCode: String? = nil, fieldViolations: [FieldViolation]? = nil) {
-            self.type = type
-            self.errorCode = errorCode
-            self.fieldViolations = fieldViolations
-        }
 
         enum CodingKeys: String, CodingKey {
             case type = "@type"
@@ -42,22 +34,14 @@ public struct FCMErrorBody: Sendable, Hashable, Codable {
         }
     }
 
+    @MemberwiseInit
     public struct FieldViolation: Sendable, Hashable, Codable {
         public var field: String
         public var description: String
-
-        public init(field: String, description: String) {
-            self.field = field
-            self.description = description
-        }
     }
 
     public static let fcmErrorType = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
     public static let badRequestType = "type.googleapis.com/google.rpc.BadRequest"
-
-    public init(error: Status) {
-        self.error = error
-    }
 
     /// The body FCM sends for `code`, with `message` (or the code's usual one) and, for invalid
     /// arguments, the offending field.

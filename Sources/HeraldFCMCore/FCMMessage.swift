@@ -1,3 +1,4 @@
+import HeraldMacros
 // The push model's FCM priority is part of the message API here.
 @_exported public import HeraldPush
 
@@ -42,6 +43,7 @@ public struct FCMMessage: Sendable, Hashable, Codable {
     }
 
     /// `message.android`.
+    @MemberwiseInit
     public struct AndroidConfig: Sendable, Hashable, Codable {
         /// `HIGH` wakes the device at once (calls, user-visible messages); `NORMAL` may wait for Doze.
         public var priority: Priority?
@@ -50,12 +52,6 @@ public struct FCMMessage: Sendable, Hashable, Codable {
         public var ttl: String?
         /// Messages with the same key replace each other while the device is offline.
         public var collapseKey: String?
-
-        public init(priority: Priority? = nil, ttl: String? = nil, collapseKey: String? = nil) {
-            self.priority = priority
-            self.ttl = ttl
-            self.collapseKey = collapseKey
-        }
 
         enum CodingKeys: String, CodingKey {
             case priority, ttl

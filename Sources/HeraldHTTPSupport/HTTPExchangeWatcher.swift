@@ -1,4 +1,5 @@
 import Foundation
+import HeraldMacros
 public import Hummingbird
 public import NIOCore
 import NIOHTTP1
@@ -136,16 +137,12 @@ extension HTTPExchangeWatcher: Sendable {}
 /// hummingbird-websocket writes: the route sends it on the request's channel
 /// (`send(on:)`) before it declines the upgrade, and the connection's `HTTPExchangeWatcher`
 /// writes it in place of the 400.
+@MemberwiseInit
 public struct UpgradeRefusal: Sendable {
     /// The status: 401 or 403 in practice.
     public var status: HTTPResponse.Status
     /// The usual JSON error body.
     public var error: JSONResponse.ErrorBody
-
-    public init(status: HTTPResponse.Status, error: JSONResponse.ErrorBody) {
-        self.status = status
-        self.error = error
-    }
 
     /// Hands the refusal to the connection; it goes out when the upgrade is declined.
     public func send(on channel: any Channel) async {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldMacros
 public import Hummingbird
 import NIOCore
 
@@ -45,6 +46,7 @@ public enum JSONResponse {
     }
 
     /// The error body every Herald HTTP service answers.
+    @MemberwiseInit
     public struct ErrorBody: Codable, Sendable, Hashable {
         /// A stable name for the kind of failure (`invalid_field`, `unauthorized`, …).
         public var error: String
@@ -52,11 +54,5 @@ public enum JSONResponse {
         public var reason: String
         /// The request field at fault, when one is.
         public var field: String?
-
-        public init(error: String, reason: String, field: String?) {
-            self.error = error
-            self.reason = reason
-            self.field = field
-        }
     }
 }

@@ -4,6 +4,7 @@ import HeraldAPNsCore
 public import HeraldDomain
 public import HeraldFCM
 import HeraldFCMCore
+import HeraldMacros
 public import HeraldPush
 public import HeraldTracing
 public import Logging
@@ -20,6 +21,7 @@ import NIOCore
 public struct ProviderStage: Sendable {
     /// One APNs key: its clients, one per environment (each environment its own host), sharing
     /// the key's provider token.
+    @MemberwiseInit
     public struct APNsKey: Sendable {
         /// The key's name in the configuration.
         public var name: String
@@ -27,12 +29,6 @@ public struct ProviderStage: Sendable {
         public var environment: APNsEnvironment
         /// A client per environment this key serves.
         public var clients: [APNsEnvironment: APNsClient]
-
-        public init(name: String, environment: APNsEnvironment, clients: [APNsEnvironment: APNsClient]) {
-            self.name = name
-            self.environment = environment
-            self.clients = clients
-        }
     }
 
     /// The APNs keys by name.

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldFCMCore
+import HeraldMacros
 public import HeraldPush
 
 /// One push in a batch sent to `herald provider` (`POST /v1/push/batch`): the wire form of `Push`.
@@ -122,16 +123,7 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 key: apnsKey,
                 environment: apnsEnvironment
             )
-            return .success(
-                Push(
-                    id: id,
-                    token: deviceToken,
-                    payload: .apns(payload),
-                    expiration: expiration,
-                    collapseID: collapseID,
-                    traceParent: traceParent
-                )
-            )
+            return .success(carrying(.apns(payload)))
         case .fcm:
             guard let data = try? JSONDecoder().decode([String: String].self, from: Data(payload.utf8)) else {
                 return .failure(ProviderPushRefusal("the payload of an FCM push must be a JSON object of strings"))
@@ -143,17 +135,20 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 data: data,
                 account: fcmAccount
             )
-            return .success(
-                Push(
-                    id: id,
-                    token: deviceToken,
-                    payload: .fcm(payload),
-                    expiration: expiration,
-                    collapseID: collapseID,
-                    traceParent: traceParent
-                )
-            )
+            return .success(carrying(.fcm(payload)))
         }
+    }
+
+    /// The push with this wire form's id, token, expiration, collapse id and trace.
+    private func carrying(_ payload: Push.Payload) -> Push {
+        Push(
+            id: id,
+            token: deviceToken,
+            payload: payload,
+            expiration: expiration,
+            collapseID: collapseID,
+            traceParent: traceParent
+        )
     }
 
     /// FCM data as the batch API carries it: a JSON object of strings, as text, keys sorted so the
@@ -209,18 +204,16 @@ public struct ProviderPushRefusal: Error, Sendable, Hashable {
 }
 
 /// The request body of `POST /v1/push/batch`.
+@MemberwiseInit
 public struct ProviderBatch: Sendable, Codable {
     /// The most pushes in one batch.
     public static let maximumCount = 1_000
 
     public var pushes: [ProviderPush]
-
-    public init(pushes: [ProviderPush]) {
-        self.pushes = pushes
-    }
 }
 
 /// What became of one push of a batch: the wire form of `PushOutcome`.
+@MemberwiseInit
 public struct ProviderPushResult: Sendable, Codable, Hashable {
     /// `delivered`, `token_dead`, `failed`, `retry_later` or `expired`; any other name fails to
     /// decode rather than being taken for one of them.
@@ -237,28 +230,6 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
     public var retryAfter: Int64?
     /// For a delivered FCM message: FCM's message name.
     public var name: String?
-
-    public init(
-        outcome: PushOutcome.Kind,
-        id: String,
-        apnsID: String? = nil,
-        uniqueID: String? = nil,
-        reason: String? = nil,
-        status: Int? = nil,
-        timestamp: Int64? = nil,
-        retryAfter: Int64? = nil,
-        name: String? = nil
-    ) {
-        self.outcome = outcome
-        self.id = id
-        self.apnsID = apnsID
-        self.uniqueID = uniqueID
-        self.reason = reason
-        self.status = status
-        self.timestamp = timestamp
-        self.retryAfter = retryAfter
-        self.name = name
-    }
 
     /// The wire form of a push's outcome.
     public init(push: Push, outcome: PushOutcome) {
@@ -330,10 +301,7 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
 }
 
 /// The answer of `POST /v1/push/batch`: one result per push, in order.
+@MemberwiseInit
 public struct ProviderBatchResult: Sendable, Codable {
     public var results: [ProviderPushResult]
-
-    public init(results: [ProviderPushResult]) {
-        self.results = results
-    }
 }

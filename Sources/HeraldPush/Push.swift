@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// The push networks Herald delivers through.
 public enum PushNetwork: String, Sendable, Hashable, Codable, CaseIterable {
     /// Apple Push Notification service: iOS devices.
@@ -11,6 +13,7 @@ public enum PushNetwork: String, Sendable, Hashable, Codable, CaseIterable {
 ///
 /// The network-specific parts are typed (`Payload`), so a push is checked where it is made and
 /// never re-parsed on its way out.
+@MemberwiseInit
 public struct Push: Sendable, Hashable {
     /// The relay's push id; results answer it.
     public var id: String
@@ -27,22 +30,6 @@ public struct Push: Sendable, Hashable {
     /// The W3C `traceparent` of the span this push's attempt belongs under (the dispatcher's
     /// claim), when tracing is on and the push was traced; nil otherwise (docs/tracing.md).
     public var traceParent: String?
-
-    public init(
-        id: String,
-        token: String,
-        payload: Payload,
-        expiration: Int64?,
-        collapseID: String? = nil,
-        traceParent: String? = nil
-    ) {
-        self.id = id
-        self.token = token
-        self.payload = payload
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.traceParent = traceParent
-    }
 
     /// The network this push goes through.
     public var network: PushNetwork { payload.network }
@@ -63,6 +50,7 @@ public struct Push: Sendable, Hashable {
 }
 
 /// What APNs receives: the request headers Herald sets and the JSON body.
+@MemberwiseInit
 public struct APNsPayload: Sendable, Hashable {
     /// `apns-topic`: the bundle id, or `<bundle>.voip` for VoIP pushes.
     public var topic: String
@@ -79,24 +67,6 @@ public struct APNsPayload: Sendable, Hashable {
     /// The APNs environment its device token belongs to, which decides the host; nil: the key's
     /// configured environment.
     public var environment: APNsEnvironment?
-
-    public init(
-        topic: String,
-        type: APNsPushType,
-        priority: APNsPriority,
-        apnsID: String,
-        json: String,
-        key: String? = nil,
-        environment: APNsEnvironment? = nil
-    ) {
-        self.topic = topic
-        self.type = type
-        self.priority = priority
-        self.apnsID = apnsID
-        self.json = json
-        self.key = key
-        self.environment = environment
-    }
 }
 
 /// APNs' two environments: a device token belongs to one of them (a debug build's to
@@ -109,6 +79,7 @@ public enum APNsEnvironment: String, Sendable, Hashable, Codable, CaseIterable {
 }
 
 /// What FCM receives: a data message (string keys and values) with its Android options.
+@MemberwiseInit
 public struct FCMPayload: Sendable, Hashable {
     /// The app's package name (informational: FCM routes by token).
     public var package: String
@@ -119,13 +90,6 @@ public struct FCMPayload: Sendable, Hashable {
     /// The name of the configured service account (Firebase project) that sends it; nil: the
     /// provider's default account.
     public var account: String?
-
-    public init(package: String, priority: FCMPriority, data: [String: String], account: String? = nil) {
-        self.package = package
-        self.priority = priority
-        self.data = data
-        self.account = account
-    }
 }
 
 /// FCM's `android.priority`.

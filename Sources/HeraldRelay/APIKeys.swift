@@ -1,4 +1,5 @@
 import HeraldCrypto
+import HeraldMacros
 public import HeraldStore
 import Synchronization
 
@@ -57,6 +58,7 @@ public struct APIKeyToken: Sendable, Hashable {
 
 /// Who called a backend endpoint, and what they may do: the configured API key (an admin key
 /// with every scope) or a stored key.
+@MemberwiseInit
 public struct Caller: Sendable, Hashable {
     /// The stored key's id; `nil` for the configured API key.
     public var keyID: String?
@@ -67,20 +69,6 @@ public struct Caller: Sendable, Hashable {
     /// The key's own message rate and burst, when it has one.
     public var ratePerSecond: Double?
     public var burst: Int?
-
-    public init(
-        keyID: String?,
-        appID: String?,
-        scopes: Set<APIScope>,
-        ratePerSecond: Double? = nil,
-        burst: Int? = nil
-    ) {
-        self.keyID = keyID
-        self.appID = appID
-        self.scopes = scopes
-        self.ratePerSecond = ratePerSecond
-        self.burst = burst
-    }
 
     /// The configured API key (`keys/api.key`, HERALD_API_KEY): every scope, every app.
     public static let configuredKey = Caller(keyID: nil, appID: nil, scopes: Set(APIScope.allCases))

@@ -1,3 +1,4 @@
+import HeraldMacros
 public import HeraldStore
 
 /// A call's life at the relay, as a state machine: events in, actions out, no I/O.
@@ -11,6 +12,7 @@ public import HeraldStore
 /// transition the actions name with a compare-and-set in the store: of two devices answering at
 /// once, the store lets one win; the other reads the call again, and its machine (now `answered`)
 /// refuses.
+@MemberwiseInit
 public struct CallMachine: Sendable {
     /// Where the call is.
     public enum State: Sendable, Hashable {
@@ -80,12 +82,6 @@ public struct CallMachine: Sendable {
     public let devices: [String]
     /// Whether some device reported ringing already (`call.ringing` is written once).
     public private(set) var ringingReported: Bool
-
-    public init(state: State, devices: [String], ringingReported: Bool) {
-        self.state = state
-        self.devices = devices
-        self.ringingReported = ringingReported
-    }
 
     public mutating func handle(_ event: Event) -> [Action] {
         switch (state, event) {

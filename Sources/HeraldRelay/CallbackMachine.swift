@@ -1,4 +1,5 @@
 public import HeraldCrypto
+import HeraldMacros
 public import HeraldStore
 
 /// A callback's life (seed 002) as a state machine: events in, actions out, no I/O.
@@ -13,6 +14,7 @@ public import HeraldStore
 /// The relay reads a callback, runs the machine on what happened, and writes the new state with
 /// the actions' effects in one compare-and-set (`CallbackStore.changeCallback`), so two answers
 /// at once have one winner.
+@MemberwiseInit
 public struct CallbackMachine: Sendable, Hashable {
     /// Where the callback is; the store keeps it.
     public typealias State = CallbackState
@@ -49,13 +51,6 @@ public struct CallbackMachine: Sendable, Hashable {
     public let expiresAt: Int64
     /// How many times it was pushed.
     public private(set) var pushes: Int
-
-    public init(state: State, dueAt: Int64, expiresAt: Int64, pushes: Int) {
-        self.state = state
-        self.dueAt = dueAt
-        self.expiresAt = expiresAt
-        self.pushes = pushes
-    }
 
     /// The machine of a stored callback.
     public init(_ record: CallbackRecord) {

@@ -1,4 +1,5 @@
 import HeraldCrypto
+import HeraldMacros
 import HeraldPush
 import HeraldRelayAPI
 import HeraldStore
@@ -138,18 +139,13 @@ extension RelayCallbacks {
 /// snoozed on this node at once, at the next due time on the relay's clock otherwise, and every
 /// `poll` (real time) for what other nodes wrote. Stops on graceful shutdown (a claim it held lapses and another node, or the next
 /// start, takes it).
+@MemberwiseInit
 public struct CallbackScheduler: Service {
     let callbacks: RelayCallbacks
     /// Claims are held under this owner (the node's id).
     public let owner: String
     /// The longest wait between two looks at the store.
     public var poll: Duration = .seconds(1)
-
-    public init(callbacks: RelayCallbacks, owner: String, poll: Duration = .seconds(1)) {
-        self.callbacks = callbacks
-        self.owner = owner
-        self.poll = poll
-    }
 
     public func run() async throws {
         let (callbacks, owner, context) = (callbacks, owner, callbacks.context)

@@ -1,10 +1,12 @@
 import Crypto
 import HeraldCrypto
+import HeraldMacros
 
 /// The bearer secret a device uses on its own endpoints: `<device id>.<32 random bytes, base64url>`.
 ///
 /// The relay keeps only SHA-256 of the whole credential, so a copy of the store cannot act as a
 /// device. The device id in front lets the relay find the hash to compare against.
+@MemberwiseInit
 struct DeviceCredential: Sendable {
     let deviceID: String
     let text: String
@@ -12,11 +14,6 @@ struct DeviceCredential: Sendable {
     static func make(deviceID: String) -> DeviceCredential {
         let secret = SecureBytes.random(count: 32).copyBytes()
         return DeviceCredential(deviceID: deviceID, text: deviceID + "." + ByteEncoding.base64URL(secret))
-    }
-
-    init(deviceID: String, text: String) {
-        self.deviceID = deviceID
-        self.text = text
     }
 
     /// Splits a presented credential; `nil` when it does not have the shape.

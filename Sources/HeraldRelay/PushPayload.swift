@@ -1,17 +1,14 @@
 public import HeraldCrypto
+import HeraldMacros
 import HeraldRelayAPI
 public import HeraldStore
 
 /// Which push a body is for: the device whose keys seal it, and the relay's id of the push, which
 /// travels in clear for the phone's receipts (docs/receipts.md).
+@MemberwiseInit
 public struct PushTarget: Sendable, Hashable {
     public var deviceID: String
     public var pushID: String
-
-    public init(deviceID: String, pushID: String) {
-        self.deviceID = deviceID
-        self.pushID = pushID
-    }
 }
 
 /// Builds the APNs JSON bodies and FCM data messages the relay sends, with the sealed content inside the budget.

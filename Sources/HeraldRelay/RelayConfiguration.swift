@@ -1,3 +1,4 @@
+import HeraldMacros
 public import HeraldPush
 public import HeraldStore
 
@@ -49,6 +50,7 @@ public struct DeadlineConfiguration: Sendable, Hashable {
 
 /// Messages a second per app, counted over the messages sent with the app's API keys, and a cap on
 /// each app's queued messages.
+@MemberwiseInit
 public struct QuotaConfiguration: Sendable, Hashable {
     /// The quota of an app not in `apps`; `nil`: none.
     public var defaultQuota: MessageQuota?
@@ -58,18 +60,6 @@ public struct QuotaConfiguration: Sendable, Hashable {
     public var defaultCap: Int?
     /// Each app's own cap on queued messages.
     public var appCaps: [String: Int] = [:]
-
-    public init(
-        defaultQuota: MessageQuota? = nil,
-        apps: [String: MessageQuota] = [:],
-        defaultCap: Int? = nil,
-        appCaps: [String: Int] = [:]
-    ) {
-        self.defaultQuota = defaultQuota
-        self.apps = apps
-        self.defaultCap = defaultCap
-        self.appCaps = appCaps
-    }
 }
 
 /// The APNs keys and FCM accounts apps may name, and the environment of a device that names none.

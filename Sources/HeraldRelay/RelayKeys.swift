@@ -1,4 +1,5 @@
 public import HeraldDomain
+import HeraldMacros
 public import HeraldStore
 public import Logging
 import Metrics
@@ -34,6 +35,7 @@ public final class RelayKeys: Sendable {
     }
 
     /// What a new key is made from; checked by `create`.
+    @MemberwiseInit
     public struct NewKey: Sendable {
         public var name: String
         /// `nil` for an admin key.
@@ -41,20 +43,6 @@ public final class RelayKeys: Sendable {
         public var scopes: Set<APIScope>
         public var ratePerSecond: Double?
         public var burst: Int?
-
-        public init(
-            name: String,
-            appID: String?,
-            scopes: Set<APIScope>,
-            ratePerSecond: Double? = nil,
-            burst: Int? = nil
-        ) {
-            self.name = name
-            self.appID = appID
-            self.scopes = scopes
-            self.ratePerSecond = ratePerSecond
-            self.burst = burst
-        }
     }
 
     /// Why a new key is refused, or `nil` when it may be made. `apps` are the registered apps.
@@ -184,14 +172,10 @@ public final class RelayKeys: Sendable {
 
 /// Reads the stored API keys into the keyring every `interval`, so a key made or revoked by
 /// `herald keys api` (or on another node) takes effect on this node without a restart.
+@MemberwiseInit
 public struct APIKeyRefresh: Service {
     let keys: RelayKeys
     let interval: Duration
-
-    public init(keys: RelayKeys, interval: Duration) {
-        self.keys = keys
-        self.interval = interval
-    }
 
     public func run() async throws {
         var failing = false

@@ -1,3 +1,4 @@
+import HeraldMacros
 public import HeraldStore
 
 /// The relay's default for a message to a user without an activated device (docs/relay.md, "A
@@ -24,14 +25,10 @@ public struct UndeliverableConfiguration: Sendable, Hashable {
 }
 
 /// The policy that applies to one app: its own, or the relay's default for what it leaves out.
+@MemberwiseInit
 struct UndeliverablePolicy: Sendable, Hashable {
     var policy: Undeliverable
     var holdFor: Duration
-
-    init(policy: Undeliverable, holdFor: Duration) {
-        self.policy = policy
-        self.holdFor = holdFor
-    }
 
     init(app: AppRecord?, default relay: UndeliverableConfiguration) {
         policy = app?.undeliverable ?? relay.policy

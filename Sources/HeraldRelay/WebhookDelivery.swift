@@ -1,9 +1,11 @@
 import Crypto
 import Foundation
+import HeraldMacros
 public import HeraldPush
 
 /// An app's webhook as the backend gives it: the receiver's URL and the signing secret, in the
 /// clear. The relay checks it and keeps the secret sealed with the master key.
+@MemberwiseInit
 public struct WebhookSettings: Sendable, Hashable {
     /// An http or https URL with a host.
     public var url: String
@@ -12,14 +14,10 @@ public struct WebhookSettings: Sendable, Hashable {
 
     /// The shortest secret accepted: 32 bytes, the HMAC-SHA256 key size.
     public static let minimumSecretBytes = 32
-
-    public init(url: String, secret: String) {
-        self.url = url
-        self.secret = secret
-    }
 }
 
 /// One signed POST to a webhook receiver.
+@MemberwiseInit
 public struct WebhookRequest: Sendable, Hashable {
     public var url: String
     /// `Content-Type` and the `Herald-*` headers, in order, then `traceparent` for an event of
@@ -27,12 +25,6 @@ public struct WebhookRequest: Sendable, Hashable {
     public var headers: [WebhookHeader]
     /// The event's JSON body, exactly as signed.
     public var body: [UInt8]
-
-    public init(url: String, headers: [WebhookHeader], body: [UInt8]) {
-        self.url = url
-        self.headers = headers
-        self.body = body
-    }
 
     /// The value of a header, by name (case-insensitive).
     public func header(_ name: String) -> String? {

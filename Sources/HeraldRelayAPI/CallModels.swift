@@ -1,19 +1,16 @@
 public import HeraldDomain
+import HeraldMacros
 
 /// `GET /v1/calls/{id}` and the answer to a call's cancel, ringing, answer or decline: the call's
 /// state, who answered or declined, what each device reported, and when. No caller name.
+@MemberwiseInit
 public struct CallView: Sendable, Codable, Hashable {
+    @MemberwiseInit
     public struct Device: Sendable, Codable, Hashable {
         public var deviceID: String
         /// `pushed`, `ringing`, `answered` or `declined`.
         public var report: CallDeviceReport
         public var reportedAt: Int64?
-
-        public init(deviceID: String, report: CallDeviceReport, reportedAt: Int64?) {
-            self.deviceID = deviceID
-            self.report = report
-            self.reportedAt = reportedAt
-        }
 
         enum CodingKeys: String, CodingKey {
             case deviceID = "device_id"
@@ -39,36 +36,6 @@ public struct CallView: Sendable, Codable, Hashable {
     public var endedAt: Int64?
     public var devices: [Device]
 
-    public init(
-        callID: String,
-        userID: String,
-        app: String,
-        state: CallState,
-        media: String,
-        answeredBy: String? = nil,
-        declinedBy: String? = nil,
-        reason: String? = nil,
-        createdAt: Int64,
-        expiresAt: Int64,
-        ringingAt: Int64? = nil,
-        endedAt: Int64? = nil,
-        devices: [Device]
-    ) {
-        self.callID = callID
-        self.userID = userID
-        self.app = app
-        self.state = state
-        self.media = media
-        self.answeredBy = answeredBy
-        self.declinedBy = declinedBy
-        self.reason = reason
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.ringingAt = ringingAt
-        self.endedAt = endedAt
-        self.devices = devices
-    }
-
     enum CodingKeys: String, CodingKey {
         case callID = "call_id"
         case userID = "user_id"
@@ -86,20 +53,13 @@ public struct CallView: Sendable, Codable, Hashable {
 
 /// The webhook event's `data` for a call's change: ids, the state and the reason, never the
 /// caller.
+@MemberwiseInit
 public struct CallEventData: Sendable, Codable, Hashable {
     public var callID: String
     public var userID: String
     public var state: CallState
     public var deviceID: String?
     public var reason: String?
-
-    public init(callID: String, userID: String, state: CallState, deviceID: String?, reason: String?) {
-        self.callID = callID
-        self.userID = userID
-        self.state = state
-        self.deviceID = deviceID
-        self.reason = reason
-    }
 
     enum CodingKeys: String, CodingKey {
         case callID = "call_id"

@@ -1,6 +1,8 @@
 public import HeraldDomain
+import HeraldMacros
 
 /// `POST /v1/callbacks`: the contact center schedules a callback (seed 002).
+@MemberwiseInit
 public struct CallbackRequest: Sendable, Codable, Hashable {
     /// The user to call back.
     public var userID: String
@@ -19,16 +21,11 @@ public struct CallbackRequest: Sendable, Codable, Hashable {
     public var idempotencyKey: String?
 
     /// The dialog: a title, a text and one to four actions.
+    @MemberwiseInit
     public struct Dialog: Sendable, Codable, Hashable {
         public var title: String
         public var text: String
         public var actions: [Action]
-
-        public init(title: String, text: String, actions: [Action]) {
-            self.title = title
-            self.text = text
-            self.actions = actions
-        }
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case title, text, actions
@@ -36,41 +33,17 @@ public struct CallbackRequest: Sendable, Codable, Hashable {
     }
 
     /// One choice: `kind` is `connect`, `snooze` (with `delay_seconds`) or `cancel`.
+    @MemberwiseInit
     public struct Action: Sendable, Codable, Hashable {
         public var id: String
         public var label: String
         public var kind: String
         public var delaySeconds: Int?
 
-        public init(id: String, label: String, kind: String, delaySeconds: Int? = nil) {
-            self.id = id
-            self.label = label
-            self.kind = kind
-            self.delaySeconds = delaySeconds
-        }
-
         enum CodingKeys: String, CodingKey, CaseIterable {
             case id, label, kind
             case delaySeconds = "delay_seconds"
         }
-    }
-
-    public init(
-        userID: String,
-        app: String? = nil,
-        serviceID: String,
-        at: RequestTime? = nil,
-        expires: RequestTime? = nil,
-        dialog: Dialog? = nil,
-        idempotencyKey: String? = nil
-    ) {
-        self.userID = userID
-        self.app = app
-        self.serviceID = serviceID
-        self.at = at
-        self.expires = expires
-        self.dialog = dialog
-        self.idempotencyKey = idempotencyKey
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -86,7 +59,9 @@ public struct CallbackRequest: Sendable, Codable, Hashable {
 /// dialog's labels or the service id. Each time is held once, in milliseconds since the epoch, and
 /// written twice: as `*_ms` / `expires_at` and, for clients written before those, as the
 /// deprecated RFC 3339 field (UTC, milliseconds), so the two never disagree.
+@MemberwiseInit
 public struct CallbackView: Sendable, Codable, Hashable {
+    @MemberwiseInit
     public struct Event: Sendable, Codable, Hashable {
         /// `scheduled`, `pushed`, `action` or `expired`.
         public var event: String
@@ -105,22 +80,6 @@ public struct CallbackView: Sendable, Codable, Hashable {
         public var at: String { RequestTime.format(atMs) }
         /// `next_push_at`: `nextPushAtMs` as RFC 3339 (deprecated in the API).
         public var nextPushAt: String? { nextPushAtMs.map(RequestTime.format) }
-
-        public init(
-            event: String,
-            atMs: Int64,
-            state: CallbackState,
-            action: String? = nil,
-            push: Int? = nil,
-            nextPushAtMs: Int64? = nil
-        ) {
-            self.event = event
-            self.atMs = atMs
-            self.state = state
-            self.action = action
-            self.push = push
-            self.nextPushAtMs = nextPushAtMs
-        }
 
         enum CodingKeys: String, CodingKey {
             case event, at, state, action, push
@@ -171,30 +130,6 @@ public struct CallbackView: Sendable, Codable, Hashable {
     /// `expires`: `expiresAt` as RFC 3339 (deprecated in the API).
     public var expires: String { RequestTime.format(expiresAt) }
 
-    public init(
-        callbackID: String,
-        userID: String,
-        app: String,
-        state: CallbackState,
-        nextPushAtMs: Int64?,
-        expiresAt: Int64,
-        pushes: Int,
-        lastAction: String?,
-        history: [Event],
-        duplicate: Bool? = nil
-    ) {
-        self.callbackID = callbackID
-        self.userID = userID
-        self.app = app
-        self.state = state
-        self.nextPushAtMs = nextPushAtMs
-        self.expiresAt = expiresAt
-        self.pushes = pushes
-        self.lastAction = lastAction
-        self.history = history
-        self.duplicate = duplicate
-    }
-
     enum CodingKeys: String, CodingKey {
         case callbackID = "callback_id"
         case userID = "user_id"
@@ -238,6 +173,7 @@ public struct CallbackView: Sendable, Codable, Hashable {
 }
 
 /// The answer to `POST /v1/callbacks/{id}/actions/{action}`: what happens next.
+@MemberwiseInit
 public struct CallbackAnswerView: Sendable, Codable, Hashable {
     public var callbackID: String
     public var action: String
@@ -250,14 +186,6 @@ public struct CallbackAnswerView: Sendable, Codable, Hashable {
 
     /// `next_push_at`: `nextPushAtMs` as RFC 3339 (deprecated in the API).
     public var nextPushAt: String? { nextPushAtMs.map(RequestTime.format) }
-
-    public init(callbackID: String, action: String, kind: String, state: CallbackState, nextPushAtMs: Int64?) {
-        self.callbackID = callbackID
-        self.action = action
-        self.kind = kind
-        self.state = state
-        self.nextPushAtMs = nextPushAtMs
-    }
 
     enum CodingKeys: String, CodingKey {
         case callbackID = "callback_id"

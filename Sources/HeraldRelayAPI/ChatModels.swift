@@ -1,4 +1,7 @@
+import HeraldMacros
+
 /// `POST /v1/chats/{conversation}/events`: one transcript event.
+@MemberwiseInit
 public struct ChatEventRequest: Sendable, Codable, Hashable {
     /// The customer the chat is with.
     public var to: String
@@ -9,14 +12,6 @@ public struct ChatEventRequest: Sendable, Codable, Hashable {
     /// Written by the agent's side (default); the customer's own events never push.
     public var fromAgent: Bool?
 
-    public init(to: String, type: String, from: Party, text: String? = nil, fromAgent: Bool? = nil) {
-        self.to = to
-        self.type = type
-        self.from = from
-        self.text = text
-        self.fromAgent = fromAgent
-    }
-
     enum CodingKeys: String, CodingKey, CaseIterable {
         case to, type, from, text
         case fromAgent = "from_agent"
@@ -24,6 +19,7 @@ public struct ChatEventRequest: Sendable, Codable, Hashable {
 }
 
 /// What a transcript event did.
+@MemberwiseInit
 public struct ChatEventReceipt: Sendable, Codable, Hashable {
     public var position: Int
     /// Pushes queued now (devices whose first push was already sent, or a zero delay).
@@ -33,24 +29,13 @@ public struct ChatEventReceipt: Sendable, Codable, Hashable {
     /// The event type is filtered (or not the agent's): no push.
     public var filtered: Bool
 
-    public init(
-        position: Int,
-        pushes: [IngestReceipt.Push],
-        scheduled: [String],
-        filtered: Bool
-    ) {
-        self.position = position
-        self.pushes = pushes
-        self.scheduled = scheduled
-        self.filtered = filtered
-    }
-
     enum CodingKeys: String, CodingKey {
         case position, pushes, scheduled, filtered
     }
 }
 
 /// One transcript event as the app sees it.
+@MemberwiseInit
 public struct TranscriptEventView: Sendable, Codable, Hashable {
     public var position: Int
     public var type: String
@@ -58,22 +43,6 @@ public struct TranscriptEventView: Sendable, Codable, Hashable {
     public var fromAgent: Bool
     public var text: String
     public var at: Int64
-
-    public init(
-        position: Int,
-        type: String,
-        from: Party,
-        fromAgent: Bool,
-        text: String,
-        at: Int64
-    ) {
-        self.position = position
-        self.type = type
-        self.from = from
-        self.fromAgent = fromAgent
-        self.text = text
-        self.at = at
-    }
 
     enum CodingKeys: String, CodingKey {
         case position, type, from
@@ -83,27 +52,17 @@ public struct TranscriptEventView: Sendable, Codable, Hashable {
 }
 
 /// `GET /v1/chats/{conversation}/transcript` and the answer of a reconnect.
+@MemberwiseInit
 public struct TranscriptView: Sendable, Codable, Hashable {
     public var conversation: String
     public var events: [TranscriptEventView]
-
-    public init(
-        conversation: String,
-        events: [TranscriptEventView]
-    ) {
-        self.conversation = conversation
-        self.events = events
-    }
 }
 
 /// `POST /v1/devices/{id}/chats/{conversation}/disconnect`: the app goes to the background.
+@MemberwiseInit
 public struct ChatDisconnectRequest: Sendable, Codable, Hashable {
     /// The highest transcript position the app has seen.
     public var transcriptPosition: Int
-
-    public init(transcriptPosition: Int) {
-        self.transcriptPosition = transcriptPosition
-    }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case transcriptPosition = "transcript_position"
@@ -111,6 +70,7 @@ public struct ChatDisconnectRequest: Sendable, Codable, Hashable {
 }
 
 /// `POST /v1/chats/{conversation}/end`: the chat ended.
+@MemberwiseInit
 public struct ChatEndReceipt: Sendable, Codable, Hashable {
     public var conversation: String
     /// When the chat ended (milliseconds since the epoch): now, or earlier if it had already
@@ -119,12 +79,6 @@ public struct ChatEndReceipt: Sendable, Codable, Hashable {
     /// When retention deletes its transcript and disconnects (milliseconds since the epoch; the
     /// janitor runs every ten minutes).
     public var purgeAt: Int64
-
-    public init(conversation: String, endedAt: Int64, purgeAt: Int64) {
-        self.conversation = conversation
-        self.endedAt = endedAt
-        self.purgeAt = purgeAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case conversation

@@ -1,7 +1,9 @@
 public import HeraldDomain
+import HeraldMacros
 public import HeraldPush
 
 /// `POST /v1/activations`: a device asks for push, with its half of the key agreement.
+@MemberwiseInit
 public struct ActivationRequest: Sendable, Codable, Hashable {
     public var userID: String
     /// The app's bundle id.
@@ -17,26 +19,6 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
     /// TestFlight or App Store build's `production`); absent: the app's, else the relay's default.
     public var apnsEnvironment: APNsEnvironment?
 
-    public init(
-        userID: String,
-        app: String,
-        platform: DevicePlatform,
-        publicKey: String,
-        messagingToken: String? = nil,
-        voipToken: String? = nil,
-        deviceID: String? = nil,
-        apnsEnvironment: APNsEnvironment? = nil
-    ) {
-        self.userID = userID
-        self.app = app
-        self.platform = platform
-        self.publicKey = publicKey
-        self.messagingToken = messagingToken
-        self.voipToken = voipToken
-        self.deviceID = deviceID
-        self.apnsEnvironment = apnsEnvironment
-    }
-
     enum CodingKeys: String, CodingKey, CaseIterable {
         case userID = "user_id"
         case app, platform
@@ -49,6 +31,7 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
 }
 
 /// The answer to an activation: the relay's half, and the device's credential (shown once).
+@MemberwiseInit
 public struct ActivationResponse: Sendable, Codable, Hashable {
     public var deviceID: String
     public var userID: String
@@ -62,26 +45,6 @@ public struct ActivationResponse: Sendable, Codable, Hashable {
     /// The bearer credential for this device's endpoints. Stored by the relay only as a hash.
     public var deviceCredential: String
     public var contentPolicy: ContentPolicy
-
-    public init(
-        deviceID: String,
-        userID: String,
-        app: String,
-        relayPublicKey: String,
-        keyID: String,
-        previousKeyID: String?,
-        deviceCredential: String,
-        contentPolicy: ContentPolicy
-    ) {
-        self.deviceID = deviceID
-        self.userID = userID
-        self.app = app
-        self.relayPublicKey = relayPublicKey
-        self.keyID = keyID
-        self.previousKeyID = previousKeyID
-        self.deviceCredential = deviceCredential
-        self.contentPolicy = contentPolicy
-    }
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"
@@ -97,14 +60,10 @@ public struct ActivationResponse: Sendable, Codable, Hashable {
 
 /// `PUT /v1/devices/{id}/tokens`: late or refreshed tokens. An absent field is left as it is; an
 /// empty string removes the token.
+@MemberwiseInit
 public struct TokenUpdateRequest: Sendable, Codable, Hashable {
     public var messagingToken: String?
     public var voipToken: String?
-
-    public init(messagingToken: String? = nil, voipToken: String? = nil) {
-        self.messagingToken = messagingToken
-        self.voipToken = voipToken
-    }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case messagingToken = "messaging_token"
@@ -171,6 +130,7 @@ public struct DeviceView: Sendable, Codable, Hashable {
 }
 
 /// `PUT /v1/devices/{id}/presence`: a heartbeat.
+@MemberwiseInit
 public struct HeartbeatRequest: Sendable, Codable, Hashable {
     /// The conversation on screen, if any.
     public var conversation: String?
@@ -178,31 +138,19 @@ public struct HeartbeatRequest: Sendable, Codable, Hashable {
     /// Seconds until an `active` heartbeat counts as background (default 60).
     public var ttl: Int?
 
-    public init(conversation: String? = nil, state: PresenceState, ttl: Int? = nil) {
-        self.conversation = conversation
-        self.state = state
-        self.ttl = ttl
-    }
-
     enum CodingKeys: String, CodingKey, CaseIterable {
         case conversation, state, ttl
     }
 }
 
 /// The answer to a heartbeat.
+@MemberwiseInit
 public struct PresenceView: Sendable, Codable, Hashable {
     public var deviceID: String
     public var state: PresenceState
     public var conversation: String?
     /// Milliseconds since the epoch.
     public var expiresAt: Int64
-
-    public init(deviceID: String, state: PresenceState, conversation: String?, expiresAt: Int64) {
-        self.deviceID = deviceID
-        self.state = state
-        self.conversation = conversation
-        self.expiresAt = expiresAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"

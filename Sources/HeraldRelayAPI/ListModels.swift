@@ -1,17 +1,14 @@
 public import HeraldDomain
+import HeraldMacros
 public import HeraldPush
 
 /// `GET /v1/users/{id}/devices`: the user's devices, oldest activation first. A user the relay
 /// has no device for answers an empty list: users are not registered with the relay, they exist
 /// through their devices.
+@MemberwiseInit
 public struct UserDevicesView: Sendable, Codable, Hashable {
     public var userID: String
     public var devices: [UserDeviceView]
-
-    public init(userID: String, devices: [UserDeviceView]) {
-        self.userID = userID
-        self.devices = devices
-    }
 
     enum CodingKeys: String, CodingKey {
         case userID = "user_id"
@@ -21,6 +18,7 @@ public struct UserDevicesView: Sendable, Codable, Hashable {
 
 /// One device as an operator sees it: which app and platform, since when, whether it has its
 /// tokens (never the tokens themselves, nor any key) and its last heartbeat.
+@MemberwiseInit
 public struct UserDeviceView: Sendable, Codable, Hashable {
     public var deviceID: String
     public var app: String
@@ -46,6 +44,7 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
     public var notifications: NotificationPermission?
 
     /// A heartbeat as stored.
+    @MemberwiseInit
     public struct Presence: Sendable, Codable, Hashable {
         public var state: PresenceState
         /// The conversation on screen (an id the backend chose).
@@ -55,46 +54,11 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
         public var updatedAt: Int64
         public var expiresAt: Int64
 
-        public init(state: PresenceState, conversation: String?, updatedAt: Int64, expiresAt: Int64) {
-            self.state = state
-            self.conversation = conversation
-            self.updatedAt = updatedAt
-            self.expiresAt = expiresAt
-        }
-
         enum CodingKeys: String, CodingKey {
             case state, conversation
             case updatedAt = "updated_at"
             case expiresAt = "expires_at"
         }
-    }
-
-    public init(
-        deviceID: String,
-        app: String,
-        platform: DevicePlatform,
-        keyID: String,
-        activatedAt: Int64,
-        updatedAt: Int64,
-        hasMessagingToken: Bool,
-        hasVoIPToken: Bool,
-        tokenDeadReason: String? = nil,
-        presence: Presence? = nil,
-        apnsEnvironment: APNsEnvironment? = nil,
-        notifications: NotificationPermission?
-    ) {
-        self.deviceID = deviceID
-        self.app = app
-        self.platform = platform
-        self.keyID = keyID
-        self.activatedAt = activatedAt
-        self.updatedAt = updatedAt
-        self.hasMessagingToken = hasMessagingToken
-        self.hasVoIPToken = hasVoIPToken
-        self.tokenDeadReason = tokenDeadReason
-        self.presence = presence
-        self.apnsEnvironment = apnsEnvironment
-        self.notifications = notifications
     }
 
     enum CodingKeys: String, CodingKey {
@@ -114,6 +78,7 @@ public struct UserDeviceView: Sendable, Codable, Hashable {
 
 /// `GET /v1/pushes`: which pushes to list, newest first. Every field is optional; those given
 /// must all hold.
+@MemberwiseInit
 public struct PushListRequest: Sendable, Hashable {
     /// Pushes to this user's current devices.
     public var user: String?
@@ -129,34 +94,14 @@ public struct PushListRequest: Sendable, Hashable {
 
     /// The page size when none is given.
     public static let defaultLimit = 100
-
-    public init(
-        user: String? = nil,
-        device: String? = nil,
-        state: PushState? = nil,
-        since: Int64? = nil,
-        cursor: String? = nil,
-        limit: Int? = nil
-    ) {
-        self.user = user
-        self.device = device
-        self.state = state
-        self.since = since
-        self.cursor = cursor
-        self.limit = limit
-    }
 }
 
 /// The answer to `GET /v1/pushes`: a page, and where the next one starts.
+@MemberwiseInit
 public struct PushListView: Sendable, Codable, Hashable {
     public var pushes: [PushItemView]
     /// Pass as `cursor` for the next page; absent on the last page.
     public var next: String?
-
-    public init(pushes: [PushItemView], next: String?) {
-        self.pushes = pushes
-        self.next = next
-    }
 }
 
 /// One push in a listing: where it went and what became of it, never what it carried (no

@@ -1,13 +1,11 @@
 public import HeraldDomain
+import HeraldMacros
 
 /// `PUT /v1/devices/{id}/notifications`: the device reports whether the user lets it show
 /// notifications (at launch, and whenever the setting changes).
+@MemberwiseInit
 public struct NotificationPermissionRequest: Sendable, Codable, Hashable {
     public var permission: NotificationPermission
-
-    public init(permission: NotificationPermission) {
-        self.permission = permission
-    }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case permission
@@ -15,17 +13,12 @@ public struct NotificationPermissionRequest: Sendable, Codable, Hashable {
 }
 
 /// The answer to `PUT /v1/devices/{id}/notifications`.
+@MemberwiseInit
 public struct NotificationPermissionView: Sendable, Codable, Hashable {
     public var deviceID: String
     public var permission: NotificationPermission
     /// Milliseconds since the epoch, when the relay recorded it.
     public var updatedAt: Int64
-
-    public init(deviceID: String, permission: NotificationPermission, updatedAt: Int64) {
-        self.deviceID = deviceID
-        self.permission = permission
-        self.updatedAt = updatedAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"

@@ -1,7 +1,9 @@
 public import HeraldDomain
+import HeraldMacros
 
 /// `POST /v1/devices/{id}/receipts`: what the phone says happened to a push it was sent, with
 /// the tag its session keys made (docs/receipts.md).
+@MemberwiseInit
 public struct ReceiptRequest: Sendable, Codable, Hashable {
     public var pushID: String
     public var stage: ReceiptStage
@@ -13,22 +15,6 @@ public struct ReceiptRequest: Sendable, Codable, Hashable {
     public var keyID: String
     /// The receipt's tag, base64url without padding (32 bytes).
     public var tag: String
-
-    public init(
-        pushID: String,
-        stage: ReceiptStage,
-        deviceTime: Int64,
-        failure: ReceiptFailure? = nil,
-        keyID: String,
-        tag: String
-    ) {
-        self.pushID = pushID
-        self.stage = stage
-        self.deviceTime = deviceTime
-        self.failure = failure
-        self.keyID = keyID
-        self.tag = tag
-    }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case pushID = "push_id"

@@ -1,15 +1,12 @@
 public import HeraldDomain
+import HeraldMacros
 import HeraldPush
 
 /// Who sent a message or places a call.
+@MemberwiseInit
 public struct Party: Sendable, Codable, Hashable {
     public var id: String
     public var name: String
-
-    public init(id: String, name: String) {
-        self.id = id
-        self.name = name
-    }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case id, name
@@ -102,14 +99,10 @@ public struct CallRequest: Sendable, Codable, Hashable {
 
 /// What an ingest made: one push per reachable device, and why others got none.
 public struct IngestReceipt: Sendable, Codable, Hashable {
+    @MemberwiseInit
     public struct Push: Sendable, Codable, Hashable {
         public var pushID: String
         public var deviceID: String
-
-        public init(pushID: String, deviceID: String) {
-            self.pushID = pushID
-            self.deviceID = deviceID
-        }
 
         enum CodingKeys: String, CodingKey {
             case pushID = "push_id"
@@ -117,15 +110,11 @@ public struct IngestReceipt: Sendable, Codable, Hashable {
         }
     }
 
+    @MemberwiseInit
     public struct Skipped: Sendable, Codable, Hashable {
         public var deviceID: String
         /// `active_in_conversation`, `no_token`, `token_dead: <reason>`, `platform_not_supported`.
         public var reason: String
-
-        public init(deviceID: String, reason: String) {
-            self.deviceID = deviceID
-            self.reason = reason
-        }
 
         enum CodingKeys: String, CodingKey {
             case deviceID = "device_id"
@@ -222,6 +211,7 @@ public struct IngestReceipt: Sendable, Codable, Hashable {
 }
 
 /// `GET /v1/messages/{id}` for the recipient's devices.
+@MemberwiseInit
 public struct MessageView: Sendable, Codable, Hashable {
     public var messageID: String
     public var conversation: String
@@ -229,14 +219,6 @@ public struct MessageView: Sendable, Codable, Hashable {
     public var text: String
     /// Milliseconds since the epoch.
     public var sentAt: Int64
-
-    public init(messageID: String, conversation: String, from: Party, text: String, sentAt: Int64) {
-        self.messageID = messageID
-        self.conversation = conversation
-        self.from = from
-        self.text = text
-        self.sentAt = sentAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case messageID = "message_id"
@@ -247,16 +229,11 @@ public struct MessageView: Sendable, Codable, Hashable {
 
 /// `GET /v1/pushes/{id}`.
 public struct PushStatusView: Sendable, Codable, Hashable {
+    @MemberwiseInit
     public struct Event: Sendable, Codable, Hashable {
         public var at: Int64
         public var state: PushState
         public var reason: String?
-
-        public init(at: Int64, state: PushState, reason: String?) {
-            self.at = at
-            self.state = state
-            self.reason = reason
-        }
     }
 
     public var pushID: String
@@ -398,22 +375,13 @@ public struct BroadcastRequest: Sendable, Codable, Hashable {
 }
 
 /// What a broadcast made: each member's ingest receipt.
+@MemberwiseInit
 public struct BroadcastReceipt: Sendable, Codable, Hashable {
+    @MemberwiseInit
     public struct Member: Sendable, Codable, Hashable {
         public var user: String
         public var receipt: IngestReceipt
-
-        public init(user: String, receipt: IngestReceipt) {
-            self.user = user
-            self.receipt = receipt
-        }
     }
 
     public var members: [Member]
-
-    public init(
-        members: [Member]
-    ) {
-        self.members = members
-    }
 }

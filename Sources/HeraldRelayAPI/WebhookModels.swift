@@ -1,6 +1,8 @@
 import Foundation
+import HeraldMacros
 
 /// `GET /v1/webhooks/events/{id}`: one webhook event and where it is on its way to the backend.
+@MemberwiseInit
 public struct WebhookEventView: Sendable, Hashable, Encodable {
     public var id: String
     /// `push.delivered`, `chat.customer_offline`, …
@@ -22,32 +24,6 @@ public struct WebhookEventView: Sendable, Hashable, Encodable {
     public var deliveredAt: Int64?
     /// The event's `data` object, as the receiver gets it.
     public var data: WebhookJSON
-
-    public init(
-        id: String,
-        type: String,
-        app: String,
-        orderingKey: String,
-        createdAt: Int64,
-        state: String,
-        attempts: Int,
-        nextAttemptAt: Int64?,
-        lastError: String?,
-        deliveredAt: Int64?,
-        data: WebhookJSON
-    ) {
-        self.id = id
-        self.type = type
-        self.app = app
-        self.orderingKey = orderingKey
-        self.createdAt = createdAt
-        self.state = state
-        self.attempts = attempts
-        self.nextAttemptAt = nextAttemptAt
-        self.lastError = lastError
-        self.deliveredAt = deliveredAt
-        self.data = data
-    }
 
     enum CodingKeys: String, CodingKey {
         case id, type, app, state, attempts, data
@@ -109,15 +85,11 @@ public indirect enum WebhookJSON: Sendable, Hashable, Codable {
 }
 
 /// `GET /v1/webhooks/events`: a page of an app's events, oldest first.
+@MemberwiseInit
 public struct WebhookEventList: Sendable, Hashable, Encodable {
     public var events: [WebhookEventView]
     /// Pass as `cursor` for the next page; absent on the last.
     public var nextCursor: String?
-
-    public init(events: [WebhookEventView], nextCursor: String?) {
-        self.events = events
-        self.nextCursor = nextCursor
-    }
 
     enum CodingKeys: String, CodingKey {
         case events

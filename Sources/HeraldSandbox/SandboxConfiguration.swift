@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldHTTPSupport
+import HeraldMacros
 public import Prometheus
 
 /// Everything the sandbox can be told at start; every field has a working default.
@@ -69,6 +70,7 @@ public struct SandboxConfiguration: Sendable {
 }
 
 /// The PEM files the APNs listener presents.
+@MemberwiseInit
 public struct SandboxTLS: Sendable {
     /// The server certificate chain (leaf first), PEM.
     public var certificateChainPath: String
@@ -76,23 +78,13 @@ public struct SandboxTLS: Sendable {
     public var privateKeyPath: String
     /// The CA that issued the chain: what clients trust.
     public var caCertificatePath: String
-
-    public init(certificateChainPath: String, privateKeyPath: String, caCertificatePath: String) {
-        self.certificateChainPath = certificateChainPath
-        self.privateKeyPath = privateKeyPath
-        self.caCertificatePath = caCertificatePath
-    }
 }
 
 /// An app the sandbox accepts pushes for: its bundle id (the `apns-topic`) and its team.
+@MemberwiseInit
 public struct SandboxApp: Sendable, Hashable, Codable {
     public var bundleID: String
     public var teamID: String
-
-    public init(bundleID: String, teamID: String) {
-        self.bundleID = bundleID
-        self.teamID = teamID
-    }
 
     enum CodingKeys: String, CodingKey {
         case bundleID = "bundle_id"

@@ -1,8 +1,10 @@
 import Foundation
 public import HeraldFCMCore
+import HeraldMacros
 
 /// A Google service account as the sandbox knows it: the public half of its key, to check the
 /// RS256 assertions its sender exchanges for access tokens, and the Firebase project it sends for.
+@MemberwiseInit
 public struct SandboxServiceAccount: Sendable, Hashable, Codable {
     /// The account (`iss` of its assertions), e.g. `sender@project.iam.gserviceaccount.com`.
     public var clientEmail: String
@@ -12,13 +14,6 @@ public struct SandboxServiceAccount: Sendable, Hashable, Codable {
     public var projectID: String
     /// The RSA public key, PEM (`-----BEGIN PUBLIC KEY-----`).
     public var publicKeyPEM: String
-
-    public init(clientEmail: String, privateKeyID: String, projectID: String, publicKeyPEM: String) {
-        self.clientEmail = clientEmail
-        self.privateKeyID = privateKeyID
-        self.projectID = projectID
-        self.publicKeyPEM = publicKeyPEM
-    }
 
     /// The sandbox's view of a Google service-account key file: its public key, derived from
     /// `private_key`.

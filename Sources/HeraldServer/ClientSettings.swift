@@ -5,12 +5,14 @@ import HeraldAPNsCore
 import HeraldCrypto
 public import HeraldFCM
 import HeraldFCMCore
+import HeraldMacros
 public import HeraldPush
 public import HeraldStore
 public import Logging
 public import NIOCore
 
 /// What an APNs client needs, from whichever options or files named it.
+@MemberwiseInit
 public struct APNsSettings: Sendable {
     public var key: String
     public var keyID: String?
@@ -22,26 +24,6 @@ public struct APNsSettings: Sendable {
     /// Where the current provider token is kept (mode 0600) so a restart reuses it instead of
     /// signing a new one, which APNs refuses within 20 minutes of the last.
     public var tokenCache: String? = nil
-
-    public init(
-        key: String,
-        keyID: String?,
-        teamID: String,
-        url: String,
-        caFile: String?,
-        connections: Int = 2,
-        requestTimeout: Int = 10,
-        tokenCache: String? = nil
-    ) {
-        self.key = key
-        self.keyID = keyID
-        self.teamID = teamID
-        self.url = url
-        self.caFile = caFile
-        self.connections = connections
-        self.requestTimeout = requestTimeout
-        self.tokenCache = tokenCache
-    }
 
     /// The key id given, or read from an AuthKey_<KEYID>.p8 file name.
     public var resolvedKeyID: String? {
@@ -166,19 +148,13 @@ public struct APNsSettings: Sendable {
 }
 
 /// What an FCM sender needs, from whichever options or files named it.
+@MemberwiseInit
 public struct FCMSettings: Sendable {
     public var serviceAccount: String
     public var url: String
     public var caFile: String?
     /// Replaces the file's `token_uri` (the in-process sandbox's port is only known at start).
     public var tokenURI: String? = nil
-
-    public init(serviceAccount: String, url: String, caFile: String?, tokenURI: String? = nil) {
-        self.serviceAccount = serviceAccount
-        self.url = url
-        self.caFile = caFile
-        self.tokenURI = tokenURI
-    }
 
     public func makeClient(logger: Logger, group: any EventLoopGroup) throws(HeraldServerError) -> FCMClient {
         var account: FCMServiceAccount

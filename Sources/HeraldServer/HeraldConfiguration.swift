@@ -2,6 +2,7 @@ import Foundation
 public import HeraldAdapters
 public import HeraldDispatch
 public import HeraldHTTPSupport
+import HeraldMacros
 public import HeraldPush
 public import HeraldRelay
 public import HeraldStore
@@ -96,14 +97,10 @@ public struct HeraldConfiguration: Sendable {
     }
 
     /// An app named on the command line.
+    @MemberwiseInit
     public struct ExtraApp: Sendable, Hashable {
         public var bundleID: String
         public var teamID: String?
-
-        public init(bundleID: String, teamID: String?) {
-            self.bundleID = bundleID
-            self.teamID = teamID
-        }
 
         /// `BUNDLE_ID` or `BUNDLE_ID:TEAM_ID`; nil for anything else.
         public init?(_ text: String) {

@@ -3,6 +3,7 @@ import Foundation
 import HeraldCrypto
 import HeraldEncoding
 public import HeraldFCMCore
+import HeraldMacros
 import HeraldSandbox
 
 /// Small file helpers for key material: new files get their final mode before any byte is
@@ -173,16 +174,11 @@ public enum DevelopmentKeys {
 }
 
 /// What `herald keys apns` writes beside a key: its ids and public key.
+@MemberwiseInit
 public struct APNsKeyMetadata: Codable, Equatable, Sendable {
     public var keyID: String
     public var teamID: String
     public var publicKeyPEM: String
-
-    public init(keyID: String, teamID: String, publicKeyPEM: String) {
-        self.keyID = keyID
-        self.teamID = teamID
-        self.publicKeyPEM = publicKeyPEM
-    }
 
     enum CodingKeys: String, CodingKey {
         case keyID = "key_id"

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldFCM
 import HeraldHTTPSupport
+import HeraldMacros
 import HeraldProvider
 import HeraldProviderHTTP
 import HeraldStorePostgres
@@ -11,6 +12,7 @@ import NIOPosix
 import ServiceLifecycle
 
 /// Where `herald provider` listens and keeps its secret and provider token.
+@MemberwiseInit
 public struct ProviderListener: Sendable, Hashable {
     public var host: String
     /// 0 picks a port.
@@ -19,13 +21,6 @@ public struct ProviderListener: Sendable, Hashable {
     public var secretFile: String
     /// Where the provider token is kept (0600) so a restart reuses it.
     public var tokenCache: String
-
-    public init(host: String, port: Int, secretFile: String, tokenCache: String) {
-        self.host = host
-        self.port = port
-        self.secretFile = secretFile
-        self.tokenCache = tokenCache
-    }
 }
 
 extension HeraldServer {

@@ -1,18 +1,15 @@
 import Foundation
 public import HeraldCrypto
 import HeraldEncoding
+import HeraldMacros
 
 /// The secrets a running Herald needs, from the environment or from files under the keys
 /// directory, made there (0600) on first start. Each comes back with where it came from, for the
 /// banner (never the secret itself).
+@MemberwiseInit
 public struct ServerKeys: Sendable {
     let keysDirectory: String
     let environment: [String: String]
-
-    public init(keysDirectory: String, environment: [String: String]) {
-        self.keysDirectory = keysDirectory
-        self.environment = environment
-    }
 
     private func path(_ name: String) -> String { (keysDirectory as NSString).appendingPathComponent(name) }
 

@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// The backends' API keys (one per app or an admin key for all of them, each with its scopes) and
 /// the audit log of who changed apps, keys and devices.
 ///
@@ -14,6 +16,7 @@ public protocol APIKeyStore: Sendable {
 }
 
 /// One stored API key.
+@MemberwiseInit
 public struct APIKeyRecord: Sendable, Hashable {
     /// The key's public id (in its token and in logs): 16 lowercase hex characters.
     public var id: String
@@ -34,28 +37,6 @@ public struct APIKeyRecord: Sendable, Hashable {
     /// When it was revoked; `nil` while it is valid.
     public var revokedAt: Int64?
 
-    public init(
-        id: String,
-        name: String,
-        appID: String?,
-        scopes: Set<APIScope>,
-        secretDigest: [UInt8],
-        ratePerSecond: Double? = nil,
-        burst: Int? = nil,
-        createdAt: Int64,
-        revokedAt: Int64? = nil
-    ) {
-        self.id = id
-        self.name = name
-        self.appID = appID
-        self.scopes = scopes
-        self.secretDigest = secretDigest
-        self.ratePerSecond = ratePerSecond
-        self.burst = burst
-        self.createdAt = createdAt
-        self.revokedAt = revokedAt
-    }
-
     /// The scopes as stored: their names, sorted, comma-separated.
     public var scopesText: String { scopes.sorted().map(\.rawValue).joined(separator: ",") }
 
@@ -67,6 +48,7 @@ public struct APIKeyRecord: Sendable, Hashable {
 }
 
 /// One change to apps, keys or devices, and who made it.
+@MemberwiseInit
 public struct AuditEntry: Sendable, Hashable, Codable {
     /// Time-ordered, unique.
     public var id: String
@@ -82,15 +64,6 @@ public struct AuditEntry: Sendable, Hashable, Codable {
     public var target: String
     /// The app the change belongs to, when there is one.
     public var appID: String?
-
-    public init(id: String, at: Int64, actor: String, action: String, target: String, appID: String?) {
-        self.id = id
-        self.at = at
-        self.actor = actor
-        self.action = action
-        self.target = target
-        self.appID = appID
-    }
 
     enum CodingKeys: String, CodingKey {
         case id, at, actor, action, target

@@ -1,15 +1,12 @@
+import HeraldMacros
+
 /// One device a call rang on.
+@MemberwiseInit
 public struct CallDeviceRecord: Sendable, Hashable {
     public var deviceID: String
     public var report: CallDeviceReport
     /// When the device last reported (`nil` while `pushed`).
     public var reportedAt: Int64?
-
-    public init(deviceID: String, report: CallDeviceReport, reportedAt: Int64? = nil) {
-        self.deviceID = deviceID
-        self.report = report
-        self.reportedAt = reportedAt
-    }
 }
 
 /// A call as the relay keeps it, written with the call's ingest.
@@ -74,18 +71,12 @@ public struct CallRecord: Sendable, Hashable {
 
 /// A `call.stop` for a device whose live channel another relay node holds: written with the
 /// call's end, taken by that node (woken like a live handover) and sent on the channel.
+@MemberwiseInit
 public struct CallStop: Sendable, Hashable {
     public var callID: String
     public var deviceID: String
     public var nodeID: String
     public var reason: CallStopReason
-
-    public init(callID: String, deviceID: String, nodeID: String, reason: CallStopReason) {
-        self.callID = callID
-        self.deviceID = deviceID
-        self.nodeID = nodeID
-        self.reason = reason
-    }
 }
 
 /// A ringing call ending: its new state, who ended it, and what is written with it.

@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// One callback as the store keeps it. The dialog and the service id are in `sealedDialog`,
 /// sealed by the relay with the master key; the store never sees them.
 public struct CallbackRecord: Sendable, Hashable {
@@ -50,6 +52,7 @@ public struct CallbackRecord: Sendable, Hashable {
 }
 
 /// One line of a callback's history.
+@MemberwiseInit
 public struct CallbackHistoryEntry: Sendable, Hashable {
     /// What happened.
     public enum Event: String, Sendable, Hashable, Codable, CaseIterable {
@@ -69,22 +72,6 @@ public struct CallbackHistoryEntry: Sendable, Hashable {
     public var sequence: Int?
     /// When the next push is due, for `scheduled` (and a snooze).
     public var nextPushAt: Int64?
-
-    public init(
-        at: Int64,
-        event: Event,
-        state: CallbackState,
-        action: String? = nil,
-        sequence: Int? = nil,
-        nextPushAt: Int64? = nil
-    ) {
-        self.at = at
-        self.event = event
-        self.state = state
-        self.action = action
-        self.sequence = sequence
-        self.nextPushAt = nextPushAt
-    }
 }
 
 /// One change of a callback, made only if nobody changed or claimed it since it was read.

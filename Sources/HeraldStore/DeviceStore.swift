@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// Activated devices: their tokens, the relay's half of their key agreement, and their presence.
 ///
 /// A token belongs to one device at a time: whatever gives a device a token takes it from any
@@ -18,16 +20,12 @@ public protocol DeviceStore: Sendable {
 }
 
 /// What a notification permission report did (`ChangeStore.setNotificationPermission`).
+@MemberwiseInit
 public struct NotificationPermissionChange: Sendable, Hashable {
     /// The device as stored after the report.
     public var device: DeviceRecord
     /// Whether the report changed the permission (and its events were written).
     public var changed: Bool
-
-    public init(device: DeviceRecord, changed: Bool) {
-        self.device = device
-        self.changed = changed
-    }
 }
 
 extension DeviceStore {

@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// Messages held for a user who had no activated device when they came (docs/relay.md, "A
 /// message to nobody"): written with the message, sealed like any message, released once into
 /// pushes when a device of the user activates, or ended when the hold ends.
@@ -10,6 +12,7 @@ public protocol HeldMessageStore: ChangeStore {
 }
 
 /// A message held for a user with no activated device.
+@MemberwiseInit
 public struct HeldMessage: Sendable, Hashable {
     public var messageID: String
     public var userID: String
@@ -19,24 +22,12 @@ public struct HeldMessage: Sendable, Hashable {
     public var heldAt: Int64
     /// When its hold ends, milliseconds since the epoch: not released after it.
     public var heldUntil: Int64
-
-    public init(messageID: String, userID: String, appID: String? = nil, heldAt: Int64, heldUntil: Int64) {
-        self.messageID = messageID
-        self.userID = userID
-        self.appID = appID
-        self.heldAt = heldAt
-        self.heldUntil = heldUntil
-    }
 }
 
 /// A held message released: the pushes it becomes, one per device that takes it.
+@MemberwiseInit
 public struct HeldRelease: Sendable, Hashable {
     public var messageID: String
     /// Written queued (their entries' state), only if the message is still held.
     public var pushes: [OutboxEntry]
-
-    public init(messageID: String, pushes: [OutboxEntry]) {
-        self.messageID = messageID
-        self.pushes = pushes
-    }
 }

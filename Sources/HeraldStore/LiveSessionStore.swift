@@ -1,5 +1,8 @@
+import HeraldMacros
+
 /// One device's open live channel, as every relay node sees it: which node holds the WebSocket,
 /// the conversation its app is on screen in, and until when the node vouches for it.
+@MemberwiseInit
 public struct LiveSessionRecord: Sendable, Hashable {
     public var deviceID: String
     /// The relay node holding the channel (its node id).
@@ -10,19 +13,12 @@ public struct LiveSessionRecord: Sendable, Hashable {
     public var conversation: String?
     /// The session's lease: past it, the session is ignored (its node stopped renewing it).
     public var expiresAt: Int64
-
-    public init(deviceID: String, nodeID: String, sessionID: String, conversation: String?, expiresAt: Int64) {
-        self.deviceID = deviceID
-        self.nodeID = nodeID
-        self.sessionID = sessionID
-        self.conversation = conversation
-        self.expiresAt = expiresAt
-    }
 }
 
 /// A message handed to the node holding a device's live channel: pending until the device
 /// acknowledges it (settled) or its deadline passes (taken by any node's sweep, which pushes it).
 /// Holds ids only: the message's content stays sealed in the message store.
+@MemberwiseInit
 public struct LiveHandover: Sendable, Hashable {
     public var messageID: String
     public var deviceID: String
@@ -30,27 +26,16 @@ public struct LiveHandover: Sendable, Hashable {
     public var nodeID: String
     /// When it is pushed instead if the device has not acknowledged it.
     public var deadline: Int64
-
-    public init(messageID: String, deviceID: String, nodeID: String, deadline: Int64) {
-        self.messageID = messageID
-        self.deviceID = deviceID
-        self.nodeID = nodeID
-        self.deadline = deadline
-    }
 }
 
 /// A chat event shown on the live channel (`chat_event`), announced by the node that recorded it
 /// to a node holding channels of the chat's customer. Names the event only: that node reads it
 /// from the transcript, where its author and text stay sealed.
+@MemberwiseInit
 public struct ChatEventNotice: Sendable, Hashable, Codable {
     public var conversation: String
     /// The event's position in the chat's transcript.
     public var position: Int
-
-    public init(conversation: String, position: Int) {
-        self.conversation = conversation
-        self.position = position
-    }
 }
 
 /// The live sessions of every relay node sharing the data, and the messages handed between them.

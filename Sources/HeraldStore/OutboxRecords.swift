@@ -1,3 +1,4 @@
+import HeraldMacros
 public import HeraldPush
 
 /// One accepted push, as the outbox keeps it.
@@ -97,21 +98,16 @@ extension OutboxEntry {
 }
 
 /// One line of a push's history.
+@MemberwiseInit
 public struct DeliveryEvent: Sendable, Hashable {
     public var pushID: String
     public var at: Int64
     public var state: PushState
     public var reason: String?
-
-    public init(pushID: String, at: Int64, state: PushState, reason: String?) {
-        self.pushID = pushID
-        self.at = at
-        self.state = state
-        self.reason = reason
-    }
 }
 
 /// A claimed push with the token to send it to, read when it was claimed.
+@MemberwiseInit
 public struct ClaimedPush: Sendable, Hashable {
     public var entry: OutboxEntry
     /// The device's current token for the push's kind.
@@ -122,20 +118,6 @@ public struct ClaimedPush: Sendable, Hashable {
     public var apnsKey: String?
     /// The app's FCM account, read with the token (nil: the default account).
     public var fcmAccount: String?
-
-    public init(
-        entry: OutboxEntry,
-        deviceToken: String,
-        apnsEnvironment: APNsEnvironment? = nil,
-        apnsKey: String? = nil,
-        fcmAccount: String? = nil
-    ) {
-        self.entry = entry
-        self.deviceToken = deviceToken
-        self.apnsEnvironment = apnsEnvironment
-        self.apnsKey = apnsKey
-        self.fcmAccount = fcmAccount
-    }
 
     /// The push to send: expiring when the entry does (whole seconds; 0 for a "now or never"
     /// push), through the app's key or account and to the host of the token's environment, as
@@ -164,18 +146,15 @@ public struct ClaimedPush: Sendable, Hashable {
 
 /// Outcomes the dispatcher learned at one time, recorded with other batches' in one write
 /// (`OutboxStore.complete(_:)`).
+@MemberwiseInit
 public struct CompletionBatch: Sendable, Hashable {
     public var completions: [PushCompletion]
     /// When they were learned (milliseconds since the epoch): the pushes' time of change.
     public var now: Int64
-
-    public init(completions: [PushCompletion], now: Int64) {
-        self.completions = completions
-        self.now = now
-    }
 }
 
 /// What the dispatcher learned about a claimed push.
+@MemberwiseInit
 public struct PushCompletion: Sendable, Hashable {
     /// What to do with the push.
     public enum Disposition: Sendable, Hashable {
@@ -199,18 +178,6 @@ public struct PushCompletion: Sendable, Hashable {
     /// may record late and together, and what a store writes in its one-statement path.
     public var onlyFinishes: Bool {
         if case .finish = disposition { deadToken == nil } else { false }
-    }
-
-    public init(
-        pushID: String,
-        disposition: Disposition,
-        reason: String?,
-        deadToken: (deviceID: String, token: String)?
-    ) {
-        self.pushID = pushID
-        self.disposition = disposition
-        self.reason = reason
-        self.deadToken = deadToken
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
@@ -272,6 +239,7 @@ public struct Ingest: Sendable, Hashable {
 /// than its entry says, held through `leaseUntil`. Other workers do not take it before the lease
 /// ends; after it, it is due again like any lapsed claim; `complete` and `releaseClaims` treat it
 /// as any claim of `owner`.
+@MemberwiseInit
 public struct IngestClaim: Sendable, Hashable {
     /// Who holds the pushes (the node's dispatcher owner).
     public var owner: String
@@ -280,12 +248,6 @@ public struct IngestClaim: Sendable, Hashable {
     public var leaseUntil: Int64
     /// The pushes written claimed (of the ingest's); the others are written as their entries say.
     public var pushIDs: Set<String>
-
-    public init(owner: String, leaseUntil: Int64, pushIDs: Set<String>) {
-        self.owner = owner
-        self.leaseUntil = leaseUntil
-        self.pushIDs = pushIDs
-    }
 }
 
 extension Ingest {
@@ -331,17 +293,13 @@ public enum IngestOutcome: Sendable, Hashable {
 
 /// How many pushes are in each state, and how long the queue's oldest has waited; for health
 /// and metrics.
+@MemberwiseInit
 public struct OutboxCounts: Sendable, Hashable {
     public var byState: [PushState: Int]
     /// When the oldest `queued` push was accepted (milliseconds since the epoch; a push waiting
     /// for a retry counts from its acceptance too); `nil` with nothing queued. Claimed pushes
     /// do not count: they are on their way.
     public var oldestQueuedAt: Int64?
-
-    public init(byState: [PushState: Int], oldestQueuedAt: Int64? = nil) {
-        self.byState = byState
-        self.oldestQueuedAt = oldestQueuedAt
-    }
 
     public subscript(state: PushState) -> Int { byState[state] ?? 0 }
 }

@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// The APNs provider token of each (team, key id), kept where every node of a cluster reads it, so
 /// that APNs sees one token per key however many nodes send with it.
 ///
@@ -11,6 +13,7 @@ public protocol ProviderTokenStore: ChangeStore {
 }
 
 /// One key's stored provider token.
+@MemberwiseInit
 public struct ProviderTokenRecord: Sendable, Hashable {
     /// The team (`iss`).
     public var teamID: String
@@ -23,14 +26,6 @@ public struct ProviderTokenRecord: Sendable, Hashable {
     /// When it was signed, in milliseconds since the epoch (not secret: it is what its age is
     /// judged by without opening it).
     public var issuedAt: Int64
-
-    public init(teamID: String, keyID: String, version: Int64, sealedToken: [UInt8], issuedAt: Int64) {
-        self.teamID = teamID
-        self.keyID = keyID
-        self.version = version
-        self.sealedToken = sealedToken
-        self.issuedAt = issuedAt
-    }
 }
 
 /// What became of a compare-and-set of a provider token.

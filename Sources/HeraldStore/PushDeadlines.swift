@@ -1,22 +1,17 @@
 import Foundation
 public import HeraldDomain
+import HeraldMacros
 
 /// A push's deadline, written with the push (`Ingest.deadlines`) and settled once: by the phone's
 /// receipt (`StoreChange.cancelDeadlines`), or by the node that claimed it when it passed
 /// (`StoreChange.settleDeadline`, which writes what its action wrote in the same transaction).
+@MemberwiseInit
 public struct PushDeadline: Sendable, Hashable {
     public var pushID: String
     public var deviceID: String
     public var action: DeadlineAction
     /// Milliseconds since the epoch.
     public var dueAt: Int64
-
-    public init(pushID: String, deviceID: String, action: DeadlineAction, dueAt: Int64) {
-        self.pushID = pushID
-        self.deviceID = deviceID
-        self.action = action
-        self.dueAt = dueAt
-    }
 }
 
 extension PushDeadline: ColumnsDecodable {

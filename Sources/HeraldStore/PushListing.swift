@@ -1,4 +1,5 @@
 public import HeraldDomain
+import HeraldMacros
 public import HeraldPush
 
 /// Which pushes `OutboxStore.pushes(matching:)` lists, newest first: every condition given must
@@ -45,19 +46,16 @@ public struct PushQuery: Sendable, Hashable {
 /// It names a push by its acceptance time and id, which never change, so pages read one after
 /// another neither skip nor repeat a push however the outbox changes between them (pushes
 /// accepted meanwhile come before the first page, not inside the listing).
+@MemberwiseInit
 public struct PushCursor: Sendable, Hashable {
     /// The push's acceptance time, milliseconds since the epoch.
     public var createdAt: Int64
     public var pushID: String
-
-    public init(createdAt: Int64, pushID: String) {
-        self.createdAt = createdAt
-        self.pushID = pushID
-    }
 }
 
 /// One push as an operator sees it: where it went and what became of it, never what it carried
 /// (no payload, sender or text) nor the token it went to.
+@MemberwiseInit
 public struct PushSummary: Sendable, Hashable {
     public var pushID: String
     public var deviceID: String
@@ -78,48 +76,14 @@ public struct PushSummary: Sendable, Hashable {
     /// The furthest stage the phone's receipts reached (docs/receipts.md); nil: none came.
     public var deviceStage: ReceiptStage?
 
-    public init(
-        pushID: String,
-        deviceID: String,
-        appID: String?,
-        network: PushNetwork,
-        kind: OutboxKind,
-        state: PushState,
-        attempts: Int,
-        lastReason: String?,
-        apnsID: String?,
-        createdAt: Int64,
-        updatedAt: Int64,
-        expiresAt: Int64,
-        deviceStage: ReceiptStage? = nil
-    ) {
-        self.pushID = pushID
-        self.deviceID = deviceID
-        self.appID = appID
-        self.network = network
-        self.kind = kind
-        self.state = state
-        self.attempts = attempts
-        self.lastReason = lastReason
-        self.apnsID = apnsID
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.expiresAt = expiresAt
-        self.deviceStage = deviceStage
-    }
-
     /// Where this push is in the listing's order.
     public var cursor: PushCursor { PushCursor(createdAt: createdAt, pushID: pushID) }
 }
 
 /// One page of a push listing.
+@MemberwiseInit
 public struct PushPage: Sendable, Hashable {
     public var pushes: [PushSummary]
     /// Where the next page starts; `nil` when this page is the last.
     public var next: PushCursor?
-
-    public init(pushes: [PushSummary], next: PushCursor?) {
-        self.pushes = pushes
-        self.next = next
-    }
 }

@@ -1,14 +1,12 @@
+import HeraldMacros
+
 /// A user's recipients as an ingest uses them, perhaps from a cache, with the version that
 /// `accept` checks them against (`Ingest.recipientsVersion`).
+@MemberwiseInit
 public struct RecipientsSnapshot: Sendable, Hashable {
     public var recipients: [Recipient]
     /// `nil` where the engine reads its recipients fresh each time and checks nothing.
     public var version: RecipientsVersion?
-
-    public init(recipients: [Recipient], version: RecipientsVersion?) {
-        self.recipients = recipients
-        self.version = version
-    }
 
     /// Only `app`'s devices (all of them when `nil`), at the same version: the version is the
     /// user's, whichever of its devices an ingest is made for.
@@ -20,12 +18,8 @@ public struct RecipientsSnapshot: Sendable, Hashable {
 
 /// Which state of a user's devices, presence and live channels an ingest was made for: a number
 /// every change to them raises.
+@MemberwiseInit
 public struct RecipientsVersion: Sendable, Hashable {
     public var userID: String
     public var version: Int64
-
-    public init(userID: String, version: Int64) {
-        self.userID = userID
-        self.version = version
-    }
 }

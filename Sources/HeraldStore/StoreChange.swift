@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// One write the relay asks of the store. A relay operation's planner decides its changes from
 /// what it read; the committer hands them to `ChangeStore.apply`, which writes a batch of them in
 /// one transaction and answers for each.
@@ -120,18 +122,12 @@ public enum StoreChange: Sendable, Hashable {
 /// A device's report that a ringing call rings on it: its report becomes `ringing` (a device that
 /// is not among the call's is added), and `firstRinging` is written (and `ringingAt` set) if no
 /// device had reported ringing before.
+@MemberwiseInit
 public struct CallRinging: Sendable, Hashable {
     public var callID: String
     public var deviceID: String
     public var at: Int64
     public var firstRinging: [WebhookEvent]
-
-    public init(callID: String, deviceID: String, at: Int64, firstRinging: [WebhookEvent]) {
-        self.callID = callID
-        self.deviceID = deviceID
-        self.at = at
-        self.firstRinging = firstRinging
-    }
 }
 
 /// How `ChangeStore.apply` answered for one change.
@@ -148,6 +144,7 @@ public enum ChangeOutcome: Sendable, Hashable {
 }
 
 /// Late or refreshed tokens for one device.
+@MemberwiseInit
 public struct TokenUpdate: Sendable, Hashable {
     public var deviceID: String
     /// The new messaging token: `nil` leaves it as it is, an empty string removes it.
@@ -156,13 +153,6 @@ public struct TokenUpdate: Sendable, Hashable {
     public var voip: String?
     /// When (ms): a token set clears the device's `tokenDeadReason` and stamps `updatedAt`.
     public var at: Int64
-
-    public init(deviceID: String, messaging: String?, voip: String?, at: Int64) {
-        self.deviceID = deviceID
-        self.messaging = messaging
-        self.voip = voip
-        self.at = at
-    }
 
     /// `device` as it is after the update (what the store writes).
     public func applied(to device: DeviceRecord) -> DeviceRecord {
@@ -182,6 +172,7 @@ public struct TokenUpdate: Sendable, Hashable {
 }
 
 /// A device's report of its notification permission.
+@MemberwiseInit
 public struct PermissionReport: Sendable, Hashable {
     public var deviceID: String
     public var permission: NotificationPermission
@@ -189,13 +180,6 @@ public struct PermissionReport: Sendable, Hashable {
     public var at: Int64
     /// Written with the change, and only when the permission changed.
     public var events: [WebhookEvent]
-
-    public init(deviceID: String, permission: NotificationPermission, at: Int64, events: [WebhookEvent]) {
-        self.deviceID = deviceID
-        self.permission = permission
-        self.at = at
-        self.events = events
-    }
 }
 
 /// The store's one write: a batch of changes in one transaction.

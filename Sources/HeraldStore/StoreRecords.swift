@@ -1,3 +1,4 @@
+import HeraldMacros
 public import HeraldPush
 
 /// An app the relay pushes for.
@@ -259,6 +260,7 @@ public struct DeviceRecord: Sendable, Hashable {
 }
 
 /// A device's last heartbeat.
+@MemberwiseInit
 public struct PresenceRecord: Sendable, Hashable {
     public var deviceID: String
     public var userID: String
@@ -268,22 +270,6 @@ public struct PresenceRecord: Sendable, Hashable {
     public var updatedAt: Int64
     /// After this (milliseconds since the epoch) an `active` record counts as background.
     public var expiresAt: Int64
-
-    public init(
-        deviceID: String,
-        userID: String,
-        conversation: String?,
-        state: PresenceState,
-        updatedAt: Int64,
-        expiresAt: Int64
-    ) {
-        self.deviceID = deviceID
-        self.userID = userID
-        self.conversation = conversation
-        self.state = state
-        self.updatedAt = updatedAt
-        self.expiresAt = expiresAt
-    }
 
     /// Whether the user is looking at `conversation` at `now`: active, fresh, and in it.
     public func isActive(in conversation: String, at now: Int64) -> Bool {
@@ -295,6 +281,7 @@ public struct PresenceRecord: Sendable, Hashable {
 ///
 /// Its sender and its text are sealed by the caller with the master key; the store never sees
 /// them in the clear (only the ids and times it must look up and expire by).
+@MemberwiseInit
 public struct MessageRecord: Sendable, Hashable {
     public var id: String
     public var userID: String
@@ -310,31 +297,12 @@ public struct MessageRecord: Sendable, Hashable {
     /// data), sealed with the master key: what a push made later (a live delivery not
     /// acknowledged) carries. `nil` when the message went to no live channel or named none.
     public var sealedPushOptions: [UInt8]?
-
-    public init(
-        id: String,
-        userID: String,
-        conversation: String,
-        sealedSender: [UInt8],
-        sealedText: [UInt8],
-        createdAt: Int64,
-        expiresAt: Int64,
-        sealedPushOptions: [UInt8]? = nil
-    ) {
-        self.id = id
-        self.userID = userID
-        self.conversation = conversation
-        self.sealedSender = sealedSender
-        self.sealedText = sealedText
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.sealedPushOptions = sealedPushOptions
-    }
 }
 
 /// The sender of a message, or the author of a chat event, that a version before senders were
 /// sealed at rest stored in the clear: what the relay, which holds the master key, seals once at
 /// start (`SealingStore`).
+@MemberwiseInit
 public struct ClearSender: Sendable, Hashable {
     /// Which record the sender belongs to.
     public enum Record: Sendable, Hashable {
@@ -348,17 +316,11 @@ public struct ClearSender: Sendable, Hashable {
     /// The record's time (milliseconds since the epoch: a message's creation, an event's time),
     /// which the sealing binds to.
     public var at: Int64
-
-    public init(record: Record, senderID: String, senderName: String, at: Int64) {
-        self.record = record
-        self.senderID = senderID
-        self.senderName = senderName
-        self.at = at
-    }
 }
 
 /// A device of a message's recipient, with its last heartbeat if it sent one and the live
 /// channel a relay node published for it, if any.
+@MemberwiseInit
 public struct Recipient: Sendable, Hashable {
     public var device: DeviceRecord
     public var presence: PresenceRecord?
@@ -366,12 +328,6 @@ public struct Recipient: Sendable, Hashable {
     /// ingest makes one read, not two; its lease may have run out (`expiresAt`): the reader
     /// decides at its own time.
     public var liveSession: LiveSessionRecord?
-
-    public init(device: DeviceRecord, presence: PresenceRecord?, liveSession: LiveSessionRecord? = nil) {
-        self.device = device
-        self.presence = presence
-        self.liveSession = liveSession
-    }
 }
 
 /// One event of a chat's transcript (seed 001: GMS transcripts with positions).
@@ -435,6 +391,7 @@ public struct ChatDisconnect: Sendable, Hashable {
 /// A chat's life: open from its first transcript event until it ends (the backend ends it, or it
 /// stays idle too long); after that no event is added, and retention removes it with its
 /// transcript and disconnects.
+@MemberwiseInit
 public struct ChatRecord: Sendable, Hashable {
     public var conversation: String
     /// The customer the chat is with (its first event's).
@@ -445,12 +402,4 @@ public struct ChatRecord: Sendable, Hashable {
     public var lastEventAt: Int64
     /// Milliseconds since the epoch; `nil` while the chat is open.
     public var endedAt: Int64?
-
-    public init(conversation: String, userID: String, startedAt: Int64, lastEventAt: Int64, endedAt: Int64? = nil) {
-        self.conversation = conversation
-        self.userID = userID
-        self.startedAt = startedAt
-        self.lastEventAt = lastEventAt
-        self.endedAt = endedAt
-    }
 }

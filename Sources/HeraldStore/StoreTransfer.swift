@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// What moves when a deployment changes engine (`herald store migrate`): every record a relay
 /// needs to carry on where the old store stopped, as types, so no engine reads another's tables.
 ///
@@ -93,46 +95,32 @@ public enum StoreRecordKind: String, Sendable, Hashable, CaseIterable, Comparabl
 }
 
 /// An idempotency key as the outbox keeps it: a repeated ingest with the key answers `receipt`.
+@MemberwiseInit
 public struct IdempotencyRecord: Sendable, Hashable {
     public var key: String
     /// The first ingest's answer (opaque to the store).
     public var receipt: [UInt8]
     /// Milliseconds since the epoch: when the key was first used (retention forgets it after).
     public var createdAt: Int64
-
-    public init(key: String, receipt: [UInt8], createdAt: Int64) {
-        self.key = key
-        self.receipt = receipt
-        self.createdAt = createdAt
-    }
 }
 
 /// A push not finished yet, with what its history holds besides its acceptance: each return to
 /// the queue, oldest first (`OutboxStore.deliveryLog`).
+@MemberwiseInit
 public struct PendingPush: Sendable, Hashable {
     /// The push, `queued` (whatever claim the source held on it is not carried).
     public var entry: OutboxEntry
     public var requeues: [DeliveryEvent]
-
-    public init(entry: OutboxEntry, requeues: [DeliveryEvent]) {
-        self.entry = entry
-        self.requeues = requeues
-    }
 }
 
 /// A callback with what its store keeps beside the record: its history, oldest first, and the
 /// idempotency key it was scheduled with (a repeated `POST /v1/callbacks` answers it).
+@MemberwiseInit
 public struct CallbackTransfer: Sendable, Hashable {
     /// The callback, unclaimed (whatever claim the source held is not carried; its version is).
     public var callback: CallbackRecord
     public var history: [CallbackHistoryEntry]
     public var idempotencyKey: String?
-
-    public init(callback: CallbackRecord, history: [CallbackHistoryEntry], idempotencyKey: String?) {
-        self.callback = callback
-        self.history = history
-        self.idempotencyKey = idempotencyKey
-    }
 }
 
 /// How many records of each kind a store holds for a transfer.

@@ -1,3 +1,4 @@
+import HeraldMacros
 public import HeraldPush
 
 /// The store's own work on its queues and tables: claims and takes that answer with the rows they
@@ -103,6 +104,7 @@ public enum StoreWork: Sendable, Hashable {
     case deleteFinishedWebhookEvents(before: Int64)
 
     /// Who claims, when, for how long and how many: what every claim names.
+    @MemberwiseInit
     public struct Lease: Sendable, Hashable {
         public var owner: String
         /// The claim's time (milliseconds since the epoch): what is due at or before it is taken.
@@ -111,17 +113,11 @@ public enum StoreWork: Sendable, Hashable {
         public var until: Int64
         /// At most this many rows.
         public var limit: Int
-
-        public init(owner: String, now: Int64, until: Int64, limit: Int) {
-            self.owner = owner
-            self.now = now
-            self.until = until
-            self.limit = limit
-        }
     }
 }
 
 /// A provider token to store in place of the version the caller saw (`nil`: it saw none).
+@MemberwiseInit
 public struct ProviderTokenReplacement: Sendable, Hashable {
     public var teamID: String
     public var keyID: String
@@ -130,14 +126,6 @@ public struct ProviderTokenReplacement: Sendable, Hashable {
     /// When the token was signed, in milliseconds since the epoch.
     public var issuedAt: Int64
     public var replacing: Int64?
-
-    public init(teamID: String, keyID: String, sealedToken: [UInt8], issuedAt: Int64, replacing: Int64?) {
-        self.teamID = teamID
-        self.keyID = keyID
-        self.sealedToken = sealedToken
-        self.issuedAt = issuedAt
-        self.replacing = replacing
-    }
 }
 
 /// What a `StoreWork` answered: the rows it took, or how many it changed.

@@ -1,9 +1,11 @@
 import Foundation
+import HeraldMacros
 public import HeraldPush
 
 /// A push's payload as a store's columns keep it, the same for every engine: the network, each
 /// network's fields in a column of their own (nil for the other network), and the body apart
 /// (APNs' JSON, or FCM's data as a JSON object of strings with sorted keys).
+@MemberwiseInit
 public struct StoredPayload: Sendable, Hashable {
     public var network: PushNetwork
     /// APNs' topic, or the Android package.
@@ -32,25 +34,6 @@ public struct StoredPayload: Sendable, Hashable {
             // Encoding a dictionary of strings cannot fail.
             body = (try? encoder.encode(fcm.data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         }
-    }
-
-    /// Columns as read back; `network` is the stored text, checked by `payload(pushID:)`.
-    public init(
-        network: PushNetwork,
-        topic: String,
-        pushType: String?,
-        apnsPriority: Int?,
-        apnsID: String?,
-        fcmPriority: String?,
-        body: String
-    ) {
-        self.network = network
-        self.topic = topic
-        self.pushType = pushType
-        self.apnsPriority = apnsPriority
-        self.apnsID = apnsID
-        self.fcmPriority = fcmPriority
-        self.body = body
     }
 
     /// The payload these columns hold; `corrupt` (naming `pushID`) when they do not make one.

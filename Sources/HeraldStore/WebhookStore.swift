@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// One event for an app's webhook, written by the store in the same transaction as the change it
 /// reports (a call answered, a push finished …), so that a change is never stored without its
 /// event nor an event without its change.
@@ -5,6 +7,7 @@
 /// `data` holds ids, states, reasons and times only: never a message's text or sender, a caller's
 /// name or a dialog's labels (those stay sealed where they are kept). Its JSON is what the
 /// receiver gets as the event's `data`.
+@MemberwiseInit
 public struct WebhookEvent: Sendable, Hashable {
     /// Unique, time-ordered; the receiver deduplicates by it (delivery is at least once).
     public var id: String
@@ -22,27 +25,10 @@ public struct WebhookEvent: Sendable, Hashable {
     /// made: the webhook's delivery joins that push's trace (docs/tracing.md). Written by the
     /// store from the push's row; never part of the event's body.
     public var traceParent: String?
-
-    public init(
-        id: String,
-        appID: String,
-        type: WebhookEventType,
-        orderingKey: String,
-        data: String,
-        createdAt: Int64,
-        traceParent: String? = nil
-    ) {
-        self.id = id
-        self.appID = appID
-        self.type = type
-        self.orderingKey = orderingKey
-        self.data = data
-        self.createdAt = createdAt
-        self.traceParent = traceParent
-    }
 }
 
 /// An event as stored, with its delivery state.
+@MemberwiseInit
 public struct StoredWebhookEvent: Sendable, Hashable {
     public var event: WebhookEvent
     public var state: WebhookEventState
@@ -55,24 +41,6 @@ public struct StoredWebhookEvent: Sendable, Hashable {
     /// When the receiver accepted it.
     public var deliveredAt: Int64?
     public var updatedAt: Int64
-
-    public init(
-        event: WebhookEvent,
-        state: WebhookEventState,
-        attempts: Int,
-        nextAttemptAt: Int64,
-        lastError: String?,
-        deliveredAt: Int64?,
-        updatedAt: Int64
-    ) {
-        self.event = event
-        self.state = state
-        self.attempts = attempts
-        self.nextAttemptAt = nextAttemptAt
-        self.lastError = lastError
-        self.deliveredAt = deliveredAt
-        self.updatedAt = updatedAt
-    }
 }
 
 /// The durable queue of webhook events.
@@ -111,14 +79,10 @@ public enum WebhookCompletion: Sendable, Hashable {
 }
 
 /// Where a listing of events goes on from: the last event of the page before.
+@MemberwiseInit
 public struct WebhookEventCursor: Sendable, Hashable {
     public var createdAt: Int64
     public var id: String
-
-    public init(createdAt: Int64, id: String) {
-        self.createdAt = createdAt
-        self.id = id
-    }
 }
 
 /// What the senders of events need from the queue: claims under a lease, completions, listings

@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// Polls `attempt` until it returns a value, and returns it; throws `TimedOut` after `timeout`.
 ///
 /// A poll with a deadline, in real time: only for state that has no change signal to wait on
@@ -41,16 +43,12 @@ public func eventually(
 }
 
 /// A wait that ended at its deadline.
+@MemberwiseInit
 public struct TimedOut: Error, CustomStringConvertible {
     /// What was waited for.
     public let what: String
     /// How long it was waited for.
     public let after: Duration
-
-    public init(what: String, after: Duration) {
-        self.what = what
-        self.after = after
-    }
 
     public var description: String { "timed out after \(after) waiting for \(what)" }
 }
