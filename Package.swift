@@ -424,6 +424,7 @@ let package = Package(
         .target(
             name: "HeraldAdapters",
             dependencies: [
+                "HeraldMacros",
                 "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldRelayAPI",

@@ -1,11 +1,13 @@
 import Foundation
 public import HeraldAPNsCore
+import HeraldMacros
 public import NIOCore
 
 /// One push to one device token, as APNs receives it.
 ///
 /// Validated before it is sent (`validate()`), so requests APNs would refuse for their shape
 /// never leave the process.
+@MemberwiseInit
 public struct APNsNotification: Sendable {
     /// The device token, 64 hex characters.
     public var deviceToken: String
@@ -19,29 +21,9 @@ public struct APNsNotification: Sendable {
     /// `apns-collapse-id`, at most 64 bytes.
     public var collapseID: String?
     /// `apns-id`: chosen once and kept across retries, so APNs and logs see one push.
-    public var apnsID: String
+    public var apnsID: String = APNsUUID.random()
     /// The JSON body.
     public var payload: ByteBuffer
-
-    public init(
-        deviceToken: String,
-        topic: String,
-        pushType: APNsPushType,
-        priority: APNsPriority,
-        expiration: Int64? = nil,
-        collapseID: String? = nil,
-        apnsID: String = APNsUUID.random(),
-        payload: ByteBuffer
-    ) {
-        self.deviceToken = deviceToken
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.apnsID = apnsID
-        self.payload = payload
-    }
 
     /// A messaging push: `alert`, priority 5 (the NSE decrypts it; it need not wake the phone
     /// at once), topic = bundle id.

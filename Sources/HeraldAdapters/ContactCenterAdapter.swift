@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldEncoding
 import HeraldHTTPSupport
+import HeraldMacros
 public import HeraldRelayAPI
 
 /// How a contact-center platform proves a webhook is its own.
@@ -134,14 +135,10 @@ public struct PlatformAdapter<Events: ContactCenterEvents>: ContactCenterAdapter
 
 /// Maps the platform's customer to a Herald user: an explicit table first, else the customer's
 /// id itself, with an optional prefix.
+@MemberwiseInit
 public struct CustomerMapping: Sendable, Hashable, Codable {
-    public var users: [String: String]
-    public var prefix: String
-
-    public init(users: [String: String] = [:], prefix: String = "") {
-        self.users = users
-        self.prefix = prefix
-    }
+    public var users: [String: String] = [:]
+    public var prefix: String = ""
 
     public func user(for customer: String) -> String {
         users[customer] ?? prefix + customer

@@ -1,3 +1,5 @@
+import HeraldMacros
+
 /// A sealed push content, envelope format v1.
 ///
 /// Binary layout (docs/envelope.md):
@@ -76,6 +78,7 @@ public struct Envelope: Sendable, Hashable {
 /// What an envelope is bound to, besides its key: the additional data of the AEAD.
 ///
 /// Opening with any field different from the one used to seal fails with `authenticationFailed`.
+@MemberwiseInit
 public struct EnvelopeContext: Sendable, Hashable {
     /// Message or call.
     public var kind: PushKind
@@ -85,14 +88,7 @@ public struct EnvelopeContext: Sendable, Hashable {
     public var deviceID: String
     /// For a callback: which push of it (1, 2 …), bound after the device id. Not part of the
     /// other kinds' additional data.
-    public var sequence: UInt16
-
-    public init(kind: PushKind, pushID: String, deviceID: String, sequence: UInt16 = 0) {
-        self.kind = kind
-        self.pushID = pushID
-        self.deviceID = deviceID
-        self.sequence = sequence
-    }
+    public var sequence: UInt16 = 0
 
     static let magic: [UInt8] = Array("HRLD".utf8)
 

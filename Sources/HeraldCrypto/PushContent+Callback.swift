@@ -26,6 +26,7 @@ public enum CallbackActionKind: String, Sendable, Hashable, Codable, CaseIterabl
 }
 
 /// One choice the dialog offers.
+@MemberwiseInit
 public struct CallbackAction: Sendable, Hashable, Codable {
     /// What the app posts back (`POST /v1/callbacks/{id}/actions/{id}`).
     public var id: String
@@ -33,14 +34,7 @@ public struct CallbackAction: Sendable, Hashable, Codable {
     public var label: String
     public var kind: CallbackActionKind
     /// For a snooze: how long until the next push, in seconds; zero otherwise.
-    public var delaySeconds: Int
-
-    public init(id: String, label: String, kind: CallbackActionKind, delaySeconds: Int = 0) {
-        self.id = id
-        self.label = label
-        self.kind = kind
-        self.delaySeconds = delaySeconds
-    }
+    public var delaySeconds: Int = 0
 
     enum CodingKeys: String, CodingKey {
         case id, label, kind

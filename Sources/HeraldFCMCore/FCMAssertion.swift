@@ -90,17 +90,12 @@ public struct FCMAssertion: Sendable, Hashable {
 }
 
 /// The token endpoint's answer to a valid assertion.
+@MemberwiseInit
 public struct FCMAccessTokenResponse: Sendable, Hashable, Codable {
     public var accessToken: String
     /// Seconds the token stays valid (Google: 3599).
     public var expiresIn: Int64
-    public var tokenType: String
-
-    public init(accessToken: String, expiresIn: Int64, tokenType: String = "Bearer") {
-        self.accessToken = accessToken
-        self.expiresIn = expiresIn
-        self.tokenType = tokenType
-    }
+    public var tokenType: String = "Bearer"
 
     enum CodingKeys: String, CodingKey {
         case accessToken = "access_token"

@@ -5,11 +5,12 @@ import HeraldMacros
 public import HeraldPush
 
 /// One push in a batch sent to `herald provider` (`POST /v1/push/batch`): the wire form of `Push`.
+@MemberwiseInit
 public struct ProviderPush: Sendable, Codable, Hashable {
     /// The caller's id for this push, echoed in its result.
     public var id: String
     /// `apns` (the default) or `fcm`.
-    public var network: PushNetwork
+    public var network: PushNetwork = .apns
     /// The APNs device token, or the FCM registration token.
     public var deviceToken: String
     /// The APNs topic; for FCM, the app's package name (informational).
@@ -35,38 +36,6 @@ public struct ProviderPush: Sendable, Codable, Hashable {
     /// The W3C `traceparent` of the relay's claim span when tracing is on there: the provider's
     /// attempt span joins that trace when its own tracing is on (docs/tracing.md).
     public var traceParent: String?
-
-    public init(
-        id: String,
-        network: PushNetwork = .apns,
-        deviceToken: String,
-        topic: String,
-        pushType: APNsPushType?,
-        priority: Int,
-        expiration: Int64? = nil,
-        collapseID: String? = nil,
-        apnsID: String? = nil,
-        payload: String,
-        apnsKey: String? = nil,
-        apnsEnvironment: APNsEnvironment? = nil,
-        fcmAccount: String? = nil,
-        traceParent: String? = nil
-    ) {
-        self.id = id
-        self.network = network
-        self.deviceToken = deviceToken
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.apnsID = apnsID
-        self.payload = payload
-        self.apnsKey = apnsKey
-        self.apnsEnvironment = apnsEnvironment
-        self.fcmAccount = fcmAccount
-        self.traceParent = traceParent
-    }
 
     /// The wire form of a push.
     public init(_ push: Push) {

@@ -1,9 +1,12 @@
+import HeraldMacros
+
 /// Exponential backoff between attempts: the ceiling starts at `base`, doubles per attempt and
 /// stops at `maximum`; the wait is drawn below it (jitter) so that many senders failing together
 /// do not come back together.
 ///
 /// One policy for every retry in Herald: the APNs client and the FCM sender between attempts of a
 /// push, the APNs pool between reconnects, the relay's dispatcher between outbox attempts.
+@MemberwiseInit
 public struct Backoff: Sendable, Hashable {
     /// How the wait is drawn below the ceiling.
     public enum Jitter: Sendable, Hashable {
@@ -18,13 +21,7 @@ public struct Backoff: Sendable, Hashable {
     public var base: Duration
     /// The largest ceiling.
     public var maximum: Duration
-    public var jitter: Jitter
-
-    public init(base: Duration, maximum: Duration, jitter: Jitter = .full) {
-        self.base = base
-        self.maximum = maximum
-        self.jitter = jitter
-    }
+    public var jitter: Jitter = .full
 
     /// The ceiling for the `attempt`th retry (1 for the first): base × 2^(attempt-1), at most
     /// `maximum`.

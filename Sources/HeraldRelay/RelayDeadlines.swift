@@ -1,3 +1,4 @@
+import HeraldMacros
 import HeraldPush
 public import HeraldRelayAPI
 public import HeraldStore
@@ -105,18 +106,13 @@ public final class RelayDeadlines: Sendable {
 /// Runs the deadlines as a service: at the next due time on the relay's clock, and every `poll`
 /// (real time) for what other nodes wrote. Stops on graceful shutdown (a claim it held lapses and
 /// another node, or the next start, takes it).
+@MemberwiseInit
 public struct DeadlineScheduler: Service {
     let deadlines: RelayDeadlines
     /// Claims are held under this owner (the node's id).
     public let owner: String
     /// The longest wait between two looks at the store.
-    public var poll: Duration
-
-    public init(deadlines: RelayDeadlines, owner: String, poll: Duration = .seconds(1)) {
-        self.deadlines = deadlines
-        self.owner = owner
-        self.poll = poll
-    }
+    public var poll: Duration = .seconds(1)
 
     public func run() async throws {
         let (deadlines, owner, context) = (deadlines, owner, deadlines.context)

@@ -3,11 +3,12 @@ public import HeraldStore
 
 /// The relay's default for a message to a user without an activated device (docs/relay.md, "A
 /// message to nobody"): what an app that names no policy of its own gets.
+@MemberwiseInit
 public struct UndeliverableConfiguration: Sendable, Hashable {
     /// Refused with `no_devices`, or held and pushed when a device of the user activates.
-    public var policy: Undeliverable
+    public var policy: Undeliverable = .hold
     /// How long a held message waits for a device (a second to `maximumHoldFor`).
-    public var holdFor: Duration
+    public var holdFor: Duration = Self.defaultHoldFor
 
     /// A day: a customer told to install the app usually does within it.
     public static let defaultHoldFor: Duration = .seconds(24 * 60 * 60)
@@ -17,11 +18,6 @@ public struct UndeliverableConfiguration: Sendable, Hashable {
     /// The holds an app or the configuration may name, in whole seconds (as the file and the
     /// API give them).
     public static let holdForSeconds: ClosedRange<Int64> = 1...maximumHoldFor.components.seconds
-
-    public init(policy: Undeliverable = .hold, holdFor: Duration = Self.defaultHoldFor) {
-        self.policy = policy
-        self.holdFor = holdFor
-    }
 }
 
 /// The policy that applies to one app: its own, or the relay's default for what it leaves out.

@@ -98,6 +98,7 @@ public struct CallRequest: Sendable, Codable, Hashable {
 }
 
 /// What an ingest made: one push per reachable device, and why others got none.
+@MemberwiseInit
 public struct IngestReceipt: Sendable, Codable, Hashable {
     @MemberwiseInit
     public struct Push: Sendable, Codable, Hashable {
@@ -139,33 +140,15 @@ public struct IngestReceipt: Sendable, Codable, Hashable {
     public var pushes: [Push]
     public var skipped: [Skipped]
     /// This answer repeats an earlier request's (same idempotency key or call id).
-    public var duplicate: Bool
+    public var duplicate: Bool = false
     /// What became of the message (an earlier version's stored receipts, without it, were
     /// `accepted`).
-    public var status: Status
+    public var status: Status = .accepted
     /// Until when a held message waits for a device, in milliseconds since the epoch.
     public var heldUntil: Int64?
     /// The user the message is for: in a contact-center adapter's answer, the user its customer
     /// was mapped to.
     public var user: String?
-
-    public init(
-        id: String,
-        pushes: [Push],
-        skipped: [Skipped],
-        duplicate: Bool = false,
-        status: Status = .accepted,
-        heldUntil: Int64? = nil,
-        user: String? = nil
-    ) {
-        self.id = id
-        self.pushes = pushes
-        self.skipped = skipped
-        self.duplicate = duplicate
-        self.status = status
-        self.heldUntil = heldUntil
-        self.user = user
-    }
 
     enum CodingKeys: String, CodingKey {
         case id, pushes, skipped, duplicate, status, user
@@ -331,6 +314,7 @@ public struct PushStatusView: Sendable, Codable, Hashable {
 }
 
 /// `POST /v1/broadcasts`: one message to every member of a group.
+@MemberwiseInit
 public struct BroadcastRequest: Sendable, Codable, Hashable {
     /// The members (users); a user listed twice gets it once.
     public var to: [String]
@@ -339,23 +323,7 @@ public struct BroadcastRequest: Sendable, Codable, Hashable {
     public var text: String
     public var idempotencyKey: String?
     /// The push options, as on `MessageRequest`, for every member's pushes.
-    public var options: MessagePushFields
-
-    public init(
-        to: [String],
-        from: Party,
-        conversation: String,
-        text: String,
-        idempotencyKey: String? = nil,
-        options: MessagePushFields = .init()
-    ) {
-        self.to = to
-        self.from = from
-        self.conversation = conversation
-        self.text = text
-        self.idempotencyKey = idempotencyKey
-        self.options = options
-    }
+    public var options: MessagePushFields = .init()
 
     public init(from decoder: any Decoder) throws {
         to = try decoder.container(keyedBy: CodingKeys.self).decode([String].self, forKey: .to)

@@ -93,6 +93,7 @@ public struct SandboxApp: Sendable, Hashable, Codable {
 }
 
 /// A provider key: what `herald keys apns` writes to `AuthKey_<KEYID>.json`.
+@MemberwiseInit
 public struct SandboxKey: Sendable, Hashable, Codable {
     /// The environments a key may be used in, as Apple lets you restrict a key.
     public enum Environment: String, Sendable, Hashable, Codable {
@@ -106,14 +107,7 @@ public struct SandboxKey: Sendable, Hashable, Codable {
     public var publicKeyPEM: String
     /// Where the key is valid; the sandbox is a development environment, so a production-only
     /// key gets 403 BadEnvironmentKeyInToken.
-    public var environment: Environment
-
-    public init(keyID: String, teamID: String, publicKeyPEM: String, environment: Environment = .both) {
-        self.keyID = keyID
-        self.teamID = teamID
-        self.publicKeyPEM = publicKeyPEM
-        self.environment = environment
-    }
+    public var environment: Environment = .both
 
     enum CodingKeys: String, CodingKey {
         case keyID = "key_id"

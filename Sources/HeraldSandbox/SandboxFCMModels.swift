@@ -1,4 +1,5 @@
 public import HeraldFCMCore
+import HeraldMacros
 
 /// The operating system of an emulated device: which push network reaches it.
 public enum SandboxPlatform: String, Sendable, Hashable, Codable, CaseIterable {
@@ -9,6 +10,7 @@ public enum SandboxPlatform: String, Sendable, Hashable, Codable, CaseIterable {
 }
 
 /// An FCM message as the sandbox delivers it to an Android device.
+@MemberwiseInit
 public struct SandboxFCMMessage: Sendable, Hashable, Codable {
     /// The message name `messages:send` answered (`projects/{p}/messages/0:…`).
     public var name: String
@@ -17,31 +19,13 @@ public struct SandboxFCMMessage: Sendable, Hashable, Codable {
     /// The data payload, as sent.
     public var data: [String: String]
     /// `android.priority`; `NORMAL` when the sender gave none, as FCM assumes for data messages.
-    public var priority: FCMMessage.Priority
+    public var priority: FCMMessage.Priority = .normal
     /// `android.ttl` as sent (`"86400s"`); nil means FCM's default of four weeks.
     public var ttl: String?
     /// `android.collapse_key`.
     public var collapseKey: String?
     /// When the sandbox accepted it, in milliseconds since the epoch.
     public var sentAt: Int64
-
-    public init(
-        name: String,
-        token: String,
-        data: [String: String],
-        priority: FCMMessage.Priority = .normal,
-        ttl: String? = nil,
-        collapseKey: String? = nil,
-        sentAt: Int64
-    ) {
-        self.name = name
-        self.token = token
-        self.data = data
-        self.priority = priority
-        self.ttl = ttl
-        self.collapseKey = collapseKey
-        self.sentAt = sentAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case name, token, data, priority, ttl
@@ -75,6 +59,7 @@ public struct SandboxFCMMessage: Sendable, Hashable, Codable {
 
 /// An injected FCM fault: the next matching `messages:send` requests get this error instead of
 /// the normal answer.
+@MemberwiseInit
 public struct SandboxFCMFault: Sendable, Hashable, Codable {
     /// The FCM error code in the body's details.
     public var errorCode: FCMErrorCode
@@ -83,23 +68,9 @@ public struct SandboxFCMFault: Sendable, Hashable, Codable {
     /// Seconds for a `Retry-After` header; none when nil.
     public var retryAfter: Int?
     /// How many matching requests get the fault.
-    public var count: Int
+    public var count: Int = 1
     /// Only requests to this registration token.
     public var token: String?
-
-    public init(
-        errorCode: FCMErrorCode,
-        status: Int? = nil,
-        retryAfter: Int? = nil,
-        count: Int = 1,
-        token: String? = nil
-    ) {
-        self.errorCode = errorCode
-        self.status = status
-        self.retryAfter = retryAfter
-        self.count = count
-        self.token = token
-    }
 
     enum CodingKeys: String, CodingKey {
         case errorCode = "error_code"

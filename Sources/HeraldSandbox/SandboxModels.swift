@@ -1,4 +1,5 @@
 public import HeraldAPNsCore
+import HeraldMacros
 
 /// A device the sandbox has issued tokens to, as the control API shows it.
 public struct SandboxDevice: Sendable, Hashable, Codable {
@@ -189,6 +190,7 @@ public struct SandboxInspectionRecord: Sendable, Hashable, Codable {
 }
 
 /// An injected fault: what the next matching requests get instead of the normal answer.
+@MemberwiseInit
 public struct SandboxFault: Sendable, Hashable, Codable {
     public enum Action: String, Sendable, Hashable, Codable {
         /// Answer with `status` and `reason`.
@@ -202,33 +204,17 @@ public struct SandboxFault: Sendable, Hashable, Codable {
         case stall
     }
 
-    public var action: Action
+    public var action: Action = .respond
     /// For `respond`: the status; defaults to the reason's documented status.
     public var status: Int?
     /// For `respond` and `goaway`: an APNs reason.
     public var reason: APNsReason?
     /// How many matching requests get the fault.
-    public var count: Int
+    public var count: Int = 1
     /// Only requests to this device token.
     public var token: String?
     /// Only requests with this `apns-topic`.
     public var topic: String?
-
-    public init(
-        action: Action = .respond,
-        status: Int? = nil,
-        reason: APNsReason? = nil,
-        count: Int = 1,
-        token: String? = nil,
-        topic: String? = nil
-    ) {
-        self.action = action
-        self.status = status
-        self.reason = reason
-        self.count = count
-        self.token = token
-        self.topic = topic
-    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

@@ -10,6 +10,7 @@ public struct CallDeviceRecord: Sendable, Hashable {
 }
 
 /// A call as the relay keeps it, written with the call's ingest.
+@MemberwiseInit
 public struct CallRecord: Sendable, Hashable {
     /// The backend's call id (unique: a call id never rings twice).
     public var id: String
@@ -21,7 +22,7 @@ public struct CallRecord: Sendable, Hashable {
     /// The caller (id and name) sealed with the master key; opened only for the missed-call
     /// alert.
     public var sealedCaller: [UInt8]
-    public var state: CallState
+    public var state: CallState = .ringing
     /// The device that answered or declined.
     public var deviceID: String?
     /// Why it ended (`remote_ended`, `unanswered` …), if it did.
@@ -35,38 +36,6 @@ public struct CallRecord: Sendable, Hashable {
     public var updatedAt: Int64
     /// The devices it rang on, in device id order.
     public var devices: [CallDeviceRecord]
-
-    public init(
-        id: String,
-        appID: String,
-        userID: String,
-        media: String,
-        sealedCaller: [UInt8],
-        state: CallState = .ringing,
-        deviceID: String? = nil,
-        reason: String? = nil,
-        createdAt: Int64,
-        expiresAt: Int64,
-        ringingAt: Int64? = nil,
-        endedAt: Int64? = nil,
-        updatedAt: Int64,
-        devices: [CallDeviceRecord]
-    ) {
-        self.id = id
-        self.appID = appID
-        self.userID = userID
-        self.media = media
-        self.sealedCaller = sealedCaller
-        self.state = state
-        self.deviceID = deviceID
-        self.reason = reason
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.ringingAt = ringingAt
-        self.endedAt = endedAt
-        self.updatedAt = updatedAt
-        self.devices = devices
-    }
 }
 
 /// A `call.stop` for a device whose live channel another relay node holds: written with the
@@ -80,6 +49,7 @@ public struct CallStop: Sendable, Hashable {
 }
 
 /// A ringing call ending: its new state, who ended it, and what is written with it.
+@MemberwiseInit
 public struct CallEnd: Sendable, Hashable {
     public var callID: String
     /// `answered`, `declined`, `cancelled` or `missed`.
@@ -89,31 +59,11 @@ public struct CallEnd: Sendable, Hashable {
     public var reason: String?
     public var at: Int64
     /// The webhook events reporting it.
-    public var events: [WebhookEvent]
+    public var events: [WebhookEvent] = []
     /// Pushes queued with it (the missed-call alerts).
-    public var pushes: [OutboxEntry]
+    public var pushes: [OutboxEntry] = []
     /// Stops for devices whose live channel another node holds.
-    public var stops: [CallStop]
-
-    public init(
-        callID: String,
-        state: CallState,
-        deviceID: String? = nil,
-        reason: String? = nil,
-        at: Int64,
-        events: [WebhookEvent] = [],
-        pushes: [OutboxEntry] = [],
-        stops: [CallStop] = []
-    ) {
-        self.callID = callID
-        self.state = state
-        self.deviceID = deviceID
-        self.reason = reason
-        self.at = at
-        self.events = events
-        self.pushes = pushes
-        self.stops = stops
-    }
+    public var stops: [CallStop] = []
 }
 
 /// What became of a `CallEnd`.

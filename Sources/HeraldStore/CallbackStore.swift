@@ -2,6 +2,7 @@ import HeraldMacros
 
 /// One callback as the store keeps it. The dialog and the service id are in `sealedDialog`,
 /// sealed by the relay with the master key; the store never sees them.
+@MemberwiseInit
 public struct CallbackRecord: Sendable, Hashable {
     public var id: String
     public var appID: String
@@ -14,41 +15,13 @@ public struct CallbackRecord: Sendable, Hashable {
     /// When it expires unanswered, milliseconds since the epoch.
     public var expiresAt: Int64
     /// How many times it was pushed.
-    public var pushes: Int
+    public var pushes: Int = 0
     /// Moves by one with every change and every claim: the compare-and-set of `changeCallback`.
-    public var version: Int
+    public var version: Int = 0
     /// The last action's id, once answered.
     public var lastAction: String?
     public var createdAt: Int64
     public var updatedAt: Int64
-
-    public init(
-        id: String,
-        appID: String,
-        userID: String,
-        state: CallbackState,
-        sealedDialog: [UInt8],
-        dueAt: Int64,
-        expiresAt: Int64,
-        pushes: Int = 0,
-        version: Int = 0,
-        lastAction: String? = nil,
-        createdAt: Int64,
-        updatedAt: Int64
-    ) {
-        self.id = id
-        self.appID = appID
-        self.userID = userID
-        self.state = state
-        self.sealedDialog = sealedDialog
-        self.dueAt = dueAt
-        self.expiresAt = expiresAt
-        self.pushes = pushes
-        self.version = version
-        self.lastAction = lastAction
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-    }
 }
 
 /// One line of a callback's history.
@@ -75,6 +48,7 @@ public struct CallbackHistoryEntry: Sendable, Hashable {
 }
 
 /// One change of a callback, made only if nobody changed or claimed it since it was read.
+@MemberwiseInit
 public struct CallbackChange: Sendable, Hashable {
     public var callbackID: String
     /// The version read; the change is made only if the callback still has it.
@@ -82,45 +56,19 @@ public struct CallbackChange: Sendable, Hashable {
     public var state: CallbackState
     public var dueAt: Int64
     /// Counted into `pushes` (0 or 1).
-    public var pushed: Int
+    public var pushed: Int = 0
     public var lastAction: String?
     /// The history lines the change adds, oldest first.
     public var history: [CallbackHistoryEntry]
     /// The pushes queued with it (a due callback's alert to each of the user's devices).
-    public var pushes: [OutboxEntry]
+    public var pushes: [OutboxEntry] = []
     /// The webhook events reporting it.
-    public var events: [WebhookEvent]
+    public var events: [WebhookEvent] = []
     /// For an answer: the number of the push it answers. The store writes that push's
     /// `callback.pushed` event ahead of `events` unless its delivery wrote it already: the device
     /// answered, so the push reached it, and the backend hears of the push before the answer.
     public var answeredPush: Int?
     public var now: Int64
-
-    public init(
-        callbackID: String,
-        expectedVersion: Int,
-        state: CallbackState,
-        dueAt: Int64,
-        pushed: Int = 0,
-        lastAction: String? = nil,
-        history: [CallbackHistoryEntry],
-        pushes: [OutboxEntry] = [],
-        events: [WebhookEvent] = [],
-        answeredPush: Int? = nil,
-        now: Int64
-    ) {
-        self.callbackID = callbackID
-        self.expectedVersion = expectedVersion
-        self.state = state
-        self.dueAt = dueAt
-        self.pushed = pushed
-        self.lastAction = lastAction
-        self.history = history
-        self.pushes = pushes
-        self.events = events
-        self.answeredPush = answeredPush
-        self.now = now
-    }
 }
 
 /// How the outbox names a callback's push (`OutboxEntry.subjectID`): `<callback id>#<push

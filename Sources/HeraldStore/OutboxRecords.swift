@@ -2,6 +2,7 @@ import HeraldMacros
 public import HeraldPush
 
 /// One accepted push, as the outbox keeps it.
+@MemberwiseInit
 public struct OutboxEntry: Sendable, Hashable {
     public var pushID: String
     public var deviceID: String
@@ -15,12 +16,12 @@ public struct OutboxEntry: Sendable, Hashable {
     /// token, which is read when the push is claimed.
     public var payload: Push.Payload
     public var collapseID: String?
-    public var attempts: Int
+    public var attempts: Int = 0
     /// Milliseconds since the epoch.
     public var nextAttemptAt: Int64
     /// Milliseconds since the epoch; the push is not sent after this.
     public var expiresAt: Int64
-    public var state: PushState
+    public var state: PushState = .queued
     public var lastReason: String?
     public var createdAt: Int64
     public var updatedAt: Int64
@@ -32,49 +33,11 @@ public struct OutboxEntry: Sendable, Hashable {
     /// "Now or never": the push network gets `expiration` 0 (APNs `apns-expiration: 0`, FCM
     /// `ttl: "0s"`) and the push has one attempt; `expiresAt` is only the relay's window to make
     /// it.
-    public var nowOrNever: Bool
+    public var nowOrNever: Bool = false
     /// The W3C `traceparent` of the request that made the push (its ingest span), kept so its
     /// claim, attempts, receipts and webhook events join that trace on any node; written only
     /// while tracing is on (docs/tracing.md).
     public var traceParent: String?
-
-    public init(
-        pushID: String,
-        deviceID: String,
-        kind: OutboxKind,
-        subjectID: String,
-        priority: Int,
-        payload: Push.Payload,
-        collapseID: String? = nil,
-        attempts: Int = 0,
-        nextAttemptAt: Int64,
-        expiresAt: Int64,
-        state: PushState = .queued,
-        lastReason: String? = nil,
-        createdAt: Int64,
-        updatedAt: Int64,
-        waitingSince: Int64? = nil,
-        nowOrNever: Bool = false,
-        traceParent: String? = nil
-    ) {
-        self.pushID = pushID
-        self.deviceID = deviceID
-        self.kind = kind
-        self.subjectID = subjectID
-        self.priority = priority
-        self.payload = payload
-        self.collapseID = collapseID
-        self.attempts = attempts
-        self.nextAttemptAt = nextAttemptAt
-        self.expiresAt = expiresAt
-        self.state = state
-        self.lastReason = lastReason
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.waitingSince = waitingSince
-        self.nowOrNever = nowOrNever
-        self.traceParent = traceParent
-    }
 }
 
 extension OutboxEntry {

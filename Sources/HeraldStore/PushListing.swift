@@ -4,6 +4,7 @@ public import HeraldPush
 
 /// Which pushes `OutboxStore.pushes(matching:)` lists, newest first: every condition given must
 /// hold.
+@MemberwiseInit
 public struct PushQuery: Sendable, Hashable {
     /// Only pushes to the devices this user has now (a deactivated device's pushes are found by
     /// `deviceID` only: the device row that names its user is gone).
@@ -18,26 +19,10 @@ public struct PushQuery: Sendable, Hashable {
     public var after: PushCursor?
     /// At most this many pushes; taken within `limits` (a smaller value reads as its lower
     /// bound, a larger as its upper).
-    public var limit: Int
+    public var limit: Int = 100
 
     /// The page sizes a store answers: 1 to 500.
     public static let limits: ClosedRange<Int> = 1...500
-
-    public init(
-        userID: String? = nil,
-        deviceID: String? = nil,
-        state: PushState? = nil,
-        since: Int64? = nil,
-        after: PushCursor? = nil,
-        limit: Int = 100
-    ) {
-        self.userID = userID
-        self.deviceID = deviceID
-        self.state = state
-        self.since = since
-        self.after = after
-        self.limit = limit
-    }
 }
 
 /// A place in the listing's order (acceptance time, newest first, then push id, greatest

@@ -183,6 +183,7 @@ public struct AppWebhook: Sendable, Hashable {
 ///
 /// Secrets are stored sealed by the caller (with the master key); the store never sees them in
 /// the clear.
+@MemberwiseInit
 public struct DeviceRecord: Sendable, Hashable {
     public var id: String
     public var userID: String
@@ -211,52 +212,10 @@ public struct DeviceRecord: Sendable, Hashable {
     public var apnsEnvironment: APNsEnvironment?
     /// Whether the user lets the app show notifications, as the device last reported it
     /// (`granted` until it reports otherwise; a re-activation keeps it).
-    public var notificationPermission: NotificationPermission
+    public var notificationPermission: NotificationPermission = .granted
     /// When `notificationPermission` took its value (milliseconds since the epoch); `nil` while
     /// the device never reported one.
     public var notificationPermissionAt: Int64?
-
-    public init(
-        id: String,
-        userID: String,
-        appID: String,
-        platform: DevicePlatform,
-        messagingToken: String?,
-        voipToken: String?,
-        keyID: String,
-        previousKeyID: String?,
-        devicePublicKey: [UInt8],
-        relayPublicKey: [UInt8],
-        sealedRelaySecretKey: [UInt8],
-        sealedSessionKeys: [UInt8],
-        credentialHash: [UInt8],
-        tokenDeadReason: String? = nil,
-        createdAt: Int64,
-        updatedAt: Int64,
-        apnsEnvironment: APNsEnvironment? = nil,
-        notificationPermission: NotificationPermission = .granted,
-        notificationPermissionAt: Int64? = nil
-    ) {
-        self.id = id
-        self.userID = userID
-        self.appID = appID
-        self.platform = platform
-        self.messagingToken = messagingToken
-        self.voipToken = voipToken
-        self.keyID = keyID
-        self.previousKeyID = previousKeyID
-        self.devicePublicKey = devicePublicKey
-        self.relayPublicKey = relayPublicKey
-        self.sealedRelaySecretKey = sealedRelaySecretKey
-        self.sealedSessionKeys = sealedSessionKeys
-        self.credentialHash = credentialHash
-        self.tokenDeadReason = tokenDeadReason
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.apnsEnvironment = apnsEnvironment
-        self.notificationPermission = notificationPermission
-        self.notificationPermissionAt = notificationPermissionAt
-    }
 }
 
 /// A device's last heartbeat.
@@ -331,10 +290,11 @@ public struct Recipient: Sendable, Hashable {
 }
 
 /// One event of a chat's transcript (seed 001: GMS transcripts with positions).
+@MemberwiseInit
 public struct TranscriptEvent: Sendable, Hashable {
     public var conversation: String
     /// 1, 2, 3 … within the conversation; given by the store.
-    public var position: Int
+    public var position: Int = 0
     /// The customer the chat is with.
     public var userID: String
     /// `Message.Text`, `Notice.TypingStarted`, `Notice.Joined`, …
@@ -347,29 +307,10 @@ public struct TranscriptEvent: Sendable, Hashable {
     public var sealedText: [UInt8]
     /// Milliseconds since the epoch.
     public var at: Int64
-
-    public init(
-        conversation: String,
-        position: Int = 0,
-        userID: String,
-        type: String,
-        sealedAuthor: [UInt8],
-        fromAgent: Bool,
-        sealedText: [UInt8],
-        at: Int64
-    ) {
-        self.conversation = conversation
-        self.position = position
-        self.userID = userID
-        self.type = type
-        self.sealedAuthor = sealedAuthor
-        self.fromAgent = fromAgent
-        self.sealedText = sealedText
-        self.at = at
-    }
 }
 
 /// A device whose app went to the background in a chat, with the last position it had seen.
+@MemberwiseInit
 public struct ChatDisconnect: Sendable, Hashable {
     public var deviceID: String
     public var conversation: String
@@ -377,15 +318,7 @@ public struct ChatDisconnect: Sendable, Hashable {
     /// Milliseconds since the epoch.
     public var at: Int64
     /// The first push since the disconnect was sent: later agent events push at once.
-    public var pushed: Bool
-
-    public init(deviceID: String, conversation: String, position: Int, at: Int64, pushed: Bool = false) {
-        self.deviceID = deviceID
-        self.conversation = conversation
-        self.position = position
-        self.at = at
-        self.pushed = pushed
-    }
+    public var pushed: Bool = false
 }
 
 /// A chat's life: open from its first transcript event until it ends (the backend ends it, or it
