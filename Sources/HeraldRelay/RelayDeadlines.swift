@@ -2,6 +2,7 @@ import HeraldMacros
 import HeraldPush
 public import HeraldRelayAPI
 public import HeraldStore
+import HeraldTracing
 import Metrics
 public import ServiceLifecycle
 
@@ -39,8 +40,23 @@ public final class RelayDeadlines: Sendable {
         }
     }
 
+    /// Acts on one claimed deadline, in its push's trace (docs/tracing.md): the pushes and the
+    /// call an escalation makes, and its event, join the trace of the request that made the push.
     private func fire(_ deadline: PushDeadline, owner: String, at time: Int64) async throws(RelayError) -> Bool {
         let push = try await context.storing { try await $0.push(id: deadline.pushID) }
+        return try await context.tracing.withSpan("herald.deadline", inTraceOf: push?.traceParent) {
+            span throws(RelayError) in
+            span.set("herald.deadline.action", deadline.action.rawValue)
+            return try await act(on: deadline, push: push, owner: owner, at: time)
+        }
+    }
+
+    private func act(
+        on deadline: PushDeadline,
+        push: OutboxEntry?,
+        owner: String,
+        at time: Int64
+    ) async throws(RelayError) -> Bool {
         let receipts = try await context.storing { try await $0.receipts(pushID: deadline.pushID) }
         let device = try await context.storing { try await $0.device(id: deadline.deviceID) }
         var callReport: CallDeviceReport?
@@ -98,7 +114,9 @@ public final class RelayDeadlines: Sendable {
         at time: Int64
     ) async throws(RelayError) -> [StoreChange] {
         guard let app = try await context.app(id: device.appID) else { return [] }
-        let events = WebhookEvent.reporting(app: app, type, orderingKey: "push:" + push.pushID, data: data, at: time)
+        var events = WebhookEvent.reporting(app: app, type, orderingKey: "push:" + push.pushID, data: data, at: time)
+        // The push's other events' trace (docs/tracing.md).
+        for index in events.indices { events[index].traceParent = push.traceParent }
         return events.isEmpty ? [] : [.enqueueWebhookEvents(events)]
     }
 }

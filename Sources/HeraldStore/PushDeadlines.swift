@@ -46,3 +46,9 @@ extension DeadlineRule {
         }
     }
 }
+
+extension UnreportedCalls: ColumnsDecodable {
+    package init(columns: inout some StoreColumns) throws {
+        self.init(count: try columns.int(), lastAt: try columns.integer())
+    }
+}

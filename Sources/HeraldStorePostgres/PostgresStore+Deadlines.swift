@@ -105,15 +105,9 @@ extension PostgresStore {
     }
 
     public func unreportedCalls(deviceID: String) async throws -> UnreportedCalls? {
-        let rows = try await rows(
+        try await rows(
             "read a device's unreported calls",
             "SELECT count, last_at FROM unreported_calls WHERE device_id = \(deviceID)"
-        )
-        do {
-            guard let (count, lastAt) = try rows.first?.decode((Int64, Int64).self) else { return nil }
-            return UnreportedCalls(count: Int(count), lastAt: lastAt)
-        } catch {
-            throw StoreError.corrupt.with(detail: "read a device's unreported calls: \(error)")
-        }
+        ).first.map { try $0.record(UnreportedCalls.self) }
     }
 }

@@ -34,6 +34,28 @@ extension Row {
     }
 }
 
+extension SQLiteStore {
+    /// The record the first row of `sql` holds, read on a reader; `nil` without a row.
+    func readRecord<Record: ColumnsDecodable & Sendable>(
+        _ sql: String,
+        _ arguments: StatementArguments
+    ) async throws -> Record? {
+        try await read { db in try Row.fetchOne(db, sql: sql, arguments: arguments).map { try $0.record() } }
+    }
+
+    /// The records a claim statement (an `UPDATE … RETURNING`) returned, run on the one writer, in
+    /// `order`.
+    func claimRecords<Record: ColumnsDecodable & Sendable>(
+        _ sql: String,
+        _ arguments: StatementArguments,
+        by order: @escaping @Sendable (Record, Record) -> Bool
+    ) async throws -> [Record] {
+        try await write { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map { try $0.record(Record.self) }.sorted(by: order)
+        }
+    }
+}
+
 extension StoreValue {
     /// The value as GRDB binds it.
     var databaseValue: any DatabaseValueConvertible {

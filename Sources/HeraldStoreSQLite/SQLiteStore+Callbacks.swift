@@ -73,23 +73,20 @@ extension SQLiteStore {
 
     package func claimDueCallbacks(_ lease: StoreWork.Lease) async throws -> [CallbackRecord] {
         let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
-        return try await write { db in
-            // One statement: the writer is single, and the version moves with the claim.
-            try Row.fetchAll(
-                db,
-                sql: """
-                    UPDATE callbacks SET owner = ?, lease_until = ?, version = version + 1
-                    WHERE id IN (
-                        SELECT id FROM callbacks
-                        WHERE ((state = 'scheduled' AND (due_at <= ? OR expires_at <= ?))
-                               OR (state = 'pushed' AND expires_at <= ?))
-                          AND (lease_until IS NULL OR lease_until < ? OR owner = ?)
-                        ORDER BY due_at, id LIMIT ?)
-                    RETURNING \(CallbackRecord.columns)
-                    """,
-                arguments: [owner, leaseUntil, now, now, now, now, owner, limit]
-            ).map { try $0.record(CallbackRecord.self) }.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
-        }
+        // One statement: the writer is single, and the version moves with the claim.
+        return try await claimRecords(
+            """
+            UPDATE callbacks SET owner = ?, lease_until = ?, version = version + 1
+            WHERE id IN (
+                SELECT id FROM callbacks
+                WHERE ((state = 'scheduled' AND (due_at <= ? OR expires_at <= ?))
+                       OR (state = 'pushed' AND expires_at <= ?))
+                  AND (lease_until IS NULL OR lease_until < ? OR owner = ?)
+                ORDER BY due_at, id LIMIT ?)
+            RETURNING \(CallbackRecord.columns)
+            """,
+            [owner, leaseUntil, now, now, now, now, owner, limit]
+        ) { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
     }
 
     /// `StoreChange.changeCallback`, inside the caller's transaction.

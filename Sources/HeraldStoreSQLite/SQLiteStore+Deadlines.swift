@@ -50,22 +50,18 @@ extension SQLiteStore {
     }
 
     package func claimDueDeadlines(_ lease: StoreWork.Lease) async throws -> [PushDeadline] {
-        let (limit, owner, now, leaseUntil) = (lease.limit, lease.owner, lease.now, lease.until)
-        return try await write { db in
-            // One statement: the writer is single.
-            try Row.fetchAll(
-                db,
-                sql: """
-                    UPDATE push_deadlines SET owner = ?, lease_until = ?
-                    WHERE (push_id, action) IN (
-                        SELECT push_id, action FROM push_deadlines
-                        WHERE due_at <= ? AND (lease_until IS NULL OR lease_until < ? OR owner = ?)
-                        ORDER BY due_at, push_id LIMIT ?)
-                    RETURNING \(PushDeadline.columns)
-                    """,
-                arguments: [owner, leaseUntil, now, now, owner, limit]
-            ).map { try $0.record(PushDeadline.self) }.sorted { ($0.dueAt, $0.pushID) < ($1.dueAt, $1.pushID) }
-        }
+        // One statement: the writer is single.
+        try await claimRecords(
+            """
+            UPDATE push_deadlines SET owner = ?, lease_until = ?
+            WHERE (push_id, action) IN (
+                SELECT push_id, action FROM push_deadlines
+                WHERE due_at <= ? AND (lease_until IS NULL OR lease_until < ? OR owner = ?)
+                ORDER BY due_at, push_id LIMIT ?)
+            RETURNING \(PushDeadline.columns)
+            """,
+            [lease.owner, lease.until, lease.now, lease.now, lease.owner, lease.limit]
+        ) { ($0.dueAt, $0.pushID) < ($1.dueAt, $1.pushID) }
     }
 
     public func nextDeadlineDueTime() async throws -> Int64? {
@@ -88,12 +84,6 @@ extension SQLiteStore {
     }
 
     public func unreportedCalls(deviceID: String) async throws -> UnreportedCalls? {
-        try await read { db in
-            try Row.fetchOne(
-                db,
-                sql: "SELECT count, last_at FROM unreported_calls WHERE device_id = ?",
-                arguments: [deviceID]
-            ).map { UnreportedCalls(count: $0[0], lastAt: $0[1]) }
-        }
+        try await readRecord("SELECT count, last_at FROM unreported_calls WHERE device_id = ?", [deviceID])
     }
 }

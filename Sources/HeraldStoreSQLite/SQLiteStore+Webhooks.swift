@@ -4,13 +4,7 @@ public import HeraldStore
 
 extension SQLiteStore {
     public func webhookEvent(id: String) async throws -> StoredWebhookEvent? {
-        try await read { db in
-            try Row.fetchOne(
-                db,
-                sql: "SELECT \(StoredWebhookEvent.columns) FROM webhook_events WHERE id = ?",
-                arguments: [id]
-            ).map { try $0.record(StoredWebhookEvent.self) }
-        }
+        try await readRecord("SELECT \(StoredWebhookEvent.columns) FROM webhook_events WHERE id = ?", [id])
     }
 
     /// Writes events inside the caller's transaction: every store method that makes a change a

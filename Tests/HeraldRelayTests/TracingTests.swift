@@ -52,6 +52,7 @@ struct TracingTests {
     static func run(
         traced: Bool,
         remoteProvider: Bool = false,
+        deadlines: [DeadlineRule] = [],
         _ body: (RelayHarness, OTLPCollector, TraceHeaderReceiver, RelayHarness.Phone, String) async throws -> Void
     ) async throws {
         var logger = Logger(label: "test.tracing")
@@ -67,6 +68,7 @@ struct TracingTests {
             let (hookGroup, hookPort) = await WebhookDeliveryTests.start(router: hooks.router(), port: 0, tasks: &tasks)
             var setup = RelayHarness.Setup()
             setup.remoteProvider = remoteProvider
+            setup.app.deadlines = deadlines
             setup.appWebhook = WebhookSettings(
                 url: "http://127.0.0.1:\(hookPort)/hooks",
                 secret: LoopbackReceiver.secret
@@ -164,6 +166,47 @@ struct TracingTests {
                 }
                 #expect(!secrets.contains { !$0.isEmpty && span.name.contains($0) })
             }
+        }
+    }
+
+    @Test("a deadline's escalation joins the trace of the push it escalates: its span, its push, its event")
+    func escalationInTheTrace() async throws {
+        let rule = DeadlineRule(kind: .message, after: 30, action: .resend)
+        try await Self.run(traced: true, deadlines: [rule]) { harness, collector, _, phone, pushID in
+            // A second message, never shown: its deadline resends it, in its own trace.
+            let trace = "0af7651916cd43dd8448eb211c80319c"
+            let sent = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body:
+                    #"{"to":"rita","from":{"id":"agent-7","name":"Dana"},"conversation":"c-1","text":"Still there?"}"#,
+                headers: [("traceparent", "00-\(trace)-b7ad6b7169203331-01")]
+            )
+            let unseen = try #require(try sent.decode(IngestReceipt.self).pushes.first?.pushID)
+            try await harness.push(unseen, reaches: .delivered)
+            harness.clock.advance(by: .seconds(31))
+            var resent: OutboxEntry?
+            try await eventually("the resent push") {
+                let page = try await harness.store.pushes(matching: PushQuery(deviceID: phone.deviceID))
+                guard let id = page.pushes.map(\.pushID).first(where: { ![pushID, unseen].contains($0) }) else {
+                    return false
+                }
+                resent = try await harness.store.push(id: id)
+                return resent != nil
+            }
+            #expect(resent?.traceParent?.contains(trace) == true)
+            var deadline: OTLPCollector.Span?
+            try await eventually("the deadline's span exported") {
+                deadline = collector.spans.all.first { $0.name == "herald.deadline" }
+                return deadline != nil
+            }
+            let ingest = collector.spans.all.first { $0.name == "POST /v1/messages" && $0.traceID == trace }
+            #expect(deadline?.traceID == trace && deadline?.parentSpanID == ingest?.spanID)
+            #expect(deadline?.attributes["herald.deadline.action"] == "resend")
+            let unseenEvent = try await harness.events(orderingKey: "push:" + unseen).first { $0.type == .pushUnseen }
+            #expect(unseenEvent?.traceParent?.contains(trace) == true)
+            // The seen push has no deadline left: nothing of it was escalated.
+            #expect(try await harness.events(orderingKey: "push:" + pushID).allSatisfy { $0.type != .pushUnseen })
         }
     }
 
