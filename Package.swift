@@ -81,13 +81,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "HeraldMacros", dependencies: ["HeraldMacrosPlugin"], swiftSettings: swiftSettings),
+        // The macro's expansions, checked by swift-syntax's own expander.
         .testTarget(
             name: "HeraldMacrosTests",
-            dependencies: [
-                "HeraldMacrosPlugin",
-                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
-            ],
+            dependencies: ["HeraldMacrosPlugin"]
+                + ["SwiftSyntaxMacroExpansion", "SwiftSyntaxMacrosGenericTestSupport"].map {
+                    .product(name: $0, package: "swift-syntax")
+                },
             swiftSettings: swiftSettings
         ),
         // libsodium from the system (Debian: libsodium-dev), found through pkg-config.

@@ -22,25 +22,22 @@ public enum DeadlineAction: String, Sendable, Hashable, Codable, CaseIterable {
     public static let escalations: [DeadlineAction] = [.notify, .otherDevices, .resend, .ring]
 }
 
-/// The pushes a deadline rule watches.
-public enum DeadlineKind: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Message pushes (a chat's transcript pushes among them).
-    case message
-    /// Call pushes (PushKit on iOS, a high-priority data message on Android).
-    case call
-}
-
 /// An app's rule: a push of `kind` not shown within `after` seconds of its acceptance gets
 /// `action`, once.
 @MemberwiseInit
 public struct DeadlineRule: Sendable, Hashable, Codable {
-    public var kind: DeadlineKind
+    /// The pushes the rule watches: `message` (a chat's transcript pushes among them) or `call`
+    /// (`DeadlineRule.kinds`).
+    public var kind: OutboxKind
     /// Seconds from the push's acceptance.
     public var after: Int64
     public var action: DeadlineAction
 
     /// The longest deadline: a day (a push is rarely worth escalating later).
     public static let afterSeconds: ClosedRange<Int64> = 1...86_400
+    /// The kinds of push a rule may watch: a missed call's alert and a callback's dialog have
+    /// deadlines of their own (the call's, the callback's).
+    public static let kinds: Set<OutboxKind> = [.message, .call]
 }
 
 /// How often a device's VoIP pushes went without a CallKit report (`DeadlineAction.callKitReport`).

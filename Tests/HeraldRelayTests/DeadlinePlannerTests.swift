@@ -133,6 +133,7 @@ struct DeadlinePlannerTests {
                 "deadlines[1].kind"
             ),
             ([DeadlineRule(kind: .message, after: 5, action: .callKitReport)], "deadlines[0].action"),
+            ([DeadlineRule(kind: .missedCall, after: 5, action: .notify)], "deadlines[0].kind"),
             ([DeadlineRule(kind: .call, after: 5, action: .otherDevices)], "deadlines[0].action"),
         ] as [([DeadlineRule], String?)]
     )

@@ -13,9 +13,7 @@ struct DeadlinePlanner: Sendable {
     /// pushes, transcript pushes among them; call pushes), due `after` seconds from its
     /// acceptance. A push written finished (withheld) gets none.
     func armed(_ push: OutboxEntry, app: AppRecord) -> [PushDeadline] {
-        guard push.state == .queued, let kind = Self.kind(of: push.kind),
-            let rule = app.deadlines.first(where: { $0.kind == kind })
-        else { return [] }
+        guard push.state == .queued, let rule = app.deadlines.first(where: { $0.kind == push.kind }) else { return [] }
         return [
             PushDeadline(
                 pushID: push.pushID,
@@ -42,15 +40,6 @@ struct DeadlinePlanner: Sendable {
     /// push, `shown` is the CallKit report).
     static func cancels(_ stage: ReceiptStage) -> Bool {
         stage == .shown || stage == .tapped
-    }
-
-    /// The kind of rule that watches pushes of `kind`, if any does.
-    static func kind(of kind: OutboxKind) -> DeadlineKind? {
-        switch kind {
-        case .message: .message
-        case .call: .call
-        case .missedCall, .callback: nil
-        }
     }
 
     /// What a deadline that passed does.
@@ -93,6 +82,9 @@ struct DeadlinePlanner: Sendable {
     static func problem(with rules: [DeadlineRule]) -> (field: String, reason: String)? {
         for (index, rule) in rules.enumerated() {
             let field = "deadlines[\(index)]"
+            if !DeadlineRule.kinds.contains(rule.kind) {
+                return (field + ".kind", "must be message or call")
+            }
             if rules[..<index].contains(where: { $0.kind == rule.kind }) {
                 return (field + ".kind", "has a rule already: one rule per kind")
             }
