@@ -5,6 +5,10 @@
 public enum DevicePlatform: String, Sendable, Hashable, Codable, CaseIterable {
     case ios
     case android
+    /// A browser, through Web Push.
+    case web
+    /// An Android device without Google's services, through Huawei Push Kit.
+    case huawei
 }
 
 /// Whether an app is on screen.

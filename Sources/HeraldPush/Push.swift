@@ -6,6 +6,10 @@ public enum PushNetwork: String, Sendable, Hashable, Codable, CaseIterable {
     case apns
     /// Firebase Cloud Messaging HTTP v1: Android devices.
     case fcm
+    /// Web Push (RFC 8030, with RFC 8291 message encryption and RFC 8292 VAPID): browsers.
+    case webPush = "webpush"
+    /// Huawei Push Kit (HMS): Android devices without Google's services.
+    case hms
 }
 
 /// One push to one device token: what the relay queues, the dispatcher claims, and the provider
@@ -17,7 +21,8 @@ public enum PushNetwork: String, Sendable, Hashable, Codable, CaseIterable {
 public struct Push: Sendable, Hashable {
     /// The relay's push id; results answer it.
     public var id: String
-    /// The APNs device token (64 hex characters), or the FCM registration token.
+    /// The APNs device token (64 hex characters), the FCM registration token, the Web Push
+    /// subscription's endpoint (an HTTPS URL), or the Huawei Push Kit token.
     public var token: String
     /// What the network receives, and how.
     public var payload: Payload
@@ -25,7 +30,8 @@ public struct Push: Sendable, Hashable {
     /// `apns-expiration` (0: now or never), the end of FCM's `android.ttl`. `nil`: the network's
     /// own policy (APNs stores it at its discretion, FCM keeps it four weeks).
     public var expiration: Int64?
-    /// `apns-collapse-id` (at most 64 bytes), or FCM's `collapse_key`.
+    /// `apns-collapse-id` (at most 64 bytes), FCM's `collapse_key`, or Web Push's `Topic` (at most
+    /// 32 base64url characters; the Web Push sender checks it).
     public var collapseID: String?
     /// The W3C `traceparent` of the span this push's attempt belongs under (the dispatcher's
     /// claim), when tracing is on and the push was traced; nil otherwise (docs/tracing.md).
@@ -38,12 +44,16 @@ public struct Push: Sendable, Hashable {
     public enum Payload: Sendable, Hashable {
         case apns(APNsPayload)
         case fcm(FCMPayload)
+        case webPush(WebPushPayload)
+        case hms(HMSPayload)
 
         /// The network this payload is for.
         public var network: PushNetwork {
             switch self {
             case .apns: .apns
             case .fcm: .fcm
+            case .webPush: .webPush
+            case .hms: .hms
             }
         }
     }
