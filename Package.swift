@@ -243,7 +243,7 @@ let package = Package(
         // shared by `herald provider`'s service and the relay's remote sender.
         .target(
             name: "HeraldProviderAPI",
-            dependencies: ["HeraldMacros", "HeraldPush", "HeraldAPNsCore", "HeraldFCMCore"],
+            dependencies: ["HeraldMacros", "HeraldPush", "HeraldAPNsCore", "HeraldFCMCore", "HeraldEncoding"],
             swiftSettings: swiftSettings
         ),
         // What every Herald HTTP service does alike: bearer credentials compared in constant time,

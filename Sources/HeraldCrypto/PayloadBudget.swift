@@ -14,6 +14,11 @@ public struct PayloadBudget: Sendable, Hashable {
     public static let apnsVoIP = PayloadBudget(bodyLimit: 5120)
     /// FCM's limit on a data message, counted over its keys and values.
     public static let fcmData = PayloadBudget(bodyLimit: 4096)
+    /// Huawei Push Kit's limit on a data message, counted over its text (Herald's: a JSON object).
+    public static let hmsData = PayloadBudget(bodyLimit: 4096)
+    /// The plaintext a Web Push service's 4,096-byte body holds once RFC 8291 encrypted it
+    /// (86 bytes of header, a padding delimiter and a 16-byte tag around it).
+    public static let webPushPlaintext = PayloadBudget(bodyLimit: 3993)
 
     /// The largest body the push network accepts, in bytes.
     public let bodyLimit: Int

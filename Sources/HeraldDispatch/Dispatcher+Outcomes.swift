@@ -107,11 +107,14 @@ extension Dispatcher {
 }
 
 extension OutboxEntry {
-    /// The app the push is for: the APNs topic without its PushKit suffix, or the FCM package.
+    /// The app the push is for: the APNs topic without its PushKit suffix, the FCM or Push Kit
+    /// package, or the Web Push app.
     var app: String {
         switch payload {
         case .apns(let apns): apns.topic.hasSuffix(".voip") ? String(apns.topic.dropLast(5)) : apns.topic
         case .fcm(let fcm): fcm.package
+        case .webPush(let webPush): webPush.app
+        case .hms(let hms): hms.package
         }
     }
 }

@@ -119,6 +119,12 @@ public struct ProviderStage: Sendable {
             switch push.payload {
             case .apns(let payload): apnsPushes.append((index, push, payload))
             case .fcm(let payload): fcmPushes.append((index, push, payload))
+            case .webPush, .hms:
+                // Not yet senders of this stage: refused as a network this provider does not serve.
+                outcomes[index] = .failed(
+                    reason: "\(push.network.rawValue) is not configured on this provider",
+                    status: 503
+                )
             }
         }
         // Built before the child tasks, which then capture only these constants (the arrays

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsCore
+import HeraldEncoding
 import HeraldFCMCore
 import HeraldMacros
 public import HeraldPush
@@ -9,15 +10,18 @@ public import HeraldPush
 public struct ProviderPush: Sendable, Codable, Hashable {
     /// The caller's id for this push, echoed in its result.
     public var id: String
-    /// `apns` (the default) or `fcm`.
+    /// `apns` (the default), `fcm`, `webpush` or `hms`.
     public var network: PushNetwork = .apns
-    /// The APNs device token, or the FCM registration token.
+    /// The APNs device token, the FCM registration token, the Web Push subscription's endpoint,
+    /// or the Push Kit token.
     public var deviceToken: String
-    /// The APNs topic; for FCM, the app's package name (informational).
+    /// The APNs topic; for FCM and Push Kit, the app's package name (informational); for Web
+    /// Push, the app's id (whose VAPID key signs, unless `vapid_key` names one).
     public var topic: String
-    /// Required for APNs; ignored for FCM.
+    /// Required for APNs; ignored for the others.
     public var pushType: APNsPushType?
-    /// APNs: 10, 5 or 1. FCM: 10 and 5 (user-visible) are `HIGH`, 1 (background) is `NORMAL`.
+    /// APNs: 10, 5 or 1. FCM and Push Kit: 10 and 5 (user-visible) are `HIGH`, 1 (background)
+    /// `NORMAL`. Web Push's `Urgency`: 10 `high`, 5 `normal`, 1 `low`.
     public var priority: Int
     /// Seconds since the epoch: `apns-expiration`, or the end of FCM's `android.ttl`.
     public var expiration: Int64?
@@ -25,7 +29,8 @@ public struct ProviderPush: Sendable, Codable, Hashable {
     public var collapseID: String?
     /// Kept across retries; made by the provider when absent (APNs only).
     public var apnsID: String?
-    /// The APNs JSON body as text; for FCM, the data: a JSON object of strings, as text.
+    /// The APNs JSON body as text; for FCM and Push Kit, the data: a JSON object of strings, as
+    /// text; for Web Push, the plaintext the provider encrypts for the subscription.
     public var payload: String
     /// APNs: the name of the configured key that signs it; absent: the provider's default key.
     public var apnsKey: String?
@@ -33,6 +38,13 @@ public struct ProviderPush: Sendable, Codable, Hashable {
     public var apnsEnvironment: APNsEnvironment?
     /// FCM: the name of the configured service account that sends it; absent: the default.
     public var fcmAccount: String?
+    /// Web Push: the subscription's keys, base64url (required).
+    public var webPushKeys: WebPushKeysWire?
+    /// Web Push: the name of the configured VAPID key that signs; absent: the app's, else the
+    /// default.
+    public var vapidKey: String?
+    /// Push Kit: the name of the configured Huawei app that sends it; absent: the default.
+    public var hmsAccount: String?
     /// The W3C `traceparent` of the relay's claim span when tracing is on there: the provider's
     /// attempt span joins that trace when its own tracing is on (docs/tracing.md).
     public var traceParent: String?
@@ -66,10 +78,48 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 priority: fcm.priority == .high ? APNsPriority.immediate.rawValue : APNsPriority.low.rawValue,
                 expiration: push.expiration,
                 collapseID: push.collapseID,
-                payload: Self.text(fcm.data),
+                payload: DataFields.json(fcm.data),
                 fcmAccount: fcm.account,
                 traceParent: push.traceParent
             )
+        case .webPush(let webPush):
+            self.init(
+                id: push.id,
+                network: .webPush,
+                deviceToken: push.token,
+                topic: webPush.app,
+                pushType: nil,
+                priority: Self.priority(of: webPush.urgency),
+                expiration: push.expiration,
+                collapseID: push.collapseID,
+                payload: webPush.json,
+                webPushKeys: webPush.keys.map(WebPushKeysWire.init),
+                vapidKey: webPush.vapidKey,
+                traceParent: push.traceParent
+            )
+        case .hms(let hms):
+            self.init(
+                id: push.id,
+                network: .hms,
+                deviceToken: push.token,
+                topic: hms.package,
+                pushType: nil,
+                priority: hms.urgency == .high ? APNsPriority.immediate.rawValue : APNsPriority.low.rawValue,
+                expiration: push.expiration,
+                collapseID: push.collapseID,
+                payload: DataFields.json(hms.data),
+                hmsAccount: hms.account,
+                traceParent: push.traceParent
+            )
+        }
+    }
+
+    /// Web Push's `Urgency` as the batch API's priority.
+    private static func priority(of urgency: WebPushUrgency) -> Int {
+        switch urgency {
+        case .high: 10
+        case .normal: 5
+        case .low, .veryLow: 1
         }
     }
 
@@ -94,7 +144,7 @@ public struct ProviderPush: Sendable, Codable, Hashable {
             )
             return .success(carrying(.apns(payload)))
         case .fcm:
-            guard let data = try? JSONDecoder().decode([String: String].self, from: Data(payload.utf8)) else {
+            guard let data = DataFields.fields(payload) else {
                 return .failure(ProviderPushRefusal("the payload of an FCM push must be a JSON object of strings"))
             }
             // APNs' 10 and 5 are both shown to the user; 1 is background work.
@@ -105,6 +155,26 @@ public struct ProviderPush: Sendable, Codable, Hashable {
                 account: fcmAccount
             )
             return .success(carrying(.fcm(payload)))
+        case .webPush:
+            guard let keys = webPushKeys?.keys else {
+                return .failure(
+                    ProviderPushRefusal("a Web Push push needs web_push_keys: p256dh (65 bytes) and auth (16)")
+                )
+            }
+            let urgency: WebPushUrgency = priority >= 10 ? .high : priority >= 5 ? .normal : .low
+            let payload = WebPushPayload(app: topic, urgency: urgency, json: payload, keys: keys, vapidKey: vapidKey)
+            return .success(carrying(.webPush(payload)))
+        case .hms:
+            guard let data = DataFields.fields(payload) else {
+                return .failure(ProviderPushRefusal("the payload of a Push Kit push must be a JSON object of strings"))
+            }
+            let payload = HMSPayload(
+                package: topic,
+                urgency: priority >= 5 ? .high : .normal,
+                data: data,
+                account: hmsAccount
+            )
+            return .success(carrying(.hms(payload)))
         }
     }
 
@@ -120,15 +190,6 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         )
     }
 
-    /// FCM data as the batch API carries it: a JSON object of strings, as text, keys sorted so the
-    /// same data is always the same text.
-    static func text(_ data: [String: String]) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a dictionary of strings cannot fail.
-        return (try? encoder.encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-
     enum CodingKeys: String, CodingKey {
         case id, network
         case deviceToken = "device_token"
@@ -141,6 +202,9 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         case apnsKey = "apns_key"
         case apnsEnvironment = "apns_environment"
         case fcmAccount = "fcm_account"
+        case webPushKeys = "web_push_keys"
+        case vapidKey = "vapid_key"
+        case hmsAccount = "hms_account"
         case traceParent = "trace_parent"
     }
 
@@ -159,7 +223,28 @@ public struct ProviderPush: Sendable, Codable, Hashable {
         apnsKey = try container.decodeIfPresent(String.self, forKey: .apnsKey)
         apnsEnvironment = try container.decodeIfPresent(APNsEnvironment.self, forKey: .apnsEnvironment)
         fcmAccount = try container.decodeIfPresent(String.self, forKey: .fcmAccount)
+        webPushKeys = try container.decodeIfPresent(WebPushKeysWire.self, forKey: .webPushKeys)
+        vapidKey = try container.decodeIfPresent(String.self, forKey: .vapidKey)
+        hmsAccount = try container.decodeIfPresent(String.self, forKey: .hmsAccount)
         traceParent = try container.decodeIfPresent(String.self, forKey: .traceParent)
+    }
+}
+
+/// A Web Push subscription's keys on the wire: base64url without padding, as a browser's
+/// `PushSubscription.toJSON()` gives them.
+public struct WebPushKeysWire: Sendable, Codable, Hashable {
+    public var p256dh: String
+    public var auth: String
+
+    public init(_ keys: WebPushKeys) {
+        p256dh = Base64URL.encode(keys.p256dh)
+        auth = Base64URL.encode(keys.auth)
+    }
+
+    /// The keys; nil when either is not base64url or has the wrong length.
+    public var keys: WebPushKeys? {
+        guard let p256dh = Base64URL.decode(p256dh[...]), let auth = Base64URL.decode(auth[...]) else { return nil }
+        return WebPushKeys(p256dh: p256dh, auth: auth)
     }
 }
 
@@ -197,7 +282,8 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
     public var timestamp: Int64?
     /// For `retry_later`: seconds the push network asked to wait (FCM's `Retry-After`).
     public var retryAfter: Int64?
-    /// For a delivered FCM message: FCM's message name.
+    /// For a delivered push on FCM, Push Kit or Web Push: the network's id for it (FCM's message
+    /// name, Push Kit's request id, a Web Push service's message `Location`).
     public var name: String?
 
     /// The wire form of a push's outcome.
@@ -213,13 +299,15 @@ public struct ProviderPushResult: Sendable, Codable, Hashable {
                 apnsID: apnsID,
                 uniqueID: network == .apns ? receipt : nil,
                 status: 200,
-                name: network == .fcm ? receipt : nil
+                name: network == .apns ? nil : receipt
             )
         case .tokenDead(let reason, let since):
-            let status =
+            let status: Int? =
                 switch network {
                 case .apns: APNsReason(rawValue: reason)?.status
                 case .fcm: FCMErrorCode(rawValue: reason)?.status
+                // A Web Push service's 404 or 410, and Push Kit's result code, are in the reason.
+                case .webPush, .hms: nil
                 }
             self.init(
                 outcome: .tokenDead,

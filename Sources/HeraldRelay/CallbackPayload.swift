@@ -31,7 +31,8 @@ public enum CallbackPayload {
         )
     }
 
-    /// The data of the FCM message for one device (string keys and values).
+    /// The data of the data message (FCM, Push Kit, Web Push) for one device (string keys and
+    /// values).
     public static func fcm(
         _ content: CallbackContent,
         app: AppRecord,
@@ -44,7 +45,7 @@ public enum CallbackPayload {
         return fields
     }
 
-    /// Throws `doesNotFit` unless the content's envelope fits in both networks' budgets with the
+    /// Throws `doesNotFit` unless the content's envelope fits in every network's budget with the
     /// longest push number and a push id, so a callback accepted is never refused at its fifth push.
     public static func check(_ content: CallbackContent, app: AppRecord) throws(HeraldCryptoError) {
         let apnsRoom = PayloadBudget.apnsAlert.plaintextCapacity(
@@ -57,13 +58,9 @@ public enum CallbackPayload {
             )
             .utf8.count
         )
-        let fcmRoom = PayloadBudget.fcmData.plaintextCapacity(
-            surroundingBytes: PushPayload.dataBytes(
-                fcmFields(callbackID: content.callbackID, sequence: .max, pushID: longestPushID)
-            )
-                + "sealed".utf8.count
-        )
-        guard content.encodedLength <= min(apnsRoom, fcmRoom) else { throw .doesNotFit }
+        let fields = fcmFields(callbackID: content.callbackID, sequence: .max, pushID: longestPushID)
+        let dataRoom = DataCarrier.allCases.map { $0.plaintextCapacity(around: fields) }.min() ?? 0
+        guard content.encodedLength <= min(apnsRoom, dataRoom) else { throw .doesNotFit }
     }
 
     static func apnsBody(

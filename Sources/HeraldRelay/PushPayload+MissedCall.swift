@@ -24,11 +24,19 @@ extension PushPayload {
     public static func fcmMissedCall(
         _ content: CallContent,
         for target: PushTarget,
-        sealer: EnvelopeSealer
+        sealer: EnvelopeSealer,
+        carrier: DataCarrier = .fcm
     ) throws(HeraldCryptoError) -> [String: String] {
         var fields = fcmHeader(pushID: target.pushID, kind: "missed_call")
         fields["call_id"] = content.callID
-        return try sealedWhole(.missedCall(content), content.encodedLength, into: fields, for: target.deviceID, sealer)
+        return try sealedWhole(
+            .missedCall(content),
+            content.encodedLength,
+            into: fields,
+            for: target.deviceID,
+            sealer,
+            carrier: carrier
+        )
     }
 
     static func missedCallBody(callID: String, pushID: String, sealed: String) -> String {

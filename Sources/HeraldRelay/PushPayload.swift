@@ -77,32 +77,32 @@ public enum PushPayload {
         return body(try sealer.seal(content, deviceID: deviceID).text)
     }
 
-    /// FCM data fields with content sealed whole under `sealed`: refused when the content does not
-    /// fit the data budget's room around the other fields.
+    /// Data fields with content sealed whole under `sealed`: refused when the content does not
+    /// fit the carrier's room around the other fields.
     static func sealedWhole(
         _ content: HeraldCrypto.PushContent,
         _ encodedLength: Int,
         into fields: [String: String],
         for deviceID: String,
-        _ sealer: EnvelopeSealer
+        _ sealer: EnvelopeSealer,
+        carrier: DataCarrier
     ) throws(HeraldCryptoError) -> [String: String] {
         var fields = fields
-        let surrounding = dataBytes(fields) + "sealed".utf8.count
-        guard encodedLength <= PayloadBudget.fcmData.plaintextCapacity(surroundingBytes: surrounding) else {
-            throw .doesNotFit
-        }
+        guard encodedLength <= carrier.plaintextCapacity(around: fields) else { throw .doesNotFit }
         fields["sealed"] = try sealer.seal(content, deviceID: deviceID).text
         return fields
     }
 
-    /// The data of an FCM messaging push for one device (string keys and values): the same
-    /// ids and envelope as the APNs body, for the app's messaging service to open and show.
+    /// The data of a messaging push for one device (string keys and values): the same ids and
+    /// envelope as the APNs body, for the app's messaging service (or service worker) to open and
+    /// show, fitted to `carrier`'s budget.
     public static func fcmMessage(
         _ content: MessageContent,
         app: AppRecord,
         for target: PushTarget,
         sealer: EnvelopeSealer,
-        options: MessagePushOptions = MessagePushOptions()
+        options: MessagePushOptions = MessagePushOptions(),
+        carrier: DataCarrier = .fcm
     ) throws(HeraldCryptoError) -> (data: [String: String], truncated: Bool) {
         var content = content
         // Custom keys first: Herald's own keys win, though ingest already refused collisions.
@@ -119,12 +119,10 @@ public enum PushPayload {
         case .full: break
         case .senderOnly: content.text = ""
         case .none:
-            guard dataBytes(fields) <= PayloadBudget.fcmData.bodyLimit else { throw .doesNotFit }
+            guard carrier.size(of: fields) <= carrier.budget.bodyLimit else { throw .doesNotFit }
             return (fields, false)
         }
-        let capacity = PayloadBudget.fcmData.plaintextCapacity(
-            surroundingBytes: dataBytes(fields) + "sealed".utf8.count
-        )
+        let capacity = carrier.plaintextCapacity(around: fields)
         let fitted = try content.fitted(toPlaintextCapacity: capacity)
         fields["sealed"] = try sealer.seal(.message(fitted), deviceID: target.deviceID).text
         return (fields, fitted.truncated)
@@ -134,16 +132,19 @@ public enum PushPayload {
     public static func fcmCall(
         _ content: CallContent,
         for target: PushTarget,
-        sealer: EnvelopeSealer
+        sealer: EnvelopeSealer,
+        carrier: DataCarrier = .fcm
     ) throws(HeraldCryptoError) -> [String: String] {
         var fields = fcmHeader(pushID: target.pushID, kind: "call")
         fields["call_id"] = content.callID
-        return try sealedWhole(.call(content), content.encodedLength, into: fields, for: target.deviceID, sealer)
-    }
-
-    /// FCM counts a data message's size over its keys and values.
-    static func dataBytes(_ fields: [String: String]) -> Int {
-        fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        return try sealedWhole(
+            .call(content),
+            content.encodedLength,
+            into: fields,
+            for: target.deviceID,
+            sealer,
+            carrier: carrier
+        )
     }
 
     static func messageBody(

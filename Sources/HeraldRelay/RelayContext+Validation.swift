@@ -56,6 +56,16 @@ extension RelayConfiguration {
             guard (16...4096).contains(token.utf8.count), allowed else {
                 throw .invalidField(field, "must be an FCM registration token")
             }
+        case .huawei:
+            // Push Kit tokens are printable ASCII (letters, digits and a few symbols), up to a
+            // few hundred characters.
+            guard (16...1024).contains(token.utf8.count), token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw .invalidField(field, "must be a Huawei Push Kit token")
+            }
+        case .web:
+            // A browser's token is its subscription's endpoint, checked with the subscription's
+            // keys (`WebPushSubscription`), never alone.
+            throw .invalidField(field, "is not used by a browser: send its Web Push `subscription`")
         }
     }
 }

@@ -210,8 +210,12 @@ final class RelayContext: Sendable {
         let sealer = try sealer(for: device)
         let payload: Push.Payload =
             switch try content.seal(for: device, pushID: pushID, app: app, sealer: sealer) {
-            case .fcm(let data):
+            case .data(let data, .fcm):
                 .fcm(FCMPayload(package: app.id, priority: content.fcmPriority, data: data))
+            case .data(let data, .hms):
+                .hms(HMSPayload(package: app.id, urgency: content.fcmPriority == .high ? .high : .normal, data: data))
+            case .data(let data, .webPush):
+                .webPush(WebPushPayload(app: app.id, urgency: content.webPushUrgency, json: DataFields.json(data)))
             case .apns(let json):
                 .apns(
                     APNsPayload(
@@ -385,6 +389,16 @@ enum PushContent: Sendable {
         return .high
     }
 
+    /// Web Push's `Urgency`: a call and a callback's dialog `high`, a message by its priority
+    /// (APNs' immediate is `high`), a missed call `normal`.
+    var webPushUrgency: WebPushUrgency {
+        switch self {
+        case .call, .callback: .high
+        case .message(_, let options): options.priority == .immediate ? .high : .normal
+        case .missedCall: .normal
+        }
+    }
+
     var apnsPriority: APNsPriority {
         switch self {
         case .message(_, let options): options.priority
@@ -393,32 +407,46 @@ enum PushContent: Sendable {
         }
     }
 
-    /// Seals the content for one device: `android` answers the FCM data, `ios` the APNs JSON.
+    /// Seals the content for one device: the APNs JSON on iOS, the data fields (fitted to the
+    /// device's network) everywhere else.
     func seal(for device: DeviceRecord, pushID: String, app: AppRecord, sealer: EnvelopeSealer) throws -> Sealed {
         let target = PushTarget(deviceID: device.id, pushID: pushID)
-        switch (self, device.platform) {
-        case (.message(let content, let options), .android):
-            return .fcm(
-                try PushPayload.fcmMessage(content, app: app, for: target, sealer: sealer, options: options).data
-            )
-        case (.message(let content, let options), .ios):
-            return .apns(try PushPayload.message(content, app: app, for: target, sealer: sealer, options: options).body)
-        case (.call(let content), .android): return .fcm(try PushPayload.fcmCall(content, for: target, sealer: sealer))
-        case (.call(let content), .ios): return .apns(try PushPayload.call(content, for: target, sealer: sealer))
-        case (.missedCall(let content), .android):
-            return .fcm(try PushPayload.fcmMissedCall(content, for: target, sealer: sealer))
-        case (.missedCall(let content), .ios):
-            return .apns(try PushPayload.missedCall(content, for: target, sealer: sealer))
-        case (.callback(let content), .android):
-            return .fcm(try CallbackPayload.fcm(content, app: app, for: target, sealer: sealer))
-        case (.callback(let content), .ios):
-            return .apns(try CallbackPayload.apns(content, app: app, for: target, sealer: sealer))
+        guard let carrier = device.platform.dataCarrier else {
+            switch self {
+            case .message(let content, let options):
+                return .apns(
+                    try PushPayload.message(content, app: app, for: target, sealer: sealer, options: options).body
+                )
+            case .call(let content): return .apns(try PushPayload.call(content, for: target, sealer: sealer))
+            case .missedCall(let content):
+                return .apns(try PushPayload.missedCall(content, for: target, sealer: sealer))
+            case .callback(let content):
+                return .apns(try CallbackPayload.apns(content, app: app, for: target, sealer: sealer))
+            }
         }
+        let data: [String: String] =
+            switch self {
+            case .message(let content, let options):
+                try PushPayload.fcmMessage(
+                    content,
+                    app: app,
+                    for: target,
+                    sealer: sealer,
+                    options: options,
+                    carrier: carrier
+                )
+                .data
+            case .call(let content): try PushPayload.fcmCall(content, for: target, sealer: sealer, carrier: carrier)
+            case .missedCall(let content):
+                try PushPayload.fcmMissedCall(content, for: target, sealer: sealer, carrier: carrier)
+            case .callback(let content): try CallbackPayload.fcm(content, app: app, for: target, sealer: sealer)
+            }
+        return .data(data, carrier)
     }
 
     /// Sealed content, as its network carries it.
     enum Sealed {
-        case fcm([String: String])
+        case data([String: String], DataCarrier)
         case apns(String)
     }
 }

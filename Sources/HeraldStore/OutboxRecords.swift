@@ -81,6 +81,9 @@ public struct ClaimedPush: Sendable, Hashable {
     public var apnsKey: String?
     /// The app's FCM account, read with the token (nil: the default account).
     public var fcmAccount: String?
+    /// A browser's subscription keys, read with its endpoint (the token): a push waiting while
+    /// the subscription was renewed is encrypted for the new keys.
+    public var webPushKeys: WebPushKeys? = nil
 
     /// The push to send: expiring when the entry does (whole seconds; 0 for a "now or never"
     /// push), through the app's key or account and to the host of the token's environment, as
@@ -95,6 +98,11 @@ public struct ClaimedPush: Sendable, Hashable {
         case .fcm(var fcm):
             fcm.account = fcmAccount
             payload = .fcm(fcm)
+        case .webPush(var webPush):
+            webPush.keys = webPushKeys
+            payload = .webPush(webPush)
+        case .hms:
+            break
         }
         return Push(
             id: entry.pushID,

@@ -1,4 +1,5 @@
 import HeraldMacros
+public import HeraldPush
 
 /// One write the relay asks of the store. A relay operation's planner decides its changes from
 /// what it read; the committer hands them to `ChangeStore.apply`, which writes a batch of them in
@@ -153,12 +154,16 @@ public struct TokenUpdate: Sendable, Hashable {
     public var voip: String?
     /// When (ms): a token set clears the device's `tokenDeadReason` and stamps `updatedAt`.
     public var at: Int64
+    /// A browser's subscription keys, written with `messaging` (its endpoint) whenever that is
+    /// given: a subscription's endpoint and keys change together.
+    public var webPushKeys: WebPushKeys? = nil
 
     /// `device` as it is after the update (what the store writes).
     public func applied(to device: DeviceRecord) -> DeviceRecord {
         var device = device
         if let messaging {
             device.messagingToken = messaging.isEmpty ? nil : messaging
+            device.webPushKeys = messaging.isEmpty ? nil : webPushKeys
             device.tokenDeadReason = nil
             device.updatedAt = at
         }

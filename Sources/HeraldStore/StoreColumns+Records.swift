@@ -49,7 +49,7 @@ extension DeviceRecord: ColumnsDecodable {
         "id", "user_id", "app_id", "platform", "messaging_token", "voip_token", "key_id", "previous_key_id",
         "device_public_key", "relay_public_key", "sealed_relay_secret_key", "sealed_session_keys", "credential_hash",
         "token_dead_reason", "created_at", "updated_at", "apns_environment", "notification_permission",
-        "notification_permission_at",
+        "notification_permission_at", "web_push_keys",
     ]
     /// `columnNames` from the table as alias `d`.
     package static let columns = columnNames.map { "d." + $0 }.joined(separator: ", ")
@@ -77,7 +77,13 @@ extension DeviceRecord: ColumnsDecodable {
             notificationPermission: try columns.named(NotificationPermission.self) { _ in
                 "device \(id) has an unknown notification permission"
             },
-            notificationPermissionAt: try columns.optionalInteger()
+            notificationPermissionAt: try columns.optionalInteger(),
+            webPushKeys: try columns.optionalBytes().map { bytes in
+                guard let keys = WebPushKeys(bytes: bytes) else {
+                    throw StoreError.corrupt.with(detail: "device \(id) has malformed Web Push keys")
+                }
+                return keys
+            }
         )
     }
 }

@@ -216,6 +216,9 @@ public struct DeviceRecord: Sendable, Hashable {
     /// When `notificationPermission` took its value (milliseconds since the epoch); `nil` while
     /// the device never reported one.
     public var notificationPermissionAt: Int64?
+    /// A browser's Web Push subscription keys (`p256dh`, `auth`), which change with its endpoint
+    /// (the messaging token); nil for every other platform.
+    public var webPushKeys: WebPushKeys? = nil
 }
 
 /// A device's last heartbeat.

@@ -21,6 +21,8 @@ struct ClaimStatement: RowsStatement {
         var fcmAccount: String?
         /// The device's notification permission (`granted`, `denied`).
         var notifications: String?
+        /// A browser's subscription keys (p256dh ‖ auth).
+        var webPushKeys: [UInt8]?
     }
 
     static let sql = """
@@ -35,7 +37,7 @@ struct ClaimStatement: RowsStatement {
             LEFT JOIN apps a ON a.id = d.app_id
         WHERE o.push_id = due.push_id
         RETURNING \(PostgresStore.outboxColumns), d.id IS NOT NULL, d.messaging_token, d.voip_token, d.token_dead_reason,
-            d.apns_environment, a.apns_key, a.fcm_account, d.notification_permission
+            d.apns_environment, a.apns_key, a.fcm_account, d.notification_permission, d.web_push_keys
         """
 
     var now: Int64

@@ -352,5 +352,13 @@ extension PostgresMigrations {
                 "ALTER TABLE webhook_events ADD COLUMN trace_context TEXT",
             ]
         ),
+        (
+            "v21: a browser's Web Push subscription keys",
+            [
+                // As on SQLite's v28: p256dh ‖ auth (81 bytes), written with the endpoint (the
+                // messaging token) and read by the claim.
+                "ALTER TABLE devices ADD COLUMN web_push_keys BYTEA"
+            ]
+        ),
     ]
 }

@@ -17,7 +17,7 @@ struct ImportRows {
         devices (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
             device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys, credential_hash,
             token_dead_reason, created_at, updated_at, apns_environment, notification_permission,
-            notification_permission_at)
+            notification_permission_at, web_push_keys)
         """
     )
     private var presence = RowsInsert("presence (device_id, user_id, conversation, state, updated_at, expires_at)")
@@ -149,6 +149,7 @@ struct ImportRows {
             $0.text(device.apnsEnvironment?.rawValue)
             $0.text(device.notificationPermission.rawValue)
             $0.integer(device.notificationPermissionAt)
+            $0.bytes(device.webPushKeys?.bytes)
         }
     }
 

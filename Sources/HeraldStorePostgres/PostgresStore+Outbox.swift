@@ -165,7 +165,8 @@ extension PostgresStore {
                         deviceToken: token,
                         apnsEnvironment: device?.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
                         apnsKey: device?.apnsKey,
-                        fcmAccount: device?.fcmAccount
+                        fcmAccount: device?.fcmAccount,
+                        webPushKeys: device?.webPushKeys.flatMap(WebPushKeys.init(bytes:))
                     )
                 )
             }
@@ -212,7 +213,8 @@ extension PostgresStore {
                     apnsEnvironment: try columns.next(),
                     apnsKey: try columns.next(),
                     fcmAccount: try columns.next(),
-                    notifications: try columns.next()
+                    notifications: try columns.next(),
+                    webPushKeys: try columns.next(ByteBuffer?.self).map { Array($0.readableBytesView) }
                 )
                 return (entry, known ? device : nil)
             }

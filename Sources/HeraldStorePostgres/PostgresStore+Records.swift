@@ -57,14 +57,14 @@ extension PostgresStore {
                 (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                  device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
                  credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
-                 notification_permission, notification_permission_at)
+                 notification_permission, notification_permission_at, web_push_keys)
             VALUES (\(device.id), \(device.userID), \(device.appID), \(device.platform.rawValue),
                 \(device.messagingToken), \(device.voipToken), \(device.keyID), \(device.previousKeyID),
                 \(ByteBuffer(device.devicePublicKey)), \(ByteBuffer(device.relayPublicKey)),
                 \(ByteBuffer(device.sealedRelaySecretKey)), \(ByteBuffer(device.sealedSessionKeys)),
                 \(ByteBuffer(device.credentialHash)), \(device.tokenDeadReason), \(device.createdAt),
                 \(device.updatedAt), \(device.apnsEnvironment?.rawValue), \(device.notificationPermission.rawValue),
-                \(device.notificationPermissionAt))
+                \(device.notificationPermissionAt), \(device.webPushKeys.map { ByteBuffer($0.bytes) }))
             ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, app_id = EXCLUDED.app_id,
                 platform = EXCLUDED.platform, messaging_token = EXCLUDED.messaging_token,
                 voip_token = EXCLUDED.voip_token, key_id = EXCLUDED.key_id,
@@ -75,7 +75,8 @@ extension PostgresStore {
                 token_dead_reason = EXCLUDED.token_dead_reason, created_at = EXCLUDED.created_at,
                 updated_at = EXCLUDED.updated_at, apns_environment = EXCLUDED.apns_environment,
                 notification_permission = EXCLUDED.notification_permission,
-                notification_permission_at = EXCLUDED.notification_permission_at
+                notification_permission_at = EXCLUDED.notification_permission_at,
+                web_push_keys = EXCLUDED.web_push_keys
             """,
             logger: logger
         )
@@ -127,6 +128,7 @@ extension PostgresStore {
             logger: logger
         )
         guard update.messaging != nil || update.voip != nil else { return .applied }
+        let webPushKeys = update.messaging?.isEmpty == false ? update.webPushKeys.map { ByteBuffer($0.bytes) } : nil
         // A token not given stays; an empty one is removed (NULLIF); either clears the dead reason.
         try await connection.run(
             """
@@ -135,6 +137,8 @@ extension PostgresStore {
                     ELSE NULLIF(\(update.messaging)::TEXT, '') END,
                 voip_token = CASE WHEN \(update.voip)::TEXT IS NULL THEN voip_token
                     ELSE NULLIF(\(update.voip)::TEXT, '') END,
+                web_push_keys = CASE WHEN \(update.messaging)::TEXT IS NULL THEN web_push_keys
+                    ELSE \(webPushKeys)::BYTEA END,
                 token_dead_reason = NULL, updated_at = \(update.at)
             WHERE id = \(deviceID)
             """,

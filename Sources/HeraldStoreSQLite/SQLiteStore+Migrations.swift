@@ -286,5 +286,11 @@ extension SQLiteStore {
                     """
             )
         }
+        migrator.registerMigration("v28: a browser's Web Push subscription keys") { db in
+            // A browser's endpoint is its messaging token; its keys (p256dh ‖ auth, 81 bytes)
+            // change with it and are read by the claim, so a push is encrypted for the
+            // subscription the device has when it is sent.
+            try db.execute(sql: "ALTER TABLE devices ADD COLUMN web_push_keys BLOB")
+        }
     }
 }

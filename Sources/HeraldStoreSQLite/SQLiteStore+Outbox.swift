@@ -187,7 +187,7 @@ extension SQLiteStore {
         let lookup = try db.cachedStatement(
             sql: """
                 SELECT d.messaging_token, d.voip_token, d.token_dead_reason, d.apns_environment, a.apns_key,
-                    a.fcm_account, d.notification_permission
+                    a.fcm_account, d.notification_permission, d.web_push_keys
                 FROM devices d LEFT JOIN apps a ON a.id = d.app_id WHERE d.id = ?
                 """
         )
@@ -231,7 +231,8 @@ extension SQLiteStore {
                         deviceToken: token,
                         apnsEnvironment: (device?[3] as String?).flatMap(APNsEnvironment.init(rawValue:)),
                         apnsKey: device?[4],
-                        fcmAccount: device?[5]
+                        fcmAccount: device?[5],
+                        webPushKeys: (device?[7] as Data?).flatMap { WebPushKeys(bytes: Array($0)) }
                     )
                 )
             }

@@ -69,8 +69,8 @@ extension SQLiteStore {
                     (id, user_id, app_id, platform, messaging_token, voip_token, key_id, previous_key_id,
                      device_public_key, relay_public_key, sealed_relay_secret_key, sealed_session_keys,
                      credential_hash, token_dead_reason, created_at, updated_at, apns_environment,
-                     notification_permission, notification_permission_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     notification_permission, notification_permission_at, web_push_keys)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 device.id, device.userID, device.appID, device.platform.rawValue, device.messagingToken,
@@ -78,7 +78,7 @@ extension SQLiteStore {
                 Data(device.relayPublicKey), Data(device.sealedRelaySecretKey), Data(device.sealedSessionKeys),
                 Data(device.credentialHash), device.tokenDeadReason, device.createdAt, device.updatedAt,
                 device.apnsEnvironment?.rawValue, device.notificationPermission.rawValue,
-                device.notificationPermissionAt,
+                device.notificationPermissionAt, device.webPushKeys.map { Data($0.bytes) },
             ]
         )
     }
@@ -138,10 +138,14 @@ extension SQLiteStore {
                 UPDATE devices SET
                     messaging_token = CASE WHEN ?1 IS NULL THEN messaging_token ELSE NULLIF(?1, '') END,
                     voip_token = CASE WHEN ?2 IS NULL THEN voip_token ELSE NULLIF(?2, '') END,
+                    web_push_keys = CASE WHEN ?1 IS NULL THEN web_push_keys ELSE ?5 END,
                     token_dead_reason = NULL, updated_at = ?3
                 WHERE id = ?4
                 """,
-            arguments: [update.messaging, update.voip, update.at, deviceID]
+            arguments: [
+                update.messaging, update.voip, update.at, deviceID,
+                update.messaging?.isEmpty == false ? update.webPushKeys.map { Data($0.bytes) } : nil,
+            ]
         )
         return .applied
     }
