@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "HeraldPush", targets: ["HeraldPush"]),
         .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
         .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
+        .library(name: "HeraldWebPushCore", targets: ["HeraldWebPushCore"]),
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
@@ -137,6 +138,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Web Push protocol facts shared by the sandbox and the sender: RFC 8291 `aes128gcm`
+        // message encryption, RFC 8292 VAPID keys, tokens and their checks, subscriptions, the
+        // RFC 8030 request headers and the push services' answers. No transport.
+        .target(
+            name: "HeraldWebPushCore",
+            dependencies: ["HeraldPush", "HeraldEncoding", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // The local APNs and FCM look-alike: HTTP/2 + TLS listeners, device connections, faults,
         // inspection.
         .target(
@@ -151,6 +160,7 @@ let package = Package(
                 "HeraldObservability",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "HeraldFCMCore",
+                "HeraldWebPushCore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -626,6 +636,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldWebPushCoreTests",
+            dependencies: [
+                "HeraldWebPushCore",
+                "HeraldEncoding",
+                "HeraldPush",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldPushTests",
             dependencies: ["HeraldPush", "HeraldProviderAPI"],
             swiftSettings: swiftSettings
@@ -685,6 +705,7 @@ let package = Package(
                 "HeraldSandbox",
                 "HeraldAPNsCore",
                 "HeraldFCMCore",
+                "HeraldWebPushCore",
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
