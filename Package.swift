@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
+        .library(name: "HeraldWebPush", targets: ["HeraldWebPush"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
         .library(name: "HeraldProviderHTTP", targets: ["HeraldProviderHTTP"]),
@@ -146,6 +147,24 @@ let package = Package(
             dependencies: ["HeraldPush", "HeraldEncoding", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
+        // The Web Push sender: encrypts, signs with VAPID, posts to each subscription's push
+        // service, and reads its answer.
+        .target(
+            name: "HeraldWebPush",
+            dependencies: [
+                "HeraldMacros",
+                "HeraldWebPushCore",
+                "HeraldClientSupport",
+                "HeraldDomain",
+                "HeraldEncoding",
+                "HeraldPush",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The local APNs and FCM look-alike: HTTP/2 + TLS listeners, device connections, faults,
         // inspection.
         .target(
@@ -243,6 +262,7 @@ let package = Package(
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldAPNsCore",
+                "HeraldWebPush",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -422,6 +442,7 @@ let package = Package(
                 "HeraldRelayAPI",
                 "HeraldStore",
                 "HeraldCrypto",
+                "HeraldWebPushCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -521,6 +542,8 @@ let package = Package(
                 "HeraldCrypto",
                 "HeraldDispatch",
                 "HeraldFCM",
+                "HeraldWebPush",
+                "HeraldWebPushCore",
                 "HeraldFCMCore",
                 "HeraldProvider",
                 "HeraldProviderHTTP",

@@ -66,7 +66,7 @@ public struct WebPushSubscription: Sendable, Hashable {
     }
 
     /// Throws (`subscription.endpoint`) unless `endpoint` is one the sender may post to.
-    static func checkEndpoint(_ endpoint: String, allowPrivate: Bool) throws(WebPushError) {
+    public static func checkEndpoint(_ endpoint: String, allowPrivate: Bool) throws(WebPushError) {
         let field = "subscription.endpoint"
         guard !endpoint.isEmpty else { throw .invalid(field, "must not be empty") }
         guard endpoint.count <= maxEndpointLength else {
