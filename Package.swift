@@ -580,6 +580,8 @@ let package = Package(
         .target(
             name: "HeraldSimulation",
             dependencies: [
+                "HeraldWebPush",
+                "HeraldWebPushCore",
                 "HeraldTracing",
                 "HeraldHTTPSupport",
                 "HeraldServer",

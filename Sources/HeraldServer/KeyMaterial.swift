@@ -3,9 +3,9 @@ import Foundation
 import HeraldCrypto
 import HeraldEncoding
 public import HeraldFCMCore
-public import HeraldWebPushCore
 import HeraldMacros
 import HeraldSandbox
+public import HeraldWebPushCore
 
 /// Small file helpers for key material: new files get their final mode before any byte is
 /// written, and existing files are not replaced unless asked.

@@ -4,9 +4,9 @@ import HeraldFCM
 public import HeraldProvider
 import HeraldPush
 import HeraldRelay
+public import HeraldStore
 import HeraldWebPush
 import HeraldWebPushCore
-public import HeraldStore
 public import Logging
 public import NIOCore
 public import ServiceLifecycle

@@ -159,7 +159,9 @@ public final class WebPushClient: Service, Sendable {
             (try? WebPushSubscription.checkEndpoint(push.token, allowPrivate: configuration.allowPrivateEndpoints))
                 != nil, let origin = WebPushOrigin.of(push.token)
         else {
-            return .stopped(.failed(reason: "the subscription's endpoint is not one this provider posts to", status: 400))
+            return .stopped(
+                .failed(reason: "the subscription's endpoint is not one this provider posts to", status: 400)
+            )
         }
         let now = clock.seconds()
         let ttl: Int
