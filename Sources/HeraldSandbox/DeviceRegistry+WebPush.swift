@@ -13,6 +13,13 @@ struct WebSubscriptionRecord: Equatable, Sendable {
     var state: TokenState = .active
 }
 
+/// What a browser subscribes with: its app's VAPID public key (base64url, as the control API
+/// takes it), and the base URL its endpoint is minted under.
+struct WebSubscriptionRequest: Sendable {
+    var applicationServerKey: String?
+    var endpointBase = ""
+}
+
 /// What the Web Push emulator asks of the devices.
 protocol WebPushDeviceDirectory: Sendable {
     /// The subscription with this id (the last part of its endpoint).
@@ -69,16 +76,15 @@ extension DeviceRegistry: WebPushDeviceDirectory {
         return id.isEmpty || id.contains("/") ? nil : String(id)
     }
 
-    /// Registers an emulated browser: a subscription for `applicationServerKey` (the app's VAPID
-    /// public key, base64url), whose endpoint under `endpointBase` is its messaging token.
+    /// Registers an emulated browser: a subscription for the request's application server key,
+    /// whose endpoint under the request's base is its messaging token.
     func registerWebDevice(
         bundleID: String,
         messagingTokenDelay: Duration,
-        applicationServerKey: String?,
-        endpointBase: String
+        _ subscription: WebSubscriptionRequest
     ) throws(SandboxError) -> SandboxDevice {
         guard !bundleID.isEmpty else { throw .invalidRequest("bundle_id (the web app's name) must not be empty") }
-        guard let text = applicationServerKey else {
+        guard let text = subscription.applicationServerKey else {
             throw .invalidRequest("application_server_key is required for a web device: the app's VAPID public key")
         }
         guard let key = Self.applicationServerKey(text) else {
@@ -88,7 +94,7 @@ extension DeviceRegistry: WebPushDeviceDirectory {
         }
         let now = clock.now
         let id = RandomText.urlSafe(count: 43)
-        let endpoint = endpointBase + "/wp/" + id
+        let endpoint = subscription.endpointBase + "/wp/" + id
         let device = DeviceRecord(
             id: "dev-" + RandomText.hex(bytes: 8),
             bundleID: bundleID,

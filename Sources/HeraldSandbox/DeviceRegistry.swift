@@ -158,18 +158,12 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
         projectID: String? = nil,
         apnsEnvironment: APNsEnvironment? = nil,
         serviceAccountProjects: @autoclosure () -> Set<String> = [],
-        applicationServerKey: String? = nil,
-        webPushEndpointBase: @autoclosure () -> String = ""
+        subscription: WebSubscriptionRequest = .init()
     ) throws(SandboxError) -> SandboxDevice {
         let now = clock.now
         switch platform {
         case .web:
-            return try registerWebDevice(
-                bundleID: bundleID,
-                messagingTokenDelay: messagingTokenDelay,
-                applicationServerKey: applicationServerKey,
-                endpointBase: webPushEndpointBase()
-            )
+            return try registerWebDevice(bundleID: bundleID, messagingTokenDelay: messagingTokenDelay, subscription)
         case .ios:
             guard projectID == nil else {
                 throw .invalidRequest("project_id is for Android devices; an iOS device gets APNs tokens")

@@ -71,7 +71,9 @@ public final class SandboxCore: Sendable {
     /// An iOS device is for a registered app (`bundleID`) and gets an APNs messaging token and a
     /// VoIP token. An Android device gets one FCM registration token (its messaging token) for
     /// `projectID`, which defaults to the project of the registered service accounts when they
-    /// all share one; `bundleID` is then its package name and needs no registration.
+    /// all share one; `bundleID` is then its package name and needs no registration. A web device
+    /// (a browser) gets a Web Push subscription for `applicationServerKey` (the app's VAPID public
+    /// key, base64url), whose endpoint is its messaging token.
     public func registerDevice(
         bundleID: String,
         messagingTokenDelay: Duration = .zero,
@@ -89,8 +91,7 @@ public final class SandboxCore: Sendable {
             projectID: projectID,
             apnsEnvironment: apnsEnvironment,
             serviceAccountProjects: fcm.tokenEndpoint.projects,
-            applicationServerKey: applicationServerKey,
-            webPushEndpointBase: webPush.endpointBase
+            subscription: .init(applicationServerKey: applicationServerKey, endpointBase: webPush.endpointBase)
         )
     }
 

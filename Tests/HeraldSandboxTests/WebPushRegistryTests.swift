@@ -20,8 +20,10 @@ struct WebPushRegistryTests {
             try before.registerDevice(
                 bundleID: "web-app",
                 platform: .web,
-                applicationServerKey: Self.key.applicationServerKey,
-                webPushEndpointBase: "https://127.0.0.1:2194"
+                subscription: .init(
+                    applicationServerKey: Self.key.applicationServerKey,
+                    endpointBase: "https://127.0.0.1:2194"
+                )
             )
         }
         let live = try browser()
