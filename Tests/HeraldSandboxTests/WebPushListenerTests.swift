@@ -5,6 +5,7 @@ import HeraldPush
 import HeraldSandbox
 import HeraldWebPushCore
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import Testing
 
@@ -183,6 +184,24 @@ import Testing
             #expect(
                 try await sandbox.webPush(to: expired, body: [], headers: [("Content-Encoding", nil)]).status == 410
             )
+        }
+    }
+
+    @Test func otherPathsAndMethodsGetJSONErrors() async throws {
+        try await SandboxHarness.with { sandbox in
+            let browser = try sandbox.browser()
+            for (method, path, status) in [(HTTPMethod.GET, "/wp/x", 404), (.POST, "/nope", 404)] {
+                var request = HTTPClientRequest(url: sandbox.endpoints.webPushURL + path)
+                request.method = method
+                let response = try await sandbox.client.execute(request, timeout: .seconds(10))
+                let body = try await response.body.collect(upTo: 1 << 16)
+                #expect(Int(response.status.code) == status)
+                let json = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
+                #expect(json?["code"] as? Int == status)
+            }
+            // Nothing of these reached the rules.
+            #expect(sandbox.core.webPushInspection().isEmpty)
+            #expect(try await sandbox.webPush(to: browser).status == 201)
         }
     }
 
