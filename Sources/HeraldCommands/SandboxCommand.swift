@@ -48,6 +48,13 @@ struct SandboxCommand: AsyncParsableCommand {
     var fcmPort: Int = 2196
 
     @Option(
+        name: .customLong("webpush-port"),
+        help:
+            "The Web Push port (POST /wp/{id}, HTTP/2 + TLS): 2194 when --apns-port is 2197, else one picked; 0 picks one."
+    )
+    var webPushPort: Int?
+
+    @Option(
         name: .customLong("keys-dir"),
         help: "Where the TLS files live (made when missing) and AuthKey_*.json are read."
     )
@@ -146,7 +153,7 @@ struct SandboxCommand: AsyncParsableCommand {
         guard resolvedLogFormat != nil else {
             throw ValidationError("--log-format (or HERALD_LOG_FORMAT) must be text or json")
         }
-        for port in [apnsPort, controlPort, fcmPort] + (apnsProductionPort.map { [$0] } ?? [])
+        for port in [apnsPort, controlPort, fcmPort] + [apnsProductionPort, webPushPort].compactMap({ $0 })
         where !(0...65_535).contains(port) {
             throw ValidationError("ports must be between 0 and 65535")
         }
@@ -190,6 +197,7 @@ struct SandboxCommand: AsyncParsableCommand {
         configuration.apnsProductionPort = SandboxConfiguration.productionPort(apnsProductionPort, apnsPort: apnsPort)
         configuration.controlPort = controlPort
         configuration.fcmPort = fcmPort
+        configuration.webPushPort = webPushPort
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.providerTokenUpdateInterval = .seconds(tokenUpdateInterval)
         configuration.providerTokenMaxAge = .seconds(tokenMaxAge)

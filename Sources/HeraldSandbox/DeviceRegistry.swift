@@ -53,7 +53,7 @@ struct DeviceHandoff: Sendable {
     /// Nothing to hand over: the push was kept, dropped or refused.
     static let none = DeviceHandoff(connection: nil, event: nil)
 
-    fileprivate init(connection: AsyncStream<SandboxDeviceEvent>.Continuation?, event: SandboxDeviceEvent?) {
+    init(connection: AsyncStream<SandboxDeviceEvent>.Continuation?, event: SandboxDeviceEvent?) {
         self.connection = connection
         self.event = event
     }
@@ -157,10 +157,13 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
         platform: SandboxPlatform = .ios,
         projectID: String? = nil,
         apnsEnvironment: APNsEnvironment? = nil,
-        serviceAccountProjects: @autoclosure () -> Set<String> = []
+        serviceAccountProjects: @autoclosure () -> Set<String> = [],
+        subscription: WebSubscriptionRequest = .init()
     ) throws(SandboxError) -> SandboxDevice {
         let now = clock.now
         switch platform {
+        case .web:
+            return try registerWebDevice(bundleID: bundleID, messagingTokenDelay: messagingTokenDelay, subscription)
         case .ios:
             guard projectID == nil else {
                 throw .invalidRequest("project_id is for Android devices; an iOS device gets APNs tokens")
@@ -271,6 +274,11 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 if state.fcmTokens[device.messagingToken]?.state == .active {
                     state.fcmTokens[device.messagingToken]?.state = .unregistered(at: timestamp)
                 }
+            case .web:
+                if let (id, record) = state.web.record(forToken: device.messagingToken), record.state == .active {
+                    state.web.subscriptions[id]?.state = .unregistered(at: timestamp)
+                }
+                state.web.stored[deviceID] = nil
             }
             state.storedNotifications = state.storedNotifications.filter { $0.key.deviceID != deviceID }
             state.storedMessages[deviceID] = nil
@@ -287,6 +295,10 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
         let deviceID = try state.withLock { (state) throws(SandboxError) -> String in
             if let record = state.fcmTokens[token] {
                 state.fcmTokens[token]?.state = .expired(at: timestamp)
+                return record.deviceID
+            }
+            if let (id, record) = state.web.record(forToken: token) {
+                state.web.subscriptions[id]?.state = .expired(at: timestamp)
                 return record.deviceID
             }
             guard let record = state.apnsTokens[token.lowercased()] else { throw .unknownToken(token) }
@@ -383,6 +395,9 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             for stored in state.storedMessages.removeValue(forKey: deviceID) ?? []
             where stored.expiresAt > nowMilliseconds {
                 continuation.yield(.fcmMessage(stored.message))
+            }
+            for message in state.web.takeStored(for: deviceID, now: nowMilliseconds) {
+                continuation.yield(.webPush(message))
             }
             return (state.nextConnectionID, replaced, later)
         }

@@ -57,3 +57,15 @@ extension FaultPlanning {
         changePlan { $0.shuttingDown = true }
     }
 }
+
+/// Throws unless a queued fault's fields are in range: at least one use, an error status
+/// (400–599), a `Retry-After` of at most a day.
+func checkFault(count: Int, status: Int?, retryAfter: Int?) throws(SandboxError) {
+    guard count > 0 else { throw .invalidRequest("count must be at least 1") }
+    if let status, !(400...599).contains(status) {
+        throw .invalidRequest("status must be an error status, between 400 and 599")
+    }
+    if let retryAfter, !(0...86_400).contains(retryAfter) {
+        throw .invalidRequest("retry_after must be between 0 and 86400 seconds")
+    }
+}

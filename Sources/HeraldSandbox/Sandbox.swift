@@ -28,12 +28,16 @@ public struct SandboxEndpoints: Sendable, Hashable {
     public var fcmPort: Int
     /// The OAuth2 token endpoint, `https://<host>:<port>/token`: a service account's `token_uri`.
     public var tokenURL: String
+    /// The Web Push service, `https://<host>:<port>`: browsers' subscription endpoints are
+    /// `<webPushURL>/wp/<id>`.
+    public var webPushURL: String
+    public var webPushPort: Int
     /// The CA certificate clients must trust (for both APNs and FCM).
     public var caCertificatePath: String
 }
 
-/// The sandbox as a service: the APNs listener, the FCM listener and the control API, under a
-/// `ServiceGroup`.
+/// The sandbox as a service: the APNs listener, the FCM listener, the Web Push listener and the
+/// control API, under a `ServiceGroup`.
 ///
 /// Graceful shutdown answers new pushes 503 Shutdown (APNs) or 503 UNAVAILABLE (FCM), sends
 /// GOAWAY on every APNs and FCM connection, ends device connections and stops the listeners.
@@ -76,8 +80,10 @@ public final class Sandbox: Service, Sendable {
         let report = portReporter(apnsPort: apnsPort, productionPort: productionPort)
         let app = controlApplication(report: report)
         let fcm: any ApplicationProtocol
+        let webPush: any ApplicationProtocol
         do {
-            fcm = try SandboxFCMServer.application(core: core, group: group, logger: logger) { report(nil, $0) }
+            fcm = try SandboxFCMServer.application(core: core, group: group, logger: logger) { report(nil, $0, nil) }
+            webPush = try SandboxWebPushServer.application(core: core, group: group, logger: logger, report: report)
         } catch {
             ready.fail(error)
             await apns.shutdown()
@@ -85,7 +91,7 @@ public final class Sandbox: Service, Sendable {
             throw error
         }
         do {
-            try await serve(control: app, fcm: fcm)
+            try await serve(control: app, fcm: fcm, webPush: webPush)
         } catch {
             ready.fail(error)
             await apns.shutdown()
@@ -111,17 +117,21 @@ public final class Sandbox: Service, Sendable {
 
     /// What each Hummingbird listener calls with its port once it runs: the sandbox is ready
     /// once both have reported theirs.
-    private func portReporter(apnsPort: Int, productionPort: Int?) -> @Sendable (_ control: Int?, _ fcm: Int?) -> Void {
+    private func portReporter(
+        apnsPort: Int,
+        productionPort: Int?
+    ) -> @Sendable (_ control: Int?, _ fcm: Int?, _ webPush: Int?) -> Void {
         let ready = ready
         let host = core.configuration.host
         let caPath = core.configuration.tls.caCertificatePath
-        let bound = NIOLockedValueBox<(control: Int?, fcm: Int?)>((nil, nil))
-        return { control, fcm in
-            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int)? in
+        let bound = NIOLockedValueBox<(control: Int?, fcm: Int?, webPush: Int?)>((nil, nil, nil))
+        return { control, fcm, webPush in
+            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int, webPush: Int)? in
                 if let control { ports.control = control }
                 if let fcm { ports.fcm = fcm }
-                guard let control = ports.control, let fcm = ports.fcm else { return nil }
-                return (control, fcm)
+                if let webPush { ports.webPush = webPush }
+                guard let control = ports.control, let fcm = ports.fcm, let webPush = ports.webPush else { return nil }
+                return (control, fcm, webPush)
             }
             guard let ports else { return }
             let urlHost = host.contains(":") ? "[\(host)]" : host
@@ -136,6 +146,8 @@ public final class Sandbox: Service, Sendable {
                     fcmURL: "https://\(urlHost):\(ports.fcm)",
                     fcmPort: ports.fcm,
                     tokenURL: "https://\(urlHost):\(ports.fcm)/token",
+                    webPushURL: "https://\(urlHost):\(ports.webPush)",
+                    webPushPort: ports.webPush,
                     caCertificatePath: caPath
                 )
             )
@@ -144,7 +156,7 @@ public final class Sandbox: Service, Sendable {
 
     /// The control API's application (HTTP and its WebSocket streams).
     private func controlApplication(
-        report: @escaping @Sendable (_ control: Int?, _ fcm: Int?) -> Void
+        report: @escaping @Sendable (_ control: Int?, _ fcm: Int?, _ webPush: Int?) -> Void
     ) -> some ApplicationProtocol {
         let configuration = core.configuration
         let router = SandboxControlAPI.router(core: core, apns: apns, logger: logger)
@@ -156,7 +168,7 @@ public final class Sandbox: Service, Sendable {
                 serverName: "herald-sandbox"
             ),
             onServerRunning: { channel in
-                report(channel.localAddress?.port ?? configuration.controlPort, nil)
+                report(channel.localAddress?.port ?? configuration.controlPort, nil, nil)
             },
             eventLoopGroupProvider: .shared(group),
             logger: logger
@@ -165,7 +177,11 @@ public final class Sandbox: Service, Sendable {
 
     /// Runs the control API and the FCM side until a graceful shutdown, or until one of them
     /// fails.
-    private func serve(control app: some ApplicationProtocol, fcm: any ApplicationProtocol) async throws {
+    private func serve(
+        control app: some ApplicationProtocol,
+        fcm: any ApplicationProtocol,
+        webPush: any ApplicationProtocol
+    ) async throws {
         let configuration = core.configuration
         let host = configuration.host
         let apns = apns
@@ -188,12 +204,13 @@ public final class Sandbox: Service, Sendable {
                         port: configuration.controlPort
                     ) { try await app.run() }
                 }
-                listeners.addTask {
-                    try await ListenerError.naming(
-                        "the sandbox's FCM side",
-                        host: configuration.host,
-                        port: configuration.fcmPort
-                    ) { try await fcm.run() }
+                for (name, port, listener) in [
+                    ("the sandbox's FCM side", configuration.fcmPort, fcm),
+                    ("the sandbox's Web Push side", configuration.resolvedWebPushPort, webPush),
+                ] {
+                    listeners.addTask {
+                        try await ListenerError.naming(name, host: host, port: port) { try await listener.run() }
+                    }
                 }
                 do {
                     while try await listeners.next() != nil {}

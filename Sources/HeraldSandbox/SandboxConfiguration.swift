@@ -18,6 +18,9 @@ public struct SandboxConfiguration: Sendable {
     /// The FCM HTTP v1 port (HTTP/2 or HTTP/1.1 over TLS): `messages:send` and the OAuth2 token
     /// endpoint `/token`; 0 picks a free port.
     public var fcmPort: Int = 2196
+    /// The Web Push port (HTTP/2 or HTTP/1.1 over TLS): `POST /wp/{subscription}`; nil: 2194
+    /// beside the default `apnsPort`, else a free one (`resolvedWebPushPort`); 0 picks a free one.
+    public var webPushPort: Int? = nil
     /// The TLS identity of the APNs and FCM listeners.
     public var tls: SandboxTLS
     /// Streams a connection may open once it has sent a valid provider token; before that, 1.
@@ -62,6 +65,12 @@ public struct SandboxConfiguration: Sendable {
     /// beside the default 2197, else one picked (so sandboxes on other ports never collide on it).
     public static func productionPort(_ given: Int?, apnsPort: Int) -> Int {
         given ?? (apnsPort == 2197 ? 2195 : 0)
+    }
+
+    /// The Web Push port bound: the one given, else 2194 beside the default APNs port 2197, else
+    /// one picked (so sandboxes on other ports, as in tests, never collide on it).
+    public var resolvedWebPushPort: Int {
+        webPushPort ?? (apnsPort == 2197 ? 2194 : 0)
     }
 
     public init(tls: SandboxTLS) {

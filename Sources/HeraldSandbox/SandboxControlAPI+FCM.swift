@@ -15,10 +15,8 @@ extension SandboxControlAPI {
             core.expireAccessTokens()
             return .noContent
         }
-        router.post("/sandbox/fcm/faults") { request, context -> JSON<SandboxFCMFault> in
-            let fault = try await request.decodeJSON(as: SandboxFCMFault.self, context: context)
+        addFaultRoute(to: router, path: "/sandbox/fcm/faults") { (fault: SandboxFCMFault) in
             try core.inject(fcmFault: fault)
-            return JSON(fault, status: .created)
         }
         router.get("/sandbox/fcm/inspection") { request, _ in
             let (token, limit) = try inspectionFilter(request)

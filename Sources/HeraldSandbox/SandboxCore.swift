@@ -7,13 +7,15 @@ public import HeraldAPNsCore
 /// tokens, device connections, what is kept for offline devices), the `APNsEmulator` (provider
 /// keys and tokens, the APNs rules, APNs faults), the `FCMEmulator` with its
 /// `FCMTokenEndpoint` (service accounts, access tokens, the `messages:send` rules, FCM faults),
-/// and one `InspectionLog` per push service. The emulators reach the registry only through
-/// `APNsDeviceDirectory` and `FCMDeviceDirectory`.
+/// the `WebPushEmulator` (VAPID and RFC 8030 rules, Web Push faults), and one `InspectionLog`
+/// per push service. The emulators reach the registry only through `APNsDeviceDirectory`,
+/// `FCMDeviceDirectory` and `WebPushDeviceDirectory`.
 public final class SandboxCore: Sendable {
     let configuration: SandboxConfiguration
     let devices: DeviceRegistry
     let apns: APNsEmulator
     let fcm: FCMEmulator
+    let webPush: WebPushEmulator
 
     /// A sandbox with the configuration's apps, keys and service accounts registered.
     public init(configuration: SandboxConfiguration) throws {
@@ -30,6 +32,11 @@ public final class SandboxCore: Sendable {
             log: InspectionLog(capacity: configuration.inspectionCapacity)
         )
         fcm = try FCMEmulator(
+            configuration: configuration,
+            devices: devices,
+            log: InspectionLog(capacity: configuration.inspectionCapacity)
+        )
+        webPush = WebPushEmulator(
             configuration: configuration,
             devices: devices,
             log: InspectionLog(capacity: configuration.inspectionCapacity)
@@ -64,14 +71,17 @@ public final class SandboxCore: Sendable {
     /// An iOS device is for a registered app (`bundleID`) and gets an APNs messaging token and a
     /// VoIP token. An Android device gets one FCM registration token (its messaging token) for
     /// `projectID`, which defaults to the project of the registered service accounts when they
-    /// all share one; `bundleID` is then its package name and needs no registration.
+    /// all share one; `bundleID` is then its package name and needs no registration. A web device
+    /// (a browser) gets a Web Push subscription for `applicationServerKey` (the app's VAPID public
+    /// key, base64url), whose endpoint is its messaging token.
     public func registerDevice(
         bundleID: String,
         messagingTokenDelay: Duration = .zero,
         voipTokenDelay: Duration = .zero,
         platform: SandboxPlatform = .ios,
         projectID: String? = nil,
-        apnsEnvironment: APNsEnvironment? = nil
+        apnsEnvironment: APNsEnvironment? = nil,
+        applicationServerKey: String? = nil
     ) throws(SandboxError) -> SandboxDevice {
         try devices.registerDevice(
             bundleID: bundleID,
@@ -80,7 +90,8 @@ public final class SandboxCore: Sendable {
             platform: platform,
             projectID: projectID,
             apnsEnvironment: apnsEnvironment,
-            serviceAccountProjects: fcm.tokenEndpoint.projects
+            serviceAccountProjects: fcm.tokenEndpoint.projects,
+            subscription: .init(applicationServerKey: applicationServerKey, endpointBase: webPush.endpointBase)
         )
     }
 
@@ -141,12 +152,14 @@ public final class SandboxCore: Sendable {
     public func setLatency(_ latency: Duration) {
         apns.setLatency(latency)
         fcm.setLatency(latency)
+        webPush.setLatency(latency)
     }
 
     /// Removes every queued fault (APNs and FCM) and the latency.
     public func clearFaults() {
         apns.clearFaults()
         fcm.clearFaults()
+        webPush.clearFaults()
     }
 
     // MARK: - Inspection
@@ -214,6 +227,7 @@ public final class SandboxCore: Sendable {
     func beginShutdown() {
         apns.beginShutdown()
         fcm.beginShutdown()
+        webPush.beginShutdown()
     }
 
     /// Ends every device connection and inspection stream.
@@ -221,5 +235,6 @@ public final class SandboxCore: Sendable {
         devices.disconnectAll()
         apns.log.finishUpdates()
         fcm.log.finishUpdates()
+        webPush.log.finishUpdates()
     }
 }

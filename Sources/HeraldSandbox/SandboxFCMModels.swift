@@ -7,6 +7,8 @@ public enum SandboxPlatform: String, Sendable, Hashable, Codable, CaseIterable {
     case ios
     /// FCM: one registration token, for a Firebase project.
     case android
+    /// Web Push: a browser's subscription, whose endpoint is its messaging token.
+    case web
 }
 
 /// An FCM message as the sandbox delivers it to an Android device.

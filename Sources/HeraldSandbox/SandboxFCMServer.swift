@@ -25,36 +25,13 @@ enum SandboxFCMServer {
         logger: Logger,
         onRunning: @escaping @Sendable (Int) -> Void
     ) throws -> some ApplicationProtocol {
-        let configuration = core.configuration
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(configuration.tls.certificateChainPath).map {
-                .certificate($0)
-            },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: configuration.tls.privateKeyPath, format: .pem))
-        )
-        // RFC 9113 §9.2 requires TLS 1.2 or later for HTTP/2; HTTP/1.1 clients get the same floor.
-        tls.minimumTLSVersion = .tlsv12
-        let tlsConfiguration = tls
-        return Application(
+        try SandboxHTTPSListener.application(
             router: router(core: core),
-            server: .guarded(limits: configuration.http, encrypted: true) { responder in
-                // Idle: an HTTP/2 connection without streams, an HTTP/1.1 one between requests.
-                try HTTP2UpgradeChannel(
-                    tlsConfiguration: tlsConfiguration,
-                    configuration: .init(
-                        idleTimeout: configuration.http.idleTimeout,
-                        streamConfiguration: .init(idleTimeout: TimeAmount(configuration.http.idleTimeout))
-                    ),
-                    responder: responder
-                )
-            },
-            configuration: .init(
-                address: .hostname(configuration.host, port: configuration.fcmPort),
-                serverName: "herald-sandbox"
-            ),
-            onServerRunning: { channel in onRunning(channel.localAddress?.port ?? configuration.fcmPort) },
-            eventLoopGroupProvider: .shared(group),
-            logger: logger
+            configuration: core.configuration,
+            port: core.configuration.fcmPort,
+            group: group,
+            logger: logger,
+            onRunning: onRunning
         )
     }
 

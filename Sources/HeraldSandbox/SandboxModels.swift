@@ -98,6 +98,8 @@ public enum SandboxDeviceEvent: Sendable, Hashable {
     case notification(SandboxNotification)
     /// An FCM message was delivered (Android devices).
     case fcmMessage(SandboxFCMMessage)
+    /// A Web Push message was delivered (web devices).
+    case webPush(SandboxWebPushMessage)
 }
 
 extension SandboxDeviceEvent: Codable {
@@ -117,6 +119,8 @@ extension SandboxDeviceEvent: Codable {
             self = .notification(try container.decode(SandboxNotification.self, forKey: .notification))
         case "fcm_message":
             self = .fcmMessage(try container.decode(SandboxFCMMessage.self, forKey: .message))
+        case "web_push":
+            self = .webPush(try container.decode(SandboxWebPushMessage.self, forKey: .message))
         case let other:
             throw DecodingError.dataCorruptedError(
                 forKey: .type,
@@ -138,6 +142,9 @@ extension SandboxDeviceEvent: Codable {
             try container.encode(notification, forKey: .notification)
         case .fcmMessage(let message):
             try container.encode("fcm_message", forKey: .type)
+            try container.encode(message, forKey: .message)
+        case .webPush(let message):
+            try container.encode("web_push", forKey: .type)
             try container.encode(message, forKey: .message)
         }
     }
