@@ -890,6 +890,7 @@ let package = Package(
                 "HeraldAPNsCore",
                 "HeraldFCM",
                 "HeraldFCMCore",
+                "HeraldWebPushCore",
                 "HeraldSandbox",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -132,8 +132,10 @@ public final class RelayActivation: Sendable {
 
     /// Sets late or refreshed tokens; a token another device had is taken from it.
     public func updateTokens(deviceID: String, _ request: TokenUpdateRequest) async throws(RelayError) -> DeviceView {
+        // Nothing to set is refused by the planner before any read.
         let current =
-            request.messagingToken == nil && request.voipToken == nil ? nil : try await device(record: deviceID)
+            request.messagingToken == nil && request.voipToken == nil && request.subscription == nil
+            ? nil : try await device(record: deviceID)
         let planned = try planner.tokenUpdate(request, deviceID: deviceID, current: current, now: context.clock.now())
         try await context.commit(planned.change)
         return planned.answer

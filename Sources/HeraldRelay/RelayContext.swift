@@ -82,7 +82,8 @@ final class RelayContext: Sendable {
             deviceToken: token,
             apnsEnvironment: device.apnsEnvironment,
             apnsKey: app.apnsKey,
-            fcmAccount: app.fcmAccount
+            fcmAccount: app.fcmAccount,
+            webPushKeys: device.webPushKeys
         )
     }
 

@@ -6,6 +6,7 @@ import HeraldAPNsCore
 import HeraldAdapters
 import HeraldCrypto
 import HeraldDispatch
+import HeraldEncoding
 import HeraldFCM
 import HeraldFCMCore
 import HeraldHTTPSupport
@@ -22,6 +23,7 @@ import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
 import HeraldTracing
+import HeraldWebPushCore
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -300,6 +302,62 @@ final class RelayHarness: Sendable {
         let reply = try await call(.POST, "/v1/activations", json: request)
         try #require(reply.status == 201, "activation answered \(reply.status): \(reply.text)")
         return Phone(sandboxDevice: device, keys: keys, activation: try reply.decode(ActivationResponse.self))
+    }
+
+    /// A browser: its sandbox device (the endpoint), its subscription's private key and auth
+    /// secret (which only it holds), and what activation gave it.
+    struct Browser: Sendable {
+        var phone: Phone
+        var privateKey: P256.KeyAgreement.PrivateKey
+        var auth: [UInt8]
+
+        var endpoint: String { phone.messagingToken }
+
+        /// Decrypts a body the push service received, as the browser does (RFC 8291).
+        func decrypt(_ base64: String) throws -> [String: String] {
+            let body = try #require(Data(base64Encoded: base64))
+            let plaintext = try WebPushEncryption.decrypt(Array(body), privateKey: privateKey, auth: auth)
+            return try #require(DataFields.fields(String(decoding: plaintext, as: UTF8.self)))
+        }
+    }
+
+    /// Registers a browser with the sandbox (subscribed with the app's application server key,
+    /// asked of the relay) and activates it for `user` with its subscription.
+    func browser(user: String, bundleID: String = RelayHarness.bundleID) async throws -> Browser {
+        let app = try await call(.GET, "/v1/apps/\(bundleID)/web-push").decode(WebPushAppView.self)
+        let device = try core.registerDevice(
+            bundleID: bundleID,
+            platform: .web,
+            applicationServerKey: app.applicationServerKey
+        )
+        let privateKey = P256.KeyAgreement.PrivateKey()
+        var auth = [UInt8](repeating: 0, count: 16)
+        for index in auth.indices { auth[index] = UInt8.random(in: 0...255) }
+        let keys = KeyPair.generate()
+        var request = ActivationRequest(
+            userID: user,
+            app: bundleID,
+            platform: .web,
+            publicKey: keys.publicKey.base64,
+            messagingToken: nil,
+            voipToken: nil
+        )
+        request.subscription = WebPushSubscriptionBody(
+            endpoint: try #require(device.messagingToken),
+            keys: .init(
+                p256dh: Base64URL.encode(Array(privateKey.publicKey.x963Representation)),
+                auth: Base64URL.encode(auth)
+            )
+        )
+        let reply = try await call(.POST, "/v1/activations", json: request)
+        try #require(reply.status == 201, "activation answered \(reply.status): \(reply.text)")
+        let phone = Phone(sandboxDevice: device, keys: keys, activation: try reply.decode(ActivationResponse.self))
+        return Browser(phone: phone, privateKey: privateKey, auth: auth)
+    }
+
+    /// Web Push requests the sandbox's push service accepted for an endpoint.
+    func acceptedWebPush(endpoint: String) -> [SandboxWebPushInspectionRecord] {
+        core.webPushInspection(endpoint: endpoint).filter { $0.status == 201 }
     }
 
     /// FCM messages the sandbox accepted for a token.

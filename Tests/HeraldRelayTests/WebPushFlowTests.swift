@@ -1,0 +1,227 @@
+import Foundation
+import HeraldCrypto
+import HeraldEncoding
+import HeraldPush
+import HeraldRelay
+import HeraldRelayAPI
+import HeraldSandbox
+import HeraldStore
+import HeraldTestSupport
+import HeraldWebPushCore
+import Testing
+
+/// Browsers: activation with a subscription → message / call → what the sandbox's push service
+/// received (ciphertext, headers, VAPID), decrypted as the browser does and opened as its service
+/// worker does.
+@Suite("Relay flows in browsers (Web Push)", .timeLimit(.minutes(2)))
+struct WebPushFlowTests {
+    /// The one accepted request for the browser, decrypted.
+    static func received(
+        _ harness: RelayHarness,
+        by browser: RelayHarness.Browser
+    ) throws -> (SandboxWebPushInspectionRecord, [String: String]) {
+        let record = try #require(harness.acceptedWebPush(endpoint: browser.endpoint).last)
+        return (record, try browser.decrypt(try #require(record.body)))
+    }
+
+    @Test("a message: RFC 8291 ciphertext for the subscription, VAPID-signed, sealed for the device inside")
+    func messageIsEncryptedAndSealed() async throws {
+        try await RelayHarness.with { harness in
+            let browser = try await harness.browser(user: "alice")
+            let iphone = try await harness.phone(user: "alice")
+            let secret = "Your refund of 42 EUR was approved"
+            let reply = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: RelayFlowTests.message(to: "alice", text: secret)
+            )
+            #expect(reply.status == 202)
+            let receipt = try reply.decode(IngestReceipt.self)
+            #expect(receipt.pushes.count == 2 && receipt.skipped.isEmpty)
+            for push in receipt.pushes { try await harness.push(push.pushID, reaches: .delivered) }
+
+            let (record, fields) = try Self.received(harness, by: browser)
+            #expect(record.headers["urgency"] == "normal" && record.headers["content-encoding"] == "aes128gcm")
+            let ttl = try #require(record.headers["ttl"].flatMap(Int.init))
+            #expect((86_390...86_400).contains(ttl))
+            let vapid = try #require(record.vapid)
+            let app = try await harness.call(.GET, "/v1/apps/\(RelayHarness.bundleID)/web-push")
+            #expect(vapid.k == (try app.decode(WebPushAppView.self)).applicationServerKey)
+            #expect(vapid.sub.hasPrefix("mailto:") && vapid.aud.hasPrefix("https://127.0.0.1:"))
+            #expect(record.location != nil && (record.bodySize ?? 0) <= 4096)
+            #expect(fields["kind"] == "message" && fields["v"] == "1" && fields["message_id"] == receipt.id)
+            // Nothing in clear outside the browser: the push service saw ciphertext only.
+            let seen = (record.body ?? "") + record.headers.values.joined() + vapid.sub
+            #expect(!seen.contains("refund") && !seen.contains("Dana") && !seen.contains(receipt.id))
+            #expect(!fields.values.joined(separator: " ").contains("refund"))
+            guard
+                case .message(let content) = try AndroidFlowTests.open(
+                    fields,
+                    kind: .message,
+                    pushID: receipt.id,
+                    phone: browser.phone
+                )
+            else {
+                Issue.record("the envelope did not hold a message")
+                return
+            }
+            #expect(content.text == secret && content.senderName == "Dana Agent" && !content.truncated)
+            #expect(harness.accepted(token: iphone.messagingToken).count == 1, "the iPhone got its alert as before")
+        }
+    }
+
+    @Test("a long text is cut to the 3,993 bytes a 4,096-byte Web Push body holds, and the cut is flagged")
+    func longTextFits() async throws {
+        try await RelayHarness.with { harness in
+            let browser = try await harness.browser(user: "carol")
+            let text = String(repeating: "Ünïcødé text 🙂 ", count: 600)
+            let reply = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: RelayFlowTests.message(to: "carol", text: text)
+            )
+            let receipt = try reply.decode(IngestReceipt.self)
+            try await harness.push(try #require(receipt.pushes.first?.pushID), reaches: .delivered)
+            let (record, fields) = try Self.received(harness, by: browser)
+            #expect(DataFields.json(fields).utf8.count <= WebPushPayload.maxPlaintext)
+            #expect(DataFields.json(fields).utf8.count > 3800)
+            #expect((record.bodySize ?? 0) <= 4096)
+            guard
+                case .message(let content) = try AndroidFlowTests.open(
+                    fields,
+                    kind: .message,
+                    pushID: receipt.id,
+                    phone: browser.phone
+                )
+            else {
+                Issue.record("the envelope did not hold a message")
+                return
+            }
+            #expect(content.truncated && text.hasPrefix(content.text) && !content.text.isEmpty)
+        }
+    }
+
+    @Test("a call is Urgency high with the call's TTL")
+    func callIsUrgent() async throws {
+        try await RelayHarness.with { harness in
+            let browser = try await harness.browser(user: "bob")
+            let reply = try await harness.call(
+                .POST,
+                "/v1/calls",
+                body: #"{"to":"bob","from":{"id":"agent-7","name":"Dana Agent"},"call_id":"call-7","media":"video"}"#
+            )
+            let receipt = try reply.decode(IngestReceipt.self)
+            try await harness.push(try #require(receipt.pushes.first?.pushID, "\(reply.text)"), reaches: .delivered)
+            let (record, fields) = try Self.received(harness, by: browser)
+            #expect(record.headers["urgency"] == "high")
+            let ttl = try #require(record.headers["ttl"].flatMap(Int.init))
+            #expect((25...30).contains(ttl))
+            guard
+                case .call(let call) = try AndroidFlowTests.open(
+                    fields,
+                    kind: .call,
+                    pushID: "call-7",
+                    phone: browser.phone
+                )
+            else {
+                Issue.record("the envelope did not hold a call")
+                return
+            }
+            #expect(call.callerName == "Dana Agent" && call.media == .video)
+        }
+    }
+
+    @Test("410 from the push service: the subscription is dropped and never tried again")
+    func goneSubscriptionIsDropped() async throws {
+        try await RelayHarness.with { harness in
+            let browser = try await harness.browser(user: "dave")
+            try harness.core.uninstall(deviceID: browser.phone.sandboxDevice.deviceID)
+            let first = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: RelayFlowTests.message(to: "dave", text: "hi")
+            )
+            let status = try await harness.push(
+                try #require(try first.decode(IngestReceipt.self).pushes.first?.pushID),
+                reaches: .tokenDead
+            )
+            #expect(status.reason?.hasPrefix("subscription gone (410)") == true, "\(status.reason ?? "none")")
+            #expect(try await harness.store.device(id: browser.phone.deviceID)?.messagingToken == nil)
+            let second = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: RelayFlowTests.message(to: "dave", text: "again")
+            )
+            let receipt = try second.decode(IngestReceipt.self)
+            #expect(receipt.pushes.isEmpty && receipt.skipped.first?.reason.hasPrefix("token_dead") == true)
+            #expect(harness.core.webPushInspection(endpoint: browser.endpoint).count == 1, "tried once, never again")
+        }
+    }
+
+    @Test("a renewed subscription: the next push goes to the new endpoint, encrypted for the new keys")
+    func renewedSubscription() async throws {
+        try await RelayHarness.with { harness in
+            let old = try await harness.browser(user: "erin")
+            // The browser subscribes again (its `pushsubscriptionchange`): a new endpoint and keys.
+            let renewed = try await harness.browser(user: "erin-renewal")
+            var update = TokenUpdateRequest()
+            update.subscription = WebPushSubscriptionBody(
+                endpoint: renewed.endpoint,
+                keys: .init(
+                    p256dh: Base64URL.encode(Array(renewed.privateKey.publicKey.x963Representation)),
+                    auth: Base64URL.encode(renewed.auth)
+                )
+            )
+            let answer = try await harness.call(
+                .PUT,
+                "/v1/devices/\(old.phone.deviceID)/tokens",
+                auth: .bearer(old.phone.credential),
+                json: update
+            )
+            #expect(answer.status == 200, "\(answer.text)")
+            let reply = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: RelayFlowTests.message(to: "erin", text: "hi")
+            )
+            let receipt = try reply.decode(IngestReceipt.self)
+            try await harness.push(try #require(receipt.pushes.first?.pushID), reaches: .delivered)
+            #expect(harness.acceptedWebPush(endpoint: old.endpoint).isEmpty)
+            let record = try #require(harness.acceptedWebPush(endpoint: renewed.endpoint).last)
+            let fields = try renewed.decrypt(try #require(record.body))
+            #expect(fields["message_id"] == receipt.id)
+            guard
+                case .message = try AndroidFlowTests.open(fields, kind: .message, pushID: receipt.id, phone: old.phone)
+            else {
+                Issue.record("the envelope did not hold a message")
+                return
+            }
+        }
+    }
+
+    @Test("a push service answering 503 slows neither APNs nor FCM: their pushes are delivered, the browser's waits")
+    func failingPushServiceIsolated() async throws {
+        try await RelayHarness.with { harness in
+            let browser = try await harness.browser(user: "gina")
+            let iphone = try await harness.phone(user: "gina")
+            let android = try await harness.androidPhone(user: "gina")
+            try harness.core.inject(webPushFault: SandboxWebPushFault(status: 503, retryAfter: 120, count: 1_000))
+            let started = ContinuousClock.now
+            let reply = try await harness.call(
+                .POST,
+                "/v1/messages",
+                body: RelayFlowTests.message(to: "gina", text: "hi")
+            )
+            let receipt = try reply.decode(IngestReceipt.self)
+            #expect(receipt.pushes.count == 3)
+            let byDevice = Dictionary(uniqueKeysWithValues: receipt.pushes.map { ($0.deviceID, $0.pushID) })
+            try await harness.push(try #require(byDevice[iphone.deviceID]), reaches: .delivered, timeout: .seconds(5))
+            try await harness.push(try #require(byDevice[android.deviceID]), reaches: .delivered, timeout: .seconds(5))
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed < .seconds(5), "APNs and FCM delivered in \(elapsed)")
+            let web = try await harness.push(try #require(byDevice[browser.phone.deviceID]), reaches: .queued)
+            #expect(web.reason?.contains("503") == true, "\(web.reason ?? "none")")
+            #expect(harness.acceptedWebPush(endpoint: browser.endpoint).isEmpty)
+        }
+    }
+}
