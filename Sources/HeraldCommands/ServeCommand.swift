@@ -35,6 +35,12 @@ struct ServeCommand: AsyncParsableCommand {
     var sandboxFCMPort: Int = 2196
 
     @Option(
+        name: .customLong("sandbox-webpush-port"),
+        help: "The in-process sandbox's Web Push port (2194 beside the default APNs port, else one picked); 0 picks one."
+    )
+    var sandboxWebPushPort: Int?
+
+    @Option(
         name: .customLong("sandbox-apns-port"),
         help: "The in-process sandbox's APNs port; 0 picks one."
     )
@@ -71,6 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let sandboxAPNsProductionPort { sandbox.apnsProductionPort = sandboxAPNsProductionPort }
         if sandboxFCMPort != 2196 { sandbox.fcmPort = sandboxFCMPort }
         if sandboxControlPort != 2198 { sandbox.controlPort = sandboxControlPort }
+        if let sandboxWebPushPort { sandbox.webPushPort = sandboxWebPushPort }
         if sandbox != ConfigurationFile.Sandbox() { layer.sandbox = sandbox }
         return layer
     }

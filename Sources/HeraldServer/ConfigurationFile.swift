@@ -138,10 +138,14 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         public var fcmPort: Int?
         /// The control API's port (2198); 0 picks one.
         public var controlPort: Int?
+        /// The Web Push service's port (2194 beside the default APNs port, else one picked); 0
+        /// picks one.
+        public var webPushPort: Int?
 
         enum CodingKeys: String, CodingKey {
             case apnsPort = "apns_port"
             case apnsProductionPort = "apns_production_port"
+            case webPushPort = "webpush_port"
             case fcmPort = "fcm_port"
             case controlPort = "control_port"
         }

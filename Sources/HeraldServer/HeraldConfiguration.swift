@@ -172,6 +172,8 @@ public struct HeraldConfiguration: Sendable {
         public var apnsProduction: Int?
         public var fcm = 2196
         public var control = 2198
+        /// The Web Push service: 2194 beside the default APNs port, else one picked.
+        public var webPush: Int?
 
         public init() {}
     }
@@ -219,6 +221,7 @@ public struct HeraldConfiguration: Sendable {
             sandboxPorts.apnsProduction = sandbox.apnsProductionPort
             sandboxPorts.fcm = sandbox.fcmPort ?? sandboxPorts.fcm
             sandboxPorts.control = sandbox.controlPort ?? sandboxPorts.control
+            sandboxPorts.webPush = sandbox.webPushPort
         }
         try Self.refuseNetworksWithoutCredentials(file)
         try resolveCredentials(file)

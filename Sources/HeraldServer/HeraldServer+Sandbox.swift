@@ -187,6 +187,7 @@ extension HeraldServer {
         // the relay's /metrics already, and a scrape of both would count everything twice.
         sandboxConfiguration.metrics = nil
         sandboxConfiguration.fcmPort = configuration.sandboxPorts.fcm
+        sandboxConfiguration.webPushPort = configuration.sandboxPorts.webPush
         sandboxConfiguration.registryFile = configuration.sandboxRegistryPath
         sandboxConfiguration.keys = [
             SandboxKey(keyID: metadata.keyID, teamID: metadata.teamID, publicKeyPEM: metadata.publicKeyPEM)
@@ -236,6 +237,7 @@ extension HeraldServer {
         if let production = endpoints.apnsProductionURL {
             lines.append("  sandbox      APNs production \(production)   (production device tokens)")
         }
+        lines.append("  sandbox      Web Push \(endpoints.webPushURL)   (browsers' subscriptions)")
         lines.append("  sandbox CA   \(endpoints.caCertificatePath)")
         lines.append("  devices      \(registry)   (the sandbox's, kept across restarts)")
         lines.append("  APNs key     AuthKey_\(metadata.keyID) (team \(metadata.teamID))")

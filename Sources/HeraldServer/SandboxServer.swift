@@ -36,6 +36,7 @@ extension HeraldServer {
                     + [
                         "  FCM          \(endpoints.fcmURL)   (HTTP/2 + TLS, /v1/projects/{project}/messages:send)",
                         "  FCM tokens   \(endpoints.tokenURL)   (a service account's token_uri)",
+                        "  Web Push     \(endpoints.webPushURL)   (HTTPS, POST /wp/{subscription}, VAPID)",
                         "  control API  \(endpoints.controlURL)/sandbox   (docs/sandbox.md)",
                         "  apps         \(configuration.apps.map { "\($0.bundleID) (team \($0.teamID))" }.joined(separator: ", "))",
                         "  keys         \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))",
