@@ -22,7 +22,7 @@ public enum MetricCatalog {
     }
 
     public static let entries: [Entry] =
-        pushClient("apns") + pushClient("fcm") + [
+        pushClient("apns") + pushClient("fcm") + pushClient("webpush") + [
             Entry(
                 name: "herald_apns_bad_device_tokens_total",
                 kind: .counter,

@@ -59,11 +59,19 @@ public struct WebPushSubscriptionBody: Sendable, Codable, Hashable {
     /// When the subscription expires (milliseconds since the epoch), if the push service says.
     public var expirationTime: Int64? = nil
 
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case endpoint, keys, expirationTime
+    }
+
     /// `p256dh`: the browser's P-256 public key; `auth`: the 16-byte authentication secret.
     @MemberwiseInit
     public struct Keys: Sendable, Codable, Hashable {
         public var p256dh: String
         public var auth: String
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case p256dh, auth
+        }
     }
 }
 

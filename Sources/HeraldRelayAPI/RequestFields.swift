@@ -26,12 +26,22 @@ extension CallRequest: KnownJSONFields {
     public static let jsonFields = JSONFields.object(CodingKeys.self, nested: ["from": Party.jsonFields])
 }
 
+extension WebPushSubscriptionBody: KnownJSONFields {
+    public static let jsonFields = JSONFields.object(CodingKeys.self, nested: ["keys": .object(Keys.CodingKeys.self)])
+}
+
 extension ActivationRequest: KnownJSONFields {
-    public static let jsonFields = JSONFields.object(CodingKeys.self)
+    public static let jsonFields = JSONFields.object(
+        CodingKeys.self,
+        nested: ["subscription": WebPushSubscriptionBody.jsonFields]
+    )
 }
 
 extension TokenUpdateRequest: KnownJSONFields {
-    public static let jsonFields = JSONFields.object(CodingKeys.self)
+    public static let jsonFields = JSONFields.object(
+        CodingKeys.self,
+        nested: ["subscription": WebPushSubscriptionBody.jsonFields]
+    )
 }
 
 extension HeartbeatRequest: KnownJSONFields {

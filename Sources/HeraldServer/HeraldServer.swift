@@ -235,7 +235,7 @@ public struct HeraldServer: Sendable {
     /// The platforms the provider has credentials for, from its `/health`; both when it cannot be
     /// asked now (it may start later), so no device is skipped for want of an answer.
     public static func platforms(provider url: String, http: HTTPClient, logger: Logger) async -> Set<DevicePlatform> {
-        let all: Set<DevicePlatform> = [.ios, .android, .web]
+        let all: Set<DevicePlatform> = [.ios, .android]
         do {
             let response = try await http.execute(HTTPClientRequest(url: url + "/health"), timeout: .seconds(5))
             let body = try await response.body.collect(upTo: 64 * 1024)

@@ -126,6 +126,9 @@ struct AuthMatrixTests {
             Request(method: .PUT, path: "/v1/apps/\(RelayHarness.bundleID)", body: #"{"team_id":"TEAM123456"}"#)
         },
         Route("GET /v1/apps", backend) { _ in Request(method: .GET, path: "/v1/apps") },
+        Route("GET /v1/apps/{id}/web-push", backend) { _ in
+            Request(method: .GET, path: "/v1/apps/\(RelayHarness.bundleID)/web-push")
+        },
         // The API key activates any device; a device's own credential re-activates that device only.
         Route("POST /v1/activations", backendOrDevice) { world in
             Request(method: .POST, path: "/v1/activations", body: world.reactivation)
