@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
+        .library(name: "HeraldHMSCore", targets: ["HeraldHMSCore"]),
+        .library(name: "HeraldHMS", targets: ["HeraldHMS"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
         .library(name: "HeraldProviderHTTP", targets: ["HeraldProviderHTTP"]),
@@ -137,7 +139,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The local APNs and FCM look-alike: HTTP/2 + TLS listeners, device connections, faults,
+        // Huawei Push Kit's facts shared by the sandbox and the sender: the send body, the
+        // result codes and what each means for a push, the app's OAuth client credentials.
+        .target(
+            name: "HeraldHMSCore",
+            dependencies: ["HeraldMacros", "HeraldEncoding", "HeraldPush"],
+            swiftSettings: swiftSettings
+        ),
+        // The local APNs, FCM and Push Kit look-alike: HTTP/2 + TLS listeners, device connections, faults,
         // inspection.
         .target(
             name: "HeraldSandbox",
@@ -151,6 +160,7 @@ let package = Package(
                 "HeraldObservability",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "HeraldFCMCore",
+                "HeraldHMSCore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -169,11 +179,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What the APNs client and the FCM sender do alike: metrics per network, rate-limited
-        // operator alerts.
+        // What the push clients do alike: metrics per network, rate-limited operator alerts; and
+        // what the FCM and Push Kit senders share: the HTTP client and its answers, the OAuth
+        // access-token cache, the retry loop and the batch fan-out.
         .target(
             name: "HeraldClientSupport",
-            dependencies: [.product(name: "Metrics", package: "swift-metrics")],
+            dependencies: [
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                "HeraldMacros",
+                "HeraldDomain",
+                "HeraldPush",
+            ],
             swiftSettings: swiftSettings
         ),
         // The provider's APNs client: HTTP/2 connection pool, shared provider token, Apple's
@@ -215,6 +237,20 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The provider's Huawei Push Kit sender: client-credentials access tokens, messages:send
+        // (async-http-client), Push Kit's result codes, retries and dead-token feedback.
+        .target(
+            name: "HeraldHMS",
+            dependencies: [
+                "HeraldClientSupport", "HeraldDomain", "HeraldHMSCore", "HeraldMacros",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -685,6 +721,7 @@ let package = Package(
                 "HeraldSandbox",
                 "HeraldAPNsCore",
                 "HeraldFCMCore",
+                "HeraldHMSCore",
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -730,6 +767,19 @@ let package = Package(
                 "HeraldFCMCore",
                 "HeraldSandbox",
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldHMSTests",
+            dependencies: [
+                "HeraldHMS",
+                "HeraldHMSCore",
+                "HeraldSandbox",
+                "HeraldClientSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -48,6 +48,12 @@ struct SandboxCommand: AsyncParsableCommand {
     var fcmPort: Int = 2196
 
     @Option(
+        name: .customLong("hms-port"),
+        help: "The Huawei Push Kit port (messages:send and /oauth2/v3/token, HTTP/2 + TLS); 0 picks one."
+    )
+    var hmsPort: Int = 2194
+
+    @Option(
         name: .customLong("keys-dir"),
         help: "Where the TLS files live (made when missing) and AuthKey_*.json are read."
     )
@@ -146,7 +152,7 @@ struct SandboxCommand: AsyncParsableCommand {
         guard resolvedLogFormat != nil else {
             throw ValidationError("--log-format (or HERALD_LOG_FORMAT) must be text or json")
         }
-        for port in [apnsPort, controlPort, fcmPort] + (apnsProductionPort.map { [$0] } ?? [])
+        for port in [apnsPort, controlPort, fcmPort, hmsPort] + (apnsProductionPort.map { [$0] } ?? [])
         where !(0...65_535).contains(port) {
             throw ValidationError("ports must be between 0 and 65535")
         }
@@ -190,6 +196,7 @@ struct SandboxCommand: AsyncParsableCommand {
         configuration.apnsProductionPort = SandboxConfiguration.productionPort(apnsProductionPort, apnsPort: apnsPort)
         configuration.controlPort = controlPort
         configuration.fcmPort = fcmPort
+        configuration.hmsPort = hmsPort
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.providerTokenUpdateInterval = .seconds(tokenUpdateInterval)
         configuration.providerTokenMaxAge = .seconds(tokenMaxAge)
@@ -206,6 +213,7 @@ struct SandboxCommand: AsyncParsableCommand {
             configuration.apps += file.apps ?? []
             configuration.keys += file.keys ?? []
             configuration.serviceAccounts += file.serviceAccounts ?? []
+            configuration.hmsApps += file.hmsApps ?? []
         }
         for path in serviceAccountFiles {
             do {

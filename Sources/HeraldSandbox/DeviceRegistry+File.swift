@@ -195,8 +195,8 @@ extension DeviceRegistry {
                     environment: environment ?? .development
                 )
             }
-        case .android:
-            state.fcmTokens[device.messagingToken] = FCMTokenRecord(
+        case .android, .huawei:
+            state[keyPath: State.tokens(of: stored.platform)][device.messagingToken] = FCMTokenRecord(
                 deviceID: device.id,
                 projectID: device.projectID ?? "",
                 state: messagingState
@@ -299,7 +299,8 @@ extension DeviceRegistry {
         let messagingState: TokenState =
             switch device.platform {
             case .ios: state.apnsTokens[device.messagingToken]?.state ?? .active
-            case .android: state.fcmTokens[device.messagingToken]?.state ?? .active
+            case .android, .huawei:
+                state[keyPath: State.tokens(of: device.platform)][device.messagingToken]?.state ?? .active
             }
         return FileContents.Device(
             deviceID: device.id,

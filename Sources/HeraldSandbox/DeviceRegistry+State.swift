@@ -34,8 +34,12 @@ extension DeviceRegistry {
         let expiresAt: Int64
     }
 
+    /// A message kept for an offline Android or Huawei device.
     struct StoredMessage {
-        let message: SandboxFCMMessage
+        /// The frame the device gets when it connects.
+        let event: SandboxDeviceEvent
+        /// Messages of the same key replace each other.
+        let collapseKey: String?
         /// Milliseconds since the epoch.
         let expiresAt: Int64
     }
@@ -50,6 +54,8 @@ extension DeviceRegistry {
         var devices: [String: DeviceRecord] = [:]
         var apnsTokens: [String: APNsTokenRecord] = [:]
         var fcmTokens: [String: FCMTokenRecord] = [:]
+        /// Push Kit tokens; a record's `projectID` is the Huawei app id.
+        var hmsTokens: [String: FCMTokenRecord] = [:]
         var storedNotifications: [StoredKey: StoredNotification] = [:]
         var storedMessages: [String: Deque<StoredMessage>] = [:]
         var connections: [String: DeviceConnection] = [:]
@@ -61,7 +67,7 @@ extension DeviceRegistry {
             let status =
                 switch device.platform {
                 case .ios: apnsTokens[device.messagingToken]?.state
-                case .android: fcmTokens[device.messagingToken]?.state
+                case .android, .huawei: self[keyPath: Self.tokens(of: device.platform)][device.messagingToken]?.state
                 }
             if case .unregistered = status {
                 throw .appUninstalled(deviceID)
@@ -91,8 +97,8 @@ extension DeviceRegistry {
         mutating func store(_ stored: StoredMessage, for deviceID: String, now: Int64) {
             var queue = storedMessages.removeValue(forKey: deviceID) ?? []
             queue.removeAll { $0.expiresAt <= now }
-            if let key = stored.message.collapseKey {
-                queue.removeAll { $0.message.collapseKey == key }
+            if let key = stored.collapseKey {
+                queue.removeAll { $0.collapseKey == key }
             }
             queue.append(stored)
             if queue.count > DeviceRegistry.storedMessageLimit {

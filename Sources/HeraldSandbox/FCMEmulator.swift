@@ -60,12 +60,9 @@ final class FCMEmulator: FaultPlanning {
 
     /// Queues a fault for the next matching `messages:send` requests.
     func inject(_ fault: SandboxFCMFault) throws(SandboxError) {
-        guard fault.count > 0 else { throw .invalidRequest("count must be at least 1") }
+        try FaultPlan<SandboxFCMFault>.check(count: fault.count, retryAfter: fault.retryAfter)
         if let status = fault.status, !(400...599).contains(status) {
             throw .invalidRequest("status must be an error status, between 400 and 599")
-        }
-        if let retryAfter = fault.retryAfter, !(0...86_400).contains(retryAfter) {
-            throw .invalidRequest("retry_after must be between 0 and 86400 seconds")
         }
         state.withLock { $0.plan.faults.append(fault) }
     }

@@ -15,6 +15,14 @@ struct FaultPlan<Fault: CountedFault & Sendable>: Sendable {
     var latency: Duration = .zero
     var shuttingDown = false
 
+    /// Refuses a fault that could never apply: no use at all, or a `Retry-After` beyond a day.
+    static func check(count: Int, retryAfter: Int?) throws(SandboxError) {
+        guard count > 0 else { throw .invalidRequest("count must be at least 1") }
+        if let retryAfter, !(0...86_400).contains(retryAfter) {
+            throw .invalidRequest("retry_after must be between 0 and 86400 seconds")
+        }
+    }
+
     /// Takes one use of the first queued fault that `matches`; a fault goes once used up.
     mutating func take(where matches: (Fault) -> Bool) -> Fault? {
         guard let index = faults.firstIndex(where: matches) else { return nil }

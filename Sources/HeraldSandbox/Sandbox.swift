@@ -28,7 +28,14 @@ public struct SandboxEndpoints: Sendable, Hashable {
     public var fcmPort: Int
     /// The OAuth2 token endpoint, `https://<host>:<port>/token`: a service account's `token_uri`.
     public var tokenURL: String
-    /// The CA certificate clients must trust (for both APNs and FCM).
+    /// The Push Kit base URL, `https://<host>:<port>`: messages go to
+    /// `<hmsURL>/v1/{appId}/messages:send`.
+    public var hmsURL: String
+    public var hmsPort: Int
+    /// Push Kit's OAuth 2.0 token endpoint, `https://<host>:<port>/oauth2/v3/token`: a Huawei
+    /// app's token URL.
+    public var hmsTokenURL: String
+    /// The CA certificate clients must trust (for APNs, FCM and Push Kit).
     public var caCertificatePath: String
 }
 
@@ -76,8 +83,14 @@ public final class Sandbox: Service, Sendable {
         let report = portReporter(apnsPort: apnsPort, productionPort: productionPort)
         let app = controlApplication(report: report)
         let fcm: any ApplicationProtocol
+        let hms: any ApplicationProtocol
         do {
-            fcm = try SandboxFCMServer.application(core: core, group: group, logger: logger) { report(nil, $0) }
+            fcm = try SandboxTLSListener.application(.fcm, core: core, group: group, logger: logger) {
+                report(.fcm, $0)
+            }
+            hms = try SandboxTLSListener.application(.hms, core: core, group: group, logger: logger) {
+                report(.hms, $0)
+            }
         } catch {
             ready.fail(error)
             await apns.shutdown()
@@ -85,7 +98,7 @@ public final class Sandbox: Service, Sendable {
             throw error
         }
         do {
-            try await serve(control: app, fcm: fcm)
+            try await serve(control: app, fcm: fcm, hms: hms)
         } catch {
             ready.fail(error)
             await apns.shutdown()
@@ -109,19 +122,23 @@ public final class Sandbox: Service, Sendable {
         }
     }
 
+    /// The Hummingbird listeners, each reporting its port once it runs.
+    enum Listener: CaseIterable {
+        case control, fcm, hms
+    }
+
     /// What each Hummingbird listener calls with its port once it runs: the sandbox is ready
-    /// once both have reported theirs.
-    private func portReporter(apnsPort: Int, productionPort: Int?) -> @Sendable (_ control: Int?, _ fcm: Int?) -> Void {
+    /// once all have reported theirs.
+    private func portReporter(apnsPort: Int, productionPort: Int?) -> @Sendable (Listener, Int) -> Void {
         let ready = ready
         let host = core.configuration.host
         let caPath = core.configuration.tls.caCertificatePath
-        let bound = NIOLockedValueBox<(control: Int?, fcm: Int?)>((nil, nil))
-        return { control, fcm in
-            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int)? in
-                if let control { ports.control = control }
-                if let fcm { ports.fcm = fcm }
-                guard let control = ports.control, let fcm = ports.fcm else { return nil }
-                return (control, fcm)
+        let bound = NIOLockedValueBox<[Listener: Int]>([:])
+        return { listener, port in
+            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int, hms: Int)? in
+                ports[listener] = port
+                guard let control = ports[.control], let fcm = ports[.fcm], let hms = ports[.hms] else { return nil }
+                return (control, fcm, hms)
             }
             guard let ports else { return }
             let urlHost = host.contains(":") ? "[\(host)]" : host
@@ -136,6 +153,9 @@ public final class Sandbox: Service, Sendable {
                     fcmURL: "https://\(urlHost):\(ports.fcm)",
                     fcmPort: ports.fcm,
                     tokenURL: "https://\(urlHost):\(ports.fcm)/token",
+                    hmsURL: "https://\(urlHost):\(ports.hms)",
+                    hmsPort: ports.hms,
+                    hmsTokenURL: "https://\(urlHost):\(ports.hms)/oauth2/v3/token",
                     caCertificatePath: caPath
                 )
             )
@@ -144,7 +164,7 @@ public final class Sandbox: Service, Sendable {
 
     /// The control API's application (HTTP and its WebSocket streams).
     private func controlApplication(
-        report: @escaping @Sendable (_ control: Int?, _ fcm: Int?) -> Void
+        report: @escaping @Sendable (Listener, Int) -> Void
     ) -> some ApplicationProtocol {
         let configuration = core.configuration
         let router = SandboxControlAPI.router(core: core, apns: apns, logger: logger)
@@ -156,16 +176,20 @@ public final class Sandbox: Service, Sendable {
                 serverName: "herald-sandbox"
             ),
             onServerRunning: { channel in
-                report(channel.localAddress?.port ?? configuration.controlPort, nil)
+                report(.control, channel.localAddress?.port ?? configuration.controlPort)
             },
             eventLoopGroupProvider: .shared(group),
             logger: logger
         )
     }
 
-    /// Runs the control API and the FCM side until a graceful shutdown, or until one of them
+    /// Runs the control API, the FCM side and the Push Kit side until a graceful shutdown, or until one of them
     /// fails.
-    private func serve(control app: some ApplicationProtocol, fcm: any ApplicationProtocol) async throws {
+    private func serve(
+        control app: some ApplicationProtocol,
+        fcm: any ApplicationProtocol,
+        hms: any ApplicationProtocol
+    ) async throws {
         let configuration = core.configuration
         let host = configuration.host
         let apns = apns
@@ -188,12 +212,13 @@ public final class Sandbox: Service, Sendable {
                         port: configuration.controlPort
                     ) { try await app.run() }
                 }
-                listeners.addTask {
-                    try await ListenerError.naming(
-                        "the sandbox's FCM side",
-                        host: configuration.host,
-                        port: configuration.fcmPort
-                    ) { try await fcm.run() }
+                let sides = [("FCM", configuration.fcmPort, fcm), ("Push Kit", configuration.hmsPort, hms)]
+                for (side, port, listener) in sides {
+                    listeners.addTask {
+                        try await ListenerError.naming("the sandbox's \(side) side", host: host, port: port) {
+                            try await listener.run()
+                        }
+                    }
                 }
                 do {
                     while try await listeners.next() != nil {}

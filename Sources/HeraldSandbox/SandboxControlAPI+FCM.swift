@@ -11,28 +11,7 @@ extension SandboxControlAPI {
             try core.register(serviceAccount: account)
             return JSON(account, status: .created)
         }
-        router.post("/sandbox/fcm/access-tokens/expire") { _, _ -> HTTPResponse.Status in
-            core.expireAccessTokens()
-            return .noContent
-        }
-        router.post("/sandbox/fcm/faults") { request, context -> JSON<SandboxFCMFault> in
-            let fault = try await request.decodeJSON(as: SandboxFCMFault.self, context: context)
-            try core.inject(fcmFault: fault)
-            return JSON(fault, status: .created)
-        }
-        router.get("/sandbox/fcm/inspection") { request, _ in
-            let (token, limit) = try inspectionFilter(request)
-            return JSON(
-                FCMInspection(
-                    records: core.fcmInspection(token: token, limit: limit),
-                    accessTokenGrants: core.fcmAccessTokenGrants
-                )
-            )
-        }
-        router.delete("/sandbox/fcm/inspection") { _, _ -> HTTPResponse.Status in
-            core.clearFCMInspection()
-            return .noContent
-        }
+        addRoutes(of: core.fcm, name: "fcm", to: router)
     }
 
     struct ServiceAccountList: Encodable {
@@ -40,17 +19,6 @@ extension SandboxControlAPI {
 
         enum CodingKeys: String, CodingKey {
             case serviceAccounts = "service_accounts"
-        }
-    }
-
-    struct FCMInspection: Encodable {
-        let records: [SandboxFCMInspectionRecord]
-        /// Access tokens granted so far (not cleared with the log).
-        let accessTokenGrants: Int
-
-        enum CodingKeys: String, CodingKey {
-            case records
-            case accessTokenGrants = "access_token_grants"
         }
     }
 }

@@ -178,6 +178,7 @@ enum SandboxControlAPI {
             return .noContent
         }
         addFCMRoutes(to: router, core: core)
+        addHMSRoutes(to: router, core: core)
         return router
     }
 

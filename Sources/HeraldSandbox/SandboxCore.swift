@@ -14,6 +14,7 @@ public final class SandboxCore: Sendable {
     let devices: DeviceRegistry
     let apns: APNsEmulator
     let fcm: FCMEmulator
+    let hms: HMSEmulator
 
     /// A sandbox with the configuration's apps, keys and service accounts registered.
     public init(configuration: SandboxConfiguration) throws {
@@ -34,6 +35,7 @@ public final class SandboxCore: Sendable {
             devices: devices,
             log: InspectionLog(capacity: configuration.inspectionCapacity)
         )
+        hms = try HMSEmulator(configuration: configuration, devices: devices)
     }
 
     // MARK: - Apps and keys
@@ -64,7 +66,9 @@ public final class SandboxCore: Sendable {
     /// An iOS device is for a registered app (`bundleID`) and gets an APNs messaging token and a
     /// VoIP token. An Android device gets one FCM registration token (its messaging token) for
     /// `projectID`, which defaults to the project of the registered service accounts when they
-    /// all share one; `bundleID` is then its package name and needs no registration.
+    /// all share one; `bundleID` is then its package name and needs no registration. A Huawei
+    /// device gets one Push Kit token for the Huawei app `projectID` (the one registered app
+    /// when nil).
     public func registerDevice(
         bundleID: String,
         messagingTokenDelay: Duration = .zero,
@@ -80,7 +84,8 @@ public final class SandboxCore: Sendable {
             platform: platform,
             projectID: projectID,
             apnsEnvironment: apnsEnvironment,
-            serviceAccountProjects: fcm.tokenEndpoint.projects
+            serviceAccountProjects: fcm.tokenEndpoint.projects,
+            hmsApps: hms.tokenEndpoint.appIDs
         )
     }
 
@@ -137,16 +142,18 @@ public final class SandboxCore: Sendable {
         try apns.inject(fault)
     }
 
-    /// Adds latency to every answer (APNs and FCM) from now on; `.zero` removes it.
+    /// Adds latency to every answer (APNs, FCM, Push Kit) from now on; `.zero` removes it.
     public func setLatency(_ latency: Duration) {
         apns.setLatency(latency)
         fcm.setLatency(latency)
+        hms.setLatency(latency)
     }
 
-    /// Removes every queued fault (APNs and FCM) and the latency.
+    /// Removes every queued fault (APNs, FCM, Push Kit) and the latency.
     public func clearFaults() {
         apns.clearFaults()
         fcm.clearFaults()
+        hms.clearFaults()
     }
 
     // MARK: - Inspection
@@ -214,6 +221,7 @@ public final class SandboxCore: Sendable {
     func beginShutdown() {
         apns.beginShutdown()
         fcm.beginShutdown()
+        hms.beginShutdown()
     }
 
     /// Ends every device connection and inspection stream.
@@ -221,5 +229,6 @@ public final class SandboxCore: Sendable {
         devices.disconnectAll()
         apns.log.finishUpdates()
         fcm.log.finishUpdates()
+        hms.log.finishUpdates()
     }
 }

@@ -6,7 +6,6 @@ import Hummingbird
 import HummingbirdHTTP2
 import Logging
 import NIOCore
-import NIOSSL
 
 /// The FCM listener: HTTP/2 (or HTTP/1.1) over TLS, with ALPN, on the APNs listener's TLS
 /// identity. `POST /v1/projects/{project}/messages:send` and Google's OAuth2 token endpoint
@@ -16,47 +15,6 @@ import NIOSSL
 /// lives in its HTTP answers (status, JSON body, `Retry-After`), not in HTTP/2 frames.
 enum SandboxFCMServer {
     typealias Context = BasicRequestContext
-
-    /// The listener as a Hummingbird application: TLS with the sandbox's certificate, ALPN `h2`
-    /// and `http/1.1`. `onRunning` gets the bound port.
-    static func application(
-        core: SandboxCore,
-        group: any EventLoopGroup,
-        logger: Logger,
-        onRunning: @escaping @Sendable (Int) -> Void
-    ) throws -> some ApplicationProtocol {
-        let configuration = core.configuration
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(configuration.tls.certificateChainPath).map {
-                .certificate($0)
-            },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: configuration.tls.privateKeyPath, format: .pem))
-        )
-        // RFC 9113 §9.2 requires TLS 1.2 or later for HTTP/2; HTTP/1.1 clients get the same floor.
-        tls.minimumTLSVersion = .tlsv12
-        let tlsConfiguration = tls
-        return Application(
-            router: router(core: core),
-            server: .guarded(limits: configuration.http, encrypted: true) { responder in
-                // Idle: an HTTP/2 connection without streams, an HTTP/1.1 one between requests.
-                try HTTP2UpgradeChannel(
-                    tlsConfiguration: tlsConfiguration,
-                    configuration: .init(
-                        idleTimeout: configuration.http.idleTimeout,
-                        streamConfiguration: .init(idleTimeout: TimeAmount(configuration.http.idleTimeout))
-                    ),
-                    responder: responder
-                )
-            },
-            configuration: .init(
-                address: .hostname(configuration.host, port: configuration.fcmPort),
-                serverName: "herald-sandbox"
-            ),
-            onServerRunning: { channel in onRunning(channel.localAddress?.port ?? configuration.fcmPort) },
-            eventLoopGroupProvider: .shared(group),
-            logger: logger
-        )
-    }
 
     static func router(core: SandboxCore) -> Router<Context> {
         let router = Router(context: Context.self)
@@ -83,16 +41,7 @@ enum SandboxFCMServer {
     }
 
     private static func response(_ answer: SandboxFCMAnswer) async throws -> Response {
-        if answer.delay > .zero { try await Task.sleep(for: answer.delay) }
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=UTF-8"
-        if let retryAfter = answer.retryAfter { headers[.retryAfter] = String(retryAfter) }
-        if answer.challenge { headers[.wwwAuthenticate] = #"Bearer realm="https://accounts.google.com/""# }
-        return Response(
-            status: .init(code: answer.status),
-            headers: headers,
-            body: .init(byteBuffer: ByteBuffer(bytes: answer.body))
-        )
+        try await answer.response(challenge: #"Bearer realm="https://accounts.google.com/""#)
     }
 
     /// The token request's parameters: `application/x-www-form-urlencoded` as RFC 6749 asks, or a
