@@ -775,15 +775,12 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldHMSTests",
-            dependencies: [
-                "HeraldHMS",
-                "HeraldHMSCore",
-                "HeraldSandbox",
-                "HeraldClientSupport",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: ["HeraldHMS", "HeraldHMSCore", "HeraldSandbox", "HeraldClientSupport"]
+                + [
+                    ("AsyncHTTPClient", "async-http-client"), ("Logging", "swift-log"), ("NIOCore", "swift-nio"),
+                    ("NIOHTTP1", "swift-nio"), ("NIOSSL", "swift-nio-ssl"),
+                    ("ServiceLifecycle", "swift-service-lifecycle"),
+                ].map { Target.Dependency.product(name: $0.0, package: $0.1) },
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -22,6 +22,15 @@ public struct HMSSendRequest: Sendable, Hashable, Codable {
     }
 }
 
+extension HMSSendRequest {
+    /// Reads a request; `validate_only` may be left out (false).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        validateOnly = try container.decodeIfPresent(Bool.self, forKey: .validateOnly) ?? false
+        message = try container.decode(HMSMessage.self, forKey: .message)
+    }
+}
+
 /// A data message to Push Kit tokens with its Android options: what Herald sends. The sealed
 /// content travels in `data`, never in a `notification` block Huawei could read.
 @MemberwiseInit

@@ -88,13 +88,6 @@ enum FCMErrorAnswer {
     )
 
     static func response(_ body: FCMErrorBody) -> Response {
-        let answer = SandboxFCMAnswer.json(body.error.code, body)
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=UTF-8"
-        return Response(
-            status: .init(code: answer.status),
-            headers: headers,
-            body: .init(byteBuffer: ByteBuffer(bytes: answer.body))
-        )
+        SandboxFCMAnswer.json(body.error.code, body).immediateResponse()
     }
 }

@@ -1,3 +1,5 @@
+import HeraldHMSCore
+import HeraldHTTPSupport
 import Hummingbird
 import Logging
 import NIOCore
@@ -7,6 +9,26 @@ import NIOCore
 enum SandboxHMSServer {
     static func router(core: SandboxCore) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        // Hummingbird's own refusals (no such route, a body too large) in Push Kit's body too.
+        router.middlewares.add(
+            JSONErrorMiddleware(
+                JSONErrorStyle(
+                    refusal: { status, message, request in
+                        let code: HMSResultCode = status.code < 500 ? .invalidParameters : .internalError
+                        let what =
+                            status == .notFound
+                            ? "no such API: \(request.method.rawValue) \(request.uri.path)"
+                            : message ?? status.reasonPhrase
+                        return SandboxFCMAnswer.json(status.code, HMSSendAnswer(code: code, msg: what, requestId: ""))
+                            .immediateResponse()
+                    },
+                    internalError: {
+                        SandboxFCMAnswer.json(500, HMSSendAnswer(code: .internalError, requestId: ""))
+                            .immediateResponse()
+                    }
+                )
+            )
+        )
         router.post("/v1/:appID/messages:send") { request, context -> Response in
             let appID = try context.parameters.require("appID")
             // Too large (or cut off): nil, which the emulator answers 80300008.

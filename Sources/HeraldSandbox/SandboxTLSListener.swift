@@ -86,10 +86,15 @@ extension SandboxFCMAnswer {
     /// `WWW-Authenticate` value a 401 that asks for one carries.
     func response(challenge: String) async throws -> Response {
         if delay > .zero { try await Task.sleep(for: delay) }
+        return immediateResponse(challenge: challenge)
+    }
+
+    /// The answer as Hummingbird writes it, without its latency (an error no route wrote).
+    func immediateResponse(challenge: String? = nil) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=UTF-8"
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        if self.challenge { headers[.wwwAuthenticate] = challenge }
+        if self.challenge, let challenge { headers[.wwwAuthenticate] = challenge }
         return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }

@@ -85,6 +85,15 @@ struct HMSCoreTests {
         try message.validate()
     }
 
+    @Test("a send request may leave validate_only out")
+    func validateOnlyOptional() throws {
+        let request = try JSONDecoder().decode(
+            HMSSendRequest.self,
+            from: Data(#"{"message":{"data":"{}","token":["t"]}}"#.utf8)
+        )
+        #expect(request == HMSSendRequest(message: HMSMessage(data: "{}", token: ["t"])))
+    }
+
     @Test("collapse groups are the same in every process and within 0–100")
     func collapseGroups() {
         #expect(HMSMessage.collapseGroup(for: "") == Int(0xcbf2_9ce4_8422_2325 % UInt64(101)))
