@@ -17,11 +17,13 @@ let package = Package(
         .library(name: "HeraldPush", targets: ["HeraldPush"]),
         .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
         .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
+        .library(name: "HeraldWebPushCore", targets: ["HeraldWebPushCore"]),
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
         .library(name: "HeraldHMSCore", targets: ["HeraldHMSCore"]),
         .library(name: "HeraldHMS", targets: ["HeraldHMS"]),
+        .library(name: "HeraldWebPush", targets: ["HeraldWebPush"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
         .library(name: "HeraldProviderHTTP", targets: ["HeraldProviderHTTP"]),
@@ -146,7 +148,33 @@ let package = Package(
             dependencies: ["HeraldMacros", "HeraldEncoding", "HeraldPush"],
             swiftSettings: swiftSettings
         ),
-        // The local APNs, FCM and Push Kit look-alike: HTTP/2 + TLS listeners, device connections, faults,
+        // Web Push protocol facts shared by the sandbox and the sender: RFC 8291 `aes128gcm`
+        // message encryption, RFC 8292 VAPID keys, tokens and their checks, subscriptions, the
+        // RFC 8030 request headers and the push services' answers. No transport.
+        .target(
+            name: "HeraldWebPushCore",
+            dependencies: ["HeraldPush", "HeraldEncoding", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // The Web Push sender: encrypts, signs with VAPID, posts to each subscription's push
+        // service, and reads its answer.
+        .target(
+            name: "HeraldWebPush",
+            dependencies: [
+                "HeraldMacros",
+                "HeraldWebPushCore",
+                "HeraldClientSupport",
+                "HeraldDomain",
+                "HeraldEncoding",
+                "HeraldPush",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The local APNs, FCM, Web Push and Push Kit look-alike: HTTP/2 + TLS listeners, device connections, faults,
         // inspection.
         .target(
             name: "HeraldSandbox",
@@ -161,6 +189,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "HeraldFCMCore",
                 "HeraldHMSCore",
+                "HeraldWebPushCore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -269,6 +298,7 @@ let package = Package(
                 "HeraldFCM",
                 "HeraldFCMCore",
                 "HeraldAPNsCore",
+                "HeraldWebPush",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -448,6 +478,7 @@ let package = Package(
                 "HeraldRelayAPI",
                 "HeraldStore",
                 "HeraldCrypto",
+                "HeraldWebPushCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -547,6 +578,8 @@ let package = Package(
                 "HeraldCrypto",
                 "HeraldDispatch",
                 "HeraldFCM",
+                "HeraldWebPush",
+                "HeraldWebPushCore",
                 "HeraldFCMCore",
                 "HeraldProvider",
                 "HeraldProviderHTTP",
@@ -583,6 +616,8 @@ let package = Package(
         .target(
             name: "HeraldSimulation",
             dependencies: [
+                "HeraldWebPush",
+                "HeraldWebPushCore",
                 "HeraldTracing",
                 "HeraldHTTPSupport",
                 "HeraldServer",
@@ -662,6 +697,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldWebPushCoreTests",
+            dependencies: [
+                "HeraldWebPushCore",
+                "HeraldEncoding",
+                "HeraldPush",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldPushTests",
             dependencies: ["HeraldPush", "HeraldProviderAPI"],
             swiftSettings: swiftSettings
@@ -722,6 +767,7 @@ let package = Package(
                 "HeraldAPNsCore",
                 "HeraldFCMCore",
                 "HeraldHMSCore",
+                "HeraldWebPushCore",
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),

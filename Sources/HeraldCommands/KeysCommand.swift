@@ -14,9 +14,38 @@ struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract:
-            "Make keys: the master key, APNs-style auth keys, FCM service accounts, and the backends' API keys.",
-        subcommands: [Master.self, APNs.self, FCM.self, Token.self, API.self]
+            "Make keys: the master key, APNs-style auth keys, FCM service accounts, VAPID keys for Web Push, and the backends' API keys.",
+        subcommands: [Master.self, APNs.self, FCM.self, VAPID.self, Token.self, API.self]
     )
+}
+
+extension KeysCommand {
+    /// `herald keys vapid`: an app's VAPID key for Web Push.
+    struct VAPID: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "vapid",
+            abstract: "Make a VAPID key for Web Push (ES256, PKCS#8 PEM, mode 0600).",
+            discussion: """
+                The key signs every Web Push request of the apps it serves (RFC 8292); its public \
+                half is the applicationServerKey browsers subscribe with, printed here and served \
+                by GET /v1/apps/{id}/web-push. A subscription is bound to that key, so an existing \
+                file is never replaced without --force. Name it in the configuration's vapid_keys \
+                (docs/webpush.md).
+                """
+        )
+
+        @Option(name: .shortAndLong, help: "The PEM file to write.")
+        var out: String = "keys/vapid.pem"
+
+        @Flag(help: "Replace an existing file (every browser must subscribe again).")
+        var force = false
+
+        func run() async throws {
+            let key = try DevelopmentKeys.makeVAPIDKey(at: out, overwrite: force)
+            print("wrote \(out) (mode 0600)")
+            print("application server key \(key.applicationServerKey)")
+        }
+    }
 }
 
 extension KeysCommand {

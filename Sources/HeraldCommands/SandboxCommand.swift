@@ -51,7 +51,14 @@ struct SandboxCommand: AsyncParsableCommand {
         name: .customLong("hms-port"),
         help: "The Huawei Push Kit port (messages:send and /oauth2/v3/token, HTTP/2 + TLS); 0 picks one."
     )
-    var hmsPort: Int = 2194
+    var hmsPort: Int = 2193
+
+    @Option(
+        name: .customLong("webpush-port"),
+        help:
+            "The Web Push port (POST /wp/{id}, HTTP/2 + TLS): 2194 when --apns-port is 2197, else one picked; 0 picks one."
+    )
+    var webPushPort: Int?
 
     @Option(
         name: .customLong("keys-dir"),
@@ -152,7 +159,7 @@ struct SandboxCommand: AsyncParsableCommand {
         guard resolvedLogFormat != nil else {
             throw ValidationError("--log-format (or HERALD_LOG_FORMAT) must be text or json")
         }
-        for port in [apnsPort, controlPort, fcmPort, hmsPort] + (apnsProductionPort.map { [$0] } ?? [])
+        for port in [apnsPort, controlPort, fcmPort, hmsPort] + [apnsProductionPort, webPushPort].compactMap({ $0 })
         where !(0...65_535).contains(port) {
             throw ValidationError("ports must be between 0 and 65535")
         }
@@ -197,6 +204,7 @@ struct SandboxCommand: AsyncParsableCommand {
         configuration.controlPort = controlPort
         configuration.fcmPort = fcmPort
         configuration.hmsPort = hmsPort
+        configuration.webPushPort = webPushPort
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.providerTokenUpdateInterval = .seconds(tokenUpdateInterval)
         configuration.providerTokenMaxAge = .seconds(tokenMaxAge)

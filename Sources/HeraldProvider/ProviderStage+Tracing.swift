@@ -9,6 +9,7 @@ extension ProviderStage {
             defaultAPNsKey: defaultAPNsKey,
             fcmAccounts: fcmAccounts,
             defaultFCMAccount: defaultFCMAccount,
+            webPush: webPush,
             clock: clock,
             logger: logger,
             tracing: tracing

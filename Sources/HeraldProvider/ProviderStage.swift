@@ -7,6 +7,7 @@ import HeraldFCMCore
 import HeraldMacros
 public import HeraldPush
 public import HeraldTracing
+public import HeraldWebPush
 public import Logging
 import Metrics
 import NIOCore
@@ -39,6 +40,8 @@ public struct ProviderStage: Sendable {
     public let fcmAccounts: [String: FCMClient]
     /// The account of a push that names none.
     public let defaultFCMAccount: String?
+    /// The Web Push sender (every push service, every VAPID key); nil when none is configured.
+    public let webPush: WebPushClient?
     let logger: Logger
     /// What an FCM push without an expiration is dated from.
     let clock: any HeraldClock
@@ -83,10 +86,12 @@ public struct ProviderStage: Sendable {
         defaultAPNsKey: String? = nil,
         fcmAccounts: [String: FCMClient],
         defaultFCMAccount: String? = nil,
+        webPush: WebPushClient? = nil,
         clock: any HeraldClock = WallClock(),
         logger: Logger = Logger(label: "herald.provider"),
         tracing: PushTracing = .off
     ) {
+        self.webPush = webPush
         self.tracing = tracing
         self.clock = clock
         self.apnsKeys = Dictionary(apnsKeys.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -115,27 +120,40 @@ public struct ProviderStage: Sendable {
         var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
         var apnsPushes: [(index: Int, push: Push, payload: APNsPayload)] = []
         var fcmPushes: [(index: Int, push: Push, payload: FCMPayload)] = []
+        var webPushes: [(index: Int, push: Push, payload: WebPushPayload)] = []
         for (index, push) in pushes.enumerated() {
             switch push.payload {
             case .apns(let payload): apnsPushes.append((index, push, payload))
             case .fcm(let payload): fcmPushes.append((index, push, payload))
-            case .webPush, .hms:
-                // Not yet senders of this stage: refused as a network this provider does not serve.
-                outcomes[index] = .failed(
-                    reason: "\(push.network.rawValue) is not configured on this provider",
-                    status: 503
-                )
+            case .webPush(let payload): webPushes.append((index, push, payload))
+            case .hms:
+                // Not yet a sender of this stage: refused as a network this provider does not serve.
+                outcomes[index] = .failed(reason: "Push Kit is not configured on this provider", status: 503)
             }
         }
         // Built before the child tasks, which then capture only these constants (the arrays
         // above are read again below; a sanitizer build refuses to send them).
         let apnsBatch = apnsPushes.map { ($0.push, $0.payload) }
         let fcmBatch = fcmPushes.map { ($0.push, $0.payload) }
+        let webBatch = webPushes.map { ($0.push, $0.payload) }
         async let apnsOutcomes = sendAPNs(apnsBatch)
         async let fcmOutcomes = sendFCM(fcmBatch)
+        async let webOutcomes = sendWebPush(webBatch)
         for (item, outcome) in zip(apnsPushes, await apnsOutcomes) { outcomes[item.index] = outcome }
         for (item, outcome) in zip(fcmPushes, await fcmOutcomes) { outcomes[item.index] = outcome }
+        for (item, outcome) in zip(webPushes, await webOutcomes) { outcomes[item.index] = outcome }
         return outcomes.map { $0! }
+    }
+
+    /// Hands the Web Push pushes to the sender (one for every push service and VAPID key).
+    private func sendWebPush(_ pushes: [(Push, WebPushPayload)]) async -> [PushOutcome] {
+        guard !pushes.isEmpty else { return [] }
+        guard let webPush else {
+            return pushes.map { _ in
+                .failed(reason: "Web Push is not configured on this provider (no VAPID key)", status: 503)
+            }
+        }
+        return await webPush.send(batch: pushes)
     }
 
     /// Where an APNs push goes: its key's client for its environment, or why it cannot go.

@@ -67,6 +67,7 @@ public enum ProviderHTTPService {
             return json([
                 "status": "ok", "in_flight": "\(load.inFlight)", "queued": "\(load.queued)",
                 "apns": stage.apns == nil ? "off" : "on", "fcm": stage.fcm == nil ? "off" : "on",
+                "webpush": stage.webPush == nil ? "off" : "on",
             ])
         }
         router.post("/v1/push/batch") { request, context -> Response in

@@ -39,6 +39,20 @@ public final class RelayActivation: Sendable {
         try await context.storing { try await $0.apps() }
     }
 
+    /// What a browser subscribes with for `appID` (`PushManager.subscribe`'s
+    /// `applicationServerKey`): the VAPID key named after the app, else the default one.
+    public func webPush(app appID: String) async throws(RelayError) -> WebPushAppView {
+        guard try await context.app(id: appID) != nil else {
+            throw RelayError.notFound.with(detail: "no app \(appID)")
+        }
+        let keys = context.configuration.fleet.applicationServerKeys
+        guard let name = keys[appID] != nil ? appID : keys["default"] != nil ? "default" : nil, let key = keys[name]
+        else {
+            throw RelayError.notFound.with(detail: "no VAPID key is configured for app \(appID) (docs/webpush.md)")
+        }
+        return WebPushAppView(app: appID, vapidKey: name, applicationServerKey: key)
+    }
+
     // MARK: Devices
 
     /// Activates a device (or re-activates it with new keys, when `deviceID` is set).
@@ -47,7 +61,7 @@ public final class RelayActivation: Sendable {
         let stored = try await context.app(id: request.app)
         var previous: DeviceRecord?
         if let id = request.deviceID { previous = try await device(record: id) }
-        let (app, devicePublicKey) = try planner.admitActivation(request, app: stored, previous: previous)
+        let (app, devicePublicKey, subscription) = try planner.admitActivation(request, app: stored, previous: previous)
         let keys = try makeKeys(
             deviceID: request.deviceID ?? UUID().uuidString.lowercased(),
             devicePublicKey: devicePublicKey
@@ -58,6 +72,7 @@ public final class RelayActivation: Sendable {
             previous: previous,
             devicePublicKey: devicePublicKey,
             keys: keys,
+            subscription: subscription,
             now: context.clock.now()
         )
         try await context.commit(planned.change)

@@ -74,6 +74,13 @@ public struct FleetConfiguration: Sendable {
     /// holds the keys): the device then keeps none, and its pushes go to the environment the
     /// provider's key is configured for, as before devices had one.
     public var defaultAPNsEnvironment: APNsEnvironment? = nil
+    /// The application server keys (VAPID public keys, base64url) browsers subscribe with, by
+    /// key name: the key named after an app is that app's, `default` every other app's. Empty
+    /// when the relay does not know them.
+    public var applicationServerKeys: [String: String] = [:]
+    /// Whether a browser's subscription may name a loopback or private address: only for the
+    /// sandbox's push service, never in production (a subscription is a URL the relay posts to).
+    public var allowPrivateWebPushEndpoints = false
 
     public init() {}
 }

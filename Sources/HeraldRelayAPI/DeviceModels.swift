@@ -18,6 +18,8 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
     /// iOS: the APNs environment the tokens belong to (a debug build's are `development`, a
     /// TestFlight or App Store build's `production`); absent: the app's, else the relay's default.
     public var apnsEnvironment: APNsEnvironment?
+    /// A browser (`web`): its push subscription, in place of a messaging token.
+    public var subscription: WebPushSubscriptionBody? = nil
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case userID = "user_id"
@@ -27,6 +29,41 @@ public struct ActivationRequest: Sendable, Codable, Hashable {
         case voipToken = "voip_token"
         case deviceID = "device_id"
         case apnsEnvironment = "apns_environment"
+        case subscription
+    }
+}
+
+/// `GET /v1/apps/{id}/web-push`: what a browser of the app subscribes with.
+@MemberwiseInit
+public struct WebPushAppView: Sendable, Codable, Hashable {
+    public var app: String
+    /// The name of the VAPID key that signs the app's pushes.
+    public var vapidKey: String
+    /// The key's public half, base64url (65 bytes): `PushManager.subscribe`'s
+    /// `applicationServerKey`.
+    public var applicationServerKey: String
+
+    enum CodingKeys: String, CodingKey {
+        case app
+        case vapidKey = "vapid_key"
+        case applicationServerKey = "application_server_key"
+    }
+}
+
+/// A browser's push subscription as `PushSubscription.toJSON()` gives it: the endpoint its push
+/// service minted and the keys RFC 8291 encrypts for (base64url).
+@MemberwiseInit
+public struct WebPushSubscriptionBody: Sendable, Codable, Hashable {
+    public var endpoint: String
+    public var keys: Keys
+    /// When the subscription expires (milliseconds since the epoch), if the push service says.
+    public var expirationTime: Int64? = nil
+
+    /// `p256dh`: the browser's P-256 public key; `auth`: the 16-byte authentication secret.
+    @MemberwiseInit
+    public struct Keys: Sendable, Codable, Hashable {
+        public var p256dh: String
+        public var auth: String
     }
 }
 
@@ -64,10 +101,14 @@ public struct ActivationResponse: Sendable, Codable, Hashable {
 public struct TokenUpdateRequest: Sendable, Codable, Hashable {
     public var messagingToken: String?
     public var voipToken: String?
+    /// A browser's renewed push subscription (its `pushsubscriptionchange`), in place of a
+    /// messaging token.
+    public var subscription: WebPushSubscriptionBody? = nil
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case messagingToken = "messaging_token"
         case voipToken = "voip_token"
+        case subscription
     }
 }
 

@@ -34,6 +34,11 @@ enum DeviceRoutes {
             let apps = try await relay.activation.apps().filter { caller.permits(app: $0.id) }
             return try JSONResponse.make(.ok, ["apps": apps])
         }
+        reading.get("apps/:id/web-push") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            try API.require(try context.caller, app: id)
+            return try JSONResponse.make(.ok, try await relay.activation.webPush(app: id))
+        }
         v1.post("activations") { request, _ -> Response in
             // The credential first, so an unknown caller's body is never parsed: the API key
             // activates any device; a device's own credential only re-activates that device.

@@ -69,9 +69,12 @@ extension DeviceRegistry {
             /// iOS: the environment of its tokens; absent in files from before there were two
             /// (their tokens are development ones).
             var apnsEnvironment: APNsEnvironment? = nil
+            /// Web: the application server key its subscription was made with (base64url).
+            var applicationServerKey: String? = nil
 
             enum CodingKeys: String, CodingKey {
                 case apnsEnvironment = "apns_environment"
+                case applicationServerKey = "application_server_key"
                 case platform
                 case deviceID = "device_id"
                 case bundleID = "bundle_id"
@@ -201,6 +204,16 @@ extension DeviceRegistry {
                 projectID: device.projectID ?? "",
                 state: messagingState
             )
+        case .web:
+            guard let id = subscriptionID(of: device.messagingToken),
+                let key = stored.applicationServerKey.flatMap(applicationServerKey)
+            else { throw .registryFile("\(file): web device \(stored.deviceID) has no valid subscription") }
+            state.web.subscriptions[id] = WebSubscriptionRecord(
+                deviceID: device.id,
+                endpoint: device.messagingToken,
+                applicationServerKey: key,
+                state: messagingState
+            )
         }
     }
 
@@ -301,6 +314,7 @@ extension DeviceRegistry {
             case .ios: state.apnsTokens[device.messagingToken]?.state ?? .active
             case .android, .huawei:
                 state[keyPath: State.tokens(of: device.platform)][device.messagingToken]?.state ?? .active
+            case .web: state.web.record(forToken: device.messagingToken)?.record.state ?? .active
             }
         return FileContents.Device(
             deviceID: device.id,
@@ -313,7 +327,10 @@ extension DeviceRegistry {
             voipReadyAt: epoch(device.voipReadyAt),
             messagingStatus: .init(messagingState),
             voipStatus: device.voipToken.map { .init(state.apnsTokens[$0]?.state ?? .active) },
-            apnsEnvironment: device.apnsEnvironment
+            apnsEnvironment: device.apnsEnvironment,
+            applicationServerKey: state.web.record(forToken: device.messagingToken).map {
+                Base64URL.encode($0.record.applicationServerKey)
+            }
         )
     }
 }

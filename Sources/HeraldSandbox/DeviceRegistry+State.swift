@@ -58,6 +58,7 @@ extension DeviceRegistry {
         var hmsTokens: [String: FCMTokenRecord] = [:]
         var storedNotifications: [StoredKey: StoredNotification] = [:]
         var storedMessages: [String: Deque<StoredMessage>] = [:]
+        var web = WebPushDevices()
         var connections: [String: DeviceConnection] = [:]
         var nextConnectionID: UInt64 = 0
 
@@ -68,6 +69,7 @@ extension DeviceRegistry {
                 switch device.platform {
                 case .ios: apnsTokens[device.messagingToken]?.state
                 case .android, .huawei: self[keyPath: Self.tokens(of: device.platform)][device.messagingToken]?.state
+                case .web: web.record(forToken: device.messagingToken)?.record.state
                 }
             if case .unregistered = status {
                 throw .appUninstalled(deviceID)
@@ -95,16 +97,10 @@ extension DeviceRegistry {
         /// Keeps a message for an offline device: expired ones go, one with the same collapse key
         /// is replaced, and beyond the limit the oldest is dropped.
         mutating func store(_ stored: StoredMessage, for deviceID: String, now: Int64) {
-            var queue = storedMessages.removeValue(forKey: deviceID) ?? []
-            queue.removeAll { $0.expiresAt <= now }
-            if let key = stored.collapseKey {
-                queue.removeAll { $0.collapseKey == key }
+            let key = stored.collapseKey
+            storedMessages[deviceID, default: []].keep(stored) {
+                $0.expiresAt <= now || (key != nil && $0.collapseKey == key)
             }
-            queue.append(stored)
-            if queue.count > DeviceRegistry.storedMessageLimit {
-                queue.removeFirst(queue.count - DeviceRegistry.storedMessageLimit)
-            }
-            storedMessages[deviceID] = queue
         }
     }
 }

@@ -158,10 +158,13 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
         projectID: String? = nil,
         apnsEnvironment: APNsEnvironment? = nil,
         serviceAccountProjects: @autoclosure () -> Set<String> = [],
-        hmsApps: @autoclosure () -> Set<String> = []
+        hmsApps: @autoclosure () -> Set<String> = [],
+        subscription: WebSubscriptionRequest = .init()
     ) throws(SandboxError) -> SandboxDevice {
         let now = clock.now
         switch platform {
+        case .web:
+            return try registerWebDevice(bundleID: bundleID, messagingTokenDelay: messagingTokenDelay, subscription)
         case .ios:
             guard projectID == nil else {
                 throw .invalidRequest("project_id is for Android devices; an iOS device gets APNs tokens")
@@ -267,6 +270,11 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 if state[keyPath: tokens][device.messagingToken]?.state == .active {
                     state[keyPath: tokens][device.messagingToken]?.state = .unregistered(at: timestamp)
                 }
+            case .web:
+                if let (id, record) = state.web.record(forToken: device.messagingToken), record.state == .active {
+                    state.web.subscriptions[id]?.state = .unregistered(at: timestamp)
+                }
+                state.web.stored[deviceID] = nil
             }
             state.storedNotifications = state.storedNotifications.filter { $0.key.deviceID != deviceID }
             state.storedMessages[deviceID] = nil
@@ -284,6 +292,10 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             for tokens in [\State.fcmTokens, \State.hmsTokens] {
                 guard let record = state[keyPath: tokens][token] else { continue }
                 state[keyPath: tokens][token]?.state = .expired(at: timestamp)
+                return record.deviceID
+            }
+            if let (id, record) = state.web.record(forToken: token) {
+                state.web.subscriptions[id]?.state = .expired(at: timestamp)
                 return record.deviceID
             }
             guard let record = state.apnsTokens[token.lowercased()] else { throw .unknownToken(token) }
@@ -385,6 +397,9 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             for stored in state.storedMessages.removeValue(forKey: deviceID) ?? []
             where stored.expiresAt > nowMilliseconds {
                 continuation.yield(stored.event)
+            }
+            for message in state.web.takeStored(for: deviceID, now: nowMilliseconds) {
+                continuation.yield(.webPush(message))
             }
             return (state.nextConnectionID, replaced, later)
         }

@@ -60,10 +60,7 @@ final class FCMEmulator: FaultPlanning {
 
     /// Queues a fault for the next matching `messages:send` requests.
     func inject(_ fault: SandboxFCMFault) throws(SandboxError) {
-        try FaultPlan<SandboxFCMFault>.check(count: fault.count, retryAfter: fault.retryAfter)
-        if let status = fault.status, !(400...599).contains(status) {
-            throw .invalidRequest("status must be an error status, between 400 and 599")
-        }
+        try checkFault(count: fault.count, status: fault.status, retryAfter: fault.retryAfter)
         state.withLock { $0.plan.faults.append(fault) }
     }
 

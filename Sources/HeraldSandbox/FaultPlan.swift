@@ -15,14 +15,6 @@ struct FaultPlan<Fault: CountedFault & Sendable>: Sendable {
     var latency: Duration = .zero
     var shuttingDown = false
 
-    /// Refuses a fault that could never apply: no use at all, or a `Retry-After` beyond a day.
-    static func check(count: Int, retryAfter: Int?) throws(SandboxError) {
-        guard count > 0 else { throw .invalidRequest("count must be at least 1") }
-        if let retryAfter, !(0...86_400).contains(retryAfter) {
-            throw .invalidRequest("retry_after must be between 0 and 86400 seconds")
-        }
-    }
-
     /// Takes one use of the first queued fault that `matches`; a fault goes once used up.
     mutating func take(where matches: (Fault) -> Bool) -> Fault? {
         guard let index = faults.firstIndex(where: matches) else { return nil }
@@ -63,5 +55,17 @@ extension FaultPlanning {
     /// 503 Shutdown; FCM: 503 UNAVAILABLE).
     func beginShutdown() {
         changePlan { $0.shuttingDown = true }
+    }
+}
+
+/// Throws unless a queued fault's fields are in range: at least one use, an error status
+/// (400–599), a `Retry-After` of at most a day.
+func checkFault(count: Int, status: Int?, retryAfter: Int?) throws(SandboxError) {
+    guard count > 0 else { throw .invalidRequest("count must be at least 1") }
+    if let status, !(400...599).contains(status) {
+        throw .invalidRequest("status must be an error status, between 400 and 599")
+    }
+    if let retryAfter, !(0...86_400).contains(retryAfter) {
+        throw .invalidRequest("retry_after must be between 0 and 86400 seconds")
     }
 }

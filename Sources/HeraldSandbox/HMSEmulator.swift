@@ -35,7 +35,7 @@ final class HMSEmulator: FaultPlanning {
 
     /// Queues a fault for the next matching authorized sends.
     func inject(_ fault: SandboxHMSFault) throws(SandboxError) {
-        try FaultPlan<SandboxHMSFault>.check(count: fault.count, retryAfter: fault.retryAfter)
+        try checkFault(count: fault.count, status: nil, retryAfter: fault.retryAfter)
         state.withLock { $0.faults.append(fault) }
     }
 

@@ -1,20 +1,28 @@
 import Hummingbird
 
-/// What the control API asks of the FCM and Push Kit emulators alike: expiring every access
-/// token, queuing faults, and their inspection logs.
+/// What the control API asks of the FCM, Web Push and Push Kit emulators alike: queuing faults
+/// and their inspection logs.
 protocol SandboxPushNetwork: FaultPlanning where Fault: Codable, Record.Record == Record {
     associatedtype Record: InspectionLogEntry & Encodable
     var log: InspectionLog<Record> { get }
     func inject(_ fault: Fault) throws(SandboxError)
-    /// Makes every access token granted so far expired.
-    func expireAccessTokens()
-    /// How many access tokens were granted (not cleared with the log).
-    var accessTokenGrants: Int { get }
+    /// The query parameter naming what inspection filters on, besides `token`.
+    static var filterParameter: String { get }
     /// Whether a record is of a request naming `token`.
     static func record(_ record: Record, names token: String) -> Bool
 }
 
+/// A push network whose senders hold OAuth access tokens (FCM, Push Kit).
+protocol SandboxAccessTokenIssuing: SandboxPushNetwork {
+    /// Makes every access token granted so far expired.
+    func expireAccessTokens()
+    /// How many access tokens were granted (not cleared with the log).
+    var accessTokenGrants: Int { get }
+}
+
 extension SandboxPushNetwork {
+    static var filterParameter: String { "token" }
+
     /// The log, oldest first, optionally only the requests naming one token, and only the last
     /// `limit`.
     func records(token: String?, limit: Int?) -> [Record] {
@@ -23,10 +31,11 @@ extension SandboxPushNetwork {
 }
 
 extension SandboxControlAPI {
-    /// `{"records": [...], "access_token_grants": n}`.
+    /// `{"records": [...], "access_token_grants": n}`; without `access_token_grants` for a
+    /// network without access tokens.
     struct NetworkInspection<Record: Encodable>: Encodable {
         let records: [Record]
-        let accessTokenGrants: Int
+        let accessTokenGrants: Int?
 
         enum CodingKeys: String, CodingKey {
             case records
@@ -34,11 +43,15 @@ extension SandboxControlAPI {
         }
     }
 
-    /// `/sandbox/<name>/access-tokens/expire`, `/faults` and `/inspection` (GET and DELETE).
+    /// `/sandbox/<name>/faults`, `/inspection` (GET and DELETE) and, for a network with access
+    /// tokens, `/access-tokens/expire`.
     static func addRoutes<Network: SandboxPushNetwork>(of network: Network, name: String, to router: Router<Context>) {
-        router.post("/sandbox/\(name)/access-tokens/expire") { _, _ -> HTTPResponse.Status in
-            network.expireAccessTokens()
-            return .noContent
+        let issuer = network as? any SandboxAccessTokenIssuing
+        if let issuer {
+            router.post("/sandbox/\(name)/access-tokens/expire") { _, _ -> HTTPResponse.Status in
+                issuer.expireAccessTokens()
+                return .noContent
+            }
         }
         router.post("/sandbox/\(name)/faults") { request, context -> JSON<Network.Fault> in
             let fault = try await request.decodeJSON(as: Network.Fault.self, context: context)
@@ -46,11 +59,12 @@ extension SandboxControlAPI {
             return JSON(fault, status: .created)
         }
         router.get("/sandbox/\(name)/inspection") { request, _ in
-            let (token, limit) = try inspectionFilter(request)
+            var (token, limit) = try inspectionFilter(request)
+            if let named = request.uri.queryParameters[Substring(Network.filterParameter)] { token = String(named) }
             return JSON(
                 NetworkInspection(
                     records: network.records(token: token, limit: limit),
-                    accessTokenGrants: network.accessTokenGrants
+                    accessTokenGrants: issuer?.accessTokenGrants
                 )
             )
         }
@@ -61,13 +75,13 @@ extension SandboxControlAPI {
     }
 }
 
-extension FCMEmulator: SandboxPushNetwork {
+extension FCMEmulator: SandboxAccessTokenIssuing {
     func expireAccessTokens() { tokenEndpoint.expireAccessTokens() }
     var accessTokenGrants: Int { tokenEndpoint.grants }
     static func record(_ record: SandboxFCMInspectionRecord, names token: String) -> Bool { record.token == token }
 }
 
-extension HMSEmulator: SandboxPushNetwork {
+extension HMSEmulator: SandboxAccessTokenIssuing {
     static func record(_ record: SandboxHMSInspectionRecord, names token: String) -> Bool {
         record.tokens?.contains(token) == true
     }
@@ -75,4 +89,13 @@ extension HMSEmulator: SandboxPushNetwork {
     var accessTokenGrants: Int { tokenEndpoint.grants }
 
     func expireAccessTokens() { tokenEndpoint.expireAccessTokens() }
+}
+
+extension WebPushEmulator: SandboxPushNetwork {
+    static var filterParameter: String { "endpoint" }
+
+    /// `token` is a subscription's endpoint or the id at its end.
+    static func record(_ record: SandboxWebPushInspectionRecord, names token: String) -> Bool {
+        record.endpointID == (DeviceRegistry.subscriptionID(of: token) ?? token)
+    }
 }

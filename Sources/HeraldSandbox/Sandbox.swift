@@ -28,6 +28,10 @@ public struct SandboxEndpoints: Sendable, Hashable {
     public var fcmPort: Int
     /// The OAuth2 token endpoint, `https://<host>:<port>/token`: a service account's `token_uri`.
     public var tokenURL: String
+    /// The Web Push service, `https://<host>:<port>`: browsers' subscription endpoints are
+    /// `<webPushURL>/wp/<id>`.
+    public var webPushURL: String
+    public var webPushPort: Int
     /// The Push Kit base URL, `https://<host>:<port>`: messages go to
     /// `<hmsURL>/v1/{appId}/messages:send`.
     public var hmsURL: String
@@ -35,12 +39,12 @@ public struct SandboxEndpoints: Sendable, Hashable {
     /// Push Kit's OAuth 2.0 token endpoint, `https://<host>:<port>/oauth2/v3/token`: a Huawei
     /// app's token URL.
     public var hmsTokenURL: String
-    /// The CA certificate clients must trust (for APNs, FCM and Push Kit).
+    /// The CA certificate clients must trust (for APNs, FCM, Web Push and Push Kit).
     public var caCertificatePath: String
 }
 
-/// The sandbox as a service: the APNs listener, the FCM listener and the control API, under a
-/// `ServiceGroup`.
+/// The sandbox as a service: the APNs listener, the FCM listener, the Web Push listener and the
+/// control API, under a `ServiceGroup`.
 ///
 /// Graceful shutdown answers new pushes 503 Shutdown (APNs) or 503 UNAVAILABLE (FCM), sends
 /// GOAWAY on every APNs and FCM connection, ends device connections and stops the listeners.
@@ -82,14 +86,13 @@ public final class Sandbox: Service, Sendable {
         let (apnsPort, productionPort) = try await startAPNs()
         let report = portReporter(apnsPort: apnsPort, productionPort: productionPort)
         let app = controlApplication(report: report)
-        let fcm: any ApplicationProtocol
-        let hms: any ApplicationProtocol
+        var pushListeners: [(SandboxHTTPSListener.Side, any ApplicationProtocol)] = []
         do {
-            fcm = try SandboxTLSListener.application(.fcm, core: core, group: group, logger: logger) {
-                report(.fcm, $0)
-            }
-            hms = try SandboxTLSListener.application(.hms, core: core, group: group, logger: logger) {
-                report(.hms, $0)
+            for side in [SandboxHTTPSListener.Side.fcm, .webPush, .hms] {
+                let listener = try SandboxHTTPSListener.application(side, core: core, group: group, logger: logger) {
+                    report(.push(side), $0)
+                }
+                pushListeners.append((side, listener))
             }
         } catch {
             ready.fail(error)
@@ -98,7 +101,7 @@ public final class Sandbox: Service, Sendable {
             throw error
         }
         do {
-            try await serve(control: app, fcm: fcm, hms: hms)
+            try await serve(control: app, push: pushListeners)
         } catch {
             ready.fail(error)
             await apns.shutdown()
@@ -123,8 +126,9 @@ public final class Sandbox: Service, Sendable {
     }
 
     /// The Hummingbird listeners, each reporting its port once it runs.
-    enum Listener: CaseIterable {
-        case control, fcm, hms
+    enum Listener: Hashable {
+        case control
+        case push(SandboxHTTPSListener.Side)
     }
 
     /// What each Hummingbird listener calls with its port once it runs: the sandbox is ready
@@ -135,10 +139,12 @@ public final class Sandbox: Service, Sendable {
         let caPath = core.configuration.tls.caCertificatePath
         let bound = NIOLockedValueBox<[Listener: Int]>([:])
         return { listener, port in
-            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int, hms: Int)? in
+            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int, webPush: Int, hms: Int)? in
                 ports[listener] = port
-                guard let control = ports[.control], let fcm = ports[.fcm], let hms = ports[.hms] else { return nil }
-                return (control, fcm, hms)
+                guard let control = ports[.control], let fcm = ports[.push(.fcm)],
+                    let webPush = ports[.push(.webPush)], let hms = ports[.push(.hms)]
+                else { return nil }
+                return (control, fcm, webPush, hms)
             }
             guard let ports else { return }
             let urlHost = host.contains(":") ? "[\(host)]" : host
@@ -153,6 +159,8 @@ public final class Sandbox: Service, Sendable {
                     fcmURL: "https://\(urlHost):\(ports.fcm)",
                     fcmPort: ports.fcm,
                     tokenURL: "https://\(urlHost):\(ports.fcm)/token",
+                    webPushURL: "https://\(urlHost):\(ports.webPush)",
+                    webPushPort: ports.webPush,
                     hmsURL: "https://\(urlHost):\(ports.hms)",
                     hmsPort: ports.hms,
                     hmsTokenURL: "https://\(urlHost):\(ports.hms)/oauth2/v3/token",
@@ -187,8 +195,7 @@ public final class Sandbox: Service, Sendable {
     /// fails.
     private func serve(
         control app: some ApplicationProtocol,
-        fcm: any ApplicationProtocol,
-        hms: any ApplicationProtocol
+        push: [(SandboxHTTPSListener.Side, any ApplicationProtocol)]
     ) async throws {
         let configuration = core.configuration
         let host = configuration.host
@@ -197,7 +204,7 @@ public final class Sandbox: Service, Sendable {
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { listeners in
                 // The APNs listeners (NIO, not Hummingbird) send GOAWAY as soon as the shutdown
-                // begins, while the control API and the FCM side finish theirs.
+                // begins, while the control API and the FCM, Web Push and Push Kit sides finish theirs.
                 listeners.addTask { [core] in
                     guard (try? await gracefulShutdown()) != nil else { return }
                     // Set by the handler below too, whichever hears of the shutdown first.
@@ -212,10 +219,10 @@ public final class Sandbox: Service, Sendable {
                         port: configuration.controlPort
                     ) { try await app.run() }
                 }
-                let sides = [("FCM", configuration.fcmPort, fcm), ("Push Kit", configuration.hmsPort, hms)]
-                for (side, port, listener) in sides {
+                for (side, listener) in push {
+                    let port = side.port(in: configuration)
                     listeners.addTask {
-                        try await ListenerError.naming("the sandbox's \(side) side", host: host, port: port) {
+                        try await ListenerError.naming("the sandbox's \(side.name) side", host: host, port: port) {
                             try await listener.run()
                         }
                     }

@@ -18,11 +18,14 @@ public struct SandboxConfiguration: Sendable {
     /// The FCM HTTP v1 port (HTTP/2 or HTTP/1.1 over TLS): `messages:send` and the OAuth2 token
     /// endpoint `/token`; 0 picks a free port.
     public var fcmPort: Int = 2196
+    /// The Web Push port (HTTP/2 or HTTP/1.1 over TLS): `POST /wp/{subscription}`; nil: 2194
+    /// beside the default `apnsPort`, else a free one (`resolvedWebPushPort`); 0 picks a free one.
+    public var webPushPort: Int? = nil
     /// The Push Kit port (HTTP/2 or HTTP/1.1 over TLS): `/v1/{appId}/messages:send` and the OAuth
     /// 2.0 token endpoint `/oauth2/v3/token`; 0 (the default here) picks a free port, so sandboxes
-    /// built before they knew of Push Kit never collide on one. `herald sandbox` listens on 2194.
+    /// built before they knew of Push Kit never collide on one. `herald sandbox` listens on 2193.
     public var hmsPort: Int = 0
-    /// The TLS identity of the APNs and FCM listeners.
+    /// The TLS identity of the APNs, FCM, Web Push and Push Kit listeners.
     public var tls: SandboxTLS
     /// Streams a connection may open once it has sent a valid provider token; before that, 1.
     public var maxConcurrentStreams: Int = 1000
@@ -70,6 +73,12 @@ public struct SandboxConfiguration: Sendable {
     /// beside the default 2197, else one picked (so sandboxes on other ports never collide on it).
     public static func productionPort(_ given: Int?, apnsPort: Int) -> Int {
         given ?? (apnsPort == 2197 ? 2195 : 0)
+    }
+
+    /// The Web Push port bound: the one given, else 2194 beside the default APNs port 2197, else
+    /// one picked (so sandboxes on other ports, as in tests, never collide on it).
+    public var resolvedWebPushPort: Int {
+        webPushPort ?? (apnsPort == 2197 ? 2194 : 0)
     }
 
     public init(tls: SandboxTLS) {

@@ -81,7 +81,8 @@ enum SandboxControlAPI {
                 voipTokenDelay: .milliseconds(try registration.delay(\.voipTokenDelayMs, "voip_token_delay_ms")),
                 platform: registration.platform ?? .ios,
                 projectID: registration.projectID,
-                apnsEnvironment: registration.apnsEnvironment
+                apnsEnvironment: registration.apnsEnvironment,
+                applicationServerKey: registration.applicationServerKey
             )
             return JSON(device, status: .created)
         }
@@ -130,6 +131,7 @@ enum SandboxControlAPI {
         router.delete("/sandbox/faults") { _, _ -> HTTPResponse.Status in
             core.clearFaults()
             apns.endOutage()
+            core.webPush.outage.end()
             return .noContent
         }
         router.post("/sandbox/faults/outage") { request, context -> JSON<OutageAnswer> in
@@ -139,6 +141,7 @@ enum SandboxControlAPI {
             }
             let until = core.configuration.clock.epochMilliseconds + Int64(outage.ms)
             apns.beUnreachable(for: .milliseconds(Int64(outage.ms)))
+            core.webPush.outage.begin(for: .milliseconds(outage.ms))
             return JSON(OutageAnswer(ms: outage.ms, until: until), status: .created)
         }
         router.put("/sandbox/faults/latency") { request, context -> HTTPResponse.Status in
@@ -179,6 +182,7 @@ enum SandboxControlAPI {
         }
         addFCMRoutes(to: router, core: core)
         addHMSRoutes(to: router, core: core)
+        addWebPushRoutes(to: router, core: core)
         return router
     }
 
@@ -212,9 +216,12 @@ enum SandboxControlAPI {
         let projectID: String?
         /// iOS: the environment the device's tokens belong to (development by default).
         let apnsEnvironment: APNsEnvironment?
+        /// Web: the app's VAPID public key (base64url) the browser subscribes with.
+        let applicationServerKey: String?
 
         enum CodingKeys: String, CodingKey {
             case apnsEnvironment = "apns_environment"
+            case applicationServerKey = "application_server_key"
             case bundleID = "bundle_id"
             case messagingTokenDelayMs = "messaging_token_delay_ms"
             case voipTokenDelayMs = "voip_token_delay_ms"
@@ -268,6 +275,7 @@ enum SandboxControlAPI {
                 "POST /sandbox/faults", "DELETE /sandbox/faults", "PUT /sandbox/faults/latency",
                 "POST /sandbox/faults/outage", "POST /sandbox/connections/goaway", "POST /sandbox/connections/drop",
                 "GET /sandbox/inspection", "DELETE /sandbox/inspection", "GET /sandbox/apns/provider-tokens",
+                "POST /sandbox/webpush/faults", "GET /sandbox/webpush/inspection", "DELETE /sandbox/webpush/inspection",
             ]
         )
     }

@@ -27,11 +27,6 @@ extension SandboxCore {
         hms.records(token: token, limit: limit)
     }
 
-    /// Forgets the Push Kit inspection log.
-    public func clearHMSInspection() {
-        hms.log.removeAll()
-    }
-
     /// Every Push Kit inspection record made from now on, as it is made. For tests: a signal to
     /// wait on.
     public func hmsInspectionUpdates() -> AsyncStream<SandboxHMSInspectionRecord> {

@@ -7,14 +7,16 @@ public import HeraldAPNsCore
 /// tokens, device connections, what is kept for offline devices), the `APNsEmulator` (provider
 /// keys and tokens, the APNs rules, APNs faults), the `FCMEmulator` with its
 /// `FCMTokenEndpoint` (service accounts, access tokens, the `messages:send` rules, FCM faults),
-/// and one `InspectionLog` per push service. The emulators reach the registry only through
-/// `APNsDeviceDirectory` and `FCMDeviceDirectory`.
+/// the `WebPushEmulator` (VAPID and RFC 8030 rules, Web Push faults), and one `InspectionLog`
+/// per push service. The emulators reach the registry only through `APNsDeviceDirectory`,
+/// `FCMDeviceDirectory` and `WebPushDeviceDirectory`.
 public final class SandboxCore: Sendable {
     let configuration: SandboxConfiguration
     let devices: DeviceRegistry
     let apns: APNsEmulator
     let fcm: FCMEmulator
     let hms: HMSEmulator
+    let webPush: WebPushEmulator
 
     /// A sandbox with the configuration's apps, keys and service accounts registered.
     public init(configuration: SandboxConfiguration) throws {
@@ -36,6 +38,11 @@ public final class SandboxCore: Sendable {
             log: InspectionLog(capacity: configuration.inspectionCapacity)
         )
         hms = try HMSEmulator(configuration: configuration, devices: devices)
+        webPush = WebPushEmulator(
+            configuration: configuration,
+            devices: devices,
+            log: InspectionLog(capacity: configuration.inspectionCapacity)
+        )
     }
 
     // MARK: - Apps and keys
@@ -68,14 +75,17 @@ public final class SandboxCore: Sendable {
     /// `projectID`, which defaults to the project of the registered service accounts when they
     /// all share one; `bundleID` is then its package name and needs no registration. A Huawei
     /// device gets one Push Kit token for the Huawei app `projectID` (the one registered app
-    /// when nil).
+    /// when nil). A web device (a browser) gets a Web Push subscription for
+    /// `applicationServerKey` (the app's VAPID public key, base64url), whose endpoint is its
+    /// messaging token.
     public func registerDevice(
         bundleID: String,
         messagingTokenDelay: Duration = .zero,
         voipTokenDelay: Duration = .zero,
         platform: SandboxPlatform = .ios,
         projectID: String? = nil,
-        apnsEnvironment: APNsEnvironment? = nil
+        apnsEnvironment: APNsEnvironment? = nil,
+        applicationServerKey: String? = nil
     ) throws(SandboxError) -> SandboxDevice {
         try devices.registerDevice(
             bundleID: bundleID,
@@ -85,7 +95,8 @@ public final class SandboxCore: Sendable {
             projectID: projectID,
             apnsEnvironment: apnsEnvironment,
             serviceAccountProjects: fcm.tokenEndpoint.projects,
-            hmsApps: hms.tokenEndpoint.appIDs
+            hmsApps: hms.tokenEndpoint.appIDs,
+            subscription: .init(applicationServerKey: applicationServerKey, endpointBase: webPush.endpointBase)
         )
     }
 
@@ -147,13 +158,15 @@ public final class SandboxCore: Sendable {
         apns.setLatency(latency)
         fcm.setLatency(latency)
         hms.setLatency(latency)
+        webPush.setLatency(latency)
     }
 
-    /// Removes every queued fault (APNs, FCM, Push Kit) and the latency.
+    /// Removes every queued fault (APNs, FCM, Web Push, Push Kit) and the latency.
     public func clearFaults() {
         apns.clearFaults()
         fcm.clearFaults()
         hms.clearFaults()
+        webPush.clearFaults()
     }
 
     // MARK: - Inspection
@@ -205,11 +218,6 @@ public final class SandboxCore: Sendable {
         fcm.log.records(where: token.map { token in { $0.token == token } }, limit: limit)
     }
 
-    /// Forgets the FCM inspection log.
-    public func clearFCMInspection() {
-        fcm.log.removeAll()
-    }
-
     /// Every FCM inspection record made from now on, as it is made. For tests: a signal to wait on.
     public func fcmInspectionUpdates() -> AsyncStream<SandboxFCMInspectionRecord> {
         fcm.log.updates()
@@ -222,6 +230,7 @@ public final class SandboxCore: Sendable {
         apns.beginShutdown()
         fcm.beginShutdown()
         hms.beginShutdown()
+        webPush.beginShutdown()
     }
 
     /// Ends every device connection and inspection stream.
@@ -230,5 +239,6 @@ public final class SandboxCore: Sendable {
         apns.log.finishUpdates()
         fcm.log.finishUpdates()
         hms.log.finishUpdates()
+        webPush.log.finishUpdates()
     }
 }

@@ -9,6 +9,8 @@ public enum SandboxPlatform: String, Sendable, Hashable, Codable, CaseIterable {
     case android
     /// Huawei Push Kit: one token, for a registered Huawei app.
     case huawei
+    /// Web Push: a browser's subscription, whose endpoint is its messaging token.
+    case web
 }
 
 /// An FCM message as the sandbox delivers it to an Android device.

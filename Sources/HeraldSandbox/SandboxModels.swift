@@ -101,6 +101,8 @@ public enum SandboxDeviceEvent: Sendable, Hashable {
     case fcmMessage(SandboxFCMMessage)
     /// A Push Kit data message was delivered (Huawei devices).
     case hmsMessage(SandboxHMSMessage)
+    /// A Web Push message was delivered (web devices).
+    case webPush(SandboxWebPushMessage)
 }
 
 extension SandboxDeviceEvent: Codable {
@@ -122,6 +124,8 @@ extension SandboxDeviceEvent: Codable {
             self = .fcmMessage(try container.decode(SandboxFCMMessage.self, forKey: .message))
         case "hms_message":
             self = .hmsMessage(try container.decode(SandboxHMSMessage.self, forKey: .message))
+        case "web_push":
+            self = .webPush(try container.decode(SandboxWebPushMessage.self, forKey: .message))
         case let other:
             throw DecodingError.dataCorruptedError(
                 forKey: .type,
@@ -146,6 +150,9 @@ extension SandboxDeviceEvent: Codable {
             try container.encode(message, forKey: .message)
         case .hmsMessage(let message):
             try container.encode("hms_message", forKey: .type)
+            try container.encode(message, forKey: .message)
+        case .webPush(let message):
+            try container.encode("web_push", forKey: .type)
             try container.encode(message, forKey: .message)
         }
     }

@@ -117,6 +117,7 @@ public struct ConfigurationCheck: Sendable {
         for fcm in configuration.fcmAccounts {
             findings.append(fcmAccount(fcm.serviceAccount, name: fcm.name))
         }
+        for vapid in configuration.vapidKeys { findings.append(vapidKey(vapid)) }
         var checkedCAs = Set<String>()
         for (subject, ca) in configuration.apnsKeys.map({ ("apns ca", $0.ca) })
             + configuration.fcmAccounts.map({ ("fcm ca", $0.ca) })
@@ -222,6 +223,21 @@ public struct ConfigurationCheck: Sendable {
             )
         } catch {
             return Finding(passed: false, subject: subject, detail: "\(file): \(error)")
+        }
+    }
+
+    /// A VAPID key: readable, an ES256 key, and its public half (what browsers subscribe with).
+    private func vapidKey(_ vapid: HeraldConfiguration.VAPID) -> Finding {
+        let subject = "vapid key \(vapid.name)"
+        do {
+            let key = try vapid.loadKey()
+            return Finding(
+                passed: true,
+                subject: subject,
+                detail: "\(vapid.key) (\(vapid.subject); application server key \(key.applicationServerKey))"
+            )
+        } catch {
+            return Finding(passed: false, subject: subject, detail: error.message)
         }
     }
 

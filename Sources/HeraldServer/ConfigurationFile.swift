@@ -237,6 +237,16 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         }
     }
 
+    /// A VAPID key: `vapid_keys[i]`.
+    public struct VAPID: Sendable, Codable, Hashable {
+        /// An app's id, or `default`.
+        public var name: String?
+        /// The key's PEM file (`herald keys vapid`).
+        public var key: String?
+        /// The `sub` claim push services reach the operator by: a `mailto:` or `https:` URL.
+        public var subject: String?
+    }
+
     public var host: String?
     public var port: Int?
     public var data: String?
@@ -248,6 +258,9 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var apnsKeys: [APNs]?
     /// Several FCM service accounts (several Firebase projects), each named; with `fcm`, which is `default`.
     public var fcmAccounts: [FCM]?
+    /// The VAPID keys that sign Web Push requests, each named: the key named after an app is that
+    /// app's, `default` every other app's (docs/webpush.md).
+    public var vapidKeys: [VAPID]?
     public var provider: Provider?
     public var dispatcher: Dispatcher?
     public var presenceTTL: Int?
@@ -284,6 +297,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case apps, apns, fcm
         case apnsKeys = "apns_keys"
         case fcmAccounts = "fcm_accounts"
+        case vapidKeys = "vapid_keys"
         case provider, dispatcher
         case presenceTTL = "presence_ttl"
         case messageRetention = "message_retention"

@@ -48,6 +48,21 @@ extension HeraldConfiguration {
             )
             fcmAccounts.append(FCM(name: name, serviceAccount: account, url: entry.url ?? Self.googleFCM, ca: entry.ca))
         }
+        for (index, entry) in (file.vapidKeys ?? []).enumerated() {
+            let (name, key) = try Self.namedEntry(
+                entry.name,
+                of: "vapid_keys[\(index)]",
+                naming: ("VAPID key", "VAPID keys"),
+                file: (entry.key, "the key (PEM file)"),
+                taken: vapidKeys.map(\.name)
+            )
+            guard let subject = entry.subject, subject.hasPrefix("mailto:") || subject.hasPrefix("https:") else {
+                throw .configuration(
+                    "vapid_keys[\(index)] (\(name)): subject must be a mailto: or https: URL push services can reach you at"
+                )
+            }
+            vapidKeys.append(VAPID(name: name, key: key, subject: subject))
+        }
     }
 
     /// The name and file of a list's entry (`apns_keys[0]`), checked: a name given (apps name

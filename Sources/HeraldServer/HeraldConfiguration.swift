@@ -69,6 +69,9 @@ public struct HeraldConfiguration: Sendable {
     public var apnsKeys: [APNs] = []
     /// Every FCM service account, each with its name: `fcm`'s is `default`, then `fcm_accounts`.
     public var fcmAccounts: [FCM] = []
+    /// The VAPID keys (`vapid_keys`), each with its name and subject. Without any, browsers are not
+    /// served, but in sandbox mode, which signs with a development key (keys/vapid.pem).
+    public var vapidKeys: [VAPID] = []
     /// The key of an app that names none: the one named `default`, or the only one.
     public var apns: APNs? {
         apnsKeys.first { $0.name == Self.defaultName } ?? (apnsKeys.count == 1 ? apnsKeys[0] : nil)
@@ -142,6 +145,13 @@ public struct HeraldConfiguration: Sendable {
         public var serviceAccount: String
         public var url: String
         public var ca: String?
+    }
+
+    /// A VAPID key: its name (an app's id, or `default`), its PEM file and its `sub` claim.
+    public struct VAPID: Sendable, Hashable {
+        public var name: String
+        public var key: String
+        public var subject: String
     }
 
     /// One or several remote `herald provider`s.

@@ -21,6 +21,10 @@ extension HeraldServer {
         ready: @escaping @Sendable ([String]) -> Void
     ) async throws {
         let (metadata, accountPath, account, sandboxConfiguration) = try sandboxSetup()
+        let vapidKeys = try sandboxVAPIDKeys()
+        var signing = configuration
+        signing.vapidKeys = vapidKeys
+        let webPushLines = signing.webPushBannerLines
         let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
         let logger = logger
         let configuration = configuration
@@ -33,11 +37,14 @@ extension HeraldServer {
                 apnsKeys: [apns],
                 fcmAccounts: [fcm],
                 fcmTokenURI: endpoints.tokenURL,
+                vapidKeys: vapidKeys,
+                webPush: WebPushSettings(ca: endpoints.caCertificatePath, allowPrivateEndpoints: true),
                 shared: store,
                 logger: logger,
                 group: group
             )
             let runtime = try sandboxRuntime(
+                vapidKeys: vapidKeys,
                 store: store,
                 masterKey: secrets.masterKey,
                 apiKey: secrets.apiKey,
@@ -63,6 +70,7 @@ extension HeraldServer {
                     account: account,
                     accountPath: accountPath
                 )
+                lines += webPushLines
                 ready(lines)
             }
         }
@@ -71,6 +79,7 @@ extension HeraldServer {
     /// The relay over `sender` as the sandbox mode runs it: the development key and account are
     /// the fleet's only ones, and every app saved is registered in the sandbox too.
     private func sandboxRuntime(
+        vapidKeys: [HeraldConfiguration.VAPID],
         store: any HeraldStore,
         masterKey: MasterKey,
         apiKey: String,
@@ -83,12 +92,18 @@ extension HeraldServer {
         fleet.apnsKeys = [HeraldConfiguration.defaultName]
         fleet.fcmAccounts = [HeraldConfiguration.defaultName]
         fleet.defaultAPNsEnvironment = .development
+        var withKeys = configuration
+        withKeys.vapidKeys = vapidKeys
+        fleet.applicationServerKeys = withKeys.fleetConfiguration(knowsCredentials: false).applicationServerKeys
+        // The sandbox's push service mints endpoints on loopback.
+        fleet.allowPrivateWebPushEndpoints = true
         return try RelayRuntime(
             configuration: configuration,
             store: store,
             masterKey: masterKey,
             apiKey: apiKey,
             sender: sender,
+            platforms: [.ios, .android, .web],
             fleet: fleet,
             registry: registry,
             logger: logger,
@@ -117,6 +132,25 @@ extension HeraldServer {
             try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: teamID))
         }
         return shown
+    }
+
+    /// The VAPID keys of the sandbox mode: the configured ones, else the development key
+    /// (keys/vapid.pem, made on first use) as `default`.
+    private func sandboxVAPIDKeys() throws -> [HeraldConfiguration.VAPID] {
+        guard configuration.vapidKeys.isEmpty else { return configuration.vapidKeys }
+        let path: String
+        do {
+            path = try DevelopmentKeys.developmentVAPIDKey(in: configuration.keysDirectory)
+        } catch {
+            throw HeraldServerError.credentials("\(error)")
+        }
+        return [
+            HeraldConfiguration.VAPID(
+                name: HeraldConfiguration.defaultName,
+                key: path,
+                subject: "mailto:operator@herald.invalid"
+            )
+        ]
     }
 
     /// The in-process sandbox's configuration, with the development APNs key and FCM service

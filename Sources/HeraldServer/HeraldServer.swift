@@ -86,7 +86,7 @@ public struct HeraldServer: Sendable {
                 masterKey: secrets.masterKey,
                 apiKey: secrets.apiKey,
                 sender: fleet.stage,
-                platforms: configuration.fcmAccounts.isEmpty ? [.ios] : [.ios, .android],
+                platforms: configuration.platforms,
                 fleet: configuration.fleetConfiguration(knowsCredentials: true),
                 registry: registry,
                 logger: logger,
@@ -107,6 +107,7 @@ public struct HeraldServer: Sendable {
                 for fcm in configuration.fcmAccounts where fcm.name != configuration.fcm?.name {
                     lines.append("  FCM account  \(fcm.name): \(fcm.serviceAccount) (\(fcm.url))")
                 }
+                lines += configuration.webPushBannerLines
                 ready(lines)
             }
             return
@@ -234,7 +235,7 @@ public struct HeraldServer: Sendable {
     /// The platforms the provider has credentials for, from its `/health`; both when it cannot be
     /// asked now (it may start later), so no device is skipped for want of an answer.
     public static func platforms(provider url: String, http: HTTPClient, logger: Logger) async -> Set<DevicePlatform> {
-        let all = Set(DevicePlatform.allCases)
+        let all: Set<DevicePlatform> = [.ios, .android, .web]
         do {
             let response = try await http.execute(HTTPClientRequest(url: url + "/health"), timeout: .seconds(5))
             let body = try await response.body.collect(upTo: 64 * 1024)
@@ -244,6 +245,8 @@ public struct HeraldServer: Sendable {
             var platforms = Set<DevicePlatform>()
             if health["apns"] != "off" { platforms.insert(.ios) }
             if health["fcm"] != "off" { platforms.insert(.android) }
+            // An older provider does not say: it has no Web Push sender.
+            if health["webpush"] == "on" { platforms.insert(.web) }
             return platforms
         } catch {
             logger.warning(
@@ -256,6 +259,23 @@ public struct HeraldServer: Sendable {
 }
 
 extension HeraldConfiguration {
+    /// The platforms the configured credentials push to: iOS always, Android with an FCM
+    /// account, browsers with a VAPID key.
+    var platforms: Set<DevicePlatform> {
+        var platforms: Set<DevicePlatform> = [.ios]
+        if !fcmAccounts.isEmpty { platforms.insert(.android) }
+        if !vapidKeys.isEmpty { platforms.insert(.web) }
+        return platforms
+    }
+
+    /// The banner's Web Push lines: each VAPID key, or why browsers are skipped.
+    var webPushBannerLines: [String] {
+        guard !vapidKeys.isEmpty else {
+            return ["  Web Push     off: browsers are skipped (no vapid_keys; docs/webpush.md)"]
+        }
+        return vapidKeys.map { "  VAPID key    \($0.name): \($0.key) (\($0.subject))" }
+    }
+
     /// The access log's logger: `herald.access`, through the process's log handler, at the
     /// configured level.
     var accessLogger: Logger {

@@ -5,6 +5,7 @@ import HeraldEncoding
 public import HeraldFCMCore
 import HeraldMacros
 import HeraldSandbox
+public import HeraldWebPushCore
 
 /// Small file helpers for key material: new files get their final mode before any byte is
 /// written, and existing files are not replaced unless asked.
@@ -153,6 +154,29 @@ public enum DevelopmentKeys {
             return metadata
         }
         return nil
+    }
+
+    /// Where a directory's development VAPID key is kept.
+    public static func vapidKeyPath(in directory: String) -> String {
+        (directory as NSString).appendingPathComponent("vapid.pem")
+    }
+
+    /// Writes a VAPID key (ES256, PKCS#8 PEM, mode 0600) to `path`; answers it.
+    public static func makeVAPIDKey(at path: String, overwrite: Bool) throws -> VAPIDKey {
+        try KeyFiles.makeParentDirectory(of: path)
+        let key = VAPIDKey.generate()
+        try SecretFile.write(Array(key.pem.utf8) + [0x0A], to: path, mode: 0o600, overwrite: overwrite)
+        return key
+    }
+
+    /// keys/vapid.pem, made when there is none: the sandbox mode's VAPID key.
+    public static func developmentVAPIDKey(in directory: String) throws -> String {
+        let path = vapidKeyPath(in: directory)
+        if FileManager.default.fileExists(atPath: path) { return path }
+        try KeyFiles.withCreationLock(in: directory) {
+            if !FileManager.default.fileExists(atPath: path) { _ = try makeVAPIDKey(at: path, overwrite: false) }
+        }
+        return path
     }
 
     /// keys/fcm-service-account.json, made when there is none.

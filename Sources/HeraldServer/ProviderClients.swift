@@ -5,6 +5,8 @@ public import HeraldProvider
 import HeraldPush
 import HeraldRelay
 public import HeraldStore
+import HeraldWebPush
+import HeraldWebPushCore
 public import Logging
 public import NIOCore
 public import ServiceLifecycle
@@ -39,6 +41,7 @@ public struct ProviderClients {
             fcmAccounts: configuration.fcmAccounts,
             defaultAPNsKey: configuration.apns?.name,
             defaultFCMAccount: configuration.fcm?.name,
+            vapidKeys: configuration.vapidKeys,
             tokenCache: tokenCache,
             shared: shared,
             logger: logger,
@@ -62,6 +65,8 @@ public struct ProviderClients {
         defaultAPNsKey: String? = nil,
         defaultFCMAccount: String? = nil,
         fcmTokenURI: String? = nil,
+        vapidKeys: [HeraldConfiguration.VAPID] = [],
+        webPush: WebPushSettings = WebPushSettings(),
         tokenCache: (HeraldConfiguration.APNs) -> String? = { _ in nil },
         shared: (any ProviderTokenStore)? = nil,
         logger: Logger,
@@ -98,11 +103,14 @@ public struct ProviderClients {
             accounts[fcm.name] = client
             services.append(client)
         }
+        let webPushClient = try webPush.makeClient(vapidKeys: vapidKeys, logger: logger, group: group)
+        if let webPushClient { services.append(webPushClient) }
         let stage = ProviderStage(
             apnsKeys: keys,
             defaultAPNsKey: defaultAPNsKey,
             fcmAccounts: accounts,
             defaultFCMAccount: defaultFCMAccount,
+            webPush: webPushClient,
             logger: logger
         )
         return ProviderClients(stage: stage, services: services, sharedTokens: sharedTokens)
@@ -111,6 +119,63 @@ public struct ProviderClients {
     /// Takes up each key's stored token (or publishes the first) before the first push.
     public func prepare() async {
         for token in sharedTokens { await token.prepare() }
+    }
+}
+
+/// How the Web Push sender reaches push services beyond its keys: the sandbox's CA and private
+/// endpoints in sandbox mode, the system's roots and public endpoints otherwise.
+public struct WebPushSettings: Sendable {
+    /// A PEM CA file to trust instead of the system roots.
+    public var ca: String?
+    /// Whether subscriptions may name loopback or private addresses (the sandbox's push service).
+    public var allowPrivateEndpoints = false
+
+    public init(ca: String? = nil, allowPrivateEndpoints: Bool = false) {
+        self.ca = ca
+        self.allowPrivateEndpoints = allowPrivateEndpoints
+    }
+
+    /// The sender of `vapidKeys`; nil without any. A key file that cannot be read, or a subject
+    /// that is not a URL, stops the start with one line.
+    func makeClient(
+        vapidKeys: [HeraldConfiguration.VAPID],
+        logger: Logger,
+        group: any EventLoopGroup
+    ) throws(HeraldServerError) -> WebPushClient? {
+        guard !vapidKeys.isEmpty else { return nil }
+        var signers: [String: VAPIDSigner] = [:]
+        for vapid in vapidKeys {
+            signers[vapid.name] = try vapid.signer()
+        }
+        var configuration = WebPushClientConfiguration(signers: signers)
+        configuration.caCertificatePath = ca
+        configuration.allowPrivateEndpoints = allowPrivateEndpoints
+        return WebPushClient(configuration: configuration, logger: logger, group: group)
+    }
+}
+
+extension HeraldConfiguration.VAPID {
+    /// The key, read from its file.
+    func loadKey() throws(HeraldServerError) -> VAPIDKey {
+        guard let pem = try? String(contentsOfFile: key, encoding: .utf8) else {
+            throw .credentials("VAPID key \(name): cannot read \(key)")
+        }
+        do {
+            return try VAPIDKey(pem: pem)
+        } catch {
+            throw .credentials("VAPID key \(name) (\(key)): \(error.message)")
+        }
+    }
+
+    /// The signer of this key and subject.
+    func signer() throws(HeraldServerError) -> VAPIDSigner {
+        do {
+            return try VAPIDSigner(key: try loadKey(), subject: subject)
+        } catch let error as HeraldServerError {
+            throw error
+        } catch {
+            throw .configuration("VAPID key \(name): \(error)")
+        }
     }
 }
 
@@ -149,6 +214,10 @@ extension HeraldConfiguration {
             fleet.apnsKeys = Set(apnsKeys.map(\.name))
             fleet.fcmAccounts = Set(fcmAccounts.map(\.name))
             fleet.defaultAPNsEnvironment = apns?.resolvedEnvironment ?? .development
+        }
+        // Public halves only: a relay whose provider is remote serves them from the same files.
+        for vapid in vapidKeys {
+            if let key = try? vapid.loadKey() { fleet.applicationServerKeys[vapid.name] = key.applicationServerKey }
         }
         return fleet
     }

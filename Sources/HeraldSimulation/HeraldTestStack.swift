@@ -20,6 +20,8 @@ import HeraldServer
 public import HeraldStore
 public import HeraldStoreSQLite
 public import HeraldTracing
+public import HeraldWebPush
+public import HeraldWebPushCore
 import Hummingbird
 public import Logging
 import NIOCore
@@ -42,6 +44,9 @@ public final class HeraldTestStack: Sendable {
     /// The FCM sender and what its feedback handler was told; nil without `Options.fcm`.
     public let fcm: FCMClient?
     public let fcmFeedback: Feedback<FCMTokenFeedback>
+    /// The Web Push sender, and the VAPID key it signs with (the relay serves its public half).
+    public let webPush: WebPushClient?
+    public let vapidKey: VAPIDKey
     /// The relay and its parts; nil without `Options.relay`.
     public let relay: RelayParts?
 
@@ -91,6 +96,9 @@ public final class HeraldTestStack: Sendable {
         public var apns: APNs? = APNs()
         /// Start an FCM sender; nil starts none.
         public var fcm: FCM? = FCM()
+        /// Start a Web Push sender (trusting the sandbox, posting to its loopback endpoints) with
+        /// one VAPID key as `default`; nil starts none.
+        public var webPush: WebPush? = WebPush()
         /// Start a relay over the clients; nil starts none.
         public var relay: RelayOptions?
 
@@ -112,6 +120,15 @@ public final class HeraldTestStack: Sendable {
     public struct FCM {
         public var client: (inout FCMClientConfiguration) -> Void = { _ in }
         public var account: FCMServiceAccount?
+
+        public init() {}
+    }
+
+    /// The Web Push sender's settings.
+    public struct WebPush {
+        public var client: (inout WebPushClientConfiguration) -> Void = { _ in }
+        /// The VAPID key's `sub`.
+        public var subject = "mailto:tests@herald.invalid"
 
         public init() {}
     }
@@ -155,8 +172,12 @@ public final class HeraldTestStack: Sendable {
         apnsFeedback: Feedback<APNsTokenFeedback>,
         fcm: FCMClient?,
         fcmFeedback: Feedback<FCMTokenFeedback>,
+        webPush: WebPushClient?,
+        vapidKey: VAPIDKey,
         relay: RelayParts?
     ) {
+        self.webPush = webPush
+        self.vapidKey = vapidKey
         self.sandbox = sandbox
         self.endpoints = endpoints
         self.signer = signer
@@ -223,16 +244,38 @@ public final class HeraldTestStack: Sendable {
                 let fcm = try options.fcm.map { settings in
                     try makeFCM(settings, options, endpoints, logger: logger, feedback: fcmFeedback)
                 }
+                let vapidKey = VAPIDKey.generate()
+                let webPush = try options.webPush.map { settings in
+                    try makeWebPush(settings, endpoints, key: vapidKey, logger: logger)
+                }
                 let clients = ServiceGroup(
-                    services: ([apns?.client, fcm] as [(any Service)?]).compactMap { $0 },
+                    services: ([apns?.client, fcm, webPush] as [(any Service)?]).compactMap { $0 },
                     logger: logger
                 )
                 started.groups.append(clients)
                 tasks.addTask { try await clients.run() }
 
                 var parts: RelayParts?
-                if let settings = options.relay {
-                    let stage = ProviderStage(apns: apns?.client, fcm: fcm).traced(by: settings.tracing)
+                if var settings = options.relay {
+                    let stage = ProviderStage(
+                        apnsKeys: apns.map {
+                            [
+                                ProviderStage.APNsKey(
+                                    name: ProviderStage.defaultName,
+                                    environment: .development,
+                                    clients: [.development: $0.client, .production: $0.client]
+                                )
+                            ]
+                        } ?? [],
+                        fcmAccounts: fcm.map { [ProviderStage.defaultName: $0] } ?? [:],
+                        webPush: webPush
+                    )
+                    .traced(by: settings.tracing)
+                    if webPush != nil {
+                        settings.configuration.fleet.applicationServerKeys[ProviderStage.defaultName] =
+                            vapidKey.applicationServerKey
+                        settings.configuration.fleet.allowPrivateWebPushEndpoints = true
+                    }
                     var sender: any PushSender = stage
                     if settings.remoteProvider {
                         sender = await startRemoteProvider(stage, settings, logger: logger, &tasks, &started)
@@ -256,6 +299,8 @@ public final class HeraldTestStack: Sendable {
                     apnsFeedback: apnsFeedback,
                     fcm: fcm,
                     fcmFeedback: fcmFeedback,
+                    webPush: webPush,
+                    vapidKey: vapidKey,
                     relay: parts
                 )
                 let result = try await body(stack)
@@ -283,6 +328,23 @@ public final class HeraldTestStack: Sendable {
             for group in groups.reversed() { await group.triggerGracefulShutdown() }
             await sandbox.triggerGracefulShutdown()
         }
+    }
+
+    /// A Web Push sender trusting the sandbox's CA and posting to its loopback endpoints, signing
+    /// with `key`.
+    private static func makeWebPush(
+        _ settings: WebPush,
+        _ endpoints: SandboxEndpoints,
+        key: VAPIDKey,
+        logger: Logger
+    ) throws -> WebPushClient {
+        var configuration = WebPushClientConfiguration(
+            signers: [ProviderStage.defaultName: try VAPIDSigner(key: key, subject: settings.subject)]
+        )
+        configuration.caCertificatePath = endpoints.caCertificatePath
+        configuration.allowPrivateEndpoints = true
+        settings.client(&configuration)
+        return WebPushClient(configuration: configuration, logger: logger)
     }
 
     /// The sandbox on ports the system picks, knowing the stack's app, its APNs key (`key`) and

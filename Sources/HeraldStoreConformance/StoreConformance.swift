@@ -66,6 +66,7 @@ public enum StoreConformance {
         case dueCallsAreClaimedOnce
         case callStopsAreTakenOnce
         case fleetRoutesTravelWithTheToken
+        case webPushKeysTravelWithTheClaim
         case callbacksAreClaimedOnceAndPushedOnce
         case callbackAnswersCompareAndSet
         case callbackPushedWhenDelivered
@@ -160,6 +161,7 @@ public enum StoreConformance {
             case .dueCallsAreClaimedOnce: try await StoreConformance.dueCallsAreClaimedOnce(engine)
             case .callStopsAreTakenOnce: try await StoreConformance.callStopsAreTakenOnce(engine)
             case .fleetRoutesTravelWithTheToken: try await StoreConformance.fleetRoutesTravelWithTheToken(engine)
+            case .webPushKeysTravelWithTheClaim: try await StoreConformance.webPushKeysTravelWithTheClaim(engine)
             case .callbacksAreClaimedOnceAndPushedOnce:
                 try await StoreConformance.callbacksAreClaimedOnceAndPushedOnce(engine)
             case .callbackAnswersCompareAndSet: try await StoreConformance.callbackAnswersCompareAndSet(engine)

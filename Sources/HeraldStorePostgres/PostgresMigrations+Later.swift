@@ -357,7 +357,10 @@ extension PostgresMigrations {
             [
                 // As on SQLite's v28: p256dh ‖ auth (81 bytes), written with the endpoint (the
                 // messaging token) and read by the claim.
-                "ALTER TABLE devices ADD COLUMN web_push_keys BYTEA"
+                "ALTER TABLE devices ADD COLUMN web_push_keys BYTEA",
+                // The outbox takes the two new networks.
+                "ALTER TABLE outbox DROP CONSTRAINT outbox_network_check",
+                "ALTER TABLE outbox ADD CONSTRAINT outbox_network_check CHECK (network IN ('apns', 'fcm', 'webpush', 'hms'))",
             ]
         ),
     ]

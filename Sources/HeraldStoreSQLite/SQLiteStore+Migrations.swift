@@ -291,6 +291,23 @@ extension SQLiteStore {
             // change with it and are read by the claim, so a push is encrypted for the
             // subscription the device has when it is sent.
             try db.execute(sql: "ALTER TABLE devices ADD COLUMN web_push_keys BLOB")
+            // The outbox takes the two new networks. SQLite cannot change a CHECK in place, and
+            // rebuilding the outbox would copy every push: widening a CHECK changes nothing on
+            // disk, so the table's stored definition is edited instead, the procedure SQLite
+            // documents for it (sqlite.org/lang_altertable.html, "Making Other Kinds Of Table
+            // Schema Changes"), in the migration's transaction.
+            let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
+            try db.execute(sql: "PRAGMA writable_schema = ON")
+            try db.execute(
+                sql: """
+                    UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = 'outbox'
+                    """,
+                arguments: [
+                    "CHECK (network IN ('apns', 'fcm'))", "CHECK (network IN ('apns', 'fcm', 'webpush', 'hms'))",
+                ]
+            )
+            try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
+            try db.execute(sql: "PRAGMA writable_schema = OFF")
         }
     }
 }

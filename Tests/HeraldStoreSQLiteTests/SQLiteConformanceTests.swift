@@ -220,6 +220,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.fleetRoutesTravelWithTheToken)
     }
 
+    @Test func webPushKeysTravelWithTheClaim() async throws {
+        try await SQLiteEngine.check(.webPushKeysTravelWithTheClaim)
+    }
+
     @Test func callbacksAreClaimedOnceAndPushedOnce() async throws {
         try await SQLiteEngine.check(.callbacksAreClaimedOnceAndPushedOnce)
     }
@@ -324,6 +328,7 @@ struct SQLiteConformanceTests {
             .dueCallsAreClaimedOnce,
             .callStopsAreTakenOnce,
             .fleetRoutesTravelWithTheToken,
+            .webPushKeysTravelWithTheClaim,
             .callbacksAreClaimedOnceAndPushedOnce,
             .callbackAnswersCompareAndSet,
             .callbackPushedWhenDelivered,

@@ -692,6 +692,7 @@ def test_spec_is_valid_openapi_3_1(spec: Spec):
         ("/metrics", "get"),
         ("/v1/apps/{id}", "put"),
         ("/v1/apps", "get"),
+        ("/v1/apps/{id}/web-push", "get"),
         ("/v1/activations", "post"),
         ("/v1/devices/{id}", "get"),
         ("/v1/devices/{id}/tokens", "put"),
@@ -825,6 +826,11 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec, herald: Path):
     # A key the request does not have is refused, named (the spec: additionalProperties: false).
     relay.call("PUT", f"/v1/apps/{app_id}", 400, {"team_id": team, "unknown_key": 1}, key, field_name="unknown_key")
     replaced = relay.call("PUT", f"/v1/apps/{app_id}", 200, {"team_id": team}, key)
+    # A browser's application server key: the sandbox mode's development VAPID key serves every app.
+    relay.call("GET", f"/v1/apps/{app_id}/web-push", 401)
+    web = relay.call("GET", f"/v1/apps/{app_id}/web-push", 200, token=key)
+    assert web["app"] == app_id and web["vapid_key"] == "default" and len(web["application_server_key"]) == 87
+    relay.call("GET", "/v1/apps/com.example.no-such-app/web-push", 404, token=key)
     assert replaced["content_policy"] == "full" and replaced["message_ttl"] == 86400, "PUT replaces the whole app"
     listed = relay.call("GET", "/v1/apps", 200, token=key)["apps"]
     assert [a["id"] for a in listed] == sorted(a["id"] for a in listed)
@@ -968,6 +974,7 @@ def test_every_route_matches_the_spec(relay: Relay, spec: Spec, herald: Path):
     relay.call("GET", f"/v1/devices/{device_id}", 401)
     relay.call("GET", f"/v1/devices/{device_id}", 401, token=device_id + ".forged")
     relay.call("GET", f"/v1/devices/{device_id}", 403, token=stranger_credential)
+    relay.call("GET", f"/v1/apps/{app_id}/web-push", 403, token=stranger_credential)  # a device reads no app
     relay.call("GET", f"/v1/devices/{uuid.uuid4()}", 404, token=key)
     assert "messaging_token" not in relay.call("GET", f"/v1/devices/{bare['device_id']}", 200, token=key)
 

@@ -2,6 +2,7 @@ import HeraldCrypto
 import HeraldPush
 import HeraldRelayAPI
 import HeraldStore
+import HeraldWebPushCore
 
 /// The rules of a device's life at the relay, as data: apps, activation (and re-activation with
 /// new keys), late or refreshed tokens, logout, heartbeats and notification permission reports.
@@ -87,7 +88,7 @@ struct DevicePlanner: Sendable {
         _ request: ActivationRequest,
         app: AppRecord?,
         previous: DeviceRecord?
-    ) throws(RelayError) -> (app: AppRecord, devicePublicKey: PublicKey) {
+    ) throws(RelayError) -> (app: AppRecord, devicePublicKey: PublicKey, subscription: WebPushSubscription?) {
         guard let app else { throw .invalidField("app", "names no app registered with the relay") }
         let devicePublicKey: PublicKey
         do {
@@ -97,12 +98,13 @@ struct DevicePlanner: Sendable {
         }
         try configuration.checkToken(request.messagingToken, "messaging_token", platform: request.platform)
         try configuration.checkToken(request.voipToken, "voip_token", platform: request.platform)
-        if request.platform == .android, request.voipToken != nil {
+        if request.platform != .ios, request.voipToken != nil {
             throw .invalidField("voip_token", "exists on iOS only (PushKit)")
         }
-        if request.platform == .android, request.apnsEnvironment != nil {
+        if request.platform != .ios, request.apnsEnvironment != nil {
             throw .invalidField("apns_environment", "is for iOS devices only (APNs)")
         }
+        let subscription = try subscription(request.subscription, platform: request.platform)
         if let existing = request.deviceID {
             guard let previous else { throw RelayError.notFound.with(detail: "no device \(existing)") }
             guard previous.userID == request.userID, previous.appID == request.app else {
@@ -112,7 +114,27 @@ struct DevicePlanner: Sendable {
                 throw RelayError.invalidField("platform", "cannot change on re-activation; activate a new device")
             }
         }
-        return (app, devicePublicKey)
+        return (app, devicePublicKey, subscription)
+    }
+
+    /// A browser's subscription, checked (an HTTPS endpoint, not a private address unless the
+    /// relay allows them, keys of the RFC's lengths); refused on any other platform.
+    func subscription(
+        _ body: WebPushSubscriptionBody?,
+        platform: DevicePlatform
+    ) throws(RelayError) -> WebPushSubscription? {
+        guard let body else { return nil }
+        guard platform == .web else { throw .invalidField("subscription", "is for browsers only (platform web)") }
+        do {
+            return try WebPushSubscription.parse(
+                endpoint: body.endpoint,
+                p256dh: body.keys.p256dh,
+                auth: body.keys.auth,
+                allowPrivateEndpoints: configuration.fleet.allowPrivateWebPushEndpoints
+            )
+        } catch {
+            throw .invalidField(error.field, error.message)
+        }
     }
 
     /// The device an admitted activation stores, with the relay's half of the key agreement
@@ -123,14 +145,17 @@ struct DevicePlanner: Sendable {
         previous: DeviceRecord?,
         devicePublicKey: PublicKey,
         keys: ActivationKeys,
+        subscription: WebPushSubscription? = nil,
         now: Int64
     ) -> Planned<ActivationResponse> {
+        // A browser's endpoint is its messaging token; its keys go with it.
+        let keepsToken = request.messagingToken == nil && subscription == nil
         let device = DeviceRecord(
             id: keys.deviceID,
             userID: request.userID,
             appID: app.id,
             platform: request.platform,
-            messagingToken: request.messagingToken ?? previous?.messagingToken,
+            messagingToken: subscription?.endpoint ?? request.messagingToken ?? previous?.messagingToken,
             voipToken: request.voipToken ?? previous?.voipToken,
             keyID: keys.keyID,
             previousKeyID: previous?.keyID,
@@ -145,7 +170,8 @@ struct DevicePlanner: Sendable {
             apnsEnvironment: environment(of: request, app: app, previous: previous),
             // A re-activation keeps what the device last reported; a new device starts granted.
             notificationPermission: previous?.notificationPermission ?? .granted,
-            notificationPermissionAt: previous?.notificationPermissionAt
+            notificationPermissionAt: previous?.notificationPermissionAt,
+            webPushKeys: subscription?.keys ?? (keepsToken ? previous?.webPushKeys : nil)
         )
         let change = RelayChange(
             writes: [.saveDevice(device)],
@@ -193,11 +219,12 @@ struct DevicePlanner: Sendable {
         current: DeviceRecord?,
         now: Int64
     ) throws(RelayError) -> Planned<DeviceView> {
-        guard request.messagingToken != nil || request.voipToken != nil else {
-            throw .invalidField("messaging_token", "or 'voip_token' must be given")
+        guard request.messagingToken != nil || request.voipToken != nil || request.subscription != nil else {
+            throw .invalidField("messaging_token", "or 'voip_token' or 'subscription' must be given")
         }
         let gone = RelayError.notFound.with(detail: "no device \(deviceID)")
         guard let current else { throw gone }
+        let subscription = try subscription(request.subscription, platform: current.platform)
         if request.messagingToken?.isEmpty == false {
             try configuration.checkToken(request.messagingToken, "messaging_token", platform: current.platform)
         }
@@ -207,9 +234,10 @@ struct DevicePlanner: Sendable {
         }
         let update = TokenUpdate(
             deviceID: deviceID,
-            messaging: request.messagingToken,
+            messaging: subscription?.endpoint ?? request.messagingToken,
             voip: request.voipToken,
-            at: now
+            at: now,
+            webPushKeys: subscription?.keys
         )
         let change = RelayChange(
             writes: [.updateTokens(update)],
