@@ -21,6 +21,8 @@ let package = Package(
         .library(name: "HeraldSandbox", targets: ["HeraldSandbox"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
+        .library(name: "HeraldHMSCore", targets: ["HeraldHMSCore"]),
+        .library(name: "HeraldHMS", targets: ["HeraldHMS"]),
         .library(name: "HeraldWebPush", targets: ["HeraldWebPush"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
@@ -139,6 +141,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Huawei Push Kit's facts shared by the sandbox and the sender: the send body, the
+        // result codes and what each means for a push, the app's OAuth client credentials.
+        .target(
+            name: "HeraldHMSCore",
+            dependencies: ["HeraldMacros", "HeraldEncoding", "HeraldPush"],
+            swiftSettings: swiftSettings
+        ),
         // Web Push protocol facts shared by the sandbox and the sender: RFC 8291 `aes128gcm`
         // message encryption, RFC 8292 VAPID keys, tokens and their checks, subscriptions, the
         // RFC 8030 request headers and the push services' answers. No transport.
@@ -165,7 +174,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The local APNs and FCM look-alike: HTTP/2 + TLS listeners, device connections, faults,
+        // The local APNs, FCM, Web Push and Push Kit look-alike: HTTP/2 + TLS listeners, device connections, faults,
         // inspection.
         .target(
             name: "HeraldSandbox",
@@ -179,6 +188,7 @@ let package = Package(
                 "HeraldObservability",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "HeraldFCMCore",
+                "HeraldHMSCore",
                 "HeraldWebPushCore",
                 "HeraldCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -198,11 +208,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What the APNs client and the FCM sender do alike: metrics per network, rate-limited
-        // operator alerts.
+        // What the push clients do alike: metrics per network, rate-limited operator alerts; and
+        // what the FCM and Push Kit senders share: the HTTP client and its answers, the OAuth
+        // access-token cache, the retry loop and the batch fan-out.
         .target(
             name: "HeraldClientSupport",
-            dependencies: [.product(name: "Metrics", package: "swift-metrics")],
+            dependencies: [
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                "HeraldMacros",
+                "HeraldDomain",
+                "HeraldPush",
+            ],
             swiftSettings: swiftSettings
         ),
         // The provider's APNs client: HTTP/2 connection pool, shared provider token, Apple's
@@ -244,6 +266,20 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The provider's Huawei Push Kit sender: client-credentials access tokens, messages:send
+        // (async-http-client), Push Kit's result codes, retries and dead-token feedback.
+        .target(
+            name: "HeraldHMS",
+            dependencies: [
+                "HeraldClientSupport", "HeraldDomain", "HeraldHMSCore", "HeraldMacros",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -730,6 +766,7 @@ let package = Package(
                 "HeraldSandbox",
                 "HeraldAPNsCore",
                 "HeraldFCMCore",
+                "HeraldHMSCore",
                 "HeraldWebPushCore",
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -780,6 +817,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldHMSTests",
+            dependencies: ["HeraldHMS", "HeraldHMSCore", "HeraldSandbox", "HeraldClientSupport"]
+                + [
+                    ("AsyncHTTPClient", "async-http-client"), ("Logging", "swift-log"), ("NIOCore", "swift-nio"),
+                    ("NIOHTTP1", "swift-nio"), ("NIOSSL", "swift-nio-ssl"),
+                    ("ServiceLifecycle", "swift-service-lifecycle"),
+                ].map { Target.Dependency.product(name: $0.0, package: $0.1) },
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -48,6 +48,12 @@ struct SandboxCommand: AsyncParsableCommand {
     var fcmPort: Int = 2196
 
     @Option(
+        name: .customLong("hms-port"),
+        help: "The Huawei Push Kit port (messages:send and /oauth2/v3/token, HTTP/2 + TLS); 0 picks one."
+    )
+    var hmsPort: Int = 2193
+
+    @Option(
         name: .customLong("webpush-port"),
         help:
             "The Web Push port (POST /wp/{id}, HTTP/2 + TLS): 2194 when --apns-port is 2197, else one picked; 0 picks one."
@@ -153,7 +159,7 @@ struct SandboxCommand: AsyncParsableCommand {
         guard resolvedLogFormat != nil else {
             throw ValidationError("--log-format (or HERALD_LOG_FORMAT) must be text or json")
         }
-        for port in [apnsPort, controlPort, fcmPort] + [apnsProductionPort, webPushPort].compactMap({ $0 })
+        for port in [apnsPort, controlPort, fcmPort, hmsPort] + [apnsProductionPort, webPushPort].compactMap({ $0 })
         where !(0...65_535).contains(port) {
             throw ValidationError("ports must be between 0 and 65535")
         }
@@ -197,6 +203,7 @@ struct SandboxCommand: AsyncParsableCommand {
         configuration.apnsProductionPort = SandboxConfiguration.productionPort(apnsProductionPort, apnsPort: apnsPort)
         configuration.controlPort = controlPort
         configuration.fcmPort = fcmPort
+        configuration.hmsPort = hmsPort
         configuration.webPushPort = webPushPort
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.providerTokenUpdateInterval = .seconds(tokenUpdateInterval)
@@ -214,6 +221,7 @@ struct SandboxCommand: AsyncParsableCommand {
             configuration.apps += file.apps ?? []
             configuration.keys += file.keys ?? []
             configuration.serviceAccounts += file.serviceAccounts ?? []
+            configuration.hmsApps += file.hmsApps ?? []
         }
         for path in serviceAccountFiles {
             do {

@@ -24,14 +24,12 @@ import Synchronization
 /// `send(_:)` from any task.
 public final class FCMClient: Service, Sendable {
     private let configuration: FCMClientConfiguration
-    private let http: HTTPClient
-    private let tokens: FCMAccessTokens
+    private let sender: PushHTTPSender
+    private let tokens: AccessTokenCache
     private let sendURL: String
     private let logger: Logger
     private let clock: any HeraldClock
     private let feedback: @Sendable (FCMTokenFeedback) async -> Void
-    private let metrics = PushClientMetrics(network: "fcm")
-    private let alerts = RateLimitedAlerts(interval: .seconds(60))
 
     /// - Parameters:
     ///   - clock: What expirations and the OAuth assertion's `iat` are read from.
@@ -44,16 +42,8 @@ public final class FCMClient: Service, Sendable {
         feedback: @escaping @Sendable (FCMTokenFeedback) async -> Void = { _ in }
     ) throws {
         try configuration.account.check()
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let ca = configuration.caCertificatePath { tls.trustRoots = .file(ca) }
-        var httpConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
-        httpConfiguration.httpVersion = .automatic
-        httpConfiguration.timeout = .init(connect: .seconds(10))
-        // A connection that cannot be made fails the request at once (`unreachable`) instead of
-        // holding it through the client's own reconnect backoff: the relay then holds FCM's
-        // pushes and probes every 250 ms, so FCM's return is noticed at once.
-        httpConfiguration.connectionPool.retryConnectionEstablishment = false
-        http = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: httpConfiguration)
+        let sender = PushHTTPSender(network: "fcm", tuning: configuration.tuning, group: group)
+        self.sender = sender
         self.configuration = configuration
         self.logger = logger
         self.feedback = feedback
@@ -61,45 +51,26 @@ public final class FCMClient: Service, Sendable {
         let base =
             configuration.baseURL.hasSuffix("/") ? String(configuration.baseURL.dropLast()) : configuration.baseURL
         sendURL = base + "/v1/projects/" + configuration.account.projectID + "/messages:send"
-        tokens = FCMAccessTokens(
+        let request = FCMAccessTokens(
             signer: try FCMAssertionSigner(account: configuration.account),
-            http: http,
-            margin: configuration.tokenRefreshMargin,
+            http: sender.http,
             timeout: configuration.requestTimeout,
             clock: clock,
             logger: logger
         )
+        tokens = sender.accessTokens(network: "fcm", fetch: request.grant)
     }
 
     /// The Firebase project messages go to.
     public var projectID: String { configuration.account.projectID }
 
     public func run() async throws {
-        try? await gracefulShutdown()
-        try await http.shutdown()
+        try await sender.runUntilShutdown()
     }
 
     /// Sends every message, at most `maximumConcurrentSends` at once; one result per message, in order.
     public func send(batch pushes: [FCMPush]) async -> [FCMResult] {
-        var results = [FCMResult?](repeating: nil, count: pushes.count)
-        await withTaskGroup(of: (Int, FCMResult).self) { group in
-            var next = 0
-            let width = max(1, configuration.maximumConcurrentSends)
-            while next < min(width, pushes.count) {
-                let index = next
-                group.addTask { (index, await self.send(pushes[index])) }
-                next += 1
-            }
-            for await (index, result) in group {
-                results[index] = result
-                if next < pushes.count {
-                    let index = next
-                    group.addTask { (index, await self.send(pushes[index])) }
-                    next += 1
-                }
-            }
-        }
-        return results.map { $0 ?? .retryLater(reason: "not sent", retryAfter: nil) }
+        await sender.batch(pushes, notSent: .retryLater(reason: "not sent", retryAfter: nil)) { await self.send($0) }
     }
 
     /// Sends one message and follows FCM's answer: retries QUOTA_EXCEEDED, UNAVAILABLE, INTERNAL
@@ -112,57 +83,23 @@ public final class FCMClient: Service, Sendable {
             metrics.failed(reason: "invalid")
             return .failed(code: .invalidArgument, status: 400, message: error.description)
         }
-        var attempt = 0
-        var refreshed = false
-        var lastProblem = ""
-        var wait: Duration = .zero
         // "Now or never": one attempt (FCM keeps a ttl of 0 for no one); a token refresh still
         // does not count.
-        let attempts = push.isNowOrNever ? 1 : configuration.maximumAttempts
-        while attempt < attempts {
-            attempt += 1
-            if attempt > 1 {
-                metrics.retries.increment()
-                wait = max(wait, backoff(attempt: attempt - 1))
-                if clock.seconds() + Self.wholeSeconds(wait) >= push.expiration {
-                    metrics.failed(reason: "expired")
-                    return .expired
-                }
-                try? await Task.sleep(for: wait)
-                wait = .zero
-            }
-            // Never sent after its expiration: a call that could not ring in time must not ring later.
-            let now = clock.seconds()
-            guard now < push.expiration || push.isNowOrNever else {
-                metrics.failed(reason: "expired")
-                return .expired
-            }
-            switch await self.attempt(push, now: now, refreshed: refreshed) {
-            case .done(let result):
-                return result
-            case .refreshed:
-                refreshed = true
-                attempt -= 1  // a refresh is not a failed delivery attempt
-            case .retry(let problem, let retryAfter):
-                lastProblem = problem
-                if let retryAfter { wait = retryAfter }
-            }
-        }
-        metrics.failed(reason: "retry-later")
-        return .retryLater(reason: lastProblem, retryAfter: nil)
+        return await retries.send(
+            expiration: push.expiration,
+            nowOrNever: push.isNowOrNever,
+            clock: clock,
+            metrics: metrics,
+            expired: .expired,
+            retryLater: { .retryLater(reason: $0, retryAfter: nil) },
+            attempt: { now, refreshed in await self.attempt(push, now: now, refreshed: refreshed) }
+        )
     }
 
-    /// What one attempt of `send(_:)` came to.
-    private enum AttemptOutcome {
-        /// The message is settled (or cannot be sent now): its result.
-        case done(FCMResult)
-        /// The access token was dropped for a new one: try again, the refresh not counted as an
-        /// attempt.
-        case refreshed
-        /// Try again; `problem` is why this attempt failed, `retryAfter` how long FCM asked to
-        /// wait at least.
-        case retry(problem: String, retryAfter: Duration?)
-    }
+    private var retries: PushRetries { sender.retries }
+    private var metrics: PushClientMetrics { sender.metrics }
+
+    private typealias AttemptOutcome = SendAttempt<FCMResult>
 
     /// One attempt: gets an access token, posts the message as it is `now`, and reads FCM's answer.
     private func attempt(_ push: FCMPush, now: Int64, refreshed: Bool) async -> AttemptOutcome {
@@ -215,18 +152,14 @@ public final class FCMClient: Service, Sendable {
             await tokens.invalidate(accessToken)
             return .refreshed
         case .retry:
-            // Worth waiting for here only within the backoff's range; otherwise the relay
-            // schedules the message no sooner than FCM asked.
-            if let after = answer.retryAfter, after > configuration.retryMaximumDelay {
-                metrics.failed(reason: "retry-later")
-                return .done(.retryLater(reason: answer.summary, retryAfter: after))
+            return retries.retry(problem: answer.summary, retryAfter: answer.retryAfter, metrics: metrics) {
+                .retryLater(reason: $0, retryAfter: $1)
             }
-            return .retry(problem: answer.summary, retryAfter: answer.retryAfter)
         case .refreshTokenAndRetry, .configuration, .permanent:
             // Refused for good: the operator hears of it (once a minute per kind), since it
             // is the configuration or what the relay sends that must change.
             let kind = answer.error?.fcmErrorCode?.rawValue ?? answer.error?.error.status ?? "\(answer.status)"
-            if alerts.shouldAlert(kind) {
+            if sender.alerts.shouldAlert(kind) {
                 logger.error(
                     "FCM refused a message for good",
                     metadata: ["status": "\(answer.status)", "error": "\(answer.summary)"]
@@ -259,53 +192,29 @@ public final class FCMClient: Service, Sendable {
     }
 
     private func post(_ message: FCMMessage, accessToken: String) async throws -> Answer {
-        var request = HTTPClientRequest(url: sendURL)
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "Bearer " + accessToken)
-        request.headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(FCMSendRequest(message: message))))
-        metrics.sent.increment()
-        metrics.inFlight.increment()
-        defer { metrics.inFlight.decrement() }
-        let started = ContinuousClock.now
-        let response: HTTPClientResponse
-        let body: ByteBuffer
+        let request = HTTPClientRequest.bearerJSON(
+            url: sendURL,
+            accessToken: accessToken,
+            body: try JSONEncoder().encode(FCMSendRequest(message: message))
+        )
+        let response: HTTPAnswer
         do {
-            response = try await http.execute(request, timeout: TimeAmount(configuration.requestTimeout))
-            body = try await response.body.collect(upTo: 1024 * 1024)
+            response = try await sender.post(request, limit: 1024 * 1024)
         } catch {
             throw FCMClientError.classify(error, otherwise: FCMClientError.transport)
         }
-        metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
-        let data = Data(body.readableBytesView)
-        var answer = Answer(status: Int(response.status.code))
-        if response.status == .ok {
-            answer.name = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["name"] as? String
+        var answer = Answer(status: response.status)
+        if response.status == 200 {
+            answer.name = (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["name"] as? String
         } else {
-            answer.error = try? JSONDecoder().decode(FCMErrorBody.self, from: data)
-            answer.retryAfter = response.headers.first(name: "retry-after").flatMap(Self.retryAfter)
+            answer.error = try? JSONDecoder().decode(FCMErrorBody.self, from: response.body)
+            answer.retryAfter = response.retryAfter
         }
         return answer
     }
 
     /// `Retry-After` as seconds or as an HTTP date.
-    static func retryAfter(_ value: String) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int64(trimmed) { return .seconds(max(0, seconds)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return .seconds(max(0, Int64(date.timeIntervalSinceNow.rounded(.up))))
-    }
-
-    /// Full jitter: a random wait up to base × 2^(n-1), capped.
-    private func backoff(attempt: Int) -> Duration {
-        Backoff(base: configuration.retryBaseDelay, maximum: configuration.retryMaximumDelay).delay(attempt: attempt)
-    }
-
-    static func wholeSeconds(_ duration: Duration) -> Int64 { duration.components.seconds }
+    static func retryAfter(_ value: String) -> Duration? { HTTPAnswer.retryAfter(value) }
 }
 
 /// Told to the feedback handler when FCM says a registration token is dead.

@@ -1,8 +1,11 @@
+public import HeraldClientSupport
 public import HeraldFCMCore
 
 /// How the FCM sender connects, authenticates and retries; every field but the account has a
-/// working default.
-public struct FCMClientConfiguration: Sendable {
+/// working default. The transport's fields (`caCertificatePath`, `maximumConcurrentSends`,
+/// `requestTimeout`, `tokenRefreshMargin`, `maximumAttempts`, `retryBaseDelay`,
+/// `retryMaximumDelay`) are `tuning`'s, read and set as this type's own.
+public struct FCMClientConfiguration: PushSenderConfiguration {
     /// Google's FCM endpoint.
     public static let googleURL = "https://fcm.googleapis.com"
 
@@ -11,19 +14,8 @@ public struct FCMClientConfiguration: Sendable {
     public var account: FCMServiceAccount
     /// The base of `/v1/projects/{project}/messages:send`: Google, or the sandbox's FCM URL.
     public var baseURL: String = FCMClientConfiguration.googleURL
-    /// A PEM CA file to trust instead of the system roots (the sandbox's).
-    public var caCertificatePath: String?
-    /// Sends in flight at once; more wait (HTTP/2 multiplexes them over one connection).
-    public var maximumConcurrentSends: Int = 256
-    /// How long one request may take before it counts as a connection failure.
-    public var requestTimeout: Duration = .seconds(10)
-    /// An access token is replaced this long before it expires (or at half its life, if shorter).
-    public var tokenRefreshMargin: Duration = .seconds(5 * 60)
-    /// Attempts per message before `retryLater` is answered (the relay then retries later).
-    public var maximumAttempts: Int = 4
-    /// Full-jitter backoff between attempts: base × 2^(n-1), capped.
-    public var retryBaseDelay: Duration = .milliseconds(100)
-    public var retryMaximumDelay: Duration = .seconds(10)
+    /// The CA, fan-out width, timeouts, token refresh margin, attempts and backoff.
+    public var tuning = PushSenderTuning()
 
     public init(account: FCMServiceAccount) {
         self.account = account

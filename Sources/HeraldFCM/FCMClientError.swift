@@ -1,3 +1,5 @@
+import HeraldClientSupport
+
 /// Why the sender could not get an answer from FCM or its token endpoint.
 public struct FCMClientError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Hashable {
@@ -24,11 +26,10 @@ public struct FCMClientError: Error, Sendable, Hashable, CustomStringConvertible
     /// FCM is unreachable, not this message at fault.
     public var isUnreachable: Bool { code == .unreachable }
 
-    /// The error for `error`, thrown by the HTTP client before any answer: `unreachable` when it
-    /// is a failure to connect, else `otherwise`.
-    static func classify(_ error: any Error, otherwise: (String) -> Self) -> Self {
-        if let error = error as? Self { return error }
-        return ConnectFailure.matches(error) ? .unreachable("\(error)") : otherwise("\(error)")
+    /// The error for a request that got no answer: `unreachable` when no connection could be
+    /// made, else `otherwise`.
+    static func classify(_ error: PushTransportError, otherwise: (String) -> Self) -> Self {
+        error.isUnreachable ? .unreachable(error.detail) : otherwise(error.detail)
     }
     static func tokenRefused(_ detail: String) -> Self {
         Self(code: .tokenRefused, message: "the token endpoint refused the service account: \(detail)")

@@ -1,3 +1,4 @@
+import HeraldEncoding
 import HeraldMacros
 // The push model's FCM priority is part of the message API here.
 @_exported public import HeraldPush
@@ -110,21 +111,7 @@ public struct FCMMessage: Sendable, Hashable, Codable {
     }
 
     /// Whole seconds of a protobuf `Duration` in JSON form (`"30s"`, `"3.5s"`); nil if malformed.
-    public static func seconds(ttl: String) -> Int64? {
-        guard ttl.hasSuffix("s") else { return nil }
-        let number = ttl.dropLast()
-        let parts = number.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let whole = parts.first, !whole.isEmpty, whole.utf8.count <= 12,
-            whole.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
-        else { return nil }
-        if parts.count == 2 {
-            let fraction = parts[1]
-            guard (1...9).contains(fraction.utf8.count),
-                fraction.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
-            else { return nil }
-        }
-        return Int64(whole)
-    }
+    public static func seconds(ttl: String) -> Int64? { DurationText.seconds(ttl) }
 
     /// Registration tokens are URL-safe text with a `:` between the instance id and the rest.
     static func isTokenByte(_ byte: UInt8) -> Bool {

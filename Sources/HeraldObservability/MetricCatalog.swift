@@ -22,7 +22,7 @@ public enum MetricCatalog {
     }
 
     public static let entries: [Entry] =
-        pushClient("apns") + pushClient("fcm") + pushClient("webpush") + [
+        pushClient("apns") + pushClient("fcm") + pushClient("webpush") + pushClient("hms") + [
             Entry(
                 name: "herald_apns_bad_device_tokens_total",
                 kind: .counter,
@@ -35,6 +35,12 @@ public enum MetricCatalog {
                 kind: .counter,
                 labels: [],
                 help: "OAuth2 access tokens fetched for the FCM service account."
+            ),
+            Entry(
+                name: "herald_hms_token_refreshes_total",
+                kind: .counter,
+                labels: [],
+                help: "OAuth 2.0 access tokens fetched for the Huawei app (client credentials)."
             ),
             Entry(
                 name: "herald_relay_activations_total",
@@ -298,7 +304,7 @@ public enum MetricCatalog {
 
     /// The five metrics every push network's client writes.
     private static func pushClient(_ network: String) -> [Entry] {
-        let name = network == "apns" ? "APNs" : "FCM"
+        let name = ["apns": "APNs", "fcm": "FCM", "hms": "Huawei Push Kit"][network] ?? network
         return [
             Entry(
                 name: "herald_\(network)_sent_total",

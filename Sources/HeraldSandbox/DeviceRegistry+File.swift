@@ -198,8 +198,8 @@ extension DeviceRegistry {
                     environment: environment ?? .development
                 )
             }
-        case .android:
-            state.fcmTokens[device.messagingToken] = FCMTokenRecord(
+        case .android, .huawei:
+            state[keyPath: State.tokens(of: stored.platform)][device.messagingToken] = FCMTokenRecord(
                 deviceID: device.id,
                 projectID: device.projectID ?? "",
                 state: messagingState
@@ -312,7 +312,8 @@ extension DeviceRegistry {
         let messagingState: TokenState =
             switch device.platform {
             case .ios: state.apnsTokens[device.messagingToken]?.state ?? .active
-            case .android: state.fcmTokens[device.messagingToken]?.state ?? .active
+            case .android, .huawei:
+                state[keyPath: State.tokens(of: device.platform)][device.messagingToken]?.state ?? .active
             case .web: state.web.record(forToken: device.messagingToken)?.record.state ?? .active
             }
         return FileContents.Device(

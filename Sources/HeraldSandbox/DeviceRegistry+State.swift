@@ -34,8 +34,12 @@ extension DeviceRegistry {
         let expiresAt: Int64
     }
 
+    /// A message kept for an offline Android or Huawei device.
     struct StoredMessage {
-        let message: SandboxFCMMessage
+        /// The frame the device gets when it connects.
+        let event: SandboxDeviceEvent
+        /// Messages of the same key replace each other.
+        let collapseKey: String?
         /// Milliseconds since the epoch.
         let expiresAt: Int64
     }
@@ -50,6 +54,8 @@ extension DeviceRegistry {
         var devices: [String: DeviceRecord] = [:]
         var apnsTokens: [String: APNsTokenRecord] = [:]
         var fcmTokens: [String: FCMTokenRecord] = [:]
+        /// Push Kit tokens; a record's `projectID` is the Huawei app id.
+        var hmsTokens: [String: FCMTokenRecord] = [:]
         var storedNotifications: [StoredKey: StoredNotification] = [:]
         var storedMessages: [String: Deque<StoredMessage>] = [:]
         var web = WebPushDevices()
@@ -62,7 +68,7 @@ extension DeviceRegistry {
             let status =
                 switch device.platform {
                 case .ios: apnsTokens[device.messagingToken]?.state
-                case .android: fcmTokens[device.messagingToken]?.state
+                case .android, .huawei: self[keyPath: Self.tokens(of: device.platform)][device.messagingToken]?.state
                 case .web: web.record(forToken: device.messagingToken)?.record.state
                 }
             if case .unregistered = status {
@@ -91,9 +97,9 @@ extension DeviceRegistry {
         /// Keeps a message for an offline device: expired ones go, one with the same collapse key
         /// is replaced, and beyond the limit the oldest is dropped.
         mutating func store(_ stored: StoredMessage, for deviceID: String, now: Int64) {
-            let key = stored.message.collapseKey
+            let key = stored.collapseKey
             storedMessages[deviceID, default: []].keep(stored) {
-                $0.expiresAt <= now || (key != nil && $0.message.collapseKey == key)
+                $0.expiresAt <= now || (key != nil && $0.collapseKey == key)
             }
         }
     }

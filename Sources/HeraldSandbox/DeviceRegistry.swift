@@ -158,6 +158,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
         projectID: String? = nil,
         apnsEnvironment: APNsEnvironment? = nil,
         serviceAccountProjects: @autoclosure () -> Set<String> = [],
+        hmsApps: @autoclosure () -> Set<String> = [],
         subscription: WebSubscriptionRequest = .init()
     ) throws(SandboxError) -> SandboxDevice {
         let now = clock.now
@@ -201,29 +202,23 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             }
             try save(deviceID: device.id)
             return view
-        case .android:
-            guard !bundleID.isEmpty else { throw .invalidRequest("bundle_id (the package name) must not be empty") }
-            guard apnsEnvironment == nil else {
-                throw .invalidRequest("apns_environment is for iOS devices; an Android device gets an FCM token")
-            }
-            let project = try Self.project(projectID, serviceAccountProjects: serviceAccountProjects())
-            let device = DeviceRecord(
-                id: "dev-" + RandomText.hex(bytes: 8),
+        case .android, .huawei:
+            // An FCM registration token of a Firebase project, or a Push Kit token of a Huawei app.
+            let (group, token) =
+                platform == .android
+                ? (
+                    try Self.project(projectID, serviceAccountProjects: serviceAccountProjects()),
+                    RandomText.registrationToken()
+                )
+                : (try Self.huaweiApp(projectID, registered: hmsApps()), RandomText.pushKitToken())
+            return try registerTokenDevice(
+                platform,
                 bundleID: bundleID,
-                platform: .android,
-                projectID: project,
-                messagingToken: RandomText.registrationToken(),
-                voipToken: nil,
-                messagingReadyAt: now + messagingTokenDelay,
-                voipReadyAt: now
+                group: group,
+                token: token,
+                readyAt: now + messagingTokenDelay,
+                apnsEnvironment: apnsEnvironment
             )
-            let view = state.withLock { state in
-                state.devices[device.id] = device
-                state.fcmTokens[device.messagingToken] = FCMTokenRecord(deviceID: device.id, projectID: project)
-                return state.view(of: device, now: now)
-            }
-            try save(deviceID: device.id)
-            return view
         }
     }
 
@@ -270,9 +265,10 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
                 where state.apnsTokens[token]?.state == .active {
                     state.apnsTokens[token]?.state = .unregistered(at: timestamp)
                 }
-            case .android:
-                if state.fcmTokens[device.messagingToken]?.state == .active {
-                    state.fcmTokens[device.messagingToken]?.state = .unregistered(at: timestamp)
+            case .android, .huawei:
+                let tokens = State.tokens(of: device.platform)
+                if state[keyPath: tokens][device.messagingToken]?.state == .active {
+                    state[keyPath: tokens][device.messagingToken]?.state = .unregistered(at: timestamp)
                 }
             case .web:
                 if let (id, record) = state.web.record(forToken: device.messagingToken), record.state == .active {
@@ -293,8 +289,9 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
     func expire(token: String) throws(SandboxError) {
         let timestamp = clock.epochMilliseconds
         let deviceID = try state.withLock { (state) throws(SandboxError) -> String in
-            if let record = state.fcmTokens[token] {
-                state.fcmTokens[token]?.state = .expired(at: timestamp)
+            for tokens in [\State.fcmTokens, \State.hmsTokens] {
+                guard let record = state[keyPath: tokens][token] else { continue }
+                state[keyPath: tokens][token]?.state = .expired(at: timestamp)
                 return record.deviceID
             }
             if let (id, record) = state.web.record(forToken: token) {
@@ -343,7 +340,12 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             guard token.state == .active else { return (.refused(token.state), nil) }
             if let connection = state.connections[token.deviceID] { return (.delivered, connection) }
             guard let keepUntil else { return (.notKept, nil) }
-            state.store(StoredMessage(message: message, expiresAt: keepUntil), for: token.deviceID, now: now)
+            let stored = StoredMessage(
+                event: .fcmMessage(message),
+                collapseKey: message.collapseKey,
+                expiresAt: keepUntil
+            )
+            state.store(stored, for: token.deviceID, now: now)
             return (.stored, nil)
         }
         return (delivery, DeviceHandoff(connection: connection?.events, event: .fcmMessage(message)))
@@ -394,7 +396,7 @@ final class DeviceRegistry: Sendable, APNsDeviceDirectory, FCMDeviceDirectory {
             }
             for stored in state.storedMessages.removeValue(forKey: deviceID) ?? []
             where stored.expiresAt > nowMilliseconds {
-                continuation.yield(.fcmMessage(stored.message))
+                continuation.yield(stored.event)
             }
             for message in state.web.takeStored(for: deviceID, now: nowMilliseconds) {
                 continuation.yield(.webPush(message))

@@ -58,24 +58,19 @@ final class FCMTokenEndpoint: Sendable {
     /// How many access tokens have been granted: a sender that caches its token makes one
     /// grant, not one per message.
     var grants: Int {
-        state.withLock { $0.grants }
+        state.withLock { $0.accessTokens.grants }
     }
 
     /// Makes every access token granted so far expired.
     func expireAccessTokens() {
         let now = clock.now
-        state.withLock { state in
-            for key in state.accessTokens.keys { state.accessTokens[key]?.expiresAt = now }
-        }
+        state.withLock { $0.accessTokens.expireAll(at: now) }
     }
 
     /// What `token` allows, nil unless it was granted here and has not expired.
     func access(for token: String) -> AccessGrant? {
         let now = clock.now
-        return state.withLock { state in
-            guard let record = state.accessTokens[token], now < record.expiresAt else { return nil }
-            return record.grant
-        }
+        return state.withLock { $0.accessTokens.grant(of: token, at: now) }
     }
 
     /// `POST /token`: exchanges a JWT-bearer assertion (the form's `grant_type` and `assertion`)
@@ -85,14 +80,7 @@ final class FCMTokenEndpoint: Sendable {
         case .granted(let grant):
             let token = "ya29." + RandomText.urlSafe(count: 120)
             let now = clock.now
-            let expiresAt = now + lifetime
-            state.withLock { state in
-                if state.accessTokens.count >= 10_000 {
-                    state.accessTokens = state.accessTokens.filter { $0.value.expiresAt > now }
-                }
-                state.accessTokens[token] = AccessTokenRecord(grant: grant, expiresAt: expiresAt)
-                state.grants += 1
-            }
+            state.withLock { $0.accessTokens.issue(token, grant, now: now, lifetime: lifetime) }
             record.status = 200
             record.outcome = "accepted"
             let expiresIn = max(0, Int64(lifetime / .seconds(1)) - 1)
@@ -193,14 +181,8 @@ extension FCMTokenEndpoint {
         }
     }
 
-    struct AccessTokenRecord {
-        let grant: AccessGrant
-        var expiresAt: ContinuousClock.Instant
-    }
-
     struct State {
         var serviceAccounts: [String: RegisteredServiceAccount] = [:]
-        var accessTokens: [String: AccessTokenRecord] = [:]
-        var grants = 0
+        var accessTokens = AccessTokenLedger<AccessGrant>()
     }
 }

@@ -32,7 +32,14 @@ public struct SandboxEndpoints: Sendable, Hashable {
     /// `<webPushURL>/wp/<id>`.
     public var webPushURL: String
     public var webPushPort: Int
-    /// The CA certificate clients must trust (for both APNs and FCM).
+    /// The Push Kit base URL, `https://<host>:<port>`: messages go to
+    /// `<hmsURL>/v1/{appId}/messages:send`.
+    public var hmsURL: String
+    public var hmsPort: Int
+    /// Push Kit's OAuth 2.0 token endpoint, `https://<host>:<port>/oauth2/v3/token`: a Huawei
+    /// app's token URL.
+    public var hmsTokenURL: String
+    /// The CA certificate clients must trust (for APNs, FCM, Web Push and Push Kit).
     public var caCertificatePath: String
 }
 
@@ -79,11 +86,14 @@ public final class Sandbox: Service, Sendable {
         let (apnsPort, productionPort) = try await startAPNs()
         let report = portReporter(apnsPort: apnsPort, productionPort: productionPort)
         let app = controlApplication(report: report)
-        let fcm: any ApplicationProtocol
-        let webPush: any ApplicationProtocol
+        var pushListeners: [(SandboxHTTPSListener.Side, any ApplicationProtocol)] = []
         do {
-            fcm = try SandboxFCMServer.application(core: core, group: group, logger: logger) { report(nil, $0, nil) }
-            webPush = try SandboxWebPushServer.application(core: core, group: group, logger: logger, report: report)
+            for side in [SandboxHTTPSListener.Side.fcm, .webPush, .hms] {
+                let listener = try SandboxHTTPSListener.application(side, core: core, group: group, logger: logger) {
+                    report(.push(side), $0)
+                }
+                pushListeners.append((side, listener))
+            }
         } catch {
             ready.fail(error)
             await apns.shutdown()
@@ -91,7 +101,7 @@ public final class Sandbox: Service, Sendable {
             throw error
         }
         do {
-            try await serve(control: app, fcm: fcm, webPush: webPush)
+            try await serve(control: app, push: pushListeners)
         } catch {
             ready.fail(error)
             await apns.shutdown()
@@ -115,23 +125,26 @@ public final class Sandbox: Service, Sendable {
         }
     }
 
+    /// The Hummingbird listeners, each reporting its port once it runs.
+    enum Listener: Hashable {
+        case control
+        case push(SandboxHTTPSListener.Side)
+    }
+
     /// What each Hummingbird listener calls with its port once it runs: the sandbox is ready
-    /// once both have reported theirs.
-    private func portReporter(
-        apnsPort: Int,
-        productionPort: Int?
-    ) -> @Sendable (_ control: Int?, _ fcm: Int?, _ webPush: Int?) -> Void {
+    /// once all have reported theirs.
+    private func portReporter(apnsPort: Int, productionPort: Int?) -> @Sendable (Listener, Int) -> Void {
         let ready = ready
         let host = core.configuration.host
         let caPath = core.configuration.tls.caCertificatePath
-        let bound = NIOLockedValueBox<(control: Int?, fcm: Int?, webPush: Int?)>((nil, nil, nil))
-        return { control, fcm, webPush in
-            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int, webPush: Int)? in
-                if let control { ports.control = control }
-                if let fcm { ports.fcm = fcm }
-                if let webPush { ports.webPush = webPush }
-                guard let control = ports.control, let fcm = ports.fcm, let webPush = ports.webPush else { return nil }
-                return (control, fcm, webPush)
+        let bound = NIOLockedValueBox<[Listener: Int]>([:])
+        return { listener, port in
+            let ports = bound.withLockedValue { ports -> (control: Int, fcm: Int, webPush: Int, hms: Int)? in
+                ports[listener] = port
+                guard let control = ports[.control], let fcm = ports[.push(.fcm)],
+                    let webPush = ports[.push(.webPush)], let hms = ports[.push(.hms)]
+                else { return nil }
+                return (control, fcm, webPush, hms)
             }
             guard let ports else { return }
             let urlHost = host.contains(":") ? "[\(host)]" : host
@@ -148,6 +161,9 @@ public final class Sandbox: Service, Sendable {
                     tokenURL: "https://\(urlHost):\(ports.fcm)/token",
                     webPushURL: "https://\(urlHost):\(ports.webPush)",
                     webPushPort: ports.webPush,
+                    hmsURL: "https://\(urlHost):\(ports.hms)",
+                    hmsPort: ports.hms,
+                    hmsTokenURL: "https://\(urlHost):\(ports.hms)/oauth2/v3/token",
                     caCertificatePath: caPath
                 )
             )
@@ -156,7 +172,7 @@ public final class Sandbox: Service, Sendable {
 
     /// The control API's application (HTTP and its WebSocket streams).
     private func controlApplication(
-        report: @escaping @Sendable (_ control: Int?, _ fcm: Int?, _ webPush: Int?) -> Void
+        report: @escaping @Sendable (Listener, Int) -> Void
     ) -> some ApplicationProtocol {
         let configuration = core.configuration
         let router = SandboxControlAPI.router(core: core, apns: apns, logger: logger)
@@ -168,19 +184,18 @@ public final class Sandbox: Service, Sendable {
                 serverName: "herald-sandbox"
             ),
             onServerRunning: { channel in
-                report(channel.localAddress?.port ?? configuration.controlPort, nil, nil)
+                report(.control, channel.localAddress?.port ?? configuration.controlPort)
             },
             eventLoopGroupProvider: .shared(group),
             logger: logger
         )
     }
 
-    /// Runs the control API and the FCM side until a graceful shutdown, or until one of them
+    /// Runs the control API, the FCM side and the Push Kit side until a graceful shutdown, or until one of them
     /// fails.
     private func serve(
         control app: some ApplicationProtocol,
-        fcm: any ApplicationProtocol,
-        webPush: any ApplicationProtocol
+        push: [(SandboxHTTPSListener.Side, any ApplicationProtocol)]
     ) async throws {
         let configuration = core.configuration
         let host = configuration.host
@@ -189,7 +204,7 @@ public final class Sandbox: Service, Sendable {
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { listeners in
                 // The APNs listeners (NIO, not Hummingbird) send GOAWAY as soon as the shutdown
-                // begins, while the control API and the FCM side finish theirs.
+                // begins, while the control API and the FCM, Web Push and Push Kit sides finish theirs.
                 listeners.addTask { [core] in
                     guard (try? await gracefulShutdown()) != nil else { return }
                     // Set by the handler below too, whichever hears of the shutdown first.
@@ -204,12 +219,12 @@ public final class Sandbox: Service, Sendable {
                         port: configuration.controlPort
                     ) { try await app.run() }
                 }
-                for (name, port, listener) in [
-                    ("the sandbox's FCM side", configuration.fcmPort, fcm),
-                    ("the sandbox's Web Push side", configuration.resolvedWebPushPort, webPush),
-                ] {
+                for (side, listener) in push {
+                    let port = side.port(in: configuration)
                     listeners.addTask {
-                        try await ListenerError.naming(name, host: host, port: port) { try await listener.run() }
+                        try await ListenerError.naming("the sandbox's \(side.name) side", host: host, port: port) {
+                            try await listener.run()
+                        }
                     }
                 }
                 do {

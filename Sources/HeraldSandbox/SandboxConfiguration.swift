@@ -21,7 +21,11 @@ public struct SandboxConfiguration: Sendable {
     /// The Web Push port (HTTP/2 or HTTP/1.1 over TLS): `POST /wp/{subscription}`; nil: 2194
     /// beside the default `apnsPort`, else a free one (`resolvedWebPushPort`); 0 picks a free one.
     public var webPushPort: Int? = nil
-    /// The TLS identity of the APNs and FCM listeners.
+    /// The Push Kit port (HTTP/2 or HTTP/1.1 over TLS): `/v1/{appId}/messages:send` and the OAuth
+    /// 2.0 token endpoint `/oauth2/v3/token`; 0 (the default here) picks a free port, so sandboxes
+    /// built before they knew of Push Kit never collide on one. `herald sandbox` listens on 2193.
+    public var hmsPort: Int = 0
+    /// The TLS identity of the APNs, FCM, Web Push and Push Kit listeners.
     public var tls: SandboxTLS
     /// Streams a connection may open once it has sent a valid provider token; before that, 1.
     public var maxConcurrentStreams: Int = 1000
@@ -58,6 +62,10 @@ public struct SandboxConfiguration: Sendable {
     /// How long an FCM access token is valid; the token endpoint answers `expires_in` one second
     /// less, as Google does (3599 for an hour).
     public var fcmAccessTokenLifetime: Duration = .seconds(3600)
+    /// Huawei apps known at start: their client secrets get Push Kit access tokens.
+    public var hmsApps: [SandboxHMSApp] = []
+    /// How long a Push Kit access token is valid (`expires_in`; Huawei's is 3600).
+    public var hmsAccessTokenLifetime: Duration = .seconds(3600)
     /// Serve `GET /metrics` on the control port from this registry (the process's); none when nil.
     public var metrics: PrometheusCollectorRegistry?
 
@@ -139,10 +147,12 @@ public struct SandboxConfigurationFile: Sendable, Codable {
     public var apps: [SandboxApp]?
     public var keys: [SandboxKey]?
     public var serviceAccounts: [SandboxServiceAccount]?
+    public var hmsApps: [SandboxHMSApp]?
 
     enum CodingKeys: String, CodingKey {
         case apps, keys
         case serviceAccounts = "service_accounts"
+        case hmsApps = "hms_apps"
     }
 
     /// Reads a JSON configuration file.

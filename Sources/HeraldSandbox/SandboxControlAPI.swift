@@ -181,6 +181,7 @@ enum SandboxControlAPI {
             return .noContent
         }
         addFCMRoutes(to: router, core: core)
+        addHMSRoutes(to: router, core: core)
         addWebPushRoutes(to: router, core: core)
         return router
     }

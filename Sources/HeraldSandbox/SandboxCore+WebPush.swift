@@ -13,13 +13,7 @@ extension SandboxCore {
     /// The Web Push inspection log, oldest first, optionally only the pushes to one subscription
     /// (its endpoint or the id at its end), and only the last `limit`.
     public func webPushInspection(endpoint: String? = nil, limit: Int? = nil) -> [SandboxWebPushInspectionRecord] {
-        let id = endpoint.map { DeviceRegistry.subscriptionID(of: $0) ?? $0 }
-        return webPush.log.records(where: id.map { id in { $0.endpointID == id } }, limit: limit)
-    }
-
-    /// Forgets the Web Push inspection log.
-    public func clearWebPushInspection() {
-        webPush.log.removeAll()
+        webPush.records(token: endpoint, limit: limit)
     }
 
     /// Every Web Push inspection record made from now on, as it is made. For tests: a signal to

@@ -15,6 +15,7 @@ public final class SandboxCore: Sendable {
     let devices: DeviceRegistry
     let apns: APNsEmulator
     let fcm: FCMEmulator
+    let hms: HMSEmulator
     let webPush: WebPushEmulator
 
     /// A sandbox with the configuration's apps, keys and service accounts registered.
@@ -36,6 +37,7 @@ public final class SandboxCore: Sendable {
             devices: devices,
             log: InspectionLog(capacity: configuration.inspectionCapacity)
         )
+        hms = try HMSEmulator(configuration: configuration, devices: devices)
         webPush = WebPushEmulator(
             configuration: configuration,
             devices: devices,
@@ -71,9 +73,11 @@ public final class SandboxCore: Sendable {
     /// An iOS device is for a registered app (`bundleID`) and gets an APNs messaging token and a
     /// VoIP token. An Android device gets one FCM registration token (its messaging token) for
     /// `projectID`, which defaults to the project of the registered service accounts when they
-    /// all share one; `bundleID` is then its package name and needs no registration. A web device
-    /// (a browser) gets a Web Push subscription for `applicationServerKey` (the app's VAPID public
-    /// key, base64url), whose endpoint is its messaging token.
+    /// all share one; `bundleID` is then its package name and needs no registration. A Huawei
+    /// device gets one Push Kit token for the Huawei app `projectID` (the one registered app
+    /// when nil). A web device (a browser) gets a Web Push subscription for
+    /// `applicationServerKey` (the app's VAPID public key, base64url), whose endpoint is its
+    /// messaging token.
     public func registerDevice(
         bundleID: String,
         messagingTokenDelay: Duration = .zero,
@@ -91,6 +95,7 @@ public final class SandboxCore: Sendable {
             projectID: projectID,
             apnsEnvironment: apnsEnvironment,
             serviceAccountProjects: fcm.tokenEndpoint.projects,
+            hmsApps: hms.tokenEndpoint.appIDs,
             subscription: .init(applicationServerKey: applicationServerKey, endpointBase: webPush.endpointBase)
         )
     }
@@ -148,17 +153,19 @@ public final class SandboxCore: Sendable {
         try apns.inject(fault)
     }
 
-    /// Adds latency to every answer (APNs and FCM) from now on; `.zero` removes it.
+    /// Adds latency to every answer (APNs, FCM, Push Kit) from now on; `.zero` removes it.
     public func setLatency(_ latency: Duration) {
         apns.setLatency(latency)
         fcm.setLatency(latency)
+        hms.setLatency(latency)
         webPush.setLatency(latency)
     }
 
-    /// Removes every queued fault (APNs and FCM) and the latency.
+    /// Removes every queued fault (APNs, FCM, Web Push, Push Kit) and the latency.
     public func clearFaults() {
         apns.clearFaults()
         fcm.clearFaults()
+        hms.clearFaults()
         webPush.clearFaults()
     }
 
@@ -211,11 +218,6 @@ public final class SandboxCore: Sendable {
         fcm.log.records(where: token.map { token in { $0.token == token } }, limit: limit)
     }
 
-    /// Forgets the FCM inspection log.
-    public func clearFCMInspection() {
-        fcm.log.removeAll()
-    }
-
     /// Every FCM inspection record made from now on, as it is made. For tests: a signal to wait on.
     public func fcmInspectionUpdates() -> AsyncStream<SandboxFCMInspectionRecord> {
         fcm.log.updates()
@@ -227,6 +229,7 @@ public final class SandboxCore: Sendable {
     func beginShutdown() {
         apns.beginShutdown()
         fcm.beginShutdown()
+        hms.beginShutdown()
         webPush.beginShutdown()
     }
 
@@ -235,6 +238,7 @@ public final class SandboxCore: Sendable {
         devices.disconnectAll()
         apns.log.finishUpdates()
         fcm.log.finishUpdates()
+        hms.log.finishUpdates()
         webPush.log.finishUpdates()
     }
 }

@@ -7,6 +7,8 @@ public enum SandboxPlatform: String, Sendable, Hashable, Codable, CaseIterable {
     case ios
     /// FCM: one registration token, for a Firebase project.
     case android
+    /// Huawei Push Kit: one token, for a registered Huawei app.
+    case huawei
     /// Web Push: a browser's subscription, whose endpoint is its messaging token.
     case web
 }

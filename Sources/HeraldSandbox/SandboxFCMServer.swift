@@ -6,7 +6,6 @@ import Hummingbird
 import HummingbirdHTTP2
 import Logging
 import NIOCore
-import NIOSSL
 
 /// The FCM listener: HTTP/2 (or HTTP/1.1) over TLS, with ALPN, on the APNs listener's TLS
 /// identity. `POST /v1/projects/{project}/messages:send` and Google's OAuth2 token endpoint
@@ -16,24 +15,6 @@ import NIOSSL
 /// lives in its HTTP answers (status, JSON body, `Retry-After`), not in HTTP/2 frames.
 enum SandboxFCMServer {
     typealias Context = BasicRequestContext
-
-    /// The listener as a Hummingbird application: TLS with the sandbox's certificate, ALPN `h2`
-    /// and `http/1.1`. `onRunning` gets the bound port.
-    static func application(
-        core: SandboxCore,
-        group: any EventLoopGroup,
-        logger: Logger,
-        onRunning: @escaping @Sendable (Int) -> Void
-    ) throws -> some ApplicationProtocol {
-        try SandboxHTTPSListener.application(
-            router: router(core: core),
-            configuration: core.configuration,
-            port: core.configuration.fcmPort,
-            group: group,
-            logger: logger,
-            onRunning: onRunning
-        )
-    }
 
     static func router(core: SandboxCore) -> Router<Context> {
         let router = Router(context: Context.self)
@@ -60,16 +41,7 @@ enum SandboxFCMServer {
     }
 
     private static func response(_ answer: SandboxFCMAnswer) async throws -> Response {
-        if answer.delay > .zero { try await Task.sleep(for: answer.delay) }
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=UTF-8"
-        if let retryAfter = answer.retryAfter { headers[.retryAfter] = String(retryAfter) }
-        if answer.challenge { headers[.wwwAuthenticate] = #"Bearer realm="https://accounts.google.com/""# }
-        return Response(
-            status: .init(code: answer.status),
-            headers: headers,
-            body: .init(byteBuffer: ByteBuffer(bytes: answer.body))
-        )
+        try await answer.response(challenge: #"Bearer realm="https://accounts.google.com/""#)
     }
 
     /// The token request's parameters: `application/x-www-form-urlencoded` as RFC 6749 asks, or a
@@ -116,13 +88,6 @@ enum FCMErrorAnswer {
     )
 
     static func response(_ body: FCMErrorBody) -> Response {
-        let answer = SandboxFCMAnswer.json(body.error.code, body)
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=UTF-8"
-        return Response(
-            status: .init(code: answer.status),
-            headers: headers,
-            body: .init(byteBuffer: ByteBuffer(bytes: answer.body))
-        )
+        SandboxFCMAnswer.json(body.error.code, body).immediateResponse()
     }
 }

@@ -6,12 +6,69 @@ import Logging
 import NIOCore
 import NIOSSL
 
-/// The sandbox's Hummingbird listeners over TLS (FCM, Web Push): HTTP/2 or HTTP/1.1 by ALPN on
-/// the sandbox's certificate, under the configuration's connection limits.
+/// The sandbox's Hummingbird listeners over TLS (FCM, Web Push, Push Kit): HTTP/2 or HTTP/1.1 by
+/// ALPN on the sandbox's certificate, under the configuration's connection limits.
 ///
 /// Built on Hummingbird rather than at the frame level like the APNs listener: these services'
 /// behaviour lives in their HTTP answers (status, JSON body, `Retry-After`), not in HTTP/2 frames.
 enum SandboxHTTPSListener {
+    /// Which push listener.
+    enum Side: Hashable, Sendable {
+        /// FCM HTTP v1 and Google's token endpoint, on `fcmPort`.
+        case fcm
+        /// The Web Push service, on `resolvedWebPushPort`, unreachable during its outages.
+        case webPush
+        /// Huawei Push Kit and its token endpoint, on `hmsPort`.
+        case hms
+
+        /// The port configured for it (0: a free one).
+        func port(in configuration: SandboxConfiguration) -> Int {
+            switch self {
+            case .fcm: configuration.fcmPort
+            case .webPush: configuration.resolvedWebPushPort
+            case .hms: configuration.hmsPort
+            }
+        }
+
+        /// Its name in errors: "the sandbox's <name> side".
+        var name: String {
+            switch self {
+            case .fcm: "FCM"
+            case .webPush: "Web Push"
+            case .hms: "Push Kit"
+            }
+        }
+    }
+
+    /// The listener of `side` as a Hummingbird application. `onRunning` gets the bound port.
+    static func application(
+        _ side: Side,
+        core: SandboxCore,
+        group: any EventLoopGroup,
+        logger: Logger,
+        onRunning: @escaping @Sendable (Int) -> Void
+    ) throws -> some ApplicationProtocol {
+        let configuration = core.configuration
+        let (router, outage): (Router<BasicRequestContext>, WebPushOutage?) =
+            switch side {
+            case .fcm: (SandboxFCMServer.router(core: core), nil)
+            case .webPush: (SandboxWebPushServer.router(core: core), core.webPush.outage)
+            case .hms: (SandboxHMSServer.router(core: core), nil)
+            }
+        return try application(
+            router: router,
+            configuration: configuration,
+            port: side.port(in: configuration),
+            outage: outage,
+            group: group,
+            logger: logger
+        ) { port in
+            // Web Push endpoints name the bound port, so the service learns it before any device.
+            if side == .webPush { core.webPush.listening(port: port) }
+            onRunning(port)
+        }
+    }
+
     /// `router` served on `port`; with `outage`, unreachable while one runs. `onRunning` gets
     /// the bound port.
     static func application(
@@ -72,5 +129,23 @@ struct OutageChannel<Base: ServerChildChannel>: ServerChildChannel {
 
     func handle(value: Value, logger: Logger) async {
         await base.handle(value: value, logger: logger)
+    }
+}
+
+extension SandboxFCMAnswer {
+    /// The answer as Hummingbird writes it, after its latency; `challenge` is the
+    /// `WWW-Authenticate` value a 401 that asks for one carries.
+    func response(challenge: String) async throws -> Response {
+        if delay > .zero { try await Task.sleep(for: delay) }
+        return immediateResponse(challenge: challenge)
+    }
+
+    /// The answer as Hummingbird writes it, without its latency (an error no route wrote).
+    func immediateResponse(challenge: String? = nil) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=UTF-8"
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if self.challenge, let challenge { headers[.wwwAuthenticate] = challenge }
+        return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }

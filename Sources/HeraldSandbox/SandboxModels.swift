@@ -8,7 +8,8 @@ public struct SandboxDevice: Sendable, Hashable, Codable {
     public var bundleID: String
     /// `ios` (APNs tokens) or `android` (an FCM registration token).
     public var platform: SandboxPlatform
-    /// For Android, the Firebase project its registration token belongs to; nil for iOS.
+    /// For Android, the Firebase project its registration token belongs to; for Huawei, the
+    /// Huawei app id its Push Kit token belongs to; nil for iOS.
     public var projectID: String?
     /// The messaging token once its retrieval delay has passed, nil before: an APNs device token
     /// (iOS) or an FCM registration token (Android).
@@ -98,6 +99,8 @@ public enum SandboxDeviceEvent: Sendable, Hashable {
     case notification(SandboxNotification)
     /// An FCM message was delivered (Android devices).
     case fcmMessage(SandboxFCMMessage)
+    /// A Push Kit data message was delivered (Huawei devices).
+    case hmsMessage(SandboxHMSMessage)
     /// A Web Push message was delivered (web devices).
     case webPush(SandboxWebPushMessage)
 }
@@ -119,6 +122,8 @@ extension SandboxDeviceEvent: Codable {
             self = .notification(try container.decode(SandboxNotification.self, forKey: .notification))
         case "fcm_message":
             self = .fcmMessage(try container.decode(SandboxFCMMessage.self, forKey: .message))
+        case "hms_message":
+            self = .hmsMessage(try container.decode(SandboxHMSMessage.self, forKey: .message))
         case "web_push":
             self = .webPush(try container.decode(SandboxWebPushMessage.self, forKey: .message))
         case let other:
@@ -142,6 +147,9 @@ extension SandboxDeviceEvent: Codable {
             try container.encode(notification, forKey: .notification)
         case .fcmMessage(let message):
             try container.encode("fcm_message", forKey: .type)
+            try container.encode(message, forKey: .message)
+        case .hmsMessage(let message):
+            try container.encode("hms_message", forKey: .type)
             try container.encode(message, forKey: .message)
         case .webPush(let message):
             try container.encode("web_push", forKey: .type)

@@ -15,28 +15,6 @@ import Synchronization
 enum SandboxWebPushServer {
     typealias Context = BasicRequestContext
 
-    /// The listener, unreachable while an outage runs; once bound, endpoints are minted under
-    /// its port and `report` is told it (as the Web Push port).
-    static func application(
-        core: SandboxCore,
-        group: any EventLoopGroup,
-        logger: Logger,
-        report: @escaping @Sendable (_ control: Int?, _ fcm: Int?, _ webPush: Int?) -> Void
-    ) throws -> some ApplicationProtocol {
-        let configuration = core.configuration
-        return try SandboxHTTPSListener.application(
-            router: router(core: core),
-            configuration: configuration,
-            port: configuration.resolvedWebPushPort,
-            outage: core.webPush.outage,
-            group: group,
-            logger: logger
-        ) { port in
-            core.webPush.listening(port: port)
-            report(nil, nil, port)
-        }
-    }
-
     static func router(core: SandboxCore) -> Router<Context> {
         let router = Router(context: Context.self)
         router.middlewares.add(JSONErrorMiddleware(WebPushErrorAnswer.style))

@@ -235,6 +235,7 @@ def start_backends(
             "--apns-port", str(apns_port),
             "--control-port", str(control_port),
             "--fcm-port", "0",
+            "--hms-port", "0",
             "--keys-dir", str(keys),
             "--app", f"{BUNDLE_ID}:{TEAM_ID}",
             "--inspection-capacity", "100000",

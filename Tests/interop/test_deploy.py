@@ -135,6 +135,7 @@ def test_the_unit_runs_herald_as_documented(herald: Path, workdir):  # noqa: F81
         [
             str(herald), "sandbox", "--log-level", "warning",
             "--apns-port", str(apns_port), "--fcm-port", str(fcm_port), "--control-port", str(control_port),
+            "--hms-port", "0",
             "--keys-dir", str(sandbox_keys), "--app", f"{BUNDLE_ID}:{TEAM_ID}",
         ],  # fmt: skip
         cwd=root,

@@ -128,6 +128,7 @@ def test_every_http_process_serves_metrics_and_health(herald: Path, workdir):
             "--apns-port", str(apns_port),
             "--control-port", str(control_port),
             "--fcm-port", "0",
+            "--hms-port", "0",
             "--keys-dir", str(keys),
             "--app", f"{BUNDLE_ID}:{TEAM_ID}",
             "--log-level", "warning",

@@ -72,6 +72,7 @@ def start_sandbox(herald: Path, root: Path, processes, keys: Path, extra: list[s
             str(herald), "sandbox",
             "--apns-port", str(apns_port),
             "--fcm-port", str(fcm_port),
+            "--hms-port", "0",
             "--control-port", str(control_port),
             "--keys-dir", str(keys),
             "--app", f"{BUNDLE_ID}:{TEAM_ID}",

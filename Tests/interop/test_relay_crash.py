@@ -367,6 +367,7 @@ def test_acknowledged_pushes_survive_sigkill(herald: Path, workdir):
             "--apns-port", str(apns_port),
             "--control-port", str(control_port),
             "--fcm-port", "0",
+            "--hms-port", "0",
             "--keys-dir", str(keys),
             "--app", f"{BUNDLE_ID}:{TEAM_ID}",
             "--inspection-capacity", "100000",

@@ -139,6 +139,7 @@ def sandbox(herald: Path, tmp_path_factory: pytest.TempPathFactory):
             "--apns-port", "0",
             "--control-port", "0",
             "--fcm-port", "0",
+            "--hms-port", "0",
             "--log-level", "warning",
         ],  # fmt: skip
         stdout=subprocess.PIPE,

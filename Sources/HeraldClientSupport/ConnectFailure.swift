@@ -9,7 +9,8 @@ import Glibc
 
 /// Which errors from the HTTP client mean that no connection could be made, so the request was
 /// never sent: refused, unreachable host, connect or TLS handshake timeout, a failed handshake.
-/// A connection lost after the request went out is not one of them (FCM may have the message).
+/// A connection lost after the request went out is not one of them (the network may have the
+/// push).
 enum ConnectFailure {
     static func matches(_ error: any Error) -> Bool {
         switch error {
