@@ -299,6 +299,7 @@ let package = Package(
                 "HeraldFCMCore",
                 "HeraldAPNsCore",
                 "HeraldWebPush",
+                "HeraldHMS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -616,6 +617,8 @@ let package = Package(
         .target(
             name: "HeraldSimulation",
             dependencies: [
+                "HeraldHMS",
+                "HeraldHMSCore",
                 "HeraldWebPush",
                 "HeraldWebPushCore",
                 "HeraldTracing",

@@ -36,7 +36,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("sandbox-webpush-port"),
-        help: "The in-process sandbox's Web Push port (2194 beside the default APNs port, else one picked); 0 picks one."
+        help:
+            "The in-process sandbox's Web Push port (2194 beside the default APNs port, else one picked); 0 picks one."
     )
     var sandboxWebPushPort: Int?
 

@@ -10,6 +10,8 @@ extension ProviderStage {
             fcmAccounts: fcmAccounts,
             defaultFCMAccount: defaultFCMAccount,
             webPush: webPush,
+            hmsApps: hmsApps,
+            defaultHMSApp: defaultHMSApp,
             clock: clock,
             logger: logger,
             tracing: tracing

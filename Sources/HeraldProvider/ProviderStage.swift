@@ -4,6 +4,7 @@ import HeraldAPNsCore
 public import HeraldDomain
 public import HeraldFCM
 import HeraldFCMCore
+public import HeraldHMS
 import HeraldMacros
 public import HeraldPush
 public import HeraldTracing
@@ -42,6 +43,10 @@ public struct ProviderStage: Sendable {
     public let defaultFCMAccount: String?
     /// The Web Push sender (every push service, every VAPID key); nil when none is configured.
     public let webPush: WebPushClient?
+    /// The Push Kit senders by Huawei app name.
+    public let hmsApps: [String: HMSClient]
+    /// The Huawei app of a push that names none.
+    public let defaultHMSApp: String?
     let logger: Logger
     /// What an FCM push without an expiration is dated from.
     let clock: any HeraldClock
@@ -87,11 +92,15 @@ public struct ProviderStage: Sendable {
         fcmAccounts: [String: FCMClient],
         defaultFCMAccount: String? = nil,
         webPush: WebPushClient? = nil,
+        hmsApps: [String: HMSClient] = [:],
+        defaultHMSApp: String? = nil,
         clock: any HeraldClock = WallClock(),
         logger: Logger = Logger(label: "herald.provider"),
         tracing: PushTracing = .off
     ) {
         self.webPush = webPush
+        self.hmsApps = hmsApps
+        self.defaultHMSApp = defaultHMSApp ?? (hmsApps.count == 1 ? hmsApps.keys.first : nil)
         self.tracing = tracing
         self.clock = clock
         self.apnsKeys = Dictionary(apnsKeys.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -121,14 +130,13 @@ public struct ProviderStage: Sendable {
         var apnsPushes: [(index: Int, push: Push, payload: APNsPayload)] = []
         var fcmPushes: [(index: Int, push: Push, payload: FCMPayload)] = []
         var webPushes: [(index: Int, push: Push, payload: WebPushPayload)] = []
+        var hmsPushes: [(index: Int, push: Push, payload: HMSPayload)] = []
         for (index, push) in pushes.enumerated() {
             switch push.payload {
             case .apns(let payload): apnsPushes.append((index, push, payload))
             case .fcm(let payload): fcmPushes.append((index, push, payload))
             case .webPush(let payload): webPushes.append((index, push, payload))
-            case .hms:
-                // Not yet a sender of this stage: refused as a network this provider does not serve.
-                outcomes[index] = .failed(reason: "Push Kit is not configured on this provider", status: 503)
+            case .hms(let payload): hmsPushes.append((index, push, payload))
             }
         }
         // Built before the child tasks, which then capture only these constants (the arrays
@@ -136,12 +144,15 @@ public struct ProviderStage: Sendable {
         let apnsBatch = apnsPushes.map { ($0.push, $0.payload) }
         let fcmBatch = fcmPushes.map { ($0.push, $0.payload) }
         let webBatch = webPushes.map { ($0.push, $0.payload) }
+        let hmsBatch = hmsPushes.map { ($0.push, $0.payload) }
         async let apnsOutcomes = sendAPNs(apnsBatch)
         async let fcmOutcomes = sendFCM(fcmBatch)
         async let webOutcomes = sendWebPush(webBatch)
+        async let hmsOutcomes = sendHMS(hmsBatch)
         for (item, outcome) in zip(apnsPushes, await apnsOutcomes) { outcomes[item.index] = outcome }
         for (item, outcome) in zip(fcmPushes, await fcmOutcomes) { outcomes[item.index] = outcome }
         for (item, outcome) in zip(webPushes, await webOutcomes) { outcomes[item.index] = outcome }
+        for (item, outcome) in zip(hmsPushes, await hmsOutcomes) { outcomes[item.index] = outcome }
         return outcomes.map { $0! }
     }
 
@@ -253,52 +264,84 @@ public struct ProviderStage: Sendable {
             + "(a token of the other environment, or not a device token); the token is kept"
     }
 
-    /// Hands the FCM pushes to their accounts' senders as data messages, all at once.
+    /// Hands the FCM pushes to their accounts' senders.
     private func sendFCM(_ pushes: [(Push, FCMPayload)]) async -> [PushOutcome] {
+        let now = clock.seconds()
+        return await sendByAccount(
+            pushes,
+            clients: fcmAccounts,
+            defaultName: defaultFCMAccount,
+            naming: ("FCM", "service account"),
+            account: \.account,
+            message: { push, payload in
+                FCMPush(
+                    token: push.token,
+                    data: payload.data,
+                    priority: payload.priority,
+                    // FCM's own default when none is given: four weeks.
+                    expiration: push.expiration ?? now + FCMMessage.maximumTTLSeconds,
+                    collapseKey: push.collapseID
+                )
+            },
+            send: { client, messages in await client.send(batch: messages).map(PushOutcome.init) }
+        )
+    }
+
+    /// Hands the Push Kit pushes to their Huawei apps' senders.
+    private func sendHMS(_ pushes: [(Push, HMSPayload)]) async -> [PushOutcome] {
+        let now = clock.seconds()
+        return await sendByAccount(
+            pushes,
+            clients: hmsApps,
+            defaultName: defaultHMSApp,
+            naming: ("Push Kit", "Huawei app"),
+            account: \.account,
+            message: { push, payload in
+                HMSPush(
+                    token: push.token,
+                    payload: payload,
+                    // Push Kit's own longest: four weeks, as FCM's.
+                    expiration: push.expiration ?? now + FCMMessage.maximumTTLSeconds,
+                    collapseKey: push.collapseID
+                )
+            },
+            send: { client, messages in await client.send(batch: messages).map(PushOutcome.init) }
+        )
+    }
+
+    /// Sends a data-message network's pushes, each through the client of the account it names
+    /// (else the default), every account's batch at once; a push no client serves fails, named.
+    private func sendByAccount<Payload, Client: Sendable, Message: Sendable>(
+        _ pushes: [(Push, Payload)],
+        clients: [String: Client],
+        defaultName: String?,
+        naming: (network: String, account: String),
+        account: (Payload) -> String?,
+        message: (Push, Payload) -> Message,
+        send: @escaping @Sendable (Client, [Message]) async -> [PushOutcome]
+    ) async -> [PushOutcome] {
         guard !pushes.isEmpty else { return [] }
         var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
-        let now = clock.seconds()
-        var groups: [String: [(index: Int, message: FCMPush)]] = [:]
+        var groups: [String: [(index: Int, message: Message)]] = [:]
         for (index, (push, payload)) in pushes.enumerated() {
-            guard !fcmAccounts.isEmpty else {
-                outcomes[index] = .failed(
-                    reason: "FCM is not configured on this provider (no service account)",
-                    status: 503
-                )
-                continue
+            let refusal: String?
+            if clients.isEmpty {
+                refusal = "\(naming.network) is not configured on this provider (no \(naming.account))"
+            } else if let name = account(payload) ?? defaultName {
+                refusal =
+                    clients[name] == nil ? "no \(naming.account) named '\(name)' is configured on this provider" : nil
+                if refusal == nil { groups[name, default: []].append((index, message(push, payload))) }
+            } else {
+                refusal = "the push names no \(naming.account) and this provider has several, none the default"
             }
-            guard let name = payload.account ?? defaultFCMAccount else {
-                outcomes[index] = .failed(
-                    reason: "the push names no FCM account and this provider has several, none the default",
-                    status: 503
-                )
-                continue
-            }
-            guard fcmAccounts[name] != nil else {
-                outcomes[index] = .failed(
-                    reason: "no FCM service account named '\(name)' is configured on this provider",
-                    status: 503
-                )
-                continue
-            }
-            let message = FCMPush(
-                token: push.token,
-                data: payload.data,
-                priority: payload.priority,
-                // FCM's own default when none is given: four weeks.
-                expiration: push.expiration ?? now + FCMMessage.maximumTTLSeconds,
-                collapseKey: push.collapseID
-            )
-            groups[name, default: []].append((index, message))
+            if let refusal { outcomes[index] = .failed(reason: refusal, status: 503) }
         }
-        let fcmAccounts = fcmAccounts
         let answered = await withTaskGroup(of: [(Int, PushOutcome)].self) { tasks in
             for (name, items) in groups {
-                guard let client = fcmAccounts[name] else { continue }
-                tasks.addTask {
-                    let results = await client.send(batch: items.map(\.message))
-                    return zip(items, results).map { ($0.index, PushOutcome($1)) }
-                }
+                guard let client = clients[name] else { continue }
+                let messages = items.map(\.message)
+                let indexes = items.map(\.index)
+                tasks.addTask { Array(zip(indexes, await send(client, messages))) }
             }
             var all: [(Int, PushOutcome)] = []
             for await some in tasks { all += some }

@@ -9,6 +9,8 @@ public import HeraldDispatch
 public import HeraldDomain
 public import HeraldFCM
 public import HeraldFCMCore
+public import HeraldHMS
+public import HeraldHMSCore
 public import HeraldHTTPSupport
 import HeraldProvider
 import HeraldProviderHTTP
@@ -44,6 +46,8 @@ public final class HeraldTestStack: Sendable {
     /// The FCM sender and what its feedback handler was told; nil without `Options.fcm`.
     public let fcm: FCMClient?
     public let fcmFeedback: Feedback<FCMTokenFeedback>
+    /// The Push Kit sender, as the stack's Huawei app.
+    public let hms: HMSClient?
     /// The Web Push sender, and the VAPID key it signs with (the relay serves its public half).
     public let webPush: WebPushClient?
     public let vapidKey: VAPIDKey
@@ -99,6 +103,9 @@ public final class HeraldTestStack: Sendable {
         /// Start a Web Push sender (trusting the sandbox, posting to its loopback endpoints) with
         /// one VAPID key as `default`; nil starts none.
         public var webPush: WebPush? = WebPush()
+        /// Start a Push Kit sender as the stack's Huawei app (registered with the sandbox); nil
+        /// starts none.
+        public var hms: HMS? = HMS()
         /// Start a relay over the clients; nil starts none.
         public var relay: RelayOptions?
 
@@ -120,6 +127,15 @@ public final class HeraldTestStack: Sendable {
     public struct FCM {
         public var client: (inout FCMClientConfiguration) -> Void = { _ in }
         public var account: FCMServiceAccount?
+
+        public init() {}
+    }
+
+    /// The Push Kit sender's settings: the Huawei app the sandbox knows, quick retries.
+    public struct HMS {
+        public var client: (inout HMSClientConfiguration) -> Void = { _ in }
+        public var appID = "109876543"
+        public var clientSecret = "sandbox-client-secret-0123456789abcdef"
 
         public init() {}
     }
@@ -174,8 +190,10 @@ public final class HeraldTestStack: Sendable {
         fcmFeedback: Feedback<FCMTokenFeedback>,
         webPush: WebPushClient?,
         vapidKey: VAPIDKey,
+        hms: HMSClient?,
         relay: RelayParts?
     ) {
+        self.hms = hms
         self.webPush = webPush
         self.vapidKey = vapidKey
         self.sandbox = sandbox
@@ -248,8 +266,9 @@ public final class HeraldTestStack: Sendable {
                 let webPush = try options.webPush.map { settings in
                     try makeWebPush(settings, endpoints, key: vapidKey, logger: logger)
                 }
+                let hms = try options.hms.map { settings in try makeHMS(settings, endpoints, logger: logger) }
                 let clients = ServiceGroup(
-                    services: ([apns?.client, fcm, webPush] as [(any Service)?]).compactMap { $0 },
+                    services: ([apns?.client, fcm, webPush, hms] as [(any Service)?]).compactMap { $0 },
                     logger: logger
                 )
                 started.groups.append(clients)
@@ -268,7 +287,8 @@ public final class HeraldTestStack: Sendable {
                             ]
                         } ?? [],
                         fcmAccounts: fcm.map { [ProviderStage.defaultName: $0] } ?? [:],
-                        webPush: webPush
+                        webPush: webPush,
+                        hmsApps: hms.map { [ProviderStage.defaultName: $0] } ?? [:]
                     )
                     .traced(by: settings.tracing)
                     if webPush != nil {
@@ -301,6 +321,7 @@ public final class HeraldTestStack: Sendable {
                     fcmFeedback: fcmFeedback,
                     webPush: webPush,
                     vapidKey: vapidKey,
+                    hms: hms,
                     relay: parts
                 )
                 let result = try await body(stack)
@@ -330,6 +351,23 @@ public final class HeraldTestStack: Sendable {
         }
     }
 
+    /// A Push Kit sender as the stack's Huawei app, trusting the sandbox's CA, retrying quickly.
+    private static func makeHMS(_ settings: HMS, _ endpoints: SandboxEndpoints, logger: Logger) throws -> HMSClient {
+        var configuration = HMSClientConfiguration(
+            credentials: HMSAppCredentials(
+                appID: settings.appID,
+                clientSecret: settings.clientSecret,
+                tokenURL: endpoints.hmsTokenURL
+            )
+        )
+        configuration.baseURL = endpoints.hmsURL
+        configuration.caCertificatePath = endpoints.caCertificatePath
+        configuration.retryBaseDelay = .milliseconds(10)
+        configuration.retryMaximumDelay = .milliseconds(200)
+        settings.client(&configuration)
+        return try HMSClient(configuration: configuration, logger: logger)
+    }
+
     /// A Web Push sender trusting the sandbox's CA and posting to its loopback endpoints, signing
     /// with `key`.
     private static func makeWebPush(
@@ -357,6 +395,11 @@ public final class HeraldTestStack: Sendable {
         configuration.apnsPort = 0
         configuration.controlPort = 0
         configuration.fcmPort = 0
+        configuration.webPushPort = 0
+        configuration.hmsPort = 0
+        if let hms = options.hms {
+            configuration.hmsApps = [SandboxHMSApp(appID: hms.appID, clientSecret: hms.clientSecret)]
+        }
         configuration.serviceAccounts = [try SandboxServiceAccount(options.fcmAccount)]
         configuration.apps = [SandboxApp(bundleID: options.bundleID, teamID: options.teamID)]
         configuration.keys = [

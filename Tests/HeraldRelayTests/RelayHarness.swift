@@ -283,18 +283,23 @@ final class RelayHarness: Sendable {
         return Phone(sandboxDevice: device, keys: keys, activation: try reply.decode(ActivationResponse.self))
     }
 
-    /// Registers an Android device (FCM token) with the sandbox and activates it for `user`.
-    func androidPhone(user: String, bundleID: String = RelayHarness.bundleID) async throws -> Phone {
+    /// Registers an Android device (an FCM token, or with `huawei` a Push Kit token for the
+    /// stack's Huawei app) with the sandbox and activates it for `user`.
+    func androidPhone(
+        user: String,
+        bundleID: String = RelayHarness.bundleID,
+        huawei: Bool = false
+    ) async throws -> Phone {
         let device = try core.registerDevice(
             bundleID: bundleID,
-            platform: .android,
-            projectID: Self.fcmAccount.account.projectID
+            platform: huawei ? .huawei : .android,
+            projectID: huawei ? HeraldTestStack.HMS().appID : Self.fcmAccount.account.projectID
         )
         let keys = KeyPair.generate()
         let request = ActivationRequest(
             userID: user,
             app: bundleID,
-            platform: .android,
+            platform: huawei ? .huawei : .android,
             publicKey: keys.publicKey.base64,
             messagingToken: device.messagingToken,
             voipToken: nil
@@ -358,6 +363,13 @@ final class RelayHarness: Sendable {
     /// Web Push requests the sandbox's push service accepted for an endpoint.
     func acceptedWebPush(endpoint: String) -> [SandboxWebPushInspectionRecord] {
         core.webPushInspection(endpoint: endpoint).filter { $0.status == 201 }
+    }
+
+    /// Push Kit data messages the sandbox accepted for a token, each one's data.
+    func acceptedHMS(token: String) -> [(SandboxHMSInspectionRecord, [String: String])] {
+        core.hmsInspection(token: token).filter { $0.kind == .send && $0.status == 200 }.compactMap { record in
+            record.data.flatMap(DataFields.fields).map { (record, $0) }
+        }
     }
 
     /// FCM messages the sandbox accepted for a token.
