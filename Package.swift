@@ -579,6 +579,8 @@ let package = Package(
                 "HeraldCrypto",
                 "HeraldDispatch",
                 "HeraldFCM",
+                "HeraldHMS",
+                "HeraldHMSCore",
                 "HeraldWebPush",
                 "HeraldWebPushCore",
                 "HeraldFCMCore",

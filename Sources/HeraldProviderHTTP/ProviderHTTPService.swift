@@ -68,6 +68,7 @@ public enum ProviderHTTPService {
                 "status": "ok", "in_flight": "\(load.inFlight)", "queued": "\(load.queued)",
                 "apns": stage.apns == nil ? "off" : "on", "fcm": stage.fcm == nil ? "off" : "on",
                 "webpush": stage.webPush == nil ? "off" : "on",
+                "hms": stage.hmsApps.isEmpty ? "off" : "on",
             ])
         }
         router.post("/v1/push/batch") { request, context -> Response in

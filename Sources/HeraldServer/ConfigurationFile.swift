@@ -241,6 +241,30 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         }
     }
 
+    /// A Huawei app: `hms_apps[i]`.
+    public struct HMS: Sendable, Codable, Hashable {
+        /// The name apps' pushes are routed by: the Android package, or `default`.
+        public var name: String?
+        /// The app id from AppGallery Connect (also the OAuth client id).
+        public var appID: String?
+        /// A file holding the app's client secret (only the secret, mode 0600).
+        public var clientSecretFile: String?
+        /// Push Kit's URL and the token URL (Huawei's when absent), and a CA to trust instead of
+        /// the system roots.
+        public var url: String?
+        public var tokenURL: String?
+        public var ca: String?
+
+        enum CodingKeys: String, CodingKey {
+            case name
+            case appID = "app_id"
+            case clientSecretFile = "client_secret_file"
+            case url
+            case tokenURL = "token_url"
+            case ca
+        }
+    }
+
     /// A VAPID key: `vapid_keys[i]`.
     public struct VAPID: Sendable, Codable, Hashable {
         /// An app's id, or `default`.
@@ -265,6 +289,8 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     /// The VAPID keys that sign Web Push requests, each named: the key named after an app is that
     /// app's, `default` every other app's (docs/webpush.md).
     public var vapidKeys: [VAPID]?
+    /// The Huawei apps Push Kit messages are sent as, each named (docs/provider.md).
+    public var hmsApps: [HMS]?
     public var provider: Provider?
     public var dispatcher: Dispatcher?
     public var presenceTTL: Int?
@@ -302,6 +328,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case apnsKeys = "apns_keys"
         case fcmAccounts = "fcm_accounts"
         case vapidKeys = "vapid_keys"
+        case hmsApps = "hms_apps"
         case provider, dispatcher
         case presenceTTL = "presence_ttl"
         case messageRetention = "message_retention"

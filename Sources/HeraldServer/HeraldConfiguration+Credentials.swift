@@ -63,6 +63,22 @@ extension HeraldConfiguration {
             }
             vapidKeys.append(VAPID(name: name, key: key, subject: subject))
         }
+        for (index, entry) in (file.hmsApps ?? []).enumerated() {
+            let (name, secretFile) = try Self.namedEntry(
+                entry.name,
+                of: "hms_apps[\(index)]",
+                naming: ("Huawei app", "Huawei apps"),
+                file: (entry.clientSecretFile, "the client_secret_file"),
+                taken: hmsApps.map(\.name)
+            )
+            guard let appID = entry.appID, !appID.isEmpty else {
+                throw .configuration("hms_apps[\(index)] (\(name)): app_id is missing (AppGallery Connect's app id)")
+            }
+            var app = HMS(name: name, appID: appID, clientSecretFile: secretFile, ca: entry.ca)
+            if let url = entry.url { app.url = url }
+            if let tokenURL = entry.tokenURL { app.tokenURL = tokenURL }
+            hmsApps.append(app)
+        }
     }
 
     /// The name and file of a list's entry (`apns_keys[0]`), checked: a name given (apps name

@@ -72,6 +72,9 @@ public struct HeraldConfiguration: Sendable {
     /// The VAPID keys (`vapid_keys`), each with its name and subject. Without any, browsers are not
     /// served, but in sandbox mode, which signs with a development key (keys/vapid.pem).
     public var vapidKeys: [VAPID] = []
+    /// The Huawei apps (`hms_apps`), each with its name, app id and secret file. Without any,
+    /// Huawei devices are not served, but in sandbox mode, which sends as a development app.
+    public var hmsApps: [HMS] = []
     /// The key of an app that names none: the one named `default`, or the only one.
     public var apns: APNs? {
         apnsKeys.first { $0.name == Self.defaultName } ?? (apnsKeys.count == 1 ? apnsKeys[0] : nil)
@@ -144,6 +147,16 @@ public struct HeraldConfiguration: Sendable {
         public var name: String = HeraldConfiguration.defaultName
         public var serviceAccount: String
         public var url: String
+        public var ca: String?
+    }
+
+    /// A Huawei app: its name (a package, or `default`), app id, secret file, and where to send.
+    public struct HMS: Sendable, Hashable {
+        public var name: String
+        public var appID: String
+        public var clientSecretFile: String
+        public var url = "https://push-api.cloud.huawei.com"
+        public var tokenURL = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
         public var ca: String?
     }
 

@@ -22,10 +22,14 @@ extension HeraldServer {
     ) async throws {
         let (metadata, accountPath, account, sandboxConfiguration) = try sandboxSetup()
         let vapidKeys = try sandboxVAPIDKeys()
+        let huawei = try sandboxHMSApp()
         var signing = configuration
         signing.vapidKeys = vapidKeys
         let webPushLines = signing.webPushBannerLines
-        let sandbox = try Sandbox(configuration: sandboxConfiguration, logger: logger)
+        var sandboxSettings = sandboxConfiguration
+        sandboxSettings.hmsApps = [SandboxHMSApp(appID: huawei.app.appID, clientSecret: huawei.secret)]
+        sandboxSettings.hmsPort = configuration.sandboxPorts.apns == 2197 ? 2193 : 0
+        let sandbox = try Sandbox(configuration: sandboxSettings, logger: logger)
         let logger = logger
         let configuration = configuration
         // The sandbox runs around the relay's group: it stops after the provider's clients.
@@ -39,6 +43,7 @@ extension HeraldServer {
                 fcmTokenURI: endpoints.tokenURL,
                 vapidKeys: vapidKeys,
                 webPush: WebPushSettings(ca: endpoints.caCertificatePath, allowPrivateEndpoints: true),
+                hmsApps: [huawei.app.sending(to: endpoints)],
                 shared: store,
                 logger: logger,
                 group: group
@@ -71,6 +76,9 @@ extension HeraldServer {
                     accountPath: accountPath
                 )
                 lines += webPushLines
+                lines.append(
+                    "  Push Kit     app \(DevelopmentKeys.developmentHMSAppID) (\(endpoints.hmsURL), secret keys/hms-client.secret)"
+                )
                 ready(lines)
             }
         }
@@ -103,7 +111,7 @@ extension HeraldServer {
             masterKey: masterKey,
             apiKey: apiKey,
             sender: sender,
-            platforms: [.ios, .android, .web],
+            platforms: [.ios, .android, .web, .huawei],
             fleet: fleet,
             registry: registry,
             logger: logger,
@@ -132,6 +140,24 @@ extension HeraldServer {
             try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: teamID))
         }
         return shown
+    }
+
+    /// The sandbox mode's Huawei app: the configured default one's id and secret file, else the
+    /// development app (keys/hms-client.secret, made on first use); the sandbox knows it too.
+    private func sandboxHMSApp() throws -> (app: HeraldConfiguration.HMS, secret: String) {
+        let app: HeraldConfiguration.HMS
+        do {
+            app =
+                try configuration.hmsApps.first
+                ?? HeraldConfiguration.HMS(
+                    name: HeraldConfiguration.defaultName,
+                    appID: DevelopmentKeys.developmentHMSAppID,
+                    clientSecretFile: DevelopmentKeys.developmentHMSSecret(in: configuration.keysDirectory)
+                )
+        } catch {
+            throw HeraldServerError.credentials("\(error)")
+        }
+        return (app, try app.credentials().clientSecret)
     }
 
     /// The VAPID keys of the sandbox mode: the configured ones, else the development key

@@ -108,6 +108,7 @@ public struct HeraldServer: Sendable {
                     lines.append("  FCM account  \(fcm.name): \(fcm.serviceAccount) (\(fcm.url))")
                 }
                 lines += configuration.webPushBannerLines
+                lines += configuration.hmsApps.map { "  Push Kit     \($0.name): app \($0.appID) (\($0.url))" }
                 ready(lines)
             }
             return
@@ -247,6 +248,7 @@ public struct HeraldServer: Sendable {
             if health["fcm"] != "off" { platforms.insert(.android) }
             // An older provider does not say: it has no Web Push sender.
             if health["webpush"] == "on" { platforms.insert(.web) }
+            if health["hms"] == "on" { platforms.insert(.huawei) }
             return platforms
         } catch {
             logger.warning(
@@ -265,6 +267,7 @@ extension HeraldConfiguration {
         var platforms: Set<DevicePlatform> = [.ios]
         if !fcmAccounts.isEmpty { platforms.insert(.android) }
         if !vapidKeys.isEmpty { platforms.insert(.web) }
+        if !hmsApps.isEmpty { platforms.insert(.huawei) }
         return platforms
     }
 

@@ -179,6 +179,24 @@ public enum DevelopmentKeys {
         return path
     }
 
+    /// The sandbox mode's Huawei app id (the sandbox's Push Kit knows it by this id).
+    public static let developmentHMSAppID = "100000001"
+
+    /// keys/hms-client.secret (48 random base64url characters, mode 0600), made when there is
+    /// none: the sandbox mode's Huawei app secret.
+    public static func developmentHMSSecret(in directory: String) throws -> String {
+        let path = (directory as NSString).appendingPathComponent("hms-client.secret")
+        if FileManager.default.fileExists(atPath: path) { return path }
+        try KeyFiles.withCreationLock(in: directory) {
+            if !FileManager.default.fileExists(atPath: path) {
+                var bytes = [UInt8](repeating: 0, count: 36)
+                for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
+                try SecretFile.write(Array(Base64URL.encode(bytes).utf8) + [0x0A], to: path, mode: 0o600)
+            }
+        }
+        return path
+    }
+
     /// keys/fcm-service-account.json, made when there is none.
     public static func developmentServiceAccount(in directory: String) throws -> String {
         let path = fcmServiceAccountPath(in: directory)

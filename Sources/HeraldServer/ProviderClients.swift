@@ -1,9 +1,12 @@
 import Foundation
 import HeraldAPNs
 import HeraldFCM
+import HeraldHMS
+import HeraldHMSCore
 public import HeraldProvider
 import HeraldPush
 import HeraldRelay
+import HeraldSandbox
 public import HeraldStore
 import HeraldWebPush
 import HeraldWebPushCore
@@ -42,6 +45,7 @@ public struct ProviderClients {
             defaultAPNsKey: configuration.apns?.name,
             defaultFCMAccount: configuration.fcm?.name,
             vapidKeys: configuration.vapidKeys,
+            hmsApps: configuration.hmsApps,
             tokenCache: tokenCache,
             shared: shared,
             logger: logger,
@@ -67,6 +71,7 @@ public struct ProviderClients {
         fcmTokenURI: String? = nil,
         vapidKeys: [HeraldConfiguration.VAPID] = [],
         webPush: WebPushSettings = WebPushSettings(),
+        hmsApps: [HeraldConfiguration.HMS] = [],
         tokenCache: (HeraldConfiguration.APNs) -> String? = { _ in nil },
         shared: (any ProviderTokenStore)? = nil,
         logger: Logger,
@@ -105,12 +110,19 @@ public struct ProviderClients {
         }
         let webPushClient = try webPush.makeClient(vapidKeys: vapidKeys, logger: logger, group: group)
         if let webPushClient { services.append(webPushClient) }
+        var huaweiApps: [String: HMSClient] = [:]
+        for app in hmsApps {
+            let client = try app.makeClient(logger: logger, group: group)
+            huaweiApps[app.name] = client
+            services.append(client)
+        }
         let stage = ProviderStage(
             apnsKeys: keys,
             defaultAPNsKey: defaultAPNsKey,
             fcmAccounts: accounts,
             defaultFCMAccount: defaultFCMAccount,
             webPush: webPushClient,
+            hmsApps: huaweiApps,
             logger: logger
         )
         return ProviderClients(stage: stage, services: services, sharedTokens: sharedTokens)
@@ -151,6 +163,48 @@ public struct WebPushSettings: Sendable {
         configuration.caCertificatePath = ca
         configuration.allowPrivateEndpoints = allowPrivateEndpoints
         return WebPushClient(configuration: configuration, logger: logger, group: group)
+    }
+}
+
+extension HeraldConfiguration.HMS {
+    /// The app's credentials, its secret read from its file (surrounding blanks dropped) and
+    /// checked: a short secret or a token URL that is not https stops the start with one line.
+    func credentials() throws(HeraldServerError) -> HMSAppCredentials {
+        guard let text = try? String(contentsOfFile: clientSecretFile, encoding: .utf8) else {
+            throw .credentials("Huawei app \(name): cannot read \(clientSecretFile)")
+        }
+        let credentials = HMSAppCredentials(
+            appID: appID,
+            clientSecret: text.trimmingCharacters(in: .whitespacesAndNewlines),
+            tokenURL: tokenURL
+        )
+        do {
+            try credentials.check()
+        } catch {
+            throw .configuration("hms_apps (\(name)): \(error.message)")
+        }
+        return credentials
+    }
+
+    /// This app sending to the in-process sandbox's Push Kit, trusting its CA.
+    func sending(to endpoints: SandboxEndpoints) -> Self {
+        var app = self
+        app.url = endpoints.hmsURL
+        app.tokenURL = endpoints.hmsTokenURL
+        app.ca = endpoints.caCertificatePath
+        return app
+    }
+
+    /// The Push Kit sender of this app.
+    func makeClient(logger: Logger, group: any EventLoopGroup) throws(HeraldServerError) -> HMSClient {
+        var configuration = HMSClientConfiguration(credentials: try credentials())
+        configuration.baseURL = url
+        configuration.caCertificatePath = ca
+        do {
+            return try HMSClient(configuration: configuration, logger: logger, group: group)
+        } catch {
+            throw .configuration("hms_apps (\(name)): \(error)")
+        }
     }
 }
 
