@@ -10,7 +10,7 @@ VENV_PYTHON  := $(VENV)/bin/python
 HERALD       := .build/debug/herald
 APT_PACKAGES := libsodium-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config nghttp2-client postgresql \
                 python3-venv systemd chromium chromium-driver prometheus debootstrap dpkg-dev patchelf
-PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator selenium
+PY_PACKAGES  := pynacl pytest aioapns==4.0 pyyaml jsonschema openapi-spec-validator selenium http-ece py-vapid pywebpush
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test setup system-deps python-deps build keys lint format unit interop deploy-check deb bench clean
@@ -37,7 +37,7 @@ system-deps:
 
 python-deps:
 	@[ -x $(VENV_PYTHON) ] || $(PYTHON) -m venv $(VENV)
-	@$(VENV_PYTHON) -c "import nacl, pytest, aioapns, yaml, jsonschema, openapi_spec_validator, selenium" 2>/dev/null || \
+	@$(VENV_PYTHON) -c "import nacl, pytest, aioapns, yaml, jsonschema, openapi_spec_validator, selenium, http_ece, py_vapid, pywebpush, cryptography" 2>/dev/null || \
 		$(VENV_PYTHON) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
 
 build:

@@ -22,7 +22,10 @@ struct DeviceCommand: AsyncParsableCommand {
             starts with the persisted tokens. VoIP pushes are reported to CallKit; --calls says \
             whether the user answers or declines. With --platform android the phone has one FCM \
             token, and the app's messaging service opens Herald's data messages and shows the \
-            notification or the incoming-call screen. --life puts the app in the foreground \
+            notification or the incoming-call screen. With --platform web it is a browser: it \
+            makes its subscription keys, fetches the app's application server key, subscribes \
+            at the sandbox's push service, and its service worker decrypts each Web Push \
+            message (RFC 8291) and opens Herald's data as the Android app does. --life puts the app in the foreground \
             (with --conversation on screen: the live channel, a heartbeat every 30 s), the \
             background (the chat left) or terminated (the system still shows pushes; --tap \
             launches it); --notifications denied withholds every notification and reports it; \
@@ -42,7 +45,7 @@ struct DeviceCommand: AsyncParsableCommand {
     @Option(help: "The app's bundle id (Android: its package name).")
     var bundle: String = "com.example.herald"
 
-    @Option(help: "ios or android.")
+    @Option(help: "ios, android or web (a browser: Web Push to its service worker).")
     var platform: String = "ios"
 
     @Option(name: .customLong("api-key-file"), help: "The relay's API key, for the first activation.")
@@ -100,7 +103,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard DevicePlatform(rawValue: platform) != nil else {
-            throw ValidationError("--platform must be ios or android")
+            throw ValidationError("--platform must be ios, android or web")
         }
         guard ["ring", "answer", "decline"].contains(calls) else {
             throw ValidationError("--calls must be ring, answer or decline")

@@ -17,7 +17,7 @@ struct SimulateCommand: AsyncParsableCommand {
         abstract:
             "Play a flow end to end (messaging, telephony, Android, callback, dual channel, GMS chat, escalation) and print its timeline.",
         subcommands: [
-            Messaging.self, Telephony.self, Android.self, Callback.self, DualChannel.self, GMSChat.self,
+            Messaging.self, Telephony.self, Android.self, Web.self, Callback.self, DualChannel.self, GMSChat.self,
             Escalation.self,
         ]
     )
@@ -60,7 +60,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
         /// Plays `flow` on the chosen phone.
         func play(_ flow: String, named name: String, _ body: @escaping Simulation.Flow) async throws {
-            try await Simulation.play(flow, named: name, android: android, options: options, body)
+            try await Simulation.play(flow, named: name, platform: android ? .android : .ios, options: options, body)
         }
     }
 
@@ -103,9 +103,30 @@ struct SimulateCommand: AsyncParsableCommand {
         @OptionGroup var options: Options
 
         func run() async throws {
-            try await Simulation.play("android", named: "messaging", android: true, options: options) {
+            try await Simulation.play("android", named: "messaging", platform: .android, options: options) {
                 try await Simulation.messaging(phone: $0, backend: $1, clock: $2)
             }
+        }
+    }
+
+    struct Web: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "web",
+            abstract: "The messaging flow in a browser: a late subscription, three Web Push messages, a tap.",
+            discussion: """
+                A browser starts before its push service hands out the subscription's endpoint \
+                (the SDK session is stopped, recreated and started when it arrives), goes to the \
+                background, and an agent sends three messages over ten simulated minutes. Each \
+                becomes a Web Push message (urgency normal, the body encrypted for the \
+                subscription, RFC 8291); the service worker decrypts it, opens the sealed envelope \
+                with the app's key and shows sender and text; the user taps the last.
+                """
+        )
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            try await Simulation.play("web", named: "messaging", platform: .web, options: options, Simulation.messaging)
         }
     }
 
@@ -132,7 +153,12 @@ struct SimulateCommand: AsyncParsableCommand {
         var android = false
 
         func run() async throws {
-            try await Simulation.play("telephony", named: "telephony", android: android, options: options) {
+            try await Simulation.play(
+                "telephony",
+                named: "telephony",
+                platform: android ? .android : .ios,
+                options: options
+            ) {
                 try await Simulation.telephony(phone: $0, backend: $1, clock: $2)
             }
         }
@@ -202,18 +228,28 @@ struct SimulatedBackend: Sendable {
         timeline.record(
             "relay",
             network,
-            "push accepted by \(network == "fcm" ? "FCM" : "APNs")",
+            "push accepted by \(Self.networkName[network] ?? "APNs")",
             pushType: pushType,
-            // FCM has HIGH and NORMAL: the provider sends priority 5 and above as HIGH
-            // (ProviderBatch).
-            priority: network == "fcm"
-                ? .fcm((priority ?? status.priority) >= 5 ? "HIGH" : "NORMAL") : .apns(priority ?? status.priority),
+            priority: Self.priority(network: network, priority ?? status.priority),
             topic: topic,
-            detail: network == "fcm" ? "push id \(status.pushID)" : "apns-id \(status.apnsID)",
+            detail: network == "apns" ? "apns-id \(status.apnsID)" : "push id \(status.pushID)",
             subject: subject,
             stage: .accepted,
             reportedAt: accepted.at
         )
+    }
+
+    private static let networkName = ["apns": "APNs", "fcm": "FCM", "push-service": "the push service"]
+
+    /// The priority as `network` names it: FCM has HIGH and NORMAL, the provider sending priority
+    /// 5 and above as HIGH; Web Push's urgency is high from 10, normal from 5, else low
+    /// (ProviderBatch).
+    private static func priority(network: String, _ priority: Int) -> TimelinePriority {
+        switch network {
+        case "fcm": .fcm(priority >= 5 ? "HIGH" : "NORMAL")
+        case "push-service": .fcm(priority >= 10 ? "high" : priority >= 5 ? "normal" : "low")
+        default: .apns(priority)
+        }
     }
 
     /// `recordAccepted` for alert pushes to `phone`: APNs alerts on iOS, FCM messages on Android.
@@ -223,14 +259,19 @@ struct SimulatedBackend: Sendable {
         phone: EmulatedPhone,
         priority: Int? = nil
     ) async throws {
-        let android = phone.configuration.platform == .android
+        let (pushType, network) =
+            switch phone.configuration.platform {
+            case .ios: ("alert", "apns")
+            case .web: ("webpush", "push-service")
+            case .android, .huawei: ("fcm", "fcm")
+            }
         for pushID in pushIDs {
             try await recordAccepted(
                 pushID,
                 subject: subject,
-                pushType: android ? "fcm" : "alert",
+                pushType: pushType,
                 topic: phone.configuration.bundleID,
-                network: android ? "fcm" : "apns",
+                network: network,
                 priority: priority
             )
         }
@@ -275,12 +316,19 @@ enum Simulation {
     static func play(
         _ flow: String,
         named name: String,
-        android: Bool = false,
+        platform: DevicePlatform = .ios,
         options: SimulateCommand.Options,
         _ body: @escaping Flow
     ) async throws {
-        let timeline = try await run(options: options, flow: flow, platform: android ? .android : .ios, body)
-        try finish(timeline, options: options, title: "Herald: " + (android ? "Android " : "") + name + " flow")
+        let timeline = try await run(options: options, flow: flow, platform: platform, body)
+        let prefix =
+            switch platform {
+            case .ios: ""
+            case .android: "Android "
+            case .web: "web "
+            case .huawei: "Huawei "
+            }
+        try finish(timeline, options: options, title: "Herald: " + prefix + name + " flow")
     }
 
     /// Sets up (or reaches) relay and sandbox, a phone and a backend, and plays `flow`.
@@ -327,7 +375,7 @@ enum Simulation {
                     try await phone.wait("a session started with every push token") { phone in
                         guard let session = phone.session else { return false }
                         return session.isStarted && session.tokens.messaging != nil
-                            && (platform == .android || session.tokens.voip != nil)
+                            && (platform != .ios || session.tokens.voip != nil)
                     }
                     try await Simulation.$endpoints.withValue(endpoints) { try await body(phone, backend, clock) }
                 } catch {

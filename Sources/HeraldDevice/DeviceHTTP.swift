@@ -106,14 +106,18 @@ public struct DeviceHTTP: Sendable {
     }
 
     public func message(relay: String, id: String, credential: String) async throws -> MessageView {
-        try await call(
-            .GET,
-            relay + "/v1/messages/\(id)",
-            bearer: credential,
-            expect: 200,
-            as: MessageView.self,
-            failure: DeviceError.relay
-        )
+        try await get(relay + "/v1/messages/\(id)", bearer: credential)
+    }
+
+    /// A `GET` from the relay answered 200 with `Response`.
+    private func get<Response: Decodable>(_ url: String, bearer: String) async throws -> Response {
+        try await call(.GET, url, bearer: bearer, expect: 200, as: Response.self, failure: DeviceError.relay)
+    }
+
+    /// `GET /v1/apps/{id}/web-push` with the API key: the application server key a browser
+    /// subscribes with.
+    public func webPushApp(relay: String, app: String, apiKey: String) async throws -> WebPushAppView {
+        try await get(relay + "/v1/apps/\(app)/web-push", bearer: apiKey)
     }
 
     // MARK: Sandbox
@@ -125,13 +129,16 @@ public struct DeviceHTTP: Sendable {
         messagingDelay: Duration,
         voipDelay: Duration,
         platform: DevicePlatform = .ios,
-        apnsEnvironment: APNsEnvironment? = nil
+        apnsEnvironment: APNsEnvironment? = nil,
+        applicationServerKey: String? = nil
     ) async throws -> String {
         struct Request: Encodable {
             var bundle_id: String
             var platform: String
             /// iOS: the environment whose tokens the sandbox issues (left out: development).
             var apns_environment: String?
+            /// A browser: the app's VAPID public key its subscription is bound to.
+            var application_server_key: String?
             var messaging_token_delay_ms: Int64
             var voip_token_delay_ms: Int64
         }
@@ -145,6 +152,7 @@ public struct DeviceHTTP: Sendable {
                 bundle_id: bundleID,
                 platform: platform.rawValue,
                 apns_environment: apnsEnvironment?.rawValue,
+                application_server_key: applicationServerKey,
                 messaging_token_delay_ms: messagingDelay.components.seconds * 1000
                     + messagingDelay.components.attoseconds / 1_000_000_000_000_000,
                 voip_token_delay_ms: voipDelay.components.seconds * 1000

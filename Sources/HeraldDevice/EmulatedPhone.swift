@@ -61,9 +61,13 @@ public final class EmulatedPhone: Sendable {
         self.logger = logger
         lifeLink = LifeLink(saved: LifeLink.load(store), permission: configuration.notificationPermission)
         callKit =
-            configuration.platform == .ios
-            ? CallKitEmulator(timeline: timeline)
-            : CallKitEmulator(timeline: timeline, reporter: "fcm-service", screen: "call-screen")
+            switch configuration.platform {
+            case .ios: CallKitEmulator(timeline: timeline)
+            // A browser has no call screen: its service worker shows the call as a notification
+            // that stays until answered (`requireInteraction`, Answer and Decline actions).
+            case .web: CallKitEmulator(timeline: timeline, reporter: "service-worker", screen: "call-notification")
+            case .android, .huawei: CallKitEmulator(timeline: timeline, reporter: "fcm-service", screen: "call-screen")
+            }
         pushKit = PushKitEmulator(callKit: callKit, violationLimit: configuration.violationLimit, timeline: timeline)
         serviceExtension = NotificationServiceEmulator(
             store: store,
@@ -80,7 +84,13 @@ public final class EmulatedPhone: Sendable {
     }
 
     /// The push network as the timeline names it.
-    var network: String { configuration.platform == .ios ? "apns" : "fcm" }
+    var network: String {
+        switch configuration.platform {
+        case .ios: "apns"
+        case .web: "push-service"
+        case .android, .huawei: "fcm"
+        }
+    }
 
     // MARK: What the user and tests see
 
@@ -285,7 +295,8 @@ public final class EmulatedPhone: Sendable {
             messagingDelay: configuration.messagingTokenDelay,
             voipDelay: configuration.voipTokenDelay,
             platform: configuration.platform,
-            apnsEnvironment: configuration.platform == .ios ? configuration.apnsEnvironment : nil
+            apnsEnvironment: configuration.platform == .ios ? configuration.apnsEnvironment : nil,
+            applicationServerKey: try await applicationServerKey()
         )
         try? FileManager.default.removeItem(atPath: file)
         try SecretFile.write(Array((id + "\n").utf8), to: file, mode: 0o600)
@@ -297,14 +308,22 @@ public final class EmulatedPhone: Sendable {
         case nil:
             try await perform(state.withLock { $0.machine.handle(.retrievalTimedOut) })
         case .token(let kind, let value)?:
-            let name = kind == "voip" ? "VoIP" : configuration.platform == .android ? "FCM registration" : "messaging"
-            timeline.record(network, "app", "\(name) token received")
+            let name =
+                kind == "voip"
+                ? "VoIP token" : configuration.platform == .android ? "FCM registration token" : "messaging token"
+            timeline.record(
+                network,
+                "app",
+                configuration.platform == .web ? "push subscription received" : "\(name) received"
+            )
             let event: LateTokenMachine.Event = kind == "voip" ? .voipToken(value) : .messagingToken(value)
             try await perform(state.withLock { $0.machine.handle(event) })
         case .notification(let push)?:
             await receive(push)
         case .fcmMessage(let message)?:
             await receive(message)
+        case .webPush(let push)?:
+            await receive(push)
         }
         changed()
     }
@@ -418,12 +437,17 @@ public final class EmulatedPhone: Sendable {
 
     /// `component` hands `shown` to the notification center: kept, written to the notification
     /// log, and on the timeline with what the user sees.
-    func show(_ shown: DisplayedNotification, from component: String, subject: String?) {
+    func show(
+        _ shown: DisplayedNotification,
+        from component: String,
+        to display: String = "notification-center",
+        subject: String?
+    ) {
         state.withLock { $0.shown.append(shown) }
         appendToLog(shown)
         timeline.record(
             component,
-            "notification-center",
+            display,
             "notification shown",
             detail: shown.thread.map { "thread \($0)" },
             subject: shown.messageID ?? subject,

@@ -25,17 +25,28 @@ public final class SDKSession: Sendable {
 
     func start(phone: EmulatedPhone) async throws {
         let configuration = phone.configuration
+        // A browser's messaging token is its subscription's endpoint; the relay takes the whole
+        // subscription (endpoint and keys) in its place.
+        let web = configuration.platform == .web
+        let subscription = try web ? tokens.messaging.map(phone.subscription(endpoint:)) : nil
+        let messagingToken = web ? nil : tokens.messaging
         if let registration = phone.store.registration(), let credential = phone.store.credential() {
             if !tokens.isEmpty {
                 _ = try await phone.http.updateTokens(
                     relay: configuration.relayURL,
                     deviceID: registration.deviceID,
-                    TokenUpdateRequest(messagingToken: tokens.messaging, voipToken: tokens.voip),
+                    TokenUpdateRequest(
+                        messagingToken: messagingToken,
+                        voipToken: tokens.voip,
+                        subscription: subscription
+                    ),
                     credential: credential
                 )
                 phone.timeline.record("sdk", "relay", "tokens sent", detail: tokens.summary)
             }
-        } else {
+        } else if !web || subscription != nil {
+            // A browser activates once `pushManager.subscribe` has given its subscription: the
+            // relay keeps a web device's subscription with the device, never apart from it.
             let keys = KeyPair.generate()
             let activation = try await phone.http.activate(
                 relay: configuration.relayURL,
@@ -44,9 +55,10 @@ public final class SDKSession: Sendable {
                     app: configuration.bundleID,
                     platform: configuration.platform,
                     publicKey: keys.publicKey.base64,
-                    messagingToken: tokens.messaging,
+                    messagingToken: messagingToken,
                     voipToken: tokens.voip,
-                    apnsEnvironment: configuration.platform == .ios ? configuration.apnsEnvironment : nil
+                    apnsEnvironment: configuration.platform == .ios ? configuration.apnsEnvironment : nil,
+                    subscription: subscription
                 ),
                 bearer: configuration.apiKey
             )

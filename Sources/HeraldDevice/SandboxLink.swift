@@ -11,6 +11,20 @@ public enum SandboxEvent: Sendable, Hashable {
     case notification(DeliveredPush)
     /// An FCM data message arrived (Android).
     case fcmMessage(DeliveredFCMMessage)
+    /// A Web Push message arrived (a browser): its body still encrypted for the subscription.
+    case webPush(DeliveredWebPush)
+}
+
+/// A Web Push message as the browser's push service hands it over (`web_push` frames): the
+/// `aes128gcm` body (RFC 8291) and the headers the application server sent.
+@MemberwiseInit
+public struct DeliveredWebPush: Sendable, Hashable {
+    public var id: String
+    public var endpoint: String
+    public var body: [UInt8]
+    public var ttl: Int
+    public var urgency: String
+    public var topic: String?
 }
 
 /// A push as the phone receives it.
@@ -82,6 +96,21 @@ public enum SandboxLink {
                     data: data,
                     priority: message["priority"] as? String ?? "NORMAL",
                     collapseKey: message["collapse_key"] as? String
+                )
+            )
+        case "web_push":
+            guard let message = object["message"] as? [String: Any],
+                let encoded = message["body"] as? String,
+                let body = Data(base64Encoded: encoded)
+            else { return nil }
+            return .webPush(
+                DeliveredWebPush(
+                    id: message["id"] as? String ?? "",
+                    endpoint: message["endpoint"] as? String ?? "",
+                    body: Array(body),
+                    ttl: message["ttl"] as? Int ?? 0,
+                    urgency: message["urgency"] as? String ?? "normal",
+                    topic: message["topic"] as? String
                 )
             )
         default:

@@ -30,8 +30,8 @@ extension Timeline {
     /// each device's), servers on the left and the user on the right; one the list does not know
     /// stands after these in its group, in order of appearance.
     static let lifelineOrder = [
-        "backend", "relay", "apns", "fcm", "sdk", "app", "nse", "fcm-service", "pushkit", "callkit",
-        "call-screen", "notification-center", "user",
+        "backend", "relay", "apns", "fcm", "push-service", "sdk", "app", "nse", "fcm-service", "service-worker",
+        "pushkit", "callkit", "call-screen", "call-notification", "notification-center", "notification", "user",
     ]
 
     private static func summary(_ events: [TimelineEvent]) -> String {

@@ -120,7 +120,8 @@ public final class Timeline: Sendable {
 
     /// The components that live on a phone (named apart on a second phone's view).
     static let phoneComponents: Set<String> = [
-        "sdk", "app", "nse", "fcm-service", "pushkit", "callkit", "call-screen", "notification-center", "user",
+        "sdk", "app", "nse", "fcm-service", "service-worker", "pushkit", "callkit", "call-screen",
+        "call-notification", "notification-center", "notification", "user",
     ]
 
     /// Another phone's view of `timeline`: what it records lands there, with the phone's own

@@ -123,7 +123,8 @@ struct TimelineOrderTests {
         if events.filter({ $0.step.hasPrefix("POST /v1/messages") }).count == 3 {
             #expect(page.components(separatedBy: "<g class=\"gap\"").count - 1 >= 2)
             #expect(page.contains("4 min") && page.contains("6 min"))
-            #expect(page.contains(scenario == "android" ? "priority HIGH" : "priority 5"))
+            let priority = ["android": "priority HIGH", "web": "priority normal"][scenario] ?? "priority 5"
+            #expect(page.contains(priority))
         }
     }
 }
