@@ -25,7 +25,9 @@ struct DeviceCommand: AsyncParsableCommand {
             notification or the incoming-call screen. With --platform web it is a browser: it \
             makes its subscription keys, fetches the app's application server key, subscribes \
             at the sandbox's push service, and its service worker decrypts each Web Push \
-            message (RFC 8291) and opens Herald's data as the Android app does. --life puts the app in the foreground \
+            message (RFC 8291) and opens Herald's data as the Android app does. With --platform \
+            huawei it is an Android phone without Google's services: one Push Kit token, and \
+            the same messaging service for Push Kit's data messages. --life puts the app in the foreground \
             (with --conversation on screen: the live channel, a heartbeat every 30 s), the \
             background (the chat left) or terminated (the system still shows pushes; --tap \
             launches it); --notifications denied withholds every notification and reports it; \
@@ -45,7 +47,7 @@ struct DeviceCommand: AsyncParsableCommand {
     @Option(help: "The app's bundle id (Android: its package name).")
     var bundle: String = "com.example.herald"
 
-    @Option(help: "ios, android or web (a browser: Web Push to its service worker).")
+    @Option(help: "ios, android, web (a browser: Web Push to its service worker) or huawei (Push Kit).")
     var platform: String = "ios"
 
     @Option(name: .customLong("api-key-file"), help: "The relay's API key, for the first activation.")
@@ -103,7 +105,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard DevicePlatform(rawValue: platform) != nil else {
-            throw ValidationError("--platform must be ios, android or web")
+            throw ValidationError("--platform must be ios, android, web or huawei")
         }
         guard ["ring", "answer", "decline"].contains(calls) else {
             throw ValidationError("--calls must be ring, answer or decline")

@@ -19,7 +19,7 @@ extension EmulatedPhone {
             ActivationRequest(
                 userID: registration.userID,
                 app: registration.app,
-                platform: .ios,
+                platform: configuration.platform,
                 publicKey: keys.publicKey.base64,
                 deviceID: registration.deviceID
             ),

@@ -310,7 +310,10 @@ public final class EmulatedPhone: Sendable {
         case .token(let kind, let value)?:
             let name =
                 kind == "voip"
-                ? "VoIP token" : configuration.platform == .android ? "FCM registration token" : "messaging token"
+                ? "VoIP token"
+                : configuration.platform == .android
+                    ? "FCM registration token"
+                    : configuration.platform == .huawei ? "Push Kit token" : "messaging token"
             timeline.record(
                 network,
                 "app",

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldMacros
+import HeraldPush
 import HummingbirdWSClient
 public import Logging
 
@@ -96,6 +97,20 @@ public enum SandboxLink {
                     data: data,
                     priority: message["priority"] as? String ?? "NORMAL",
                     collapseKey: message["collapse_key"] as? String
+                )
+            )
+        case "hms_message":
+            // Push Kit's data message carries its data as one string (Herald's JSON object); the
+            // app's messaging service opens it as FCM's.
+            guard let message = object["message"] as? [String: Any],
+                let data = (message["data"] as? String).flatMap(DataFields.fields)
+            else { return nil }
+            return .fcmMessage(
+                DeliveredFCMMessage(
+                    name: message["request_id"] as? String ?? "",
+                    data: data,
+                    priority: message["urgency"] as? String ?? "NORMAL",
+                    collapseKey: (message["collapse_key"] as? Int).map(String.init)
                 )
             )
         case "web_push":

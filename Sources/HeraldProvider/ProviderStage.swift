@@ -295,7 +295,10 @@ public struct ProviderStage: Sendable {
             clients: hmsApps,
             defaultName: defaultHMSApp,
             naming: ("Push Kit", "Huawei app"),
-            account: \.account,
+            // Each Huawei app is its package's: a push names its app, else the one named after
+            // its package, else the default.
+            account: { [hmsApps] payload in payload.account ?? (hmsApps[payload.package] != nil ? payload.package : nil)
+            },
             message: { push, payload in
                 HMSPush(
                     token: push.token,

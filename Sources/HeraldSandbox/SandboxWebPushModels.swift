@@ -74,6 +74,8 @@ public struct SandboxWebPushInspectionRecord: Sendable, Hashable, Codable {
         public var aud: String
         public var exp: Int64
         public var sub: String
+        /// `t`: the JWT as received, so a test can verify its signature on its own.
+        public var t: String = ""
     }
 
     /// Increases by one per request; survives the log dropping old records.

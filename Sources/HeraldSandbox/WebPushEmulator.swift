@@ -104,7 +104,13 @@ final class WebPushEmulator: FaultPlanning {
                 throw Refusal(404, "No such subscription.")
             }
             let claims = try Self.authorize(request.authorization, base: base, now: now / 1000)
-            record.vapid = .init(k: Base64URL.encode(claims.key), aud: claims.aud, exp: claims.exp, sub: claims.sub)
+            record.vapid = .init(
+                k: Base64URL.encode(claims.key),
+                aud: claims.aud,
+                exp: claims.exp,
+                sub: claims.sub,
+                t: claims.token
+            )
             guard claims.key == subscription.applicationServerKey else {
                 throw Refusal(403, "The VAPID key is not the application server key the subscription was made with.")
             }

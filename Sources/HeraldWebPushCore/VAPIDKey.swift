@@ -50,8 +50,11 @@ public struct VAPIDClaims: Sendable, Hashable {
     public var sub: String
     /// `k`: the public key that verified the signature (65 bytes, uncompressed).
     public var key: [UInt8]
+    /// `t`: the JWT itself, as verified (a push service's log may keep it; it names no content).
+    public var token: String
 
-    public init(aud: String, exp: Int64, sub: String, key: [UInt8] = []) {
+    public init(aud: String, exp: Int64, sub: String, key: [UInt8] = [], token: String = "") {
+        self.token = token
         self.aud = aud
         self.exp = exp
         self.sub = sub

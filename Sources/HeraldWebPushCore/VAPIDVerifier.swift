@@ -41,7 +41,7 @@ public enum VAPIDVerifier {
         guard claims.exp <= now + maximumLifetime else { throw .vapidToken("exp is more than 24 hours ahead") }
         guard WebPushOrigin.isSubject(claims.sub) else { throw .vapidToken("sub is not a mailto: or https: URI") }
         if let expectedKey, expectedKey != key { throw .keyMismatch }
-        return VAPIDClaims(aud: claims.aud, exp: claims.exp, sub: claims.sub, key: key)
+        return VAPIDClaims(aud: claims.aud, exp: claims.exp, sub: claims.sub, key: key, token: token)
     }
 
     /// `t` and `k` of `vapid t=…, k=…` (RFC 8292 §3: comma-separated auth-params, any order).

@@ -32,6 +32,29 @@ struct ProviderRoutingTests {
         expiration: nil
     )
 
+    @Test("Web Push and Push Kit pushes on a provider without their senders: failed, saying why")
+    func unservedNetworks() async {
+        let stage = ProviderStage(apnsKeys: [], fcmAccounts: [:])
+        let web = Push(
+            id: "w1",
+            token: "https://push.example.net/wp/1",
+            payload: .webPush(WebPushPayload(app: "com.example.chat", urgency: .high, json: "{}")),
+            expiration: nil
+        )
+        let huawei = Push(
+            id: "h1",
+            token: "huawei-token-0123456789",
+            payload: .hms(HMSPayload(package: "com.example.chat", urgency: .high, data: [:])),
+            expiration: nil
+        )
+        #expect(
+            await stage.send([web, huawei]) == [
+                .failed(reason: "Web Push is not configured on this provider (no VAPID key)", status: 503),
+                .failed(reason: "Push Kit is not configured on this provider (no Huawei app)", status: 503),
+            ]
+        )
+    }
+
     @Test("an unknown key, a key without the push's environment, several keys and none named: failed, saying which")
     func refusals() async {
         // Keys without clients: nothing here may reach a network.

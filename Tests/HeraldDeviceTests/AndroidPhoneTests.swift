@@ -59,6 +59,26 @@ struct AndroidPhoneTests {
         }
     }
 
+    @Test("a Huawei phone: a Push Kit token, a message as Push Kit's data message, opened and shown, a tap")
+    func huaweiMessageShown() async throws {
+        var tweaks = Self.android
+        tweaks.platform = .huawei
+        try await DeviceFlowTests.withPhone(tweaks) { phone, _, backend in
+            try await phone.wait("the Push Kit token") { DeviceFlowTests.started($0, messaging: true, voip: false) }
+            #expect(phone.timeline.all.contains { $0.step == "Push Kit token received" })
+            let receipt = try await backend.post(
+                "/v1/messages",
+                #"{"to":"u1","from":{"id":"a","name":"Dana"},"conversation":"case-9","text":"Your parcel left the depot"}"#
+            )
+            #expect(receipt.pushes.count == 1 && receipt.skipped.isEmpty)
+            try await phone.wait("the notification") { !$0.notifications.isEmpty }
+            let shown = try #require(phone.notifications.first)
+            #expect(shown.title == "Dana" && shown.body == "Your parcel left the depot")
+            #expect(phone.diagnostics.isEmpty)
+            #expect(try await phone.tap(shown) == "Your parcel left the depot")
+        }
+    }
+
     @Test("a call raises the incoming-call screen with the sealed caller; the user answers")
     func callRings() async throws {
         try await DeviceFlowTests.withPhone(Self.android) { phone, _, backend in

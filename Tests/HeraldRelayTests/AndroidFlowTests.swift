@@ -69,23 +69,11 @@ struct AndroidFlowTests {
     func longTextFits() async throws {
         try await RelayHarness.with { harness in
             let android = try await harness.androidPhone(user: "carol")
-            let text = String(repeating: "Ünïcødé text 🙂 ", count: 600)
-            let reply = try await harness.call(
-                .POST,
-                "/v1/messages",
-                body: RelayFlowTests.message(to: "carol", text: text)
-            )
-            let receipt = try reply.decode(IngestReceipt.self)
-            try await harness.push(try #require(receipt.pushes.first?.pushID), reaches: .delivered)
+            let receipt = try await harness.send(to: "carol", text: Self.longText)
             let data = try #require(harness.acceptedFCM(token: android.messagingToken).first?.data)
             let size = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
             #expect(size <= 4096 && size > 3900)
-            guard case .message(let content) = try Self.open(data, kind: .message, pushID: receipt.id, phone: android)
-            else {
-                Issue.record("the envelope did not hold a message")
-                return
-            }
-            #expect(content.truncated && text.hasPrefix(content.text) && !content.text.isEmpty)
+            Self.expectCut(try Self.openMessage(data, id: receipt.id, phone: android))
         }
     }
 
@@ -93,24 +81,14 @@ struct AndroidFlowTests {
     func callBecomesDataMessage() async throws {
         try await RelayHarness.with { harness in
             let android = try await harness.androidPhone(user: "bob")
-            let reply = try await harness.call(
-                .POST,
-                "/v1/calls",
-                body: #"{"to":"bob","from":{"id":"agent-7","name":"Dana Agent"},"call_id":"call-7","media":"video"}"#
-            )
-            let receipt = try reply.decode(IngestReceipt.self)
-            let pushID = try #require(receipt.pushes.first?.pushID, "\(reply.text)")
-            try await harness.push(pushID, reaches: .delivered)
+            _ = try await harness.ring("bob", callID: "call-7")
             let record = try #require(harness.acceptedFCM(token: android.messagingToken).first)
             #expect(record.priority == "HIGH")
             let ttl = try #require(record.ttl.flatMap(FCMMessage.seconds(ttl:)))
             #expect((25...30).contains(ttl))
             let data = try #require(record.data)
             #expect(data["kind"] == "call" && data["call_id"] == "call-7")
-            guard case .call(let call) = try Self.open(data, kind: .call, pushID: "call-7", phone: android) else {
-                Issue.record("the envelope did not hold a call")
-                return
-            }
+            let call = try Self.openCall(data, id: "call-7", phone: android)
             #expect(call.callerName == "Dana Agent" && call.media == .video)
         }
     }
@@ -119,25 +97,7 @@ struct AndroidFlowTests {
     func unregisteredClearsToken() async throws {
         try await RelayHarness.with { harness in
             let android = try await harness.androidPhone(user: "dave")
-            try harness.core.uninstall(deviceID: android.sandboxDevice.deviceID)
-            let first = try await harness.call(
-                .POST,
-                "/v1/messages",
-                body: RelayFlowTests.message(to: "dave", text: "hi")
-            )
-            let status = try await harness.push(
-                try #require(try first.decode(IngestReceipt.self).pushes.first?.pushID),
-                reaches: .tokenDead
-            )
-            #expect(status.reason == "UNREGISTERED")
-            let second = try await harness.call(
-                .POST,
-                "/v1/messages",
-                body: RelayFlowTests.message(to: "dave", text: "again")
-            )
-            let receipt = try second.decode(IngestReceipt.self)
-            #expect(receipt.pushes.isEmpty)
-            #expect(receipt.skipped.first?.reason == "token_dead: UNREGISTERED")
+            try await harness.expectTokenDropped(android, user: "dave", reason: "UNREGISTERED")
         }
     }
 

@@ -28,17 +28,9 @@ struct WebPushFlowTests {
     func messageIsEncryptedAndSealed() async throws {
         try await RelayHarness.with { harness in
             let browser = try await harness.browser(user: "alice")
-            let iphone = try await harness.phone(user: "alice")
             let secret = "Your refund of 42 EUR was approved"
-            let reply = try await harness.call(
-                .POST,
-                "/v1/messages",
-                body: RelayFlowTests.message(to: "alice", text: secret)
-            )
-            #expect(reply.status == 202)
-            let receipt = try reply.decode(IngestReceipt.self)
-            #expect(receipt.pushes.count == 2 && receipt.skipped.isEmpty)
-            for push in receipt.pushes { try await harness.push(push.pushID, reaches: .delivered) }
+            let receipt = try await harness.send(to: "alice", text: secret)
+            #expect(receipt.pushes.map(\.deviceID) == [browser.phone.deviceID] && receipt.skipped.isEmpty)
 
             let (record, fields) = try Self.received(harness, by: browser)
             #expect(record.headers["urgency"] == "normal" && record.headers["content-encoding"] == "aes128gcm")
@@ -54,19 +46,8 @@ struct WebPushFlowTests {
             let seen = (record.body ?? "") + record.headers.values.joined() + vapid.sub
             #expect(!seen.contains("refund") && !seen.contains("Dana") && !seen.contains(receipt.id))
             #expect(!fields.values.joined(separator: " ").contains("refund"))
-            guard
-                case .message(let content) = try AndroidFlowTests.open(
-                    fields,
-                    kind: .message,
-                    pushID: receipt.id,
-                    phone: browser.phone
-                )
-            else {
-                Issue.record("the envelope did not hold a message")
-                return
-            }
+            let content = try AndroidFlowTests.openMessage(fields, id: receipt.id, phone: browser.phone)
             #expect(content.text == secret && content.senderName == "Dana Agent" && !content.truncated)
-            #expect(harness.accepted(token: iphone.messagingToken).count == 1, "the iPhone got its alert as before")
         }
     }
 
@@ -74,30 +55,11 @@ struct WebPushFlowTests {
     func longTextFits() async throws {
         try await RelayHarness.with { harness in
             let browser = try await harness.browser(user: "carol")
-            let text = String(repeating: "Ünïcødé text 🙂 ", count: 600)
-            let reply = try await harness.call(
-                .POST,
-                "/v1/messages",
-                body: RelayFlowTests.message(to: "carol", text: text)
-            )
-            let receipt = try reply.decode(IngestReceipt.self)
-            try await harness.push(try #require(receipt.pushes.first?.pushID), reaches: .delivered)
+            let receipt = try await harness.send(to: "carol", text: AndroidFlowTests.longText)
             let (record, fields) = try Self.received(harness, by: browser)
-            #expect(DataFields.json(fields).utf8.count <= WebPushPayload.maxPlaintext)
-            #expect(DataFields.json(fields).utf8.count > 3800)
+            #expect((3800...WebPushPayload.maxPlaintext).contains(DataFields.json(fields).utf8.count))
             #expect((record.bodySize ?? 0) <= 4096)
-            guard
-                case .message(let content) = try AndroidFlowTests.open(
-                    fields,
-                    kind: .message,
-                    pushID: receipt.id,
-                    phone: browser.phone
-                )
-            else {
-                Issue.record("the envelope did not hold a message")
-                return
-            }
-            #expect(content.truncated && text.hasPrefix(content.text) && !content.text.isEmpty)
+            AndroidFlowTests.expectCut(try AndroidFlowTests.openMessage(fields, id: receipt.id, phone: browser.phone))
         }
     }
 
@@ -105,28 +67,12 @@ struct WebPushFlowTests {
     func callIsUrgent() async throws {
         try await RelayHarness.with { harness in
             let browser = try await harness.browser(user: "bob")
-            let reply = try await harness.call(
-                .POST,
-                "/v1/calls",
-                body: #"{"to":"bob","from":{"id":"agent-7","name":"Dana Agent"},"call_id":"call-7","media":"video"}"#
-            )
-            let receipt = try reply.decode(IngestReceipt.self)
-            try await harness.push(try #require(receipt.pushes.first?.pushID, "\(reply.text)"), reaches: .delivered)
+            _ = try await harness.ring("bob", callID: "call-7")
             let (record, fields) = try Self.received(harness, by: browser)
             #expect(record.headers["urgency"] == "high")
             let ttl = try #require(record.headers["ttl"].flatMap(Int.init))
             #expect((25...30).contains(ttl))
-            guard
-                case .call(let call) = try AndroidFlowTests.open(
-                    fields,
-                    kind: .call,
-                    pushID: "call-7",
-                    phone: browser.phone
-                )
-            else {
-                Issue.record("the envelope did not hold a call")
-                return
-            }
+            let call = try AndroidFlowTests.openCall(fields, id: "call-7", phone: browser.phone)
             #expect(call.callerName == "Dana Agent" && call.media == .video)
         }
     }
@@ -135,25 +81,7 @@ struct WebPushFlowTests {
     func goneSubscriptionIsDropped() async throws {
         try await RelayHarness.with { harness in
             let browser = try await harness.browser(user: "dave")
-            try harness.core.uninstall(deviceID: browser.phone.sandboxDevice.deviceID)
-            let first = try await harness.call(
-                .POST,
-                "/v1/messages",
-                body: RelayFlowTests.message(to: "dave", text: "hi")
-            )
-            let status = try await harness.push(
-                try #require(try first.decode(IngestReceipt.self).pushes.first?.pushID),
-                reaches: .tokenDead
-            )
-            #expect(status.reason?.hasPrefix("subscription gone (410)") == true, "\(status.reason ?? "none")")
-            #expect(try await harness.store.device(id: browser.phone.deviceID)?.messagingToken == nil)
-            let second = try await harness.call(
-                .POST,
-                "/v1/messages",
-                body: RelayFlowTests.message(to: "dave", text: "again")
-            )
-            let receipt = try second.decode(IngestReceipt.self)
-            #expect(receipt.pushes.isEmpty && receipt.skipped.first?.reason.hasPrefix("token_dead") == true)
+            try await harness.expectTokenDropped(browser.phone, user: "dave", reason: "subscription gone (410)")
             #expect(harness.core.webPushInspection(endpoint: browser.endpoint).count == 1, "tried once, never again")
         }
     }
@@ -190,12 +118,7 @@ struct WebPushFlowTests {
             let record = try #require(harness.acceptedWebPush(endpoint: renewed.endpoint).last)
             let fields = try renewed.decrypt(try #require(record.body))
             #expect(fields["message_id"] == receipt.id)
-            guard
-                case .message = try AndroidFlowTests.open(fields, kind: .message, pushID: receipt.id, phone: old.phone)
-            else {
-                Issue.record("the envelope did not hold a message")
-                return
-            }
+            _ = try AndroidFlowTests.openMessage(fields, id: receipt.id, phone: old.phone)
         }
     }
 

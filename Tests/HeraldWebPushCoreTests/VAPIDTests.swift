@@ -66,7 +66,8 @@ struct VAPIDTests {
                     aud: Self.origin,
                     exp: Self.now + 43_200,
                     sub: "mailto:ops@example.com",
-                    key: key.publicKey
+                    key: key.publicKey,
+                    token: token
                 )
         )
     }

@@ -24,6 +24,7 @@ import time
 import urllib.parse
 
 import http_ece
+from py_vapid import Vapid02
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -165,6 +166,10 @@ def test_a_browser_decrypts_what_herald_sends(relay: Relay):
         assert int(record["headers"]["ttl"]) > 0 and record["headers"]["urgency"] in {"high", "normal"}
 
         vapid = record["vapid"]  # present only once the sandbox verified the ES256 signature with k
+        # And verified again here, independently: py_vapid checks the JWT's ES256 signature with k.
+        assert Vapid02.verify(f"vapid t={vapid['t']},k={vapid['k']}")
+        header, claims = (json.loads(b64url_decode(part)) for part in vapid["t"].split(".")[:2])
+        assert header["alg"] == "ES256" and claims == {"aud": vapid["aud"], "exp": vapid["exp"], "sub": vapid["sub"]}
         assert b64url_decode(vapid["k"]) == vapid_public
         assert vapid["aud"] == _origin(browser.endpoint)
         assert 0 < vapid["exp"] - time.time() <= 24 * 3600
