@@ -945,6 +945,7 @@ let package = Package(
                 "HeraldAPNsCore",
                 "HeraldFCM",
                 "HeraldFCMCore",
+                "HeraldWebPush",
                 "HeraldWebPushCore",
                 "HeraldSandbox",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -23,6 +23,7 @@ import HeraldStore
 import HeraldStoreSQLite
 import HeraldTestSupport
 import HeraldTracing
+import HeraldWebPush
 import HeraldWebPushCore
 import Hummingbird
 import HummingbirdWebSocket
@@ -101,6 +102,8 @@ final class RelayHarness: Sendable {
         /// The app's webhook; without one the relay queues no events (`recordingEvents` has one).
         var appWebhook: WebhookSettings? = nil
         var client: (inout APNsClientConfiguration) -> Void = { _ in }
+        /// A change to the Web Push sender (its VAPID signers among them).
+        var webPush: (inout WebPushClientConfiguration) -> Void = { _ in }
         /// Serve `GET /metrics` (from the harness's own registry).
         var servesMetrics = false
         /// Where the relay, the sandbox and the clients log; `nil` keeps only critical messages.
@@ -142,6 +145,7 @@ final class RelayHarness: Sendable {
         options.keyID = keyID
         options.logger = setup.logger
         options.apns?.client = setup.client
+        options.webPush?.client = setup.webPush
         var relay = HeraldTestStack.RelayOptions()
         relay.app = setup.app
         relay.configuration = setup.relay

@@ -51,6 +51,29 @@ struct WebPushFlowTests {
         }
     }
 
+    @Test("VAPID keys per app: an app's own key is what its browsers subscribe with and signs its pushes; others get the default")
+    func vapidKeyPerApp() async throws {
+        let own = VAPIDKey.generate()
+        let signer = try VAPIDSigner(key: own, subject: "mailto:chat@herald.invalid")
+        var setup = RelayHarness.Setup()
+        setup.relay.fleet.applicationServerKeys[RelayHarness.bundleID] = own.applicationServerKey
+        setup.webPush = { $0.signers[RelayHarness.bundleID] = signer }
+        try await RelayHarness.with(setup) { harness in
+            let mine = try await harness.call(.GET, "/v1/apps/\(RelayHarness.bundleID)/web-push")
+            let app = try mine.decode(WebPushAppView.self)
+            #expect(app.vapidKey == RelayHarness.bundleID && app.applicationServerKey == own.applicationServerKey)
+            let saved = try await harness.call(.PUT, "/v1/apps/com.example.other", body: #"{"team_id":"TEAM123456"}"#)
+            #expect(saved.status == 200, "\(saved.text)")
+            let other = try await harness.call(.GET, "/v1/apps/com.example.other/web-push").decode(WebPushAppView.self)
+            #expect(other.vapidKey == "default" && other.applicationServerKey != own.applicationServerKey)
+
+            let browser = try await harness.browser(user: "ivy")
+            _ = try await harness.send(to: "ivy", text: "hi")
+            let (record, _) = try Self.received(harness, by: browser)
+            #expect(record.vapid?.k == own.applicationServerKey && record.vapid?.sub == "mailto:chat@herald.invalid")
+        }
+    }
+
     @Test("a long text is cut to the 3,993 bytes a 4,096-byte Web Push body holds, and the cut is flagged")
     func longTextFits() async throws {
         try await RelayHarness.with { harness in
