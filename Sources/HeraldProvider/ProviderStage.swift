@@ -100,7 +100,10 @@ public struct ProviderStage: Sendable {
     ) {
         self.webPush = webPush
         self.hmsApps = hmsApps
-        self.defaultHMSApp = defaultHMSApp ?? (hmsApps.count == 1 ? hmsApps.keys.first : nil)
+        // The app named `default` when there is one (the configuration's), else the only one.
+        self.defaultHMSApp =
+            defaultHMSApp
+            ?? (hmsApps[Self.defaultName] != nil ? Self.defaultName : hmsApps.count == 1 ? hmsApps.keys.first : nil)
         self.tracing = tracing
         self.clock = clock
         self.apnsKeys = Dictionary(apnsKeys.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

@@ -136,6 +136,9 @@ public final class HeraldTestStack: Sendable {
         public var client: (inout HMSClientConfiguration) -> Void = { _ in }
         public var appID = "109876543"
         public var clientSecret = "sandbox-client-secret-0123456789abcdef"
+        /// More Huawei apps of the fleet, by name (an Android package): their app ids, each with
+        /// the same secret, each a sender of its own.
+        public var moreApps: [String: String] = [:]
 
         public init() {}
     }
@@ -267,8 +270,15 @@ public final class HeraldTestStack: Sendable {
                     try makeWebPush(settings, endpoints, key: vapidKey, logger: logger)
                 }
                 let hms = try options.hms.map { settings in try makeHMS(settings, endpoints, logger: logger) }
+                var huaweiApps: [String: HMSClient] = hms.map { [ProviderStage.defaultName: $0] } ?? [:]
+                for (name, appID) in options.hms?.moreApps ?? [:] {
+                    var settings = options.hms ?? HMS()
+                    settings.appID = appID
+                    huaweiApps[name] = try makeHMS(settings, endpoints, logger: logger)
+                }
                 let clients = ServiceGroup(
-                    services: ([apns?.client, fcm, webPush, hms] as [(any Service)?]).compactMap { $0 },
+                    services: ([apns?.client, fcm, webPush] as [(any Service)?]).compactMap { $0 }
+                        + huaweiApps.keys.sorted().compactMap { huaweiApps[$0] },
                     logger: logger
                 )
                 started.groups.append(clients)
@@ -288,7 +298,7 @@ public final class HeraldTestStack: Sendable {
                         } ?? [],
                         fcmAccounts: fcm.map { [ProviderStage.defaultName: $0] } ?? [:],
                         webPush: webPush,
-                        hmsApps: hms.map { [ProviderStage.defaultName: $0] } ?? [:]
+                        hmsApps: huaweiApps
                     )
                     .traced(by: settings.tracing)
                     if webPush != nil {
@@ -398,7 +408,9 @@ public final class HeraldTestStack: Sendable {
         configuration.webPushPort = 0
         configuration.hmsPort = 0
         if let hms = options.hms {
-            configuration.hmsApps = [SandboxHMSApp(appID: hms.appID, clientSecret: hms.clientSecret)]
+            configuration.hmsApps = ([hms.appID] + hms.moreApps.values.sorted()).map {
+                SandboxHMSApp(appID: $0, clientSecret: hms.clientSecret)
+            }
         }
         configuration.serviceAccounts = [try SandboxServiceAccount(options.fcmAccount)]
         configuration.apps = [SandboxApp(bundleID: options.bundleID, teamID: options.teamID)]

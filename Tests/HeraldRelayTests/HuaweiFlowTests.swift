@@ -4,6 +4,7 @@ import HeraldPush
 import HeraldRelay
 import HeraldRelayAPI
 import HeraldSandbox
+import HeraldSimulation
 import HeraldTestSupport
 import Testing
 
@@ -34,6 +35,28 @@ struct HuaweiFlowTests {
             let (record, data) = try #require(harness.acceptedHMS(token: huawei.messagingToken).first)
             #expect((3800...HMSPayload.maxData).contains((record.data ?? "").utf8.count))
             AndroidFlowTests.expectCut(try AndroidFlowTests.openMessage(data, id: receipt.id, phone: huawei))
+        }
+    }
+
+    @Test("several Huawei apps: each package's pushes go out as its own app, the others' as the default")
+    func fleetOfApps() async throws {
+        var setup = RelayHarness.Setup()
+        setup.moreHuaweiApps = ["com.example.other": "100000077"]
+        try await RelayHarness.with(setup) { harness in
+            let saved = try await harness.call(.PUT, "/v1/apps/com.example.other", body: #"{"team_id":"TEAM123456"}"#)
+            #expect(saved.status == 200, "\(saved.text)")
+            let other = try await harness.androidPhone(
+                user: "otto",
+                bundleID: "com.example.other",
+                huawei: true,
+                huaweiApp: "100000077"
+            )
+            let chat = try await harness.androidPhone(user: "otto", huawei: true)
+            _ = try await harness.send(to: "otto", text: "hi")
+            let sentAs = { (phone: RelayHarness.Phone) in
+                harness.acceptedHMS(token: phone.messagingToken).map { $0.0.appID }
+            }
+            #expect(sentAs(other) == ["100000077"] && sentAs(chat) == [HeraldTestStack.HMS().appID])
         }
     }
 

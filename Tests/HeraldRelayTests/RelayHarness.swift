@@ -102,6 +102,8 @@ final class RelayHarness: Sendable {
         /// The app's webhook; without one the relay queues no events (`recordingEvents` has one).
         var appWebhook: WebhookSettings? = nil
         var client: (inout APNsClientConfiguration) -> Void = { _ in }
+        /// More Huawei apps, by package: their app ids (each its own Push Kit sender).
+        var moreHuaweiApps: [String: String] = [:]
         /// A change to the Web Push sender (its VAPID signers among them).
         var webPush: (inout WebPushClientConfiguration) -> Void = { _ in }
         /// Serve `GET /metrics` (from the harness's own registry).
@@ -146,6 +148,7 @@ final class RelayHarness: Sendable {
         options.logger = setup.logger
         options.apns?.client = setup.client
         options.webPush?.client = setup.webPush
+        options.hms?.moreApps = setup.moreHuaweiApps
         var relay = HeraldTestStack.RelayOptions()
         relay.app = setup.app
         relay.configuration = setup.relay
@@ -292,12 +295,13 @@ final class RelayHarness: Sendable {
     func androidPhone(
         user: String,
         bundleID: String = RelayHarness.bundleID,
-        huawei: Bool = false
+        huawei: Bool = false,
+        huaweiApp: String = HeraldTestStack.HMS().appID
     ) async throws -> Phone {
         let device = try core.registerDevice(
             bundleID: bundleID,
             platform: huawei ? .huawei : .android,
-            projectID: huawei ? HeraldTestStack.HMS().appID : Self.fcmAccount.account.projectID
+            projectID: huawei ? huaweiApp : Self.fcmAccount.account.projectID
         )
         let keys = KeyPair.generate()
         let request = ActivationRequest(

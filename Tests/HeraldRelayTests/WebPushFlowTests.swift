@@ -51,7 +51,9 @@ struct WebPushFlowTests {
         }
     }
 
-    @Test("VAPID keys per app: an app's own key is what its browsers subscribe with and signs its pushes; others get the default")
+    @Test(
+        "VAPID keys per app: an app's own key is what its browsers subscribe with and signs its pushes; others get the default"
+    )
     func vapidKeyPerApp() async throws {
         let own = VAPIDKey.generate()
         let signer = try VAPIDSigner(key: own, subject: "mailto:chat@herald.invalid")
