@@ -308,12 +308,7 @@ public final class EmulatedPhone: Sendable {
         case nil:
             try await perform(state.withLock { $0.machine.handle(.retrievalTimedOut) })
         case .token(let kind, let value)?:
-            let name =
-                kind == "voip"
-                ? "VoIP token"
-                : configuration.platform == .android
-                    ? "FCM registration token"
-                    : configuration.platform == .huawei ? "Push Kit token" : "messaging token"
+            let name = kind == "voip" ? "VoIP token" : configuration.platform.messagingTokenName
             timeline.record(
                 network,
                 "app",

@@ -361,40 +361,6 @@ public final class HeraldTestStack: Sendable {
         }
     }
 
-    /// A Push Kit sender as the stack's Huawei app, trusting the sandbox's CA, retrying quickly.
-    private static func makeHMS(_ settings: HMS, _ endpoints: SandboxEndpoints, logger: Logger) throws -> HMSClient {
-        var configuration = HMSClientConfiguration(
-            credentials: HMSAppCredentials(
-                appID: settings.appID,
-                clientSecret: settings.clientSecret,
-                tokenURL: endpoints.hmsTokenURL
-            )
-        )
-        configuration.baseURL = endpoints.hmsURL
-        configuration.caCertificatePath = endpoints.caCertificatePath
-        configuration.retryBaseDelay = .milliseconds(10)
-        configuration.retryMaximumDelay = .milliseconds(200)
-        settings.client(&configuration)
-        return try HMSClient(configuration: configuration, logger: logger)
-    }
-
-    /// A Web Push sender trusting the sandbox's CA and posting to its loopback endpoints, signing
-    /// with `key`.
-    private static func makeWebPush(
-        _ settings: WebPush,
-        _ endpoints: SandboxEndpoints,
-        key: VAPIDKey,
-        logger: Logger
-    ) throws -> WebPushClient {
-        var configuration = WebPushClientConfiguration(
-            signers: [ProviderStage.defaultName: try VAPIDSigner(key: key, subject: settings.subject)]
-        )
-        configuration.caCertificatePath = endpoints.caCertificatePath
-        configuration.allowPrivateEndpoints = true
-        settings.client(&configuration)
-        return WebPushClient(configuration: configuration, logger: logger)
-    }
-
     /// The sandbox on ports the system picks, knowing the stack's app, its APNs key (`key`) and
     /// FCM service account, changed as `options.sandbox` says.
     private static func sandboxConfiguration(
