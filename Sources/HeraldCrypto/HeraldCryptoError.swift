@@ -24,6 +24,7 @@ public struct HeraldCryptoError: Error, Sendable, Hashable, CustomStringConverti
         case keyFileInvalid
         case keyFileExists
         case keyFileIO
+        case passwordHashFailed
     }
 
     /// The kind and the words; equality and hashing look at the kind only.
@@ -78,6 +79,11 @@ public struct HeraldCryptoError: Error, Sendable, Hashable, CustomStringConverti
     public static let keyFileExists = Self(.keyFileExists, "a key file already exists at that path")
     /// Reading or writing a key file failed.
     public static let keyFileIO = Self(.keyFileIO, "reading or writing the key file failed")
+    /// libsodium could not hash a password (the memory Argon2id asks for was not there).
+    public static let passwordHashFailed = Self(
+        .passwordHashFailed,
+        "the password could not be hashed (not enough memory for Argon2id)"
+    )
 
     /// The same failure with a more specific detail (a path, an errno text).
     public func with(detail: String) -> Self { Self(kind.code, detail) }
