@@ -28,8 +28,10 @@ extension StoreCommand {
                 (queued again, with its id, priority, attempts, expiry and history), chats with \
                 their transcripts and disconnects, callbacks, calls, webhook events not delivered \
                 yet, the backends' API keys (revoked ones too, with their scopes and rates; as the \
-                digests they are stored as), the audit log, and messages held for a user without a \
-                device (released once that user's first device activates on the new nodes). \
+                digests they are stored as), the audit log, messages held for a user without a \
+                device (released once that user's first device activates on the new nodes), and the \
+                console's operator accounts (as their passwords' hashes; their sessions are not \
+                copied: operators sign in again). \
                 Finished pushes and their history are not copied. Sealed values are copied \
                 sealed: start the new nodes with the same master key. Stop the nodes first: the copy \
                 refuses a SQLite database another process has open, and a PostgreSQL schema a node \

@@ -55,10 +55,12 @@ public struct AuditEntry: Sendable, Hashable, Codable {
     /// Milliseconds since the epoch.
     public var at: Int64
     /// Who: `key:<id>` (an API key), `api_key` (the configured admin key), `device:<id>` (a
-    /// device's own credential), `cli` (`herald keys api` on the node's machine).
+    /// device's own credential), `cli` (`herald keys api`, `herald operators` on the node's
+    /// machine).
     public var actor: String
     /// What: `app.saved`, `key.created`, `key.revoked`, `device.activated`,
-    /// `device.reactivated`, `device.tokens_updated`, `device.deactivated`.
+    /// `device.reactivated`, `device.tokens_updated`, `device.deactivated`, `operator.added`,
+    /// `operator.replaced`, `operator.removed`.
     public var action: String
     /// The app, key or device changed.
     public var target: String

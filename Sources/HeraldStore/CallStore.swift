@@ -82,6 +82,9 @@ public enum CallEndOutcome: Sendable, Hashable {
 public protocol CallStore: ChangeStore {
     /// The call with its devices, or `nil` if unknown.
     func call(id: String) async throws -> CallRecord?
+    /// The calls still ringing, with their devices' reports, newest first (by creation, then id),
+    /// at most `limit`.
+    func ringingCalls(limit: Int) async throws -> [CallRecord]
     /// When the next ringing call's time to live passes, if any rings.
     func nextCallDue() async throws -> Int64?
 }

@@ -103,6 +103,9 @@ public protocol CallbackStore: ChangeStore {
     func callback(id: String) async throws -> CallbackRecord?
     /// The callback scheduled under an idempotency key, as it is now, or `nil`.
     func callback(idempotencyKey: String) async throws -> CallbackRecord?
+    /// The callbacks still waiting (`scheduled`, or `pushed` and not answered), by due time
+    /// (then id), at most `limit`.
+    func pendingCallbacks(limit: Int) async throws -> [CallbackRecord]
     /// A callback's history, oldest first; empty for an unknown callback.
     func callbackHistory(id: String) async throws -> [CallbackHistoryEntry]
     /// When the next scheduled callback is due (or expires), if any.

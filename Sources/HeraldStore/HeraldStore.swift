@@ -12,5 +12,5 @@
 /// `HeraldStoreConformance` checks each promise, and every engine runs it unchanged.
 public protocol HeraldStore: ChangeStore, AppStore, DeviceStore, OutboxStore, HeldMessageStore, ProviderTokenStore,
     SealingStore, TranscriptStore, LiveSessionStore, WebhookStore, WebhookQueueStore, CallStore, CallbackStore,
-    APIKeyStore
+    APIKeyStore, OperatorStore
 {}

@@ -39,6 +39,15 @@ public protocol OutboxStore: ChangeStore {
     /// more match. Pages read one after another with `next` never list a push twice, and list
     /// every push that matches from the first page to the last.
     func pushes(matching query: PushQuery) async throws -> PushPage
+    /// The pushes named by `ids` (at most `PushSummary.maximumLookup`; more throws `invalid`), as
+    /// a listing shows them, in no particular order; an id of no push (unknown or removed by
+    /// retention) has none, and an id named twice one.
+    func pushSummaries(ids: [String]) async throws -> [PushSummary]
+    /// The pushes that finished (reached a final state) at or after `since`: how many each
+    /// minute by network, state and reason, and the latest `sampleLimit` of them (taken within
+    /// 0…`PushActivity.maximumSamples`) with their times. A push counts at its last change: one
+    /// retried and then delivered counts once, as delivered.
+    func pushActivity(since: Int64, sampleLimit: Int) async throws -> PushActivity
 
     // MARK: Deadlines
 

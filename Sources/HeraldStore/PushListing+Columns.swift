@@ -6,8 +6,8 @@ extension PushSummary: ColumnsDecodable {
     /// code of the furthest stage the push's receipts reached (`ReceiptStage.code`; NULL: none),
     /// read from `push_receipts` by its key.
     package static let columns = """
-        o.push_id, o.device_id, d.app_id, o.network, o.kind, o.state, o.attempts, o.last_reason,
-            o.apns_id, o.created_at, o.updated_at, o.expires_at,
+        o.push_id, o.device_id, d.user_id, d.app_id, o.network, o.kind, o.subject_id, o.state, o.attempts,
+            o.last_reason, o.apns_id, o.created_at, o.updated_at, o.expires_at,
             (SELECT MAX(\(furthestStage)) FROM push_receipts r WHERE r.push_id = o.push_id)
         """
 
@@ -23,9 +23,11 @@ extension PushSummary: ColumnsDecodable {
         self.init(
             pushID: pushID,
             deviceID: try columns.text(),
+            userID: try columns.optionalText(),
             appID: try columns.optionalText(),
             network: try columns.named(PushNetwork.self, unknown),
             kind: try columns.named(OutboxKind.self, unknown),
+            subjectID: try columns.text(),
             state: try columns.named(PushState.self, unknown),
             attempts: try columns.int(),
             lastReason: try columns.optionalText(),
@@ -51,7 +53,8 @@ extension PushQuery {
     /// The listing as one statement for any combination of conditions, the same on every engine:
     /// one row more than `pageSize`, to know whether another page follows, in the order of the
     /// outbox's `outbox_by_device` and `outbox_by_age` indexes, so a page reads its rows from an
-    /// index instead of sorting the outbox. `placeholder` spells the engine's parameter number
+    /// index instead of sorting the outbox (a subject's few pushes are found by
+    /// `outbox_by_subject`). `placeholder` spells the engine's parameter number
     /// `n` (from 1); the values are bound in that order.
     package func listingStatement(placeholder: (Int) -> String) -> (sql: String, values: [StoreValue]) {
         var conditions: [String] = []
@@ -62,6 +65,7 @@ extension PushQuery {
         }
         if let userID { conditions.append("d.user_id = \(next(.text(userID)))") }
         if let deviceID { conditions.append("o.device_id = \(next(.text(deviceID)))") }
+        if let subjectID { conditions.append("o.subject_id = \(next(.text(subjectID)))") }
         if let state { conditions.append("o.state = \(next(.text(state.rawValue)))") }
         if let since { conditions.append("o.created_at >= \(next(.integer(since)))") }
         if let after {

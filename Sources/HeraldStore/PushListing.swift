@@ -11,6 +11,9 @@ public struct PushQuery: Sendable, Hashable {
     public var userID: String?
     /// Only pushes to this device.
     public var deviceID: String?
+    /// Only pushes of this subject (`OutboxEntry.subjectID`): a message's id, a call's id, or a
+    /// callback's push (`CallbackPushSubject.make`, `<callback id>#<push number>`).
+    public var subjectID: String?
     /// Only pushes in this state.
     public var state: PushState?
     /// Only pushes accepted at or after this time (milliseconds since the epoch).
@@ -44,10 +47,15 @@ public struct PushCursor: Sendable, Hashable {
 public struct PushSummary: Sendable, Hashable {
     public var pushID: String
     public var deviceID: String
+    /// The device's user; `nil` once the device is deactivated.
+    public var userID: String?
     /// The device's app; `nil` once the device is deactivated.
     public var appID: String?
     public var network: PushNetwork
     public var kind: OutboxKind
+    /// What the push is about (`OutboxEntry.subjectID`): a message's id, a call's id, or a
+    /// callback's push (`<callback id>#<push number>`).
+    public var subjectID: String
     public var state: PushState
     public var attempts: Int
     /// The last reason given (the provider's, such as `BadDeviceToken`, or the relay's).

@@ -115,6 +115,18 @@ public enum StoreChange: Sendable, Hashable {
     /// Counts a VoIP push the device did not report to CallKit (`UnreportedCalls`). Always
     /// `applied`.
     case countUnreportedCall(deviceID: String, at: Int64)
+    /// Adds or replaces an operator account (by name), with the audit entry that records it.
+    /// Always `applied`.
+    case saveOperator(OperatorRecord, audit: AuditEntry?)
+    /// Removes an operator account and every session it has, with the audit entry that records
+    /// it. `stale` when there is no such account (nothing is written).
+    case deleteOperator(name: String, audit: AuditEntry?)
+    /// Stores a new console session. `duplicate` when its id is taken (nothing is written).
+    case saveConsoleSession(ConsoleSessionRecord)
+    /// Removes a console session (a sign-out). `stale` when there is none with that id.
+    case deleteConsoleSession(id: String)
+    /// Removes every console session that expires before `before` (ms). Always `applied`.
+    case deleteExpiredConsoleSessions(before: Int64)
     /// The store's work on its queues (see `StoreWork`), applied in a batch of its own. Answers
     /// `answered`.
     case work(StoreWork)

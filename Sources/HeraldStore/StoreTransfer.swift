@@ -10,9 +10,10 @@ import HeraldMacros
 /// with their devices' reports; webhook events not delivered yet; the backends' API keys
 /// (revoked ones too: a revoked key must stay refused, not become unknown) with their scopes
 /// and rates; the audit log; messages held for a user without a device, still held until
-/// their hold ends. Sealed values cross as the bytes they are: the new store is used with the
-/// same master key, and nothing here can open them. API keys cross as their secrets' digests:
-/// no store ever holds a secret.
+/// their hold ends; the console's operator accounts. Sealed values cross as the bytes they are:
+/// the new store is used with the same master key, and nothing here can open them. API keys
+/// cross as their secrets' digests, operators as their passwords' Argon2id hashes: no store ever
+/// holds a secret.
 ///
 /// Not moved: finished pushes (delivered, failed, expired, token dead, skipped) and their
 /// history, the phones' receipts included. Their outcome was final and reported; they are retention's to delete, and they are
@@ -22,7 +23,8 @@ import HeraldMacros
 /// unclaimed, and a webhook event being sent pending, its attempts kept. Delivered and failed
 /// webhook events are not moved, like finished pushes: their outcome is final. Call stops
 /// (`call_stops`) are not moved: each is for one node's live channel, and no node of the old
-/// store holds a channel once it stopped.
+/// store holds a channel once it stopped. Console sessions are not moved: an operator signs in
+/// again on the new nodes, as after any sign-out.
 public enum StoreRecord: Sendable, Hashable {
     case app(AppRecord)
     case device(DeviceRecord)
@@ -42,6 +44,8 @@ public enum StoreRecord: Sendable, Hashable {
     case auditEntry(AuditEntry)
     /// The hold only: its message (sealed) crosses as a `message` record.
     case heldMessage(HeldMessage)
+    /// An operator account, its password's hash only.
+    case operatorAccount(OperatorRecord)
 
     /// The record's kind.
     public var kind: StoreRecordKind {
@@ -61,6 +65,7 @@ public enum StoreRecord: Sendable, Hashable {
         case .apiKey: .apiKeys
         case .auditEntry: .auditEntries
         case .heldMessage: .heldMessages
+        case .operatorAccount: .operators
         }
     }
 }
@@ -88,6 +93,8 @@ public enum StoreRecordKind: String, Sendable, Hashable, CaseIterable, Comparabl
     case auditEntries = "audit entries"
     /// Messages still held (their message is counted with the messages).
     case heldMessages = "held messages"
+    /// The console's operator accounts (never their sessions).
+    case operators
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

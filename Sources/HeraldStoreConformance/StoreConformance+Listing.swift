@@ -83,9 +83,11 @@ extension StoreConformance {
                 == PushSummary(
                     pushID: "p2",
                     deviceID: "d2",
+                    userID: "bob",
                     appID: StoreFixtures.appID,
                     network: .apns,
                     kind: .message,
+                    subjectID: "s-p2",
                     state: .tokenDead,
                     attempts: 1,
                     lastReason: "BadDeviceToken",
@@ -100,9 +102,11 @@ extension StoreConformance {
                 == PushSummary(
                     pushID: "p3",
                     deviceID: "a1",
+                    userID: "alice",
                     appID: StoreFixtures.appID,
                     network: .fcm,
                     kind: .call,
+                    subjectID: "s-p3",
                     state: .queued,
                     attempts: 1,
                     lastReason: "UNAVAILABLE",

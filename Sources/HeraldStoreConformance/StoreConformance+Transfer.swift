@@ -41,7 +41,7 @@ extension StoreConformance {
                 #expect(try await store.push(id: entry.pushID) == entry)
             case .chat(let chat): #expect(try await store.chat(conversation: chat.conversation) == chat)
             case .presence, .idempotencyKey, .transcriptEvent, .disconnect, .callback, .call, .webhookEvent, .apiKey,
-                .auditEntry, .heldMessage:
+                .auditEntry, .heldMessage, .operatorAccount:
                 break
             }
         }

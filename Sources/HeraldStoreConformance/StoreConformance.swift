@@ -85,6 +85,11 @@ public enum StoreConformance {
         case changesAnswerEachInOneTransaction
         case relayChangesAnswerInOneBatch
         case storeWorkIsAppliedAlone
+        case operatorsAndConsoleSessions
+        case importsOperatorsButNoSessions
+        case pushesBySubjectAndByID
+        case pushActivityCountsFinishedPushesByMinute
+        case pendingCallbacksAndRingingCalls
 
         public var description: String { rawValue }
 
@@ -116,6 +121,12 @@ public enum StoreConformance {
                 try await StoreConformance.changesAnswerEachInOneTransaction(engine)
             case .relayChangesAnswerInOneBatch: try await StoreConformance.relayChangesAnswerInOneBatch(engine)
             case .storeWorkIsAppliedAlone: try await StoreConformance.storeWorkIsAppliedAlone(engine)
+            case .operatorsAndConsoleSessions: try await StoreConformance.operatorsAndConsoleSessions(engine)
+            case .importsOperatorsButNoSessions: try await StoreConformance.importsOperatorsButNoSessions(engine)
+            case .pushesBySubjectAndByID: try await StoreConformance.pushesBySubjectAndByID(engine)
+            case .pushActivityCountsFinishedPushesByMinute:
+                try await StoreConformance.pushActivityCountsFinishedPushesByMinute(engine)
+            case .pendingCallbacksAndRingingCalls: try await StoreConformance.pendingCallbacksAndRingingCalls(engine)
             case .deadTokensClearedOnlyWhereStillHeld:
                 try await StoreConformance.deadTokensClearedOnlyWhereStillHeld(engine)
             case .idempotencyRaces: try await StoreConformance.idempotencyRaces(engine)

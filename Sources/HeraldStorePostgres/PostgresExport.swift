@@ -133,6 +133,11 @@ public final class PostgresExport: StoreExport {
         try await exportChats(limit: limit, add, endOfKind)
         try await exportCallbacksCallsAndEvents(limit: limit, add, endOfKind)
         try await exportKeysAuditAndHolds(limit: limit, add, endOfKind)
+        // Operator accounts, their passwords' hashes only; sessions stay behind.
+        try await page("operators", key: "name", columns: OperatorRecord.columns, limit: limit) { row in
+            try await add([.operatorAccount(try row.record(OperatorRecord.self))])
+        }
+        try await endOfKind()
     }
 
     /// Pushes not finished yet, queued (a claim is not carried), with their returns to the queue.

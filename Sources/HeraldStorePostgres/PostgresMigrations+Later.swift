@@ -363,5 +363,35 @@ extension PostgresMigrations {
                 "ALTER TABLE outbox ADD CONSTRAINT outbox_network_check CHECK (network IN ('apns', 'fcm', 'webpush', 'hms'))",
             ]
         ),
+        (
+            "v22: the console's operators and sessions, pushes by subject",
+            [
+                // As on SQLite's v29: an operator's password as its Argon2id encoded hash, a
+                // session under the digest of its cookie's secret; pushes found by their subject,
+                // an index that also serves a callback's pushes (v17's partial index is dropped).
+                """
+                CREATE TABLE operators (
+                    name TEXT PRIMARY KEY,
+                    role TEXT NOT NULL,
+                    password_hash TEXT NOT NULL,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE console_sessions (
+                    id TEXT PRIMARY KEY,
+                    operator_name TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX console_sessions_by_expiry ON console_sessions (expires_at)",
+                "CREATE INDEX console_sessions_by_operator ON console_sessions (operator_name)",
+                "CREATE INDEX outbox_by_subject ON outbox (subject_id, created_at)",
+                "DROP INDEX outbox_callback_pushes",
+                "CREATE INDEX callbacks_pending ON callbacks (due_at) WHERE state IN ('scheduled', 'pushed')",
+            ]
+        ),
     ]
 }

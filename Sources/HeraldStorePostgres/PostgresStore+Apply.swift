@@ -104,6 +104,18 @@ extension PostgresStore: StoreWorkEngine {
             for change in then { _ = try await apply(change, on: connection, logger: logger, after: &after) }
         case .countUnreportedCall(let deviceID, let at):
             try await countUnreportedCall(deviceID: deviceID, at: at, on: connection, logger: logger)
+        case .saveOperator(let account, let audit):
+            try await saveOperator(account, on: connection, logger: logger)
+            return try await audited(.applied, audit, on: connection, logger: logger)
+        case .deleteOperator(let name, let audit):
+            let outcome = try await deleteOperator(name: name, on: connection, logger: logger)
+            return try await audited(outcome, audit, on: connection, logger: logger)
+        case .saveConsoleSession(let session):
+            return try await saveConsoleSession(session, on: connection, logger: logger)
+        case .deleteConsoleSession(let id):
+            return try await deleteConsoleSession(id: id, on: connection, logger: logger)
+        case .deleteExpiredConsoleSessions(let before):
+            try await deleteExpiredConsoleSessions(before: before, on: connection, logger: logger)
         case .work:
             // `loneWork` let none through in a batch.
             throw StoreError.invalid.with(detail: "store work is applied in a batch of its own")

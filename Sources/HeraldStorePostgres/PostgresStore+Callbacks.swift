@@ -47,6 +47,16 @@ extension PostgresStore {
         ).first.map { try $0.record(CallbackRecord.self) }
     }
 
+    public func pendingCallbacks(limit: Int) async throws -> [CallbackRecord] {
+        try await rows(
+            "read the pending callbacks",
+            """
+            SELECT \(unescaped: CallbackRecord.columns) FROM callbacks
+            WHERE state IN ('scheduled', 'pushed') ORDER BY due_at, id COLLATE "C" LIMIT \(Int64(max(0, limit)))
+            """
+        ).map { try $0.record(CallbackRecord.self) }
+    }
+
     public func callbackHistory(id: String) async throws -> [CallbackHistoryEntry] {
         try await rows(
             "read a callback's history",

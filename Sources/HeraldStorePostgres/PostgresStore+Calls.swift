@@ -50,6 +50,25 @@ extension PostgresStore {
         }
     }
 
+    /// As on SQLite: the ringing calls are few, all in the partial `calls_due` index.
+    public func ringingCalls(limit: Int) async throws -> [CallRecord] {
+        try await transaction("read the ringing calls") { [logger] connection in
+            var calls: [CallRecord] = []
+            for row in try await connection.run(
+                """
+                SELECT id FROM calls WHERE state = 'ringing'
+                ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT \(Int64(max(0, limit)))
+                """,
+                logger: logger
+            ) {
+                if let call = try await Self.call(id: try row.decode(String.self), on: connection, logger: logger) {
+                    calls.append(call)
+                }
+            }
+            return calls
+        }
+    }
+
     /// `StoreChange.reportCallRinging`, inside the caller's transaction.
     static func reportRinging(
         _ ringing: CallRinging,

@@ -13,7 +13,8 @@ extension PostgresStore: StoreImport {
             (SELECT COUNT(*) FROM transcript_events), (SELECT COUNT(*) FROM chat_disconnects),
             (SELECT COUNT(*) FROM callbacks), (SELECT COUNT(*) FROM calls),
             (SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending')),
-            (SELECT COUNT(*) FROM api_keys), (SELECT COUNT(*) FROM audit_log), (SELECT COUNT(*) FROM held_messages)
+            (SELECT COUNT(*) FROM api_keys), (SELECT COUNT(*) FROM audit_log), (SELECT COUNT(*) FROM held_messages),
+            (SELECT COUNT(*) FROM operators)
         """
     }
 
@@ -37,7 +38,7 @@ extension PostgresStore: StoreImport {
     private static let tables = """
         apps, devices, presence, messages, ingests, outbox, outbox_payloads, delivery_log, transcript_heads, \
         transcript_events, chat_disconnects, chats, callbacks, callback_history, calls, call_devices, webhook_events, \
-        api_keys, audit_log, held_messages
+        api_keys, audit_log, held_messages, operators
         """
 
     /// One transaction on a connection of its own, outside the pool: an import takes longer than

@@ -70,6 +70,7 @@ struct ImportRows {
     )
     private var audit = RowsInsert("audit_log (id, at, actor, action, target, app_id)")
     private var held = RowsInsert("held_messages (message_id, user_id, app_id, held_at, held_until)")
+    private var operators = RowsInsert("operators (\(OperatorRecord.columns))")
 
     /// Adds one record's rows to its table (and its history's table, for a push, a callback or
     /// a call: those may run their rows so far first, to stay under the parameter limit).
@@ -90,6 +91,7 @@ struct ImportRows {
         case .apiKey(let key): addAPIKey(key)
         case .auditEntry(let entry): addAuditEntry(entry)
         case .heldMessage(let message): addHeldMessage(message)
+        case .operatorAccount(let account): addOperator(account)
         }
     }
 
@@ -97,7 +99,7 @@ struct ImportRows {
     func run(on connection: PostgresConnection, logger: Logger) async throws {
         let inserts = [
             apps, devices, presence, messages, ingests, outbox, payloads, log, chats, events, disconnects, callbacks,
-            history, calls, callDevices, webhookEvents, apiKeys, audit, held,
+            history, calls, callDevices, webhookEvents, apiKeys, audit, held, operators,
         ]
         for insert in inserts where !insert.isEmpty {
             try await connection.run(insert.query, logger: logger)
@@ -378,6 +380,15 @@ struct ImportRows {
             $0.text(message.appID)
             $0.integer(message.heldAt)
             $0.integer(message.heldUntil)
+        }
+    }
+
+    private mutating func addOperator(_ account: OperatorRecord) {
+        operators.row {
+            $0.text(account.name)
+            $0.text(account.role.rawValue)
+            $0.text(account.passwordHash)
+            $0.integer(account.createdAt)
         }
     }
 }

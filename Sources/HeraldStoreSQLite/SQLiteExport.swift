@@ -315,6 +315,12 @@ public final class SQLiteExport: StoreExport {
                 )
             }
         ),
+        Source(
+            kind: .operators,
+            count: "SELECT COUNT(*) FROM operators",
+            page: "SELECT \(OperatorRecord.columns), rowid AS _r FROM operators WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            record: { _, row in .operatorAccount(try row.record(OperatorRecord.self)) }
+        ),
     ]
 
     public func exportTally() async throws -> StoreTally {

@@ -108,6 +108,19 @@ extension SQLiteStore: StoreWorkEngine {
             for change in then { _ = try apply(change, db) }
         case .countUnreportedCall(let deviceID, let at):
             try countUnreportedCall(deviceID: deviceID, at: at, db)
+        case .saveOperator(let account, let audit):
+            return try audited(audit, db) {
+                try saveOperator(account, db)
+                return .applied
+            }
+        case .deleteOperator(let name, let audit):
+            return try audited(audit, db) { try deleteOperator(name: name, db) }
+        case .saveConsoleSession(let session):
+            return try saveConsoleSession(session, db)
+        case .deleteConsoleSession(let id):
+            return try changingRow(db, sql: "DELETE FROM console_sessions WHERE id = ?", arguments: [id])
+        case .deleteExpiredConsoleSessions(let before):
+            try db.execute(sql: "DELETE FROM console_sessions WHERE expires_at < ?", arguments: [before])
         case .work:
             // `loneWork` let none through in a batch.
             throw StoreError.invalid.with(detail: "store work is applied in a batch of its own")

@@ -52,6 +52,19 @@ extension SQLiteStore {
         }
     }
 
+    public func pendingCallbacks(limit: Int) async throws -> [CallbackRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(CallbackRecord.columns) FROM callbacks
+                    WHERE state IN ('scheduled', 'pushed') ORDER BY due_at, id LIMIT ?
+                    """,
+                arguments: [max(0, limit)]
+            ).map { try $0.record(CallbackRecord.self) }
+        }
+    }
+
     public func callbackHistory(id: String) async throws -> [CallbackHistoryEntry] {
         try await read { db in
             try Self.callbackHistory(id: id, db)

@@ -17,6 +17,18 @@ extension SQLiteStore {
         try await read { db in try Self.call(id: id, db) }
     }
 
+    /// The ringing calls are few (they end within their time to live) and all in the partial
+    /// `calls_due` index: sorting them costs nothing.
+    public func ringingCalls(limit: Int) async throws -> [CallRecord] {
+        try await read { db in
+            try String.fetchAll(
+                db,
+                sql: "SELECT id FROM calls WHERE state = 'ringing' ORDER BY created_at DESC, id DESC LIMIT ?",
+                arguments: [max(0, limit)]
+            ).compactMap { try Self.call(id: $0, db) }
+        }
+    }
+
     /// `StoreChange.reportCallRinging`, inside the caller's transaction.
     static func reportRinging(_ ringing: CallRinging, _ db: Database) throws -> ChangeOutcome {
         let (callID, deviceID, at) = (ringing.callID, ringing.deviceID, ringing.at)

@@ -21,6 +21,7 @@ extension SQLiteStore: StoreImport {
         (.apiKeys, "SELECT COUNT(*) FROM api_keys"),
         (.auditEntries, "SELECT COUNT(*) FROM audit_log"),
         (.heldMessages, "SELECT COUNT(*) FROM held_messages"),
+        (.operators, "SELECT COUNT(*) FROM operators"),
     ]
 
     private static func tally(_ db: Database) throws -> StoreTally {
@@ -95,6 +96,7 @@ extension SQLiteStore: StoreImport {
         case .apiKey(let key): try importAPIKey(key, db)
         case .auditEntry(let entry): try importAuditEntry(entry, db)
         case .heldMessage(let held): try importHeldMessage(held, db)
+        case .operatorAccount(let account): try saveOperator(account, db)
         }
     }
 

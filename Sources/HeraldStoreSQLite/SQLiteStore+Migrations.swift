@@ -309,5 +309,34 @@ extension SQLiteStore {
             try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
             try db.execute(sql: "PRAGMA writable_schema = OFF")
         }
+        migrator.registerMigration("v29: the console's operators and sessions, pushes by subject") { db in
+            // An operator's password is kept as its Argon2id encoded hash, a session under the
+            // digest of its cookie's secret: neither secret is stored. The console finds a
+            // message's, a call's or a callback push's pushes by their subject; that index also
+            // serves the look-ups of a callback's pushes by subject, which had a partial index of
+            // their own (v24): dropped, so a push's insert updates one index fewer.
+            try db.execute(
+                sql: """
+                    CREATE TABLE operators (
+                        name TEXT PRIMARY KEY,
+                        role TEXT NOT NULL,
+                        password_hash TEXT NOT NULL,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE console_sessions (
+                        id TEXT PRIMARY KEY,
+                        operator_name TEXT NOT NULL,
+                        role TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX console_sessions_by_expiry ON console_sessions(expires_at);
+                    CREATE INDEX console_sessions_by_operator ON console_sessions(operator_name);
+                    CREATE INDEX outbox_by_subject ON outbox(subject_id, created_at);
+                    DROP INDEX outbox_callback_pushes;
+                    CREATE INDEX callbacks_pending ON callbacks(due_at) WHERE state IN ('scheduled', 'pushed');
+                    """
+            )
+        }
     }
 }

@@ -550,6 +550,10 @@ final class ObservedOutboxStore: OutboxStore {
     func outboxCounts() async throws -> OutboxCounts { try await reachable().outboxCounts() }
     func queuedMessages(appID: String) async throws -> Int { try await reachable().queuedMessages(appID: appID) }
     func pushes(matching query: PushQuery) async throws -> PushPage { try await reachable().pushes(matching: query) }
+    func pushSummaries(ids: [String]) async throws -> [PushSummary] { try await reachable().pushSummaries(ids: ids) }
+    func pushActivity(since: Int64, sampleLimit: Int) async throws -> PushActivity {
+        try await reachable().pushActivity(since: since, sampleLimit: sampleLimit)
+    }
     func devicesSent(subjectID: String, since: Int64, among deviceIDs: [String]) async throws -> Set<String> {
         try await reachable().devicesSent(subjectID: subjectID, since: since, among: deviceIDs)
     }

@@ -146,6 +146,7 @@ struct WireViewsTests {
             appID: nil,
             network: .fcm,
             kind: .message,
+            subjectID: "m1",
             state: row.state,
             attempts: row.attempts,
             lastReason: "why",

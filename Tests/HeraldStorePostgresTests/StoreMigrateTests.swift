@@ -158,6 +158,16 @@ struct StoreMigrateTests {
         let held = StoreFixtures.message("m-held", user: "u9", at: t, expires: t + 9)
         let waiting = StoreFixtures.ingest([], message: held)
         #expect(try await store.hold(waiting, until: t + 86_400_000, appID: nil) == .accepted)
+        // An operator crosses; the operator's session does not.
+        try await store.saveOperator(Self.operatorAccount)
+        let session = ConsoleSessionRecord(
+            id: "s1",
+            operatorName: "ops",
+            role: .operator,
+            createdAt: t,
+            expiresAt: t + 9
+        )
+        #expect(try await store.apply(.saveConsoleSession(session)) == .applied)
 
         var pending: [OutboxEntry] = []
         for id in ["c1", "p1", "p2", "p3"] {
@@ -214,8 +224,15 @@ struct StoreMigrateTests {
 
     static let expectedTally = StoreTally([
         .apps: 2, .devices: 3, .presence: 1, .messages: 2, .idempotencyKeys: 2, .pendingPushes: 4, .chats: 2,
-        .transcriptEvents: 3, .disconnects: 1, .apiKeys: 1, .auditEntries: 1, .heldMessages: 1,
+        .transcriptEvents: 3, .disconnects: 1, .apiKeys: 1, .auditEntries: 1, .heldMessages: 1, .operators: 1,
     ])
+
+    static let operatorAccount = OperatorRecord(
+        name: "ops",
+        role: .operator,
+        passwordHash: "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo",
+        createdAt: t
+    )
 
     @Test("everything a relay needs arrives, sealed bytes as they were, and the dispatcher's path works on it")
     func migratesAndTheRelayCarriesOn() async throws {
@@ -238,6 +255,8 @@ struct StoreMigrateTests {
         #expect(try await target.recipients(userID: "u1") == source.recipients)
         #expect(try await target.message(id: "m1") == source.message)
         #expect(source.message != nil)
+        #expect(try await target.operators() == [Self.operatorAccount])
+        #expect(try await target.consoleSession(id: "s1") == nil)
 
         // Pending pushes arrive queued, unclaimed, otherwise as they were; the delivered one not.
         for entry in source.pending {

@@ -4,6 +4,26 @@ import Testing
 /// Every store conformance rule against SQLite, one test per rule.
 @Suite("SQLite store conformance", .timeLimit(.minutes(2)))
 struct SQLiteConformanceTests {
+    @Test func operatorsAndConsoleSessions() async throws {
+        try await SQLiteEngine.check(.operatorsAndConsoleSessions)
+    }
+
+    @Test func importsOperatorsButNoSessions() async throws {
+        try await SQLiteEngine.check(.importsOperatorsButNoSessions)
+    }
+
+    @Test func pushesBySubjectAndByID() async throws {
+        try await SQLiteEngine.check(.pushesBySubjectAndByID)
+    }
+
+    @Test func pushActivityCountsFinishedPushesByMinute() async throws {
+        try await SQLiteEngine.check(.pushActivityCountsFinishedPushesByMinute)
+    }
+
+    @Test func pendingCallbacksAndRingingCalls() async throws {
+        try await SQLiteEngine.check(.pendingCallbacksAndRingingCalls)
+    }
+
     @Test func relayChangesAnswerInOneBatch() async throws {
         try await SQLiteEngine.check(.relayChangesAnswerInOneBatch)
     }
@@ -347,6 +367,11 @@ struct SQLiteConformanceTests {
             .changesAnswerEachInOneTransaction,
             .relayChangesAnswerInOneBatch,
             .storeWorkIsAppliedAlone,
+            .operatorsAndConsoleSessions,
+            .importsOperatorsButNoSessions,
+            .pushesBySubjectAndByID,
+            .pushActivityCountsFinishedPushesByMinute,
+            .pendingCallbacksAndRingingCalls,
         ]
         #expect(Set(StoreConformance.Rule.allCases) == tested)
     }

@@ -112,7 +112,7 @@ struct SQLiteStoreTests {
         #expect((fcm.state, fcm.attempts, fcm.apnsID) == (.delivered, 2, "f"))
         #expect(try await store.push(id: "a")?.collapseID == "c")
         // The queue's partial indexes came back with the rebuilt table (and v9's by network, v12's
-        // for listings, v24's for a callback's pushes).
+        // for listings, v29's by subject, which replaced v24's for a callback's pushes).
         let indexes = try await store.read { db in
             try String.fetchAll(
                 db,
@@ -122,7 +122,7 @@ struct SQLiteStoreTests {
         }
         #expect(
             indexes == [
-                "outbox_by_age", "outbox_by_device", "outbox_callback_pushes", "outbox_finished", "outbox_queued",
+                "outbox_by_age", "outbox_by_device", "outbox_by_subject", "outbox_finished", "outbox_queued",
                 "outbox_queued_by_network", "outbox_queued_due", "outbox_sending",
             ]
         )
