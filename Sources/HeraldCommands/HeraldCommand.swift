@@ -16,8 +16,8 @@ public struct HeraldCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, RelayCommand.self, ProviderCommand.self, SandboxCommand.self, CheckCommand.self,
             DeviceCommand.self,
-            ExtensionCommand.self, SimulateCommand.self, KeysCommand.self, StoreCommand.self, EnvelopeCommand.self,
-            BenchCommand.self,
+            ExtensionCommand.self, SimulateCommand.self, KeysCommand.self, OperatorsCommand.self, StoreCommand.self,
+            EnvelopeCommand.self, BenchCommand.self,
         ]
     )
 

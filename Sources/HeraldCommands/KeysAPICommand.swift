@@ -36,8 +36,14 @@ struct StoreLocationOptions: ParsableArguments {
     @Option(help: "The relay's PostgreSQL database, postgres://… (HERALD_DATABASE_URL).")
     var database: String?
 
-    /// Opens the store, runs `work` on it, and closes it.
+    /// Opens the store, runs `work` on its keys, and closes it.
     func withKeys<T: Sendable>(_ work: (RelayKeys) async throws -> T) async throws -> T {
+        try await withStore { _, keys in try await work(keys) }
+    }
+
+    /// Opens the store, runs `work` on it and its keys (which write the audit log's entries), and
+    /// closes it.
+    func withStore<T: Sendable>(_ work: (any HeraldStore, RelayKeys) async throws -> T) async throws -> T {
         var flags = ConfigurationFile()
         flags.data = data
         flags.database = ConfigurationFile.Database(url: database)
@@ -46,7 +52,7 @@ struct StoreLocationOptions: ParsableArguments {
         logger.logLevel = .warning
         do {
             return try await HeraldServer.withStore(configuration, logger: logger) { store in
-                try await work(RelayKeys(store: store, logger: logger))
+                try await work(store, RelayKeys(store: store, logger: logger))
             }
         } catch let error as HeraldServerError {
             throw ValidationError(error.message)

@@ -135,8 +135,9 @@ public final class RelayKeys: Sendable {
         }
     }
 
-    /// An audit entry for a change made now.
-    private func auditEntry(actor: String, action: String, target: String, app: String?) -> AuditEntry {
+    /// An audit entry for a change made now (a time-ordered id, this clock's time), to write with
+    /// the change it records.
+    public func auditEntry(actor: String, action: String, target: String, app: String?) -> AuditEntry {
         let at = clock.now()
         return AuditEntry(
             id: TimeOrderedID.make(milliseconds: at),
