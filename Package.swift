@@ -35,6 +35,8 @@ let package = Package(
         .library(name: "HeraldRelay", targets: ["HeraldRelay"]),
         .library(name: "HeraldRelayAPI", targets: ["HeraldRelayAPI"]),
         .library(name: "HeraldRelayHTTP", targets: ["HeraldRelayHTTP"]),
+        .library(name: "HeraldConsoleCore", targets: ["HeraldConsoleCore"]),
+        .library(name: "HeraldConsole", targets: ["HeraldConsole"]),
         .library(name: "HeraldAdapters", targets: ["HeraldAdapters"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
@@ -62,6 +64,7 @@ let package = Package(
             traits: ["FullFoundation"]
         ),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
@@ -521,6 +524,40 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The operator console's rules without I/O: who may do what, sign-in throttling, session
+        // and CSRF tokens, the overview's figures and charts, a push's road, the live feed's diff.
+        .target(
+            name: "HeraldConsoleCore",
+            dependencies: [
+                "HeraldMacros",
+                "HeraldEncoding",
+                "HeraldPush",
+                "HeraldStore",
+                "HeraldRelayAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The operator console at `/console`: pages (swift-mustache), sign-in, the live stream
+        // (server-sent events), simulations; on the relay's own router.
+        .target(
+            name: "HeraldConsole",
+            dependencies: [
+                "HeraldConsoleCore",
+                "HeraldCrypto",
+                "HeraldEncoding",
+                "HeraldHTTPSupport",
+                "HeraldRelay",
+                "HeraldRelayAPI",
+                "HeraldRelayHTTP",
+                "HeraldStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The relay's sender for a remote `herald provider` (the batch API over HTTP); in process
         // the relay's dispatcher calls the provider stage itself.
         .target(
@@ -571,6 +608,8 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                "HeraldConsole",
+                "HeraldConsoleCore",
                 "HeraldMacros",
                 "HeraldTracing",
                 "HeraldEncoding",
@@ -622,6 +661,7 @@ let package = Package(
         .target(
             name: "HeraldSimulation",
             dependencies: [
+                "HeraldConsole",
                 "HeraldHMS",
                 "HeraldHMSCore",
                 "HeraldWebPush",
@@ -661,6 +701,7 @@ let package = Package(
         .target(
             name: "HeraldCommands",
             dependencies: [
+                "HeraldConsoleCore",
                 "HeraldEncoding",
                 "HeraldHTTPSupport",
                 "HeraldObservability",
@@ -717,6 +758,26 @@ let package = Package(
         .testTarget(
             name: "HeraldPushTests",
             dependencies: ["HeraldPush", "HeraldProviderAPI"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldConsoleTests",
+            dependencies: [
+                "HeraldConsoleCore",
+                "HeraldConsole",
+                "HeraldCrypto",
+                "HeraldFCMCore",
+                "HeraldPush",
+                "HeraldRelay",
+                "HeraldRelayAPI",
+                "HeraldSandbox",
+                "HeraldSimulation",
+                "HeraldStore",
+                "HeraldTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

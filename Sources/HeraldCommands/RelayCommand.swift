@@ -40,6 +40,7 @@ struct RelayCommand: AsyncParsableCommand {
         format.bootstrap()
         var server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.relay"))
         server.reload = { [relay, layer] in try relay.resolve(command: layer) }
+        server.consoleSimulator = ConsoleFlows()
         try await HeraldServerError.asValidation {
             try await server.relay { lines in format.printBanner(lines, label: "herald.relay") }
         }

@@ -89,6 +89,7 @@ struct ServeCommand: AsyncParsableCommand {
         format.bootstrap()
         var server = HeraldServer(configuration: configuration, logger: Logger(label: "herald.serve"))
         server.reload = { [relay] in try relay.resolve(command: layer) }
+        server.consoleSimulator = ConsoleFlows()
         try await HeraldServerError.asValidation {
             try await server.serve { lines in format.printBanner(lines, label: "herald.serve") }
         }

@@ -332,10 +332,12 @@ enum Simulation {
     }
 
     /// Sets up (or reaches) relay and sandbox, a phone and a backend, and plays `flow`.
+    /// - Parameter observer: told of each step as it is recorded (the console draws its diagram so).
     static func run(
         options: SimulateCommand.Options,
         flow: String,
         platform: DevicePlatform = .ios,
+        observer: @escaping @Sendable (TimelineEvent) -> Void = { _ in },
         _ body: @escaping Flow
     ) async throws -> Timeline {
         var logger = Logger(label: "herald.simulate")
@@ -344,7 +346,7 @@ enum Simulation {
         let quiet = options.quiet
         // Printed once played, in causal order: a step reported late (APNs's acceptance, as the
         // relay recorded it) takes its place before the delivery it caused.
-        let timeline = Timeline(clock: clock)
+        let timeline = Timeline(clock: clock, observer: observer)
         func printed() {
             guard !quiet else { return }
             for event in timeline.all { print(Timeline.line(event)) }

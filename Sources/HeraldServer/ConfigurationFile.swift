@@ -286,6 +286,8 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
     public var logFormat: String?
     /// One trace per push, exported over OTLP/HTTP (off unless `endpoint` is set; docs/tracing.md).
     public var tracing: Tracing?
+    /// The operator console (docs/console.md).
+    public var console: Console?
 
     enum CodingKeys: String, CodingKey {
         case host, port, data
@@ -306,7 +308,7 @@ public struct ConfigurationFile: Codable, Sendable, Equatable {
         case adapters, chat, quotas, webhooks, sandbox, http
         case logLevel = "log_level"
         case logFormat = "log_format"
-        case tracing
+        case tracing, console
     }
 }
 

@@ -91,6 +91,8 @@ public struct HeraldConfiguration: Sendable {
     public var sandboxPorts = SandboxPorts()
     /// The HTTP listener: header-read timeout (10 s), idle timeout (60 s), connection cap (512).
     public var http = HTTPConnectionLimits()
+    /// The operator console (docs/console.md).
+    public var console = ConsoleSettings()
     /// The contact-center webhooks, as the file gives them (secrets may come from the environment).
     public var adapters: [String: ConfigurationFile.Adapter] = [:]
 
@@ -223,6 +225,7 @@ public struct HeraldConfiguration: Sendable {
         chatFilteredTypes = file.chat?.filteredTypes.map(Set.init)
         if let seconds = file.chat?.idleEnd { chatIdleEnd = .seconds(seconds) }
         undeliverable = try Self.undeliverable(file)
+        console = try Self.console(file)
         deadlines = try Self.deadlines(file)
         quotas = try Self.quotas(file)
         adapters = file.adapters ?? [:]

@@ -48,7 +48,7 @@ extension HeraldServer {
                 logger: logger,
                 group: group
             )
-            let runtime = try sandboxRuntime(
+            var runtime = try sandboxRuntime(
                 vapidKeys: vapidKeys,
                 store: store,
                 masterKey: secrets.masterKey,
@@ -58,11 +58,19 @@ extension HeraldServer {
                 sandbox: sandbox,
                 teamID: metadata.teamID
             )
-            let shown = try await Self.registerApps(runtime, in: sandbox, teamID: metadata.teamID)
+            if runtime.node.console != nil {
+                runtime.consoleLine = try await Self.firstOperator(
+                    store: store,
+                    configuration: configuration,
+                    now: WallClock().now()
+                )
+            }
+            let started = runtime
+            let shown = try await Self.registerApps(started, in: sandbox, teamID: metadata.teamID)
             await clients.prepare()
-            let reloader = reloader(runtime, defaultTeam: metadata.teamID)
-            try await runtime.run(providers: clients.services, listeners: reloader) { port in
-                var lines = runtime.banner(
+            let reloader = reloader(started, defaultTeam: metadata.teamID)
+            try await started.run(providers: clients.services, listeners: reloader) { port in
+                var lines = started.banner(
                     "herald serve (sandbox mode: no Apple key configured, pushes go to the in-process sandbox)",
                     port: port,
                     apps: shown,
@@ -120,6 +128,7 @@ extension HeraldServer {
             onAppSaved: { app in
                 try? sandbox.core.register(app: SandboxApp(bundleID: app.id, teamID: teamID))
             },
+            console: console(sandbox: sandbox),
             environment: environment
         )
     }

@@ -1,6 +1,8 @@
 public import AsyncHTTPClient
 import Foundation
 import HeraldAPNs
+import HeraldConsole
+public import HeraldConsoleCore
 import HeraldCrypto
 import HeraldFCM
 import HeraldFCMCore
@@ -35,6 +37,9 @@ public struct HeraldServer: Sendable {
     /// Resolves the configuration again (the same flags, environment and file), for SIGHUP;
     /// `nil`: SIGHUP changes nothing.
     public var reload: (@Sendable () throws -> HeraldConfiguration)?
+    /// What plays the console's simulations (`herald simulate`'s flows); nil: the console's
+    /// simulations page says this node plays none.
+    public var consoleSimulator: (any ConsoleSimulator)?
 
     /// - Parameter environment: where secrets are looked up (HERALD_MASTER_KEY, HERALD_API_KEY,
     ///   HERALD_PROVIDER_SECRET, webhook secrets); the process's environment when nil.
@@ -90,6 +95,7 @@ public struct HeraldServer: Sendable {
                 fleet: configuration.fleetConfiguration(knowsCredentials: true),
                 registry: registry,
                 logger: logger,
+                console: console(sandbox: nil),
                 environment: environment
             )
             _ = try await runtime.registerApps(defaultTeam: configuration.apns?.teamID ?? apns.teamID)
@@ -174,6 +180,7 @@ public struct HeraldServer: Sendable {
             registry: registry,
             logger: logger,
             ready: { await Self.providerReadiness(urls: provider.urls, http: http).map { [$0] } ?? [] },
+            console: console(sandbox: nil),
             environment: environment
         )
         _ = try await runtime.registerApps(defaultTeam: nil)

@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldAdapters
+public import HeraldConsole
 public import HeraldCrypto
 public import HeraldDispatch
 public import HeraldDomain
@@ -24,6 +25,8 @@ public struct RelayNode: Sendable {
     public let dispatcher: Dispatcher
     /// Delivers the apps' webhook events from the store's queue.
     public let webhookDispatcher: WebhookDispatcher
+    /// The operator console at `/console`, when `Parts.console` turns it on.
+    public let console: Console?
     /// The node's services by the order they stop in (docs/architecture.md, "Shutdown").
     public let tiers: Tiers
     /// Every service of `tiers`, in the order a `ServiceGroup` starts them: delivery, then
@@ -81,6 +84,8 @@ public struct RelayNode: Sendable {
         public var ready: @Sendable () async -> [String] = { [] }
         /// The spans of each push's trace (docs/tracing.md): off unless tracing is configured.
         public var tracing = PushTracing.off
+        /// The operator console's settings; nil leaves `/console` out.
+        public var console: ConsoleConfiguration?
 
         public init(store: any HeraldStore, sender: any PushSender, masterKey: MasterKey, apiKey: String) {
             self.store = store
@@ -91,7 +96,8 @@ public struct RelayNode: Sendable {
     }
 
     /// - Parameter ready: gets the bound port once the API listens.
-    public init(_ parts: Parts, logger: Logger, ready: @escaping @Sendable (Int) -> Void) {
+    /// - Throws: when the console is on and one of its page templates does not compile.
+    public init(_ parts: Parts, logger: Logger, ready: @escaping @Sendable (Int) -> Void) throws {
         let dispatcher = Dispatcher(
             store: parts.store,
             sender: parts.sender,
@@ -125,6 +131,10 @@ public struct RelayNode: Sendable {
             ready: parts.ready,
             clock: parts.clock
         )
+        let console = try parts.console.map { settings in
+            try Console(relay: relay, store: parts.store, configuration: settings, clock: parts.clock, logger: logger)
+        }
+        console?.add(to: router)
         let app = Application(
             router: router,
             server: .guardedHTTP1WebSocketUpgrade(webSocketRouter: router, limits: parts.http),
@@ -143,6 +153,7 @@ public struct RelayNode: Sendable {
         self.relay = relay
         self.dispatcher = dispatcher
         self.webhookDispatcher = webhookDispatcher
+        self.console = console
         // Stops after the API, whose live channels close (and withdraw) before it.
         let live = LiveClusterService(
             relay: relay,
@@ -160,7 +171,10 @@ public struct RelayNode: Sendable {
         self.tiers = Tiers(
             delivery: [dispatcher, webhookDispatcher],
             ingest: [keys, callbacks, deadlines, relay.timers, callTimers] + (live.map { [$0] } ?? []),
-            listeners: [NamedListener(base: app, listener: "the relay", host: parts.host, port: parts.port)]
+            // The console's live stream and simulations stop after the listener (its streams
+            // end when they do).
+            listeners: (console?.services ?? [])
+                + [NamedListener(base: app, listener: "the relay", host: parts.host, port: parts.port)]
         )
     }
 

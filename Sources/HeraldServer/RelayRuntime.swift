@@ -1,4 +1,5 @@
 import Foundation
+import HeraldConsole
 import HeraldCrypto
 import HeraldProvider
 import HeraldPush
@@ -26,6 +27,8 @@ struct RelayRuntime: Sendable {
     /// The span exporter when tracing is configured (docs/tracing.md): started first, so it
     /// stops last and exports the spans of the last pushes the dispatcher drained.
     private let tracingServices: [any Service]
+    /// How to sign in to the console, for the banner (sandbox mode's first operator).
+    var consoleLine: String?
 
     var relay: Relay { node.relay }
 
@@ -41,6 +44,7 @@ struct RelayRuntime: Sendable {
         logger: Logger,
         onAppSaved: @escaping @Sendable (AppRecord) -> Void = { _ in },
         ready: @escaping @Sendable () async -> [String] = { [] },
+        console: ConsoleConfiguration? = nil,
         environment: [String: String]
     ) throws(HeraldServerError) {
         let backend = try configuration.tracing?.makeBackend(logger: logger)
@@ -72,7 +76,12 @@ struct RelayRuntime: Sendable {
         parts.accessLogger = configuration.accessLogger
         let port = PortBox()
         self.port = port
-        self.node = RelayNode(parts, logger: logger) { bound in port.bound(bound) }
+        parts.console = console
+        do {
+            self.node = try RelayNode(parts, logger: logger) { bound in port.bound(bound) }
+        } catch {
+            throw .configuration("the console cannot start: \(error)")
+        }
         self.store = store
         self.configuration = configuration
         self.logger = logger
@@ -211,6 +220,9 @@ struct RelayRuntime: Sendable {
         }
         if let tracing = configuration.tracing {
             lines.append("  tracing      \(tracing.description)")
+        }
+        if node.console != nil {
+            lines.append("  console      http://\(host):\(port)/console" + (consoleLine.map { "   (\($0))" } ?? ""))
         }
         return lines
     }

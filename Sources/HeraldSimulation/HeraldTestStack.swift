@@ -4,6 +4,7 @@ import Foundation
 public import HeraldAPNs
 public import HeraldAPNsCore
 public import HeraldAdapters
+public import HeraldConsole
 public import HeraldCrypto
 public import HeraldDispatch
 public import HeraldDomain
@@ -178,6 +179,8 @@ public final class HeraldTestStack: Sendable {
         public var http = HTTPConnectionLimits()
         /// The spans of each push's trace, the in-process provider stage's included (off).
         public var tracing = PushTracing.off
+        /// The operator console at `/console`; nil leaves it out.
+        public var console: ConsoleConfiguration?
 
         public init() {}
     }
@@ -387,55 +390,6 @@ public final class HeraldTestStack: Sendable {
         return configuration
     }
 
-    /// An APNs client on the sandbox, trusting its CA, retrying quickly, with tokens signed by `key`
-    /// and issued at the sandbox's time (`clock`): the provider and APNs share one wall clock, so
-    /// a test that moves the sandbox's clock on ages the tokens too, instead of waiting.
-    private static func makeAPNs(
-        _ settings: APNs,
-        _ options: Options,
-        _ endpoints: SandboxEndpoints,
-        key: P256.Signing.PrivateKey,
-        clock: SandboxClock,
-        logger: Logger,
-        feedback: Feedback<APNsTokenFeedback>
-    ) throws -> (client: APNsClient, tokens: ProviderTokenManager) {
-        var configuration = try APNsClientConfiguration(url: endpoints.apnsURL)
-        configuration.caCertificatePath = endpoints.caCertificatePath
-        configuration.serverHostname = "localhost"
-        configuration.retryBaseDelay = .milliseconds(5)
-        configuration.retryMaximumDelay = .milliseconds(20)
-        settings.client(&configuration)
-        let tokens = ProviderTokenManager(
-            signer: ProviderTokenSigner(privateKey: key, keyID: options.keyID, teamID: options.teamID),
-            refreshAfter: settings.refreshAfter,
-            minimumInterval: settings.minimumInterval,
-            wallClock: SandboxWallClock(sandbox: clock)
-        )
-        let client = try APNsClient(configuration: configuration, tokens: tokens, logger: logger) {
-            feedback.record($0)
-        }
-        return (client, tokens)
-    }
-
-    /// An FCM sender on the sandbox (its token endpoint too), trusting its CA, retrying quickly.
-    private static func makeFCM(
-        _ settings: FCM,
-        _ options: Options,
-        _ endpoints: SandboxEndpoints,
-        logger: Logger,
-        feedback: Feedback<FCMTokenFeedback>
-    ) throws -> FCMClient {
-        var account = settings.account ?? options.fcmAccount
-        account.tokenURI = endpoints.tokenURL
-        var configuration = FCMClientConfiguration(account: account)
-        configuration.baseURL = endpoints.fcmURL
-        configuration.caCertificatePath = endpoints.caCertificatePath
-        configuration.retryBaseDelay = .milliseconds(5)
-        configuration.retryMaximumDelay = .milliseconds(20)
-        settings.client(&configuration)
-        return try FCMClient(configuration: configuration, logger: logger) { feedback.record($0) }
-    }
-
     /// A `herald provider` HTTP service over `stage` on a loopback port, and a sender to it.
     private static func startRemoteProvider(
         _ stage: ProviderStage,
@@ -504,8 +458,9 @@ public final class HeraldTestStack: Sendable {
         node.clock = settings.clock
         node.http = settings.http
         node.tracing = settings.tracing
+        node.console = settings.console
         let ports = AsyncStream.makeStream(of: Int.self)
-        let relayNode = RelayNode(node, logger: logger) { ports.continuation.yield($0) }
+        let relayNode = try RelayNode(node, logger: logger) { ports.continuation.yield($0) }
         let relay = relayNode.relay
         try await relay.activation.saveApp(
             settings.app ?? AppRecord(id: options.bundleID, teamID: options.teamID),

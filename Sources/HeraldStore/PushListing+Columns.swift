@@ -66,6 +66,10 @@ extension PushQuery {
         if let userID { conditions.append("d.user_id = \(next(.text(userID)))") }
         if let deviceID { conditions.append("o.device_id = \(next(.text(deviceID)))") }
         if let subjectID { conditions.append("o.subject_id = \(next(.text(subjectID)))") }
+        if let conversation {
+            let value = next(.text(conversation))
+            conditions.append("o.subject_id IN (SELECT m.id FROM messages m WHERE m.conversation = \(value))")
+        }
         if let state { conditions.append("o.state = \(next(.text(state.rawValue)))") }
         if let since { conditions.append("o.created_at >= \(next(.integer(since)))") }
         if let after {

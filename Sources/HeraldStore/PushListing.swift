@@ -14,6 +14,9 @@ public struct PushQuery: Sendable, Hashable {
     /// Only pushes of this subject (`OutboxEntry.subjectID`): a message's id, a call's id, or a
     /// callback's push (`CallbackPushSubject.make`, `<callback id>#<push number>`).
     public var subjectID: String?
+    /// Only pushes of the messages of this conversation (the backend's id), through the
+    /// messages kept (`message_retention`).
+    public var conversation: String? = nil
     /// Only pushes in this state.
     public var state: PushState?
     /// Only pushes accepted at or after this time (milliseconds since the epoch).

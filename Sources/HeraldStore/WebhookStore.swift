@@ -100,6 +100,9 @@ public protocol WebhookQueueStore: ChangeStore {
         after cursor: WebhookEventCursor?
     )
         async throws -> [StoredWebhookEvent]
+    /// The events of one ordering key (`push:<id>`, `call:<id>` …), in the order they were
+    /// written, at most `limit`: what a push's page shows was sent back about it.
+    func webhookEvents(orderingKey: String, limit: Int) async throws -> [StoredWebhookEvent]
     /// How many events wait to be delivered (pending or sending).
     func webhookQueueDepth() async throws -> Int
 }

@@ -60,6 +60,31 @@ extension StoreConformance {
         await #expect(throws: StoreError.invalid) { try await node.pushSummaries(ids: many + ["p1001"]) }
     }
 
+    /// `pushes(matching:)` with a conversation keeps the pushes of that conversation's messages
+    /// (each message's across its devices), alone or with other conditions, and no other.
+    public static func pushesByConversation(_ engine: some StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        try await store.saveDevice(StoreFixtures.device("d1", user: "alice"))
+        try await store.saveDevice(StoreFixtures.device("d2", user: "alice"))
+        for (index, conversation) in ["conv-a", "conv-b", "conv-a"].enumerated() {
+            var message = StoreFixtures.message("m\(index)", user: "alice", at: Int64(index), expires: 1_000_000)
+            message.conversation = conversation
+            let pushes = ["d1", "d2"].map { device in
+                var entry = StoreFixtures.push("p\(index)-\(device)", device: device, at: Int64(index))
+                entry.subjectID = message.id
+                return entry
+            }
+            _ = try await store.accept(StoreFixtures.ingest(pushes, message: message))
+        }
+        func ids(_ query: PushQuery) async throws -> [String] {
+            try await store.pushes(matching: query).pushes.map(\.pushID)
+        }
+        #expect(try await ids(PushQuery(conversation: "conv-a")) == ["p2-d2", "p2-d1", "p0-d2", "p0-d1"])
+        #expect(try await ids(PushQuery(deviceID: "d1", conversation: "conv-a")) == ["p2-d1", "p0-d1"])
+        #expect(try await ids(PushQuery(conversation: "conv-b")) == ["p1-d2", "p1-d1"])
+        #expect(try await ids(PushQuery(conversation: "conv-none")).isEmpty)
+    }
+
     /// `pushActivity(since:sampleLimit:)` counts the pushes that finished at or after `since` by
     /// minute, network, state and reason, in that order, each push once at its last change
     /// (retried then delivered: delivered, in the minute it was); queued and claimed pushes and

@@ -137,6 +137,21 @@ extension StoreConformance {
         #expect(try await nodeA.webhookEvent(id: "e1")?.deliveredAt == 2_200)
     }
 
+    /// One ordering key's events list in the order they were written, at most the limit, and no
+    /// other key's.
+    public static func webhookEventsByKey(_ engine: some StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        try await store.enqueueWebhookEvents([
+            webhookEvent("b", key: "push:p1", at: 200),
+            webhookEvent("a", key: "push:p1", at: 100),
+            webhookEvent("c", key: "push:p2", at: 50),
+            webhookEvent("d", key: "push:p1", at: 300),
+        ])
+        #expect(try await store.webhookEvents(orderingKey: "push:p1", limit: 10).map(\.event.id) == ["b", "a", "d"])
+        #expect(try await store.webhookEvents(orderingKey: "push:p1", limit: 2).map(\.event.id) == ["b", "a"])
+        #expect(try await store.webhookEvents(orderingKey: "push:none", limit: 10).isEmpty)
+    }
+
     /// An app's events list oldest first, filtered by state, in pages without gaps or repeats;
     /// retention removes delivered and failed events older than the cutoff, never undelivered ones.
     public static func webhookEventsListAndExpire(_ engine: some StoreEngine) async throws {

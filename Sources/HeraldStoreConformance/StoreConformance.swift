@@ -54,6 +54,8 @@ public enum StoreConformance {
         case webhookClaimersNeverShareAnEvent
         case webhookLapsedLeaseIsTakenOver
         case webhookEventsListAndExpire
+        case webhookEventsByKey
+        case pushesByConversation
         case appWebhookIsKept
         case pushFinalStatesWriteWebhookEvents
         case aPushKeepsItsTraceContext
@@ -158,6 +160,8 @@ public enum StoreConformance {
             case .webhookClaimersNeverShareAnEvent: try await StoreConformance.webhookClaimersNeverShareAnEvent(engine)
             case .webhookLapsedLeaseIsTakenOver: try await StoreConformance.webhookLapsedLeaseIsTakenOver(engine)
             case .webhookEventsListAndExpire: try await StoreConformance.webhookEventsListAndExpire(engine)
+            case .webhookEventsByKey: try await StoreConformance.webhookEventsByKey(engine)
+            case .pushesByConversation: try await StoreConformance.pushesByConversation(engine)
             case .appWebhookIsKept: try await StoreConformance.appWebhookIsKept(engine)
             case .chatDisconnectsWriteWebhookEvents:
                 try await StoreConformance.chatDisconnectsWriteWebhookEvents(engine)

@@ -389,6 +389,7 @@ extension PostgresMigrations {
                 "CREATE INDEX console_sessions_by_expiry ON console_sessions (expires_at)",
                 "CREATE INDEX console_sessions_by_operator ON console_sessions (operator_name)",
                 "CREATE INDEX outbox_by_subject ON outbox (subject_id, created_at)",
+                "CREATE INDEX messages_by_conversation ON messages (conversation)",
                 "DROP INDEX outbox_callback_pushes",
                 "CREATE INDEX callbacks_pending ON callbacks (due_at) WHERE state IN ('scheduled', 'pushed')",
             ]

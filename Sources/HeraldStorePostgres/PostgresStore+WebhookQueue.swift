@@ -82,6 +82,18 @@ extension PostgresStore {
         ).map { try $0.record(StoredWebhookEvent.self) }
     }
 
+    public func webhookEvents(orderingKey: String, limit: Int) async throws -> [StoredWebhookEvent] {
+        try await rows(
+            "list a key's webhook events",
+            """
+            SELECT \(unescaped: StoredWebhookEvent.columns) FROM webhook_events
+            WHERE ordering_key = \(orderingKey)
+            ORDER BY sequence
+            LIMIT \(Int64(max(0, limit)))
+            """
+        ).map { try $0.record(StoredWebhookEvent.self) }
+    }
+
     public func webhookQueueDepth() async throws -> Int {
         let rows = try await rows(
             "count webhook events",

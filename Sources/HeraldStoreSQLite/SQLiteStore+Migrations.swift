@@ -314,7 +314,8 @@ extension SQLiteStore {
             // digest of its cookie's secret: neither secret is stored. The console finds a
             // message's, a call's or a callback push's pushes by their subject; that index also
             // serves the look-ups of a callback's pushes by subject, which had a partial index of
-            // their own (v24): dropped, so a push's insert updates one index fewer.
+            // their own (v24): dropped, so a push's insert updates one index fewer. A
+            // conversation's pushes are its messages' (messages by conversation).
             try db.execute(
                 sql: """
                     CREATE TABLE operators (
@@ -333,6 +334,7 @@ extension SQLiteStore {
                     CREATE INDEX console_sessions_by_expiry ON console_sessions(expires_at);
                     CREATE INDEX console_sessions_by_operator ON console_sessions(operator_name);
                     CREATE INDEX outbox_by_subject ON outbox(subject_id, created_at);
+                    CREATE INDEX messages_by_conversation ON messages(conversation);
                     DROP INDEX outbox_callback_pushes;
                     CREATE INDEX callbacks_pending ON callbacks(due_at) WHERE state IN ('scheduled', 'pushed');
                     """

@@ -91,6 +91,19 @@ extension SQLiteStore {
         }
     }
 
+    public func webhookEvents(orderingKey: String, limit: Int) async throws -> [StoredWebhookEvent] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(StoredWebhookEvent.columns) FROM webhook_events WHERE ordering_key = ?
+                    ORDER BY sequence LIMIT ?
+                    """,
+                arguments: [orderingKey, max(0, limit)]
+            ).map { try $0.record(StoredWebhookEvent.self) }
+        }
+    }
+
     public func webhookQueueDepth() async throws -> Int {
         try await read { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM webhook_events WHERE state IN ('pending', 'sending')") ?? 0

@@ -202,7 +202,7 @@ final class TwoNodeCluster: Sendable {
                         parts.dispatcher.idlePoll = .milliseconds(50)
                         parts.clock = clock
                         let ports = AsyncStream.makeStream(of: Int.self)
-                        let node = RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
+                        let node = try RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
                         // In `herald serve`'s order, the store first: it stops last.
                         let services = RelayRuntime.startOrder(
                             providers: [],

@@ -203,7 +203,7 @@ struct ObservabilityTests {
                     )
                     parts.metrics = registry
                     let ports = AsyncStream.makeStream(of: Int.self)
-                    let node = RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
+                    let node = try RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
                     let group = ServiceGroup(services: [store] + node.services, logger: logger)
                     try await withThrowingTaskGroup(of: Void.self) { tasks in
                         tasks.addTask { try await group.run() }

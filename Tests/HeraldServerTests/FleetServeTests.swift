@@ -151,7 +151,7 @@ struct FleetServeTests {
             parts.relay.fleet.defaultAPNsEnvironment = .development
             parts.dispatcher.idlePoll = .milliseconds(20)
             let relayPorts = AsyncStream.makeStream(of: Int.self)
-            let node = RelayNode(parts, logger: logger) { relayPorts.continuation.yield($0) }
+            let node = try RelayNode(parts, logger: logger) { relayPorts.continuation.yield($0) }
             for app in serverConfiguration.apps { try await node.relay.activation.saveApp(app) }
             relayGroup = ServiceGroup(services: node.services, logger: logger)
             relayRun = Task { [relayGroup] in try await relayGroup?.run() }

@@ -200,6 +200,14 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.webhookEventsListAndExpire)
     }
 
+    @Test func webhookEventsByKey() async throws {
+        try await SQLiteEngine.check(.webhookEventsByKey)
+    }
+
+    @Test func pushesByConversation() async throws {
+        try await SQLiteEngine.check(.pushesByConversation)
+    }
+
     @Test func appWebhookIsKept() async throws {
         try await SQLiteEngine.check(.appWebhookIsKept)
     }
@@ -336,6 +344,8 @@ struct SQLiteConformanceTests {
             .webhookClaimersNeverShareAnEvent,
             .webhookLapsedLeaseIsTakenOver,
             .webhookEventsListAndExpire,
+            .webhookEventsByKey,
+            .pushesByConversation,
             .appWebhookIsKept,
             .pushFinalStatesWriteWebhookEvents,
             .aPushKeepsItsTraceContext,

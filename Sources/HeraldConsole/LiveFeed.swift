@@ -1,0 +1,138 @@
+import HeraldConsoleCore
+import HeraldStore
+import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// The live stream's one reader of the store per node: while at least one console watches, it
+/// polls the store (pushes accepted since a little before its last poll, and the pushes still
+/// changing, by id) and hands each new event to every watching console. Fifty consoles cost the
+/// store what one does.
+public final class LiveFeed: Service, Sendable {
+    /// What a watching console receives.
+    enum Frame: Sendable {
+        case push(LiveEvent)
+        /// Nothing happened for a while: an SSE comment keeps proxies from closing the stream.
+        case heartbeat
+    }
+
+    private struct State: Sendable {
+        var subscribers: [Int: AsyncStream<Frame>.Continuation] = [:]
+        var nextID = 0
+        var wake: CheckedContinuation<Bool, Never>?
+        var stopped = false
+    }
+
+    private let store: any HeraldStore
+    private let clock: any HeraldClock
+    private let interval: Duration
+    private let logger: Logger
+    private let state = Mutex(State())
+    /// Pushes accepted up to this long before a poll are read again: a push committed late by
+    /// another node (its acceptance time is when it was made, not when it committed) is not
+    /// missed; the tracker drops the ones told already.
+    static let overlap: Int64 = 5_000
+    /// Frames a slow console may fall behind before the oldest are dropped (its memory stays
+    /// bounded; it misses rows, never the stream).
+    static let buffer = 500
+
+    init(store: any HeraldStore, clock: any HeraldClock, interval: Duration, logger: Logger) {
+        self.store = store
+        self.clock = clock
+        self.interval = interval
+        self.logger = logger
+    }
+
+    /// How many consoles watch now.
+    var watching: Int { state.withLock { $0.subscribers.count } }
+
+    /// A stream of frames until the console goes or the node stops.
+    func subscribe() -> AsyncStream<Frame> {
+        let (stream, continuation) = AsyncStream<Frame>.makeStream(bufferingPolicy: .bufferingNewest(Self.buffer))
+        let (id, wake, stopped) = state.withLock { state -> (Int, CheckedContinuation<Bool, Never>?, Bool) in
+            let id = state.nextID
+            state.nextID += 1
+            guard !state.stopped else { return (id, nil, true) }
+            state.subscribers[id] = continuation
+            let wake = state.wake
+            state.wake = nil
+            return (id, wake, false)
+        }
+        if stopped {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        wake?.resume(returning: true)
+        return stream
+    }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await poll()
+        } onGracefulShutdown: {
+            self.stop()
+        }
+    }
+
+    private func stop() {
+        let (subscribers, wake) = state.withLock { state in
+            state.stopped = true
+            defer {
+                state.subscribers = [:]
+                state.wake = nil
+            }
+            return (Array(state.subscribers.values), state.wake)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+        wake?.resume(returning: true)
+    }
+
+    private func poll() async {
+        var tracker = LiveFeedTracker()
+        var since = clock.now() - Self.overlap
+        var quiet = 0
+        while !Task.isCancelled {
+            // Idle while nobody watches: the feed costs nothing without a console.
+            let waited =
+                await withCheckedContinuation { continuation in
+                    let ready = state.withLock { state -> Bool in
+                        if state.stopped || !state.subscribers.isEmpty { return true }
+                        state.wake = continuation
+                        return false
+                    }
+                    if ready { continuation.resume(returning: false) }
+                } as Bool
+            if state.withLock({ $0.stopped }) { return }
+            let now = clock.now()
+            if waited {
+                // A console arrived after a quiet spell: it starts from now (its page showed the
+                // pushes before), not from the last push told to a console long gone.
+                since = now - Self.overlap
+            }
+            do {
+                let recent = try await store.pushes(
+                    matching: PushQuery(since: since, limit: PushQuery.limits.upperBound)
+                )
+                let watched = tracker.watched(now: now)
+                let changed = watched.isEmpty ? [] : try await store.pushSummaries(ids: watched)
+                let events = tracker.observe(recent.pushes + changed, now: now)
+                since = max(since, (recent.pushes.map(\.createdAt).max() ?? now) - Self.overlap)
+                quiet = events.isEmpty ? quiet + 1 : 0
+                let frames = events.map(Frame.push) + (quiet >= 15 ? [.heartbeat] : [])
+                if quiet >= 15 { quiet = 0 }
+                let subscribers = state.withLock { Array($0.subscribers.values) }
+                for subscriber in subscribers {
+                    for frame in frames { subscriber.yield(frame) }
+                }
+            } catch {
+                logger.warning("the console's live stream cannot read the store", metadata: ["error": "\(error)"])
+            }
+            // Real time between polls whatever the node's clock: the store is read at a pace, not
+            // at a time a test sets (a test clock that stands still must not stop the stream).
+            try? await Task.sleep(for: interval)
+        }
+    }
+}
