@@ -439,7 +439,9 @@ let package = Package(
                 "HeraldDomain",
                 "HeraldPush",
                 "HeraldStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -978,6 +980,7 @@ let package = Package(
         .testTarget(
             name: "HeraldRelayTests",
             dependencies: [
+                "HeraldConsole",
                 "HeraldTracing",
                 "HeraldEncoding",
                 "HeraldSimulation",

@@ -16,7 +16,7 @@ struct OperatorsCommand: AsyncParsableCommand {
             looks; an operator also acts (deactivates devices, starts simulations). Each change is \
             written to the audit log as done by `cli`.
             """,
-        subcommands: [Add.self, List.self, Remove.self]
+        subcommands: [Add.self, List.self, Remove.self, Hash.self]
     )
 
     /// The fewest characters a password given in a file may have.
@@ -176,6 +176,39 @@ extension OperatorsCommand {
             }
             guard removed else { throw ValidationError("no operator \(name) (see herald operators list)") }
             print("removed operator \(name); its console sessions ended")
+        }
+    }
+
+    /// `herald operators hash`: a password's hash for `console.operators` in the configuration
+    /// file (an operator the file declares, kept out of the database).
+    struct Hash: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "hash",
+            abstract: "Print a password's Argon2id hash for console.operators[].password_hash.",
+            discussion: """
+                Reads the password from the first line of --password-file (at least 12 \
+                characters); without it, makes one and prints it once before its hash. Nothing \
+                is stored.
+                """
+        )
+
+        @Option(help: "A file whose first line is the password (at least 12 characters).")
+        var passwordFile: String?
+
+        func run() async throws {
+            for line in try lines() { print(line) }
+        }
+
+        /// The lines `run` prints.
+        func lines() throws -> [String] {
+            if let passwordFile {
+                guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
+                    throw ValidationError("cannot read the password file \(passwordFile)")
+                }
+                return [try PasswordHash.hash(try OperatorsCommand.password(fromFile: text).get())]
+            }
+            let password = OperatorsCommand.generatedPassword()
+            return ["password: \(password)", "password_hash: \(try PasswordHash.hash(password))"]
         }
     }
 }

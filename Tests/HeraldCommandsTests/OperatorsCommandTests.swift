@@ -134,4 +134,17 @@ import Testing
         #expect(throws: ValidationError.self) { try OperatorsCommand.password(fromFile: "\ntwelve chars").get() }
         #expect(OperatorsCommand.generatedPassword() != OperatorsCommand.generatedPassword())
     }
+
+    @Test func hashesVerifyAgainstTheirPassword() throws {
+        let file = NSTemporaryDirectory() + "herald-operators-hash-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try "a long enough password\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let lines = try OperatorsCommand.Hash.parse(["--password-file", file]).lines()
+        #expect(lines.count == 1 && PasswordHash.isArgon2id(lines[0]))
+        #expect(PasswordHash.verify("a long enough password", against: lines[0]))
+        let made = try OperatorsCommand.Hash.parse([]).lines()
+        let password = try #require(made.first?.split(separator: " ").last.map(String.init))
+        let hash = try #require(made.last?.split(separator: " ").last.map(String.init))
+        #expect(PasswordHash.verify(password, against: hash))
+    }
 }

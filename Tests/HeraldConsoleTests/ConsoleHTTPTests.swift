@@ -313,10 +313,3 @@ struct ConsoleHTTPTests {
         }
     }
 }
-
-extension ConsoleClient {
-    /// Takes `cookies` as its own (a stolen or replayed cookie).
-    func restore(_ saved: [String: String]) {
-        for (name, value) in saved { setCookie(name, value) }
-    }
-}

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldConsole
 import HeraldCrypto
 import HeraldDispatch
 import HeraldProvider
@@ -159,8 +160,10 @@ final class TwoNodeCluster: Sendable {
     }
 
     /// `appWebhook`: the app's webhook; without one the nodes queue no events for it.
+    /// - Parameter console: the console on both nodes; nil leaves it out.
     static func with(
         appWebhook: WebhookSettings? = nil,
+        console: ConsoleConfiguration? = nil,
         _ body: (TwoNodeCluster) async throws -> Void
     ) async throws {
         // Never skipped: without the cluster (`make unit` runs every test beside one) this fails.
@@ -201,6 +204,7 @@ final class TwoNodeCluster: Sendable {
                         parts.dispatcher.owner = id
                         parts.dispatcher.idlePoll = .milliseconds(50)
                         parts.clock = clock
+                        parts.console = console
                         let ports = AsyncStream.makeStream(of: Int.self)
                         let node = try RelayNode(parts, logger: logger) { ports.continuation.yield($0) }
                         // In `herald serve`'s order, the store first: it stops last.

@@ -1,44 +1,44 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import Foundation
 import NIOCore
-import NIOHTTP1
+public import NIOHTTP1
 
 /// A browser's part of the console's HTTP, for tests: it keeps cookies, follows nothing, and
 /// reads the form tokens out of pages.
-final class ConsoleClient: @unchecked Sendable {
-    struct Page {
-        var status: Int
-        var headers: HTTPHeaders
-        var body: String
+public final class ConsoleClient: @unchecked Sendable {
+    public struct Page {
+        public var status: Int
+        public var headers: HTTPHeaders
+        public var body: String
 
-        var location: String? { headers.first(name: "location") }
+        public var location: String? { headers.first(name: "location") }
         /// The value of the first `name="csrf"` field.
-        var csrf: String? { Self.field("csrf", in: body) }
+        public var csrf: String? { Self.field("csrf", in: body) }
 
-        static func field(_ name: String, in html: String) -> String? {
+        public static func field(_ name: String, in html: String) -> String? {
             guard let range = html.range(of: "name=\"\(name)\" value=\"") else { return nil }
             let rest = html[range.upperBound...]
             return rest.firstIndex(of: "\"").map { String(rest[..<$0]) }
         }
     }
 
-    let base: String
-    let http: HTTPClient
+    public let base: String
+    public let http: HTTPClient
     /// name → value; a Max-Age=0 cookie removes its name.
-    private(set) var cookies: [String: String] = [:]
+    public private(set) var cookies: [String: String] = [:]
     /// Headers every request carries (a cross-site page's `origin`, say).
-    var extraHeaders: [(String, String)] = []
+    public var extraHeaders: [(String, String)] = []
 
-    init(base: String, http: HTTPClient) {
+    public init(base: String, http: HTTPClient) {
         self.base = base
         self.http = http
     }
 
-    func get(_ path: String) async throws -> Page {
+    public func get(_ path: String) async throws -> Page {
         try await send(HTTPClientRequest(url: base + path))
     }
 
-    func post(_ path: String, form: [(String, String)]) async throws -> Page {
+    public func post(_ path: String, form: [(String, String)]) async throws -> Page {
         var request = HTTPClientRequest(url: base + path)
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
@@ -48,7 +48,7 @@ final class ConsoleClient: @unchecked Sendable {
     }
 
     /// Signs in as `name`; answers the POST's page (a 303 when it worked).
-    func signIn(_ name: String, _ password: String) async throws -> Page {
+    public func signIn(_ name: String, _ password: String) async throws -> Page {
         let form = try await get("/console/sign-in")
         return try await post(
             "/console/sign-in",
@@ -73,11 +73,16 @@ final class ConsoleClient: @unchecked Sendable {
         return Page(status: Int(response.status.code), headers: response.headers, body: String(buffer: body))
     }
 
-    func setCookie(_ name: String, _ value: String) { cookies[name] = value }
+    public func setCookie(_ name: String, _ value: String) { cookies[name] = value }
 
-    static func encode(_ text: String) -> String {
+    public static func encode(_ text: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    /// Takes `saved` as its own cookies (a replayed or shared cookie).
+    public func restore(_ saved: [String: String]) {
+        for (name, value) in saved { setCookie(name, value) }
     }
 }
