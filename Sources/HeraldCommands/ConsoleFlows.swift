@@ -40,30 +40,28 @@ struct ConsoleFlows: ConsoleSimulator {
 
     var flows: [ConsoleSimulationFlow] { Self.table.map(\.summary) }
 
-    func play(flow name: String, step: @escaping @Sendable (SimulationStep) -> Void) async throws -> String {
+    func play(
+        flow name: String,
+        step: @escaping @Sendable (SimulationStep) -> Void
+    ) async throws -> ConsoleSimulationResult {
         guard let flow = Self.table.first(where: { $0.summary.name == name }) else {
-            return "no flow named \(name)"
+            return ConsoleSimulationResult(summary: "no flow named \(name)", steps: [])
         }
         let options = try SimulateCommand.Options.parse(["--quiet"])
         let timeline = try await Simulation.run(
             options: options,
             flow: name,
             platform: flow.platform,
-            observer: { event in
-                step(
-                    SimulationStep(
-                        elapsedMs: event.elapsedMs,
-                        from: event.from,
-                        to: event.to,
-                        step: event.step,
-                        detail: event.detail
-                    )
-                )
-            },
+            observer: { step(Self.step($0)) },
             flow.body
         )
         let events = timeline.all
         let pushes = events.filter { $0.step == "push delivered" || $0.step == "data message delivered" }
-        return "\(events.count) steps, \(pushes.count) push(es) delivered"
+        return ConsoleSimulationResult(summary: "\(pushes.count) push(es) delivered", steps: events.map(Self.step))
+    }
+
+    /// A timeline event as the console shows it: never what the user saw (`userSees`).
+    static func step(_ event: TimelineEvent) -> SimulationStep {
+        SimulationStep(elapsedMs: event.elapsedMs, from: event.from, to: event.to, step: event.step, detail: event.detail)
     }
 }

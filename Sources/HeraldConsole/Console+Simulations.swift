@@ -61,14 +61,15 @@ extension Console {
                 status: .ok,
                 headers: headers,
                 body: ResponseBody { writer in
-                    var told = -1
+                    var told: (steps: Int, state: SimulationRuns.RunState)? = nil
                     // A run's steps come from the flow's own task; the stream reads them at a
-                    // steady pace and sends the diagram again when it grew.
+                    // steady pace and sends the diagram and the state again when either moved.
                     while let run = simulations.run(id: id) {
-                        if run.steps.count != told {
-                            told = run.steps.count
+                        if told?.steps != run.steps.count || told?.state != run.state {
+                            told = (run.steps.count, run.state)
                             try await writer.write(ByteBuffer(string: Self.event("diagram", Self.diagram(run))))
-                            try await writer.write(ByteBuffer(string: Self.event("state", Self.stateLine(run))))
+                            try await writer.write(ByteBuffer(string: Self.event("state", run.state.rawValue)))
+                            try await writer.write(ByteBuffer(string: Self.event("line", Self.stateLine(run))))
                         }
                         if run.state == .finished || run.state == .failed {
                             try await writer.write(ByteBuffer(string: Self.event("end", run.state.rawValue)))
@@ -84,8 +85,8 @@ extension Console {
 
     private func runView(_ run: SimulationRuns.Run) -> [String: Any] {
         [
-            "id": run.id, "flow": run.flow, "state": run.state.rawValue, "steps": run.steps.count,
-            "summary": run.summary as Any, "diagram": Self.diagram(run),
+            "id": run.id, "flow": run.flow, "state": run.state.rawValue, "line": Self.stateLine(run),
+            "diagram": Self.diagram(run),
         ]
     }
 
@@ -93,8 +94,9 @@ extension Console {
         SequenceDiagram.svg(run.steps, title: "Sequence diagram of the \(run.flow) simulation")
     }
 
+    /// The run's state in words, as the page's status line says it.
     static func stateLine(_ run: SimulationRuns.Run) -> String {
-        "\(run.flow): \(run.state.rawValue), \(run.steps.count) steps" + (run.summary.map { ". " + $0 } ?? "")
+        "\(run.steps.count) steps" + (run.summary.map { ". " + $0 } ?? "")
     }
 
     /// A server-sent event: each line of `data` its own `data:` line.

@@ -28,7 +28,7 @@ enum ConsoleAssets {
         .card .value { display: block; font-size: 20px; font-weight: 600; }
         table { width: 100%; border-collapse: collapse; background: var(--card); }
         th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
-        td.n { text-align: right; font-variant-numeric: tabular-nums; }
+        td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
         th { background: #eef1f4; font-weight: 600; }
         .pushes, .devices { font-size: 14px; }
         @media (max-width: 760px) {
@@ -65,8 +65,9 @@ enum ConsoleAssets {
         ol.road .actor { font-weight: 600; margin: 0 6px; }
         ul.legend { display: flex; flex-wrap: wrap; gap: 12px; list-style: none; padding: 0; font-size: 13px; }
         .swatch { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -1px; }
-        svg.chart { width: 100%; height: auto; background: var(--card); border: 1px solid var(--line);
-          border-radius: 8px; }
+        .chart-box { overflow-x: auto; }
+        svg.chart { width: 100%; min-width: 560px; height: auto; background: var(--card);
+          border: 1px solid var(--line); border-radius: 8px; }
         svg .axis, svg .grid { stroke: #8c959f; stroke-width: 1; }
         svg .grid { stroke-dasharray: 3 3; stroke: var(--line); }
         svg .tick { font-size: 11px; fill: var(--muted); }
@@ -109,7 +110,7 @@ enum ConsoleAssets {
             return td;
           }
           function time(ms) {
-            return new Date(ms).toISOString().replace("T", " ").replace("Z", "");
+            return new Date(ms).toISOString();
           }
           var live = document.getElementById("live");
           if (live && window.EventSource) {
@@ -149,10 +150,17 @@ enum ConsoleAssets {
           var diagram = document.getElementById("diagram");
           if (diagram && diagram.getAttribute("data-stream") && window.EventSource) {
             var state = document.getElementById("run-state");
-            if (state.getAttribute("data-state") === "running") {
+            var line = document.getElementById("run-line");
+            var playing = state.getAttribute("data-state");
+            if (playing === "waiting" || playing === "running") {
               var steps = new EventSource(diagram.getAttribute("data-stream"));
               steps.addEventListener("diagram", function (message) { diagram.innerHTML = message.data; });
-              steps.addEventListener("state", function (message) { state.textContent = message.data; });
+              steps.addEventListener("state", function (message) {
+                state.textContent = message.data;
+                state.setAttribute("data-state", message.data);
+                state.className = "state " + message.data;
+              });
+              steps.addEventListener("line", function (message) { line.textContent = message.data; });
               steps.addEventListener("end", function () { steps.close(); });
             }
           }

@@ -5,6 +5,7 @@ import HeraldRelay
 import HeraldStore
 import Hummingbird
 import Logging
+import Metrics
 import Synchronization
 
 /// An operator signed in, as a request's session cookie proved.
@@ -70,15 +71,18 @@ final class ConsoleSessions: Sendable {
     func signIn(name: String, password: String, address: String) async throws -> SignIn {
         let now = clock.now()
         if case .refused(let wait) = throttle.withLock({ $0.decide(name: name, address: address, now: now) }) {
+            Self.count("throttled")
             return .throttled(retryAfter: wait)
         }
         let account = try await account(named: name)
         let matches = await Self.verify(password, against: account?.passwordHash ?? decoy)
         guard let account, matches else {
             throttle.withLock { $0.recordFailure(name: name, address: address, now: clock.now()) }
+            Self.count("refused")
             return .refused
         }
         throttle.withLock { $0.recordSuccess(name: name) }
+        Self.count("signed_in")
         let token = ConsoleToken.random()
         let record = ConsoleSessionRecord(
             id: token.sessionID,
@@ -96,6 +100,10 @@ final class ConsoleSessions: Sendable {
     /// Ends the session (on every node: it is gone from the store).
     func signOut(_ signedIn: SignedIn) async throws {
         try await store.apply(.deleteConsoleSession(id: signedIn.token.sessionID))
+    }
+
+    private static func count(_ outcome: String) {
+        Counter(label: "herald_console_sign_ins_total", dimensions: [("outcome", outcome)]).increment()
     }
 
     /// Argon2id takes a large block of memory and tens of milliseconds on purpose: off the

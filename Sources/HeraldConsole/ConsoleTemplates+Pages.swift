@@ -152,8 +152,8 @@ extension ConsoleTemplates {
         """
 
     static let simulation = """
-        <p id="run-state" role="status" data-state="{{state}}">{{flow}}: <span class="state {{state}}">{{state}}</span>,
-        {{steps}} steps{{#summary}}. {{summary}}{{/summary}}</p>
+        <p role="status">{{flow}}: <span id="run-state" class="state {{state}}" data-state="{{state}}">{{state}}</span>,
+        <span id="run-line">{{line}}</span></p>
         <div id="diagram" class="diagram" data-stream="/console/simulations/{{id}}/events">{{{diagram}}}</div>
         """
 

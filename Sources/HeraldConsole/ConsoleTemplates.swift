@@ -44,6 +44,7 @@ enum ConsoleTemplates {
         </form>
         </header>
         {{/operator}}
+        {{^operator}}<header class="bar"><span class="brand">Herald console</span></header>{{/operator}}
         <main id="main">
         <h1>{{title}}</h1>
         {{{body}}}
@@ -90,16 +91,16 @@ enum ConsoleTemplates {
         <span class="value">{{toShown}}</span></div>
         </section>
         <section aria-labelledby="by-outcome"><h2 id="by-outcome">Pushes per minute by outcome</h2>
-        {{{outcomeChart}}}
+        <div class="chart-box">{{{outcomeChart}}}</div>
         <ul class="legend">{{#outcomes}}<li><span class="swatch {{cssClass}}"></span>{{name}}</li>{{/outcomes}}</ul>
         </section>
         <section aria-labelledby="by-network"><h2 id="by-network">Pushes per minute by network</h2>
-        {{{networkChart}}}
+        <div class="chart-box">{{{networkChart}}}</div>
         <ul class="legend">{{#networks}}<li><span class="swatch {{cssClass}}"></span>{{name}}</li>{{/networks}}</ul>
         </section>
         <section aria-labelledby="answers"><h2 id="answers">The push networks' answers, last hour</h2>
         <table><thead><tr><th scope="col">Network</th><th scope="col">Outcome</th><th scope="col">Reason</th>
-        <th scope="col">Pushes</th></tr></thead><tbody>
+        <th scope="col" class="n">Pushes</th></tr></thead><tbody>
         {{#answers}}<tr><td>{{network}}</td><td>{{state}}</td><td>{{reason}}</td><td class="n">{{count}}</td></tr>{{/answers}}
         {{^answers}}<tr><td colspan="4">No push finished in the last hour.</td></tr>{{/answers}}
         </tbody></table>

@@ -1,6 +1,7 @@
 import HeraldConsoleCore
 import HeraldStore
 import Logging
+import Metrics
 public import ServiceLifecycle
 import Synchronization
 
@@ -28,6 +29,7 @@ public final class LiveFeed: Service, Sendable {
     private let interval: Duration
     private let logger: Logger
     private let state = Mutex(State())
+    private let streams = Gauge(label: "herald_console_live_streams")
     /// Pushes accepted up to this long before a poll are read again: a push committed late by
     /// another node (its acceptance time is when it was made, not when it committed) is not
     /// missed; the tracker drops the ones told already.
@@ -63,8 +65,14 @@ public final class LiveFeed: Service, Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            guard let self else { return }
+            let open = state.withLock { state in
+                state.subscribers[id] = nil
+                return state.subscribers.count
+            }
+            streams.record(open)
         }
+        streams.record(watching)
         wake?.resume(returning: true)
         return stream
     }

@@ -70,12 +70,13 @@ final class SimulationRuns: Service, Sendable {
             guard let simulator, let flow = run(id: id)?.flow else { continue }
             update(id) { $0.state = .running }
             do {
-                let summary = try await simulator.play(flow: flow) { [weak self] step in
+                let result = try await simulator.play(flow: flow) { [weak self] step in
                     self?.update(id) { $0.steps.append(step) }
                 }
                 update(id) {
                     $0.state = .finished
-                    $0.summary = summary
+                    $0.summary = result.summary
+                    $0.steps = result.steps
                 }
             } catch {
                 logger.warning("a console simulation failed", metadata: ["flow": "\(flow)", "error": "\(error)"])

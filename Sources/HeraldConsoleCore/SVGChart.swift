@@ -131,7 +131,10 @@ public enum SVGChart {
     private static func axis(_ frame: Frame, _ scale: Scale) -> String {
         let bottomY = frame.height - bottom
         var svg = "<line class=\"axis\" x1=\"\(left)\" y1=\"\(bottomY)\" x2=\"\(frame.width)\" y2=\"\(bottomY)\"/>"
-        for fraction in [0.5, 1.0] {
+        svg += "<text class=\"tick\" x=\"\(left - 4)\" y=\"\(bottomY)\" text-anchor=\"end\" dominant-baseline=\"middle\">0</text>"
+        // A half line only where it is a whole number: counts have no half pushes.
+        let half = scale.top / 2
+        for fraction in half.rounded() == half ? [0.5, 1.0] : [1.0] {
             let y = format(scale.y(scale.top * fraction) + top)
             svg += "<line class=\"grid\" x1=\"\(left)\" y1=\"\(y)\" x2=\"\(frame.width)\" y2=\"\(y)\"/>"
             svg += "<text class=\"tick\" x=\"\(left - 4)\" y=\"\(y)\" text-anchor=\"end\" dominant-baseline=\"middle\">"
@@ -143,10 +146,15 @@ public enum SVGChart {
     private static func labels(_ frame: Frame, step: Double) -> String {
         var svg = ""
         let every = max(frame.labelEvery, 1)
-        for (index, label) in frame.labels.enumerated() where index % every == 0 {
-            let x = format(Double(left) + (Double(index) + 0.5) * step)
-            svg += "<text class=\"tick\" x=\"\(x)\" y=\"\(frame.height - 6)\" text-anchor=\"middle\">"
-            svg += "\(escape(label))</text>"
+        let last = frame.labels.count - 1
+        // Every `every`-th label, and the last (now), unless it would crowd the one before it.
+        for (index, label) in frame.labels.enumerated()
+        where index % every == 0 || (index == last && last % every >= every / 2) {
+            // The last label ends at the chart's edge instead of running past it.
+            let atEnd = index == last
+            let x = atEnd ? String(frame.width - 2) : format(Double(left) + (Double(index) + 0.5) * step)
+            svg += "<text class=\"tick\" x=\"\(x)\" y=\"\(frame.height - 6)\" "
+            svg += "text-anchor=\"\(atEnd ? "end" : "middle")\">\(escape(label))</text>"
         }
         return svg
     }

@@ -2,8 +2,10 @@
 /// guesser gets `attempts` tries per `window` for one account name and `addressAttempts` from one
 /// address, then waits until the oldest failure leaves the window.
 ///
-/// Both limits count failures only: an operator who signs in is never slowed by others' guesses
-/// except at their own address. A refused attempt does not check the password at all, so the
+/// Both limits count failures only. The name's limit holds from every address: once a name has
+/// had `attempts` failures in the window, even its right password waits until the oldest leaves
+/// it (a guesser cannot spread guesses over many addresses; an operator whose name is being
+/// guessed waits out the window). A refused attempt does not check the password at all, so the
 /// throttle also bounds the CPU and memory that Argon2id spends on guesses.
 public struct SignInThrottle: Sendable {
     /// The limits.

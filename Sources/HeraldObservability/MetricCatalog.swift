@@ -257,6 +257,19 @@ public enum MetricCatalog {
                 help: "Contact-center webhook events of kinds the adapter does not handle."
             ),
             Entry(
+                name: "herald_console_sign_ins_total",
+                kind: .counter,
+                labels: ["outcome"],
+                help:
+                    "Console sign-ins by outcome: signed_in, refused (a wrong name or password), throttled (refused unchecked after too many failures)."
+            ),
+            Entry(
+                name: "herald_console_live_streams",
+                kind: .gauge,
+                labels: [],
+                help: "Console live streams (server-sent events) open on this node."
+            ),
+            Entry(
                 name: "herald_api_key_previous_requests_total",
                 kind: .counter,
                 labels: [],
