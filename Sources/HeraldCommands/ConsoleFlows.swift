@@ -62,6 +62,12 @@ struct ConsoleFlows: ConsoleSimulator {
 
     /// A timeline event as the console shows it: never what the user saw (`userSees`).
     static func step(_ event: TimelineEvent) -> SimulationStep {
-        SimulationStep(elapsedMs: event.elapsedMs, from: event.from, to: event.to, step: event.step, detail: event.detail)
+        SimulationStep(
+            elapsedMs: event.elapsedMs,
+            from: event.from,
+            to: event.to,
+            step: event.step,
+            detail: event.detail
+        )
     }
 }

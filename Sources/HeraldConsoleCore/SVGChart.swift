@@ -131,7 +131,8 @@ public enum SVGChart {
     private static func axis(_ frame: Frame, _ scale: Scale) -> String {
         let bottomY = frame.height - bottom
         var svg = "<line class=\"axis\" x1=\"\(left)\" y1=\"\(bottomY)\" x2=\"\(frame.width)\" y2=\"\(bottomY)\"/>"
-        svg += "<text class=\"tick\" x=\"\(left - 4)\" y=\"\(bottomY)\" text-anchor=\"end\" dominant-baseline=\"middle\">0</text>"
+        svg +=
+            "<text class=\"tick\" x=\"\(left - 4)\" y=\"\(bottomY)\" text-anchor=\"end\" dominant-baseline=\"middle\">0</text>"
         // A half line only where it is a whole number: counts have no half pushes.
         let half = scale.top / 2
         for fraction in half.rounded() == half ? [0.5, 1.0] : [1.0] {
