@@ -43,6 +43,14 @@ struct OperatorsCommand: AsyncParsableCommand {
         return .success(line)
     }
 
+    /// The password in the file at `path` (its first line), or why it is refused.
+    static func password(file path: String) throws -> String {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ValidationError("cannot read the password file \(path)")
+        }
+        return try password(fromFile: text).get()
+    }
+
     /// A new random password: 144 bits from libsodium's generator, as 24 base64url characters.
     static func generatedPassword() -> String {
         ByteEncoding.base64URL(SecureBytes.random(count: 18).copyBytes())
@@ -103,10 +111,7 @@ extension OperatorsCommand {
         func lines() async throws -> [String] {
             let password: String
             if let passwordFile {
-                guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
-                    throw ValidationError("cannot read the password file \(passwordFile)")
-                }
-                password = try OperatorsCommand.password(fromFile: text).get()
+                password = try OperatorsCommand.password(file: passwordFile)
             } else {
                 password = OperatorsCommand.generatedPassword()
             }
@@ -202,10 +207,7 @@ extension OperatorsCommand {
         /// The lines `run` prints.
         func lines() throws -> [String] {
             if let passwordFile {
-                guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
-                    throw ValidationError("cannot read the password file \(passwordFile)")
-                }
-                return [try PasswordHash.hash(try OperatorsCommand.password(fromFile: text).get())]
+                return [try PasswordHash.hash(try OperatorsCommand.password(file: passwordFile))]
             }
             let password = OperatorsCommand.generatedPassword()
             return ["password: \(password)", "password_hash: \(try PasswordHash.hash(password))"]

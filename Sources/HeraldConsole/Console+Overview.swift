@@ -121,36 +121,29 @@ extension Console {
         }
         data(group, "live/events") { request, _, signedIn in
             let stream = live.subscribe()
-            var headers: HTTPFields = [.contentType: "text/event-stream; charset=utf-8"]
-            ConsoleHTTP.secure(&headers)
             let sessions = self.sessions
             let clock = self.clock
-            return Response(
-                status: .ok,
-                headers: headers,
-                body: ResponseBody { writer in
-                    let encoder = JSONEncoder()
-                    encoder.outputFormatting = .sortedKeys
-                    try await writer.write(ByteBuffer(string: "retry: 3000\n\n"))
-                    var checked = clock.now()
-                    for await frame in stream {
-                        // The session is checked again every few seconds: a stream ends with its
-                        // session's expiry or sign-out, wherever that happened.
-                        if clock.now() - checked > 5_000 || clock.now() >= signedIn.expiresAt {
-                            guard (try? await sessions.signedIn(request)) != nil else { break }
-                            checked = clock.now()
-                        }
-                        switch frame {
-                        case .push(let event):
-                            let json = String(decoding: try encoder.encode(event), as: UTF8.self)
-                            try await writer.write(ByteBuffer(string: "event: push\ndata: \(json)\n\n"))
-                        case .heartbeat:
-                            try await writer.write(ByteBuffer(string: ": still here\n\n"))
-                        }
+            return ConsoleHTTP.eventStream { writer in
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                try await writer.write(ByteBuffer(string: "retry: 3000\n\n"))
+                var checked = clock.now()
+                for await frame in stream {
+                    // The session is checked again every few seconds: a stream ends with its
+                    // session's expiry or sign-out, wherever that happened.
+                    if clock.now() - checked > 5_000 || clock.now() >= signedIn.expiresAt {
+                        guard (try? await sessions.signedIn(request)) != nil else { break }
+                        checked = clock.now()
                     }
-                    try await writer.finish(nil)
+                    switch frame {
+                    case .push(let event):
+                        let json = String(decoding: try encoder.encode(event), as: UTF8.self)
+                        try await writer.write(ByteBuffer(string: "event: push\ndata: \(json)\n\n"))
+                    case .heartbeat:
+                        try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                    }
                 }
-            )
+            }
         }
     }
 }

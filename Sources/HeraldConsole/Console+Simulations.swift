@@ -54,32 +54,25 @@ extension Console {
         data(group, "simulations/:id/events") { _, context, _ in
             let id = try context.parameters.require("id")
             guard simulations.run(id: id) != nil else { throw ConsoleError.notFound("there is no run \(id)") }
-            var headers: HTTPFields = [.contentType: "text/event-stream; charset=utf-8"]
-            ConsoleHTTP.secure(&headers)
             let simulations = self.simulations
-            return Response(
-                status: .ok,
-                headers: headers,
-                body: ResponseBody { writer in
-                    var told: (steps: Int, state: SimulationRuns.RunState)? = nil
-                    // A run's steps come from the flow's own task; the stream reads them at a
-                    // steady pace and sends the diagram and the state again when either moved.
-                    while let run = simulations.run(id: id) {
-                        if told?.steps != run.steps.count || told?.state != run.state {
-                            told = (run.steps.count, run.state)
-                            try await writer.write(ByteBuffer(string: Self.event("diagram", Self.diagram(run))))
-                            try await writer.write(ByteBuffer(string: Self.event("state", run.state.rawValue)))
-                            try await writer.write(ByteBuffer(string: Self.event("line", Self.stateLine(run))))
-                        }
-                        if run.state == .finished || run.state == .failed {
-                            try await writer.write(ByteBuffer(string: Self.event("end", run.state.rawValue)))
-                            break
-                        }
-                        try await Task.sleep(for: .milliseconds(250))
+            return ConsoleHTTP.eventStream { writer in
+                var told: (steps: Int, state: SimulationRuns.RunState)? = nil
+                // Woken by each change of the run (a step, its state); a burst of steps sends
+                // the diagram once.
+                for await _ in simulations.changes(of: id) {
+                    guard let run = simulations.run(id: id) else { break }
+                    if told?.steps != run.steps.count || told?.state != run.state {
+                        told = (run.steps.count, run.state)
+                        try await writer.write(ByteBuffer(string: Self.event("diagram", Self.diagram(run))))
+                        try await writer.write(ByteBuffer(string: Self.event("state", run.state.rawValue)))
+                        try await writer.write(ByteBuffer(string: Self.event("line", Self.stateLine(run))))
                     }
-                    try await writer.finish(nil)
+                    if run.state == .finished || run.state == .failed {
+                        try await writer.write(ByteBuffer(string: Self.event("end", run.state.rawValue)))
+                        break
+                    }
                 }
-            )
+            }
         }
     }
 

@@ -31,6 +31,24 @@ enum ConsoleHTTP {
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
 
+    /// A stream of server-sent events that `write` writes until it returns.
+    static func eventStream(
+        _ write: @escaping @Sendable (inout any ResponseBodyWriter) async throws -> Void
+    )
+        -> Response
+    {
+        var headers: HTTPFields = [.contentType: "text/event-stream; charset=utf-8"]
+        secure(&headers)
+        return Response(
+            status: .ok,
+            headers: headers,
+            body: ResponseBody { writer in
+                try await write(&writer)
+                try await writer.finish(nil)
+            }
+        )
+    }
+
     /// A 303 to `location` (a form's answer: the browser then GETs the page).
     static func redirect(_ location: String, cookies: [ConsoleCookie] = []) -> Response {
         var headers: HTTPFields = [.location: location]

@@ -25,6 +25,9 @@ final class SimulationRuns: Service, Sendable {
     private struct State: Sendable {
         var runs: [Run] = []
         var next = 1
+        /// Who waits for a run's changes (its page's stream), by a number of their own.
+        var watchers: [Int: (run: String, continuation: AsyncStream<Void>.Continuation)] = [:]
+        var nextWatcher = 0
     }
 
     let simulator: (any ConsoleSimulator)?
@@ -45,6 +48,23 @@ final class SimulationRuns: Service, Sendable {
     var runs: [Run] { state.withLock { $0.runs.reversed() } }
 
     func run(id: String) -> Run? { state.withLock { $0.runs.first { $0.id == id } } }
+
+    /// A signal each time run `id` changes (a step, its state), starting with one now; it ends
+    /// with the node (or when its reader goes).
+    func changes(of id: String) -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let number = state.withLock { state in
+            let number = state.nextWatcher
+            state.nextWatcher += 1
+            state.watchers[number] = (id, continuation)
+            return number
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.watchers.removeValue(forKey: number) }
+        }
+        continuation.yield()
+        return stream
+    }
 
     /// Queues `flow` for `by`; refused while another run waits or plays (one stack at a time).
     func start(flow: String, by: String) throws(ConsoleError) -> String {
@@ -87,12 +107,19 @@ final class SimulationRuns: Service, Sendable {
             }
         }
         requested.finish()
+        let watchers = state.withLock { state in
+            defer { state.watchers = [:] }
+            return state.watchers.values.map(\.continuation)
+        }
+        for watcher in watchers { watcher.finish() }
     }
 
     private func update(_ id: String, _ change: (inout Run) -> Void) {
-        state.withLock { state in
-            guard let index = state.runs.firstIndex(where: { $0.id == id }) else { return }
+        let watchers = state.withLock { state -> [AsyncStream<Void>.Continuation] in
+            guard let index = state.runs.firstIndex(where: { $0.id == id }) else { return [] }
             change(&state.runs[index])
+            return state.watchers.values.filter { $0.run == id }.map(\.continuation)
         }
+        for watcher in watchers { watcher.yield() }
     }
 }

@@ -248,6 +248,77 @@ struct ConsoleHTTPTests {
         }
     }
 
+    /// Three steps, then waits for the test's word before it ends (so the test sees it running).
+    final class ScriptedFlows: ConsoleSimulator, @unchecked Sendable {
+        let release = AsyncStream<Void>.makeStream()
+        var flows: [ConsoleSimulationFlow] { [ConsoleSimulationFlow(name: "scripted", summary: "three steps")] }
+
+        func play(
+            flow: String,
+            step: @escaping @Sendable (SimulationStep) -> Void
+        ) async throws
+            -> ConsoleSimulationResult
+        {
+            let steps = (0..<3).map {
+                SimulationStep(elapsedMs: Int64($0) * 100, from: "backend", to: "relay", step: "step \($0)")
+            }
+            for item in steps { step(item) }
+            var waiting = release.stream.makeAsyncIterator()
+            _ = await waiting.next()
+            return ConsoleSimulationResult(summary: "done", steps: steps.reversed())
+        }
+    }
+
+    @Test("A simulation: started by an operator only, one at a time, streamed to its end")
+    func simulation() async throws {
+        let flows = ScriptedFlows()
+        try await Self.with({ $0.simulator = flows }) { parts, client, http, _ in
+            let viewer = ConsoleClient(base: parts.baseURL, http: http)
+            #expect(try await viewer.signIn("victor", Self.password).status == 303)
+            let viewerToken = try #require(try await viewer.get("/console/simulations").csrf)
+            #expect(
+                try await viewer.post("/console/simulations", form: [("csrf", viewerToken), ("flow", "scripted")])
+                    .status
+                    == 403
+            )
+            #expect(try await client.signIn("olivia", Self.password).status == 303)
+            let page = try await client.get("/console/simulations")
+            #expect(page.body.contains("Start scripted"))
+            let csrf = try #require(page.csrf)
+            let started = try await client.post("/console/simulations", form: [("csrf", csrf), ("flow", "scripted")])
+            #expect(started.status == 303 && started.location == "/console/simulations/run-1")
+            let again = try await client.post("/console/simulations", form: [("csrf", csrf), ("flow", "scripted")])
+            #expect(again.status == 429, "a second run while one plays")
+            #expect(
+                try await client.post("/console/simulations", form: [("csrf", csrf), ("flow", "nope")]).status == 400
+            )
+
+            var request = HTTPClientRequest(url: parts.baseURL + "/console/simulations/run-1/events")
+            request.headers.add(
+                name: "cookie",
+                value: client.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+            )
+            let response = try await http.execute(request, timeout: .seconds(30))
+            var received = ""
+            var released = false
+            for try await chunk in response.body {
+                received += String(buffer: chunk)
+                if !released, received.contains("step 2") {
+                    released = true
+                    flows.release.continuation.yield()
+                }
+            }
+            #expect(received.contains("event: state\ndata: running"))
+            #expect(received.contains("event: end\ndata: finished"))
+            let finished = try await client.get("/console/simulations/run-1")
+            #expect(finished.body.contains("data-state=\"finished\""))
+            // The finished run shows the flow's own order of its steps.
+            let order = ["step 2", "step 1", "step 0"].compactMap { finished.body.range(of: $0)?.lowerBound }
+            #expect(order.count == 3 && order == order.sorted())
+            #expect(try await client.get("/console/audit").body.contains("simulation.started"))
+        }
+    }
+
     @Test("Failed sign-ins are throttled: then even the right password waits")
     func throttled() async throws {
         let strict: (inout ConsoleConfiguration) -> Void = { $0.signInLimits.attempts = 2 }
