@@ -272,7 +272,8 @@ struct ConsoleHTTPTests {
     @Test("A simulation: started by an operator only, one at a time, streamed to its end")
     func simulation() async throws {
         let flows = ScriptedFlows()
-        try await Self.with({ $0.simulator = flows }) { parts, client, http, _ in
+        let playing: (inout ConsoleConfiguration) -> Void = { $0.simulator = flows }
+        try await Self.with(playing) { parts, client, http, _ in
             let viewer = ConsoleClient(base: parts.baseURL, http: http)
             #expect(try await viewer.signIn("victor", Self.password).status == 303)
             let viewerToken = try #require(try await viewer.get("/console/simulations").csrf)
