@@ -78,9 +78,15 @@ public final class LiveFeed: Service, Sendable {
     }
 
     public func run() async throws {
-        await withGracefulShutdownHandler {
-            await poll()
-        } onGracefulShutdown: {
+        // Stopped by the node's shutdown or by its task's cancellation (`herald serve` run in
+        // process): either way the idle wait for a console ends, and the streams with it.
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await poll()
+            } onGracefulShutdown: {
+                self.stop()
+            }
+        } onCancel: {
             self.stop()
         }
     }
