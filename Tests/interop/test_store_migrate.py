@@ -139,6 +139,12 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
         capture_output=True, text=True, timeout=60, cwd=root,
     )  # fmt: skip
     assert revoked.returncode == 0, revoked.stderr
+    # A console operator: accounts travel (only their hashes), sessions never do.
+    operator = subprocess.run(
+        [str(herald), "operators", "add", "olga", "--role", "viewer", "--data", str(data)],
+        capture_output=True, text=True, timeout=60, cwd=root,
+    )  # fmt: skip
+    assert operator.returncode == 0, operator.stderr
     # The node reads the keys again every few seconds: the new one taken, the revoked one not.
     eventually(lambda: call(f"{relay_url}/v1/pushes/{push_ids[0]}", token=crm["token"])[0] == 200,
                DELIVERY_TIMEOUT, 0.2, "the new key taken")  # fmt: skip
@@ -173,7 +179,7 @@ def test_a_sqlite_deployment_moves_to_postgres_and_carries_on(postgres: Postgres
     expected = {
         "apps": 1, "devices": 1, "presence": 0, "messages": 2, "idempotency keys": 3, "pending pushes": 2,
         "chats": 0, "transcript events": 0, "disconnects": 0, "callbacks": 1, "calls": 1, "webhook events": 0,
-        "API keys": 2, "audit entries": len(audit["entries"]), "held messages": 1,
+        "API keys": 2, "audit entries": len(audit["entries"]), "held messages": 1, "operators": 1,
     }  # fmt: skip
     assert counts(dry.stdout) == expected, dry.stdout
     assert postgres.query("SELECT to_regclass('store_migrate.devices') IS NULL") == [["t"]]
