@@ -45,7 +45,7 @@ extension Console {
 
     func overview() async throws -> OverviewView {
         let now = clock.now()
-        let counts = try await store.outboxCounts()
+        let counts = try await store.queueCounts()
         let since = (now / 60_000 - 59) * 60_000
         let activity = try await store.pushActivity(since: since, sampleLimit: Self.overviewSamples)
         let figures = ConsoleOverview(activity: activity, now: now)
@@ -141,6 +141,8 @@ extension Console {
                         try await writer.write(ByteBuffer(string: "event: push\ndata: \(json)\n\n"))
                     case .heartbeat:
                         try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                    case .gap:
+                        try await writer.write(ByteBuffer(string: "event: gap\ndata: skipped\n\n"))
                     }
                 }
             }

@@ -119,6 +119,9 @@ enum ConsoleAssets {
             var source = new EventSource(live.getAttribute("data-stream"));
             source.onopen = function () { status.textContent = "Live: new pushes appear as they happen."; };
             source.onerror = function () { status.textContent = "Reconnecting to the live stream…"; };
+            source.addEventListener("gap", function () {
+              status.textContent = "Live: more pushes arrive than the stream shows; some were skipped (search finds every push).";
+            });
             source.addEventListener("push", function (message) {
               var push = JSON.parse(message.data);
               var row = document.createElement("tr");

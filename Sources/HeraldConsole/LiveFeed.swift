@@ -15,6 +15,8 @@ public final class LiveFeed: Service, Sendable {
         case push(LiveEvent)
         /// Nothing happened for a while: an SSE comment keeps proxies from closing the stream.
         case heartbeat
+        /// More pushes were accepted since the last poll than one poll reads: some are not told.
+        case gap
     }
 
     private struct State: Sendable {
@@ -37,6 +39,9 @@ public final class LiveFeed: Service, Sendable {
     /// Frames a slow console may fall behind before the oldest are dropped (its memory stays
     /// bounded; it misses rows, never the stream).
     static let buffer = 500
+    /// Pages of new pushes read per poll at most (500 each): past that many pushes a second the
+    /// stream says it skipped some (`gap`) instead of falling ever further behind.
+    static let pagesPerPoll = 10
 
     init(store: any HeraldStore, clock: any HeraldClock, interval: Duration, logger: Logger) {
         self.store = store
@@ -104,8 +109,25 @@ public final class LiveFeed: Service, Sendable {
         wake?.resume(returning: true)
     }
 
+    /// The pushes accepted since `since`, newest first, at most `pagesPerPoll` pages; and
+    /// whether that was all of them.
+    private func accepted(since: Int64) async throws -> ([PushSummary], complete: Bool) {
+        var pushes: [PushSummary] = []
+        var after: PushCursor?
+        for _ in 0..<Self.pagesPerPoll {
+            let page = try await store.pushes(
+                matching: PushQuery(since: since, after: after, limit: PushQuery.limits.upperBound)
+            )
+            pushes += page.pushes
+            guard let next = page.next else { return (pushes, true) }
+            after = next
+        }
+        return (pushes, false)
+    }
+
     private func poll() async {
-        var tracker = LiveFeedTracker()
+        // At most as many pushes watched as the store reads by id at once.
+        var tracker = LiveFeedTracker(capacity: PushSummary.maximumLookup)
         var since = clock.now() - Self.overlap
         var quiet = 0
         while !Task.isCancelled {
@@ -126,23 +148,32 @@ public final class LiveFeed: Service, Sendable {
                 // pushes before), not from the last push told to a console long gone.
                 since = now - Self.overlap
             }
+            var frames: [Frame] = []
             do {
-                let recent = try await store.pushes(
-                    matching: PushQuery(since: since, limit: PushQuery.limits.upperBound)
-                )
+                let (recent, complete) = try await accepted(since: since)
+                var changed: [PushSummary] = []
                 let watched = tracker.watched(now: now)
-                let changed = watched.isEmpty ? [] : try await store.pushSummaries(ids: watched)
-                let events = tracker.observe(recent.pushes + changed, now: now)
-                since = max(since, (recent.pushes.map(\.createdAt).max() ?? now) - Self.overlap)
-                quiet = events.isEmpty ? quiet + 1 : 0
-                let frames = events.map(Frame.push) + (quiet >= 15 ? [.heartbeat] : [])
-                if quiet >= 15 { quiet = 0 }
-                let subscribers = state.withLock { Array($0.subscribers.values) }
-                for subscriber in subscribers {
-                    for frame in frames { subscriber.yield(frame) }
+                // The watched pushes, read by id in slices the store takes at once.
+                for start in stride(from: 0, to: watched.count, by: PushSummary.maximumLookup) {
+                    let slice = Array(watched[start..<min(start + PushSummary.maximumLookup, watched.count)])
+                    changed += try await store.pushSummaries(ids: slice)
                 }
+                frames = tracker.observe(recent + changed, now: now).map(Frame.push)
+                if !complete { frames.append(.gap) }
+                since = max(since, (recent.map(\.createdAt).max() ?? now) - Self.overlap)
             } catch {
                 logger.warning("the console's live stream cannot read the store", metadata: ["error": "\(error)"])
+            }
+            // A heartbeat after a quiet spell (or a spell of failed reads): a proxy keeps the
+            // stream open, and a console that went is noticed by the write that fails.
+            quiet = frames.isEmpty ? quiet + 1 : 0
+            if quiet >= 15 {
+                frames.append(.heartbeat)
+                quiet = 0
+            }
+            let subscribers = state.withLock { Array($0.subscribers.values) }
+            for subscriber in subscribers {
+                for frame in frames { subscriber.yield(frame) }
             }
             // Real time between polls whatever the node's clock: the store is read at a pace, not
             // at a time a test sets (a test clock that stands still must not stop the stream).

@@ -31,6 +31,10 @@ public protocol OutboxStore: ChangeStore {
     func nextDueTime() async throws -> Int64?
     /// How many pushes are in each state, and when the oldest queued push was accepted.
     func outboxCounts() async throws -> OutboxCounts
+    /// How many pushes are queued and sending (`byState` holds those two only), and when the
+    /// oldest queued push was accepted: the queue alone, read through its partial indexes, so
+    /// its cost follows the queue's length, not the outbox's (`outboxCounts` reads every row).
+    func queueCounts() async throws -> OutboxCounts
     /// How many message pushes (kind `message`) to `appID`'s devices are queued and not yet
     /// claimed: what an app's cap on queued messages is checked against.
     func queuedMessages(appID: String) async throws -> Int

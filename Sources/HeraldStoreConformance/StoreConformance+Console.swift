@@ -85,6 +85,23 @@ extension StoreConformance {
         #expect(try await ids(PushQuery(conversation: "conv-none")).isEmpty)
     }
 
+    /// `queueCounts()` counts the queued and sending pushes and finds the oldest queued one, as
+    /// `outboxCounts()` does for those two states; nothing queued has no oldest.
+    public static func queueCountsAgreeWithTheOutbox(_ engine: some StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        #expect(try await store.queueCounts() == OutboxCounts(byState: [.queued: 0, .sending: 0], oldestQueuedAt: nil))
+        try await store.saveDevice(StoreFixtures.device("d1"))
+        let pushes = (1...4).map { StoreFixtures.push("p\($0)", device: "d1", at: Int64($0) * 10) }
+        #expect(try await store.accept(StoreFixtures.ingest(pushes)) == .accepted)
+        let claimed = try await store.claim(limit: 1, owner: "w", now: 1000, leaseUntil: 9000)
+        #expect(claimed.map(\.entry.pushID) == ["p1"])
+        let queue = try await store.queueCounts()
+        let outbox = try await store.outboxCounts()
+        #expect(queue[.queued] == 3 && queue[.sending] == 1 && queue.oldestQueuedAt == 20)
+        #expect(queue[.queued] == outbox[.queued] && queue[.sending] == outbox[.sending])
+        #expect(queue.oldestQueuedAt == outbox.oldestQueuedAt)
+    }
+
     /// `pushActivity(since:sampleLimit:)` counts the pushes that finished at or after `since` by
     /// minute, network, state and reason, in that order, each push once at its last change
     /// (retried then delivered: delivered, in the minute it was); queued and claimed pushes and

@@ -56,6 +56,7 @@ public enum StoreConformance {
         case webhookEventsListAndExpire
         case webhookEventsByKey
         case pushesByConversation
+        case queueCountsAgreeWithTheOutbox
         case appWebhookIsKept
         case pushFinalStatesWriteWebhookEvents
         case aPushKeepsItsTraceContext
@@ -162,6 +163,7 @@ public enum StoreConformance {
             case .webhookEventsListAndExpire: try await StoreConformance.webhookEventsListAndExpire(engine)
             case .webhookEventsByKey: try await StoreConformance.webhookEventsByKey(engine)
             case .pushesByConversation: try await StoreConformance.pushesByConversation(engine)
+            case .queueCountsAgreeWithTheOutbox: try await StoreConformance.queueCountsAgreeWithTheOutbox(engine)
             case .appWebhookIsKept: try await StoreConformance.appWebhookIsKept(engine)
             case .chatDisconnectsWriteWebhookEvents:
                 try await StoreConformance.chatDisconnectsWriteWebhookEvents(engine)

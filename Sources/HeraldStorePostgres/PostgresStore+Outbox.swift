@@ -384,6 +384,27 @@ extension PostgresStore {
     }
 }
 
+extension PostgresStore {
+    public func queueCounts() async throws -> OutboxCounts {
+        // One statement, one snapshot; each part through a partial index of the queue.
+        let rows = try await rows(
+            "count the queue",
+            """
+            SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'queued'),
+                (SELECT COUNT(*) FROM outbox WHERE state = 'sending'),
+                (SELECT MIN(created_at) FROM outbox WHERE state = 'queued')
+            """
+        )
+        do {
+            guard let row = rows.first else { return OutboxCounts(byState: [:], oldestQueuedAt: nil) }
+            let (queued, sending, oldest) = try row.decode((Int64, Int64, Int64?).self)
+            return OutboxCounts(byState: [.queued: Int(queued), .sending: Int(sending)], oldestQueuedAt: oldest)
+        } catch {
+            throw StoreError.corrupt.with(detail: "count the queue: \(error)")
+        }
+    }
+}
+
 /// A batch's pushes going back to the queue (retried or requeued), as one statement's columns.
 private struct Requeues {
     var ids: [String] = []

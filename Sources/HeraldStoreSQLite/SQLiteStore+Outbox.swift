@@ -330,6 +330,24 @@ extension SQLiteStore {
         }
     }
 
+    public func queueCounts() async throws -> OutboxCounts {
+        try await read { db in
+            // The unary `+` keeps SQLite from walking outbox_by_age from the oldest push for the
+            // first queued one: the partial outbox_queued_due index holds the queued rows alone.
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'queued'),
+                        (SELECT COUNT(*) FROM outbox WHERE state = 'sending'),
+                        (SELECT MIN(+created_at) FROM outbox WHERE state = 'queued')
+                    """
+            )
+            let queued: Int = row?[0] ?? 0
+            let sending: Int = row?[1] ?? 0
+            return OutboxCounts(byState: [.queued: queued, .sending: sending], oldestQueuedAt: row?[2])
+        }
+    }
+
     public func queuedMessages(appID: String) async throws -> Int {
         try await read { db in
             try Int.fetchOne(

@@ -548,6 +548,7 @@ final class ObservedOutboxStore: OutboxStore {
     func receipts(pushID: String) async throws -> [PushReceipt] { try await reachable().receipts(pushID: pushID) }
     func nextDueTime() async throws -> Int64? { try await reachable().nextDueTime() }
     func outboxCounts() async throws -> OutboxCounts { try await reachable().outboxCounts() }
+    func queueCounts() async throws -> OutboxCounts { try await reachable().queueCounts() }
     func queuedMessages(appID: String) async throws -> Int { try await reachable().queuedMessages(appID: appID) }
     func pushes(matching query: PushQuery) async throws -> PushPage { try await reachable().pushes(matching: query) }
     func pushSummaries(ids: [String]) async throws -> [PushSummary] { try await reachable().pushSummaries(ids: ids) }

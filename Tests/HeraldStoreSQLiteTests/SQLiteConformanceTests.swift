@@ -208,6 +208,10 @@ struct SQLiteConformanceTests {
         try await SQLiteEngine.check(.pushesByConversation)
     }
 
+    @Test func queueCountsAgreeWithTheOutbox() async throws {
+        try await SQLiteEngine.check(.queueCountsAgreeWithTheOutbox)
+    }
+
     @Test func appWebhookIsKept() async throws {
         try await SQLiteEngine.check(.appWebhookIsKept)
     }
@@ -346,6 +350,7 @@ struct SQLiteConformanceTests {
             .webhookEventsListAndExpire,
             .webhookEventsByKey,
             .pushesByConversation,
+            .queueCountsAgreeWithTheOutbox,
             .appWebhookIsKept,
             .pushFinalStatesWriteWebhookEvents,
             .aPushKeepsItsTraceContext,
