@@ -124,8 +124,6 @@ extension Console {
             let sessions = self.sessions
             let clock = self.clock
             return ConsoleHTTP.eventStream { writer in
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = .sortedKeys
                 try await writer.write(ByteBuffer(string: "retry: 3000\n\n"))
                 var checked = clock.now()
                 for await frame in stream {
@@ -136,9 +134,8 @@ extension Console {
                         checked = clock.now()
                     }
                     switch frame {
-                    case .push(let event):
-                        let json = String(decoding: try encoder.encode(event), as: UTF8.self)
-                        try await writer.write(ByteBuffer(string: "event: push\ndata: \(json)\n\n"))
+                    case .push(let frame):
+                        try await writer.write(ByteBuffer(string: frame))
                     case .heartbeat:
                         try await writer.write(ByteBuffer(string: ": still here\n\n"))
                     case .gap:

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldConsoleCore
 import HeraldStore
 import Logging
@@ -12,7 +13,9 @@ import Synchronization
 public final class LiveFeed: Service, Sendable {
     /// What a watching console receives.
     enum Frame: Sendable {
-        case push(LiveEvent)
+        /// A push event, as its SSE frame: encoded once per poll, whatever the number of
+        /// consoles that receive it.
+        case push(String)
         /// Nothing happened for a while: an SSE comment keeps proxies from closing the stream.
         case heartbeat
         /// More pushes were accepted since the last poll than one poll reads: some are not told.
@@ -128,6 +131,8 @@ public final class LiveFeed: Service, Sendable {
     private func poll() async {
         // At most as many pushes watched as the store reads by id at once.
         var tracker = LiveFeedTracker(capacity: PushSummary.maximumLookup)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
         var since = clock.now() - Self.overlap
         var quiet = 0
         while !Task.isCancelled {
@@ -158,7 +163,11 @@ public final class LiveFeed: Service, Sendable {
                     let slice = Array(watched[start..<min(start + PushSummary.maximumLookup, watched.count)])
                     changed += try await store.pushSummaries(ids: slice)
                 }
-                frames = tracker.observe(recent + changed, now: now).map(Frame.push)
+                frames = try tracker.observe(recent + changed, now: now).map { event in
+                    Frame.push(
+                        "event: push\ndata: " + String(decoding: try encoder.encode(event), as: UTF8.self) + "\n\n"
+                    )
+                }
                 if !complete { frames.append(.gap) }
                 since = max(since, (recent.map(\.createdAt).max() ?? now) - Self.overlap)
             } catch {
