@@ -386,13 +386,15 @@ extension PostgresStore {
 
 extension PostgresStore {
     public func queueCounts() async throws -> OutboxCounts {
-        // One statement, one snapshot; each part through a partial index of the queue.
+        // One statement, one snapshot; each part through a partial index of the queue. `+ 0`
+        // keeps the planner from answering MIN by walking outbox_by_age from the oldest push
+        // until a queued one (most of a million rows when the queue is young).
         let rows = try await rows(
             "count the queue",
             """
             SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'queued'),
                 (SELECT COUNT(*) FROM outbox WHERE state = 'sending'),
-                (SELECT MIN(created_at) FROM outbox WHERE state = 'queued')
+                (SELECT MIN(created_at + 0) FROM outbox WHERE state = 'queued')
             """
         )
         do {
