@@ -134,14 +134,7 @@ extension Console {
                         guard (try? await sessions.signedIn(request)) != nil else { break }
                         checked = clock.now()
                     }
-                    switch frame {
-                    case .push(let frame):
-                        try await writer.write(ByteBuffer(string: frame))
-                    case .heartbeat:
-                        try await writer.write(ByteBuffer(string: ": still here\n\n"))
-                    case .gap:
-                        try await writer.write(ByteBuffer(string: "event: gap\ndata: skipped\n\n"))
-                    }
+                    try await writer.write(ByteBuffer(string: frame.text))
                 }
             }
         }

@@ -20,6 +20,17 @@ public final class LiveFeed: Service, Sendable {
         case heartbeat
         /// More pushes were accepted since the last poll than one poll reads: some are not told.
         case gap
+        /// A poll's frames, as one piece of the stream.
+        case batch(String)
+
+        /// The frame as the stream carries it.
+        var text: String {
+            switch self {
+            case .push(let frame), .batch(let frame): frame
+            case .heartbeat: ": still here\n\n"
+            case .gap: "event: gap\ndata: skipped\n\n"
+            }
+        }
     }
 
     private struct State: Sendable {
@@ -39,9 +50,9 @@ public final class LiveFeed: Service, Sendable {
     /// another node (its acceptance time is when it was made, not when it committed) is not
     /// missed; the tracker drops the ones told already.
     static let overlap: Int64 = 5_000
-    /// Frames a slow console may fall behind before the oldest are dropped (its memory stays
-    /// bounded; it misses rows, never the stream).
-    static let buffer = 500
+    /// Polls' batches a slow console may fall behind (about 30 s) before the oldest are dropped:
+    /// its memory stays bounded; it misses rows, never the stream.
+    static let buffer = 30
     /// Pages of new pushes read per poll at most (500 each): past that many pushes a second the
     /// stream says it skipped some (`gap`) instead of falling ever further behind.
     static let pagesPerPoll = 10
@@ -180,9 +191,12 @@ public final class LiveFeed: Service, Sendable {
                 frames.append(.heartbeat)
                 quiet = 0
             }
-            let subscribers = state.withLock { Array($0.subscribers.values) }
-            for subscriber in subscribers {
-                for frame in frames { subscriber.yield(frame) }
+            // One write a poll for each console, whatever the number of pushes it tells: a
+            // console costs the node a write a second, not one per push.
+            if !frames.isEmpty {
+                let batch = Frame.batch(frames.map(\.text).joined())
+                let subscribers = state.withLock { Array($0.subscribers.values) }
+                for subscriber in subscribers { subscriber.yield(batch) }
             }
             // Real time between polls whatever the node's clock: the store is read at a pace, not
             // at a time a test sets (a test clock that stands still must not stop the stream).
