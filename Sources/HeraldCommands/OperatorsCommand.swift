@@ -51,11 +51,6 @@ struct OperatorsCommand: AsyncParsableCommand {
         return try password(fromFile: text).get()
     }
 
-    /// A new random password: 144 bits from libsodium's generator, as 24 base64url characters.
-    static func generatedPassword() -> String {
-        ByteEncoding.base64URL(SecureBytes.random(count: 18).copyBytes())
-    }
-
     /// The audit action of saving an operator over `existing`, or why it is refused.
     static func saveAction(existing: OperatorRecord?, replace: Bool) -> Result<String, ValidationError> {
         guard let existing else { return .success("operator.added") }
@@ -113,7 +108,7 @@ extension OperatorsCommand {
             if let passwordFile {
                 password = try OperatorsCommand.password(file: passwordFile)
             } else {
-                password = OperatorsCommand.generatedPassword()
+                password = PasswordHash.generatedPassword()
             }
             let hash = try PasswordHash.hash(password)
             let (name, role, replace) = (name, role, replace)
@@ -209,7 +204,7 @@ extension OperatorsCommand {
             if let passwordFile {
                 return [try PasswordHash.hash(try OperatorsCommand.password(file: passwordFile))]
             }
-            let password = OperatorsCommand.generatedPassword()
+            let password = PasswordHash.generatedPassword()
             return ["password: \(password)", "password_hash: \(try PasswordHash.hash(password))"]
         }
     }

@@ -140,8 +140,7 @@ public final class LiveFeed: Service, Sendable {
     }
 
     private func poll() async {
-        // At most as many pushes watched as the store reads by id at once.
-        var tracker = LiveFeedTracker(capacity: PushSummary.maximumLookup)
+        var tracker = LiveFeedTracker()
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         var since = clock.now() - Self.overlap

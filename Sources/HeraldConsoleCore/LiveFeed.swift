@@ -53,12 +53,13 @@ public struct LiveFeedTracker: Sendable {
 
     /// How long a push is re-read after it was first seen, in milliseconds.
     public let watchFor: Int64
-    /// The most pushes remembered; past it the oldest are forgotten (and not re-read).
+    /// The most pushes remembered; past it the oldest are forgotten (and not re-read). By
+    /// default what the store reads by id at once, so the watched pushes are one read.
     public let capacity: Int
     private var seen: [String: Seen] = [:]
     private var order: [String] = []
 
-    public init(watchFor: Duration = .seconds(120), capacity: Int = 2_000) {
+    public init(watchFor: Duration = .seconds(120), capacity: Int = PushSummary.maximumLookup) {
         self.watchFor = watchFor.milliseconds
         self.capacity = capacity
     }

@@ -83,6 +83,12 @@ public enum PasswordHash {
         Array(password.utf8) + [0]
     }
 
+    /// A new random password: 144 bits from libsodium's generator, as 24 base64url characters
+    /// (what `herald operators add` prints, and sandbox mode's first operator gets).
+    public static func generatedPassword() -> String {
+        ByteEncoding.base64URL(SecureBytes.random(count: 18).copyBytes())
+    }
+
     /// Whether `encoded` has the form of an Argon2id hash (starts with `$argon2id$`): for
     /// checking a configured hash before it is needed. Says nothing of whether it verifies.
     public static func isArgon2id(_ encoded: String) -> Bool {

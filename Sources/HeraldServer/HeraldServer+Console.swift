@@ -2,7 +2,6 @@ import Foundation
 import HeraldConsole
 import HeraldConsoleCore
 import HeraldCrypto
-import HeraldEncoding
 import HeraldSandbox
 import HeraldStore
 
@@ -45,7 +44,7 @@ extension HeraldServer {
         {
             password = String(line)
         } else {
-            password = Base64URL.encode(SecureBytes.random(count: 18).copyBytes())
+            password = PasswordHash.generatedPassword()
             try SecretFile.write(Array((password + "\n").utf8), to: path, overwrite: true)
         }
         let record = OperatorRecord(

@@ -132,7 +132,7 @@ import Testing
         #expect(try OperatorsCommand.password(fromFile: "twelve chars\r\n").get() == "twelve chars")
         #expect(throws: ValidationError.self) { try OperatorsCommand.password(fromFile: "").get() }
         #expect(throws: ValidationError.self) { try OperatorsCommand.password(fromFile: "\ntwelve chars").get() }
-        #expect(OperatorsCommand.generatedPassword() != OperatorsCommand.generatedPassword())
+        #expect(PasswordHash.generatedPassword() != PasswordHash.generatedPassword())
     }
 
     @Test func hashesVerifyAgainstTheirPassword() throws {
